@@ -1,0 +1,11 @@
+"""CPU memory bandwidth with likwid-bench: copy and STREAM triad."""
+import reframe as rfm
+
+from hpcval import features as ft
+from hpcval.benchmarks.likwid_bench import LikwidBench
+
+
+@rfm.simple_test
+class LikwidBenchCheck(LikwidBench):
+    valid_systems = [f'+{ft.CPU}']
+    valid_prog_environs = ['*']

@@ -1,0 +1,27 @@
+"""hpcval: ReFrame regression tests for GPU and accelerator systems.
+
+The importable helpers live in utils/ and install as the package ``hpcval``
+(parsers, reference loader, benchmark base classes, CLI).  The checks,
+configuration, systems and references stay in the repository and are used
+from its root.
+"""
+from setuptools import setup
+
+setup(
+    name='hpcval',
+    version='0.1.0',
+    description='ReFrame validation suite for GPU and accelerator systems',
+    python_requires='>=3.9',
+    package_dir={'hpcval': 'utils'},
+    packages=['hpcval', 'hpcval.parsers', 'hpcval.benchmarks'],
+    install_requires=[
+        'reframe-hpc==4.10.4',
+        'PyYAML>=6.0',
+    ],
+    extras_require={
+        # MPI from PyPI wheels: works offline, no system MPI needed
+        'mpi': ['mpich==4.3.2', 'mpi4py==4.1.2'],
+        'test': ['pytest>=7'],
+    },
+    entry_points={'console_scripts': ['hpcval=hpcval.cli:main']},
+)

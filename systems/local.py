@@ -1,0 +1,120 @@
+"""local: the machine you are on, when no other system claims its host name.
+
+One partition, ``default``: local scheduler (jobs run on this host), the
+``mpiexec`` of the MPI that bootstrap.sh installs from PyPI, processor
+topology detected with ReFrame's own ``cpuinfo()`` at configuration load
+(ReFrame skips its auto-detection for partitions whose launcher is not
+``local``, and a cached file would be wrong on the next host sharing the
+home directory; it costs about 4 ms), and GPUs detected here at configuration
+load (ReFrame auto-detects processors only): NVIDIA ones through
+``nvidia-smi``, AMD ones through ``rocminfo``.  With GPUs found, the
+partition gains the GPU features and, where ``nvcc`` is on PATH, a ``cuda``
+environment, so the same ``--system local`` validates a single GPU node.
+"""
+import collections
+import shutil
+import subprocess
+
+from reframe.utility.cpuinfo import cpuinfo
+
+from hpcval import features as ft
+
+
+def _query(cmd):
+    if not shutil.which(cmd[0]):
+        return ''
+
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ''
+
+
+def nvidia_gpus():
+    """[(name, 'sm_XY')] of the NVIDIA GPUs nvidia-smi lists."""
+    out = _query(['nvidia-smi', '--query-gpu=name,compute_cap',
+                  '--format=csv,noheader'])
+    gpus = []
+    for line in out.splitlines():
+        name, _, cap = line.rpartition(',')
+        if name and cap.strip().replace('.', '').isdigit():
+            gpus.append((name.strip(), 'sm_' + cap.strip().replace('.', '')))
+
+    return gpus
+
+
+def amd_gpus():
+    """[(marketing name, 'gfxNNN')] of the GPU agents rocminfo lists."""
+    gpus, name = [], ''
+    for line in _query(['rocminfo']).splitlines():
+        key, _, value = line.strip().partition(':')
+        if key == 'Marketing Name':
+            name = value.strip()
+        elif key == 'Name' and value.strip().startswith('gfx'):
+            gpus.append((name, value.strip()))
+
+    return gpus
+
+
+def _gpu_partition_extras():
+    nv, amd = nvidia_gpus(), amd_gpus()
+    gpus, vendor = (nv, ft.NVGPU) if nv else (amd, ft.AMDGPU)
+    if not gpus:
+        return [], [], []
+
+    by_arch = collections.Counter(arch for _, arch in gpus)
+    devices = [{'type': 'gpu', 'arch': arch, 'num_devices': n}
+               for arch, n in by_arch.items()]
+    envs = []
+    if vendor == ft.NVGPU and shutil.which('nvcc'):
+        envs.append('cuda')
+    elif vendor == ft.AMDGPU and shutil.which('hipcc'):
+        envs.append('rocm')
+
+    return [ft.GPU, vendor], devices, envs
+
+
+_gpu_features, _devices, _gpu_envs = _gpu_partition_extras()
+
+system = {
+    'name': 'local',
+    'descr': 'This host (any host name no other system claims)',
+    'hostnames': ['.*'],
+    'modules_system': 'nomod',
+    'partitions': [
+        {
+            'name': 'default',
+            'descr': 'This host: local scheduler, mpiexec from PATH',
+            'scheduler': 'local',
+            'launcher': 'mpiexec',
+            'environs': ['gnu', *_gpu_envs],
+            'features': [ft.CPU, ft.MPI, *_gpu_features],
+            'processor': cpuinfo(),
+            'devices': _devices,
+            # benchmarks must not share the machine with each other
+            'max_jobs': 1,
+        }
+    ]
+}
+
+environments = [
+    {
+        'name': 'gnu',
+        'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
+        'features': [ft.OPENMP],
+        'target_systems': ['local'],
+    },
+    {
+        'name': 'cuda',
+        'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran', 'nvcc': 'nvcc',
+        'features': [ft.OPENMP, ft.CUDA],
+        'target_systems': ['local'],
+    },
+    {
+        'name': 'rocm',
+        'cc': 'hipcc', 'cxx': 'hipcc', 'ftn': 'gfortran',
+        'features': [ft.OPENMP, ft.ROCM],
+        'target_systems': ['local'],
+    },
+]

@@ -1,0 +1,80 @@
+"""The parse-once pattern every hpcval check shares.
+
+Sanity parses the output with the benchmark's plain parser; a ParseError
+becomes a sanity failure carrying the parser's message.  The performance
+stage then publishes the parsed metrics as performance variables and looks
+up their references in references/<system>.yaml.
+"""
+import functools
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import run_before, sanity_function
+from reframe.core.exceptions import SanityError
+
+from hpcval import paths, references
+from hpcval.parsers import ParseError
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_files():
+    return references.load_dir(paths.references_dir())
+
+
+class ParsedBenchmark(rfm.RegressionTestPlugin):
+    """Mixin for tests whose output is judged by an hpcval parser.
+
+    Subclasses implement ``parse()`` (returning any result object, raising
+    ParseError) and ``metrics(result)`` (returning ``{name: (value, unit)}``).
+    """
+
+    def parse(self):
+        raise NotImplementedError
+
+    def metrics(self, result):
+        raise NotImplementedError
+
+    def _exit_status(self):
+        code = self.job.exitcode
+        return '' if code in (0, None) else f' (exit code {code})'
+
+    @sanity_function
+    def validate_output(self):
+        try:
+            self.result = self.parse()
+        except ParseError as err:
+            raise SanityError(f'{err}{self._exit_status()}') from None
+        except FileNotFoundError as err:
+            raise SanityError(f'output file missing: {err.filename}'
+                              f'{self._exit_status()}') from None
+
+        if self.job.exitcode not in (0, None):
+            raise SanityError(f'the benchmark printed complete results but '
+                              f'exited with code {self.job.exitcode}')
+
+        return True
+
+    @run_before('performance')
+    def publish_metrics(self):
+        values = self.metrics(self.result)
+        self.perf_variables = {
+            name: sn.make_performance_function(sn.defer(value), unit)
+            for name, (value, unit) in values.items()
+        }
+        refs = _reference_files().get(self.current_system.name, [])
+        names = [cls.__name__ for cls in type(self).__mro__]
+        selected = references.select(
+            refs, names, self.current_partition.name, _Attrs(self),
+            {name: unit for name, (_, unit) in values.items()}
+        )
+        self.reference = {self.current_partition.fullname: selected}
+
+
+class _Attrs:
+    """Read test attributes lazily for the references' ``where`` clauses."""
+
+    def __init__(self, test):
+        self._test = test
+
+    def get(self, key):
+        return getattr(self._test, key, None)

@@ -1,0 +1,73 @@
+"""MPI ping-pong with mpi4py's own benchmark (``python -m mpi4py.bench``).
+
+Runs anywhere an MPI and mpi4py exist, including the PyPI ``mpich`` wheel.
+Two ranks, placed on one node or on two, exchange messages from 1 B up to
+``max_size``; the test reports the one-way latency (mean and standard
+deviation) at each of ``latency_sizes`` and the bandwidth at ``max_size``.
+"""
+import reframe as rfm
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import parameter, run_before, variable
+
+from hpcval.benchmarks.base import ParsedBenchmark
+from hpcval.inputs import checked_token
+from hpcval.parsers.common import read_text
+from hpcval.parsers.mpi4py_bench import parse_pingpong, row_at
+
+PLACEMENTS = ('on_node', 'across_nodes')
+ARRAYS = ('numpy', 'cupy', 'numba', 'none')
+
+
+def size_label(nbytes):
+    """8 -> '8B', 4194304 -> '4MiB': stable metric names."""
+    for unit, scale in (('MiB', 2**20), ('KiB', 2**10)):
+        if nbytes >= scale and nbytes % scale == 0:
+            return f'{nbytes // scale}{unit}'
+
+    return f'{nbytes}B'
+
+
+class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
+    """Two-rank MPI ping-pong; ``placement`` says where the ranks sit."""
+
+    #: 'on_node' (both ranks on one node) or 'across_nodes' (one per node).
+    placement = parameter(PLACEMENTS)
+
+    #: Buffer type: numpy (host), cupy or numba (device; needs GPU-aware MPI).
+    array = variable(str, value='numpy')
+
+    #: Largest message size in bytes; bandwidth is reported there.
+    max_size = variable(int, value=4 * 2**20)
+
+    #: Sizes in bytes whose latency is reported.
+    latency_sizes = variable(typ.List[int], value=[8, 1024])
+
+    #: Python interpreter that has mpi4py on the compute nodes.
+    python = variable(str, value='python3')
+
+    num_tasks = 2
+    tags = {'mpi4py', 'mpi'}
+
+    @run_before('run')
+    def set_command(self):
+        checked_token(self.array, 'array', ARRAYS)
+        self.num_tasks_per_node = 2 if self.placement == 'on_node' else 1
+        self.executable = checked_token(self.python, 'python')
+        self.executable_opts = ['-m', 'mpi4py.bench', 'pingpong',
+                                '-a', self.array, '-n', str(self.max_size)]
+
+    def parse(self):
+        return parse_pingpong(read_text(self.stdout.evaluate()))
+
+    def metrics(self, rows):
+        values = {}
+        for size in self.latency_sizes:
+            row = row_at(rows, size)
+            label = size_label(size)
+            values[f'latency_{label}'] = (row.time_mean * 1e6, 'us')
+            values[f'latency_{label}_std'] = (row.time_std * 1e6, 'us')
+
+        largest = row_at(rows, self.max_size)
+        values[f'bandwidth_{size_label(self.max_size)}'] = (largest.bandwidth,
+                                                            'MB/s')
+        return values

@@ -1,0 +1,201 @@
+"""Source acquisition and builds: the pattern every benchmark follows.
+
+1. ``UpstreamSource`` (a session fixture) brings the upstream source tree
+   into its stage directory once per run:
+
+   - by default ``git clone --depth 1 --branch <version> <repo_url>``;
+   - with ``-S src_mirror=PATH`` from a local copy, for air-gapped sites: a
+     git repository (bare or not; the pinned tag is checked out), a source
+     folder already at that version, or a release tarball with one
+     top-level folder;
+   - with ``-S prebuilt_dir=DIR`` nothing is fetched.
+
+   When upstream cannot be reached and no mirror is given, the fixture is
+   skipped with a one-line reason, and so is every test that needs it.
+
+2. ``UpstreamBuild`` (an environment fixture) builds it once per partition
+   and programming environment however many tests use it, or, with
+   ``prebuilt_dir``, only checks that DIR holds the executables under their
+   upstream names.  Scope the variables to one benchmark with
+   ``-S BabelStreamSource.prebuilt_dir=DIR`` when several are selected.
+"""
+import os
+import shlex
+import subprocess
+
+import reframe as rfm
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import run_before, sanity_function, variable
+from reframe.core.exceptions import SanityError
+
+from hpcval.inputs import checked_path, checked_token
+
+_TARBALLS = ('.tar.gz', '.tgz', '.tar.bz2', '.tar.xz', '.tar')
+# how long the reachability probe of the upstream repository may take
+_PROBE_TIMEOUT_S = 20
+
+
+def _is_git_repo(path):
+    return os.path.isdir(os.path.join(path, '.git')) or (
+        os.path.isfile(os.path.join(path, 'HEAD')) and
+        os.path.isdir(os.path.join(path, 'objects'))
+    )
+
+
+def _upstream_reachable(url, version):
+    try:
+        subprocess.run(['git', 'ls-remote', '--exit-code', url,
+                        f'refs/tags/{version}', f'refs/heads/{version}'],
+                       check=True, capture_output=True,
+                       timeout=_PROBE_TIMEOUT_S,
+                       env=dict(os.environ, GIT_TERMINAL_PROMPT='0'))
+        return True
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+class UpstreamSource(rfm.RunOnlyRegressionTest):
+    """The upstream source tree of one benchmark at a pinned version."""
+
+    #: Upstream git repository.
+    repo_url = variable(str)
+
+    #: Pinned tag (or branch) of ``repo_url``.
+    version = variable(str)
+
+    #: Clone submodules too (Comm|Scope needs them).
+    submodules = variable(bool, value=False)
+
+    #: Local copy of the source: git repository, folder or tarball.
+    src_mirror = variable(str, value='')
+
+    #: Folder with prebuilt executables; when set nothing is fetched.
+    prebuilt_dir = variable(str, value='')
+
+    local = True
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    executable = 'true'
+
+    #: Where the tree lands, relative to the stage directory.
+    tree = 'src'
+
+    @property
+    def src_dir(self):
+        return os.path.join(self.stagedir, self.tree)
+
+    def _clone_cmd(self, origin):
+        opts = ['--quiet', '--depth', '1', '--branch',
+                checked_token(self.version, 'version')]
+        if self.submodules:
+            opts += ['--recurse-submodules', '--shallow-submodules']
+
+        return shlex.join(['git', '-c', 'advice.detachedHead=false',
+                           'clone', *opts, origin, self.tree])
+
+    def _mirror_cmds(self, mirror):
+        if _is_git_repo(mirror):
+            return [self._clone_cmd(f'file://{mirror}')]
+
+        if os.path.isdir(mirror):
+            return [f'cp -a {shlex.quote(mirror)}/. {self.tree}/']
+
+        if mirror.endswith(_TARBALLS):
+            return [f'tar -xf {shlex.quote(mirror)} -C {self.tree} '
+                    f'--strip-components=1']
+
+        raise SanityError(f'-S src_mirror={mirror}: neither a git repository, '
+                          f'a folder nor a tarball ({", ".join(_TARBALLS)})')
+
+    @run_before('run')
+    def choose_origin(self):
+        if self.prebuilt_dir:
+            checked_path(self.prebuilt_dir, 'prebuilt_dir')
+            self.prerun_cmds = [f'echo "prebuilt_dir set: nothing to fetch"']
+            return
+
+        self.prerun_cmds = [f'mkdir -p {self.tree}']
+        if self.src_mirror:
+            mirror = checked_path(self.src_mirror, 'src_mirror')
+            self.prerun_cmds += self._mirror_cmds(mirror)
+            return
+
+        self.skip_if(
+            not _upstream_reachable(self.repo_url, self.version),
+            f'{self.repo_url} ({self.version}) unreachable and no '
+            f'-S src_mirror=PATH or -S prebuilt_dir=DIR given'
+        )
+        self.prerun_cmds.append(self._clone_cmd(self.repo_url))
+
+    @sanity_function
+    def validate_tree(self):
+        if self.job.exitcode != 0:
+            raise SanityError(f'fetching the source failed (exit code '
+                              f'{self.job.exitcode}); see rfm_job.err')
+
+        if not self.prebuilt_dir and not os.listdir(self.src_dir):
+            raise SanityError(f'{self.src_dir} is empty after the fetch')
+
+        return True
+
+
+class UpstreamBuild(rfm.CompileOnlyRegressionTest):
+    """Builds a benchmark from ``self.source`` (an UpstreamSource fixture).
+
+    Subclasses declare ``source = fixture(TheirSource, scope='session')``,
+    list ``executables`` and implement ``build_commands(src)``, which
+    returns shell lines run in the stage directory.
+    """
+
+    #: Upstream executable names the runs need, e.g. ``['omp-stream']``.
+    executables = variable(typ.List[str])
+
+    #: Folder, relative to the stage directory, the build leaves them in.
+    build_bin = variable(str, value='build')
+
+    build_system = 'CustomBuild'
+    sourcesdir = None
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+
+    def build_commands(self, src):
+        raise NotImplementedError
+
+    @property
+    def bin_dir(self):
+        if self.source.prebuilt_dir:
+            return checked_path(self.source.prebuilt_dir, 'prebuilt_dir')
+
+        return os.path.join(self.stagedir, self.build_bin)
+
+    def executable_path(self, name):
+        return os.path.join(self.bin_dir, name)
+
+    @property
+    def build_jobs(self):
+        return max(1, min(16, self.current_partition.processor.num_cpus or 4))
+
+    @run_before('compile')
+    def emit_build(self):
+        if self.source.prebuilt_dir:
+            self.build_system.commands = [
+                f'test -x {shlex.quote(self.executable_path(exe))} || '
+                f'{{ echo "prebuilt_dir: no executable {exe} in '
+                f'{self.bin_dir}" >&2; exit 1; }}'
+                for exe in self.executables
+            ]
+        else:
+            self.build_system.commands = self.build_commands(
+                shlex.quote(self.source.src_dir)
+            )
+
+    @sanity_function
+    def validate_build(self):
+        missing = [exe for exe in self.executables
+                   if not os.access(self.executable_path(exe), os.X_OK)]
+        if missing:
+            raise SanityError(f'no executable {", ".join(missing)} in '
+                              f'{self.bin_dir} after the build; see '
+                              f'rfm_build.err')
+
+        return True

@@ -1,0 +1,19 @@
+"""Partition and environment features that checks select on.
+
+Checks name features in ``valid_systems`` / ``valid_prog_environs``, never
+systems: ``valid_systems = [f'+{NVGPU}']``.
+"""
+# partition features
+CPU = 'cpu'                    # run CPU benchmarks on this partition's nodes
+MPI = 'mpi'                    # the launcher starts MPI ranks
+MULTINODE = 'multinode'        # jobs may span several nodes
+GPU = 'gpu'
+NVGPU = 'nvgpu'
+AMDGPU = 'amdgpu'
+GAUDI = 'gaudi'
+GPU_AWARE_MPI = 'gpu-aware-mpi'
+
+# environment features
+CUDA = 'cuda'                  # nvcc and the CUDA runtime
+ROCM = 'rocm'                  # hipcc and ROCm
+OPENMP = 'openmp'

@@ -1,0 +1,158 @@
+"""BabelStream (v4.0, v5.0 and the main branch that still says 5.0).
+
+Text output: a banner (``Version:``, ``Implementation:``, device lines),
+then a table ``Function  <unit>  Min (sec)  Max  Average`` with one row per
+kernel.  v4/v5 head the bandwidth column ``MBytes/sec`` (``MiBytes/sec``
+with ``--mibibytes``); main heads it ``MB/s``, ``GB/s``, ``MiB/s``...
+``--csv`` prints ``function,num_times,n_elements,sizeof,max_<unit>_per_sec,
+min_runtime,max_runtime,avg_runtime`` rows (v5: ``max_mbytes_per_sec``,
+after an Init/Read phase table).  Bandwidth is returned in MB/s (10^6 B/s)
+whatever the unit printed.
+
+Validation failures go to stderr: v4/v5 ``Validation failed on ...`` with
+exit code 0 (so sanity must look), main ``FAILED validation of ...`` with
+exit code 1.
+"""
+import re
+from dataclasses import dataclass, field
+
+from hpcval.parsers.common import ParseError, number
+
+CLASSIC_KERNELS = ('Copy', 'Mul', 'Add', 'Triad', 'Dot')
+_ALL_KERNELS = CLASSIC_KERNELS + ('Nstream',)
+
+# bytes per unit that BabelStream may print in its table or CSV header
+_UNIT_BYTES = {
+    'mbytes/sec': 1e6, 'mibytes/sec': 2**20,
+    'mb/s': 1e6, 'mib/s': 2**20, 'gb/s': 1e9, 'gib/s': 2**30,
+    'tb/s': 1e12, 'tib/s': 2**40,
+    'mbytes': 1e6, 'mibytes': 2**20, 'mb': 1e6, 'mib': 2**20,
+    'gb': 1e9, 'gib': 2**30, 'tb': 1e12, 'tib': 2**40,
+}
+_VALIDATION = re.compile(r'^.*(Validation failed|FAILED validation).*$',
+                         re.MULTILINE)
+# bandwidth has 3 decimals and times 5, so fused columns still split
+_STRICT_ROW = re.compile(r'^(?P<name>[A-Z][a-z]+)\s+(?P<bw>\d+\.\d{3})\s*'
+                         r'(?P<min>\d+\.\d{5})\s*(?P<max>\d+\.\d{5})\s*'
+                         r'(?P<avg>\d+\.\d{5})\s*$')
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    bandwidth: float    # MB/s (10^6 B/s), best iteration
+    time_min: float     # seconds
+    time_max: float
+    time_avg: float
+
+
+@dataclass
+class BabelStreamResult:
+    version: str = ''
+    implementation: str = ''
+    device: str = ''
+    flavour: str = ''           # 'v5' (or v4) or 'main', from the format
+    kernels: dict = field(default_factory=dict)
+
+    def bandwidth(self, kernel):
+        return self.kernels[kernel].bandwidth
+
+
+def _banner(text, key):
+    m = re.search(rf'^{key}:\s*(.+?)\s*$', text, re.MULTILINE)
+    return m.group(1) if m else ''
+
+
+def _unit_scale(unit, where):
+    try:
+        return _UNIT_BYTES[unit.lower()] / 1e6
+    except KeyError:
+        raise ParseError(f'unknown bandwidth unit {unit!r} in {where}') \
+            from None
+
+
+def _parse_table(lines, start, result):
+    header = lines[start].split()
+    scale = _unit_scale(header[1], 'the table header')
+    for line in lines[start + 1:]:
+        tokens = line.split()
+        if not tokens or tokens[0] not in _ALL_KERNELS:
+            continue
+
+        name = tokens[0]
+        m = _STRICT_ROW.match(line.strip())
+        values = ([m['bw'], m['min'], m['max'], m['avg']] if m
+                  else tokens[1:5])
+        if len(values) < 4:
+            raise ParseError(f'{name} row is truncated: {line.strip()!r}')
+
+        bw, tmin, tmax, tavg = (number(v, f'{name} {col}') for v, col in
+                                zip(values, ('bandwidth', 'min time',
+                                             'max time', 'average time')))
+        result.kernels[name] = Kernel(name, bw * scale, tmin, tmax, tavg)
+
+
+def _parse_csv(lines, start, result):
+    header = [h.strip() for h in lines[start].split(',')]
+    try:
+        bw_col = next(i for i, h in enumerate(header)
+                      if h.startswith('max_') and h.endswith('_per_sec'))
+        cols = [header.index(c) for c in
+                ('min_runtime', 'max_runtime', 'avg_runtime')]
+    except (StopIteration, ValueError):
+        raise ParseError(f'unexpected CSV header {lines[start]!r}') from None
+
+    scale = _unit_scale(header[bw_col][4:-8], 'the CSV header')
+    for line in lines[start + 1:]:
+        cells = [c.strip() for c in line.split(',')]
+        if not cells or cells[0] not in _ALL_KERNELS:
+            continue
+
+        name = cells[0]
+        if len(cells) != len(header):
+            raise ParseError(f'{name} CSV row is truncated: {line!r}')
+
+        bw = number(cells[bw_col], f'{name} bandwidth')
+        times = [number(cells[i], f'{name} {header[i]}') for i in cols]
+        result.kernels[name] = Kernel(name, bw * scale, *times)
+
+
+def parse_babelstream(stdout, stderr='', expected=CLASSIC_KERNELS):
+    """Parse one BabelStream run; ``expected`` kernels must all be present.
+
+    ``stderr`` is searched for validation failures, which v4/v5 report there
+    while still exiting 0.
+    """
+    failed = _VALIDATION.findall(stdout + '\n' + stderr)
+    if failed:
+        raise ParseError(f'BabelStream validation failed: {failed[0].strip()}')
+
+    result = BabelStreamResult(
+        version=_banner(stdout, 'Version'),
+        implementation=_banner(stdout, 'Implementation'),
+    )
+    m = re.search(r'^Using \S+ device (.+?)\s*$', stdout, re.MULTILINE)
+    result.device = m.group(1) if m else ''
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith('Function ') and len(line.split()) >= 5:
+            unit = line.split()[1]
+            result.flavour = 'v5' if unit.endswith('/sec') else 'main'
+            _parse_table(lines, i, result)
+            break
+
+        if line.startswith('function,'):
+            result.flavour = 'v5' if 'mbytes' in line or 'mibytes' in line \
+                else 'main'
+            _parse_csv(lines, i, result)
+            break
+    else:
+        raise ParseError('no result table (neither a "Function" header nor '
+                         'a "function," CSV header): the run did not finish')
+
+    missing = [k for k in expected if k not in result.kernels]
+    if missing:
+        raise ParseError(f'kernels missing from the results: '
+                         f'{", ".join(missing)}')
+
+    return result

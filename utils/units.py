@@ -1,0 +1,36 @@
+"""Units of the figures hpcval measures, and conversion within a family.
+
+A reference may be written in the unit its source published (the MI300X
+guide's MB/s, Sandia's GB/s); the loader converts it to the unit the check
+reports, and refuses to convert across families (GB/s to us).
+"""
+
+_FAMILIES = {
+    'bandwidth': {
+        'B/s': 1.0, 'KB/s': 1e3, 'MB/s': 1e6, 'GB/s': 1e9, 'TB/s': 1e12,
+        'KiB/s': 2**10, 'MiB/s': 2**20, 'GiB/s': 2**30, 'TiB/s': 2**40,
+    },
+    'time': {'s': 1.0, 'ms': 1e-3, 'us': 1e-6, 'ns': 1e-9},
+    'flops': {'GFLOP/s': 1e9, 'TFLOP/s': 1e12},
+    'rate': {'IOPS': 1.0, 'op/s': 1.0},
+}
+_FAMILY_OF = {u: f for f, units in _FAMILIES.items() for u in units}
+KNOWN_UNITS = frozenset(_FAMILY_OF)
+
+
+def family(unit):
+    try:
+        return _FAMILY_OF[unit]
+    except KeyError:
+        raise ValueError(f'unknown unit {unit!r} (known: '
+                         f'{", ".join(sorted(KNOWN_UNITS))})') from None
+
+
+def convert(value, from_unit, to_unit):
+    """``value`` in ``from_unit`` expressed in ``to_unit``."""
+    src, dst = family(from_unit), family(to_unit)
+    if src != dst:
+        raise ValueError(f'cannot convert {from_unit} ({src}) to '
+                         f'{to_unit} ({dst})')
+
+    return value * _FAMILIES[src][from_unit] / _FAMILIES[dst][to_unit]
