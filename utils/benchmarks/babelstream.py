@@ -16,7 +16,7 @@ import re
 import shlex
 
 import reframe as rfm
-from reframe.core.builtins import fixture, run_before, variable
+from reframe.core.builtins import fixture, run_after, run_before, variable
 
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
@@ -50,7 +50,7 @@ class BabelStreamBuild(UpstreamBuild):
 
     source = fixture(BabelStreamSource, scope='session')
 
-    @run_before('compile')
+    @run_after('setup')
     def set_executables(self):
         checked_token(self.model, 'model', MODELS)
         self.executables = [f'{self.model}-stream']

@@ -13,6 +13,7 @@ from reframe.core.builtins import run_before, sanity_function
 from reframe.core.exceptions import SanityError
 
 from hpcval import paths, references
+from hpcval.benchmarks.settings import SourceSettings
 from hpcval.parsers import ParseError
 
 
@@ -21,7 +22,7 @@ def _reference_files():
     return references.load_dir(paths.references_dir())
 
 
-class ParsedBenchmark(rfm.RegressionTestPlugin):
+class ParsedBenchmark(SourceSettings):
     """Mixin for tests whose output is judged by an hpcval parser.
 
     Subclasses implement ``parse()`` (returning any result object, raising

@@ -28,7 +28,8 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
-from hpcval.inputs import checked_path, checked_token
+from hpcval.benchmarks.settings import SourceSettings
+from hpcval.inputs import InputError, checked_path, checked_token
 
 _TARBALLS = ('.tar.gz', '.tgz', '.tar.bz2', '.tar.xz', '.tar')
 # how long the reachability probe of the upstream repository may take
@@ -54,7 +55,7 @@ def _upstream_reachable(url, version):
         return False
 
 
-class UpstreamSource(rfm.RunOnlyRegressionTest):
+class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
     """The upstream source tree of one benchmark at a pinned version."""
 
     #: Upstream git repository.
@@ -65,12 +66,6 @@ class UpstreamSource(rfm.RunOnlyRegressionTest):
 
     #: Clone submodules too (Comm|Scope needs them).
     submodules = variable(bool, value=False)
-
-    #: Local copy of the source: git repository, folder or tarball.
-    src_mirror = variable(str, value='')
-
-    #: Folder with prebuilt executables; when set nothing is fetched.
-    prebuilt_dir = variable(str, value='')
 
     local = True
     valid_systems = ['*']
@@ -114,7 +109,8 @@ class UpstreamSource(rfm.RunOnlyRegressionTest):
             self.prerun_cmds = [f'echo "prebuilt_dir set: nothing to fetch"']
             return
 
-        self.prerun_cmds = [f'mkdir -p {self.tree}']
+        # a failed clone or copy must fail the job, not fall through
+        self.prerun_cmds = ['set -e', f'mkdir -p {self.tree}']
         if self.src_mirror:
             mirror = checked_path(self.src_mirror, 'src_mirror')
             self.prerun_cmds += self._mirror_cmds(mirror)
@@ -139,7 +135,7 @@ class UpstreamSource(rfm.RunOnlyRegressionTest):
         return True
 
 
-class UpstreamBuild(rfm.CompileOnlyRegressionTest):
+class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
     """Builds a benchmark from ``self.source`` (an UpstreamSource fixture).
 
     Subclasses declare ``source = fixture(TheirSource, scope='session')``,
@@ -175,13 +171,20 @@ class UpstreamBuild(rfm.CompileOnlyRegressionTest):
     def build_jobs(self):
         return max(1, min(16, self.current_partition.processor.num_cpus or 4))
 
+    def _missing_executables(self):
+        return [exe for exe in self.executables
+                if not os.access(self.executable_path(exe), os.X_OK)]
+
     @run_before('compile')
     def emit_build(self):
         if self.source.prebuilt_dir:
+            missing = self._missing_executables()
+            if missing:
+                raise InputError(f'prebuilt_dir: no executable '
+                                 f'{", ".join(missing)} in {self.bin_dir}')
+
             self.build_system.commands = [
-                f'test -x {shlex.quote(self.executable_path(exe))} || '
-                f'{{ echo "prebuilt_dir: no executable {exe} in '
-                f'{self.bin_dir}" >&2; exit 1; }}'
+                f'echo "using prebuilt {exe}: {self.executable_path(exe)}"'
                 for exe in self.executables
             ]
         else:
@@ -191,8 +194,7 @@ class UpstreamBuild(rfm.CompileOnlyRegressionTest):
 
     @sanity_function
     def validate_build(self):
-        missing = [exe for exe in self.executables
-                   if not os.access(self.executable_path(exe), os.X_OK)]
+        missing = self._missing_executables()
         if missing:
             raise SanityError(f'no executable {", ".join(missing)} in '
                               f'{self.bin_dir} after the build; see '

@@ -31,7 +31,8 @@ _UNIT_BYTES = {
 }
 _VALIDATION = re.compile(r'^.*(Validation failed|FAILED validation).*$',
                          re.MULTILINE)
-# bandwidth has 3 decimals and times 5, so fused columns still split
+# v4, v5 and main print the row with std::fixed: bandwidth with 3 decimals
+# and times with 5, each in setw(12), so fused columns still split
 _STRICT_ROW = re.compile(r'^(?P<name>[A-Z][a-z]+)\s+(?P<bw>\d+\.\d{3})\s*'
                          r'(?P<min>\d+\.\d{5})\s*(?P<max>\d+\.\d{5})\s*'
                          r'(?P<avg>\d+\.\d{5})\s*$')
@@ -89,6 +90,12 @@ def _parse_table(lines, start, result):
         bw, tmin, tmax, tavg = (number(v, f'{name} {col}') for v, col in
                                 zip(values, ('bandwidth', 'min time',
                                              'max time', 'average time')))
+        if not m:
+            # finite numbers, yet not as printed: e.g. "0.000" for "0.00098"
+            raise ParseError(f'{name} row is truncated or malformed (expected '
+                             f'bandwidth with 3 and times with 5 decimals): '
+                             f'{line.strip()!r}')
+
         result.kernels[name] = Kernel(name, bw * scale, tmin, tmax, tavg)
 
 
@@ -123,32 +130,45 @@ def parse_babelstream(stdout, stderr='', expected=CLASSIC_KERNELS):
     ``stderr`` is searched for validation failures, which v4/v5 report there
     while still exiting 0.
     """
-    failed = _VALIDATION.findall(stdout + '\n' + stderr)
+    failed = _VALIDATION.search(stdout + '\n' + stderr)
     if failed:
-        raise ParseError(f'BabelStream validation failed: {failed[0].strip()}')
+        raise ParseError(f'BabelStream validation failed: '
+                         f'{failed.group(0).strip()}')
 
     result = BabelStreamResult(
         version=_banner(stdout, 'Version'),
         implementation=_banner(stdout, 'Implementation'),
     )
-    m = re.search(r'^Using \S+ device (.+?)\s*$', stdout, re.MULTILINE)
+    # v5 and main HIP: 'Using HIP device NAME'; main CUDA: 'CUDA Device 0:
+    # "NAME" 132 SMs(9,0) Memory: ...'
+    m = (re.search(r'^Using \S+ device (.+?)\s*$', stdout, re.MULTILINE)
+         or re.search(r'^\S+ Device \d+: "(.+?)"', stdout, re.MULTILINE))
     result.device = m.group(1) if m else ''
     lines = stdout.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith('Function ') and len(line.split()) >= 5:
-            unit = line.split()[1]
-            result.flavour = 'v5' if unit.endswith('/sec') else 'main'
-            _parse_table(lines, i, result)
-            break
-
-        if line.startswith('function,'):
-            result.flavour = 'v5' if 'mbytes' in line or 'mibytes' in line \
-                else 'main'
-            _parse_csv(lines, i, result)
-            break
-    else:
+    tables = [i for i, line in enumerate(lines)
+              if (line.startswith('Function ') and len(line.split()) >= 5)
+              or line.startswith('function,')]
+    if not tables:
+        last = [e.strip() for e in stderr.splitlines() if e.strip()]
         raise ParseError('no result table (neither a "Function" header nor '
-                         'a "function," CSV header): the run did not finish')
+                         'a "function," CSV header): the run did not finish'
+                         + (f'; stderr ends with {last[-1]!r}' if last else ''))
+
+    if len(tables) > 1:
+        # rows of one run would be overwritten by the next: refuse
+        raise ParseError(f'{len(tables)} result tables in one output: '
+                         f'expected one BabelStream run (several processes '
+                         f'writing to the same file?)')
+
+    i = tables[0]
+    line = lines[i]
+    if line.startswith('function,'):
+        result.flavour = 'v5' if 'mbytes' in line or 'mibytes' in line \
+            else 'main'
+        _parse_csv(lines, i, result)
+    else:
+        result.flavour = 'v5' if line.split()[1].endswith('/sec') else 'main'
+        _parse_table(lines, i, result)
 
     missing = [k for k in expected if k not in result.kernels]
     if missing:

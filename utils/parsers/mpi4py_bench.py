@@ -30,10 +30,23 @@ class PingPongRow:
     samples: int
 
 
+# how MPI launchers and runtimes report a rank that died (Open MPI, MPICH)
+_CRASH = re.compile(r'^.*(Segmentation fault|exited on signal|killed by '
+                    r'signal|BAD TERMINATION).*$', re.MULTILINE)
+
+
+def _died(text):
+    """'': no crash report in ``text``; else '; <the report line>'."""
+    m = _CRASH.search(text)
+    return f'; {m.group(0).strip()}' if m else ''
+
+
 def parse_pingpong(text):
     """Return the rows of a ping-pong run, in the order printed."""
     if _HEADER not in text:
-        raise ParseError(f'no {_HEADER!r} header: the benchmark did not start')
+        raise ParseError(f'no {_HEADER!r} header: the benchmark did not '
+                         f'start or died before flushing its output'
+                         f'{_died(text)}')
 
     rows = []
     for m in _ROW.finditer(text):
@@ -47,8 +60,8 @@ def parse_pingpong(text):
         ))
 
     if not rows:
-        raise ParseError('no result rows after the header: the run died '
-                         'before its first message size')
+        raise ParseError(f'no result rows after the header: the run died '
+                         f'before its first message size{_died(text)}')
 
     return rows
 

@@ -1,0 +1,45 @@
+"""Run the real ReFrame on this repository's checks from a test."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+VENV_BIN = pathlib.Path(sys.executable).parent
+
+
+def reframe(*args, tmp_path, env=None, timeout=900):
+    """``reframe -c checks/ ARGS`` from the repository root.
+
+    Outputs, stage, perflogs and the results database go under
+    ``tmp_path``; the JSON report is returned (None if none was written).
+    Warnings are errors, so a check file that fails to import fails the
+    test instead of silently vanishing from the run.
+    """
+    report = tmp_path / 'report.json'
+    full_env = dict(os.environ,
+                    PATH=f'{VENV_BIN}{os.pathsep}{os.environ["PATH"]}',
+                    RFM_CONFIG_FILES=str(ROOT / 'config' / 'settings.py'),
+                    HPCVAL_ROOT=str(ROOT),
+                    RFM_SQLITE_DB_FILE=str(tmp_path / 'results.db'),
+                    RFM_WARN_AS_ERROR='y')
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [str(VENV_BIN / 'reframe'), '-c', 'checks/', '--prefix',
+         str(tmp_path / 'rfm'), '--report-file', str(report), *args],
+        cwd=ROOT, env=full_env, capture_output=True, text=True,
+        timeout=timeout
+    )
+    data = json.loads(report.read_text()) if report.exists() else None
+    return proc, data
+
+
+def cases(report):
+    return [tc for run in report['runs'] for tc in run['testcases']]
+
+
+def by_name(report, prefix):
+    """Test cases whose display name starts with ``prefix``."""
+    return [tc for tc in cases(report)
+            if tc['display_name'].startswith(prefix)]

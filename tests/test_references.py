@@ -1,0 +1,138 @@
+"""Reference files: schema, units, provenance, and rejection at load."""
+import ast
+import copy
+import pytest
+import yaml
+
+from hpcval import references, units
+from hpcval.references import ReferenceFileError
+from rfm import ROOT, reframe
+
+REF_DIR = ROOT / 'references'
+REF_FILES = sorted(REF_DIR.glob('*.yaml'))
+
+
+@pytest.mark.parametrize('path', REF_FILES, ids=lambda p: p.name)
+def test_file_is_valid(path):
+    refs = references.load(str(path))
+    assert refs, f'{path.name} holds no reference'
+    for ref in refs:
+        assert ref.source.strip(), f'{ref.check}.{ref.metric}: no provenance'
+        units.family(ref.unit)
+
+
+def test_every_system_module_has_a_reference_file():
+    modules = {p.stem for p in (ROOT / 'systems').glob('*.py')} - {'__init__'}
+    assert modules <= {p.stem for p in REF_FILES}
+
+
+def _local_yaml():
+    return yaml.safe_load((REF_DIR / 'local.yaml').read_text())
+
+
+def _metric(data):
+    return data['entries'][0]['metrics']['latency_8B']
+
+
+BREAKAGES = {
+    'typo in a bound': (lambda d: _metric(d).update(uper=1.0),
+                        r'entries\[0\]\.metrics\.latency_8B: unknown key'),
+    'no provenance': (lambda d: _metric(d).pop('source'),
+                      r'latency_8B\.source: is required'),
+    'unknown unit': (lambda d: _metric(d).update(unit='microseconds'),
+                     r'latency_8B\.unit: unknown unit'),
+    'positive lower bound': (lambda d: _metric(d).update(lower=0.5),
+                             r'latency_8B\.lower: must be <= 0'),
+    'nan value': (lambda d: _metric(d).update(value=float('nan')),
+                  r'latency_8B\.value: must be a finite number'),
+    'text value': (lambda d: _metric(d).update(value='fast'),
+                   r'latency_8B\.value: must be a finite number'),
+    'no bound at all': (lambda d: _metric(d).update(upper=None),
+                        r'latency_8B: a reference with neither bound'),
+    'undeclared rule': (lambda d: _metric(d).update(rule='guess'),
+                        r"latency_8B\.rule: 'guess' is not one"),
+    'wrong system name': (lambda d: d.update(system='frontier'),
+                          r"system: must be 'local'"),
+    'entries not a list': (lambda d: d.update(entries={}),
+                           r'entries: must be a list'),
+}
+
+
+@pytest.mark.parametrize('breakage', BREAKAGES, ids=str)
+def test_malformed_file_names_file_and_key(tmp_path, breakage):
+    mutate, message = BREAKAGES[breakage]
+    data = copy.deepcopy(_local_yaml())
+    mutate(data)
+    path = tmp_path / 'local.yaml'
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ReferenceFileError, match=message) as err:
+        references.load(str(path))
+
+    assert str(path) in str(err.value)
+
+
+def test_not_yaml_is_rejected(tmp_path):
+    path = tmp_path / 'local.yaml'
+    path.write_text('system: local\nentries: [\n')
+    with pytest.raises(ReferenceFileError, match='not valid YAML'):
+        references.load(str(path))
+
+
+def test_reframe_refuses_a_malformed_file_at_load(tmp_path):
+    root = tmp_path / 'root'
+    (root / 'references').mkdir(parents=True)
+    data = _local_yaml()
+    _metric(data)['uper'] = 1.0
+    (root / 'references' / 'local.yaml').write_text(yaml.safe_dump(data))
+    proc, _ = reframe('-l', '--system', 'local', tmp_path=tmp_path,
+                      env={'HPCVAL_ROOT': str(root)})
+    assert proc.returncode != 0
+    assert 'local.yaml: entries[0].metrics.latency_8B: unknown key' in \
+        proc.stdout + proc.stderr
+
+
+def _ref(**kw):
+    base = dict(check='C', partition='*', where={}, metric='bw',
+                value=4.8e6, lower=-0.1, upper=None, unit='MB/s', rule='r',
+                source='s')
+    base.update(kw)
+    return references.Reference(**base)
+
+
+def test_select_converts_units_and_matches_attributes():
+    refs = [_ref(), _ref(where={'model': 'hip'}, value=3.0, unit='TB/s'),
+            _ref(metric='lat', value=None, unit='us')]
+    got = references.select(refs, ['C'], 'gpu', {'model': 'hip'},
+                            {'bw': 'GB/s', 'lat': 'us'})
+    # the later, more specific entry wins; 3 TB/s is 3000 GB/s
+    assert got == {'bw': (pytest.approx(3000.0), -0.1, None, 'GB/s')}
+    got = references.select(refs, ['C'], 'gpu', {'model': 'cuda'},
+                            {'bw': 'GB/s'})
+    assert got['bw'][0] == pytest.approx(4800.0)
+
+
+def test_select_respects_partition_and_check_names():
+    refs = [_ref(partition='gpu')]
+    assert references.select(refs, ['C'], 'cpu', {}, {'bw': 'MB/s'}) == {}
+    assert references.select(refs, ['D'], 'gpu', {}, {'bw': 'MB/s'}) == {}
+    assert references.select(refs, ['D', 'C'], 'gpu', {}, {'bw': 'MB/s'})
+
+
+def test_units_refuse_to_mix_families():
+    assert units.convert(1, 'GB/s', 'MB/s') == 1000
+    assert units.convert(2, 'us', 'ns') == pytest.approx(2000)
+    with pytest.raises(ValueError, match='cannot convert'):
+        units.convert(1, 'GB/s', 'us')
+
+
+def test_every_referenced_check_exists():
+    # an entry may name a leaf check or a benchmark base class
+    defined = set()
+    sources = [*(ROOT / 'checks').glob('*.py'),
+               *(ROOT / 'utils' / 'benchmarks').glob('*.py')]
+    for path in sources:
+        defined |= {node.name for node in ast.walk(ast.parse(path.read_text()))
+                    if isinstance(node, ast.ClassDef)}
+    for path in REF_FILES:
+        for ref in references.load(str(path)):
+            assert ref.check in defined, f'{path.name}: no check {ref.check}'
