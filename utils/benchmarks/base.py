@@ -57,6 +57,9 @@ class ParsedBenchmark(SourceSettings):
 
     @run_before('performance')
     def publish_metrics(self):
+        if self.is_dry_run():       # nothing ran, nothing was parsed
+            return
+
         values = self.metrics(self.result)
         self.perf_variables = {
             name: sn.make_performance_function(sn.defer(value), unit)

@@ -117,6 +117,7 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
             return
 
         self.skip_if(
+            not self.is_dry_run() and
             not _upstream_reachable(self.repo_url, self.version),
             f'{self.repo_url} ({self.version}) unreachable and no '
             f'-S src_mirror=PATH or -S prebuilt_dir=DIR given'

@@ -150,9 +150,10 @@ def parse_babelstream(stdout, stderr='', expected=CLASSIC_KERNELS):
               or line.startswith('function,')]
     if not tables:
         last = [e.strip() for e in stderr.splitlines() if e.strip()]
+        tail = f'; stderr ends with {last[-1]!r}' if last else ''
         raise ParseError('no result table (neither a "Function" header nor '
                          'a "function," CSV header): the run did not finish'
-                         + (f'; stderr ends with {last[-1]!r}' if last else ''))
+                         + tail)
 
     if len(tables) > 1:
         # rows of one run would be overwritten by the next: refuse

@@ -1,0 +1,51 @@
+"""The configuration: every system lists and dry-runs its checks."""
+import pytest
+
+import systems
+from rfm import ROOT, cases, reframe
+
+SYSTEMS = [mod.system['name'] for mod in systems.ALL]
+
+
+def test_local_matches_any_host_and_comes_last():
+    assert systems.ALL[-1].system['hostnames'] == ['.*']
+
+
+@pytest.mark.parametrize('system', SYSTEMS)
+def test_lists_checks(tmp_path, system):
+    proc, _ = reframe('-l', '--system', system, tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'Found 0 check' not in proc.stdout
+
+
+@pytest.mark.parametrize('system', SYSTEMS)
+def test_dry_run_writes_job_scripts(tmp_path, system):
+    proc, report = reframe('--dry-run', '--system', system,
+                           tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    scripts = list((tmp_path / 'rfm' / 'stage').rglob('rfm_job.sh'))
+    assert scripts, 'dry run wrote no job script'
+
+
+def test_local_job_scripts(tmp_path):
+    """What a sysadmin reads: the launcher and binding of each local job."""
+    proc, _ = reframe('--dry-run', '--system', 'local', tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    stage = tmp_path / 'rfm' / 'stage' / 'local' / 'default'
+    [pingpong] = stage.rglob('Mpi4pyPingPongCheck*/rfm_job.sh')
+    assert 'mpiexec -n 2 python3 -m mpi4py.bench pingpong -a numpy ' \
+        '-n 4194304' in pingpong.read_text()
+    for script in stage.rglob('LikwidBenchCheck*/rfm_job.sh'):
+        line = script.read_text().splitlines()[-1]
+        # likwid pins its own threads: no MPI launcher in front of it
+        assert line.startswith('likwid-bench -t '), line
+        assert ' -W N:2GB:' in line
+
+
+def test_check_tags_select_benchmarks(tmp_path):
+    for tag, expected in (('mpi4py', 'Mpi4pyPingPongCheck'),
+                          ('likwid', 'LikwidBenchCheck'),
+                          ('babelstream', 'BabelStreamCpuCheck')):
+        proc, _ = reframe('-l', '--system', 'local', '-t', tag,
+                          tmp_path=tmp_path)
+        assert expected in proc.stdout, (tag, proc.stdout)
