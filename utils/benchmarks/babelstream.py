@@ -19,6 +19,7 @@ import reframe as rfm
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
 from hpcval.benchmarks.base import ParsedBenchmark
+from hpcval.benchmarks.gpus import gpu_arch, gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_token
 from hpcval.parsers import ParseError
@@ -57,7 +58,7 @@ class BabelStreamBuild(UpstreamBuild):
 
     def _model_opts(self):
         if self.model == 'cuda':
-            arch = self.cuda_arch or _gpu_arch(self.current_partition)
+            arch = self.cuda_arch or gpu_arch(self.current_partition)
             return ['-DMODEL=cuda', '-DCMAKE_CUDA_COMPILER=$(command -v nvcc)',
                     f'-DCUDA_ARCH={checked_token(arch, "cuda_arch")}']
 
@@ -73,19 +74,6 @@ class BabelStreamBuild(UpstreamBuild):
                       '-DCMAKE_BUILD_TYPE=Release', *self._model_opts()]),
             f'cmake --build build --parallel {self.build_jobs}'
         ]
-
-
-def _gpu_arch(partition):
-    for dev in partition.devices:
-        if dev.type == 'gpu' and dev.arch:
-            return dev.arch
-
-    return ''
-
-
-def gpu_count(partition):
-    return sum(dev.num_devices for dev in partition.devices
-               if dev.type == 'gpu')
 
 
 class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):

@@ -96,6 +96,11 @@ class NcclTestsResult:
     def devices(self):
         return len(self.ranks)
 
+    def has_block(self, place):
+        """Whether any row has results for ``place`` (in/out of place)."""
+        place = place.replace('-', '_')
+        return any(getattr(r, place) is not None for r in self.rows)
+
     def busbw_at_largest(self, place=IN_PLACE):
         """busbw at the largest size; the lowest if it ran more than once
         (``-N``, ``-d all``, ``-o all``): a threshold must hold every time."""
