@@ -13,7 +13,7 @@ class BabelStreamCpuCheck(BabelStream):
     build = fixture(BabelStreamBuild, scope='environment',
                     variables={'model': 'omp'})
     valid_systems = [f'+{ft.CPU}']
-    valid_prog_environs = [f'+{ft.OPENMP}']
+    valid_prog_environs = [f'+{ft.OPENMP} {ft.CPU_ENVIRONS}']
     tags = {'babelstream', 'cpu-bandwidth'}
 
 

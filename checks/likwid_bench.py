@@ -8,4 +8,4 @@ from hpcval.benchmarks.likwid_bench import LikwidBench
 @rfm.simple_test
 class LikwidBenchCheck(LikwidBench):
     valid_systems = [f'+{ft.CPU}']
-    valid_prog_environs = ['*']
+    valid_prog_environs = [ft.CPU_ENVIRONS]

@@ -9,7 +9,8 @@ from hpcval.benchmarks.mpi4py_pingpong import Mpi4pyPingPong
 
 @rfm.simple_test
 class Mpi4pyPingPongCheck(Mpi4pyPingPong):
-    valid_prog_environs = ['*']
+    # host buffers (numpy): one run per partition, in a CPU environment
+    valid_prog_environs = [ft.CPU_ENVIRONS]
 
     @run_after('init')
     def select_partitions(self):

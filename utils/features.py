@@ -17,3 +17,7 @@ GPU_AWARE_MPI = 'gpu-aware-mpi'
 CUDA = 'cuda'                  # nvcc and the CUDA runtime
 ROCM = 'rocm'                  # hipcc and ROCm
 OPENMP = 'openmp'
+
+# environments for CPU-only benchmarks: one run per partition, not one per
+# GPU toolchain that also happens to compile CPU code
+CPU_ENVIRONS = f'-{CUDA} -{ROCM}'
