@@ -2,7 +2,7 @@
 import pytest
 
 import systems
-from rfm import ROOT, cases, reframe
+from rfm import reframe
 
 SYSTEMS = [mod.system['name'] for mod in systems.ALL]
 

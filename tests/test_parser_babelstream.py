@@ -14,6 +14,7 @@ import pytest
 import seedtext
 from hpcval.parsers.babelstream import CLASSIC_KERNELS, parse_babelstream
 from hpcval.parsers.common import ParseError
+from mutate import cut_after, set_cell
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / 'shared'
 H200_TEXT = SHARED / 'fixtures' / 'h200x2' / 'babelstream5_cuda_dev0.txt'
@@ -45,32 +46,8 @@ def mi300x():
 
 # -- transformations of real text ------------------------------------------
 
-def set_cell(text, kernel, index, value, sep=None):
-    """Replace field ``index`` (0: the name) of ``kernel``'s row, layout
-    kept; ``sep=','`` for CSV."""
-    lines = text.splitlines(keepends=True)
-    for n, line in enumerate(lines):
-        if sep:
-            cells = line.split(sep)
-            if cells[0] == kernel:
-                cells[index] = value
-                lines[n] = sep.join(cells)
-                return ''.join(lines)
-        else:
-            parts = re.split(r'(\S+)', line)    # tokens at the odd positions
-            if parts[1:2] == [kernel]:
-                parts[2 * index + 1] = value
-                lines[n] = ''.join(parts)
-                return ''.join(lines)
-
-    raise AssertionError(f'no {kernel} row')
 
 
-def cut_after(text, marker):
-    """``text`` up to and including the line containing ``marker``."""
-    lines = text.splitlines(keepends=True)
-    i = next(i for i, line in enumerate(lines) if marker in line)
-    return ''.join(lines[:i + 1])
 
 
 def relabel(text, unit):

@@ -5,12 +5,12 @@ same with CuPy buffers on that non-CUDA-aware MPI (a segmentation fault),
 and this project's capture on PyPI mpich 4.3.2 (up to 4 MiB).
 """
 import pathlib
-import re
 
 import pytest
 
 from hpcval.parsers.common import ParseError
 from hpcval.parsers.mpi4py_bench import parse_pingpong, row_at
+from mutate import cut_after, set_cell
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / 'shared'
 OPENMPI = SHARED / 'fixtures' / 'h200x2' / 'mpi4py_pingpong_numpy.txt'
@@ -24,23 +24,8 @@ def openmpi():
     return OPENMPI.read_text(encoding='utf-8')
 
 
-def set_cell(text, size, index, value):
-    """Replace token ``index`` (0: the size) of the row for ``size`` B."""
-    lines = text.splitlines(keepends=True)
-    for n, line in enumerate(lines):
-        parts = re.split(r'(\S+)', line)    # tokens at the odd positions
-        if parts[1:2] == [str(size)]:
-            parts[2 * index + 1] = value
-            lines[n] = ''.join(parts)
-            return ''.join(lines)
-
-    raise AssertionError(f'no row for {size} B')
 
 
-def cut_after(text, marker):
-    lines = text.splitlines(keepends=True)
-    i = next(i for i, line in enumerate(lines) if marker in line)
-    return ''.join(lines[:i + 1])
 
 
 # -- real outputs -----------------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 import seedtext
 from hpcval.parsers.common import ParseError
 from hpcval.parsers.nccl_tests import check_devices, parse_nccl_tests
+from mutate import cut_after, set_cell
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / 'shared'
 H200 = SHARED / 'fixtures' / 'h200x2'
@@ -54,17 +55,6 @@ def kestrel_all_gather():
 
 # -- transformations of real text ------------------------------------------
 
-def set_cell(text, size, index, value):
-    """Replace token ``index`` of the row for ``size`` B, layout kept."""
-    lines = text.splitlines(keepends=True)
-    for n, line in enumerate(lines):
-        parts = re.split(r'(\S+)', line)    # tokens at the odd positions
-        if parts[1:2] == [str(size)]:
-            parts[2 * index + 1] = value
-            lines[n] = ''.join(parts)
-            return ''.join(lines)
-
-    raise AssertionError(f'no row for {size} B')
 
 
 def map_table(text, row, header=None):
@@ -81,11 +71,6 @@ def map_table(text, row, header=None):
     return '\n'.join(out) + '\n'
 
 
-def cut_after(text, marker):
-    """``text`` up to and including the line containing ``marker``."""
-    lines = text.splitlines(keepends=True)
-    i = next(i for i, line in enumerate(lines) if marker in line)
-    return ''.join(lines[:i + 1])
 
 
 def drop_line(text, marker):

@@ -7,7 +7,6 @@ up their references in references/<system>.yaml.
 """
 import functools
 
-import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_before, sanity_function
 from reframe.core.exceptions import SanityError

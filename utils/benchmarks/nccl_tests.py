@@ -63,7 +63,7 @@ class _CollectivesBuild(UpstreamBuild):
         return f'"${{{name.upper()}:?set {name.upper()} or -S {name}=DIR}}"'
 
     def _make_vars(self):
-        make_vars = [f'BUILDDIR="$PWD/build"',
+        make_vars = ['BUILDDIR="$PWD/build"',
                      f'NCCL_HOME={self._home(self.nccl_home, "nccl_home")}']
         if self.mpi:
             make_vars += ['MPI=1',

@@ -106,7 +106,7 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
     def choose_origin(self):
         if self.prebuilt_dir:
             checked_path(self.prebuilt_dir, 'prebuilt_dir')
-            self.prerun_cmds = [f'echo "prebuilt_dir set: nothing to fetch"']
+            self.prerun_cmds = ['echo "prebuilt_dir set: nothing to fetch"']
             return
 
         # a failed clone or copy must fail the job, not fall through
