@@ -45,14 +45,19 @@ def nvidia_gpus():
 
 
 def amd_gpus():
-    """[(marketing name, 'gfxNNN')] of the GPU agents rocminfo lists."""
-    gpus, name = [], ''
+    """[(marketing name, 'gfxNNN')] of the GPU agents rocminfo lists.
+
+    rocminfo prints an agent's ``Name: gfxNNN`` before its ``Marketing
+    Name``, so a GPU is complete at the latter.
+    """
+    gpus, arch = [], ''
     for line in _query(['rocminfo']).splitlines():
         key, _, value = line.strip().partition(':')
-        if key == 'Marketing Name':
-            name = value.strip()
-        elif key == 'Name' and value.strip().startswith('gfx'):
-            gpus.append((name, value.strip()))
+        if key == 'Name':
+            arch = value.strip() if value.strip().startswith('gfx') else ''
+        elif key == 'Marketing Name' and arch:
+            gpus.append((value.strip(), arch))
+            arch = ''
 
     return gpus
 

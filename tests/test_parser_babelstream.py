@@ -316,3 +316,13 @@ def test_main_validation_failure(h200):
     with pytest.raises(ParseError, match=r'validation failed: FAILED '
                                          r'validation of a\[12\]: 0\.3 '):
         parse_babelstream(stdout, stderr)
+
+
+def test_captured_main_branch_output():
+    """A real main-branch run (57637d5): same "Version: 5.0", other format."""
+    text = (pathlib.Path(__file__).parent / 'fixtures' / 'captured' /
+            'babelstream_main57637d5_omp_s33554432_n100.txt').read_text()
+    result = parse_babelstream(text)
+    assert result.version == '5.0' and result.flavour == 'main'
+    assert set(CLASSIC_KERNELS) <= set(result.kernels)
+    assert all(k.bandwidth > 0 for k in result.kernels.values())

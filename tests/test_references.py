@@ -136,3 +136,13 @@ def test_every_referenced_check_exists():
     for path in REF_FILES:
         for ref in references.load(str(path)):
             assert ref.check in defined, f'{path.name}: no check {ref.check}'
+
+
+def test_lower_bound_below_minus_one_is_rejected(tmp_path):
+    data = _local_yaml()
+    data['entries'][0]['metrics']['bandwidth_4MiB']['lower'] = -2
+    path = tmp_path / 'local.yaml'
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ReferenceFileError, match=r'bandwidth_4MiB\.lower: '
+                                                 r'must be >= -1'):
+        references.load(str(path))

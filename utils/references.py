@@ -113,6 +113,9 @@ def _metric(path, key, data, rules):
 
     value = _number(path, f'{key}.value', data['value'], '+')
     lower = _number(path, f'{key}.lower', data.get('lower'), '-')
+    if lower is not None and lower < -1:
+        _fail(path, f'{key}.lower', f'must be >= -1 (a fraction of the '
+                                    f'value), got {lower}')
     upper = _number(path, f'{key}.upper', data.get('upper'), '+')
     rule = data.get('rule', '')
     if value is not None:

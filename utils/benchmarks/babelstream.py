@@ -92,6 +92,10 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     model = variable(str, value='omp')
 
+    #: Output format the references were made with: 'v5' (v4.0/v5.0) or
+    #: 'main'; both print "Version: 5.0" but measure differently.
+    expected_format = variable(str, value='v5')
+
     tags = {'babelstream'}
 
     @property
@@ -124,6 +128,7 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         ngpus = gpu_count(self.current_partition)
         self.skip_if(ngpus == 0, 'the partition declares no GPU devices')
         self.num_tasks = self.num_tasks_per_node = ngpus
+        self.keep_files = ['stream.*.gpu*.out', 'stream.*.gpu*.err']
         ranks = ' '.join(f'${{{v}}}' for v in LOCAL_RANK_VARS)
         # each rank: its device from its node-local rank, its own output
         self.executable = 'bash'
@@ -157,10 +162,23 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     def parse(self):
         if self.is_gpu:
-            return self._gpu_outputs()
+            results = self._gpu_outputs()
+        else:
+            results = {'node': parse_babelstream(
+                read_text(self.stdout.evaluate()),
+                read_text(self.stderr.evaluate())
+            )}
 
-        return {'node': parse_babelstream(read_text(self.stdout.evaluate()),
-                                          read_text(self.stderr.evaluate()))}
+        for key, result in results.items():
+            if result.flavour != self.expected_format:
+                raise ParseError(
+                    f'{key}: output is in the BabelStream {result.flavour} '
+                    f'format, expected {self.expected_format} (the version '
+                    f'the references were made with); check src_mirror or '
+                    f'prebuilt_dir, or set -S expected_format'
+                )
+
+        return results
 
     def metrics(self, results):
         """Per kernel the minimum over the node's GPUs (or the CPU run)."""

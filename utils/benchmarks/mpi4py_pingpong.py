@@ -10,7 +10,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_before, variable
 
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.inputs import checked_token
+from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers.common import read_text
 from hpcval.parsers.mpi4py_bench import parse_pingpong, row_at
 
@@ -52,7 +52,9 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def set_command(self):
         checked_token(self.array, 'array', ARRAYS)
         self.num_tasks_per_node = 2 if self.placement == 'on_node' else 1
-        self.executable = checked_token(self.python, 'python')
+        self.executable = (checked_path(self.python, 'python')
+                           if '/' in self.python
+                           else checked_token(self.python, 'python'))
         self.executable_opts = ['-m', 'mpi4py.bench', 'pingpong',
                                 '-a', self.array, '-n', str(self.max_size)]
 
