@@ -146,3 +146,12 @@ def test_lower_bound_below_minus_one_is_rejected(tmp_path):
     with pytest.raises(ReferenceFileError, match=r'bandwidth_4MiB\.lower: '
                                                  r'must be >= -1'):
         references.load(str(path))
+
+
+def test_cli_validates_references(tmp_path, capsys):
+    from hpcval import cli
+    assert cli.main(['references']) == 0
+    assert 'local:' in capsys.readouterr().out
+    (tmp_path / 'local.yaml').write_text('system: local\n')
+    assert cli.main(['references', '--dir', str(tmp_path)]) == 1
+    assert 'local.yaml: description' in capsys.readouterr().err

@@ -1,0 +1,38 @@
+"""``hpcval``: command-line helpers around the checks.
+
+    hpcval references [--dir DIR]     validate every reference file, list them
+"""
+import argparse
+import sys
+
+from hpcval import paths, references
+
+
+def _references(args):
+    try:
+        by_system = references.load_dir(args.dir)
+    except references.ReferenceFileError as err:
+        print(f'hpcval: {err}', file=sys.stderr)
+        return 1
+
+    for system, refs in by_system.items():
+        judged = sum(r.value is not None for r in refs)
+        print(f'{system}: {judged} references, {len(refs) - judged} '
+              f'explicitly absent')
+
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='hpcval')
+    sub = parser.add_subparsers(dest='command', required=True)
+    refs = sub.add_parser('references',
+                          help='validate and summarise references/*.yaml')
+    refs.add_argument('--dir', default=paths.references_dir())
+    refs.set_defaults(func=_references)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
