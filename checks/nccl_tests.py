@@ -1,6 +1,6 @@
 """Collective bus bandwidth: nccl-tests on NVIDIA GPUs, rccl-tests on AMD
 GPUs; one process driving every GPU of a node, and one MPI rank per GPU
-across nodes."""
+across nodes (the base adds +mpi +multinode for that mode)."""
 import reframe as rfm
 from reframe.core.builtins import fixture
 
@@ -24,7 +24,7 @@ class NcclTestsMultiNodeCheck(CollectiveBandwidth):
     num_nodes = 2
     build = fixture(NcclTestsBuild, scope='environment',
                     variables={'mpi': True})
-    valid_systems = [f'+{ft.NVGPU} +{ft.MPI} +{ft.MULTINODE}']
+    valid_systems = [f'+{ft.NVGPU}']
     valid_prog_environs = [f'+{ft.CUDA}']
     tags = {'nccl'}
 
@@ -44,6 +44,6 @@ class RcclTestsMultiNodeCheck(CollectiveBandwidth):
     num_nodes = 2
     build = fixture(RcclTestsBuild, scope='environment',
                     variables={'mpi': True})
-    valid_systems = [f'+{ft.AMDGPU} +{ft.MPI} +{ft.MULTINODE}']
+    valid_systems = [f'+{ft.AMDGPU}']
     valid_prog_environs = [f'+{ft.ROCM}']
     tags = {'rccl'}

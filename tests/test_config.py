@@ -49,3 +49,13 @@ def test_check_tags_select_benchmarks(tmp_path):
         proc, _ = reframe('-l', '--system', 'local', '-t', tag,
                           tmp_path=tmp_path)
         assert expected in proc.stdout, (tag, proc.stdout)
+
+
+def test_layouts_add_the_features_they_need():
+    from types import SimpleNamespace
+
+    from hpcval.benchmarks.base import ParsedBenchmark
+    test = SimpleNamespace(valid_systems=['+nvgpu', '+cpu +mpi'])
+    ParsedBenchmark.require_features(test, 'mpi', 'multinode')
+    assert test.valid_systems == ['+nvgpu +mpi +multinode',
+                                  '+cpu +mpi +multinode']

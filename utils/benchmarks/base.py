@@ -28,6 +28,17 @@ class ParsedBenchmark(SourceSettings):
     ParseError) and ``metrics(result)`` (returning ``{name: (value, unit)}``).
     """
 
+    def require_features(self, *features):
+        """Add ``+feature`` to every ``valid_systems`` spec (checks select
+        by feature, never by name): what a layout needs, such as
+        ``multinode`` for a run across nodes, is the benchmark's knowledge,
+        not each leaf's."""
+        self.valid_systems = [
+            ' '.join([spec, *(f'+{f}' for f in features
+                              if f'+{f}' not in spec.split())])
+            for spec in self.valid_systems
+        ]
+
     def parse(self):
         raise NotImplementedError
 

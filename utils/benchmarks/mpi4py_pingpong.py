@@ -7,8 +7,9 @@ deviation) at each of ``latency_sizes`` and the bandwidth at ``max_size``.
 """
 import reframe as rfm
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import parameter, run_before, variable
+from reframe.core.builtins import parameter, run_after, run_before, variable
 
+from hpcval import features as ft
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers.common import read_text
@@ -47,6 +48,12 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     num_tasks = 2
     tags = {'mpi4py', 'mpi'}
+
+    @run_after('init')
+    def require_layout_features(self):
+        self.require_features(ft.MPI)
+        if self.placement == 'across_nodes':
+            self.require_features(ft.MULTINODE)
 
     @run_before('run')
     def set_command(self):

@@ -19,6 +19,7 @@ import reframe as rfm
 from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    variable)
 
+from hpcval import features as ft
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.gpus import gpu_arch, gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
@@ -130,8 +131,10 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     check_results = variable(int, value=1)
 
     @run_after('init')
-    def set_valid_modes(self):
+    def require_layout_features(self):
         checked_token(self.mode, 'mode', MODES)
+        if self.mode == 'rank_per_gpu':
+            self.require_features(ft.MPI, ft.MULTINODE)
 
     @run_before('run')
     def set_command(self):
