@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up hpcval on a fresh machine: a virtual environment in .venv with
 # ReFrame, hpcval and an MPI from PyPI (mpich + mpi4py wheels, offline-safe),
-# Debian's likwid when we may install it, and an activate script that points
+# Debian's likwid (and with --tests Lmod, Slurm and munge) when we may
+# install them, and an activate script that points
 # ReFrame at config/settings.py so that plain `reframe -c checks/ ...` works.
 # Idempotent: running it again only fills in what is missing.
 set -euo pipefail
@@ -19,15 +20,29 @@ if ! "$venv/bin/python" -c 'import hpcval, reframe, mpi4py' 2>/dev/null; then
         -e "$root[mpi,test]"
 fi
 
-# likwid-bench is optional (its check skips without it); install it only
-# where we are root on Debian/Ubuntu and nobody has installed it already.
-if ! command -v likwid-bench >/dev/null && [ "$(id -u)" = 0 ] \
-        && command -v apt-get >/dev/null; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q likwid >/dev/null 2>&1 ||
-        { apt-get update -q >/dev/null 2>&1 &&
-          apt-get install -y -q likwid >/dev/null 2>&1; } ||
-        echo "bootstrap: could not install likwid; its check will be skipped" >&2
+# Debian packages, installed only where we are root on Debian/Ubuntu:
+# likwid for its CPU bandwidth check (skipped without it); with --tests also
+# what the test suite drives for real: Lmod (job scripts of the module-based
+# systems) and Slurm with munge (the two-node minicluster).
+packages=(likwid)
+if [ "${1:-}" = --tests ]; then
+    packages+=(lmod slurm-wlm munge)
+fi
+missing=()
+for pkg in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' ||
+        missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 ||
+            { apt-get update -q >/dev/null 2>&1 &&
+              apt-get install -y -q "${missing[@]}" >/dev/null 2>&1; } ||
+            echo "bootstrap: could not install ${missing[*]}; checks and tests that need them will be skipped" >&2
+    else
+        echo "bootstrap: not root or no apt-get: ${missing[*]} not installed; checks and tests that need them will be skipped" >&2
+    fi
 fi
 
 marker='# hpcval: ReFrame configuration'

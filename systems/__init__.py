@@ -1,9 +1,16 @@
-"""One module per system; ``ALL`` lists them in matching order.
+"""One module per system, found by name: ``systems/frontier.py`` is
+``--system frontier``.
 
 Each module defines ``system`` (a ReFrame system entry) and
 ``environments`` (the programming environments its partitions use).
-``local`` matches any host name, so it stays last.
+``ALL`` lists them in matching order: ``local`` matches any host name, so it
+comes last.
 """
-from systems import local
+import importlib
+import pkgutil
 
-ALL = [local]
+_NAMES = sorted(m.name for m in pkgutil.iter_modules(__path__)
+                if not m.name.startswith('_'))
+
+ALL = [importlib.import_module(f'systems.{name}')
+       for name in sorted(_NAMES, key=lambda n: (n == 'local', n))]
