@@ -13,10 +13,13 @@ from hpcval import features as ft
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers.common import read_text
-from hpcval.parsers.mpi4py_bench import parse_pingpong, row_at
+from hpcval.parsers import ParseError
+from hpcval.parsers.mpi4py_bench import (device_buffer_error, parse_pingpong,
+                                         row_at)
 
 PLACEMENTS = ('on_node', 'across_nodes')
 ARRAYS = ('numpy', 'cupy', 'numba', 'none')
+DEVICE_ARRAYS = ('cupy', 'numba')
 
 
 def size_label(nbytes):
@@ -58,6 +61,13 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     @run_before('run')
     def set_command(self):
         checked_token(self.array, 'array', ARRAYS)
+        self.skip_if(
+            self.array in DEVICE_ARRAYS and
+            ft.GPU_AWARE_MPI not in self.current_partition.features,
+            f'-a {self.array} passes GPU buffers to MPI, and partition '
+            f'{self.current_partition.fullname} does not declare '
+            f'{ft.GPU_AWARE_MPI}: MPI is not GPU-aware here'
+        )
         self.num_tasks_per_node = 2 if self.placement == 'on_node' else 1
         self.executable = (checked_path(self.python, 'python')
                            if '/' in self.python
@@ -66,7 +76,15 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                                 '-a', self.array, '-n', str(self.max_size)]
 
     def parse(self):
-        return parse_pingpong(read_text(self.stdout.evaluate()))
+        text = read_text(self.stdout.evaluate())
+        try:
+            return parse_pingpong(text)
+        except ParseError as err:
+            if self.array not in DEVICE_ARRAYS:
+                raise
+            both = text + read_text(self.stderr.evaluate())
+            raise device_buffer_error(err, both,
+                                      f'-a {self.array} buffers') from None
 
     def metrics(self, rows):
         values = {}

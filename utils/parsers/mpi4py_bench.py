@@ -35,10 +35,21 @@ _CRASH = re.compile(r'^.*(Segmentation fault|exited on signal|killed by '
                     r'signal|BAD TERMINATION).*$', re.MULTILINE)
 
 
-def _died(text):
+def crash_report(text):
     """'': no crash report in ``text``; else '; <the report line>'."""
     m = _CRASH.search(text)
     return f'; {m.group(0).strip()}' if m else ''
+
+
+def device_buffer_error(err, text, buffers):
+    """``err`` for a run with GPU buffers: when a rank crashed, say what
+    that means (an MPI that cannot read device memory segfaults in its
+    copy routines, as Open MPI 4.1 without CUDA support does)."""
+    if not crash_report(text):
+        return err
+
+    return ParseError(f'MPI is not GPU-aware (or its GPU support is not '
+                      f'enabled): the run with {buffers} crashed; {err}')
 
 
 def parse_pingpong(text):
@@ -46,7 +57,7 @@ def parse_pingpong(text):
     if _HEADER not in text:
         raise ParseError(f'no {_HEADER!r} header: the benchmark did not '
                          f'start or died before flushing its output'
-                         f'{_died(text)}')
+                         f'{crash_report(text)}')
 
     rows = []
     for m in _ROW.finditer(text):
@@ -61,7 +72,7 @@ def parse_pingpong(text):
 
     if not rows:
         raise ParseError(f'no result rows after the header: the run died '
-                         f'before its first message size{_died(text)}')
+                         f'before its first message size{crash_report(text)}')
 
     return rows
 
