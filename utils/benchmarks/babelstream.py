@@ -18,6 +18,7 @@ import shlex
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
+from hpcval import layouts
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.gpus import gpu_arch, gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
@@ -129,6 +130,10 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         self.skip_if(ngpus == 0, 'the partition declares no GPU devices')
         self.num_tasks = self.num_tasks_per_node = ngpus
         self.keep_files = ['stream.*.gpu*.out', 'stream.*.gpu*.err']
+        layout = layouts.gpu_layout(self.current_partition, 'rank_per_gpu')
+        layouts.apply(self, layout)
+        # where the launcher shows each rank only its own GPU, that is device 0
+        device = '0' if layout.one_visible_gpu else '"$r"'
         ranks = ' '.join(f'${{{v}}}' for v in LOCAL_RANK_VARS)
         # each rank: its device from its node-local rank, its own output
         self.executable = 'bash'
@@ -136,7 +141,7 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             f'set -- {ranks}; r=$1; '
             f'if [ -z "$r" ]; then echo "no node-local rank variable set '
             f'(looked for {" ".join(LOCAL_RANK_VARS)})" >&2; exit 3; fi; '
-            f'exec {shlex.quote(exe)} --device "$r" {" ".join(args)} '
+            f'exec {shlex.quote(exe)} --device {device} {" ".join(args)} '
             f'> "stream.$(hostname).gpu$r.out" 2> "stream.$(hostname).gpu$r.err"'
         )]
 

@@ -20,6 +20,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    variable)
 
 from hpcval import features as ft
+from hpcval import layouts
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.gpus import gpu_arch, gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
@@ -143,13 +144,24 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         for name in ('min_bytes', 'max_bytes'):
             checked_token(getattr(self, name), name)
 
+        part = self.current_partition
         if self.mode == 'single_process':
             self.num_tasks = self.num_tasks_per_node = 1
             per_process = gpus
+            layout = layouts.gpu_layout(part, 'process_per_node')
         else:
             self.num_tasks_per_node = gpus
             self.num_tasks = gpus * self.num_nodes
             per_process = 1
+            layout = layouts.gpu_layout(part, 'rank_per_gpu')
+            if layout.one_visible_gpu:
+                # nccl-tests picks device <local rank> unless told otherwise
+                self.env_vars['NCCL_TESTS_DEVICE'] = '0'
+
+        layouts.apply(self, layout, gpus=per_process)
+        if self.num_nodes > 1:
+            layouts.apply(self, layouts.settings(part,
+                                                 'multinode_collectives'))
 
         self.expected_gpus = per_process * self.num_tasks
         self.executable = self.build.executable_path(

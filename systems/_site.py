@@ -1,0 +1,52 @@
+"""What several system modules need: the site's account, environments.
+
+Values a site sets through environment variables end up in job scripts, so
+they are checked when the configuration loads and a bad one stops ReFrame
+with the variable named.
+"""
+import os
+import re
+
+from hpcval.layouts import SystemConfigError
+
+_ACCOUNT = re.compile(r'^[A-Za-z0-9_.-]+$')
+_PATH = re.compile(r'^/[A-Za-z0-9_.,:=+@%/-]*$')
+
+
+def account(system):
+    """$HPCVAL_ACCOUNT (the project charged for jobs), or '' when unset."""
+    value = os.environ.get('HPCVAL_ACCOUNT', '')
+    if value and not _ACCOUNT.match(value):
+        raise SystemConfigError(
+            f'systems/{system}.py: HPCVAL_ACCOUNT={value!r}: an account '
+            f'is letters, digits, _ . - only')
+
+    return value
+
+
+def account_access(system, fmt):
+    """The partition ``access`` entry charging $HPCVAL_ACCOUNT, if set
+    (unset: the scheduler's default account for the user)."""
+    value = account(system)
+    return [fmt.format(value)] if value else []
+
+
+def site_path(system, var):
+    """An absolute path from the environment variable ``var``, or ''."""
+    value = os.environ.get(var, '')
+    if value and not _PATH.match(value):
+        raise SystemConfigError(f'systems/{system}.py: {var}={value!r}: '
+                                f'must be an absolute path of safe characters')
+
+    return value
+
+
+def environ(name, system, modules=(), features=(), cc='cc', cxx='CC',
+            ftn='ftn', env_vars=None, **extra):
+    """A programming environment entry of one system."""
+    return {
+        'name': name, 'modules': list(modules), 'features': list(features),
+        'cc': cc, 'cxx': cxx, 'ftn': ftn,
+        'env_vars': [[k, v] for k, v in (env_vars or {}).items()],
+        'target_systems': [system], **extra
+    }

@@ -1,0 +1,50 @@
+"""gaudi2: one Intel HLS-Gaudi2 server, 8 Gaudi 2 cards in one box.
+
+As Habana's documentation (v1.23) describes it (shared/docs/systems.md
+section 6): 8x Gaudi 2 HL-225H OAM (96 GB HBM each), 21 RoCE ports per card
+linking the cards all-to-all, 3 for scale-out; SynapseAI installed under
+/opt/habanalabs, hl_qual at /opt/habanalabs/qual/gaudi2/bin.  No batch
+system: the local scheduler runs jobs on the box; ``mpirun`` where MPI is
+used.  The host CPU varies (Intel's benchmark box: 2x Xeon 8380), so it is
+detected when the configuration loads.
+
+Select it with ``--system gaudi2``: no host name pattern is claimed.
+"""
+from reframe.utility.cpuinfo import cpuinfo
+
+from hpcval import features as ft
+from systems._site import environ
+
+NAME = 'gaudi2'
+
+system = {
+    'name': NAME,
+    'descr': 'Intel HLS-Gaudi2 server: 8x Gaudi 2 (HL-225H), one box',
+    'hostnames': [],
+    'modules_system': 'nomod',
+    'partitions': [
+        {
+            'name': 'default',
+            'descr': 'The box: local scheduler, mpirun',
+            'scheduler': 'local',
+            'launcher': 'mpirun',
+            'environs': ['gnu', 'synapseai'],
+            'features': [ft.CPU, ft.MPI, ft.GAUDI],
+            'processor': cpuinfo(),
+            'devices': [{'type': 'gaudi', 'arch': 'gaudi2',
+                         'num_devices': 8}],
+            'max_jobs': 1,
+            'extras': {'scratch_dir': '/tmp'},
+        }
+    ]
+}
+
+environments = [
+    environ('gnu', NAME, features=[ft.OPENMP], cc='gcc', cxx='g++',
+            ftn='gfortran'),
+    # SynapseAI's tools; hl_qual's bandwidth plugins call $__python_cmd
+    environ('synapseai', NAME, features=['synapseai'], cc='gcc', cxx='g++',
+            ftn='gfortran',
+            env_vars={'PATH': '/opt/habanalabs/qual/gaudi2/bin:$PATH',
+                      '__python_cmd': 'python3'}),
+]
