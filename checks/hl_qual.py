@@ -9,7 +9,8 @@ from hpcval.benchmarks.hl_qual import HlQual
 
 class _GaudiNode(HlQual):
     valid_systems = [f'+{ft.GAUDI}']
-    valid_prog_environs = ['*']
+    # the environment of Habana's software (SynapseAI), once per partition
+    valid_prog_environs = ['+synapseai']
 
 
 @rfm.simple_test

@@ -21,8 +21,9 @@ import re
 import shlex
 
 import reframe as rfm
+import reframe.utility.typecheck as typ
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import (fixture, parameter, run_after, run_before,
+from reframe.core.builtins import (fixture, parameter, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
@@ -165,7 +166,7 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     iodepth = variable(int, value=1)
 
     #: O_DIRECT (--direct): measure the storage, not the page cache.
-    direct_io = variable(bool, value=True)
+    direct_io = variable(typ.Bool, value=True)
 
     #: Data per thread, e.g. 2G; '': 10% of the smallest GPU's memory on
     #: NVIDIA GPU partitions, 1G elsewhere.
@@ -183,7 +184,7 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_tasks = 1
     tags = {'elbencho', 'storage'}
 
-    @run_after('init')
+    @run_before('run')
     def check_inputs(self):
         checked_token(self.buffers, 'buffers', BUFFERS)
         if self.file_size:

@@ -17,7 +17,8 @@ import shlex
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import run_after, run_before, variable
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import run_before, variable
 
 from hpcval import hl_qual_criteria as crit
 from hpcval.benchmarks.base import ParsedBenchmark
@@ -146,7 +147,7 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     subsets = variable(typ.List[str], value=[])
 
     #: -b: bidirectional tests too.
-    bidirectional = variable(bool, value=True)
+    bidirectional = variable(typ.Bool, value=True)
 
     #: PCI plugin: -t seconds per sub-test (0: hl_qual's 40 s).
     duration = variable(int, value=0)
@@ -173,9 +174,9 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             f'/opt/habanalabs/qual/{self.generation}/bin/hl_qual'
         return checked_path(path, 'hl_qual', must_exist=False)
 
-    @run_after('init')
+    @run_before('run')
     def check_switches(self):
-        # before anything is submitted, also under --dry-run
+        # fails the test before its job script is written (also --dry-run)
         self.args = hl_qual_args(
             self.generation, self.plugin, self.mode, self.subsets,
             self.bidirectional, self.duration, self.size, self.pci_gen,
@@ -195,6 +196,8 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             # hl_qual reads its plugins and config files from its folder
             f'cd {shlex.quote(os.path.dirname(exe))}',
         ]
+        # hl_qual drives every card itself: no MPI launcher in front
+        self.job.launcher = getlauncher('local')()
         self.executable = exe
         self.executable_opts = self.args
         self.keep_files = ['habana_logs']

@@ -1,0 +1,167 @@
+"""elbencho and hl_qual checks through real ReFrame runs.
+
+Job scripts are written with ``--dry-run`` and read as a sysadmin would.
+elbencho runs live on ``local`` where HPCVAL_ELBENCHO_MIRROR names a
+source tree (or tarball) of elbencho v3.1-9 in which ``make externals``
+already ran: elbencho's make clones Simple-Web-Server from gitlab.com and
+FTXUI from github.com, which CI cannot reach, so without it the live run
+is skipped.  hl_qual job scripts are checked on every system whose
+partitions carry the ``gaudi`` feature.
+"""
+import math
+import os
+import pathlib
+
+import pytest
+
+import systems
+from rfm import by_name, reframe
+
+MIRROR = os.environ.get('HPCVAL_ELBENCHO_MIRROR')
+CPU = 'ElbenchoCpuCheck'
+GAUDI_SYSTEMS = [mod.system['name'] for mod in systems.ALL
+                 if any('gaudi' in p.get('features', [])
+                        for p in mod.system['partitions'])]
+
+
+def _scripts(tmp_path, pattern):
+    return sorted((tmp_path / 'rfm' / 'stage').rglob(pattern))
+
+
+def _job_line(script):
+    return script.read_text().splitlines()[-1]
+
+
+def _case(report, layout, pattern):
+    [tc] = by_name(report, f'{CPU} %layout={layout} %pattern={pattern}')
+    return tc
+
+
+def test_local_job_scripts(tmp_path):
+    proc, report = reframe('--dry-run', '--system', 'local', '-n', CPU,
+                           tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert len(_scripts(tmp_path, f'{CPU}_*/rfm_job.sh')) == 4
+    by_case = {tuple(tc['display_name'].split()[1:3]):
+               (pathlib.Path(tc['stagedir']) / 'rfm_job.sh').read_text()
+               for tc in by_name(report, CPU)}
+
+    seq = by_case[('%layout=shared_file', '%pattern=seq_1m')]
+    line = seq.splitlines()[-1]
+    # one process with its own threads, no MPI launcher
+    assert line.split()[0].endswith('/build/elbencho'), line
+    assert line.split()[1:] == [
+        '-w', '-r', '-t', '1', '--iodepth', '1', '-b', '1M',
+        '-s', '"${FILE_MIB}M"', '--nolive', '--jsonfile', 'elbencho.json',
+        '--direct', '"$ELB_DIR/shared_file"']
+    # no scratch_dir on local: said, then a fresh folder removed at exit
+    assert 'the partition has no extras scratch_dir: writing to the stage' \
+        in seq
+    assert 'ELB_DIR=$(mktemp -d "$PWD"/hpcval-elbencho.XXXXXX)' in seq
+    assert 'trap \'rm -rf "$ELB_DIR"\' EXIT' in seq
+    assert 'PER_THREAD_MIB=1024' in seq
+
+    rand = by_case[('%layout=file_per_thread', '%pattern=rand_4k')]
+    assert rand.splitlines()[-1].endswith(
+        '-b 4K -s "${FILE_MIB}M" --nolive --jsonfile elbencho.json --direct '
+        '--rand --randamount "${RAND_MIB}M" -d -n 1 -N 1 "$ELB_DIR"')
+    assert 'RAND_MIB=$(( 1024 < FILE_MIB ? 1024 : FILE_MIB ))' in rand
+
+    [build] = _scripts(tmp_path, 'ElbenchoBuild_*/rfm_build.sh')
+    text = build.read_text()
+    assert 'hpcval: missing build dependencies' in text
+    assert 'CUDA_SUPPORT=0 CUFILE_SUPPORT=0 S3_SUPPORT=0' in text
+
+
+def test_scratch_dir_threads_and_sizes(tmp_path):
+    proc, report = reframe(
+        '--dry-run', '--system', 'local', '-n', f'{CPU}.*shared_file.*seq',
+        '-S', f'{CPU}.scratch_dir=$TMPDIR/io', '-S', f'{CPU}.threads=4',
+        '-S', f'{CPU}.iodepth=16', '-S', f'{CPU}.file_size=2G',
+        '-S', f'{CPU}.direct_io=false', tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    [script] = _scripts(tmp_path, f'{CPU}_*/rfm_job.sh')
+    text = script.read_text()
+    assert 'mktemp -d "$TMPDIR/io"/hpcval-elbencho.XXXXXX' in text
+    assert 'no extras scratch_dir' not in text
+    # a shared file holds every thread's share: 4 x 2 GiB
+    assert 'PER_THREAD_MIB=2048' in text and \
+        'FILE_MIB=$((PER_THREAD_MIB * 4))' in text
+    line = _job_line(script)
+    assert ' -t 4 --iodepth 16 ' in line and '--direct' not in line
+
+
+@pytest.mark.parametrize('setting, message', [
+    (f'{CPU}.scratch_dir=/tmp;touch x', "scratch_dir '/tmp;touch x': "
+                                        "letters, digits"),
+    (f'{CPU}.file_size=1T', "-S file_size='1T': a size in MiB or GiB"),
+    (f'{CPU}.gpu_ids=0;1', "-S gpu_ids='0;1': GPU numbers"),
+])
+def test_unsafe_values_fail_before_a_script(tmp_path, setting, message):
+    proc, report = reframe('--dry-run', '--system', 'local', '-n',
+                           f'{CPU}.*shared_file.*seq', '-S', setting,
+                           tmp_path=tmp_path)
+    [tc] = by_name(report, CPU)
+    assert tc['result'] == 'fail' and message in tc['fail_reason'], \
+        tc['fail_reason']
+    assert not _scripts(tmp_path, f'{CPU}_*/rfm_job.sh')
+
+
+@pytest.mark.skipif(not MIRROR, reason='set HPCVAL_ELBENCHO_MIRROR to an '
+                    'elbencho v3.1-9 tree (or tarball) prepared with `make '
+                    'externals`: its make clones Simple-Web-Server and FTXUI '
+                    'otherwise, which needs the network')
+def test_live_cpu_buffers(tmp_path):
+    proc, report = reframe(
+        '-r', '--system', 'local', '-n', CPU,
+        '-S', f'ElbenchoSource.src_mirror={MIRROR}',
+        '-S', f'{CPU}.file_size=128M', '-S', f'{CPU}.threads=2',
+        '-S', f'{CPU}.rand_amount=32M', tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    for layout in ('shared_file', 'file_per_thread'):
+        for pattern in ('seq_1m', 'rand_4k'):
+            tc = _case(report, layout, pattern)
+            assert tc['result'] == 'pass', tc['fail_reason']
+            perf = {k.rsplit(':', 1)[-1]: v
+                    for k, v in tc['perfvalues'].items()}
+            for name in ('write_throughput_last', 'read_iops_last',
+                         'read_elapsed'):
+                assert math.isfinite(perf[name][0]) and perf[name][0] > 0
+
+
+@pytest.mark.skipif(not GAUDI_SYSTEMS, reason='no system with the gaudi '
+                                              'feature is configured')
+@pytest.mark.parametrize('system', GAUDI_SYSTEMS)
+def test_hl_qual_job_scripts(tmp_path, system):
+    proc, report = reframe('--dry-run', '--system', system, '-t', 'hl_qual',
+                           tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    lines = {}
+    for script in _scripts(tmp_path, 'HlQual*/rfm_job.sh'):
+        text = script.read_text()
+        assert 'export __python_cmd=python3' in text
+        assert 'export HABANA_LOGS="$PWD/habana_logs"' in text
+        assert 'cd /opt/habanalabs/qual/gaudi2/bin' in text
+        lines[script.parent.name.split('_')[0]] = _job_line(script)
+    exe = '/opt/habanalabs/qual/gaudi2/bin/hl_qual'
+    assert lines == {
+        'HlQualMemoryCheck': f'{exe} -gaudi2 -c all -rmod parallel -mb '
+                             f'-memOnly',
+        'HlQualHostLinkCheck': f'{exe} -gaudi2 -c all -rmod serial -mb -b '
+                               f'-pciOnly -sramOnly',
+        'HlQualPciCheck': f'{exe} -gaudi2 -c all -rmod serial -p -b -t 20',
+    }
+
+
+@pytest.mark.skipif(not GAUDI_SYSTEMS, reason='no system with the gaudi '
+                                              'feature is configured')
+def test_hl_qual_switch_rule_is_enforced_before_submission(tmp_path):
+    proc, report = reframe('--dry-run', '--system', GAUDI_SYSTEMS[0], '-n',
+                           'HlQualHostLinkCheck', '-S',
+                           'HlQualHostLinkCheck.mode=parallel',
+                           tmp_path=tmp_path)
+    [tc] = by_name(report, 'HlQualHostLinkCheck')
+    assert tc['result'] == 'fail'
+    assert '-sramOnly and -pciOnly must be run using serial mode' in \
+        tc['fail_reason']
+    assert not _scripts(tmp_path, 'HlQual*/rfm_job.sh')
