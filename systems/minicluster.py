@@ -1,0 +1,108 @@
+"""minicluster: the two-node Slurm cluster of hpcval.minicluster on this host.
+
+Used only with ``--system minicluster`` (its host name pattern matches no
+host) after ``python -m hpcval.minicluster start --dir DIR`` has printed
+``export SLURM_CONF=...``: ReFrame's Slurm commands need that variable.
+See docs/systems/minicluster.md.
+
+Partition ``cpu``: nodes n1 and n2 of Slurm partition ``debug``, each
+declaring ``CPUS_PER_NODE`` CPUs; jobs go through ``sbatch`` and ranks
+through ``srun --mpi=pmi2`` (set as ``SLURM_MPI_TYPE``, which srun reads),
+the PMI the PyPI MPICH wheel talks to.  The scheduler is ReFrame's
+``squeue`` backend: its ``slurm`` backend polls ``sacct``, which needs
+slurmdbd and a database that the minicluster does not run.
+
+With ``HPCVAL_MINICLUSTER_LAUNCH_GPUS=N`` (for launch-path tests only) a
+second partition, ``gpu-launch``, declares N NVIDIA GPUs per node that do
+not exist, so that the multi-node GPU checks write and submit their real
+job scripts (ranks per node, srun line) on a machine without GPUs; what
+they launch there cannot be the benchmark, and they fail sanity.
+"""
+import os
+
+from hpcval import features as ft
+from hpcval import minicluster
+
+# (?!) matches no string: this system is chosen by --system only
+_NEVER = '(?!)'
+LAUNCH_GPUS_VAR = 'HPCVAL_MINICLUSTER_LAUNCH_GPUS'
+
+
+def _launch_gpus():
+    value = os.environ.get(LAUNCH_GPUS_VAR, '0')
+    if not value.isdigit():
+        raise ValueError(f'{LAUNCH_GPUS_VAR}={value!r}: expected a number '
+                         f'of GPUs per node')
+
+    return int(value)
+
+
+def _partition(name, descr, features, environs, devices=()):
+    return {
+        'name': name,
+        'descr': descr,
+        'scheduler': 'squeue',
+        'launcher': 'srun',
+        'access': [f'--partition={minicluster.PARTITION}'],
+        'sched_options': {
+            # Slurm 22.05 gives a job waiting on a DOWN or DRAINED node this
+            # reason, not ReqNodeNotAvail (ReFrame's default): cancel it and
+            # fail the test instead of waiting for the node to come back
+            'slurm_job_cancel_reasons': [
+                'ReqNodeNotAvail', 'Nodes required for job are DOWN'
+            ],
+        },
+        # srun reads SLURM_MPI_TYPE as --mpi: PMI-2 for the MPICH wheel
+        'env_vars': [['SLURM_MPI_TYPE', 'pmi2']],
+        'environs': environs,
+        'features': features,
+        'processor': {
+            'num_cpus': minicluster.CPUS_PER_NODE,
+            'num_cpus_per_core': 1,
+            'num_sockets': 1,
+            'num_cpus_per_socket': minicluster.CPUS_PER_NODE,
+        },
+        'devices': list(devices),
+        # a stuck job must not hold the suite: Slurm ends it
+        'time_limit': '10m',
+        # the nodes share this host's cores: one benchmark at a time
+        'max_jobs': 1,
+    }
+
+
+_partitions = [
+    _partition('cpu', f'nodes {", ".join(minicluster.NODES)} (Slurm '
+               f'partition {minicluster.PARTITION}), srun --mpi=pmi2',
+               [ft.CPU, ft.MPI, ft.MULTINODE], ['gnu']),
+]
+if _launch_gpus():
+    _partitions.append(_partition(
+        'gpu-launch', f'launch-path tests only: the same nodes declaring '
+        f'{_launch_gpus()} GPUs each that do not exist',
+        [ft.MPI, ft.MULTINODE, ft.GPU, ft.NVGPU], ['cuda'],
+        [{'type': 'gpu', 'arch': 'sm_90', 'num_devices': _launch_gpus()}]
+    ))
+
+system = {
+    'name': 'minicluster',
+    'descr': 'Two-node Slurm cluster on this host (python -m '
+             'hpcval.minicluster start)',
+    'hostnames': [_NEVER],
+    'modules_system': 'nomod',
+    'partitions': _partitions,
+}
+
+environments = [
+    {
+        'name': 'gnu',
+        'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
+        'features': [ft.OPENMP],
+        'target_systems': ['minicluster'],
+    },
+    {
+        'name': 'cuda',
+        'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran', 'nvcc': 'nvcc',
+        'features': [ft.OPENMP, ft.CUDA],
+        'target_systems': ['minicluster:gpu-launch'],
+    },
+]
