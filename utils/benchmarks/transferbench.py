@@ -124,7 +124,7 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: a2a/p2p: a GPU pair fails under this fraction of the average's
     #: reference (or of the run's average where there is none).
-    link_fraction = variable(float, value=0.8)
+    link_fraction = variable(float, value=0.75)
 
     #: GPUs the node must show; 0: the partition's GPU count.
     num_gpus = variable(int, value=0)
