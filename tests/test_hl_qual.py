@@ -257,3 +257,37 @@ def test_pci_plugin_lines():
     r = parse_hl_qual_report(text, expected_subtests('p', [], True))
     assert (r.worst('pci_download'), r.worst('pci_bidirectional')) == \
         (11.9, 20.5)
+
+
+# -- the check's own floors (serial mode) -----------------------------------
+
+def _floors(report_text, plugin='mb', pci_gen='', lanes=16,
+            subsets=('pciOnly',)):
+    from types import SimpleNamespace
+
+    from hpcval.benchmarks.hl_qual import HlQual
+    test = SimpleNamespace(plugin=plugin, pci_gen=pci_gen, pci_lanes=lanes)
+    report = parse_hl_qual_report(
+        report_text, expected_subtests(plugin, list(subsets), True))
+    HlQual._check_floors(test, report)
+
+
+def test_floors_pass_above_and_fail_below():
+    _floors(REPORT)
+    slow = REPORT.replace('25.02 GB/s', '11.5 GB/s')
+    with pytest.raises(ParseError, match=r'hbm_to_host on 0000:19:00.0: '
+                                         r'11.5 GB/s is below the 12.9 GB/s '
+                                         r'Gen3 x16 criterion less 10% = '
+                                         r'11.61 GB/s'):
+        _floors(slow)
+    _floors(REPORT.replace('25.02 GB/s', '11.7 GB/s'))
+
+
+def test_pci_plugin_floors_follow_gen():
+    text = ('download 24.0 GB/s\nupload 26.0 GB/s\n'
+            'bidirectional 40.0 GB/s\nPASSED\n')
+    _floors(text, plugin='p', pci_gen='gen4', subsets=())
+    with pytest.raises(ParseError, match=r'pci_download: 20.0 GB/s is below '
+                                         r'the 23.2 GB/s Gen4 x16'):
+        _floors(text.replace('24.0', '20.0'), plugin='p', pci_gen='gen4',
+                subsets=())
