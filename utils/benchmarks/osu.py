@@ -1,0 +1,325 @@
+"""OSU micro-benchmarks 7.x: MPI latency and bandwidth between two ranks,
+and allreduce latency.
+
+Built with autotools from the upstream release tarball (``OsuSource``;
+mvapich.cse.ohio-state.edu publishes no git repository) by the MPI
+compiler wrappers of the environment, with ``--enable-cuda`` or
+``--enable-rocm`` for device buffers.
+
+Host-buffer runs place two ranks by the partition's detected topology:
+``same_socket`` (the first two cores of socket 0), ``cross_socket`` (the
+first core of sockets 0 and 1) or ``across_nodes`` (one rank per node).
+Device-buffer runs (``-d cuda D D``) put two ranks on one node, where OSU
+gives each the GPU of its node-local rank, or one rank on each of two nodes;
+they need an MPI that reads device memory, which a partition declares with
+the ``gpu-aware-mpi`` feature and its ``gpu_aware_mpi`` extras (modules,
+launcher options, environment such as ``MPICH_GPU_SUPPORT_ENABLED=1``).
+"""
+import os
+import shlex
+import urllib.request
+
+import reframe as rfm
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import (fixture, parameter, run_after, run_before,
+                                   variable)
+
+from hpcval import features as ft
+from hpcval.benchmarks.babelstream import LOCAL_RANK_VARS
+from hpcval.benchmarks.base import ParsedBenchmark
+from hpcval.benchmarks.mpi4py_pingpong import size_label
+from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
+from hpcval.inputs import checked_path, checked_token
+from hpcval.parsers import ParseError
+from hpcval.parsers.common import read_text
+from hpcval.parsers.mpi4py_bench import device_buffer_error
+from hpcval.parsers.osu import parse_osu
+
+# executable -> folder of the 7.x build tree
+BENCHMARKS = {
+    'osu_latency': 'c/mpi/pt2pt/standard',
+    'osu_bw': 'c/mpi/pt2pt/standard',
+    'osu_bibw': 'c/mpi/pt2pt/standard',
+    'osu_allreduce': 'c/mpi/collective/blocking',
+}
+PLACEMENTS = ('same_socket', 'cross_socket', 'across_nodes')
+GPU_PLACEMENTS = ('on_node', 'across_nodes')
+ACCELERATORS = ('', 'cuda', 'rocm')
+_TARBALL = ('https://mvapich.cse.ohio-state.edu/download/mvapich/'
+            'osu-micro-benchmarks-{}.tar.gz')
+_PROBE_TIMEOUT_S = 20
+
+
+def _reachable(url):
+    try:
+        req = urllib.request.Request(url, method='HEAD')
+        with urllib.request.urlopen(req, timeout=_PROBE_TIMEOUT_S):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+class OsuSource(UpstreamSource):
+    """The release tarball; ``src_mirror`` may be that tarball, its
+    unpacked folder, or a git repository with the release at branch or tag
+    ``version`` (e.g. a mirror of github.com/alex--m/osu, whose ``v7.4``
+    branch is the 7.4 tarball's content)."""
+
+    repo_url = _TARBALL.format('7.4')
+    version = 'v7.4'
+
+    @property
+    def tarball_url(self):
+        return _TARBALL.format(checked_token(self.version, 'version')
+                               .lstrip('v'))
+
+    @run_before('run')
+    def choose_origin(self):
+        # mirrors and prebuilt_dir as every source; upstream is a tarball
+        if self.prebuilt_dir or self.src_mirror:
+            return super().choose_origin()
+
+        url = self.tarball_url
+        self.skip_if(not self.is_dry_run() and not _reachable(url),
+                     f'{url} unreachable and no -S src_mirror=PATH or '
+                     f'-S prebuilt_dir=DIR given')
+        self.prerun_cmds = [
+            'set -e', f'mkdir -p {self.tree}',
+            f'curl -fsSL --retry 2 -o osu.tar.gz {shlex.quote(url)}',
+            f'tar -xzf osu.tar.gz -C {self.tree} --strip-components=1'
+        ]
+
+
+class OsuBuild(UpstreamBuild):
+    """``configure CC=mpicc CXX=mpicxx [--enable-cuda|--enable-rocm]`` and
+    ``make``, out of the source tree; the benchmarks land in ``build/``.
+
+    The MPI compiler wrappers are, in this order, ``-S mpicc=``/``mpicxx=``,
+    the environment's ``extras`` of the same names (Cray: ``cc``/``CC``),
+    or ``mpicc``/``mpicxx`` from PATH.
+    """
+
+    #: '' (host buffers only), 'cuda' or 'rocm'.
+    accelerator = variable(str, value='')
+
+    mpicc = variable(str, value='')
+    mpicxx = variable(str, value='')
+
+    executables = list(BENCHMARKS)
+    source = fixture(OsuSource, scope='session')
+
+    def _compiler(self, name):
+        value = getattr(self, name) or \
+            self.current_environ.extras.get(name, name)
+        return shlex.quote(checked_path(value, name) if '/' in value
+                           else checked_token(value, name))
+
+    def _accelerator_opts(self):
+        checked_token(self.accelerator or 'none', 'accelerator',
+                      ('none', 'cuda', 'rocm'))
+        if self.accelerator == 'cuda':
+            return ['--enable-cuda', '--with-cuda="${CUDA_HOME:-$(dirname '
+                    '"$(dirname "$(command -v nvcc)")")}"']
+        if self.accelerator == 'rocm':
+            return ['--enable-rocm', '--with-rocm="${ROCM_PATH:-/opt/rocm}"']
+        return []
+
+    def build_commands(self, src):
+        built = ' '.join(f'obj/{folder}/{exe}'
+                         for exe, folder in BENCHMARKS.items())
+        return [
+            # a git checkout leaves configure older than configure.ac and
+            # make would rerun automake; release tarballs have sane times
+            f'find {src} -path "*/.git" -prune -o -exec touch -h -d '
+            f'@1700000000 {{}} +',
+            'mkdir -p obj build',
+            ' '.join(['(cd obj &&', f'{src}/configure',
+                      f'CC={self._compiler("mpicc")}',
+                      f'CXX={self._compiler("mpicxx")}',
+                      *self._accelerator_opts(), ')']),
+            f'make -C obj -j {self.build_jobs}',
+            f'cp {built} build/'
+        ]
+
+    def executable_path(self, name):
+        # an installed OSU keeps them in libexec/osu-micro-benchmarks/mpi/
+        # {pt2pt/standard,collective/blocking}: accept that as prebuilt_dir
+        base = self.bin_dir
+        if self.source.prebuilt_dir:
+            for sub in ('', 'pt2pt/standard', 'pt2pt', 'collective/blocking',
+                        'collective'):
+                path = os.path.join(base, sub, name)
+                if os.access(path, os.X_OK):
+                    return path
+
+        return os.path.join(base, name)
+
+
+def _cpus(mask):
+    value = int(mask, 16)
+    return [i for i in range(value.bit_length()) if value >> i & 1]
+
+
+def first_cpus(processor, placement):
+    """Two logical CPUs, one per rank, from the detected topology: the
+    first CPU of the first two cores of socket 0, or of the first core of
+    sockets 0 and 1.  [] when the topology is unknown or too small."""
+    topo = processor.topology or {}
+    sockets = [_cpus(m) for m in topo.get('sockets', [])]
+    cores = [_cpus(m) for m in topo.get('cores', [])]
+    if not sockets or not cores:
+        return []
+
+    def core_starts(socket):
+        return sorted(min(c) for c in cores if set(c) <= set(socket))
+
+    if placement == 'cross_socket':
+        if len(sockets) < 2:
+            return []
+        return [core_starts(s)[0] for s in sockets[:2]]
+
+    starts = core_starts(sockets[0])
+    return starts[:2] if len(starts) >= 2 else []
+
+
+class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
+    """One OSU benchmark between two ranks (allreduce too).
+
+    Leaves declare the build fixture and, for device buffers, set
+    ``accelerator``, redefine ``placement = parameter(GPU_PLACEMENTS)`` and
+    declare the build with the same accelerator.
+    """
+
+    #: osu_latency, osu_bw, osu_bibw, osu_allreduce.
+    benchmark = parameter(list(BENCHMARKS))
+
+    #: Where the two ranks sit (GPU leaves: GPU_PLACEMENTS).
+    placement = parameter(PLACEMENTS)
+
+    #: '' for host buffers, 'cuda' or 'rocm' for device buffers (D D).
+    accelerator = variable(str, value='')
+
+    #: Largest message size in bytes (-m; bandwidth is reported there).
+    max_size = variable(int, value=4 * 2**20)
+
+    #: Message sizes whose latency is reported; 0 only where printed.
+    latency_sizes = variable(typ.List[int], value=[0, 8, 1024, 65536])
+
+    #: Timed and warm-up iterations (-i, -x); 0: OSU's defaults.
+    iterations = variable(int, value=0)
+    warmup = variable(int, value=0)
+
+    #: Check received data (-c); adds OSU's own Pass/Fail column.
+    validate = variable(bool, value=False)
+
+    #: Pin the two ranks to the CPUs the placement names.
+    pin_ranks = variable(bool, value=True)
+
+    num_tasks = 2
+    tags = {'osu', 'mpi'}
+
+    @property
+    def device_buffers(self):
+        return bool(self.accelerator)
+
+    @property
+    def is_latency(self):
+        return self.benchmark in ('osu_latency', 'osu_allreduce')
+
+    @run_after('init')
+    def require_layout_features(self):
+        checked_token(self.benchmark, 'benchmark', BENCHMARKS)
+        checked_token(self.accelerator or 'none', 'accelerator',
+                      ('none', 'cuda', 'rocm'))
+        self.require_features(ft.MPI)
+        if self.placement == 'across_nodes':
+            self.require_features(ft.MULTINODE)
+        if self.device_buffers:
+            self.require_features(ft.GPU_AWARE_MPI)
+
+    def _options(self):
+        low = 0 if self.benchmark == 'osu_latency' else 1
+        opts = ['-m', f'{low}:{self.max_size}']
+        if self.iterations:
+            opts += ['-i', str(self.iterations)]
+        if self.warmup:
+            opts += ['-x', str(self.warmup)]
+        if self.validate:
+            opts.append('-c')
+        if self.device_buffers:
+            opts += ['-d', self.accelerator]
+            if self.benchmark != 'osu_allreduce':
+                opts += ['D', 'D']
+        return opts
+
+    def _bind(self, exe):
+        cpus = first_cpus(self.current_partition.processor,
+                          'cross_socket' if self.placement == 'cross_socket'
+                          else 'same_socket')
+        self.skip_if(not cpus, f'{self.placement}: the processor topology of '
+                               f'{self.current_partition.fullname} is '
+                               f'unknown or has too few sockets or cores')
+        if self.placement == 'across_nodes':
+            cpus = cpus[:1] * 2
+
+        if self.current_partition.launcher_type.registered_name == 'srun':
+            self.job.launcher.options += [
+                f'--cpu-bind=map_cpu:{",".join(map(str, cpus))}']
+            return exe, []
+
+        # other launchers bind differently per MPI: pin each rank by its
+        # node-local rank with taskset instead
+        ranks = ' '.join(f'${v}' for v in LOCAL_RANK_VARS)
+        script = (f'for r in {ranks}; do break; done; '
+                  f'cpus=({" ".join(map(str, cpus))}); '
+                  f'exec taskset -c "${{cpus[${{r:-0}}]}}" "$0" "$@"')
+        return 'bash', ['-c', shlex.quote(script), exe]
+
+    def _gpu_aware_settings(self):
+        extras = self.current_partition.extras.get('gpu_aware_mpi', {})
+        self.modules += [m for m in extras.get('modules', [])
+                         if m not in self.modules]
+        self.job.launcher.options += list(extras.get('launcher_options', []))
+        self.env_vars.update(extras.get('env_vars', {}))
+
+    @run_before('run')
+    def set_command(self):
+        self.num_tasks_per_node = 1 if self.placement == 'across_nodes' else 2
+        exe = self.build.executable_path(self.benchmark)
+        prefix = []
+        if self.device_buffers:
+            self._gpu_aware_settings()
+        elif self.pin_ranks:
+            exe, prefix = self._bind(exe)
+
+        self.executable = exe
+        self.executable_opts = prefix + self._options()
+
+    def parse(self):
+        text = read_text(self.stdout.evaluate())
+        try:
+            result = parse_osu(text)
+        except ParseError as err:
+            if not self.device_buffers:
+                raise
+            both = text + read_text(self.stderr.evaluate())
+            raise device_buffer_error(
+                err, both, f'-d {self.accelerator} D D buffers') from None
+
+        if self.device_buffers and not result.accelerator:
+            raise ParseError(f'asked for -d {self.accelerator} but the title '
+                             f'names no accelerator: built without '
+                             f'--enable-{self.accelerator}?')
+        table = result.table()
+        self.metrics(table)     # every size reported must be there
+        return table
+
+    def metrics(self, table):
+        if not self.is_latency:
+            row = table.at(self.max_size)
+            return {f'bandwidth_{size_label(row.size)}': (row.value, 'MB/s')}
+
+        printed = {r.size for r in table.rows}
+        return {f'latency_{size_label(size)}': (table.at(size).value, 'us')
+                for size in self.latency_sizes
+                if size in printed or size != 0}

@@ -1,0 +1,210 @@
+"""OSU micro-benchmarks (``osu_latency``, ``osu_bw``, ``osu_bibw``,
+``osu_allreduce``...).
+
+Output (7.4; every output starts with an empty line)::
+
+    <empty line>
+    # OSU MPI-CUDA Latency Test v7.4
+    # Datatype: MPI_CHAR.
+    # Size       Avg Latency(us)
+    0                       2.01
+
+Rows are ``%-10d`` then ``%20.2f`` per column: latency in microseconds, or
+bandwidth in MB/s (10^6 B/s) under ``Bandwidth (MB/s)``.  The title names
+the accelerator (``MPI-CUDA``, ``MPI-ROCM``) when run with ``-d``.
+
+Older releases head the table ``# Size          Latency (us)`` and, with
+device buffers, print ``# Send Buffer on DEVICE (D) and Receive Buffer on
+DEVICE (D)`` first; 5.x has no ``# Datatype:`` line, 7.1 and 7.2 print it
+after the ``# Size`` header.  Options add columns: ``-c`` a ``Validation``
+column of ``Pass``/``Fail`` (and on a failure rank 0 prints ``DATA
+VALIDATION ERROR: ./osu_latency exited with status 1 on message size N.``
+and exits 1), ``-f`` ``Min Latency(us)``, ``Max Latency(us)`` and
+``Iterations``, ``-z`` tail percentiles; several ``-T`` types give one table
+per ``# Datatype:``.  Columns are therefore found by the header's labels,
+never by position.
+"""
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from hpcval.parsers.common import ParseError, number
+from hpcval.parsers.mpi4py_bench import crash_report
+
+_TITLE = re.compile(r'^# OSU MPI(?:-(?P<accel>[A-Z]+))? (?P<test>.+?)'
+                    r'(?: v(?P<version>\S+))?\s*$', re.MULTILINE)
+_DATATYPE = re.compile(r'^# Datatype: (?P<type>\S+?)\.?\s*$')
+_HEADER = re.compile(r'^# Size\s+(?P<labels>\S.*?)\s*$')
+_ROW = re.compile(r'^(?P<size>\d+)\s+(?P<cells>\S.*?)\s*$')
+_VALIDATION_ERROR = re.compile(r'^.*DATA VALIDATION ERROR.*$', re.MULTILINE)
+# what OSU prints on stdout or stderr when it refuses to start
+_REFUSAL = re.compile(r'^.*(?:Invalid option|support not enabled|requires '
+                      r'exactly two processes|Error initializing device)'
+                      r'.*$', re.MULTILINE)
+_BUFFERS = re.compile(r'^# (?:Send Buffer|Rank 0 Memory) on .*$')
+
+# first column label -> (quantity, unit)
+_QUANTITIES = {
+    'Avg Latency(us)': ('latency', 'us'),
+    'Latency (us)': ('latency', 'us'),
+    'Bandwidth (MB/s)': ('bandwidth', 'MB/s'),
+    'MB/s': ('bandwidth', 'MB/s'),
+}
+VALIDATION = 'Validation'
+
+
+@dataclass(frozen=True)
+class Row:
+    size: int                        # bytes
+    value: float                     # the table's quantity (us or MB/s)
+    validation: Optional[str]        # 'Pass', 'Fail' or None (no -c)
+    extra: Dict[str, str] = field(default_factory=dict)   # other columns
+
+
+@dataclass(frozen=True)
+class Table:
+    datatype: Optional[str]          # 'MPI_CHAR'; None before 7.1
+    quantity: str                    # 'latency' or 'bandwidth'
+    unit: str                        # 'us' or 'MB/s'
+    labels: Tuple[str, ...]          # header labels after '# Size'
+    rows: Tuple[Row, ...]
+
+    def at(self, size):
+        for row in self.rows:
+            if row.size == size:
+                return row
+
+        printed = ', '.join(str(r.size) for r in self.rows)
+        raise ParseError(f'no {self.quantity} for {size} B (sizes printed: '
+                         f'{printed}): the run stopped early or was given '
+                         f'other sizes (-m)')
+
+    @property
+    def largest(self):
+        return max(self.rows, key=lambda r: r.size)
+
+
+@dataclass(frozen=True)
+class OsuResult:
+    test: str                        # 'Latency Test', 'Bandwidth Test', ...
+    version: str                     # '7.4'; '' when not printed
+    accelerator: str                 # 'CUDA', 'ROCM', ... or '' (host)
+    buffers: str                     # old-format buffer line, or ''
+    tables: Tuple[Table, ...]
+
+    def table(self, datatype=None):
+        """The table of ``datatype``, or the only one when it is None."""
+        if datatype is None:
+            if len(self.tables) != 1:
+                types = ', '.join(str(t.datatype) for t in self.tables)
+                raise ParseError(f'{len(self.tables)} tables ({types}): '
+                                 f'say which datatype to judge')
+            return self.tables[0]
+
+        for t in self.tables:
+            if t.datatype == datatype:
+                return t
+
+        types = ', '.join(str(t.datatype) for t in self.tables)
+        raise ParseError(f'no table for datatype {datatype} (printed: '
+                         f'{types})')
+
+
+def _labels(text):
+    # labels are right-aligned in 20-character fields and contain single
+    # spaces themselves ('Avg Latency(us)'): split on runs of two or more
+    return tuple(re.split(r'\s{2,}', text.strip()))
+
+
+def _row(m, labels, quantity):
+    size = int(m['size'])
+    cells = m['cells'].split()
+    if len(cells) != len(labels):
+        raise ParseError(f'row for {size} B has {len(cells)} values, the '
+                         f'header has {len(labels)} columns '
+                         f'({", ".join(labels)}): truncated or interleaved '
+                         f'output')
+
+    values = dict(zip(labels, cells))
+    validation = values.pop(VALIDATION, None)
+    if validation not in (None, 'Pass', 'Fail'):
+        raise ParseError(f'validation at {size} B: {validation!r} is neither '
+                         f'Pass nor Fail')
+
+    value = number(values.pop(labels[0]), f'{quantity} at {size} B')
+    return Row(size=size, value=value, validation=validation, extra=values)
+
+
+def _tables(lines):
+    tables, datatype, current = [], None, None
+    for line in lines:
+        if _DATATYPE.match(line):
+            datatype = _DATATYPE.match(line)['type']
+            if current is not None and not current[2]:
+                current[0] = datatype   # 7.1, 7.2: printed after '# Size'
+            else:
+                current = None
+            continue
+
+        header = _HEADER.match(line)
+        if header:
+            labels = _labels(header['labels'])
+            if labels[0] not in _QUANTITIES:
+                raise ParseError(f'unknown column {labels[0]!r} after '
+                                 f'"# Size": not a latency or bandwidth '
+                                 f'test this parser knows')
+            current = [datatype, labels, []]
+            tables.append(current)
+            continue
+
+        row = _ROW.match(line)
+        if row and current is not None:
+            datatype_, labels, rows = current
+            rows.append(_row(row, labels, _QUANTITIES[labels[0]][0]))
+        elif current is not None and line.strip():
+            current = None      # anything else ends the table
+
+    return [Table(datatype=dt, quantity=_QUANTITIES[labels[0]][0],
+                  unit=_QUANTITIES[labels[0]][1], labels=labels,
+                  rows=tuple(rows))
+            for dt, labels, rows in tables]
+
+
+def parse_osu(text):
+    """Parse one OSU run; raise ParseError when it did not complete or
+    failed its own validation."""
+    title = _TITLE.search(text)
+    if not title:
+        refusal = _REFUSAL.search(text)
+        why = f'; {refusal.group(0).strip()}' if refusal else \
+            crash_report(text)
+        raise ParseError(f'no "# OSU MPI ... Test" title: the benchmark did '
+                         f'not start{why}')
+
+    failed = _VALIDATION_ERROR.search(text)
+    if failed:
+        raise ParseError(f'data validation failed: {failed.group(0).strip()}')
+
+    lines = text[title.end():].splitlines()
+    tables = _tables(lines)
+    if not tables:
+        raise ParseError(f'no "# Size ..." header after the title: the run '
+                         f'died before its first message size'
+                         f'{crash_report(text)}')
+
+    for t in tables:
+        if not t.rows:
+            raise ParseError(f'no result rows under "# Size  '
+                             f'{"  ".join(t.labels)}": the run died before '
+                             f'its first message size{crash_report(text)}')
+
+        failures = [str(r.size) for r in t.rows if r.validation == 'Fail']
+        if failures:
+            raise ParseError(f'validation failed at {", ".join(failures)} B '
+                             f'(Validation column)')
+
+    buffers = next((line[2:].strip() for line in lines
+                    if _BUFFERS.match(line)), '')
+    return OsuResult(test=title['test'], version=title['version'] or '',
+                     accelerator=title['accel'] or '', buffers=buffers,
+                     tables=tuple(tables))
