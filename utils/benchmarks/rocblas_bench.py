@@ -90,7 +90,8 @@ class RocblasBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def bench_args(self):
         """The rocblas-bench arguments, as the guide prints them."""
         args = GEMMS[self.gemm][0]
-        return args if self.gpu_index == 0 else f'{args} --device {self.gpu_index}'
+        return args if self.gpu_index == 0 else \
+            f'{args} --device {self.gpu_index}'
 
     @run_before('run')
     def set_command(self):
