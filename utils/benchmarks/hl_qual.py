@@ -25,8 +25,7 @@ from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.inputs import InputError, checked_path, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
-from hpcval.parsers.hl_qual import (MEMORY_SUBTESTS, PCI_SUBTESTS,
-                                    parse_hl_qual_report)
+from hpcval.parsers.hl_qual import PCI_SUBTESTS, parse_hl_qual_report
 
 GENERATIONS = ('gaudi', 'gaudi2')
 PLUGINS = ('mb', 'p')

@@ -89,8 +89,8 @@ def elapsed_to_ms(token, what):
     if not token or not m or not any(m.groupdict().values()):
         raise ParseError(f'{what}: {token!r} is not an elapsed time')
     parts = {k: float(v) if v else 0.0 for k, v in m.groupdict().items()}
-    return ((parts['h'] * 60 + parts['m']) * 60 + parts['s']) * 1000 + \
-        parts['ms']
+    return round(((parts['h'] * 60 + parts['m']) * 60 + parts['s']) * 1000
+                 + parts['ms'], 3)
 
 
 def _split_label(left, current):
