@@ -44,3 +44,12 @@ def lmod_env(folder):
     return {'LMOD_CMD': str(lmod_cmd), 'LMOD_DIR': str(lmod_cmd.parent),
             'MODULESHOME': str(LMOD_ROOT), 'MODULEPATH': str(folder),
             'LMOD_PKG': str(LMOD_ROOT)}
+
+
+ACCOUNT = 'abc123'
+
+
+def system_env(folder):
+    """What every job-script test runs ReFrame with: Lmod over empty
+    modulefiles and a project account for the systems that charge one."""
+    return {**lmod_env(folder), 'HPCVAL_ACCOUNT': ACCOUNT}

@@ -1,11 +1,13 @@
 """``hpcval``: command-line helpers around the checks.
 
-    hpcval references [--dir DIR]     validate every reference file, list them
+    hpcval references [--dir DIR] [--markdown]
+                                      validate every reference file; count
+                                      them, or print them all as a table
 """
 import argparse
 import sys
 
-from hpcval import paths, references
+from hpcval import paths, reference_table, references
 
 
 def _references(args):
@@ -14,6 +16,10 @@ def _references(args):
     except references.ReferenceFileError as err:
         print(f'hpcval: {err}', file=sys.stderr)
         return 1
+
+    if args.markdown:
+        print(reference_table.markdown(by_system), end='')
+        return 0
 
     for system, refs in by_system.items():
         judged = sum(r.value is not None for r in refs)
@@ -29,6 +35,8 @@ def main(argv=None):
     refs = sub.add_parser('references',
                           help='validate and summarise references/*.yaml')
     refs.add_argument('--dir', default=paths.references_dir())
+    refs.add_argument('--markdown', action='store_true',
+                      help='print every reference as a Markdown table')
     refs.set_defaults(func=_references)
     args = parser.parse_args(argv)
     return args.func(args)
