@@ -25,6 +25,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    variable)
 
 from hpcval import features as ft
+from hpcval import layouts
 from hpcval.benchmarks.babelstream import LOCAL_RANK_VARS
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.mpi4py_pingpong import size_label
@@ -160,13 +161,33 @@ def _cpus(mask):
     return [i for i in range(value.bit_length()) if value >> i & 1]
 
 
-def first_cpus(processor, placement):
-    """Two logical CPUs, one per rank, from the detected topology: the
-    first CPU of the first two cores of socket 0, or of the first core of
-    sockets 0 and 1.  [] when the topology is unknown or too small."""
+def _sockets_and_cores(processor):
+    """CPU lists per socket and per core: detected masks, or else the
+    declared counts read with Linux's usual x86 numbering (core ``c`` of
+    socket ``s`` is CPU ``s * cores_per_socket + c``, SMT siblings after
+    all cores)."""
     topo = processor.topology or {}
-    sockets = [_cpus(m) for m in topo.get('sockets', [])]
-    cores = [_cpus(m) for m in topo.get('cores', [])]
+    if topo.get('sockets') and topo.get('cores'):
+        return ([_cpus(m) for m in topo['sockets']],
+                [_cpus(m) for m in topo['cores']])
+
+    sockets, per_socket = processor.num_sockets, processor.num_cpus_per_socket
+    per_core = processor.num_cpus_per_core or 1
+    if not sockets or not per_socket:
+        return [], []
+
+    cores_per_socket = per_socket // per_core
+    ncores = sockets * cores_per_socket
+    cores = [[c + k * ncores for k in range(per_core)] for c in range(ncores)]
+    return ([sum(cores[s * cores_per_socket:(s + 1) * cores_per_socket], [])
+             for s in range(sockets)], cores)
+
+
+def first_cpus(processor, placement):
+    """Two logical CPUs, one per rank: the first CPU of the first two cores
+    of socket 0, or of the first core of sockets 0 and 1.  [] when the
+    topology is unknown or too small."""
+    sockets, cores = _sockets_and_cores(processor)
     if not sockets or not cores:
         return []
 
@@ -180,6 +201,15 @@ def first_cpus(processor, placement):
 
     starts = core_starts(sockets[0])
     return starts[:2] if len(starts) >= 2 else []
+
+
+# Slurm places by its own view of the allocation (core specialization,
+# reserved cores): ask it for the placement rather than for CPU numbers
+_SRUN_PLACEMENT = {
+    'same_socket': ['--distribution=block:block', '--cpu-bind=cores'],
+    'cross_socket': ['--distribution=block:cyclic', '--cpu-bind=cores'],
+    'across_nodes': ['--cpu-bind=cores'],
+}
 
 
 class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
@@ -259,13 +289,13 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         self.skip_if(not cpus, f'{self.placement}: the processor topology of '
                                f'{self.current_partition.fullname} is '
                                f'unknown or has too few sockets or cores')
+        if self.current_partition.launcher_type.registered_name == 'srun':
+            self.num_cpus_per_task = 1
+            self.job.launcher.options += _SRUN_PLACEMENT[self.placement]
+            return exe, []
+
         if self.placement == 'across_nodes':
             cpus = cpus[:1] * 2
-
-        if self.current_partition.launcher_type.registered_name == 'srun':
-            self.job.launcher.options += [
-                f'--cpu-bind=map_cpu:{",".join(map(str, cpus))}']
-            return exe, []
 
         # other launchers bind differently per MPI: pin each rank by its
         # node-local rank with taskset instead
@@ -275,12 +305,10 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                   f'exec taskset -c "${{cpus[${{r:-0}}]}}" "$0" "$@"')
         return 'bash', ['-c', shlex.quote(script), exe]
 
-    def _gpu_aware_settings(self):
-        extras = self.current_partition.extras.get('gpu_aware_mpi', {})
-        self.modules += [m for m in extras.get('modules', [])
-                         if m not in self.modules]
-        self.job.launcher.options += list(extras.get('launcher_options', []))
-        self.env_vars.update(extras.get('env_vars', {}))
+    def _gpu_settings(self):
+        part = self.current_partition
+        layouts.apply(self, layouts.gpu_layout(part, 'rank_per_gpu'))
+        layouts.apply(self, layouts.settings(part, 'gpu_aware_mpi'))
 
     @run_before('run')
     def set_command(self):
@@ -288,7 +316,7 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         exe = self.build.executable_path(self.benchmark)
         prefix = []
         if self.device_buffers:
-            self._gpu_aware_settings()
+            self._gpu_settings()
         elif self.pin_ranks:
             exe, prefix = self._bind(exe)
 

@@ -1,0 +1,117 @@
+"""Comm|Scope (Google Benchmark) results from ``--benchmark_out=FILE
+--benchmark_out_format=json``.
+
+The file is one JSON document: ``context`` (host, CPU caches, library
+build) and ``benchmarks``, one object per run::
+
+    {"name": "Comm_cudaMemcpyAsync_PinnedToGPU/0/0/log2(N):27/manual_time",
+     "run_name": "...", "run_type": "iteration", "threads": 1,
+     "iterations": 100, "real_time": 2.55e+06, "cpu_time": 2.5e+06,
+     "time_unit": "ns", "bytes_per_second": 5.26e+10, "bytes": 1.34e+08,
+     "cuda_id": 0, "numa_id": 0}
+
+With ``--benchmark_repetitions=N`` each run also gets ``run_type:
+"aggregate"`` objects named ``<run_name>_mean``, ``_median``, ``_stddev``
+(and ``_cv``) with ``aggregate_name``.  Times are per iteration in
+``time_unit`` (ns unless the benchmark set another); ``manual_time`` runs
+are timed with CUDA/HIP events and their ``cpu_time`` means nothing.
+``bytes_per_second`` is raw bytes per second here (the console prints it
+1024-based, ``1.24245G/s``, and the ``bytes`` counter 1000-based,
+``4.096k``).  A failed run has ``error_occurred: true`` and
+``error_message``.  Comm|Scope prints a banner and spdlog lines on stdout,
+so only the file is parsed, never stdout.
+"""
+import json
+import statistics
+from dataclasses import dataclass
+from typing import Optional
+
+from hpcval.parsers.common import ParseError, number
+
+_TO_US = {'ns': 1e-3, 'us': 1.0, 'ms': 1e3, 's': 1e6}
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str                   # run_name, without aggregate suffix
+    time_us: float              # mean per-iteration time (real or manual)
+    time_std_us: Optional[float]    # None: a single repetition
+    bytes_per_second: Optional[float]   # mean, raw B/s; None if not set
+    repetitions: int
+
+
+def _time_us(entry, name):
+    unit = entry.get('time_unit', 'ns')
+    if unit not in _TO_US:
+        raise ParseError(f'{name}: unknown time_unit {unit!r}')
+    return number(entry.get('real_time'), f'{name} real_time') * _TO_US[unit]
+
+
+def _load(text):
+    try:
+        doc = json.loads(text)
+    except ValueError as err:
+        raise ParseError(f'the --benchmark_out file is not valid JSON '
+                         f'(truncated by a crash?): {err}') from None
+
+    if not isinstance(doc, dict) or not isinstance(doc.get('benchmarks'),
+                                                   list):
+        raise ParseError('the --benchmark_out file has no "benchmarks" list')
+
+    return doc['benchmarks']
+
+
+def _errors(entries):
+    failed = [f'{e.get("name")}: {e.get("error_message", "?")}'
+              for e in entries if e.get('error_occurred')]
+    if failed:
+        more = f' (and {len(failed) - 3} more)' if len(failed) > 3 else ''
+        raise ParseError(f'{len(failed)} benchmark(s) failed: '
+                         f'{"; ".join(failed[:3])}{more}')
+
+
+def _run(name, iterations, aggregates):
+    if 'mean' in aggregates:
+        mean, std = aggregates['mean'], aggregates.get('stddev')
+        time = _time_us(mean, f'{name}_mean')
+        time_std = _time_us(std, f'{name}_stddev') if std else None
+        bps = mean.get('bytes_per_second')
+        reps = int(mean.get('repetitions', len(iterations) or 1))
+    else:
+        times = [_time_us(e, name) for e in iterations]
+        time = statistics.mean(times)
+        time_std = statistics.stdev(times) if len(times) > 1 else None
+        rates = [e['bytes_per_second'] for e in iterations
+                 if 'bytes_per_second' in e]
+        bps = statistics.mean(rates) if rates else None
+        reps = len(iterations)
+
+    if bps is not None:
+        bps = number(bps, f'{name} bytes_per_second')
+    return Run(name=name, time_us=time, time_std_us=time_std,
+               bytes_per_second=bps, repetitions=reps)
+
+
+def parse_comm_scope(text):
+    """{run_name: Run} of a Comm|Scope JSON file; raise ParseError when a
+    benchmark failed or the file is broken or empty."""
+    entries = _load(text)
+    if not entries:
+        raise ParseError('the --benchmark_out file lists no benchmarks: the '
+                         'filter matched none (no GPU visible, or names '
+                         'changed upstream)')
+
+    _errors(entries)
+    iterations, aggregates = {}, {}
+    for e in entries:
+        name = e.get('run_name') or e.get('name')
+        if not isinstance(name, str):
+            raise ParseError(f'a benchmark entry without a name: {e!r}')
+        if e.get('run_type') == 'aggregate':
+            aggregates.setdefault(name, {})[e.get('aggregate_name')] = e
+        else:
+            iterations.setdefault(name, []).append(e)
+
+    return {name: _run(name, iterations.get(name, []),
+                       aggregates.get(name, {}))
+            for name in {**iterations, **aggregates}}
