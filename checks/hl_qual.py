@@ -10,7 +10,7 @@ from hpcval.benchmarks.hl_qual import HlQual
 class _GaudiNode(HlQual):
     valid_systems = [f'+{ft.GAUDI}']
     # the environment of Habana's software (SynapseAI), once per partition
-    valid_prog_environs = ['+synapseai']
+    valid_prog_environs = [f'+{ft.SYNAPSEAI}']
 
 
 @rfm.simple_test

@@ -43,7 +43,7 @@ environments = [
     environ('gnu', NAME, features=[ft.OPENMP], cc='gcc', cxx='g++',
             ftn='gfortran'),
     # SynapseAI's tools; hl_qual's bandwidth plugins call $__python_cmd
-    environ('synapseai', NAME, features=['synapseai'], cc='gcc', cxx='g++',
+    environ('synapseai', NAME, features=[ft.SYNAPSEAI], cc='gcc', cxx='g++',
             ftn='gfortran',
             env_vars={'PATH': '/opt/habanalabs/qual/gaudi2/bin:$PATH',
                       '__python_cmd': 'python3'}),

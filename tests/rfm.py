@@ -9,8 +9,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 VENV_BIN = pathlib.Path(sys.executable).parent
 
 
-def reframe(*args, tmp_path, env=None, timeout=900):
-    """``reframe -c checks/ ARGS`` from the repository root.
+def reframe(*args, tmp_path, env=None, timeout=900, checks=('checks/',)):
+    """``reframe -c checks/ ARGS`` from the repository root (``checks``
+    narrows the check files loaded).
 
     Outputs, stage, perflogs and the results database go under
     ``tmp_path``; the JSON report is returned (None if none was written).
@@ -26,7 +27,8 @@ def reframe(*args, tmp_path, env=None, timeout=900):
                     RFM_WARN_AS_ERROR='y')
     full_env.update(env or {})
     proc = subprocess.run(
-        [str(VENV_BIN / 'reframe'), '-c', 'checks/', '--prefix',
+        [str(VENV_BIN / 'reframe'), *[a for c in checks for a in ('-c', c)],
+         '--prefix',
          str(tmp_path / 'rfm'), '--report-file', str(report), *args],
         cwd=ROOT, env=full_env, capture_output=True, text=True,
         timeout=timeout

@@ -17,6 +17,7 @@ GPU_AWARE_MPI = 'gpu-aware-mpi'
 CUDA = 'cuda'                  # nvcc and the CUDA runtime
 ROCM = 'rocm'                  # hipcc and ROCm
 OPENMP = 'openmp'
+SYNAPSEAI = 'synapseai'         # Habana SynapseAI software (hl_qual)
 
 # environments for CPU-only benchmarks: one run per partition, not one per
 # GPU toolchain that also happens to compile CPU code

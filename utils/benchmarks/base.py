@@ -75,13 +75,21 @@ class ParsedBenchmark(SourceSettings):
             name: sn.make_performance_function(sn.defer(value), unit)
             for name, (value, unit) in values.items()
         }
+        self.reference = {self.current_partition.fullname: self._references(
+            {name: unit for name, (_, unit) in values.items()}
+        )}
+
+    def _references(self, metric_units):
         refs = _reference_files().get(self.current_system.name, [])
         names = [cls.__name__ for cls in type(self).__mro__]
-        selected = references.select(
-            refs, names, self.current_partition.name, _Attrs(self),
-            {name: unit for name, (_, unit) in values.items()}
-        )
-        self.reference = {self.current_partition.fullname: selected}
+        return references.select(refs, names, self.current_partition.name,
+                                 _Attrs(self), metric_units)
+
+    def reference_value(self, metric, unit):
+        """This system's reference value of ``metric`` in ``unit``, or None
+        (no entry, or explicitly absent)."""
+        found = self._references({metric: unit})
+        return found[metric][0] if metric in found else None
 
 
 class _Attrs:

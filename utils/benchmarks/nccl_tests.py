@@ -135,7 +135,9 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def require_layout_features(self):
         checked_token(self.mode, 'mode', MODES)
         if self.mode == 'rank_per_gpu':
-            self.require_features(ft.MPI, ft.MULTINODE)
+            # one node is a valid size (the MPI path on a single GPU node)
+            self.require_features(ft.MPI, *([ft.MULTINODE]
+                                            if self.num_nodes > 1 else []))
 
     @run_before('run')
     def set_command(self):

@@ -23,12 +23,10 @@ import reframe as rfm
 from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    variable)
 
-from hpcval.benchmarks import base
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.gpus import gpu_arch, gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, checked_path, checked_token
-from hpcval import references
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.transferbench import (AVERAGE_KINDS, config_tests,
@@ -85,16 +83,6 @@ class TransferBenchBuild(UpstreamBuild):
             f'mkdir -p build && cp tree/{exe} tree/examples/{EXAMPLE_CFG} '
             f'build/'
         ]
-
-
-def reference_value(test, metric, unit):
-    """The value of ``metric``'s reference for ``test`` on this system (in
-    ``unit``), or None: the same lookup the performance stage makes."""
-    refs = base._reference_files().get(test.current_system.name, [])
-    names = [cls.__name__ for cls in type(test).__mro__]
-    chosen = references.select(refs, names, test.current_partition.name,
-                               base._Attrs(test), {metric: unit})
-    return chosen[metric][0] if metric in chosen else None
 
 
 def link_name(src, dst):
@@ -204,7 +192,7 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         if not links:
             return      # one GPU: no pair to screen
 
-        ref = reference_value(self, metric, 'GB/s')
+        ref = self.reference_value(metric, 'GB/s')
         floor, basis = (ref, f'reference {metric}') if ref else \
             (average, f'this run\'s {metric}')
         if floor is None:
