@@ -29,7 +29,7 @@ from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
-from hpcval.parsers.comm_scope import parse_comm_scope
+from hpcval.parsers.comm_scope import parse_comm_scope, why_no_file
 
 MODELS = ('cuda', 'hip')
 OUTPUT = 'comm_scope.json'
@@ -227,6 +227,11 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     def parse(self):
         path = os.path.join(self.stagedir, OUTPUT)
+        if not os.path.exists(path):
+            console = (read_text(self.stdout.evaluate()) +
+                       read_text(self.stderr.evaluate()))
+            raise ParseError(f'comm_scope wrote no {OUTPUT}: '
+                             f'{why_no_file(console)}')
         runs = parse_comm_scope(read_text(path))
         self.metrics(runs)      # every figure reported must be there
         return runs

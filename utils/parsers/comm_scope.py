@@ -22,6 +22,7 @@ are timed with CUDA/HIP events and their ``cpu_time`` means nothing.
 so only the file is parsed, never stdout.
 """
 import json
+import re
 import statistics
 from dataclasses import dataclass
 from typing import Optional
@@ -29,6 +30,10 @@ from typing import Optional
 from hpcval.parsers.common import ParseError, number
 
 _TO_US = {'ns': 1e-3, 'us': 1.0, 'ms': 1e3, 's': 1e6}
+# how Comm|Scope dies before writing its file (uncaught exception, e.g. no
+# GPU: "what():  .../cuda.hpp:14CUDA error CUDA driver version is ...")
+_FATAL = re.compile(r'^.*(?:what\(\):|\[error\].*CUDA|\[critical\]|'
+                    r'Segmentation fault).*$', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -115,3 +120,9 @@ def parse_comm_scope(text):
     return {name: _run(name, iterations.get(name, []),
                        aggregates.get(name, {}))
             for name in {**iterations, **aggregates}}
+
+
+def why_no_file(console):
+    """The line of Comm|Scope's console output that says why it stopped."""
+    lines = _FATAL.findall(console)
+    return lines[-1].strip() if lines else 'no error printed'
