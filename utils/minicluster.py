@@ -104,6 +104,15 @@ def _live_pids():
             if e.name.isdigit() and _alive(int(e.name))]
 
 
+def processes_naming(path):
+    """Live processes whose command line contains ``path``: the daemons of
+    the cluster under that folder."""
+    needle = str(path).encode()
+    return [pid for pid in _live_pids()
+            if needle in (_proc_field(pid, 'cmdline') or b'')
+            and pid != os.getpid()]
+
+
 def job_processes(conf):
     """Job steps of the cluster configured by ``conf``: the slurmstepd
     processes that inherited its SLURM_CONF from our slurmd, and every
@@ -123,6 +132,15 @@ def job_processes(conf):
     return sorted(found)
 
 
+def _reap(pid):
+    """Collect the exit status of a daemon this process started, so that
+    it leaves no zombie behind while we live on (pytest)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass        # not our child: init reaps it
+
+
 def _terminate(pids, timeout):
     """SIGTERM, then SIGKILL what is still there after ``timeout``."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -134,6 +152,8 @@ def _terminate(pids, timeout):
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            for pid in pids:
+                _reap(pid)
             pids = [pid for pid in pids if _alive(pid)]
             if not pids:
                 return
@@ -263,8 +283,9 @@ class MiniCluster:
                     *(f'state/spool/{n}' for n in NODES)):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
 
-        # munged insists on private folders for its key and socket
-        os.chmod(self.root / 'munge', 0o700)
+        # munged wants its key folder writable by its owner only, and
+        # searchable by all for the socket
+        os.chmod(self.root / 'munge', 0o711)
         key = self.root / 'munge' / 'munge.key'
         key.write_bytes(secrets.token_bytes(1024))
         os.chmod(key, 0o400)
@@ -336,6 +357,9 @@ class MiniCluster:
                                             start_new_session=True)
                 pids[name] = proc.pid
                 self._pid_file.write_text(json.dumps(pids, indent=1))
+                # until exec, the child's command line is still ours
+                self._wait_for(lambda: self._is_ours(proc.pid), 10,
+                               f'{name} to start')
                 if name == 'munged':
                     self._wait_for(self.munge_socket.exists, 10,
                                    'munged socket')
@@ -363,7 +387,7 @@ class MiniCluster:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             dead = [name for name, pid in self._recorded().items()
-                    if not self._is_ours(pid)]
+                    if not _alive(pid)]
             if dead:
                 raise MiniClusterError(f'{", ".join(dead)} exited; see '
                                        f'{self.root / "log"}')

@@ -43,6 +43,10 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: Largest message size in bytes; bandwidth is reported there.
     max_size = variable(int, value=4 * 2**20)
 
+    #: Timed iterations per size below 16 KiB (mpi4py's ``-l``); 0 keeps
+    #: mpi4py's default, 10000.  Fewer give a quicker, noisier mean.
+    loops = variable(int, value=0)
+
     #: Sizes in bytes whose latency is reported.
     latency_sizes = variable(typ.List[int], value=[8, 1024])
 
@@ -74,6 +78,8 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                            else checked_token(self.python, 'python'))
         self.executable_opts = ['-m', 'mpi4py.bench', 'pingpong',
                                 '-a', self.array, '-n', str(self.max_size)]
+        if self.loops > 0:
+            self.executable_opts += ['-l', str(self.loops)]
 
     def parse(self):
         text = read_text(self.stdout.evaluate())

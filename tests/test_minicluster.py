@@ -1,0 +1,264 @@
+"""Multi-node paths through a real Slurm: ``--system minicluster``.
+
+The session's minicluster (tests/conftest.py) is two slurmd (n1, n2) of one
+slurmctld on this host.  Every ReFrame run here submits real jobs with
+sbatch, launches ranks with srun --mpi=pmi2 and judges the output:
+
+- mpi4py ping-pong on one node and across the two, both passing;
+- the MPI launch path of the multi-node nccl-tests check (ranks per node,
+  srun line), with a stand-in that only reports where each rank runs;
+- ``--distribute`` node screening that names the node that failed;
+- faults: a rank that exits non-zero, a job killed at its time limit, a
+  node taken down while a job waits for it;
+- and, last, that stopping the cluster leaves no process and no file.
+
+Faults on a node come from the cluster's task prolog (see
+hpcval.minicluster): n2's Python is broken (PYTHONHOME points nowhere), or
+n1's Python hangs at start (a sitecustomize that sleeps, as on a stuck
+file system).
+"""
+import concurrent.futures
+import math
+import pathlib
+import re
+import stat
+import time
+
+import pytest
+
+from hpcval.minicluster import job_processes, processes_naming
+from rfm import cases, reframe
+
+PINGPONG_ON_NODE = 'Mpi4pyPingPongCheck %placement=on_node'
+PINGPONG_ACROSS = 'Mpi4pyPingPongCheck %placement=across_nodes'
+NCCL_MULTINODE = 'NcclTestsMultiNodeCheck %collective=all_reduce'
+
+
+def select(display_name):
+    """-n pattern of one parameterised test: 'Test%param=value'."""
+    return display_name.replace(' %', '%')
+# the fault runs judge failures, not latency: fewer, smaller messages
+QUICK = ('-S', 'max_size=1024', '-S', 'loops=1000')
+
+
+def run_on(cluster, tmp_path, *args, env=None):
+    proc, report = reframe('-r', '--system', 'minicluster', *args,
+                           tmp_path=tmp_path, env={**cluster.env(),
+                                                   **(env or {})})
+    assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, report
+
+
+def only(report, name):
+    found = [tc for tc in cases(report) if tc['display_name'] == name or
+             tc['display_name'].startswith(name + ' ')]
+    assert len(found) == 1, [tc['display_name'] for tc in cases(report)]
+    return found[0]
+
+
+def job_file(tc, key):
+    """A test case's job output file (stage dir when it failed)."""
+    folder = tc['stagedir'] if tc['result'] == 'fail' else tc['outputdir']
+    return pathlib.Path(folder, tc[key])
+
+
+def perf(tc):
+    return {key.rsplit(':', 1)[-1]: vals[0]
+            for key, vals in (tc['perfvalues'] or {}).items()}
+
+
+def wait_until(what, predicate, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+
+    raise AssertionError(f'timed out after {timeout} s waiting for {what}')
+
+
+def jobs(cluster):
+    """[(name, state, nodes, reason)] of the cluster's queue, all states."""
+    out = cluster.run('squeue', '-h', '-t', 'all',
+                      '-o', '%j|%T|%N|%r').stdout
+    return [tuple(line.split('|', 3)) for line in out.splitlines()]
+
+
+def allocated(cluster, tc):
+    """Slurm's node list of a test case's job ('n[1-2]'), asked from the
+    cluster: ReFrame's squeue backend may not have seen it running."""
+    return cluster.run('squeue', '-h', '-t', 'all', '-j', tc['jobid'],
+                       '-o', '%N').stdout.strip()
+
+
+def job_in_state(cluster, name_part, state):
+    return [job for job in jobs(cluster)
+            if name_part in job[0] and job[1] == state]
+
+
+@pytest.fixture
+def faults(minicluster):
+    minicluster.clear_faults()
+    yield minicluster
+    minicluster.clear_faults()
+
+
+def broken_python(cluster, node):
+    cluster.inject_fault(node, 'export PYTHONHOME=/nonexistent')
+
+
+def hanging_python(cluster, node):
+    hang = cluster.faults / 'hang'
+    hang.mkdir(exist_ok=True)
+    (hang / 'sitecustomize.py').write_text('import time\ntime.sleep(3600)\n')
+    cluster.inject_fault(node, f'export PYTHONPATH={hang}')
+
+
+# -- runs that pass ---------------------------------------------------------
+
+def test_pingpong_on_one_node_and_across_two(minicluster, tmp_path):
+    _, report = run_on(minicluster, tmp_path, '-n', 'Mpi4pyPingPongCheck',
+                       '-S', 'max_size=65536')
+    on_node, across = only(report, PINGPONG_ON_NODE), only(report,
+                                                           PINGPONG_ACROSS)
+    for tc in (on_node, across):
+        assert tc['result'] == 'pass', tc['fail_reason']
+        for name in ('latency_8B', 'latency_1KiB', 'bandwidth_64KiB'):
+            assert math.isfinite(perf(tc)[name]) and perf(tc)[name] > 0
+
+    assert allocated(minicluster, on_node) in ('n1', 'n2')
+    assert allocated(minicluster, across) == 'n[1-2]'
+    script = job_file(across, 'job_stdout').with_name('rfm_job.sh').read_text()
+    for line in ('#SBATCH --ntasks=2', '#SBATCH --ntasks-per-node=1',
+                 '#SBATCH --partition=debug', 'export SLURM_MPI_TYPE=pmi2',
+                 'srun python3 -m mpi4py.bench pingpong -a numpy -n 65536'):
+        assert line in script, script
+
+    print(f'\nminicluster latency_8B: on one node '
+          f'{perf(on_node)["latency_8B"]:.2f} us, across n1/n2 '
+          f'{perf(across)["latency_8B"]:.2f} us')
+
+
+def stand_in_collectives(folder):
+    """Executables under nccl-tests' names that only say where each rank
+    runs: the GPU launch path is checked, not a benchmark."""
+    from hpcval.benchmarks.nccl_tests import COLLECTIVES
+
+    folder.mkdir()
+    for collective in COLLECTIVES:
+        exe = folder / f'{collective}_perf'
+        exe.write_text('#!/bin/sh\n'
+                       'echo "stand-in rank $SLURM_PROCID of $SLURM_NTASKS '
+                       'on $SLURMD_NODENAME: $*"\n')
+        exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+
+    return folder
+
+
+def test_nccl_multinode_launch_path(minicluster, tmp_path):
+    """Two ranks per node (one per declared GPU) on both nodes, through the
+    check's real job script; the stand-in prints no nccl-tests table, so
+    the check must fail sanity, not pass."""
+    prebuilt = stand_in_collectives(tmp_path / 'stand-in')
+    _, report = run_on(
+        minicluster, tmp_path, '-n', select(NCCL_MULTINODE),
+        '-S', f'NcclTestsSource.prebuilt_dir={prebuilt}',
+        env={'HPCVAL_MINICLUSTER_LAUNCH_GPUS': '2'}
+    )
+    tc = only(report, NCCL_MULTINODE)
+    assert tc['partition'] == 'gpu-launch' and tc['environ'] == 'cuda'
+    assert tc['result'] == 'fail' and tc['fail_phase'] == 'sanity'
+    script = job_file(tc, 'job_stdout').with_name('rfm_job.sh').read_text()
+    for line in ('#SBATCH --ntasks=4', '#SBATCH --ntasks-per-node=2',
+                 f'srun {prebuilt}/all_reduce_perf -b 8 -e 8G -f 2 -g 1 '
+                 f'-n 20 -w 5 -c 1'):
+        assert line in script, script
+
+    ranks = sorted(re.findall(r'^stand-in rank (\d+) of 4 on (n\d):',
+                              job_file(tc, 'job_stdout').read_text(), re.M))
+    assert ranks == [('0', 'n1'), ('1', 'n1'), ('2', 'n2'), ('3', 'n2')]
+
+
+# -- node screening and faults ----------------------------------------------
+
+def test_distribute_names_the_failing_node_and_rank_failure(faults, tmp_path):
+    """n2's Python is broken: screening one-node ping-pongs on every node
+    passes n1 and fails n2; a ping-pong across both fails because its
+    rank on n2 exits non-zero."""
+    broken_python(faults, 'n2')
+    with concurrent.futures.ThreadPoolExecutor() as pool:
+        screen = pool.submit(run_on, faults, tmp_path / 'screen', '-n',
+                             select(PINGPONG_ON_NODE), '--distribute=all', *QUICK)
+        across = pool.submit(run_on, faults, tmp_path / 'across', '-n',
+                             select(PINGPONG_ACROSS), *QUICK)
+        _, screened = screen.result()
+        _, across_report = across.result()
+
+    by_node = {allocated(faults, tc): tc for tc in cases(screened)}
+    assert sorted(by_node) == ['n1', 'n2']
+    assert by_node['n1']['result'] == 'pass'
+    failed = by_node['n2']
+    assert failed['result'] == 'fail' and failed['fail_phase'] == 'sanity'
+    assert '%.nid=n2' in failed['display_name']
+    assert 'did not start' in failed['fail_reason']
+
+    tc = only(across_report, PINGPONG_ACROSS)
+    assert tc['result'] == 'fail' and tc['fail_phase'] == 'sanity'
+    assert 'did not start' in tc['fail_reason']
+    assert 'n2: task 1: Exited with exit code 1' in \
+        job_file(tc, 'job_stderr').read_text()
+
+
+def test_time_limit_and_node_down_while_waiting(faults, tmp_path):
+    """n1's Python hangs: a one-node ping-pong pinned there runs into its
+    1-minute limit (Slurm's shortest) and Slurm kills it.  Meanwhile a
+    ping-pong across n1 and n2 waits for n1; n2 is taken down, and
+    ReFrame cancels the waiting job and fails it with Slurm's reason."""
+    hanging_python(faults, 'n1')
+    with concurrent.futures.ThreadPoolExecutor() as pool:
+        slow = pool.submit(run_on, faults, tmp_path / 'limit', '-n',
+                           select(PINGPONG_ON_NODE), '-J', 'nodelist=n1',
+                           '-S', 'time_limit=1m', *QUICK)
+        wait_until('the job pinned to n1 to run',
+                   lambda: job_in_state(faults, 'Mpi4pyPingPongCheck',
+                                        'RUNNING'))
+        waiting = pool.submit(run_on, faults, tmp_path / 'down', '-n',
+                              select(PINGPONG_ACROSS), *QUICK)
+        wait_until('the job across nodes to wait',
+                   lambda: job_in_state(faults, 'Mpi4pyPingPongCheck',
+                                        'PENDING'))
+        faults.run('scontrol', 'update', 'nodename=n2', 'state=down',
+                   'reason=test')
+        try:
+            _, down_report = waiting.result(timeout=120)
+        finally:
+            faults.run('scontrol', 'update', 'nodename=n2', 'state=resume')
+
+        _, limit_report = slow.result(timeout=180)
+
+    tc = only(down_report, PINGPONG_ACROSS)
+    assert tc['result'] == 'fail', tc
+    # Slurm says either, depending on which of its schedulers saw it first
+    assert re.search(r'job cancelled because it was blocked due to reason: '
+                     r'(ReqNodeNotAvail, UnavailableNodes:n2|Nodes required '
+                     r'for job are DOWN)', tc['fail_reason']), tc['fail_reason']
+
+    tc = only(limit_report, PINGPONG_ON_NODE)
+    assert tc['result'] == 'fail' and tc['fail_phase'] == 'sanity'
+    assert allocated(faults, tc) == 'n1'
+    assert 'did not start' in tc['fail_reason']
+    assert 'DUE TO TIME LIMIT' in job_file(tc, 'job_stderr').read_text()
+    wait_until('both nodes idle again', lambda: set(
+        faults.node_states().values()) == {'idle'})
+
+
+# -- last: nothing left behind ------------------------------------------------
+
+def test_stop_leaves_no_process_and_no_file(minicluster):
+    minicluster.stop()
+    assert minicluster.running() == {}
+    assert job_processes(minicluster.conf) == []
+    assert processes_naming(minicluster.root) == []
+    from conftest import snapshot
+    assert snapshot() == minicluster.system_files_before
