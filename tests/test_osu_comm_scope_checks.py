@@ -1,0 +1,161 @@
+"""OSU and Comm|Scope checks through real ReFrame runs.
+
+Job scripts are written with ``--dry-run`` on every system and read as a
+sysadmin would.  OSU (host buffers) runs live on ``local`` where
+HPCVAL_OSU_MIRROR names a copy of the OSU 7.4 source (the release tarball,
+its folder, or a git repository with branch v7.4 such as a clone of
+github.com/alex--m/osu); CI has none, so there it is skipped.  Comm|Scope
+needs a GPU: its live run is .device/osu/run.sh on the H200 node.
+"""
+import math
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+import systems
+from lmodenv import system_env
+from rfm import by_name, reframe
+
+MIRROR = os.environ.get('HPCVAL_OSU_MIRROR')
+SELECT = ('-n', 'Osu|CommScope')
+SYSTEMS = [mod.system['name'] for mod in systems.ALL]
+
+
+def _job_lines(tc):
+    return (pathlib.Path(tc['stagedir']) / 'rfm_job.sh').read_text()
+
+
+@pytest.fixture(scope='module')
+def dry_runs(tmp_path_factory):
+    """{system: (proc, report)} of one --dry-run per system."""
+    tmp = tmp_path_factory.mktemp('dry')
+    env = system_env(tmp / 'modulefiles')
+    return {name: reframe('--dry-run', '--system', name, *SELECT,
+                          tmp_path=tmp / name, env=env)
+            for name in SYSTEMS}
+
+
+@pytest.mark.parametrize('system', SYSTEMS)
+def test_dry_run(dry_runs, system):
+    proc, report = dry_runs[system]
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    results = {tc['display_name']: tc['result']
+               for run in report['runs'] for tc in run['testcases']}
+    assert any(name.startswith('OsuCpuCheck') for name in results)
+    assert 'fail' not in results.values(), results
+
+
+def test_local_binding_from_topology(dry_runs):
+    _, report = dry_runs['local']
+    [tc] = by_name(report, 'OsuCpuCheck %benchmark=osu_latency '
+                           '%placement=same_socket')
+    line = _job_lines(tc).splitlines()[-1]
+    assert line.startswith('mpiexec -n 2 bash -c ')
+    assert 'exec taskset -c "${cpus[${r:-0}]}" "$0" "$@"' in line
+    assert line.endswith('/build/osu_latency -m 0:4194304')
+    # a single-socket host cannot place ranks across sockets: skipped
+    [cross] = by_name(report, 'OsuCpuCheck %benchmark=osu_latency '
+                              '%placement=cross_socket')
+    assert cross['result'] == 'skip'
+
+
+def test_slurm_placement_by_distribution(dry_runs):
+    _, report = dry_runs['perlmutter']
+    lines = {}
+    for placement in ('same_socket', 'cross_socket', 'across_nodes'):
+        cases = [tc for tc in by_name(report, f'OsuCpuCheck %benchmark=osu_bw '
+                                              f'%placement={placement}')
+                 if tc['result'] == 'pass']
+        lines[placement] = _job_lines(cases[0])
+    assert 'srun --cpus-per-task=1 --distribution=block:block ' \
+           '--cpu-bind=cores ' in lines['same_socket']
+    assert '--distribution=block:cyclic --cpu-bind=cores' in \
+        lines['cross_socket']
+    assert '#SBATCH --nodes=2' in lines['across_nodes']
+    assert '#SBATCH --ntasks-per-node=1' in lines['across_nodes']
+
+
+def test_gpu_buffers_use_the_partitions_gpu_aware_settings(dry_runs):
+    _, report = dry_runs['frontier']
+    [tc] = by_name(report, 'OsuRocmCheck %benchmark=osu_latency '
+                           '%placement=on_node')
+    script = _job_lines(tc)
+    assert 'export MPICH_GPU_SUPPORT_ENABLED=1' in script
+    assert '#SBATCH --ntasks-per-node=2' in script
+    assert script.splitlines()[-1].endswith(
+        '/build/osu_latency -m 0:4194304 -d rocm D D')
+    # no host-buffer OSU GPU check where MPI is not declared GPU-aware
+    _, local = dry_runs['local']
+    assert not by_name(local, 'OsuCudaCheck')
+
+
+def test_comm_scope_job_script(dry_runs):
+    _, report = dry_runs['perlmutter']
+    [tc] = by_name(report, 'CommScopeCudaCheck')
+    line = _job_lines(tc).splitlines()[-1]
+    assert "'--benchmark_filter=^(Comm_cudart_kernel/0/[0-9]+/0/real_time/" \
+           "threads:1|" in line
+    assert 'Comm_cudaMemcpyPeerAsync_GPUToGPUPeer/[0-9]+/[0-9]+/log2\\(N\\)' \
+           ':(8|27)/manual_time)$' in line
+    assert line.endswith('--benchmark_out=comm_scope.json '
+                         '--benchmark_out_format=json '
+                         '--benchmark_repetitions=5 '
+                         '--benchmark_report_aggregates_only=true --numa 0')
+    [build] = by_name(report, 'CommScopeBuild')
+    script = (pathlib.Path(build['stagedir']) / 'rfm_build.sh').read_text()
+    assert '-DSCOPE_USE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=80' in script
+    assert '-include $PWD/cuda13_compat.h' in script
+
+
+def test_comm_scope_submodules_from_a_mirror(tmp_path):
+    root = tmp_path / 'github'
+    repo = root / 'c3sr' / 'comm_scope.git'
+    repo.mkdir(parents=True)
+    subprocess.run(['git', 'init', '-q', '--bare', str(repo)], check=True)
+    proc, report = reframe('--dry-run', '--system', 'perlmutter', '-n',
+                           'CommScopeCudaCheck', '-S',
+                           f'CommScopeSource.src_mirror={repo}',
+                           tmp_path=tmp_path,
+                           env=system_env(tmp_path / 'modulefiles'))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    [source] = by_name(report, 'CommScopeSource')
+    script = _job_lines(source)
+    assert (f'git -c protocol.file.allow=always -c url.file://{root}/'
+            f'.insteadOf=https://github.com/ -c advice.detachedHead=false '
+            f'clone --quiet --depth 1 --branch v0.12.0 --recurse-submodules '
+            f'--shallow-submodules file://{repo} src') in script
+
+
+def test_mpi4py_device_buffers_skip_without_gpu_aware_mpi(tmp_path):
+    proc, report = reframe('-r', '--system', 'local', '-n',
+                           'Mpi4pyPingPongCheck', '-S', 'array=cupy',
+                           tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert {tc['result'] for tc in by_name(report, 'Mpi4pyPingPong')} == \
+        {'skip'}
+    assert 'does not declare gpu-aware-mpi: MPI is not GPU-aware here' in \
+        proc.stdout
+
+
+@pytest.mark.skipif(not MIRROR, reason='set HPCVAL_OSU_MIRROR to a copy of '
+                                       'the OSU 7.4 source')
+def test_live_on_local(tmp_path):
+    proc, report = reframe('-r', '--system', 'local',
+                           '-n', 'OsuCpuCheck%benchmark=osu_latency'
+                                 '%placement=same_socket',
+                           '-n', 'OsuCpuCheck%benchmark=osu_bw'
+                                 '%placement=same_socket',
+                           '-S', f'OsuSource.src_mirror={MIRROR}',
+                           '-S', 'OsuCpuCheck.iterations=1000',
+                           tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    perf = {}
+    for tc in by_name(report, 'OsuCpuCheck'):
+        assert tc['result'] == 'pass', tc['fail_reason']
+        perf.update({k.rsplit(':', 1)[-1]: v[0]
+                     for k, v in tc['perfvalues'].items()})
+    assert set(perf) == {'latency_8B', 'latency_1KiB', 'latency_64KiB',
+                         'bandwidth_4MiB'}
+    assert all(math.isfinite(v) and v > 0 for v in perf.values())
