@@ -17,6 +17,7 @@ launcher options, environment such as ``MPICH_GPU_SUPPORT_ENABLED=1``).
 """
 import os
 import shlex
+import urllib.error
 import urllib.request
 
 import reframe as rfm
@@ -56,6 +57,8 @@ def _reachable(url):
         req = urllib.request.Request(url, method='HEAD')
         with urllib.request.urlopen(req, timeout=_PROBE_TIMEOUT_S):
             return True
+    except urllib.error.HTTPError as err:
+        return err.code != 404      # a server refusing HEAD is still there
     except (OSError, ValueError):
         return False
 
