@@ -5,8 +5,9 @@ slurmctld on this host.  Every ReFrame run here submits real jobs with
 sbatch, launches ranks with srun --mpi=pmi2 and judges the output:
 
 - mpi4py ping-pong on one node and across the two, both passing;
-- the MPI launch path of the multi-node nccl-tests check (ranks per node,
-  srun line), with a stand-in that only reports where each rank runs;
+- the MPI launch path of the multi-node nccl-tests check and of OSU
+  across nodes (ranks per node, srun line), with stand-ins that only
+  report where each rank runs;
 - ``--distribute`` node screening that names the node that failed;
 - faults: a rank that exits non-zero, a job killed at its time limit, a
   node taken down while a job waits for it;
@@ -26,17 +27,21 @@ import time
 
 import pytest
 
-from hpcval.minicluster import job_processes, processes_naming
+from hpcval.minicluster import (MiniClusterError, job_processes,
+                                processes_naming)
 from rfm import cases, reframe
 
 PINGPONG_ON_NODE = 'Mpi4pyPingPongCheck %placement=on_node'
 PINGPONG_ACROSS = 'Mpi4pyPingPongCheck %placement=across_nodes'
 NCCL_MULTINODE = 'NcclTestsMultiNodeCheck %collective=all_reduce'
+OSU_ACROSS = 'OsuCpuCheck %benchmark=osu_latency %placement=across_nodes'
 
 
 def select(display_name):
     """-n pattern of one parameterised test: 'Test%param=value'."""
     return display_name.replace(' %', '%')
+
+
 # the fault runs judge failures, not latency: fewer, smaller messages
 QUICK = ('-S', 'max_size=1024', '-S', 'loops=1000')
 
@@ -70,7 +75,10 @@ def perf(tc):
 def wait_until(what, predicate, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = predicate()
+        try:
+            value = predicate()
+        except MiniClusterError:
+            value = None        # a busy slurmctld: ask again
         if value:
             return value
         time.sleep(0.5)
@@ -140,44 +148,62 @@ def test_pingpong_on_one_node_and_across_two(minicluster, tmp_path):
           f'{perf(across)["latency_8B"]:.2f} us')
 
 
-def stand_in_collectives(folder):
-    """Executables under nccl-tests' names that only say where each rank
-    runs: the GPU launch path is checked, not a benchmark."""
-    from hpcval.benchmarks.nccl_tests import COLLECTIVES
-
-    folder.mkdir()
-    for collective in COLLECTIVES:
-        exe = folder / f'{collective}_perf'
+def stand_ins(folder, names):
+    """Executables under upstream names that only say where each rank runs:
+    the launch path is checked here, not a benchmark."""
+    folder.mkdir(exist_ok=True)
+    for name in names:
+        exe = folder / name
         exe.write_text('#!/bin/sh\n'
                        'echo "stand-in rank $SLURM_PROCID of $SLURM_NTASKS '
-                       'on $SLURMD_NODENAME: $*"\n')
+                       'on $SLURMD_NODENAME: $0 $*"\n')
         exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
 
     return folder
 
 
-def test_nccl_multinode_launch_path(minicluster, tmp_path):
-    """Two ranks per node (one per declared GPU) on both nodes, through the
-    check's real job script; the stand-in prints no nccl-tests table, so
-    the check must fail sanity, not pass."""
-    prebuilt = stand_in_collectives(tmp_path / 'stand-in')
+def ranks_and_nodes(tc, ntasks):
+    text = job_file(tc, 'job_stdout').read_text()
+    return sorted(re.findall(rf'^stand-in rank (\d+) of {ntasks} on (n\d):',
+                             text, re.M))
+
+
+def test_multinode_launch_paths(minicluster, tmp_path):
+    """The multi-node nccl-tests check (one rank per declared GPU, two per
+    node) and OSU across nodes (one rank per node) submit their real job
+    scripts and start the right ranks on each node.  The stand-ins print no
+    benchmark output, so both checks must fail sanity, not pass."""
+    from hpcval.benchmarks.nccl_tests import COLLECTIVES
+    from hpcval.benchmarks.osu import BENCHMARKS
+
+    prebuilt = stand_ins(tmp_path / 'stand-in',
+                         [*(f'{c}_perf' for c in COLLECTIVES), *BENCHMARKS])
     _, report = run_on(
         minicluster, tmp_path, '-n', select(NCCL_MULTINODE),
-        '-S', f'NcclTestsSource.prebuilt_dir={prebuilt}',
+        '-n', select(OSU_ACROSS), '-S', f'prebuilt_dir={prebuilt}',
         env={'HPCVAL_MINICLUSTER_LAUNCH_GPUS': '2'}
     )
-    tc = only(report, NCCL_MULTINODE)
-    assert tc['partition'] == 'gpu-launch' and tc['environ'] == 'cuda'
-    assert tc['result'] == 'fail' and tc['fail_phase'] == 'sanity'
-    script = job_file(tc, 'job_stdout').with_name('rfm_job.sh').read_text()
+    nccl, osu = only(report, NCCL_MULTINODE), only(report, OSU_ACROSS)
+    assert (nccl['partition'], nccl['environ']) == ('gpu-launch', 'cuda')
+    assert (osu['partition'], osu['environ']) == ('cpu', 'gnu')
+    for tc in (nccl, osu):
+        assert tc['result'] == 'fail' and tc['fail_phase'] == 'sanity'
+
+    script = job_file(nccl, 'job_stdout').with_name('rfm_job.sh').read_text()
     for line in ('#SBATCH --ntasks=4', '#SBATCH --ntasks-per-node=2',
+                 'export SLURM_MPI_TYPE=pmi2',
                  f'srun {prebuilt}/all_reduce_perf -b 8 -e 8G -f 2 -g 1 '
                  f'-n 20 -w 5 -c 1'):
         assert line in script, script
+    assert ranks_and_nodes(nccl, 4) == [('0', 'n1'), ('1', 'n1'),
+                                        ('2', 'n2'), ('3', 'n2')]
 
-    ranks = sorted(re.findall(r'^stand-in rank (\d+) of 4 on (n\d):',
-                              job_file(tc, 'job_stdout').read_text(), re.M))
-    assert ranks == [('0', 'n1'), ('1', 'n1'), ('2', 'n2'), ('3', 'n2')]
+    script = job_file(osu, 'job_stdout').with_name('rfm_job.sh').read_text()
+    for line in ('#SBATCH --ntasks=2', '#SBATCH --ntasks-per-node=1',
+                 f'srun --cpus-per-task=1 --cpu-bind=cores {prebuilt}/osu_latency -m '
+                 f'0:4194304'):
+        assert line in script, script
+    assert ranks_and_nodes(osu, 2) == [('0', 'n1'), ('1', 'n2')]
 
 
 # -- node screening and faults ----------------------------------------------
@@ -233,7 +259,8 @@ def test_time_limit_and_node_down_while_waiting(faults, tmp_path):
         try:
             _, down_report = waiting.result(timeout=120)
         finally:
-            faults.run('scontrol', 'update', 'nodename=n2', 'state=resume')
+            wait_until('n2 to resume', lambda: faults.run(
+                'scontrol', 'update', 'nodename=n2', 'state=resume'))
 
         _, limit_report = slow.result(timeout=180)
 
