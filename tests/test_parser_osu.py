@@ -13,7 +13,8 @@ import pathlib
 import pytest
 
 from hpcval.parsers.common import ParseError
-from hpcval.parsers.mpi4py_bench import device_buffer_error, parse_pingpong
+from hpcval.parsers.common import device_buffer_error
+from hpcval.parsers.mpi4py_bench import parse_pingpong
 from hpcval.parsers.osu import parse_osu
 from mutate import cut_after, set_cell
 

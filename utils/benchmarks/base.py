@@ -46,8 +46,14 @@ class ParsedBenchmark(SourceSettings):
         raise NotImplementedError
 
     def _exit_status(self):
-        code = self.job.exitcode
-        return '' if code in (0, None) else f' (exit code {code})'
+        notes = []
+        if self.job.exitcode not in (0, None):
+            notes.append(f'exit code {self.job.exitcode}')
+        # how the job ended where no exit code reaches ReFrame (squeue backend)
+        if self.job.state in ('TIMEOUT', 'FAILED', 'NODE_FAIL',
+                              'OUT_OF_MEMORY', 'CANCELLED'):
+            notes.append(f'job state {self.job.state}')
+        return f' ({", ".join(notes)})' if notes else ''
 
     @sanity_function
     def validate_output(self):

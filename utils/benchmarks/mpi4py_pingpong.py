@@ -12,10 +12,9 @@ from reframe.core.builtins import parameter, run_after, run_before, variable
 from hpcval import features as ft
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.inputs import checked_path, checked_token
-from hpcval.parsers.common import read_text
 from hpcval.parsers import ParseError
-from hpcval.parsers.mpi4py_bench import (device_buffer_error, parse_pingpong,
-                                         row_at)
+from hpcval.parsers.common import device_buffer_error, read_text
+from hpcval.parsers.mpi4py_bench import parse_pingpong, row_at
 
 PLACEMENTS = ('on_node', 'across_nodes')
 ARRAYS = ('numpy', 'cupy', 'numba', 'none')

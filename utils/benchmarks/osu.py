@@ -34,7 +34,7 @@ from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
-from hpcval.parsers.mpi4py_bench import device_buffer_error
+from hpcval.parsers.common import device_buffer_error
 from hpcval.parsers.osu import parse_osu
 
 # executable -> folder of the 7.x build tree

@@ -1,5 +1,7 @@
-"""What every parser shares: the error type and strict number conversion."""
+"""What every parser shares: the error type, strict number conversion,
+reading logs, and what a crashed MPI rank looks like."""
 import math
+import re
 
 
 class ParseError(ValueError):
@@ -27,3 +29,25 @@ def read_text(path):
     """Read a benchmark log as UTF-8, keeping undecodable bytes visible."""
     with open(path, encoding='utf-8', errors='replace') as fp:
         return fp.read()
+
+
+# how MPI launchers and runtimes report a rank that died (Open MPI, MPICH)
+_CRASH = re.compile(r'^.*(Segmentation fault|exited on signal|killed by '
+                    r'signal|BAD TERMINATION).*$', re.MULTILINE)
+
+
+def crash_report(text):
+    """'': no crash report in ``text``; else '; <the report line>'."""
+    m = _CRASH.search(text)
+    return f'; {m.group(0).strip()}' if m else ''
+
+
+def device_buffer_error(err, text, buffers):
+    """``err`` for a run with GPU buffers: when a rank crashed, say what
+    that means (an MPI that cannot read device memory segfaults in its
+    copy routines, as Open MPI 4.1 without CUDA support does)."""
+    if not crash_report(text):
+        return err
+
+    return ParseError(f'MPI is not GPU-aware (or its GPU support is not '
+                      f'enabled): the run with {buffers} crashed; {err}')

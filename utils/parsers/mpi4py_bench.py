@@ -12,7 +12,7 @@ trip), mean and standard deviation over ``Samples`` iterations.
 import re
 from dataclasses import dataclass
 
-from hpcval.parsers.common import ParseError, number
+from hpcval.parsers.common import ParseError, crash_report, number
 
 _HEADER = '# MPI PingPong Test'
 _ROW = re.compile(
@@ -28,28 +28,6 @@ class PingPongRow:
     time_mean: float    # seconds, one way
     time_std: float     # seconds
     samples: int
-
-
-# how MPI launchers and runtimes report a rank that died (Open MPI, MPICH)
-_CRASH = re.compile(r'^.*(Segmentation fault|exited on signal|killed by '
-                    r'signal|BAD TERMINATION).*$', re.MULTILINE)
-
-
-def crash_report(text):
-    """'': no crash report in ``text``; else '; <the report line>'."""
-    m = _CRASH.search(text)
-    return f'; {m.group(0).strip()}' if m else ''
-
-
-def device_buffer_error(err, text, buffers):
-    """``err`` for a run with GPU buffers: when a rank crashed, say what
-    that means (an MPI that cannot read device memory segfaults in its
-    copy routines, as Open MPI 4.1 without CUDA support does)."""
-    if not crash_report(text):
-        return err
-
-    return ParseError(f'MPI is not GPU-aware (or its GPU support is not '
-                      f'enabled): the run with {buffers} crashed; {err}')
 
 
 def parse_pingpong(text):

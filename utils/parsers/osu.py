@@ -28,8 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
-from hpcval.parsers.common import ParseError, number
-from hpcval.parsers.mpi4py_bench import crash_report
+from hpcval.parsers.common import ParseError, crash_report, number
 
 _TITLE = re.compile(r'^# OSU MPI(?:-(?P<accel>[A-Z]+))? (?P<test>.+?)'
                     r'(?: v(?P<version>\S+))?\s*$', re.MULTILINE)
