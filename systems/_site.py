@@ -50,3 +50,30 @@ def environ(name, system, modules=(), features=(), cc='cc', cxx='CC',
         'env_vars': [[k, v] for k, v in (env_vars or {}).items()],
         'target_systems': [system], **extra
     }
+
+
+def processor(arch, cores, threads_per_core, sockets):
+    """ReFrame's processor entry from the counts a job sees."""
+    cpus = cores * threads_per_core
+    return {'arch': arch, 'num_cpus': cpus,
+            'num_cpus_per_core': threads_per_core, 'num_sockets': sockets,
+            'num_cpus_per_socket': cpus // sockets}
+
+
+def slurm_partition(name, descr, access, environs, features, cpu, **rest):
+    """A Slurm partition launched with ``srun``: whole nodes counted with
+    ``--nodes``, 30-minute jobs (inside every site's debug and short caps)."""
+    return {'name': name, 'descr': descr, 'scheduler': 'slurm',
+            'sched_options': {'use_nodes_option': True}, 'launcher': 'srun',
+            'access': access, 'time_limit': '30m', 'environs': environs,
+            'features': features, 'processor': cpu, 'max_jobs': 20, **rest}
+
+
+def nccl_net_env(system, settings):
+    """``settings`` plus the site-built NCCL OFI plugin's folder
+    ($HPCVAL_NCCL_NET_PLUGIN_DIR) on the library path, when given."""
+    plugin = site_path(system, 'HPCVAL_NCCL_NET_PLUGIN_DIR')
+    if plugin:
+        return {**settings, 'LD_LIBRARY_PATH': f'{plugin}:$LD_LIBRARY_PATH'}
+
+    return dict(settings)

@@ -15,7 +15,8 @@ settings, but not ``FI_CXI_RDZV_PROTO=alt_read`` (it needs
 plugin does not initialise there).
 """
 from hpcval import features as ft
-from systems._site import account, account_access, environ
+from systems._site import (account, account_access, environ, processor,
+                          slurm_partition)
 
 NAME = 'frontier'
 
@@ -59,26 +60,19 @@ system = {
                   r'^frontier\d+$'],
     'modules_system': 'lmod',
     'partitions': [
-        {
-            'name': 'batch',
-            'descr': 'Compute nodes: 56 usable Zen 3 cores, 8 GCDs '
-                     '(gfx90a, 64 GB HBM2E each), 4x Slingshot 200 Gb/s',
-            'scheduler': 'slurm',
-            'sched_options': {'use_nodes_option': True},
-            'launcher': 'srun',
-            'access': ['--partition=batch',
-                       *account_access(NAME, '--account={}')],
-            'time_limit': '30m',
-            'environs': ['PrgEnv-gnu', 'rocm'],
-            'features': [ft.CPU, ft.MPI, ft.MULTINODE, ft.GPU, ft.AMDGPU,
-                         ft.GPU_AWARE_MPI],
-            'processor': {'arch': 'zen3', 'num_cpus': 112,
-                          'num_cpus_per_core': 2, 'num_sockets': 1,
-                          'num_cpus_per_socket': 112},
-            'devices': [{'type': 'gpu', 'arch': 'gfx90a', 'num_devices': 8}],
-            'max_jobs': 20,
-            'extras': _extras,
-        }
+        slurm_partition(
+            'batch',
+            'Compute nodes: 56 usable Zen 3 cores, 8 GCDs (gfx90a, 64 GB '
+            'HBM2E each), 4x Slingshot 200 Gb/s',
+            access=['--partition=batch',
+                    *account_access(NAME, '--account={}')],
+            environs=['PrgEnv-gnu', 'rocm'],
+            features=[ft.CPU, ft.MPI, ft.MULTINODE, ft.GPU, ft.AMDGPU,
+                      ft.GPU_AWARE_MPI],
+            cpu=processor('zen3', cores=56, threads_per_core=2, sockets=1),
+            devices=[{'type': 'gpu', 'arch': 'gfx90a', 'num_devices': 8}],
+            extras=_extras,
+        )
     ]
 }
 

@@ -14,13 +14,13 @@ its folder comes from $HPCVAL_NCCL_NET_PLUGIN_DIR.  The libfabric settings
 are HPE's generic ones for Slingshot with the GPU node's two NICs.
 """
 from hpcval import features as ft
-from systems._site import account_access, environ, site_path
+from systems._site import (account_access, environ, nccl_net_env, processor,
+                          slurm_partition)
 
 NAME = 'kestrel'
 _ACCOUNT = account_access(NAME, '--account={}')
-_PLUGIN = site_path(NAME, 'HPCVAL_NCCL_NET_PLUGIN_DIR')
 
-_nccl_net = {
+_nccl_net = nccl_net_env(NAME, {
     'NCCL_CROSS_NIC': '1',
     'NCCL_SOCKET_IFNAME': 'hsn0,hsn1',
     'NCCL_NET_GDR_LEVEL': 'PHB',
@@ -29,9 +29,7 @@ _nccl_net = {
     'FI_CXI_DEFAULT_CQ_SIZE': '131072',
     'FI_CXI_RDZV_THRESHOLD': '0',
     'FI_CXI_RDZV_GET_MIN': '0',
-}
-if _PLUGIN:
-    _nccl_net['LD_LIBRARY_PATH'] = f'{_PLUGIN}:$LD_LIBRARY_PATH'
+})
 
 _scratch = {'scratch_dir': '/scratch/$USER'}
 
@@ -41,25 +39,17 @@ system = {
     'hostnames': [r'^kl\d+$', r'^kestrel-gpu', r'^x\d+c\d+s\d+b\d+n\d+$'],
     'modules_system': 'lmod',
     'partitions': [
-        {
-            'name': 'gpu-h100',
-            'descr': 'GPU nodes: 2x AMD Genoa (128 cores), 4x H100 SXM '
-                     '80 GB, 2x Slingshot 11 200 Gb/s',
-            'scheduler': 'slurm',
-            'sched_options': {'use_nodes_option': True},
-            'launcher': 'srun',
-            'access': ['--exclusive', '--mem=0', '--gres=gpu:h100:4',
-                       *_ACCOUNT],
-            'time_limit': '30m',
-            'environs': ['PrgEnv-gnu', 'cuda'],
-            'features': [ft.CPU, ft.MPI, ft.MULTINODE, ft.GPU, ft.NVGPU,
-                         ft.GPU_AWARE_MPI],
-            'processor': {'arch': 'zen4', 'num_cpus': 128,
-                          'num_cpus_per_core': 1, 'num_sockets': 2,
-                          'num_cpus_per_socket': 64},
-            'devices': [{'type': 'gpu', 'arch': 'sm_90', 'num_devices': 4}],
-            'max_jobs': 20,
-            'extras': {
+        slurm_partition(
+            'gpu-h100',
+            'GPU nodes: 2x AMD Genoa (128 cores), 4x H100 SXM 80 GB, '
+            '2x Slingshot 11 200 Gb/s',
+            access=['--exclusive', '--mem=0', '--gres=gpu:h100:4', *_ACCOUNT],
+            environs=['PrgEnv-gnu', 'cuda'],
+            features=[ft.CPU, ft.MPI, ft.MULTINODE, ft.GPU, ft.NVGPU,
+                      ft.GPU_AWARE_MPI],
+            cpu=processor('zen4', cores=128, threads_per_core=1, sockets=2),
+            devices=[{'type': 'gpu', 'arch': 'sm_90', 'num_devices': 4}],
+            extras={
                 'gpu_layouts': {
                     'rank_per_gpu': {'cpus_per_task': 32,
                                      'env_vars': {'OMP_NUM_THREADS': '32'}},
@@ -72,24 +62,17 @@ system = {
                 },
                 **_scratch,
             },
-        },
-        {
-            'name': 'cpu',
-            'descr': 'CPU nodes: 2x Xeon Sapphire Rapids (104 cores), '
-                     '256 GB DDR5',
-            'scheduler': 'slurm',
-            'sched_options': {'use_nodes_option': True},
-            'launcher': 'srun',
-            'access': ['--exclusive', '--mem=0', *_ACCOUNT],
-            'time_limit': '30m',
-            'environs': ['PrgEnv-gnu'],
-            'features': [ft.CPU, ft.MPI, ft.MULTINODE],
-            'processor': {'arch': 'sapphirerapids', 'num_cpus': 104,
-                          'num_cpus_per_core': 1, 'num_sockets': 2,
-                          'num_cpus_per_socket': 52},
-            'max_jobs': 20,
-            'extras': dict(_scratch),
-        },
+        ),
+        slurm_partition(
+            'cpu',
+            'CPU nodes: 2x Xeon Sapphire Rapids (104 cores), 256 GB DDR5',
+            access=['--exclusive', '--mem=0', *_ACCOUNT],
+            environs=['PrgEnv-gnu'],
+            features=[ft.CPU, ft.MPI, ft.MULTINODE],
+            cpu=processor('sapphirerapids', cores=104, threads_per_core=1,
+                          sockets=2),
+            extras=dict(_scratch),
+        ),
     ]
 }
 

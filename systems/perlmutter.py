@@ -15,13 +15,13 @@ four GPUs and picks its own by node-local rank.  NCCL across nodes: NERSC's
 so the site names the plugin's folder in $HPCVAL_NCCL_NET_PLUGIN_DIR.
 """
 from hpcval import features as ft
-from systems._site import account_access, environ, site_path
+from systems._site import (account_access, environ, nccl_net_env, processor,
+                          slurm_partition)
 
 NAME = 'perlmutter'
 _ACCOUNT = account_access(NAME, '--account={}')
-_PLUGIN = site_path(NAME, 'HPCVAL_NCCL_NET_PLUGIN_DIR')
 
-_nccl_net = {
+_nccl_net = nccl_net_env(NAME, {
     'NCCL_CROSS_NIC': '1',
     'NCCL_SOCKET_IFNAME': 'hsn',
     'FI_CXI_RDZV_THRESHOLD': '0',
@@ -30,9 +30,7 @@ _nccl_net = {
     'FI_CXI_OFLOW_BUF_COUNT': '1',
     'FI_CXI_SAFE_DEVMEM_COPY_THRESHOLD': '16777216',
     'FI_MR_CACHE_MONITOR': 'userfaultfd',
-}
-if _PLUGIN:
-    _nccl_net['LD_LIBRARY_PATH'] = f'{_PLUGIN}:$LD_LIBRARY_PATH'
+})
 
 _scratch = {'scratch_dir': '$PSCRATCH'}
 
@@ -42,25 +40,18 @@ system = {
     'hostnames': [r'^login\d+\.perlmutter\.nersc\.gov$', r'^nid\d{6}$'],
     'modules_system': 'lmod',
     'partitions': [
-        {
-            'name': 'gpu',
-            'descr': 'GPU nodes: 1x EPYC 7763 (64 cores), 4x A100 '
-                     '(NVLink), 4x Slingshot 11',
-            'scheduler': 'slurm',
-            'sched_options': {'use_nodes_option': True},
-            'launcher': 'srun',
-            'access': ['--constraint=gpu', '--qos=regular',
-                       '--gpus-per-node=4', *_ACCOUNT],
-            'time_limit': '30m',
-            'environs': ['PrgEnv-gnu', 'cuda'],
-            'features': [ft.CPU, ft.MPI, ft.MULTINODE, ft.GPU, ft.NVGPU,
-                         ft.GPU_AWARE_MPI],
-            'processor': {'arch': 'zen3', 'num_cpus': 128,
-                          'num_cpus_per_core': 2, 'num_sockets': 1,
-                          'num_cpus_per_socket': 128},
-            'devices': [{'type': 'gpu', 'arch': 'sm_80', 'num_devices': 4}],
-            'max_jobs': 20,
-            'extras': {
+        slurm_partition(
+            'gpu',
+            'GPU nodes: 1x EPYC 7763 (64 cores), 4x A100 (NVLink), '
+            '4x Slingshot 11',
+            access=['--constraint=gpu', '--qos=regular', '--gpus-per-node=4',
+                    *_ACCOUNT],
+            environs=['PrgEnv-gnu', 'cuda'],
+            features=[ft.CPU, ft.MPI, ft.MULTINODE, ft.GPU, ft.NVGPU,
+                      ft.GPU_AWARE_MPI],
+            cpu=processor('zen3', cores=64, threads_per_core=2, sockets=1),
+            devices=[{'type': 'gpu', 'arch': 'sm_80', 'num_devices': 4}],
+            extras={
                 'gpu_layouts': {
                     'rank_per_gpu': {
                         'launcher_options': ['--gpus-per-task=1',
@@ -80,23 +71,15 @@ system = {
                 },
                 **_scratch,
             },
-        },
-        {
-            'name': 'cpu',
-            'descr': 'CPU nodes: 2x EPYC 7763 (128 cores), 512 GB',
-            'scheduler': 'slurm',
-            'sched_options': {'use_nodes_option': True},
-            'launcher': 'srun',
-            'access': ['--constraint=cpu', '--qos=regular', *_ACCOUNT],
-            'time_limit': '30m',
-            'environs': ['PrgEnv-gnu'],
-            'features': [ft.CPU, ft.MPI, ft.MULTINODE],
-            'processor': {'arch': 'zen3', 'num_cpus': 256,
-                          'num_cpus_per_core': 2, 'num_sockets': 2,
-                          'num_cpus_per_socket': 128},
-            'max_jobs': 20,
-            'extras': dict(_scratch),
-        },
+        ),
+        slurm_partition(
+            'cpu', 'CPU nodes: 2x EPYC 7763 (128 cores), 512 GB',
+            access=['--constraint=cpu', '--qos=regular', *_ACCOUNT],
+            environs=['PrgEnv-gnu'],
+            features=[ft.CPU, ft.MPI, ft.MULTINODE],
+            cpu=processor('zen3', cores=128, threads_per_core=2, sockets=2),
+            extras=dict(_scratch),
+        ),
     ]
 }
 

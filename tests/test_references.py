@@ -18,7 +18,8 @@ def test_file_is_valid(path):
     assert refs, f'{path.name} holds no reference'
     for ref in refs:
         assert ref.source.strip(), f'{ref.check}.{ref.metric}: no provenance'
-        units.family(ref.unit)
+        if ref.metric != '*':           # '*': the whole check is absent
+            units.family(ref.unit)
 
 
 def test_every_system_module_has_a_reference_file():
@@ -156,3 +157,17 @@ def test_cli_validates_references(tmp_path, capsys):
     (tmp_path / 'local.yaml').write_text('system: local\n')
     assert cli.main(['references', '--dir', str(tmp_path)]) == 1
     assert 'local.yaml: description' in capsys.readouterr().err
+
+
+def test_a_whole_check_can_be_explicitly_absent(tmp_path):
+    path = tmp_path / 'site.yaml'
+    path.write_text('system: site\ndescription: d\nentries:\n'
+                    '  - check: LikwidBenchCheck\n    absent: no figure\n')
+    [ref] = references.load(str(path))
+    assert (ref.metric, ref.value, ref.source) == ('*', None, 'no figure')
+    assert references.select([ref], ['LikwidBenchCheck'], 'p', {},
+                             {'copy_bandwidth': 'MB/s'}) == {}
+    path.write_text(path.read_text() + '    metrics: {}\n')
+    with pytest.raises(ReferenceFileError,
+                       match=r'entries\[0\]: give either metrics or absent'):
+        references.load(str(path))

@@ -31,8 +31,9 @@ def markdown(by_system):
         for ref in refs:
             value = 'absent' if ref.value is None else \
                 f'{ref.value:g} {ref.unit}'
+            metric = 'every metric' if ref.metric == '*' else ref.metric
             rows.append('| ' + ' | '.join(_cell(c) for c in (
-                system, ref.check, ref.partition, _where(ref), ref.metric,
+                system, ref.check, ref.partition, _where(ref), metric,
                 value, _bounds(ref), ref.rule or '-', ref.source)) + ' |\n')
 
     counts = ', '.join(

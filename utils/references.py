@@ -11,6 +11,7 @@ Schema (every key is checked; unknown keys are rejected so a typo such as
       - check: Mpi4pyPingPongCheck    # test class name
         partition: '*'                # optional: partition name or '*'
         where: {placement: on_node}   # optional: test attributes to match
+        # absent: "why no figure"     # instead of metrics: none is judged
         metrics:
           latency_8B:
             value: 5.0                # null = explicitly no reference
@@ -35,7 +36,7 @@ import yaml
 from hpcval import units
 
 _TOP_KEYS = {'system', 'description', 'rules', 'entries'}
-_ENTRY_KEYS = {'check', 'partition', 'where', 'metrics', 'notes'}
+_ENTRY_KEYS = {'check', 'partition', 'where', 'metrics', 'absent', 'notes'}
 _METRIC_KEYS = {'value', 'lower', 'upper', 'unit', 'rule', 'source', 'notes'}
 
 
@@ -172,6 +173,15 @@ def load(path):
         where = entry.get('where') or {}
         if not isinstance(where, dict):
             _fail(path, f'{key}.where', 'must be a mapping')
+
+        if 'absent' in entry:
+            # no figure for any metric of the check: say why, once
+            if 'metrics' in entry:
+                _fail(path, key, 'give either metrics or absent, not both')
+            refs.append(Reference(check, partition, where, '*', None, None,
+                                  None, '', '', _text(path, f'{key}.absent',
+                                                      entry['absent'])))
+            continue
 
         metrics = entry.get('metrics')
         if not isinstance(metrics, dict) or not metrics:
