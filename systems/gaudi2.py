@@ -42,9 +42,9 @@ system = {
 environments = [
     environ('gnu', NAME, features=[ft.OPENMP], cc='gcc', cxx='g++',
             ftn='gfortran'),
-    # SynapseAI's tools; hl_qual's bandwidth plugins call $__python_cmd
+    # SynapseAI's tools (the hl_qual check exports the $__python_cmd its
+    # bandwidth plugins call)
     environ('synapseai', NAME, features=[ft.SYNAPSEAI], cc='gcc', cxx='g++',
             ftn='gfortran',
-            env_vars={'PATH': '/opt/habanalabs/qual/gaudi2/bin:$PATH',
-                      '__python_cmd': 'python3'}),
+            env_vars={'PATH': '/opt/habanalabs/qual/gaudi2/bin:$PATH'}),
 ]

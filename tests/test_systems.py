@@ -213,3 +213,18 @@ def test_reference_table_in_docs_is_current():
         references.load_dir(paths.references_dir()))
     assert (ROOT / 'docs' / 'reference-table.md').read_text() == current, \
         'run: hpcval references --markdown > docs/reference-table.md'
+
+
+def test_gaudi2_runs_hl_qual_in_synapseai_and_mpi_once(dry_runs):
+    _, _, stage = dry_runs('gaudi2')
+    text = script(stage / 'default' / 'synapseai', 'HlQualMemoryCheck*')
+    assert 'export PATH=/opt/habanalabs/qual/gaudi2/bin:$PATH' in text
+    assert text.count('export __python_cmd=python3') == 1
+    assert launch_line(text, '/opt/habanalabs').endswith(
+        'hl_qual -gaudi2 -c all -rmod parallel -mb -memOnly')
+    # CPU benchmarks run once per partition, not again in SynapseAI
+    assert not list((stage / 'default' / 'synapseai')
+                    .glob('Mpi4pyPingPongCheck*'))
+    ping = script(stage / 'default' / 'gnu', 'Mpi4pyPingPongCheck_*')
+    assert launch_line(ping, 'mpirun') == \
+        'mpirun -np 2 python3 -m mpi4py.bench pingpong -a numpy -n 4194304'

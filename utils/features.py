@@ -21,4 +21,4 @@ SYNAPSEAI = 'synapseai'         # Habana SynapseAI software (hl_qual)
 
 # environments for CPU-only benchmarks: one run per partition, not one per
 # GPU toolchain that also happens to compile CPU code
-CPU_ENVIRONS = f'-{CUDA} -{ROCM}'
+CPU_ENVIRONS = f'-{CUDA} -{ROCM} -{SYNAPSEAI}'
