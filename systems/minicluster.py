@@ -22,6 +22,7 @@ import os
 
 from hpcval import features as ft
 from hpcval import minicluster
+from systems import local
 
 # (?!) matches no string: this system is chosen by --system only
 _NEVER = '(?!)'
@@ -92,17 +93,7 @@ system = {
     'partitions': _partitions,
 }
 
-environments = [
-    {
-        'name': 'gnu',
-        'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
-        'features': [ft.OPENMP],
-        'target_systems': ['minicluster'],
-    },
-    {
-        'name': 'cuda',
-        'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran', 'nvcc': 'nvcc',
-        'features': [ft.OPENMP, ft.CUDA],
-        'target_systems': ['minicluster:gpu-launch'],
-    },
-]
+# local's toolchains (this host's), for this system's partitions
+_TARGETS = {'gnu': ['minicluster'], 'cuda': ['minicluster:gpu-launch']}
+environments = [dict(env, target_systems=_TARGETS[env['name']])
+                for env in local.environments if env['name'] in _TARGETS]
