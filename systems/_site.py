@@ -7,10 +7,12 @@ with the variable named.
 import os
 import re
 
+from reframe.utility.cpuinfo import cpuinfo
+
+from hpcval.inputs import is_safe_path
 from hpcval.layouts import SystemConfigError
 
 _ACCOUNT = re.compile(r'^[A-Za-z0-9_.-]+$')
-_PATH = re.compile(r'^/[A-Za-z0-9_.,:=+@%/-]*$')
 
 
 def account(system):
@@ -34,7 +36,7 @@ def account_access(system, fmt):
 def site_path(system, var):
     """An absolute path from the environment variable ``var``, or ''."""
     value = os.environ.get(var, '')
-    if value and not _PATH.match(value):
+    if value and not (value.startswith('/') and is_safe_path(value)):
         raise SystemConfigError(f'systems/{system}.py: {var}={value!r}: '
                                 f'must be an absolute path of safe characters')
 
@@ -77,3 +79,13 @@ def nccl_net_env(system, settings):
         return {**settings, 'LD_LIBRARY_PATH': f'{plugin}:$LD_LIBRARY_PATH'}
 
     return dict(settings)
+
+
+def box_partition(descr, environs, features, devices, extras):
+    """The one partition of a standalone box: jobs run on the box itself
+    (local scheduler), one at a time, ranks started by ``mpirun``; the host
+    CPU varies between boxes of a kind, so it is detected at load."""
+    return {'name': 'default', 'descr': descr, 'scheduler': 'local',
+            'launcher': 'mpirun', 'environs': environs, 'features': features,
+            'processor': cpuinfo(), 'devices': devices, 'max_jobs': 1,
+            'extras': extras}

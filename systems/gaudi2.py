@@ -10,10 +10,8 @@ detected when the configuration loads.
 
 Select it with ``--system gaudi2``: no host name pattern is claimed.
 """
-from reframe.utility.cpuinfo import cpuinfo
-
 from hpcval import features as ft
-from systems._site import environ
+from systems._site import box_partition, environ
 
 NAME = 'gaudi2'
 
@@ -23,19 +21,13 @@ system = {
     'hostnames': [],
     'modules_system': 'nomod',
     'partitions': [
-        {
-            'name': 'default',
-            'descr': 'The box: local scheduler, mpirun',
-            'scheduler': 'local',
-            'launcher': 'mpirun',
-            'environs': ['gnu', 'synapseai'],
-            'features': [ft.CPU, ft.MPI, ft.GAUDI],
-            'processor': cpuinfo(),
-            'devices': [{'type': 'gaudi', 'arch': 'gaudi2',
-                         'num_devices': 8}],
-            'max_jobs': 1,
-            'extras': {'scratch_dir': '/tmp'},
-        }
+        box_partition(
+            'The box: local scheduler, mpirun',
+            environs=['gnu', 'synapseai'],
+            features=[ft.CPU, ft.MPI, ft.GAUDI],
+            devices=[{'type': 'gaudi', 'arch': 'gaudi2', 'num_devices': 8}],
+            extras={'scratch_dir': '/tmp'},
+        )
     ]
 }
 

@@ -11,10 +11,8 @@ ROCm is expected in /opt/rocm ($ROCM_PATH overrides).
 
 Select it with ``--system mi300x``: no host name pattern is claimed.
 """
-from reframe.utility.cpuinfo import cpuinfo
-
 from hpcval import features as ft
-from systems._site import environ
+from systems._site import box_partition, environ
 
 NAME = 'mi300x'
 
@@ -24,18 +22,12 @@ system = {
     'hostnames': [],
     'modules_system': 'nomod',
     'partitions': [
-        {
-            'name': 'default',
-            'descr': 'The box: local scheduler, Open MPI mpirun',
-            'scheduler': 'local',
-            'launcher': 'mpirun',
-            'environs': ['gnu', 'rocm'],
-            'features': [ft.CPU, ft.MPI, ft.GPU, ft.AMDGPU, ft.GPU_AWARE_MPI],
-            'processor': cpuinfo(),
-            'devices': [{'type': 'gpu', 'arch': 'gfx942', 'num_devices': 8}],
-            # one benchmark at a time owns the box
-            'max_jobs': 1,
-            'extras': {
+        box_partition(
+            'The box: local scheduler, Open MPI mpirun',
+            environs=['gnu', 'rocm'],
+            features=[ft.CPU, ft.MPI, ft.GPU, ft.AMDGPU, ft.GPU_AWARE_MPI],
+            devices=[{'type': 'gpu', 'arch': 'gfx942', 'num_devices': 8}],
+            extras={
                 'gpu_layouts': {
                     'rank_per_gpu': {'launcher_options': ['--bind-to',
                                                           'numa']},
@@ -47,7 +39,7 @@ system = {
                 },
                 'scratch_dir': '/tmp',
             },
-        }
+        )
     ]
 }
 

@@ -37,6 +37,12 @@ def script(stage, pattern):
     return found[0].read_text()
 
 
+def assert_lines(text, lines):
+    """Every one of ``lines`` is a whole line of the script."""
+    missing = [line for line in lines if line not in text.splitlines()]
+    assert not missing, f'missing lines {missing} in:\n{text}'
+
+
 def launch_line(text, launcher):
     [line] = [ln for ln in text.splitlines() if ln.startswith(launcher)]
     return line
@@ -65,17 +71,17 @@ def test_frontier_one_rank_per_gcd_across_nodes(dry_runs):
     _, _, stage = dry_runs('frontier')
     text = _by_collective(stage / 'batch' / 'rocm',
                           'RcclTestsMultiNodeCheck')['all_reduce']
-    for line in ('#SBATCH --nodes=2', '#SBATCH --ntasks=16',
-                 '#SBATCH --ntasks-per-node=8', '#SBATCH --cpus-per-task=7',
-                 '#SBATCH --partition=batch',
-                 f'#SBATCH --account={ACCOUNT}', '#SBATCH --time=0:30:0',
-                 'module load rocm', 'module load craype-accel-amd-gfx90a',
-                 'module load rccl-net-plugin', 'export NCCL_NET=OFI',
-                 'export FI_MR_CACHE_MONITOR=kdreg2',
-                 'export NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3',
-                 # each rank sees only its closest GCD, as device 0
-                 'export NCCL_TESTS_DEVICE=0'):
-        assert line in text.splitlines(), line
+    assert_lines(text, (
+        '#SBATCH --nodes=2', '#SBATCH --ntasks=16',
+        '#SBATCH --ntasks-per-node=8', '#SBATCH --cpus-per-task=7',
+        '#SBATCH --partition=batch',
+        f'#SBATCH --account={ACCOUNT}', '#SBATCH --time=0:30:0',
+        'module load rocm', 'module load craype-accel-amd-gfx90a',
+        'module load rccl-net-plugin', 'export NCCL_NET=OFI',
+        'export FI_MR_CACHE_MONITOR=kdreg2',
+        'export NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3',
+        # each rank sees only its closest GCD, as device 0
+        'export NCCL_TESTS_DEVICE=0'))
     assert 'alt_read' not in text
     srun = launch_line(text, 'srun')
     assert srun.startswith('srun --cpus-per-task=7 --gpus-per-task=1 '
@@ -108,15 +114,15 @@ def test_perlmutter_gpu_nodes(dry_runs):
     _, _, stage = dry_runs('perlmutter')
     text = _by_collective(stage / 'gpu' / 'cuda',
                           'NcclTestsMultiNodeCheck')['all_gather']
-    for line in ('#SBATCH --constraint=gpu', '#SBATCH --qos=regular',
-                 '#SBATCH --gpus-per-node=4', f'#SBATCH --account={ACCOUNT}',
-                 '#SBATCH --nodes=2', '#SBATCH --ntasks-per-node=4',
-                 '#SBATCH --cpus-per-task=32', 'module load cudatoolkit',
-                 'module load craype-accel-nvidia80',
-                 # NERSC: no per-task isolation (it breaks CUDA IPC)
-                 'export CUDA_VISIBLE_DEVICES=3,2,1,0',
-                 'export FI_MR_CACHE_MONITOR=userfaultfd'):
-        assert line in text.splitlines(), line
+    assert_lines(text, (
+        '#SBATCH --constraint=gpu', '#SBATCH --qos=regular',
+        '#SBATCH --gpus-per-node=4', f'#SBATCH --account={ACCOUNT}',
+        '#SBATCH --nodes=2', '#SBATCH --ntasks-per-node=4',
+        '#SBATCH --cpus-per-task=32', 'module load cudatoolkit',
+        'module load craype-accel-nvidia80',
+        # NERSC: no per-task isolation (it breaks CUDA IPC)
+        'export CUDA_VISIBLE_DEVICES=3,2,1,0',
+        'export FI_MR_CACHE_MONITOR=userfaultfd'))
     assert 'NCCL_TESTS_DEVICE' not in text
     assert '--gpu-bind=none' in launch_line(text, 'srun')
     stream = script(stage / 'gpu' / 'cuda', 'BabelStreamCudaCheck_*')
@@ -135,10 +141,10 @@ def test_summit_lsf_and_jsrun_resource_sets(dry_runs):
     _, _, stage = dry_runs('summit')
     text = _by_collective(stage / 'batch' / 'cuda',
                           'NcclTestsMultiNodeCheck')['all_reduce']
-    for line in ('#BSUB -nnodes 2', '#BSUB -W 30', '#BSUB -q batch',
-                 f'#BSUB -P {ACCOUNT}', 'module load spectrum-mpi',
-                 'module load cuda/11.0.3', 'export NCCL_TESTS_DEVICE=0'):
-        assert line in text.splitlines(), line
+    assert_lines(text, (
+        '#BSUB -nnodes 2', '#BSUB -W 30', '#BSUB -q batch',
+        f'#BSUB -P {ACCOUNT}', 'module load spectrum-mpi',
+        'module load cuda/11.0.3', 'export NCCL_TESTS_DEVICE=0'))
     assert '#SBATCH' not in text and '--account' not in text
     assert launch_line(text, 'jsrun').startswith(
         'jsrun -n 12 -r 6 -a 1 -g 1 -c 7 ')
@@ -148,11 +154,11 @@ def test_kestrel_takes_whole_gpu_nodes(dry_runs):
     _, _, stage = dry_runs('kestrel')
     text = _by_collective(stage / 'gpu-h100' / 'cuda',
                           'NcclTestsMultiNodeCheck')['all_reduce']
-    for line in ('#SBATCH --exclusive', '#SBATCH --mem=0',
-                 '#SBATCH --gres=gpu:h100:4', f'#SBATCH --account={ACCOUNT}',
-                 '#SBATCH --time=0:30:0', '#SBATCH --ntasks-per-node=4',
-                 'module load cuda', 'export NCCL_SOCKET_IFNAME=hsn0,hsn1'):
-        assert line in text.splitlines(), line
+    assert_lines(text, (
+        '#SBATCH --exclusive', '#SBATCH --mem=0',
+        '#SBATCH --gres=gpu:h100:4', f'#SBATCH --account={ACCOUNT}',
+        '#SBATCH --time=0:30:0', '#SBATCH --ntasks-per-node=4',
+        'module load cuda', 'export NCCL_SOCKET_IFNAME=hsn0,hsn1'))
 
 
 def test_mi300x_box_runs_mpirun_on_the_host(dry_runs):

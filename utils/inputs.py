@@ -18,9 +18,14 @@ class InputError(ReframeError):
     """A user-supplied variable is unsafe or points nowhere."""
 
 
+def is_safe_path(value):
+    """True for a path of letters, digits and path punctuation only."""
+    return bool(_SAFE_PATH.match(value))
+
+
 def checked_path(value, name, must_exist=True):
     """Absolute form of a path given with -S, or InputError."""
-    if not _SAFE_PATH.match(value):
+    if not is_safe_path(value):
         raise InputError(f'-S {name}={value!r}: only letters, digits and '
                          f'_ . , : = + @ % / - are allowed in paths')
 

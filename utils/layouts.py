@@ -29,6 +29,19 @@ its ``extras``, which are checked when the configuration loads::
 from dataclasses import dataclass, field
 
 GPU_LAYOUTS = ('rank_per_gpu', 'process_per_node')
+
+# node-local rank as the common launchers export it; the first one set wins
+LOCAL_RANK_VARS = ('SLURM_LOCALID', 'OMPI_COMM_WORLD_LOCAL_RANK',
+                   'MPI_LOCALRANKID', 'PMI_LOCAL_RANK', 'PALS_LOCAL_RANKID',
+                   'MV2_COMM_WORLD_LOCAL_RANK', 'JSM_NAMESPACE_LOCAL_RANK')
+
+
+def local_rank_shell():
+    """Shell that sets ``$r`` to the node-local rank ('' when no launcher
+    variable is set), leaving the positional parameters alone."""
+    ranks = ' '.join(f'${{{v}}}' for v in LOCAL_RANK_VARS)
+    return f'r=; for r in {ranks}; do break; done'
+
 _LAYOUT_KEYS = {'launcher_options', 'cpus_per_task', 'env_vars',
                 'one_visible_gpu'}
 _SETTINGS_KEYS = {'modules', 'launcher_options', 'env_vars'}
@@ -66,7 +79,7 @@ def _env(where, value):
         _fail(where, f'must map variable names to strings, got {value!r}')
 
 
-def _settings(where, data, allowed):
+def _keys(where, data, allowed):
     if not isinstance(data, dict):
         _fail(where, 'must be a mapping')
 
@@ -74,6 +87,10 @@ def _settings(where, data, allowed):
     if extra:
         _fail(where, f'unknown key(s) {", ".join(extra)} '
                      f'(allowed: {", ".join(sorted(allowed))})')
+
+
+def _settings(where, data, allowed):
+    _keys(where, data, allowed)
 
     for key in ('launcher_options', 'modules'):
         if key in data:
@@ -97,13 +114,7 @@ def validate_system(system, origin):
     for part in system.get('partitions', []):
         where = f'{origin}: partition {part.get("name")!r}: extras'
         extras = part.get('extras', {})
-        if not isinstance(extras, dict):
-            _fail(where, 'must be a mapping')
-
-        extra = sorted(set(extras) - _EXTRAS_KEYS)
-        if extra:
-            _fail(where, f'unknown key(s) {", ".join(extra)} '
-                         f'(allowed: {", ".join(sorted(_EXTRAS_KEYS))})')
+        _keys(where, extras, _EXTRAS_KEYS)
 
         layouts = extras.get('gpu_layouts', {})
         if not isinstance(layouts, dict):

@@ -30,11 +30,6 @@ from hpcval.parsers.common import read_text
 MODELS = ('omp', 'cuda', 'hip')
 GPU_MODELS = ('cuda', 'hip')
 
-# node-local rank as the common launchers export it; the first one set wins
-LOCAL_RANK_VARS = ('SLURM_LOCALID', 'OMPI_COMM_WORLD_LOCAL_RANK',
-                   'MPI_LOCALRANKID', 'PMI_LOCAL_RANK', 'PALS_LOCAL_RANKID',
-                   'MV2_COMM_WORLD_LOCAL_RANK', 'JSM_NAMESPACE_LOCAL_RANK')
-
 
 class BabelStreamSource(UpstreamSource):
     repo_url = 'https://github.com/UoB-HPC/BabelStream.git'
@@ -134,13 +129,13 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         layouts.apply(self, layout)
         # where the launcher shows each rank only its own GPU, that is device 0
         device = '0' if layout.one_visible_gpu else '"$r"'
-        ranks = ' '.join(f'${{{v}}}' for v in LOCAL_RANK_VARS)
+        looked_for = ' '.join(layouts.LOCAL_RANK_VARS)
         # each rank: its device from its node-local rank, its own output
         self.executable = 'bash'
         self.executable_opts = ['-c', shlex.quote(
-            f'set -- {ranks}; r=$1; '
+            f'{layouts.local_rank_shell()}; '
             f'if [ -z "$r" ]; then echo "no node-local rank variable set '
-            f'(looked for {" ".join(LOCAL_RANK_VARS)})" >&2; exit 3; fi; '
+            f'(looked for {looked_for})" >&2; exit 3; fi; '
             f'exec {shlex.quote(exe)} --device {device} {" ".join(args)} '
             f'> "stream.$(hostname).gpu$r.out" 2> "stream.$(hostname).gpu$r.err"'
         )]

@@ -27,7 +27,6 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
 
 from hpcval import features as ft
 from hpcval import layouts
-from hpcval.benchmarks.babelstream import LOCAL_RANK_VARS
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.mpi4py_pingpong import size_label
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
@@ -302,8 +301,7 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
         # other launchers bind differently per MPI: pin each rank by its
         # node-local rank with taskset instead
-        ranks = ' '.join(f'${v}' for v in LOCAL_RANK_VARS)
-        script = (f'for r in {ranks}; do break; done; '
+        script = (f'{layouts.local_rank_shell()}; '
                   f'cpus=({" ".join(map(str, cpus))}); '
                   f'exec taskset -c "${{cpus[${{r:-0}}]}}" "$0" "$@"')
         return 'bash', ['-c', shlex.quote(script), exe]
