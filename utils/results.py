@@ -1,0 +1,292 @@
+"""Performance samples from ReFrame run reports and its results database.
+
+Inputs are ReFrame JSON run reports (``--report-file``; data versions 3.x
+of ReFrame 4.0-4.6 with ``perfvars`` lists, 4.x of ReFrame 4.7+ with
+``perfvalues`` maps) from any system or site, and ReFrame's SQLite results
+database (``storage`` in config/settings.py), whose ``sessions`` table holds
+the same reports as JSON.  The database is opened read-only: nothing is
+ever written to an input.
+
+A bad input never stops the others silently: every problem is a
+``Problem`` naming the file (or database session) and the reason.  With
+``on_error='skip'`` the damaged part is left out (the whole file when it is
+not a run report; one test case or one value otherwise); with
+``on_error='reject'`` the first problem raises ``InputRejected``.
+"""
+import json
+import math
+import os
+import re
+import sqlite3
+from dataclasses import dataclass, field
+
+REPLAY_TAG = 'replay'
+_PARAM = re.compile(r'\s%(\w+)=(\S+)')
+
+
+class InputRejected(ValueError):
+    """An input is unusable and the user asked to reject, not skip."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    source: str
+    reason: str
+
+    def __str__(self):
+        return f'{self.source}: {self.reason}'
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test case of one run: where and how a sample was taken."""
+    source: str          # report file, or "DB#session-uuid"
+    session: str         # ReFrame session uuid
+    check: str           # test class name
+    test: str            # display name: class and parameters
+    params: tuple        # ((name, value), ...) from the display name
+    benchmark: str       # stem of the check file, e.g. nccl_tests
+    system: str
+    partition: str
+    environ: str
+    result: str          # pass, fail, skip, abort (ReFrame 4.x spelling)
+    time: float          # job completion (else session start), unix
+    hostname: str        # where ReFrame ran
+    nodes: tuple         # job node list
+    version: str         # ReFrame version
+    replay: bool         # a recorded output replayed, not a measurement
+    outputdir: object    # ReFrame's output folder of a passed case, or None
+    stdout: object       # job stdout file name, or None
+
+
+@dataclass(frozen=True)
+class Sample:
+    case: Case
+    metric: str
+    value: float
+    unit: str
+    reference: object    # float or None
+    lower: object        # fraction or None
+    upper: object        # fraction or None
+
+
+@dataclass
+class Loaded:
+    samples: list = field(default_factory=list)
+    cases: list = field(default_factory=list)
+    problems: list = field(default_factory=list)
+    sources: list = field(default_factory=list)
+
+
+_RESULTS = {'success': 'pass', 'failure': 'fail', 'skipped': 'skip',
+            'aborted': 'abort'}
+
+
+class _Bad(Exception):
+    pass
+
+
+def _need(tc, key, where):
+    val = tc.get(key)
+    if val in (None, ''):
+        raise _Bad(f'{where}: missing field {key!r}')
+
+    return val
+
+
+def _number_or_none(val, what):
+    if val is None:
+        return None
+
+    if isinstance(val, bool) or not isinstance(val, (int, float)) \
+            or not math.isfinite(val):
+        raise _Bad(f'{what} is {val!r}, not a finite number')
+
+    return float(val)
+
+
+def _perf_entries(tc, major):
+    """(metric, value, reference, lower, upper, unit) of one test case."""
+    if major == 3:
+        for pv in tc.get('perfvars') or []:
+            yield (pv.get('name'), pv.get('value'), pv.get('reference'),
+                   pv.get('thres_lower'), pv.get('thres_upper'),
+                   pv.get('unit'))
+        return
+
+    for key, tup in (tc.get('perfvalues') or {}).items():
+        if not isinstance(tup, (list, tuple)) or len(tup) < 5:
+            raise _Bad(f'perfvalues[{key!r}] is {tup!r}, not '
+                       f'[value, ref, lower, upper, unit, ...]')
+
+        yield (key.rsplit(':', 1)[-1], *tup[:5])
+
+
+def _case(tc, major, source, session, where):
+    display = tc.get('display_name') or _need(tc, 'name', where)
+    if major == 3:
+        system, _, partition = _need(tc, 'system', where).partition(':')
+        environ = _need(tc, 'environment', where)
+    else:
+        system = _need(tc, 'system', where)
+        partition = _need(tc, 'partition', where)
+        environ = _need(tc, 'environ', where)
+
+    result = _need(tc, 'result', where)
+    nodes = tc.get('job_nodelist', tc.get('nodelist')) or ()
+    filename = tc.get('filename') or ''
+    return Case(
+        source=source, session=session.get('uuid', ''),
+        check=display.split(' ', 1)[0],
+        test=display, params=tuple(_PARAM.findall(display)),
+        benchmark=(os.path.splitext(os.path.basename(filename))[0]
+                   or display.split(' ', 1)[0]),
+        system=system, partition=partition, environ=environ,
+        result=_RESULTS.get(result, result),
+        time=(tc.get('job_completion_time_unix')
+              or session.get('time_start_unix') or 0.0),
+        hostname=session.get('hostname', ''), nodes=tuple(nodes),
+        version=session.get('version', ''),
+        replay=REPLAY_TAG in (tc.get('tags') or ()),
+        outputdir=tc.get('outputdir'), stdout=tc.get('job_stdout'))
+
+
+def _samples(tc, major, case, where):
+    out = []
+    for metric, value, ref, lower, upper, unit in _perf_entries(tc, major):
+        what = f'{where} ({case.test}) metric {metric!r}'
+        if not metric or not unit:
+            raise _Bad(f'{what}: no name or unit')
+
+        if value is None:
+            raise _Bad(f'{what}: no value')
+
+        out.append(Sample(case, metric, _number_or_none(value, f'{what} value'),
+                          unit, _number_or_none(ref, f'{what} reference'),
+                          _number_or_none(lower, f'{what} lower bound'),
+                          _number_or_none(upper, f'{what} upper bound')))
+
+    return out
+
+
+def _major(report):
+    if not isinstance(report, dict) or 'session_info' not in report \
+            or 'runs' not in report:
+        raise _Bad('not a ReFrame run report (no session_info and runs)')
+
+    version = str(report['session_info'].get('data_version', ''))
+    major = version.split('.', 1)[0]
+    if major not in ('3', '4'):
+        raise _Bad(f'report data_version {version!r} is not one this '
+                   f'reader knows (3.x: ReFrame 4.0-4.6, 4.x: ReFrame 4.7+)')
+
+    return int(major)
+
+
+class _Collector:
+    def __init__(self, on_error):
+        if on_error not in ('skip', 'reject'):
+            raise ValueError(f'on_error must be skip or reject, not '
+                             f'{on_error!r}')
+
+        self.on_error = on_error
+        self.loaded = Loaded()
+
+    def problem(self, source, reason):
+        if self.on_error == 'reject':
+            raise InputRejected(f'{source}: {reason}')
+
+        self.loaded.problems.append(Problem(source, reason))
+
+    def report(self, report, source):
+        try:
+            major = _major(report)
+        except _Bad as err:
+            self.problem(source, str(err))
+            return
+
+        self.loaded.sources.append(source)
+        session = report['session_info']
+        for r, run in enumerate(report['runs'] or []):
+            for t, tc in enumerate(run.get('testcases') or []):
+                where = f'runs[{r}].testcases[{t}]'
+                if not isinstance(tc, dict) or tc.get('fixture'):
+                    continue
+
+                try:
+                    case = _case(tc, major, source, session, where)
+                    samples = _samples(tc, major, case, where)
+                except _Bad as err:
+                    self.problem(source, str(err))
+                    continue
+
+                self.loaded.cases.append(case)
+                self.loaded.samples.extend(samples)
+
+
+def _json(text, source, collector):
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        collector.problem(source, f'not valid JSON (truncated?): {err}')
+        return None
+
+
+def load(report_files=(), db=None, on_error='skip', since=None, until=None):
+    """Samples of every report file and every stored session of ``db``.
+
+    ``since``/``until`` (unix seconds) select database sessions by their
+    start time; report files are taken whole.
+    """
+    col = _Collector(on_error)
+    for path in report_files:
+        try:
+            with open(path, encoding='utf-8') as fp:
+                text = fp.read()
+        except (OSError, UnicodeDecodeError) as err:
+            col.problem(path, f'cannot read: {err}')
+            continue
+
+        report = _json(text, path, col)
+        if report is not None:
+            col.report(report, path)
+
+    if db is not None:
+        for uuid, blob in _db_sessions(db, since, until, col):
+            source = f'{db}#{uuid}'
+            report = _json(blob, source, col)
+            if report is not None:
+                col.report(report, source)
+
+    return col.loaded
+
+
+def _db_sessions(path, since, until, col):
+    if not os.path.isfile(path):
+        col.problem(path, 'no such results database')
+        return []
+
+    query, args = 'SELECT uuid, json_blob FROM sessions', []
+    bounds = [('session_start_unix >= ?', since),
+              ('session_start_unix <= ?', until)]
+    conds = [c for c, v in bounds if v is not None]
+    if conds:
+        query += ' WHERE ' + ' AND '.join(conds)
+        args = [v for _, v in bounds if v is not None]
+
+    try:
+        conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+        try:
+            return conn.execute(query + ' ORDER BY session_start_unix',
+                                args).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as err:
+        col.problem(path, f'not a ReFrame results database: {err}')
+        return []
+
+
+def default_db():
+    """ReFrame's results database: $RFM_SQLITE_DB_FILE or its default."""
+    return os.environ.get('RFM_SQLITE_DB_FILE') or os.path.join(os.path.expanduser('~'), '.reframe', 'reports',
+                        'results.db')
