@@ -144,7 +144,8 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         outs = sorted(glob.glob(os.path.join(self.stagedir,
                                              'stream.*.gpu*.out')))
         expected = self.num_tasks
-        if len(outs) != expected:
+        # an excerpt (hpcval.replay) shows some GPUs: judge those
+        if len(outs) != expected and not (self.replay_excerpt and outs):
             raise ParseError(f'expected {expected} per-GPU outputs '
                              f'(stream.<host>.gpu<N>.out), found {len(outs)}')
 

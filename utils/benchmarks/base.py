@@ -3,15 +3,16 @@
 Sanity parses the output with the benchmark's plain parser; a ParseError
 becomes a sanity failure carrying the parser's message.  The performance
 stage then publishes the parsed metrics as performance variables and looks
-up their references in references/<system>.yaml.
+up their references in references/<system>.yaml.  On a partition of
+config/replay.py the run stage replays a recording instead (hpcval.replay).
 """
 import functools
 
 import reframe.utility.sanity as sn
-from reframe.core.builtins import run_before, sanity_function
+from reframe.core.builtins import run_after, run_before, sanity_function
 from reframe.core.exceptions import SanityError
 
-from hpcval import paths, references
+from hpcval import paths, references, replay
 from hpcval.benchmarks.settings import SourceSettings
 from hpcval.parsers import ParseError
 
@@ -27,6 +28,10 @@ class ParsedBenchmark(SourceSettings):
     Subclasses implement ``parse()`` (returning any result object, raising
     ParseError) and ``metrics(result)`` (returning ``{name: (value, unit)}``).
     """
+
+    #: In a replay of an excerpt: what the recording left out (hpcval.replay);
+    #: the parse skips the completeness checks that need it.
+    replay_excerpt = ''
 
     def require_features(self, *features):
         """Add ``+feature`` to every ``valid_systems`` spec (checks select
@@ -55,6 +60,17 @@ class ParsedBenchmark(SourceSettings):
             notes.append(f'job state {self.job.state}')
         return f' ({", ".join(notes)})' if notes else ''
 
+    @run_after('setup')
+    def label_replay(self):
+        if replay.active(self):
+            replay.label(self)
+
+    @run_before('run', always_last=True)
+    def stage_replay(self):
+        # last: the benchmark's own hooks still check their inputs and layout
+        if replay.active(self):
+            replay.stage(self)
+
     @sanity_function
     def validate_output(self):
         try:
@@ -77,6 +93,9 @@ class ParsedBenchmark(SourceSettings):
             return
 
         values = self.metrics(self.result)
+        if self.replay_excerpt:     # figures the excerpt does not show
+            values = {name: vu for name, vu in values.items()
+                      if vu[0] is not None}
         self.perf_variables = {
             name: sn.make_performance_function(sn.defer(value), unit)
             for name, (value, unit) in values.items()

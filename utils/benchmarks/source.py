@@ -8,7 +8,8 @@
      git repository (bare or not; the pinned tag is checked out), a source
      folder already at that version, or a release tarball with one
      top-level folder;
-   - with ``-S prebuilt_dir=DIR`` nothing is fetched.
+   - with ``-S prebuilt_dir=DIR`` nothing is fetched;
+   - in a replay (``-C config/replay.py``) nothing is fetched or built.
 
    When upstream cannot be reached and no mirror is given, the fixture is
    skipped with a one-line reason, and so is every test that needs it.
@@ -28,6 +29,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
+from hpcval import replay
 from hpcval.benchmarks.settings import SourceSettings
 from hpcval.inputs import InputError, checked_path, checked_token
 
@@ -104,6 +106,10 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
 
     @run_before('run')
     def choose_origin(self):
+        if replay.active(self):
+            self.prerun_cmds = replay.skip_fixture(self, 'nothing fetched')
+            return
+
         if self.prebuilt_dir:
             checked_path(self.prebuilt_dir, 'prebuilt_dir')
             self.prerun_cmds = ['echo "prebuilt_dir set: nothing to fetch"']
@@ -129,6 +135,9 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
         if self.job.exitcode != 0:
             raise SanityError(f'fetching the source failed (exit code '
                               f'{self.job.exitcode}); see rfm_job.err')
+
+        if replay.active(self):
+            return True
 
         if not self.prebuilt_dir and not os.listdir(self.src_dir):
             raise SanityError(f'{self.src_dir} is empty after the fetch')
@@ -178,6 +187,11 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
 
     @run_before('compile')
     def emit_build(self):
+        if replay.active(self):
+            self.build_system.commands = replay.skip_fixture(self,
+                                                             'nothing built')
+            return
+
         if self.source.prebuilt_dir:
             missing = self._missing_executables()
             if missing:
@@ -195,6 +209,9 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
 
     @sanity_function
     def validate_build(self):
+        if replay.active(self):
+            return True
+
         missing = self._missing_executables()
         if missing:
             raise SanityError(f'no executable {", ".join(missing)} in '

@@ -23,6 +23,7 @@ import reframe as rfm
 from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    variable)
 
+from hpcval import replay
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.gpus import gpu_arch, gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
@@ -128,6 +129,11 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                              f'in (0, 1]')
 
     def _config_path(self):
+        if replay.active(self):
+            # the recording holds the config file its run read
+            return os.path.join(self.stagedir, os.path.basename(
+                self.config_file) if self.config_file else EXAMPLE_CFG)
+
         if self.config_file:
             return checked_path(self.config_file, 'config_file')
 

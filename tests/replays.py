@@ -1,0 +1,120 @@
+"""ReFrame run reports made by replaying the seeds' example outputs through
+the checks (config/replay.py, hpcval.replay, docs/replay.md).
+
+The outputs are cut from the seed documents at test time (tests/seedtext.py
+and the extractors of the parser tests); nothing of their text is copied
+here.  Only mi300x (seed 000) and kestrel (seed 002) have example outputs;
+frontier, summit, perlmutter and gaudi2 have none in the seeds.  ``local``
+replays the shared CPU fixture's BabelStream output.
+"""
+import pathlib
+
+import seedtext
+from rfm import ROOT, reframe
+from test_parser_babelstream import per_gpu
+from test_transferbench_rocblas_checks import EXAMPLE_CFG, _guide_outputs
+
+SEEDS = ROOT.parent / 'shared' / 'seeds'
+MI300X = SEEDS / '000_3be7cf409c872abb.txt'
+KESTREL = SEEDS / '002_0dee5bf02066095e.txt'
+CPU_FIXTURES = ROOT.parent / 'shared' / 'fixtures' / 'cpu'
+REPLAY_CONFIG = ROOT / 'config' / 'replay.py'
+
+KESTREL_EXCERPT = ('seed 002 quotes the result table only: no device '
+                   'list, no "Avg bus bandwidth" footer')
+
+
+def mi300x_recordings():
+    """{recording name: {file: text}} of the MI300X guide's examples."""
+    guide = _guide_outputs()
+    stream = seedtext.rst_output(MI300X, ':mark:`BabelStream`',
+                                 ':mark:`Dot 3927179.117')
+    gpus = {}
+    for n, text in enumerate(per_gpu(stream)):
+        gpus[f'stream.seed000.gpu{n}.out'] = text
+        gpus[f'stream.seed000.gpu{n}.err'] = ''
+    return {
+        'TransferBenchCheck%preset=a2a': {'stdout': guide['a2a']},
+        'TransferBenchCheck%preset=p2p': {'stdout': guide['p2p']},
+        'TransferBenchCheck%preset=config': {'stdout': guide['cfg'],
+                                             'example.cfg': EXAMPLE_CFG},
+        'RcclTestsNodeCheck%collective=all_reduce': {
+            'stdout': seedtext.rst_output(MI300X, '# nThread 1 nGpus 8',
+                                          '# Avg bus bandwidth')},
+        'RocblasBenchCheck%gemm=fp32': {'stdout': guide['gemm']},
+        'RocblasBenchCheck%gemm=f16_strided': {'stdout': guide['h']},
+        'RocblasBenchCheck%gemm=i8_strided': {'stdout': guide['i8_r']},
+        'BabelStreamHipCheck': {
+            **gpus, 'excerpt.txt': f'seed 000 prints {len(gpus) // 2} of the '
+                                   f'8 GPUs\' tables (". . ." elides the rest)'},
+    }
+
+
+def kestrel_recordings(excerpt=True):
+    return {
+        f'NcclTestsMultiNodeCheck%collective={name}': {
+            'stdout': seedtext.fenced_block(KESTREL, f'### {title} reference'),
+            **({'excerpt.txt': KESTREL_EXCERPT} if excerpt else {})}
+        for name, title in (('all_reduce', 'AllReduce'),
+                            ('all_gather', 'AllGather'))
+    }
+
+
+def local_recordings():
+    out = CPU_FIXTURES / 'babelstream_v5.0_omp_n20_s33554432.txt'
+    return {'BabelStreamCpuCheck': {'stdout': out.read_text()}}
+
+
+#: system -> (recordings, check files, -S settings the recorded runs used)
+SYSTEMS = {
+    'mi300x': (mi300x_recordings,
+               ['checks/transferbench.py', 'checks/rocblas_bench.py',
+                'checks/nccl_tests.py', 'checks/babelstream.py'],
+               # the guide prints one run of each GEMM
+               ['RocblasBenchCheck.repetitions=1']),
+    # seed 002's run: 64 GPUs on 16 nodes, -e 4G
+    'kestrel': (kestrel_recordings, ['checks/nccl_tests.py'],
+                ['NcclTestsMultiNodeCheck.num_nodes=16',
+                 'NcclTestsMultiNodeCheck.max_bytes=4G']),
+    'local': (local_recordings, ['checks/babelstream.py'],
+              ['BabelStreamCpuCheck.num_times=20']),
+}
+#: systems whose seeds have no example output to replay
+NOT_RECORDED = ('frontier', 'summit', 'perlmutter', 'gaudi2')
+
+
+def write_recordings(folder, recordings):
+    """One folder per recording under ``folder``; returns ``folder``."""
+    for name, files in recordings.items():
+        (folder / name).mkdir(parents=True)
+        for filename, text in files.items():
+            (folder / name / filename).write_text(text)
+    return folder
+
+
+def replay(system, recordings, checks, settings, workdir):
+    """One ``reframe -C config/replay.py -r`` over ``recordings``;
+    returns (process, report)."""
+    workdir = pathlib.Path(workdir)
+    rec = write_recordings(workdir / 'recordings', recordings)
+    args = ['-r', '--system', system, '-S', f'replay_dir={rec}']
+    for name in recordings:
+        args += ['-n', name]
+    for setting in settings:
+        args += ['-S', setting]
+    return reframe(*args, tmp_path=workdir, checks=checks, timeout=300,
+                   env={'RFM_CONFIG_FILES': str(REPLAY_CONFIG)})
+
+
+def make_replay_reports(workdir):
+    """Replay every recorded output, one ReFrame run per system;
+    returns {system: path of its JSON run report}."""
+    reports = {}
+    for system, (recordings, checks, settings) in SYSTEMS.items():
+        folder = pathlib.Path(workdir) / system
+        proc, report = replay(system, recordings(), checks, settings, folder)
+        if report is None:
+            raise RuntimeError(f'replay on {system} wrote no report:\n'
+                               f'{proc.stdout[-3000:]}{proc.stderr[-3000:]}')
+        reports[system] = str(folder / 'report.json')
+    return reports
