@@ -19,6 +19,7 @@ Schema (every key is checked; unknown keys are rejected so a typo such as
             upper: 1.0                # fraction (>= 0) or null: unbounded
             unit: us
             rule: floor               # a key of ``rules``
+            spread: 0.2               # optional: published std, same unit
             source: "seed 004 Table 3 (...)" or "measured on HOST, DATE, by CMD"
 
 The loader turns the matching entries into ReFrame's reference tuples
@@ -37,7 +38,8 @@ from hpcval import units
 
 _TOP_KEYS = {'system', 'description', 'rules', 'entries'}
 _ENTRY_KEYS = {'check', 'partition', 'where', 'metrics', 'absent', 'notes'}
-_METRIC_KEYS = {'value', 'lower', 'upper', 'unit', 'rule', 'source', 'notes'}
+_METRIC_KEYS = {'value', 'lower', 'upper', 'unit', 'rule', 'source', 'notes',
+                'spread'}
 
 
 class ReferenceFileError(ValueError):
@@ -56,6 +58,7 @@ class Reference:
     unit: str
     rule: str
     source: str
+    spread: object = None  # published standard deviation, in ``unit``
 
     def as_tuple(self, unit):
         """ReFrame's (value, lower, upper, unit) in ``unit``."""
@@ -118,6 +121,7 @@ def _metric(path, key, data, rules):
         _fail(path, f'{key}.lower', f'must be >= -1 (a fraction of the '
                                     f'value), got {lower}')
     upper = _number(path, f'{key}.upper', data.get('upper'), '+')
+    spread = _number(path, f'{key}.spread', data.get('spread'), '+')
     rule = data.get('rule', '')
     if value is not None:
         if rule not in rules:
@@ -126,9 +130,11 @@ def _metric(path, key, data, rules):
         if lower is None and upper is None:
             _fail(path, key, 'a reference with neither bound judges '
                              'nothing: give lower or upper, or value: null')
+    elif spread is not None:
+        _fail(path, f'{key}.spread', 'a spread needs a value')
 
     return value, lower, upper, unit, rule, _text(path, f'{key}.source',
-                                                  data['source'])
+                                                  data['source']), spread
 
 
 def load(path):
