@@ -1,0 +1,159 @@
+"""What the hpcval plots share: figures drawn with matplotlib's Agg canvas
+(no pyplot, so no global backend is switched in the caller's process),
+file names from the figure's content, refusing to overwrite, and reading a
+test case's kept output with a message, not a traceback, when it is gone.
+"""
+import math
+import os
+import re
+from dataclasses import dataclass, field
+
+try:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+except ImportError as err:      # matplotlib is an optional extra
+    raise ImportError(f'hpcval plots need matplotlib ({err}); install it '
+                      f'with: pip install "hpcval[plots]"') from None
+
+from hpcval.comparison import column_of
+from hpcval.parsers.common import read_text
+
+DPI = 100
+REPLAY_HATCH = '//'
+VERDICT_COLOURS = {'pass': '#4c9a2a', 'fail': '#c0392b',
+                   'no reference': '#8c8c8c'}
+BAND_COLOUR = '#3a6ea5'
+
+
+@dataclass
+class Plotted:
+    """What a plotting call produced: the files written (PNG then SVG of
+    each figure) and, per case or row left out, a message saying why."""
+    files: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+
+    def __iter__(self):
+        return iter(self.files)
+
+    def add(self, other):
+        self.files.extend(other.files)
+        self.skipped.extend(other.skipped)
+        return self
+
+
+def slug(*parts, limit=120):
+    """A file-name-safe, lower-case stem from ``parts``."""
+    text = '-'.join(str(p) for p in parts if p not in (None, ''))
+    text = re.sub(r'[^a-z0-9._]+', '-', text.lower()).strip('-.')
+    return text[:limit].rstrip('-.') or 'figure'
+
+
+def new_figure(width, height):
+    fig = Figure(figsize=(width, height), dpi=DPI, layout='constrained')
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save(fig, outdir, stem, plotted, force=False):
+    """Write ``stem``.png and .svg under ``outdir``; add them to ``plotted``.
+
+    Refuses (FileExistsError naming the file) to replace a file unless
+    ``force``; two figures of one call with the same stem get a counter.
+    """
+    os.makedirs(outdir, exist_ok=True)
+    base, n = stem, 1
+    while os.path.join(outdir, base + '.png') in plotted.files:
+        n += 1
+        base = f'{stem}-{n}'
+
+    paths = [os.path.join(outdir, f'{base}.{ext}') for ext in ('png', 'svg')]
+    if not force:
+        for path in paths:
+            if os.path.exists(path):
+                raise FileExistsError(
+                    f'{path} exists; not overwritten (force=True, or '
+                    f'--force, replaces it)')
+
+    for path in paths:
+        # no date in the SVG: the same data gives the same file
+        fig.savefig(path, metadata={'Date': None} if path.endswith('.svg')
+                    else None)
+    plotted.files.extend(paths)
+    return paths
+
+
+def unique_cases(samples_or_cases):
+    """The cases of ``samples_or_cases`` (Samples or Cases), first-seen
+    order, each once."""
+    seen = {}
+    for item in samples_or_cases:
+        case = getattr(item, 'case', item)
+        seen.setdefault(case, None)
+    return list(seen)
+
+
+def columns(cases):
+    """Case -> the comparison table's column label for it (system, with
+    the partition where a system shows several, "(replay)" for replays)."""
+    parts = {}
+    for c in cases:
+        parts.setdefault((c.system, c.replay), set()).add(c.partition)
+    multi = {key for key, p in parts.items() if len(p) > 1}
+    return {c: column_of(c, multi) for c in cases}
+
+
+def describe(case):
+    return (f'{case.test} @{case.system}:{case.partition}+{case.environ} '
+            f'({case.source})')
+
+
+def kept_output(case, name=None):
+    """(text, None) of the case's kept file ``name`` (default: its job
+    stdout), or (None, message) saying why it cannot be read here."""
+    if not case.outputdir or not (name or case.stdout):
+        return None, (f'{describe(case)}: the report names no kept output '
+                      f'(ReFrame keeps the output of passed cases only); '
+                      f'not plotted')
+
+    path = os.path.join(case.outputdir, name or case.stdout)
+    if not os.path.isfile(path):
+        return None, (f'{describe(case)}: its output {path} is not on this '
+                      f'machine (a report from another site, or the output '
+                      f'folder was removed); not plotted')
+
+    try:
+        return read_text(path), None
+    except OSError as err:
+        return None, f'{describe(case)}: cannot read {path}: {err}; ' \
+                     f'not plotted'
+
+
+def not_passed(case):
+    """A message for a case whose output must not be drawn, else None."""
+    if case.result == 'pass':
+        return None
+    if case.result == 'skip':
+        return ''       # nothing ran: not worth a message
+    return f'{describe(case)}: result {case.result}; its output is not ' \
+           f'plotted'
+
+
+def short_check(check, benchmark_words):
+    """'Cuda' from 'BabelStreamCudaCheck' with words ('BabelStream',)."""
+    name = check
+    for word in (*benchmark_words, 'Check'):
+        name = name.replace(word, '')
+    return name or check
+
+
+def value_label(value):
+    """Three significant figures, no exponent for the usual magnitudes."""
+    if value == 0 or not math.isfinite(value):
+        return f'{value:g}'
+    digits = max(0, 2 - int(math.floor(math.log10(abs(value)))))
+    return f'{value:,.{digits}f}'
+
+
+def better_label(better):
+    return '↑ higher is better' if better == 'higher' else \
+        '↓ lower is better'
