@@ -4,12 +4,17 @@ Without root, Slurm or munge the tests that use it are skipped with the
 reason; with CI=true a missing prerequisite fails them instead, so that CI
 cannot pass by skipping the only real Slurm runs it has.
 """
+import collections
 import os
 import pathlib
 
 import pytest
 
 from hpcval.minicluster import MiniCluster, missing_prerequisites
+from rfm import reframe
+
+# a real ReFrame run: its process, its JSON report, the report's path
+Run = collections.namedtuple('Run', 'proc report path')
 
 # where Debian's Slurm and munge keep files by default: the minicluster
 # must leave all of them as it found them
@@ -47,3 +52,23 @@ def minicluster(tmp_path_factory):
     cluster.start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope='session')
+def local_run(tmp_path_factory):
+    """``reframe -r --system local``, the README's first command, once."""
+    tmp = tmp_path_factory.mktemp('local')
+    proc, report = reframe('-r', '--system', 'local', tmp_path=tmp)
+    assert report is not None, proc.stdout + proc.stderr
+    return Run(proc, report, tmp / 'report.json')
+
+
+@pytest.fixture(scope='session')
+def minicluster_pingpong(minicluster, tmp_path_factory):
+    """The MPI ping-pong on one minicluster node and across two, once."""
+    tmp = tmp_path_factory.mktemp('mc-pingpong')
+    proc, report = reframe('-r', '--system', 'minicluster', '-n',
+                           'Mpi4pyPingPongCheck', '-S', 'max_size=65536',
+                           tmp_path=tmp, env=minicluster.env())
+    assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return Run(proc, report, tmp / 'report.json')

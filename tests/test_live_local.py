@@ -1,7 +1,9 @@
 """A real ``reframe -r --system local``: the README's first command.
 
-The MPI ping-pong and CPU memory-bandwidth checks must pass with finite
-values judged against references/local.yaml.  BabelStream needs its
+The run itself is the session fixture ``local_run`` (tests/conftest.py),
+which the report tests read as well.  The MPI ping-pong and CPU
+memory-bandwidth checks must pass with finite values judged against
+references/local.yaml.  BabelStream needs its
 upstream source: offline it must be skipped with a reason, not fail.
 """
 import math
@@ -9,15 +11,7 @@ import shutil
 
 import pytest
 
-from rfm import by_name, cases, reframe
-
-
-@pytest.fixture(scope='module')
-def local_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp('local')
-    proc, report = reframe('-r', '--system', 'local', tmp_path=tmp)
-    assert report is not None, proc.stdout + proc.stderr
-    return proc, report
+from rfm import by_name, cases
 
 
 def _perf(tc):
@@ -36,13 +30,12 @@ def _judged_and_passed(tc, metrics):
 
 
 def test_run_succeeds(local_run):
-    proc, report = local_run
+    proc, report, _ = local_run
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert report['session_info']['num_failures'] == 0
 
 
 def test_pingpong_on_node(local_run):
-    _, report = local_run
     [tc] = by_name(local_run[1], 'Mpi4pyPingPongCheck %placement=on_node')
     assert tc['result'] == 'pass'
     _judged_and_passed(tc, ['latency_8B', 'latency_1KiB', 'bandwidth_4MiB'])
@@ -61,7 +54,7 @@ def test_likwid_bandwidth(local_run, kernel):
 
 
 def test_babelstream_skips_with_reason_or_passes(local_run):
-    proc, report = local_run
+    proc, report, _ = local_run
     for tc in by_name(report, 'BabelStream'):
         assert tc['result'] in ('pass', 'skip'), tc['fail_reason']
         if tc['result'] == 'skip':

@@ -125,9 +125,9 @@ def hanging_python(cluster, node):
 
 # -- runs that pass ---------------------------------------------------------
 
-def test_pingpong_on_one_node_and_across_two(minicluster, tmp_path):
-    _, report = run_on(minicluster, tmp_path, '-n', 'Mpi4pyPingPongCheck',
-                       '-S', 'max_size=65536')
+def test_pingpong_on_one_node_and_across_two(minicluster,
+                                             minicluster_pingpong):
+    report = minicluster_pingpong.report
     on_node, across = only(report, PINGPONG_ON_NODE), only(report,
                                                            PINGPONG_ACROSS)
     for tc in (on_node, across):

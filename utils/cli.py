@@ -3,11 +3,15 @@
     hpcval references [--dir DIR] [--markdown]
                                       validate every reference file; count
                                       them, or print them all as a table
+    hpcval report [REPORT ...] [--db [PATH]] [selection] [--format ...]
+                                      the cross-system comparison table
+                                      (and plots) of run reports and the
+                                      results database; see hpcval.report
 """
 import argparse
 import sys
 
-from hpcval import paths, reference_table, references
+from hpcval import paths, reference_table, references, report
 
 
 def _references(args):
@@ -38,6 +42,10 @@ def main(argv=None):
     refs.add_argument('--markdown', action='store_true',
                       help='print every reference as a Markdown table')
     refs.set_defaults(func=_references)
+    rep = sub.add_parser('report', help='cross-system comparison tables and '
+                                        'plots of run reports')
+    report.add_arguments(rep)
+    rep.set_defaults(func=report.run)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -1,0 +1,215 @@
+"""``hpcval report`` on real run reports: the session's ``reframe -r
+--system local`` and minicluster ping-pong (tests/conftest.py), reports of
+older ReFrame releases (tests/fixtures/reports), and broken copies of them.
+"""
+import csv
+import hashlib
+import html.parser
+import io
+import json
+import math
+import sqlite3
+
+import pytest
+
+from hpcval import cli, comparison, formats, results
+from rfm import ROOT, cases
+
+OLD_REPORTS = sorted((ROOT / 'tests' / 'fixtures' / 'reports').glob('*.json'))
+GBENCH_JSON = (ROOT / 'tests' / 'fixtures' / 'captured' / 'h200x2' /
+               'comm_scope' / 'check_comm_scope0120_cuda.json')
+
+
+def perfvalues(report):
+    """{(system, test, metric): (value, verdict)} of a data-4.2 report;
+    ReFrame says pass where it had no reference (0), hpcval says so."""
+    return {(tc['system'], tc['display_name'], key.rsplit(':', 1)[-1]):
+            (vals[0], vals[5] if vals[1] else comparison.NO_REFERENCE)
+            for tc in cases(report) if not tc['fixture']
+            for key, vals in (tc['perfvalues'] or {}).items()}
+
+
+def hpcval(*args, capsys=None):
+    code = cli.main(['report', *map(str, args)])
+    return code
+
+
+@pytest.fixture(scope='module')
+def real_reports(local_run, minicluster_pingpong):
+    return [local_run.path, minicluster_pingpong.path]
+
+
+def test_every_format_from_real_reports(real_reports, local_run,
+                                        minicluster_pingpong, tmp_path):
+    out = tmp_path / 'out'
+    assert hpcval(*real_reports, '--format', 'md,csv,html,tex',
+                  '--out', out) == 0
+    md = (out / 'comparison.md').read_text()
+    assert '| metric | local | minicluster |' in md
+    assert '### mpi4py_pingpong' in md
+
+    rows = list(csv.DictReader(io.StringIO((out / 'comparison.csv')
+                                           .read_text())))
+    measured = {**perfvalues(local_run.report),
+                **perfvalues(minicluster_pingpong.report)}
+    by_key = {(r['column'], r['test'], r['metric']): r for r in rows}
+    assert len(by_key) == len(measured)
+    for (system, test, metric), (value, result) in measured.items():
+        row = by_key[(system, test, metric)]
+        assert float(row['mean']) == pytest.approx(value, rel=1e-12)
+        assert row['n'] == '1'
+        # hpcval's verdict of one sample is ReFrame's own
+        assert row['verdict'] == result, row
+
+    page = (out / 'comparison.html').read_text()
+    checker = _HtmlCheck()
+    checker.feed(page)
+    assert checker.external == [], 'the page must be self-contained'
+    assert checker.tables >= 2 and 'minicluster' in page
+
+    tex = (out / 'comparison.tex').read_text()
+    assert tex.count(r'\begin{table}') == tex.count(r'\end{table}') >= 2
+    assert '%placement' not in tex.replace(r'\%placement', '')
+
+
+class _HtmlCheck(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.external, self.tables = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        self.tables += tag == 'table'
+        for name, value in attrs:
+            if name in ('src', 'href') and not value.startswith('data:'):
+                self.external.append(value)
+
+
+def test_results_database_gives_the_same_samples(local_run):
+    db = local_run.path.with_name('results.db')
+    from_db = results.load(db=str(db))
+    from_file = results.load([local_run.path])
+    key = lambda s: (s.case.test, s.metric, s.value)  # noqa: E731
+    assert from_db.problems == [] and from_file.problems == []
+    assert sorted(map(key, from_db.samples)) == \
+        sorted(map(key, from_file.samples)) != []
+
+
+@pytest.mark.parametrize('path', OLD_REPORTS, ids=lambda p: p.name)
+def test_reports_of_older_reframe_releases(path):
+    loaded = results.load([path])
+    assert loaded.problems == []
+    got = {s.metric: s for s in loaded.samples}
+    assert set(got) == {'latency_8B', 'bandwidth_64KiB'}
+    assert got['latency_8B'].reference == 5.0
+    assert got['latency_8B'].upper == 1.0
+    assert got['bandwidth_64KiB'].reference in (0, None)
+    case = got['latency_8B'].case
+    assert (case.system, case.partition, case.result) == ('local', 'default',
+                                                          'pass')
+    table = comparison.build(loaded.samples)
+    cell = table.cells[(table.rows[1], 'local')]
+    assert table.rows[1].metric == 'latency_8B'
+    assert cell.verdict == ('pass' if cell.mean <= 10.0 else 'fail')
+
+
+def _broken_inputs(report_path, tmp):
+    text = report_path.read_text()
+    good = json.loads(text)
+    inputs = {'truncated.json': (text[:len(text) // 2], 'not valid JSON'),
+              'gbench.json': (GBENCH_JSON.read_text(),
+                              'not a ReFrame run report'),
+              'future.json': (json.dumps({**good, 'session_info': {
+                  **good['session_info'], 'data_version': '9.0'}}),
+                  "data_version '9.0'")}
+
+    nosys = json.loads(text)
+    victim = next(tc for tc in cases(nosys) if tc['perfvalues'])
+    del victim['system']
+    inputs['nosystem.json'] = (json.dumps(nosys), "missing field 'system'")
+
+    nan = json.loads(text)
+    victim = next(tc for tc in cases(nan) if tc['perfvalues'])
+    key = next(iter(victim['perfvalues']))
+    victim['perfvalues'][key][0] = float('nan')
+    inputs['nan.json'] = (json.dumps(nan), 'nan, not a finite number')
+
+    paths = {}
+    for name, (content, reason) in inputs.items():
+        (tmp / name).write_text(content)
+        paths[tmp / name] = reason
+
+    notdb = tmp / 'other.db'
+    with sqlite3.connect(notdb) as conn:
+        conn.execute('CREATE TABLE t(x)')
+    return paths, notdb
+
+
+def _digest(paths):
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
+def test_bad_inputs_are_named_and_skipped(local_run, tmp_path, capsys):
+    paths, notdb = _broken_inputs(local_run.path, tmp_path)
+    before = _digest([*paths, notdb, local_run.path])
+    assert hpcval(local_run.path, *paths, '--db', notdb) == 0
+    out, err = capsys.readouterr()
+    for path, reason in paths.items():
+        line = next(l for l in err.splitlines() if str(path) in l)
+        assert reason in line, line
+    assert f'{notdb}: not a ReFrame results database' in err
+    assert '| metric | local |' in out
+    # the cases of nosystem.json and nan.json that were intact still count
+    loaded = results.load([local_run.path, *paths])
+    intact = len(results.load([local_run.path]).cases)
+    assert len(loaded.cases) == 3 * intact - 2
+    assert _digest([*paths, notdb, local_run.path]) == before
+
+
+def test_reject_stops_at_the_first_bad_input(local_run, tmp_path, capsys):
+    paths, _ = _broken_inputs(local_run.path, tmp_path)
+    out_dir = tmp_path / 'out'
+    assert hpcval(local_run.path, tmp_path / 'nan.json', '--on-error',
+                  'reject', '--out', out_dir) == 1
+    err = capsys.readouterr().err
+    assert f'rejected {tmp_path / "nan.json"}: ' in err and 'nan' in err
+    assert not out_dir.exists()
+
+
+def test_outputs_are_never_overwritten_silently(local_run, tmp_path, capsys):
+    out = tmp_path / 'out'
+    assert hpcval(local_run.path, '--format', 'csv', '--out', out) == 0
+    (out / 'comparison.csv').write_text('edited by hand\n')
+    assert hpcval(local_run.path, '--format', 'csv', '--out', out) == 1
+    assert 'exists (use --force' in capsys.readouterr().err
+    assert (out / 'comparison.csv').read_text() == 'edited by hand\n'
+    assert hpcval(local_run.path, '--format', 'csv', '--out', out,
+                  '--force') == 0
+    assert (out / 'comparison.csv').read_text().startswith('benchmark,')
+
+
+def test_nothing_selected_is_an_error(local_run, capsys):
+    assert hpcval(local_run.path, '--system', 'frontier') == 2
+    assert 'no performance samples' in capsys.readouterr().err
+
+
+def test_cells_aggregate_runs_and_name_reference_changes(local_run):
+    loaded = results.load([local_run.path] + OLD_REPORTS)
+    table = comparison.build(loaded.samples)
+    [row] = [r for r in table.rows if r.test == 'OldReframePingPong'
+             and r.metric == 'latency_8B']
+    cell = table.cells[(row, 'local')]
+    values = [s.value for s in loaded.samples
+              if s.case.test == 'OldReframePingPong'
+              and s.metric == 'latency_8B']
+    assert cell.n == 2 and cell.mean == pytest.approx(sum(values) / 2)
+    assert math.isclose(cell.std, abs(values[0] - values[1]) / math.sqrt(2))
+    assert row.better == 'lower'
+    assert formats.measured(cell).endswith('(n=2)')
+
+
+def test_time_selection_parses_iso_and_relative():
+    from hpcval.report import timestamp
+    assert timestamp('2026-11-01') < timestamp('2026-11-01T08:00') \
+        < timestamp('now-1d') < timestamp('now')
+    with pytest.raises(Exception, match='neither an ISO date'):
+        timestamp('yesterday')
