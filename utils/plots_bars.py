@@ -2,12 +2,12 @@
 import re
 import textwrap
 
-from matplotlib.patches import Patch
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-from hpcval.plots_common import (BAND_COLOUR, REPLAY_HATCH, VERDICT_COLOURS,
-                                 Plotted, better_label, new_figure, save,
-                                 slug, value_label)
+from hpcval.plots_common import (BAND_COLOUR, REFERENCE_COLOUR, REPLAY_HATCH,
+                                 VERDICT_COLOURS, Plotted, better_label,
+                                 new_figure, save, slug, value_label)
 
 # TransferBench's per-pair metrics (gpu00_to_gpu01, uni_gpu00_to_gpu01...)
 # are what the heat maps show; a bar chart per pair would bury the rest
@@ -73,7 +73,7 @@ def _bars(table, row, outdir, force, plotted):
             ax.fill_between([x - 0.42, x + 0.42], lo, hi, color=BAND_COLOUR,
                             alpha=0.15, linewidth=0, zorder=1)
             ax.hlines(cell.reference.value, x - 0.42, x + 0.42,
-                      colors=BAND_COLOUR, linestyles='--', linewidth=1.5,
+                      colors=REFERENCE_COLOUR, linestyles='--', linewidth=1.8,
                       zorder=3)
 
     ax.set_ylim(0, top)
@@ -96,7 +96,7 @@ def _legend(cells, cols):
                      label=v)
                for v in VERDICT_COLOURS if any(c.verdict == v for c in cells)]
     if any(c.reference is not None for c in cells):
-        handles += [Line2D([], [], color=BAND_COLOUR, linestyle='--',
+        handles += [Line2D([], [], color=REFERENCE_COLOUR, linestyle='--',
                            label='reference'),
                     Patch(facecolor=BAND_COLOUR, alpha=0.15,
                           label='pass band')]
@@ -116,7 +116,7 @@ def _selector(select):
         return lambda row: True
     if callable(select):
         return select
-    pattern = re.compile(select)
+    pattern = re.compile(select, re.IGNORECASE)
     return lambda row: bool(pattern.search(
         f'{row.benchmark} {row.test} {row.metric}'))
 

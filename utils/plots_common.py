@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 try:
+    from matplotlib import rc_context
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 except ImportError as err:      # matplotlib is an optional extra
@@ -23,6 +24,7 @@ REPLAY_HATCH = '//'
 VERDICT_COLOURS = {'pass': '#4c9a2a', 'fail': '#c0392b',
                    'no reference': '#8c8c8c'}
 BAND_COLOUR = '#3a6ea5'
+REFERENCE_COLOUR = '#1f3b73'
 
 
 @dataclass
@@ -74,10 +76,11 @@ def save(fig, outdir, stem, plotted, force=False):
                     f'{path} exists; not overwritten (force=True, or '
                     f'--force, replaces it)')
 
-    for path in paths:
-        # no date in the SVG: the same data gives the same file
-        fig.savefig(path, metadata={'Date': None} if path.endswith('.svg')
-                    else None)
+    # SVG: text kept as text (searchable, editable), no date in the file
+    with rc_context({'svg.fonttype': 'none', 'svg.hashsalt': stem}):
+        for path in paths:
+            fig.savefig(path, metadata={'Date': None}
+                        if path.endswith('.svg') else None)
     plotted.files.extend(paths)
     return paths
 
@@ -136,14 +139,6 @@ def not_passed(case):
         return ''       # nothing ran: not worth a message
     return f'{describe(case)}: result {case.result}; its output is not ' \
            f'plotted'
-
-
-def short_check(check, benchmark_words):
-    """'Cuda' from 'BabelStreamCudaCheck' with words ('BabelStream',)."""
-    name = check
-    for word in (*benchmark_words, 'Check'):
-        name = name.replace(word, '')
-    return name or check
 
 
 def value_label(value):

@@ -135,6 +135,4 @@ def _panel(ax, title, devices, grid, span):
 
 def _cmap():
     from matplotlib import colormaps
-    cmap = colormaps['viridis'].copy()
-    cmap.set_bad('#e0e0e0')
-    return cmap
+    return colormaps['viridis'].with_extremes(bad='#e0e0e0')

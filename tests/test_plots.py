@@ -1,0 +1,273 @@
+"""hpcval.plots on real run reports: three local runs and a minicluster run
+(tests/fixtures/reports/plots, their outputs not kept, as a report from
+another site), and the replays of the seeds' example outputs for mi300x,
+kestrel and local (tests/replays.py), whose outputs ReFrame kept.  Every
+figure is checked as an image (size, not blank) and as SVG (parses, holds
+the labels it must)."""
+import dataclasses
+import pathlib
+import shutil
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from matplotlib import image as mpimg
+
+from hpcval import comparison, plots, results
+from hpcval.parsers.nccl_tests import parse_nccl_tests
+from mutate import cut_after
+from replays import make_replay_reports
+from rfm import ROOT
+
+REPORTS = ROOT / 'tests' / 'fixtures' / 'reports' / 'plots'
+SVG = '{http://www.w3.org/2000/svg}'
+
+
+@pytest.fixture(scope='module')
+def replay_paths(request, tmp_path_factory):
+    """{system: report path}: conftest's session fixture where there is one,
+    else made here (about 10 s)."""
+    try:
+        return request.getfixturevalue('replay_reports')
+    except pytest.FixtureLookupError:
+        return make_replay_reports(tmp_path_factory.mktemp('replays'))
+
+
+@pytest.fixture(scope='module')
+def loaded(replay_paths):
+    files = sorted(map(str, REPORTS.glob('*.json'))) + \
+        list(replay_paths.values())
+    got = results.load(files, on_error='reject')
+    assert not got.problems
+    return got
+
+
+@pytest.fixture(scope='module')
+def table(loaded):
+    return comparison.build(loaded.samples)
+
+
+def _row(table, test_prefix, metric):
+    [row] = [r for r in table.rows
+             if r.test.startswith(test_prefix) and r.metric == metric]
+    return row
+
+
+def _png(path, height=None):
+    """The image as an array; checks it is a real, not blank, picture."""
+    img = mpimg.imread(path)
+    h, w = img.shape[:2]
+    assert 300 <= w <= 2500 and 300 <= h <= 1500, (path, img.shape)
+    if height is not None:
+        assert h == height
+    gray = img[..., :3].mean(axis=2)
+    assert gray.std() > 0.05, f'{path} is (nearly) blank'
+    assert (gray < 0.9).mean() > 0.01, f'{path} has almost nothing drawn'
+    return img
+
+
+def _svg_text(path):
+    """All text of the SVG (it is kept as text, not paths)."""
+    root = ET.parse(path).getroot()
+    assert root.tag == f'{SVG}svg'
+    return ' '.join(t for el in root.iter() for t in (el.text,) if t)
+
+
+def _pairs(plotted):
+    files = list(plotted)
+    pngs = [f for f in files if f.endswith('.png')]
+    assert len(files) == 2 * len(pngs)
+    for png in pngs:
+        assert pathlib.Path(png[:-4] + '.svg') in map(pathlib.Path, files)
+    return pngs
+
+
+def test_metric_bars_across_columns(table, tmp_path):
+    row = _row(table, 'Mpi4pyPingPongCheck %placement=on_node', 'latency_8B')
+    plotted = plots.metric_bars(table, row, tmp_path)
+    [png] = _pairs(plotted)
+    assert pathlib.Path(png).name == \
+        'bars-mpi4py_pingpong-mpi4pypingpongcheck-placement-on_node-' \
+        'latency_8b.png'
+    _png(png, height=480)
+    text = _svg_text(png[:-4] + '.svg')
+    # three local runs, one minicluster run; lower is better for a time
+    for label in ('local', 'n=3', 'minicluster', 'n=1', 'lower is better',
+                  'reference', 'pass band', 'latency_8B (us)'):
+        assert label in text, label
+    assert plotted.skipped == []
+
+
+def test_replay_columns_are_labelled(table, tmp_path):
+    row = _row(table, 'BabelStreamCpuCheck', 'triad')
+    cols = [c for c in table.columns if (row, c) in table.cells]
+    assert cols == ['local', 'local (replay)']
+    [png] = _pairs(plots.metric_bars(table, row, tmp_path))
+    _png(png)
+    text = _svg_text(png[:-4] + '.svg')
+    assert 'local (replay)' in text and 'recorded output' in text
+    assert 'higher is better' in text
+
+
+def test_all_metric_bars_select_and_per_link_metrics(table, tmp_path):
+    plotted = plots.all_metric_bars(table, tmp_path,
+                                    select='transferbench.*a2a')
+    pngs = _pairs(plotted)
+    # the averages and the weakest link are drawn; the 56 GPU pairs of the
+    # 8-GPU a2a matrix are left to the heat map
+    assert sorted(pathlib.Path(p).name.rsplit('-', 1)[-1] for p in pngs) == \
+        ['aggregate_cpu_bw.png', 'aggregate_gpu_bw.png', 'avg_bw.png',
+         'min_link_bw.png']
+    assert plotted.skipped == ['56 per-GPU-pair TransferBench metrics have '
+                               'no bar chart: the heat maps show them']
+
+
+def test_collective_curves_from_kept_outputs(loaded, tmp_path):
+    plotted = plots.collective_curves(loaded.samples, tmp_path)
+    pngs = _pairs(plotted)
+    assert sorted(pathlib.Path(p).name for p in pngs) == [
+        'curve-nccl_tests-all_gather-in_place.png',
+        'curve-nccl_tests-all_reduce-in_place.png']
+    for png in pngs:
+        _png(png, height=500)
+    text = _svg_text(str(tmp_path / 'curve-nccl_tests-all_reduce-in_place.svg'))
+    # both replays: mi300x's rccl-tests to 8 GiB, kestrel's nccl-tests to 4G
+    for label in ('mi300x (replay)', 'kestrel (replay)', 'RcclTestsNodeCheck',
+                  'NcclTestsMultiNodeCheck', '1K', '1M', '1G',
+                  'message size (bytes)'):
+        assert label in text, label
+    assert plotted.skipped == []
+
+
+def test_curve_ends_at_the_tables_largest_size_value(loaded):
+    """The curve is the same output the check judged: its last point is
+    the busbw_inplace_largest the report holds."""
+    from hpcval.plots_common import unique_cases
+    from hpcval.plots_curves import _collect
+    curves, _ = _collect(unique_cases(loaded.samples), 'in_place')
+    [run] = curves['all_reduce'][('mi300x (replay)', 'RcclTestsNodeCheck')]
+    [sample] = [s for s in loaded.samples
+                if s.case.check == 'RcclTestsNodeCheck'
+                and s.metric == 'busbw_inplace_largest']
+    assert run[max(run)] == sample.value
+    assert max(run) == 8 * 2**30
+
+
+def test_transferbench_heatmaps(loaded, tmp_path):
+    plotted = plots.transferbench_heatmaps(loaded.samples, tmp_path)
+    pngs = _pairs(plotted)
+    names = sorted(pathlib.Path(p).name for p in pngs)
+    assert names == [
+        'heatmap-transferbench-mi300x-replay-transferbenchcheck-a2a.png',
+        'heatmap-transferbench-mi300x-replay-transferbenchcheck-p2p.png']
+    for png in pngs:
+        _png(png)
+    # the config run has no matrix: no heat map, no message
+    assert plotted.skipped == []
+    text = _svg_text(str(tmp_path / names[0].replace('.png', '.svg')))
+    [link] = [s for s in loaded.samples
+              if '%preset=a2a' in s.case.test
+              and s.metric == 'gpu03_to_gpu05']
+    assert f'{link.value:.1f}' in text
+    for label in ('GPU 00', 'GPU 07', 'destination', 'source', 'GB/s'):
+        assert label in text
+
+
+def test_babelstream_kernels(loaded, table, tmp_path):
+    plotted = plots.babelstream_kernels(loaded.samples, tmp_path, table=table)
+    names = sorted(pathlib.Path(p).name for p in _pairs(plotted))
+    assert names == ['bars-babelstream-kernels-cpu.png',
+                     'bars-babelstream-kernels-gpu.png',
+                     'bars-babelstream-per-gpu-mi300x-replay-'
+                     'babelstreamhipcheck.png']
+    for name in names:
+        _png(tmp_path / name)
+    per_gpu = _svg_text(str(tmp_path / names[2].replace('.png', '.svg')))
+    # seed 000 prints two of the eight GPUs' tables
+    assert 'GPU 0' in per_gpu and 'GPU 1' in per_gpu
+    assert 'GPU 2' not in per_gpu
+    for kernel in ('copy', 'mul', 'add', 'triad', 'dot'):
+        assert kernel in per_gpu
+
+
+def test_babelstream_from_a_table_alone(table, tmp_path):
+    """A table keeps no output folders: no per-GPU figure."""
+    plotted = plots.babelstream_kernels(table, tmp_path)
+    assert sorted(pathlib.Path(p).name for p in _pairs(plotted)) == [
+        'bars-babelstream-kernels-cpu.png', 'bars-babelstream-kernels-gpu.png']
+
+
+def _moved(samples, outdir):
+    """The samples as a report from elsewhere: output folders not here."""
+    cases = {}
+    for s in samples:
+        if s.case not in cases:
+            cases[s.case] = dataclasses.replace(
+                s.case, outputdir=outdir and f'{outdir}/{len(cases)}')
+    return [dataclasses.replace(s, case=cases[s.case]) for s in samples]
+
+
+@pytest.mark.parametrize('outdir', ['/nonexistent/site-b/output', None])
+def test_missing_outputs_give_messages(loaded, tmp_path, outdir):
+    samples = _moved(loaded.samples, outdir)
+    curves = plots.collective_curves(samples, tmp_path)
+    heat = plots.transferbench_heatmaps(samples, tmp_path)
+    stream = plots.babelstream_kernels(samples, tmp_path)
+    assert list(curves) == [] and list(heat) == []
+    # the cross-system BabelStream bars need no kept output
+    assert len(list(stream)) == 4
+    why = 'is not on this machine' if outdir else 'names no kept output'
+    for plotted, test in ((curves, 'RcclTestsNodeCheck %collective='
+                                   'all_reduce'),
+                          (curves, 'NcclTestsMultiNodeCheck %collective='
+                                   'all_gather'),
+                          (heat, 'TransferBenchCheck %preset=p2p'),
+                          (stream, 'BabelStreamHipCheck')):
+        [msg] = [m for m in plotted.skipped if m.startswith(test)]
+        assert why in msg and '@' in msg, msg
+
+
+def test_damaged_kept_output_gives_a_message(loaded, tmp_path):
+    [case] = {s.case for s in loaded.samples
+              if s.case.check == 'RcclTestsNodeCheck'}
+    copy = tmp_path / 'copy'
+    shutil.copytree(case.outputdir, copy)
+    out = copy / case.stdout
+    out.write_text(cut_after(out.read_text(), '# nThread'))
+    broken = dataclasses.replace(case, outputdir=str(copy))
+    plotted = plots.collective_curves([broken], tmp_path)
+    assert list(plotted) == []
+    [msg] = plotted.skipped
+    assert 'does not parse' in msg and 'no result table header' in msg
+    # the original is intact and parses
+    parse_nccl_tests(pathlib.Path(case.outputdir, case.stdout).read_text(),
+                     require_footer=False)
+
+
+def test_refuses_to_overwrite(table, tmp_path):
+    row = _row(table, 'BabelStreamCpuCheck', 'copy')
+    [png] = _pairs(plots.metric_bars(table, row, tmp_path))
+    before = pathlib.Path(png).read_bytes()
+    with pytest.raises(FileExistsError, match=pathlib.Path(png).name):
+        plots.metric_bars(table, row, tmp_path)
+    assert pathlib.Path(png).read_bytes() == before
+    [again] = _pairs(plots.metric_bars(table, row, tmp_path, force=True))
+    assert again == png
+
+
+def test_same_stem_in_one_call_gets_a_counter(table, tmp_path):
+    from hpcval.plots_common import Plotted, new_figure, save
+    plotted = Plotted()
+    for _ in range(2):
+        fig = new_figure(4, 3)
+        fig.add_subplot().plot([1, 2], [1, 2])
+        save(fig, tmp_path, 'same', plotted)
+    assert [pathlib.Path(f).name for f in plotted] == [
+        'same.png', 'same.svg', 'same-2.png', 'same-2.svg']
+
+
+def test_slug():
+    assert plots.slug('bars', 'OsuCpuCheck %benchmark=osu_bw', 'a/b c') == \
+        'bars-osucpucheck-benchmark-osu_bw-a-b-c'
+    assert plots.slug('../..', '') == 'figure'
+    assert len(plots.slug('x' * 500)) == 120
