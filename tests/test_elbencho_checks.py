@@ -11,6 +11,7 @@ partitions carry the ``gaudi`` feature.
 import math
 import os
 import pathlib
+import subprocess
 
 import pytest
 
@@ -70,7 +71,9 @@ def test_local_job_scripts(tmp_path):
     [build] = _scripts(tmp_path, 'ElbenchoBuild_*/rfm_build.sh')
     text = build.read_text()
     assert 'hpcval: missing build dependencies' in text
-    assert 'CUDA_SUPPORT=0 CUFILE_SUPPORT=0 S3_SUPPORT=0' in text
+    # no system libbacktrace (Debian) would make make clone one
+    assert 'CUDA_SUPPORT=0 CUFILE_SUPPORT=0 S3_SUPPORT=0 ' \
+        'BACKTRACE_SUPPORT=0' in text
 
 
 def test_scratch_dir_threads_and_sizes(tmp_path):
@@ -105,6 +108,30 @@ def test_unsafe_values_fail_before_a_script(tmp_path, setting, message):
     assert tc['result'] == 'fail' and message in tc['fail_reason'], \
         tc['fail_reason']
     assert not _scripts(tmp_path, f'{CPU}_*/rfm_job.sh')
+
+
+def test_prepared_checkout_at_another_tag(tmp_path):
+    """A checkout in which `make externals` ran is copied (a clone would
+    drop external/), and refused when it is not at the pinned tag."""
+    tree = tmp_path / 'elbencho'
+    (tree / 'external' / 'Simple-Web-Server').mkdir(parents=True)
+    (tree / 'Makefile').write_text('all:\n')
+    git = ['git', '-C', str(tree), '-c', 'user.name=t', '-c',
+           'user.email=t@t']
+    for cmd in (['init', '-q'], ['add', 'Makefile'],
+                ['commit', '-q', '-m', 'x'], ['tag', 'v3.1-7']):
+        subprocess.run(git + cmd, check=True)
+    proc, report = reframe('-r', '--system', 'local', '-n',
+                           f'{CPU}.*shared_file.*seq', '-S',
+                           f'ElbenchoSource.src_mirror={tree}',
+                           tmp_path=tmp_path)
+    [source] = by_name(report, 'ElbenchoSource')
+    assert source['result'] == 'fail'
+    [script] = _scripts(tmp_path, 'ElbenchoSource_*/rfm_job.sh')
+    assert f'cp -a {tree}/. src/' in script.read_text()
+    err = (pathlib.Path(source['stagedir']) / 'rfm_job.err').read_text()
+    assert f'hpcval: -S src_mirror={tree} is a checkout of v3.1-7, not ' \
+        f'v3.1-9' in err, err
 
 
 @pytest.mark.skipif(not MIRROR, reason='set HPCVAL_ELBENCHO_MIRROR to an '

@@ -1,10 +1,13 @@
 """elbencho result-table parser on real outputs and broken copies of them.
 
 Inputs: the LUMI talk's example (seed 001, an elbencho before v2.3.1 with
-``Elapsed ms``, alignment lost in the PDF) and the 2-core VM capture of
-elbencho 3.1-10 (shared/fixtures/cpu, human elapsed times).  Every other
-case is made from that text, one change at a time.
+``Elapsed ms``, alignment lost in the PDF), the 2-core VM capture of
+elbencho 3.1-10 (shared/fixtures/cpu, human elapsed times) and the four
+ElbenchoCpuCheck runs captured on ``local`` (tests/fixtures/captured/
+elbencho, with the ``--jsonfile`` each run wrote).  Every other case is
+made from that text, one change at a time.
 """
+import json
 import pathlib
 
 import pytest
@@ -18,6 +21,9 @@ SHARED = pathlib.Path(__file__).resolve().parents[2] / 'shared'
 SEED = SHARED / 'seeds' / '001_5f1f282877db38f4.txt'
 VM = SHARED / 'fixtures' / 'cpu' / \
     'elbencho_write_read_1file_t2_b1M_s1G_direct.txt'
+CAPTURED = pathlib.Path(__file__).parent / 'fixtures' / 'captured' / \
+    'elbencho'
+CHECK_RUNS = sorted(p.stem for p in CAPTURED.glob('*.txt'))
 
 
 @pytest.fixture(scope='module')
@@ -73,6 +79,45 @@ def test_vm_capture(vm):
     # the whole 1 GiB file moved: 1024 MiB in 0.722 s is about 1418 MiB/s
     assert total_mib(write) / (write.elapsed_ms[1] / 1000) == \
         pytest.approx(write.throughput_mib_s(), rel=0.01)
+
+
+@pytest.mark.parametrize('run', CHECK_RUNS)
+def test_captured_check_runs(run):
+    """Each table read by the parser against the --jsonfile elbencho wrote
+    in the same run (one JSON object per phase, every value a string):
+    elapsed ms, IOPS, MiB/s and MiB truncated from bytes/s and bytes."""
+    text = (CAPTURED / f'{run}.txt').read_text()
+    records = [json.loads(line) for line in
+               (CAPTURED / f'{run}.json').read_text().splitlines()]
+    phases = parse_elbencho(text)
+    assert [p.operation for p in phases] == \
+        [r['phase_type'] for r in records]
+    assert [p.operation for p in phases][-2:] == ['WRITE', 'READ']
+    for record in records[-2:]:
+        parsed = phase(phases, record['phase_type'])
+        for n, which in enumerate(('first', 'last')):
+            done = record[f'{which}_done']
+            assert parsed.elapsed_ms[n] == int(done['elapsed_time_ms'])
+            assert parsed.value('IOPS', which) == int(done['iops'])
+            assert parsed.throughput_mib_s(which) == \
+                int(done['bytes/s']) // 2**20
+            assert total_mib(parsed, which) == int(done['bytes']) // 2**20
+
+
+def test_captured_dir_mode_broken():
+    """The real file-per-thread run: cut after its MKDIRS block, and with a
+    Files/s figure gone bad."""
+    text = (CAPTURED / 'elbencho319_file_per_thread_seq_1m_t2_s256M.txt') \
+        .read_text()
+    phases = parse_elbencho(cut_after(text, '---'))
+    with pytest.raises(ParseError, match=r'expected one WRITE phase, found '
+                                         r'0 \(phases: MKDIRS\)'):
+        phase(phases, 'WRITE')
+    broken = replace_once(text, 'Files/s          :           2           5',
+                          'Files/s          :           2        -nan')
+    with pytest.raises(ParseError, match='WRITE "Files/s": \'-nan\' is not a '
+                                         'finite number'):
+        parse_elbencho(broken)
 
 
 @pytest.mark.parametrize('token, ms', [

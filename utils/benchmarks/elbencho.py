@@ -78,6 +78,23 @@ class ElbenchoSource(UpstreamSource):
     repo_url = 'https://github.com/breuner/elbencho.git'
     version = 'v3.1-9'
 
+    def _mirror_cmds(self, mirror):
+        # A checkout in which `make externals` ran is copied, not cloned:
+        # a clone drops the untracked external/ trees the build needs.
+        if not os.path.isdir(os.path.join(mirror, 'external',
+                                          'Simple-Web-Server')):
+            return super()._mirror_cmds(mirror)
+        copy = [f'cp -a {shlex.quote(mirror)}/. {self.tree}/']
+        if not os.path.isdir(os.path.join(mirror, '.git')):
+            return copy
+        tag = checked_token(self.version, 'version')
+        return copy + [
+            f'at=$(git -C {self.tree} describe --tags --exact-match '
+            f'2>/dev/null) || at="an untagged commit"',
+            f'[ "$at" = {tag} ] || {{ echo "{PREFIX} -S src_mirror='
+            f'{mirror} is a checkout of $at, not {tag}" >&2; exit 1; }}',
+        ]
+
 
 class ElbenchoBuild(UpstreamBuild):
     """``make`` in a copy of the source tree; ``bin/elbencho`` to build/."""
@@ -125,9 +142,12 @@ class ElbenchoBuild(UpstreamBuild):
             *self._preflight(src),
             # the session's source tree is shared by the CPU and CUDA builds
             f'cp -a {src}/. tree/',
+            # BACKTRACE_SUPPORT=0: without a system libbacktrace (Debian,
+            # Ubuntu) make would clone one from github.com at build time
             ' '.join(['make -C tree', f'-j {self.build_jobs}',
                       f'CXX={self._cxx}', *cuda,
-                      'CUFILE_SUPPORT=0', 'S3_SUPPORT=0']),
+                      'CUFILE_SUPPORT=0', 'S3_SUPPORT=0',
+                      'BACKTRACE_SUPPORT=0']),
             'mkdir -p build && cp tree/bin/elbencho build/',
         ]
 
