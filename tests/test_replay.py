@@ -2,6 +2,7 @@
 (config/replay.py, hpcval.replay): labelled as replays everywhere, judged
 as the documents' own tables imply, and broken recordings fail sanity
 with the reason."""
+import json
 import pathlib
 
 import pytest
@@ -9,8 +10,8 @@ import pytest
 from mutate import cut_after
 from replays import (KESTREL, NOT_RECORDED, SYSTEMS, kestrel_recordings,
                      make_replay_reports, mi300x_recordings, replay)
-from rfm import ROOT, by_name, cases, reframe
 import seedtext
+from rfm import ROOT, by_name, cases, reframe
 
 # mi300x: what the guide's Tables 1-6 say of its own example outputs
 MI300X_VERDICTS = {
@@ -36,7 +37,6 @@ def reports(request, tmp_path_factory):
 
 
 def _load(path):
-    import json
     return json.loads(pathlib.Path(path).read_text())
 
 
