@@ -12,7 +12,10 @@ import io
 
 from hpcval.comparison import FAIL, PASS, PUBLISHED
 
-ARROW = {'higher': 'higher is better', 'lower': 'lower is better'}
+ARROW = {'higher': '↑', 'lower': '↓'}
+LEGEND = ('↑ higher is better, ↓ lower is better; a cell is mean ± standard '
+          'deviation (n runs), then the reference, its pass band and the '
+          'verdict of the mean')
 FORMATS = ('md', 'csv', 'html', 'tex')
 
 
@@ -31,10 +34,10 @@ def num(x):
 def _band(ref):
     lo, hi = ref.bounds()
     if hi is None:
-        return f'>= {num(lo)}'
+        return f'≥ {num(lo)}'
 
     if lo is None:
-        return f'<= {num(hi)}'
+        return f'≤ {num(hi)}'
 
     return f'{num(lo)}..{num(hi)}'
 
@@ -58,17 +61,25 @@ def judged(cell):
            f'{cell.verdict}'
 
 
-def _row_label(row):
-    return f'{row.test} · {row.metric} ({row.unit}, {ARROW[row.better]})'
+def metric_label(row):
+    return f'{row.metric} [{row.unit}] {ARROW[row.better]}'
+
+
+def labelled_rows(rows):
+    """(test label or '' when it repeats the row above, row)."""
+    last = None
+    for row in rows:
+        yield ('' if row.test == last else row.test), row
+        last = row.test
 
 
 def to_markdown(table):
-    out = [f'## {table.title}', '']
-    head = ['metric'] + table.columns
+    out = [f'## {table.title}', '', LEGEND, '']
+    head = ['test', 'metric'] + table.columns
     for bench, rows in table.groups():
         out += [f'### {bench}', '', '| ' + ' | '.join(head) + ' |',
                 '|' + '---|' * len(head)]
-        for row in rows:
+        for test, row in labelled_rows(rows):
             cells = []
             for col in table.columns:
                 cell = table.cells.get((row, col))
@@ -78,8 +89,9 @@ def to_markdown(table):
                 verdict = judged(cell)
                 cells.append(measured(cell) +
                              (f'<br>{verdict}' if verdict else ''))
-            out.append('| ' + ' | '.join([_md(_row_label(row))] +
-                                         [_md(c) for c in cells]) + ' |')
+            out.append('| ' + ' | '.join(
+                [_md(test), _md(metric_label(row))] +
+                [_md(c) for c in cells]) + ' |')
         out.append('')
 
     out += [f'- {_md(n)}' for n in table.notes]
@@ -124,7 +136,8 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin-bottom:2em}
 th,td{border:1px solid #bbb;padding:.3em .6em;vertical-align:top}
-th{background:#eee} td.metric{font-family:monospace;font-size:90%}
+th{background:#eee} td.test,td.metric{font-family:monospace;font-size:85%}
+.legend{color:#555}
 td.pass{background:#e3f4e3} td.fail{background:#f8dcdc}
 td.replay{background-image:repeating-linear-gradient(45deg,transparent 0,
 transparent 6px,rgba(0,0,0,.05) 6px,rgba(0,0,0,.05) 12px)}
@@ -133,14 +146,17 @@ ul.notes{color:#555}
 """
 
 
-def _html_table(table, esc):
-    parts = [f'<h2>{esc(table.title)}</h2>']
+def _html_table(table, esc, heading=True):
+    parts = [f'<h2>{esc(table.title)}</h2>'] if heading else []
     head = ''.join(f'<th>{esc(c)}</th>' for c in table.columns)
     for bench, rows in table.groups():
-        parts.append(f'<h3>{esc(bench)}</h3><table><tr><th>metric</th>'
-                     f'{head}</tr>')
-        for row in rows:
-            parts.append(f'<tr><td class="metric">{esc(_row_label(row))}'
+        parts.append(f'<h3>{esc(bench)}</h3><table><tr><th>test</th>'
+                     f'<th>metric</th>{head}</tr>')
+        for test, row in labelled_rows(rows):
+            span = sum(r.test == row.test for r in rows)
+            parts.append('<tr>' + (f'<td class="test" rowspan="{span}">'
+                                   f'{esc(test)}</td>' if test else '') +
+                         f'<td class="metric">{esc(metric_label(row))}'
                          f'</td>')
             for col in table.columns:
                 cell = table.cells.get((row, col))
@@ -170,9 +186,10 @@ def to_html(tables, inputs=(), problems=(), images=(), title=None):
     title = title or tables[0].title
     parts = ['<!DOCTYPE html><html><head><meta charset="utf-8">',
              f'<title>{esc(title)}</title><style>{_CSS}</style>'
-             f'</head><body><h1>{esc(title)}</h1>']
+             f'</head><body><h1>{esc(title)}</h1>',
+             f'<p class="legend">{esc(LEGEND)}</p>']
     for table in tables:
-        parts += _html_table(table, esc)
+        parts += _html_table(table, esc, heading=len(tables) > 1)
 
     for heading, items in (('Inputs', inputs), ('Inputs left out', problems)):
         if items:
@@ -192,7 +209,9 @@ def to_html(tables, inputs=(), problems=(), images=(), title=None):
 _TEX = {'\\': r'\textbackslash{}', '&': r'\&', '%': r'\%', '$': r'\$',
         '#': r'\#', '_': r'\_', '{': r'\{', '}': r'\}',
         '~': r'\textasciitilde{}', '^': r'\textasciicircum{}',
-        '±': r'$\pm$', '·': r'$\cdot$'}
+        '±': r'$\pm$', '·': r'$\cdot$', '↑': r'$\uparrow$',
+        '↓': r'$\downarrow$', '≥': r'$\geq$', '≤': r'$\leq$',
+        '→': r'$\rightarrow$'}
 
 
 def tex(text):
@@ -201,15 +220,16 @@ def tex(text):
 
 def to_latex(table):
     """A booktabs tabular per benchmark (needs \\usepackage{booktabs})."""
-    cols = 'l' + 'l' * len(table.columns)
-    out = [f'% {tex(table.title)}']
+    cols = 'll' + 'l' * len(table.columns)
+    out = [f'% {tex(table.title)}', f'% {tex(LEGEND)}']
     for bench, rows in table.groups():
         out += [r'\begin{table}[ht]', r'\centering', r'\small',
                 rf'\caption{{{tex(table.title)}: {tex(bench)}}}',
                 rf'\begin{{tabular}}{{{cols}}}', r'\toprule',
-                ' & '.join(['metric'] + [tex(c) for c in table.columns]) +
+                ' & '.join(['test', 'metric'] +
+                           [tex(c) for c in table.columns]) +
                 r' \\', r'\midrule']
-        for row in rows:
+        for test, row in labelled_rows(rows):
             cells = []
             for col in table.columns:
                 cell = table.cells.get((row, col))
@@ -220,7 +240,8 @@ def to_latex(table):
                 cells.append(r'\begin{tabular}[t]{@{}l@{}}' +
                              r' \\ '.join(x for x in lines if x) +
                              r'\end{tabular}')
-            out.append(' & '.join([tex(_row_label(row))] + cells) + r' \\')
+            out.append(' & '.join([tex(test), tex(metric_label(row))] +
+                                  cells) + r' \\')
         out += [r'\bottomrule', r'\end{tabular}', r'\end{table}', '']
 
     return '\n'.join(out)

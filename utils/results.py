@@ -264,7 +264,7 @@ def load(report_files=(), db=None, on_error='skip', since=None, until=None):
 def _db_sessions(path, since, until, col):
     if not os.path.isfile(path):
         col.problem(path, 'no such results database')
-        return []
+        return
 
     query, args = 'SELECT uuid, json_blob FROM sessions', []
     bounds = [('session_start_unix >= ?', since),
@@ -276,14 +276,18 @@ def _db_sessions(path, since, until, col):
 
     try:
         conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
-        try:
-            return conn.execute(query + ' ORDER BY session_start_unix',
-                                args).fetchall()
-        finally:
-            conn.close()
+    except sqlite3.Error as err:
+        col.problem(path, f'cannot open: {err}')
+        return
+
+    try:
+        # one session at a time: the blobs of a large database do not
+        # all fit in memory at once
+        yield from conn.execute(query + ' ORDER BY session_start_unix', args)
     except sqlite3.Error as err:
         col.problem(path, f'not a ReFrame results database: {err}')
-        return []
+    finally:
+        conn.close()
 
 
 def default_db():
