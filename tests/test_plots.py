@@ -9,7 +9,6 @@ import pathlib
 import shutil
 import xml.etree.ElementTree as ET
 
-import numpy as np
 import pytest
 from matplotlib import image as mpimg
 
@@ -20,6 +19,7 @@ from replays import make_replay_reports
 from rfm import ROOT
 
 REPORTS = ROOT / 'tests' / 'fixtures' / 'reports' / 'plots'
+H200 = ROOT / 'tests' / 'fixtures' / 'captured' / 'h200x2'
 SVG = '{http://www.w3.org/2000/svg}'
 
 
@@ -130,7 +130,8 @@ def test_collective_curves_from_kept_outputs(loaded, tmp_path):
         'curve-nccl_tests-all_reduce-in_place.png']
     for png in pngs:
         _png(png, height=500)
-    text = _svg_text(str(tmp_path / 'curve-nccl_tests-all_reduce-in_place.svg'))
+    text = _svg_text(str(tmp_path /
+                         'curve-nccl_tests-all_reduce-in_place.svg'))
     # both replays: mi300x's rccl-tests to 8 GiB, kestrel's nccl-tests to 4G
     for label in ('mi300x (replay)', 'kestrel (replay)', 'RcclTestsNodeCheck',
                   'NcclTestsMultiNodeCheck', '1K', '1M', '1G',
@@ -195,6 +196,43 @@ def test_babelstream_from_a_table_alone(table, tmp_path):
     plotted = plots.babelstream_kernels(table, tmp_path)
     assert sorted(pathlib.Path(p).name for p in _pairs(plotted)) == [
         'bars-babelstream-kernels-cpu.png', 'bars-babelstream-kernels-gpu.png']
+
+
+def _h200_case(loaded, folder, check, params, capture):
+    """A case of the checks' real run on 2x H200 (--system local, see
+    tests/fixtures/captured/h200x2/README.md), its captured output kept as
+    ReFrame keeps a passed case's stdout."""
+    folder.mkdir()
+    shutil.copy(H200 / capture, folder / 'rfm_job.out')
+    test = ' '.join([check, *(f'%{k}={v}' for k, v in params)])
+    return dataclasses.replace(
+        loaded.cases[0], source='h200x2 capture', check=check, test=test,
+        params=params, system='local', partition='default', environ='cuda',
+        result='pass', replay=False, outputdir=str(folder),
+        stdout='rfm_job.out',
+        benchmark='nccl_tests' if 'Nccl' in check else 'transferbench')
+
+
+def test_measured_h200_outputs_beside_replays(loaded, tmp_path):
+    nccl = _h200_case(loaded, tmp_path / 'nccl', 'NcclTestsNodeCheck',
+                      (('collective', 'all_reduce'),),
+                      'check_nccl2196_all_reduce_g2.txt')
+    p2p = _h200_case(loaded, tmp_path / 'p2p', 'TransferBenchCudaCheck',
+                     (('preset', 'p2p'),), 'transferbench/check_tb152_p2p.txt')
+    cases = [nccl, p2p] + [s.case for s in loaded.samples]
+    curves = plots.collective_curves(cases, tmp_path / 'out')
+    text = _svg_text(str(tmp_path / 'out' /
+                         'curve-nccl_tests-all_reduce-in_place.svg'))
+    assert 'local, NcclTestsNodeCheck (n=1)' in text
+    assert 'mi300x (replay), RcclTestsNodeCheck (n=1)' in text
+    heat = plots.transferbench_heatmaps(cases, tmp_path / 'out')
+    [png] = [p for p in heat
+             if p.endswith('local-transferbenchcudacheck-p2p.png')]
+    _png(png)
+    text = _svg_text(png[:-4] + '.svg')
+    # on NVIDIA TransferBench runs no CPU-executed GPU pair: N/A, grey
+    assert 'N/A' in text and '154' in text and 'GPU 01' in text
+    assert curves.skipped == heat.skipped == []
 
 
 def _moved(samples, outdir):
