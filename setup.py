@@ -22,7 +22,7 @@ setup(
         # MPI from PyPI wheels: works offline, no system MPI needed
         'mpi': ['mpich==4.3.2', 'mpi4py==4.1.2'],
         # hpcval report --plots
-        'report': ['matplotlib==3.11.2'],
+        'plots': ['matplotlib==3.11.2'],
         'test': ['pytest>=7', 'matplotlib==3.11.2'],
     },
     entry_points={'console_scripts': ['hpcval=hpcval.cli:main']},

@@ -72,3 +72,11 @@ def minicluster_pingpong(minicluster, tmp_path_factory):
                            tmp_path=tmp, env=minicluster.env())
     assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
     return Run(proc, report, tmp / 'report.json')
+
+
+@pytest.fixture(scope='session')
+def replay_reports(tmp_path_factory):
+    """{system: report path}: the seeds' example outputs replayed through
+    the checks (tests/replays.py)."""
+    from replays import make_replay_reports
+    return make_replay_reports(tmp_path_factory.mktemp('replays'))

@@ -8,7 +8,11 @@ import html.parser
 import io
 import json
 import math
+import os
+import pathlib
+import shutil
 import sqlite3
+import subprocess
 
 import pytest
 
@@ -21,9 +25,10 @@ GBENCH_JSON = (ROOT / 'tests' / 'fixtures' / 'captured' / 'h200x2' /
 
 
 def perfvalues(report):
-    """{(system, test, metric): (value, verdict)} of a data-4.2 report;
+    """{(column, test, metric): (value, verdict)} of a data-4.2 report;
     ReFrame says pass where it had no reference (0), hpcval says so."""
-    return {(tc['system'], tc['display_name'], key.rsplit(':', 1)[-1]):
+    return {(tc['system'] + (' (replay)' if 'replay' in tc['tags'] else ''),
+             tc['display_name'], key.rsplit(':', 1)[-1]):
             (vals[0], vals[5] if vals[1] else comparison.NO_REFERENCE)
             for tc in cases(report) if not tc['fixture']
             for key, vals in (tc['perfvalues'] or {}).items()}
@@ -35,23 +40,32 @@ def hpcval(*args, capsys=None):
 
 
 @pytest.fixture(scope='module')
-def real_reports(local_run, minicluster_pingpong):
-    return [local_run.path, minicluster_pingpong.path]
+def real_reports(local_run, minicluster_pingpong, replay_reports):
+    """The local and minicluster runs, and the seeds' replays."""
+    return [local_run.path, minicluster_pingpong.path,
+            *map(pathlib.Path, replay_reports.values())]
 
 
-def test_every_format_from_real_reports(real_reports, local_run,
-                                        minicluster_pingpong, tmp_path):
-    out = tmp_path / 'out'
+@pytest.fixture(scope='module')
+def every_format(real_reports, tmp_path_factory):
+    out = tmp_path_factory.mktemp('report') / 'out'
     assert hpcval(*real_reports, '--format', 'md,csv,html,tex',
                   '--out', out) == 0
+    return out
+
+
+def test_every_format_from_real_reports(real_reports, every_format):
+    out = every_format
     md = (out / 'comparison.md').read_text()
-    assert '| metric | local | minicluster |' in md
-    assert '### mpi4py_pingpong' in md
+    assert ('| test | metric | local | minicluster | kestrel (replay) | '
+            'local (replay) | mi300x (replay) |') in md
+    assert '### mpi4py_pingpong' in md and '### transferbench' in md
 
     rows = list(csv.DictReader(io.StringIO((out / 'comparison.csv')
                                            .read_text())))
-    measured = {**perfvalues(local_run.report),
-                **perfvalues(minicluster_pingpong.report)}
+    measured = {}
+    for path in real_reports:
+        measured.update(perfvalues(json.loads(path.read_text())))
     by_key = {(r['column'], r['test'], r['metric']): r for r in rows}
     assert len(by_key) == len(measured)
     for (system, test, metric), (value, result) in measured.items():
@@ -65,11 +79,30 @@ def test_every_format_from_real_reports(real_reports, local_run,
     checker = _HtmlCheck()
     checker.feed(page)
     assert checker.external == [], 'the page must be self-contained'
-    assert checker.tables >= 2 and 'minicluster' in page
+    assert checker.tables >= 6 and 'mi300x (replay)' in page
 
     tex = (out / 'comparison.tex').read_text()
     assert tex.count(r'\begin{table}') == tex.count(r'\end{table}') >= 2
     assert '%placement' not in tex.replace(r'\%placement', '')
+
+
+@pytest.mark.skipif(shutil.which('wkhtmltoimage') is None
+                    and os.environ.get('CI') != 'true',
+                    reason='wkhtmltoimage (Debian wkhtmltopdf) not installed')
+def test_html_page_renders_with_verdict_colours(every_format):
+    """The page as an image: passes green, the replayed MI300X DMA test
+    (48.349 GB/s under the guide's 48.4) red, replays hatched."""
+    from PIL import Image
+    png = every_format / 'page.png'
+    subprocess.run(['wkhtmltoimage', '--quiet', '--width', '1400',
+                    str(every_format / 'comparison.html'), str(png)],
+                   env=dict(os.environ, QT_QPA_PLATFORM='offscreen'),
+                   check=True, capture_output=True, timeout=120)
+    image = Image.open(png).convert('RGB')
+    assert image.width == 1400 and image.height > 2000
+    colours = {rgb for _, rgb in image.getcolors(maxcolors=1 << 20)}
+    assert (0xe3, 0xf4, 0xe3) in colours, 'no pass cell drawn'
+    assert (0xf8, 0xdc, 0xdc) in colours, 'no fail cell drawn'
 
 
 class _HtmlCheck(html.parser.HTMLParser):

@@ -35,6 +35,14 @@ def timestamp(text):
             f'2026-11-01T08:00) nor now-<N>d|h|m') from None
 
 
+def _regex(text):
+    try:
+        re.compile(text)
+    except re.error as err:
+        raise argparse.ArgumentTypeError(f'{text!r}: {err}') from None
+    return text
+
+
 def add_input_arguments(parser):
     parser.add_argument('reports', nargs='*', metavar='REPORT',
                         help='ReFrame JSON run reports (--report-file), '
@@ -88,6 +96,9 @@ def add_arguments(parser):
                              'without it the first format goes to stdout')
     parser.add_argument('--plots', action='store_true',
                         help='with --out: also draw the plots (PNG, SVG)')
+    parser.add_argument('--plots-select', type=_regex, metavar='REGEX',
+                        help='bar charts only for rows (test or metric) '
+                             'matching REGEX')
     parser.add_argument('--force', action='store_true',
                         help='overwrite existing output files')
     parser.add_argument('--title', default='Cross-system comparison')
@@ -119,10 +130,13 @@ def _data_uri(path):
         return 'data:image/png;base64,' + base64.b64encode(fp.read()).decode()
 
 
-def _draw(table, samples, outdir, force):
+def _draw(table, samples, outdir, select, force):
     from hpcval import plots      # matplotlib only when plots are asked for
-    return plots.draw_all(table, samples, os.path.join(outdir, 'plots'),
-                          force=force)
+    drawn = plots.draw_all(table, samples, os.path.join(outdir, 'plots'),
+                           select=select, force=force)
+    for why in drawn.skipped:
+        print(f'hpcval report: plot: {why}', file=sys.stderr)
+    return drawn.files
 
 
 def render(tables, fmt, inputs=(), problems=(), images=()):
@@ -161,7 +175,8 @@ def run(args):
     images = []
     try:
         if args.plots and samples:
-            pngs = _draw(tables[0], samples, args.out, args.force)
+            pngs = _draw(tables[0], samples, args.out, args.plots_select,
+                         args.force)
             images = [(os.path.basename(p), _data_uri(p)) for p in pngs
                       if p.endswith('.png')]
         for fmt in fmts:
