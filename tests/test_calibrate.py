@@ -21,7 +21,8 @@ from rfm import ROOT, by_name, reframe
 
 MIRROR = os.environ.get('HPCVAL_BABELSTREAM_MIRROR')
 CHECKS = ('checks/mpi4py_pingpong.py', 'checks/babelstream.py')
-RUN = ('-r', '--system', 'local', '-n', 'Mpi4pyPingPongCheck|BabelStreamCpuCheck',
+RUN = ('-r', '--system', 'local',
+       '-n', 'Mpi4pyPingPongCheck|BabelStreamCpuCheck',
        # a quicker, noisier ping-pong; the rerun uses the same setting
        '-S', 'Mpi4pyPingPongCheck.loops=1000',
        *(('-S', f'BabelStreamSource.src_mirror={MIRROR}') if MIRROR else ()))

@@ -199,7 +199,7 @@ def _entries(groups, old_refs, k, floor, min_samples, include_absent, notes):
     out = []
     for (check, partition, params), metrics in groups.items():
         where = dict(params)
-        test = ' '.join([check, *(f'{k}={v}' for k, v in params),
+        test = ' '.join([check, *(f'{name}={val}' for name, val in params),
                          f'(partition {partition})'])
         envs = {s.case.environ for runs in metrics.values() for s in runs}
         if len(envs) > 1:

@@ -73,6 +73,9 @@ _OSU_CROSS = dict(benchmark='osu_latency', placement='cross_socket')
 _OSU_GPU = dict(benchmark='osu_latency', placement='on_node')
 _CS = {'Frontier': 'CommScopeHipCheck', 'Summit': 'CommScopeCudaCheck',
        'Perlmutter': 'CommScopeCudaCheck'}
+# GPU-pair link kinds of a node (the poster's Figs. 2, 3; Frontier's C and
+# D share one bandwidth column)
+_LINK_KINDS = {'Frontier': 4, 'Summit': 2, 'Perlmutter': 1}
 
 
 def _comm_scope(metric, **others):
@@ -80,6 +83,18 @@ def _comm_scope(metric, **others):
     says otherwise for a system."""
     return {name: others.get(name, at(check, metric))
             for name, check in _CS.items()}
+
+
+def _link_kinds(label, metric, kinds, slowest):
+    """Comm|Scope GPU-pair rows, one per link kind column: a system has
+    a figure for each kind its node has, and the check reports its slowest
+    (``slowest``: system -> kind)."""
+    return tuple(
+        SeedRow('comm_scope', f'{label}, {kind}', {
+            name: at(_CS[name], metric) if last == kind else NOT_SLOWEST
+            for name, last in slowest.items()
+            if kinds.index(kind) < _LINK_KINDS[name]})
+        for kind in kinds)
 
 
 def _tb(preset, metric):
@@ -130,29 +145,16 @@ TABLES = (
               'mean of host-to-device and device-to-host', 'GB/s', (
         SeedRow('comm_scope', 'Host/GPU, A',
                 _comm_scope('host_gpu_bandwidth')),
-        SeedRow('comm_scope', 'GPU/GPU, A', {
-            'Frontier': NOT_SLOWEST, 'Summit': NOT_SLOWEST,
-            'Perlmutter': at('CommScopeCudaCheck', 'gpu_gpu_bandwidth')}),
-        SeedRow('comm_scope', 'GPU/GPU, B', {
-            'Frontier': NOT_SLOWEST,
-            'Summit': at('CommScopeCudaCheck', 'gpu_gpu_bandwidth')}),
-        SeedRow('comm_scope', 'GPU/GPU, C,D', {
-            'Frontier': at('CommScopeHipCheck', 'gpu_gpu_bandwidth')}),
+        *_link_kinds('GPU/GPU', 'gpu_gpu_bandwidth', ('A', 'B', 'C,D'),
+                     {'Frontier': 'C,D', 'Summit': 'B', 'Perlmutter': 'A'}),
     ), ('the poster prints Summit\'s row without a name (between Frontier '
         'and Perlmutter); column Host/GPU B has no figure for any system',)),
     SeedTable(SANDIA, 5, 'GPU control and transfer latencies.', 'us', (
         SeedRow('comm_scope', 'Kernel', _comm_scope('kernel_launch')),
         SeedRow('comm_scope', 'Sync', _comm_scope('device_sync')),
         SeedRow('comm_scope', 'Host/GPU', _comm_scope('host_gpu_latency')),
-        SeedRow('comm_scope', 'GPU → GPU, A', {
-            'Frontier': NOT_SLOWEST, 'Summit': NOT_SLOWEST,
-            'Perlmutter': at('CommScopeCudaCheck', 'gpu_gpu_latency')}),
-        SeedRow('comm_scope', 'GPU → GPU, B', {
-            'Frontier': NOT_SLOWEST,
-            'Summit': at('CommScopeCudaCheck', 'gpu_gpu_latency')}),
-        SeedRow('comm_scope', 'GPU → GPU, C', {
-            'Frontier': at('CommScopeHipCheck', 'gpu_gpu_latency')}),
-        SeedRow('comm_scope', 'GPU → GPU, D', {'Frontier': NOT_SLOWEST}),
+        *_link_kinds('GPU → GPU', 'gpu_gpu_latency', ('A', 'B', 'C', 'D'),
+                     {'Frontier': 'C', 'Summit': 'B', 'Perlmutter': 'A'}),
     )),
     SeedTable(MI300X, 1, 'Average, Pass/Fail Bandwidth in GB/s for '
               'TransferBench All-to-All Benchmarking', 'GB/s', (
