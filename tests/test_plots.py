@@ -92,7 +92,7 @@ def test_metric_bars_across_columns(table, tmp_path):
     _png(png, height=480)
     text = _svg_text(png[:-4] + '.svg')
     # three local runs, one minicluster run; lower is better for a time
-    for label in ('local', 'n=3', 'minicluster', 'n=1', 'lower is better',
+    for label in ('local@vm', 'n=3', 'minicluster', 'n=1', 'lower is better',
                   'reference', 'pass band', 'latency_8B (us)'):
         assert label in text, label
     assert plotted.skipped == []
@@ -101,7 +101,7 @@ def test_metric_bars_across_columns(table, tmp_path):
 def test_replay_columns_are_labelled(table, tmp_path):
     row = _row(table, 'BabelStreamCpuCheck', 'triad')
     cols = [c for c in table.columns if (row, c) in table.cells]
-    assert cols == ['local', 'local (replay)']
+    assert cols == ['local@vm', 'local (replay)']
     [png] = _pairs(plots.metric_bars(table, row, tmp_path))
     _png(png)
     text = _svg_text(png[:-4] + '.svg')
@@ -207,7 +207,8 @@ def _h200_case(loaded, folder, check, params, capture):
     test = ' '.join([check, *(f'%{k}={v}' for k, v in params)])
     return dataclasses.replace(
         loaded.cases[0], source='h200x2 capture', check=check, test=test,
-        params=params, system='local', partition='default', environ='cuda',
+        params=params, system='local', hostname='h200x2',
+        partition='default', environ='cuda',
         result='pass', replay=False, outputdir=str(folder),
         stdout='rfm_job.out',
         benchmark='nccl_tests' if 'Nccl' in check else 'transferbench')
@@ -223,11 +224,11 @@ def test_measured_h200_outputs_beside_replays(loaded, tmp_path):
     curves = plots.collective_curves(cases, tmp_path / 'out')
     text = _svg_text(str(tmp_path / 'out' /
                          'curve-nccl_tests-all_reduce-in_place.svg'))
-    assert 'local, NcclTestsNodeCheck (n=1)' in text
+    assert 'local@h200x2, NcclTestsNodeCheck (n=1)' in text
     assert 'mi300x (replay), RcclTestsNodeCheck (n=1)' in text
     heat = plots.transferbench_heatmaps(cases, tmp_path / 'out')
     [png] = [p for p in heat
-             if p.endswith('local-transferbenchcudacheck-p2p.png')]
+             if p.endswith('local-h200x2-transferbenchcudacheck-p2p.png')]
     _png(png)
     text = _svg_text(png[:-4] + '.svg')
     # on NVIDIA TransferBench runs no CPU-executed GPU pair: N/A, grey

@@ -27,11 +27,22 @@ GBENCH_JSON = (ROOT / 'tests' / 'fixtures' / 'captured' / 'h200x2' /
 def perfvalues(report):
     """{(column, test, metric): (value, verdict)} of a data-4.2 report;
     ReFrame says pass where it had no reference (0), hpcval says so."""
-    return {(tc['system'] + (' (replay)' if 'replay' in tc['tags'] else ''),
-             tc['display_name'], key.rsplit(':', 1)[-1]):
+    host = report['session_info']['hostname']
+    return {(_column(tc, host), tc['display_name'], key.rsplit(':', 1)[-1]):
             (vals[0], vals[5] if vals[1] else comparison.NO_REFERENCE)
             for tc in cases(report) if not tc['fixture']
             for key, vals in (tc['perfvalues'] or {}).items()}
+
+
+def _column(tc, host):
+    if 'replay' in tc['tags']:
+        return f'{tc["system"]} (replay)'
+
+    return f'local@{host}' if tc['system'] == 'local' else tc['system']
+
+
+def local_column(run):
+    return f'local@{run.report["session_info"]["hostname"]}'
 
 
 def hpcval(*args, capsys=None):
@@ -54,11 +65,12 @@ def every_format(real_reports, tmp_path_factory):
     return out
 
 
-def test_every_format_from_real_reports(real_reports, every_format):
+def test_every_format_from_real_reports(real_reports, every_format,
+                                        local_run):
     out = every_format
     md = (out / 'comparison.md').read_text()
-    assert ('| test | metric | local | minicluster | kestrel (replay) | '
-            'local (replay) | mi300x (replay) |') in md
+    assert (f'| test | metric | {local_column(local_run)} | minicluster | '
+            f'kestrel (replay) | local (replay) | mi300x (replay) |') in md
     assert '### mpi4py_pingpong' in md and '### transferbench' in md
 
     rows = list(csv.DictReader(io.StringIO((out / 'comparison.csv')
@@ -140,7 +152,7 @@ def test_reports_of_older_reframe_releases(path):
     assert (case.system, case.partition, case.result) == ('local', 'default',
                                                           'pass')
     table = comparison.build(loaded.samples)
-    cell = table.cells[(table.rows[1], 'local')]
+    cell = table.cells[(table.rows[1], 'local@vm')]
     assert table.rows[1].metric == 'latency_8B'
     assert cell.verdict == ('pass' if cell.mean <= 10.0 else 'fail')
 
@@ -190,7 +202,7 @@ def test_bad_inputs_are_named_and_skipped(local_run, tmp_path, capsys):
         line = next(l for l in err.splitlines() if str(path) in l)
         assert reason in line, line
     assert f'{notdb}: not a ReFrame results database' in err
-    assert '| metric | local |' in out
+    assert f'| metric | {local_column(local_run)} |' in out
     # the cases of nosystem.json and nan.json that were intact still count
     loaded = results.load([local_run.path, *paths])
     intact = len(results.load([local_run.path]).cases)
@@ -230,7 +242,8 @@ def test_cells_aggregate_runs_and_name_reference_changes(local_run):
     table = comparison.build(loaded.samples)
     [row] = [r for r in table.rows if r.test == 'OldReframePingPong'
              and r.metric == 'latency_8B']
-    cell = table.cells[(row, 'local')]
+    # both old reports were made on the same host: one column
+    cell = table.cells[(row, 'local@vm')]
     values = [s.value for s in loaded.samples
               if s.case.test == 'OldReframePingPong'
               and s.metric == 'latency_8B']

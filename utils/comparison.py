@@ -101,10 +101,28 @@ class Table:
 
 def column_of(case, multi_partition):
     label = case.system
-    if (case.system, case.replay) in multi_partition:
+    if label == 'local' and case.hostname and not case.replay:
+        # "local" is whatever host ReFrame ran on: name the host
+        label += f'@{case.hostname}'
+    if (label, case.replay) in multi_partition:
         label += f':{case.partition}'
 
     return label + (' (replay)' if case.replay else '')
+
+
+def _key(case):
+    return column_of(case, ()), case.replay
+
+
+def columns(cases):
+    """{case: column label}: the system ("local@<host>" for local), with
+    the partition where one system shows several, and "(replay)"."""
+    parts = {}
+    for c in cases:
+        parts.setdefault(_key(c), set()).add(c.partition)
+    multi = {key for key, p in parts.items() if len(p) > 1}
+    return {c: column_of(c, {k[0] for k in multi if k[1] == c.replay})
+            for c in cases}
 
 
 def _reference(sample):
@@ -118,12 +136,7 @@ def _reference(sample):
 
 def build(samples, title='Cross-system comparison'):
     """Aggregate ``samples`` (hpcval.results.Sample) into a Table."""
-    parts = {}
-    for s in samples:
-        parts.setdefault((s.case.system, s.case.replay),
-                         set()).add(s.case.partition)
-    multi = {key for key, p in parts.items() if len(p) > 1}
-
+    column = columns({s.case for s in samples})
     unit_of, groups = {}, {}
     for s in sorted(samples, key=lambda s: s.case.time):
         key = (s.case.benchmark, s.case.test, s.metric)
@@ -134,7 +147,7 @@ def build(samples, title='Cross-system comparison'):
             key, unit, value = key + (s.unit,), s.unit, s.value
             unit_of.setdefault(key, unit)
         row = Row(*key[:3], unit)
-        groups.setdefault((row, column_of(s.case, multi)), []).append(
+        groups.setdefault((row, column[s.case]), []).append(
             (value, s))
 
     table = Table(title, [], [], {})

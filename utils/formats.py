@@ -16,6 +16,16 @@ ARROW = {'higher': '↑', 'lower': '↓'}
 LEGEND = ('↑ higher is better, ↓ lower is better; a cell is mean ± standard '
           'deviation (n runs), then the reference, its pass band and the '
           'verdict of the mean')
+PUBLISHED_LEGEND = ('↑ higher is better, ↓ lower is better; a cell is the '
+                    'published figure ± its published standard deviation, '
+                    'as references/ holds them')
+
+
+def legend(tables):
+    tables = tables if isinstance(tables, (list, tuple)) else [tables]
+    if all(c.verdict == PUBLISHED for t in tables for c in t.cells.values()):
+        return PUBLISHED_LEGEND
+    return LEGEND
 FORMATS = ('md', 'csv', 'html', 'tex')
 
 
@@ -42,10 +52,16 @@ def _band(ref):
     return f'{num(lo)}..{num(hi)}'
 
 
+def published(x):
+    """A published figure with the digits its source printed."""
+    return f'{x:,.15g}'
+
+
 def measured(cell):
-    text = num(cell.mean)
+    fmt = published if cell.verdict == PUBLISHED else num
+    text = fmt(cell.mean)
     if cell.std is not None:
-        text += f' ± {num(cell.std)}'
+        text += f' ± {fmt(cell.std)}'
 
     if cell.verdict != PUBLISHED:
         text += f' (n={cell.n})'
@@ -74,7 +90,7 @@ def labelled_rows(rows):
 
 
 def to_markdown(table):
-    out = [f'## {table.title}', '', LEGEND, '']
+    out = [f'## {table.title}', '', legend(table), '']
     head = ['test', 'metric'] + table.columns
     for bench, rows in table.groups():
         out += [f'### {bench}', '', '| ' + ' | '.join(head) + ' |',
@@ -187,7 +203,7 @@ def to_html(tables, inputs=(), problems=(), images=(), title=None):
     parts = ['<!DOCTYPE html><html><head><meta charset="utf-8">',
              f'<title>{esc(title)}</title><style>{_CSS}</style>'
              f'</head><body><h1>{esc(title)}</h1>',
-             f'<p class="legend">{esc(LEGEND)}</p>']
+             f'<p class="legend">{esc(legend(tables))}</p>']
     for table in tables:
         parts += _html_table(table, esc, heading=len(tables) > 1)
 
@@ -221,7 +237,7 @@ def tex(text):
 def to_latex(table):
     """A booktabs tabular per benchmark (needs \\usepackage{booktabs})."""
     cols = 'll' + 'l' * len(table.columns)
-    out = [f'% {tex(table.title)}', f'% {tex(LEGEND)}']
+    out = [f'% {tex(table.title)}', f'% {tex(legend(table))}']
     for bench, rows in table.groups():
         out += [r'\begin{table}[ht]', r'\centering', r'\small',
                 rf'\caption{{{tex(table.title)}: {tex(bench)}}}',

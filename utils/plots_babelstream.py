@@ -19,9 +19,10 @@ from hpcval import comparison, units
 from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import CLASSIC_KERNELS, parse_babelstream
 from hpcval.parsers.common import read_text
+from hpcval.comparison import columns
 from hpcval.plots_common import (REFERENCE_COLOUR, REPLAY_HATCH, Plotted,
-                                 columns, describe, new_figure, not_passed,
-                                 save, slug, unique_cases)
+                                 describe, new_figure, not_passed, save, slug,
+                                 unique_cases)
 
 BENCHMARK = 'babelstream'
 KERNELS = tuple(k.lower() for k in CLASSIC_KERNELS)

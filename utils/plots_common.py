@@ -16,7 +16,6 @@ except ImportError as err:      # matplotlib is an optional extra
     raise ImportError(f'hpcval plots need matplotlib ({err}); install it '
                       f'with: pip install "hpcval[plots]"') from None
 
-from hpcval.comparison import column_of
 from hpcval.parsers.common import read_text
 
 DPI = 100
@@ -93,16 +92,6 @@ def unique_cases(samples_or_cases):
         case = getattr(item, 'case', item)
         seen.setdefault(case, None)
     return list(seen)
-
-
-def columns(cases):
-    """Case -> the comparison table's column label for it (system, with
-    the partition where a system shows several, "(replay)" for replays)."""
-    parts = {}
-    for c in cases:
-        parts.setdefault((c.system, c.replay), set()).add(c.partition)
-    multi = {key for key, p in parts.items() if len(p) > 1}
-    return {c: column_of(c, multi) for c in cases}
 
 
 def describe(case):

@@ -12,7 +12,8 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from hpcval.parsers import ParseError
 from hpcval.parsers.nccl_tests import IN_PLACE, OUT_OF_PLACE, parse_nccl_tests
-from hpcval.plots_common import (Plotted, better_label, columns, describe,
+from hpcval.comparison import columns
+from hpcval.plots_common import (Plotted, better_label, describe,
                                  kept_output, new_figure, not_passed, save,
                                  slug, unique_cases)
 

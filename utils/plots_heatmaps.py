@@ -11,9 +11,9 @@ import numpy as np
 
 from hpcval.parsers import ParseError
 from hpcval.parsers.transferbench import parse_a2a, parse_p2p
-from hpcval.plots_common import (Plotted, columns, describe, kept_output,
-                                 new_figure, not_passed, save,
-                                 slug, unique_cases)
+from hpcval.comparison import columns
+from hpcval.plots_common import (Plotted, describe, kept_output, new_figure,
+                                 not_passed, save, slug, unique_cases)
 
 BENCHMARK = 'transferbench'
 PRESETS = {'a2a': parse_a2a, 'p2p': parse_p2p}

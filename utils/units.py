@@ -33,4 +33,7 @@ def convert(value, from_unit, to_unit):
         raise ValueError(f'cannot convert {from_unit} ({src}) to '
                          f'{to_unit} ({dst})')
 
+    if from_unit == to_unit:
+        return value    # through the base unit, 7.7 us would be 7.6999...
+
     return value * _FAMILIES[src][from_unit] / _FAMILIES[dst][to_unit]
