@@ -89,6 +89,17 @@ def labelled_rows(rows):
         last = row.test
 
 
+def _cells(table, row, joined):
+    """Each column's cell text: ``joined`` of its lines (measured, then
+    the reference and verdict where there is one); '' where empty."""
+    out = []
+    for col in table.columns:
+        cell = table.cells.get((row, col))
+        lines = [] if cell is None else [measured(cell), judged(cell)]
+        out.append(joined([x for x in lines if x]) if lines else '')
+    return out
+
+
 def to_markdown(table):
     out = [f'## {table.title}', '', legend(table), '']
     head = ['test', 'metric'] + table.columns
@@ -96,15 +107,7 @@ def to_markdown(table):
         out += [f'### {bench}', '', '| ' + ' | '.join(head) + ' |',
                 '|' + '---|' * len(head)]
         for test, row in labelled_rows(rows):
-            cells = []
-            for col in table.columns:
-                cell = table.cells.get((row, col))
-                if cell is None:
-                    cells.append('')
-                    continue
-                verdict = judged(cell)
-                cells.append(measured(cell) +
-                             (f'<br>{verdict}' if verdict else ''))
+            cells = _cells(table, row, lambda lines: '<br>'.join(lines))
             out.append('| ' + ' | '.join(
                 [_md(test), _md(metric_label(row))] +
                 [_md(c) for c in cells]) + ' |')
@@ -246,16 +249,9 @@ def to_latex(table):
                            [tex(c) for c in table.columns]) +
                 r' \\', r'\midrule']
         for test, row in labelled_rows(rows):
-            cells = []
-            for col in table.columns:
-                cell = table.cells.get((row, col))
-                if cell is None:
-                    cells.append('')
-                    continue
-                lines = [tex(measured(cell)), tex(judged(cell))]
-                cells.append(r'\begin{tabular}[t]{@{}l@{}}' +
-                             r' \\ '.join(x for x in lines if x) +
-                             r'\end{tabular}')
+            cells = _cells(table, row, lambda lines: (
+                r'\begin{tabular}[t]{@{}l@{}}' +
+                r' \\ '.join(map(tex, lines)) + r'\end{tabular}'))
             out.append(' & '.join([tex(test), tex(metric_label(row))] +
                                   cells) + r' \\')
         out += [r'\bottomrule', r'\end{tabular}', r'\end{table}', '']
