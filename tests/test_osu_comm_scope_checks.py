@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 import systems
+from hpcval.benchmarks.osu import CUDA13_COMPAT
 from lmodenv import system_env
 from rfm import by_name, reframe
 
@@ -89,6 +90,26 @@ def test_gpu_buffers_use_the_partitions_gpu_aware_settings(dry_runs):
     # no host-buffer OSU GPU check where MPI is not declared GPU-aware
     _, local = dry_runs['local']
     assert not by_name(local, 'OsuCudaCheck')
+
+
+def test_osu_cuda_build_carries_the_cuda13_shim(dry_runs, tmp_path):
+    _, report = dry_runs['perlmutter']
+    builds = [(pathlib.Path(tc['stagedir']) / 'rfm_build.sh').read_text()
+              for tc in by_name(report, 'OsuBuild')]
+    cuda = next(s for s in builds if '--enable-cuda' in s)
+    assert "cat > obj/cuda13_compat.h <<'EOF'" in cuda
+    configure = next(line for line in cuda.splitlines()
+                     if '/configure ' in line)
+    assert configure.endswith('--enable-cuda --with-cuda="${CUDA_HOME:-$('
+                              'dirname "$(dirname "$(command -v nvcc)")")}" '
+                              'CPPFLAGS="-include $PWD/cuda13_compat.h" )')
+    assert all('cuda13_compat' not in s for s in builds
+               if '--enable-cuda' not in s)
+    # without CUDA headers (host builds, configure probes) it is inert
+    header = tmp_path / 'cuda13_compat.h'
+    header.write_text(CUDA13_COMPAT)
+    subprocess.run(['gcc', '-Wall', '-Werror', '-c', '-include', str(header),
+                    '-x', 'c', '/dev/null', '-o', '/dev/null'], check=True)
 
 
 def test_comm_scope_job_script(dry_runs):

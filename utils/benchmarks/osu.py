@@ -48,6 +48,34 @@ GPU_PLACEMENTS = ('on_node', 'across_nodes')
 ACCELERATORS = ('', 'cuda', 'rocm')
 _TARBALL = ('https://mvapich.cse.ohio-state.edu/download/mvapich/'
             'osu-micro-benchmarks-{}.tar.gz')
+
+# CUDA 13 replaced cudaMemPrefetchAsync(ptr, n, int device, stream) by
+# (ptr, n, cudaMemLocation, flags, stream); OSU 7.4's prefetch_data()
+# (c/util/osu_util_mpi.c, built with --enable-cuda) still passes a device
+# number and fails to compile.  This macro, force-included, keeps that call
+# compiling with the same meaning (cudaCpuDeviceId: host).  C and C++ alike;
+# inert below CUDA 13 and where no CUDA header is found.
+CUDA13_COMPAT = r'''#ifndef HPCVAL_OSU_CUDA13_COMPAT
+#define HPCVAL_OSU_CUDA13_COMPAT
+#if defined(__has_include)
+#if __has_include(<cuda_runtime_api.h>)
+#include <cuda_runtime_api.h>
+#if CUDART_VERSION >= 13000 && !defined(cudaMemPrefetchAsync)
+static inline struct cudaMemLocation hpcval_mem_location(int device)
+{
+    struct cudaMemLocation loc;
+    loc.type = device == cudaCpuDeviceId ? cudaMemLocationTypeHost
+                                         : cudaMemLocationTypeDevice;
+    loc.id = device == cudaCpuDeviceId ? 0 : device;
+    return loc;
+}
+#define cudaMemPrefetchAsync(ptr, n, device, stream) \
+    cudaMemPrefetchAsync((ptr), (n), hpcval_mem_location(device), 0, (stream))
+#endif
+#endif
+#endif
+#endif
+'''
 _PROBE_TIMEOUT_S = 20
 
 
@@ -108,6 +136,9 @@ class OsuBuild(UpstreamBuild):
     mpicc = variable(str, value='')
     mpicxx = variable(str, value='')
 
+    #: Force-include the CUDA 13 shim (see CUDA13_COMPAT) in CUDA builds.
+    cuda13_compat = variable(bool, value=True)
+
     executables = list(BENCHMARKS)
     source = fixture(OsuSource, scope='session')
 
@@ -121,8 +152,12 @@ class OsuBuild(UpstreamBuild):
         checked_token(self.accelerator or 'none', 'accelerator',
                       ('none', 'cuda', 'rocm'))
         if self.accelerator == 'cuda':
-            return ['--enable-cuda', '--with-cuda="${CUDA_HOME:-$(dirname '
+            opts = ['--enable-cuda', '--with-cuda="${CUDA_HOME:-$(dirname '
                     '"$(dirname "$(command -v nvcc)")")}"']
+            if self.cuda13_compat:
+                # configure runs in obj/, where build_commands wrote it
+                opts.append('CPPFLAGS="-include $PWD/cuda13_compat.h"')
+            return opts
         if self.accelerator == 'rocm':
             return ['--enable-rocm', '--with-rocm="${ROCM_PATH:-/opt/rocm}"']
         return []
@@ -130,12 +165,16 @@ class OsuBuild(UpstreamBuild):
     def build_commands(self, src):
         built = ' '.join(f'obj/{folder}/{exe}'
                          for exe, folder in BENCHMARKS.items())
+        compat = []
+        if self.accelerator == 'cuda' and self.cuda13_compat:
+            compat = [f"cat > obj/cuda13_compat.h <<'EOF'\n{CUDA13_COMPAT}EOF"]
         return [
             # a git checkout leaves configure older than configure.ac and
             # make would rerun automake; release tarballs have sane times
             f'find {src} -path "*/.git" -prune -o -exec touch -h -d '
             f'@1700000000 {{}} +',
             'mkdir -p obj build',
+            *compat,
             ' '.join(['(cd obj &&', f'{src}/configure',
                       f'CC={self._compiler("mpicc")}',
                       f'CXX={self._compiler("mpicxx")}',
