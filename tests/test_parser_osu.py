@@ -76,6 +76,11 @@ def test_openmpi_bandwidth():
      'bandwidth', 23, (4194304, None)),
     ('check_osu74_mpich432_allreduce_same_socket.txt',
      'Allreduce Latency Test', 'latency', 23, (4194304, None)),
+    # Intel MPI 2021.19 (PyPI impi-rt) instead of MPICH: same format
+    ('check_osu74_impi2021.19_latency_same_socket.txt', 'Latency Test',
+     'latency', 23, (4194304, 2822.91)),
+    ('check_osu74_impi2021.19_bw_same_socket.txt', 'Bandwidth Test',
+     'bandwidth', 23, (4194304, 12161.24)),
 ])
 def test_mpich_captures(name, test, quantity, rows, largest):
     r = parse_osu(captured(name))
