@@ -101,8 +101,13 @@ def test_osu_cuda_build_carries_the_cuda13_shim(dry_runs, tmp_path):
     configure = next(line for line in cuda.splitlines()
                      if '/configure ' in line)
     assert configure.endswith('--enable-cuda --with-cuda="${CUDA_HOME:-$('
-                              'dirname "$(dirname "$(command -v nvcc)")")}" '
-                              'CPPFLAGS="-include $PWD/cuda13_compat.h" )')
+                              'dirname "$(dirname "$(command -v nvcc)")")}" )')
+    # at make time only: configure's link probes declare `char cudaFree();`,
+    # which the header's CUDA declarations would contradict
+    make = next(line for line in cuda.splitlines() if line.startswith('make'))
+    cc = configure.split(' CC=', 1)[1].split()[0]
+    assert make.endswith(f' CC="{cc} -include $PWD/obj/cuda13_compat.h"'), \
+        make
     assert all('cuda13_compat' not in s for s in builds
                if '--enable-cuda' not in s)
     # without CUDA headers (host builds, configure probes) it is inert

@@ -10,6 +10,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, run_before, variable
 
 from hpcval import features as ft
+from hpcval import layouts
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers import ParseError
@@ -72,6 +73,11 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             f'{ft.GPU_AWARE_MPI}: MPI is not GPU-aware here'
         )
         self.num_tasks_per_node = 2 if self.placement == 'on_node' else 1
+        if self.array in DEVICE_ARRAYS:
+            # GPU buffers need the partition's GPU-aware MPI settings
+            # (MPICH_GPU_SUPPORT_ENABLED=1 on Cray, say)
+            layouts.apply(self, layouts.settings(self.current_partition,
+                                                 'gpu_aware_mpi'))
         self.executable = (checked_path(self.python, 'python')
                            if '/' in self.python
                            else checked_token(self.python, 'python'))

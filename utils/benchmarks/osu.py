@@ -26,7 +26,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    variable)
 
 from hpcval import features as ft
-from hpcval import layouts
+from hpcval import layouts, replay
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.mpi4py_pingpong import size_label
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
@@ -107,7 +107,7 @@ class OsuSource(UpstreamSource):
     @run_before('run')
     def choose_origin(self):
         # mirrors and prebuilt_dir as every source; upstream is a tarball
-        if self.prebuilt_dir or self.src_mirror:
+        if replay.active(self) or self.prebuilt_dir or self.src_mirror:
             return super().choose_origin()
 
         url = self.tarball_url
@@ -152,12 +152,8 @@ class OsuBuild(UpstreamBuild):
         checked_token(self.accelerator or 'none', 'accelerator',
                       ('none', 'cuda', 'rocm'))
         if self.accelerator == 'cuda':
-            opts = ['--enable-cuda', '--with-cuda="${CUDA_HOME:-$(dirname '
+            return ['--enable-cuda', '--with-cuda="${CUDA_HOME:-$(dirname '
                     '"$(dirname "$(command -v nvcc)")")}"']
-            if self.cuda13_compat:
-                # configure runs in obj/, where build_commands wrote it
-                opts.append('CPPFLAGS="-include $PWD/cuda13_compat.h"')
-            return opts
         if self.accelerator == 'rocm':
             return ['--enable-rocm', '--with-rocm="${ROCM_PATH:-/opt/rocm}"']
         return []
@@ -165,9 +161,13 @@ class OsuBuild(UpstreamBuild):
     def build_commands(self, src):
         built = ' '.join(f'obj/{folder}/{exe}'
                          for exe, folder in BENCHMARKS.items())
-        compat = []
+        compat, make_cc = [], ''
         if self.accelerator == 'cuda' and self.cuda13_compat:
             compat = [f"cat > obj/cuda13_compat.h <<'EOF'\n{CUDA13_COMPAT}EOF"]
+            # at make time only: in configure's link probes (char
+            # cudaFree();) the header's CUDA declarations would conflict
+            make_cc = (f' CC="{self._compiler("mpicc")} -include '
+                       f'$PWD/obj/cuda13_compat.h"')
         return [
             # a git checkout leaves configure older than configure.ac and
             # make would rerun automake; release tarballs have sane times
@@ -179,7 +179,7 @@ class OsuBuild(UpstreamBuild):
                       f'CC={self._compiler("mpicc")}',
                       f'CXX={self._compiler("mpicxx")}',
                       *self._accelerator_opts(), ')']),
-            f'make -C obj -j {self.build_jobs}',
+            f'make -C obj -j {self.build_jobs}{make_cc}',
             f'cp {built} build/'
         ]
 
