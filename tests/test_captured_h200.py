@@ -96,3 +96,49 @@ def test_comm_scope_capture_parses():
     h2d = [r for name, r in runs.items()
            if 'PinnedToGPU' in name and 'log2(N):27' in name]
     assert h2d and 50e9 < h2d[0].bytes_per_second < 60e9
+
+
+# -- GPU buffers through Intel MPI 2021.19 (GPU-aware), same node kind ------
+
+REPORTS = DIR.parents[1] / 'reports' / 'h200x2'
+
+
+def _reported(report_name, prefix, metric):
+    import json
+    report = json.loads((REPORTS / report_name).read_text())
+    [value] = [vals[0] for run in report['runs'] for tc in run['testcases']
+               if tc['display_name'].startswith(prefix)
+               for key, vals in tc['perfvalues'].items()
+               if key.endswith(':' + metric)]
+    return value
+
+
+@pytest.mark.parametrize('bench, metric, size', [
+    ('osu_latency', 'latency_8B', 8), ('osu_bw', 'bandwidth_4MiB', 4194304)])
+def test_osu_device_buffers_check_matches_hand_run(bench, metric, size):
+    from hpcval.parsers.osu import parse_osu
+    gpu = 'gpu_aware_mpi'
+    check = parse_osu(_read(f'{gpu}/check_osu74_{bench}_cuda_DD_impi.txt'))
+    hand = parse_osu(_read(f'{gpu}/hand_osu74_{bench}_cuda_DD_impi.txt'))
+    ours = check.table().at(size).value
+    assert ours == _reported('osu-mpi4py-gpu-buffers.json',
+                             f'OsuCudaCheck %benchmark={bench} ', metric)
+    theirs = hand.table().at(size).value
+    # one run each, a minute apart: within 10%
+    assert ours == pytest.approx(theirs, rel=0.10)
+
+
+def test_mpi4py_cupy_buffers_through_the_check():
+    from hpcval.parsers.mpi4py_bench import parse_pingpong
+    gpu = 'gpu_aware_mpi'
+    script = _read(f'{gpu}/check_mpi4py_pingpong_cupy_impi.rfm_job.sh')
+    assert 'export I_MPI_OFFLOAD=1' in script and '-a cupy' in script
+    rows = {r.size: r for r in parse_pingpong(
+        _read(f'{gpu}/check_mpi4py_pingpong_cupy_impi.txt'))}
+    assert rows[4194304].bandwidth == _reported(
+        'osu-mpi4py-gpu-buffers.json', 'Mpi4pyPingPongCheck',
+        'bandwidth_4MiB')
+    hand = {r.size: r for r in parse_pingpong(
+        _read(f'{gpu}/hand_mpi4py_pingpong_cupy_impi.txt'))}
+    assert rows[4194304].bandwidth == pytest.approx(
+        hand[4194304].bandwidth, rel=0.10)

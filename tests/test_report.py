@@ -259,3 +259,24 @@ def test_time_selection_parses_iso_and_relative():
         < timestamp('now-1d') < timestamp('now')
     with pytest.raises(Exception, match='neither an ISO date'):
         timestamp('yesterday')
+
+
+H200 = sorted((ROOT / 'tests' / 'fixtures' / 'reports' / 'h200x2')
+              .glob('*.json'))
+
+
+def test_labels_keep_two_local_hosts_apart(local_run, capsys):
+    """The H200 node's host name is also 'vm': LABEL=REPORT names it."""
+    assert hpcval(local_run.path, *[f'h200x2={p}' for p in H200]) == 0
+    out = capsys.readouterr().out
+    assert f'| test | metric | h200x2 | {local_column(local_run)} |' in out
+    loaded = results.load([('h200x2', p) for p in H200])
+    table = comparison.build(loaded.samples)
+    assert table.columns == ['h200x2']
+    [row] = [r for r in table.rows if r.metric == 'bandwidth_4MiB'
+             and r.test.startswith('OsuCudaCheck %benchmark=osu_bw')]
+    assert table.cells[(row, 'h200x2')].values == [286724.25]
+    from hpcval.report import report_argument
+    assert report_argument('a=b.json') == ('a', 'b.json')
+    assert report_argument(str(H200[0])) == str(H200[0])
+    assert report_argument('x y=b.json') == 'x y=b.json'

@@ -100,7 +100,7 @@ class Table:
 
 
 def column_of(case, multi_partition):
-    label = case.system
+    label = case.label or case.system
     if label == 'local' and case.hostname and not case.replay:
         # "local" is whatever host ReFrame ran on: name the host
         label += f'@{case.hostname}'

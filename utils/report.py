@@ -43,10 +43,24 @@ def _regex(text):
     return text
 
 
+_LABEL = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.@:+-]*')
+
+
+def report_argument(text):
+    """A report path, or (label, path) for ``LABEL=PATH``."""
+    label, sep, path = text.partition('=')
+    if not sep or os.path.exists(text) or not _LABEL.fullmatch(label):
+        return text
+
+    return (label, path)
+
+
 def add_input_arguments(parser):
-    parser.add_argument('reports', nargs='*', metavar='REPORT',
+    parser.add_argument('reports', nargs='*', metavar='[LABEL=]REPORT',
+                        type=report_argument,
                         help='ReFrame JSON run reports (--report-file), '
-                             'from any system or site')
+                             'from any system or site; LABEL= shows its '
+                             'runs in column LABEL instead of their system')
     parser.add_argument('--db', nargs='?', const=results.default_db(),
                         metavar='PATH',
                         help='also read ReFrame\'s results database '

@@ -57,6 +57,7 @@ class Case:
     replay: bool         # a recorded output replayed, not a measurement
     outputdir: object    # ReFrame's output folder of a passed case, or None
     stdout: object       # job stdout file name, or None
+    label: str = ''      # the column name the user gave this input, if any
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def _perf_entries(tc, major):
         yield (key.rsplit(':', 1)[-1], *tup[:5])
 
 
-def _case(tc, major, source, session, where):
+def _case(tc, major, source, session, where, label):
     display = tc.get('display_name') or _need(tc, 'name', where)
     if major == 3:
         system, _, partition = _need(tc, 'system', where).partition(':')
@@ -148,7 +149,8 @@ def _case(tc, major, source, session, where):
         hostname=session.get('hostname', ''), nodes=tuple(nodes),
         version=session.get('version', ''),
         replay=REPLAY_TAG in (tc.get('tags') or ()),
-        outputdir=tc.get('outputdir'), stdout=tc.get('job_stdout'))
+        outputdir=tc.get('outputdir'), stdout=tc.get('job_stdout'),
+        label=label)
 
 
 def _samples(tc, major, case, where):
@@ -198,7 +200,7 @@ class _Collector:
 
         self.loaded.problems.append(Problem(source, reason))
 
-    def report(self, report, source):
+    def report(self, report, source, label=''):
         try:
             major = _major(report)
         except _Bad as err:
@@ -214,7 +216,7 @@ class _Collector:
                     continue
 
                 try:
-                    case = _case(tc, major, source, session, where)
+                    case = _case(tc, major, source, session, where, label)
                     samples = _samples(tc, major, case, where)
                 except _Bad as err:
                     self.problem(source, str(err))
@@ -235,11 +237,16 @@ def _json(text, source, collector):
 def load(report_files=(), db=None, on_error='skip', since=None, until=None):
     """Samples of every report file and every stored session of ``db``.
 
+    A report file may be given as ``(label, path)``: its runs are shown
+    under ``label`` instead of their system name (reports of two hosts
+    that both ran ``--system local``, say).
+
     ``since``/``until`` (unix seconds) select database sessions by their
     start time; report files are taken whole.
     """
     col = _Collector(on_error)
     for path in report_files:
+        label, path = path if isinstance(path, tuple) else ('', path)
         try:
             with open(path, encoding='utf-8') as fp:
                 text = fp.read()
@@ -249,7 +256,7 @@ def load(report_files=(), db=None, on_error='skip', since=None, until=None):
 
         report = _json(text, path, col)
         if report is not None:
-            col.report(report, path)
+            col.report(report, path, label)
 
     if db is not None:
         for uuid, blob in _db_sessions(db, since, until, col):
