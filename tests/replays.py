@@ -4,8 +4,9 @@ the checks (config/replay.py, hpcval.replay, docs/replay.md).
 The outputs are cut from the seed documents at test time (tests/seedtext.py
 and the extractors of the parser tests); nothing of their text is copied
 here.  Only mi300x (seed 000) and kestrel (seed 002) have example outputs;
-frontier, summit, perlmutter and gaudi2 have none in the seeds.  ``local``
-replays the shared CPU fixture's BabelStream output.
+frontier, summit, perlmutter and gaudi2 have none in the seeds: they (and
+``local``) replay the shared CPU fixtures recorded on an x86 VM, which
+exercise their checks, references and labels, not their speed.
 """
 import pathlib
 
@@ -65,6 +66,21 @@ def local_recordings():
     return {'BabelStreamCpuCheck': {'stdout': out.read_text()}}
 
 
+def cpu_fixture_recordings():
+    """The shared CPU fixtures (BabelStream OpenMP, OSU latency and
+    bandwidth, two ranks), recorded on the 2-core x86 VM: what frontier,
+    summit, perlmutter and gaudi2 can replay, since their seeds hold no
+    example output.  Their verdicts say nothing about those machines; the
+    replays exercise each system's checks, references and labels."""
+    osu = {bench: (CPU_FIXTURES / f'osu74_{bench[4:]}_2ranks.txt').read_text()
+           for bench in ('osu_latency', 'osu_bw')}
+    return {
+        **local_recordings(),
+        **{f'OsuCpuCheck%benchmark={bench}%placement=same_socket':
+           {'stdout': text} for bench, text in osu.items()},
+    }
+
+
 #: system -> (recordings, check files, -S settings the recorded runs used)
 SYSTEMS = {
     'mi300x': (mi300x_recordings,
@@ -78,8 +94,13 @@ SYSTEMS = {
                  'NcclTestsMultiNodeCheck.max_bytes=4G']),
     'local': (local_recordings, ['checks/babelstream.py'],
               ['BabelStreamCpuCheck.num_times=20']),
+    **{system: (cpu_fixture_recordings,
+                ['checks/babelstream.py', 'checks/osu.py'],
+                ['BabelStreamCpuCheck.num_times=20'])
+       for system in ('frontier', 'summit', 'perlmutter', 'gaudi2')},
 }
-#: systems whose seeds have no example output to replay
+#: systems whose seeds have no example output to replay (they replay the
+#: shared CPU fixtures instead)
 NOT_RECORDED = ('frontier', 'summit', 'perlmutter', 'gaudi2')
 
 

@@ -231,14 +231,19 @@ def test_rerun_is_judged_against_the_calibrated_file(loaded, unjudged_root,
     proc, report = reframe(*RUN, tmp_path=tmp_path, checks=CHECKS,
                            env={'HPCVAL_ROOT': str(root)})
     [tc] = by_name(report, 'Mpi4pyPingPongCheck %placement=on_node')
-    assert tc['result'] == 'pass', tc['fail_reason']
     perf = {k.rsplit(':', 1)[-1]: v for k, v in tc['perfvalues'].items()}
     for metric in TIMES:
         value, ref, lower, upper, unit, verdict = perf[metric]
         want = tuples[metric]
         assert ref == pytest.approx(want[0])
         assert (lower, upper, unit) == want[1:]
-        assert verdict == 'pass' and math.isfinite(value)
+        # judged by the calibrated band; whether this noisy VM stays in it
+        # (it did in quiet runs) is not what is tested
+        assert math.isfinite(value)
+        assert verdict == ('pass' if value <= ref * (1 + upper) else 'fail')
+    assert tc['result'] == ('pass' if all(
+        perf[m][5] == 'pass' for m in perf if perf[m][1]) else 'fail'), \
+        tc['fail_reason']
 
 
 def test_bad_arguments_and_entries_not_last(loaded, ref_dir):

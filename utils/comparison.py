@@ -99,30 +99,33 @@ class Table:
         return out
 
 
-def column_of(case, multi_partition):
+def _named(case):
     label = case.label or case.system
     if label == 'local' and case.hostname and not case.replay:
         # "local" is whatever host ReFrame ran on: name the host
         label += f'@{case.hostname}'
+    return label
+
+
+def column_of(case, multi_partition=()):
+    """``multi_partition``: the (name, replay) columns that one column per
+    partition splits."""
+    label = _named(case)
     if (label, case.replay) in multi_partition:
         label += f':{case.partition}'
 
     return label + (' (replay)' if case.replay else '')
 
 
-def _key(case):
-    return column_of(case, ()), case.replay
-
-
 def columns(cases):
-    """{case: column label}: the system ("local@<host>" for local), with
-    the partition where one system shows several, and "(replay)"."""
+    """{case: column label}: the system ("local@<host>" for local, or the
+    label the user gave its report), with the partition where one system
+    shows several, and "(replay)"."""
     parts = {}
     for c in cases:
-        parts.setdefault(_key(c), set()).add(c.partition)
+        parts.setdefault((_named(c), c.replay), set()).add(c.partition)
     multi = {key for key, p in parts.items() if len(p) > 1}
-    return {c: column_of(c, {k[0] for k in multi if k[1] == c.replay})
-            for c in cases}
+    return {c: column_of(c, multi) for c in cases}
 
 
 def _reference(sample):
