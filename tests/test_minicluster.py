@@ -86,6 +86,16 @@ def wait_until(what, predicate, timeout=60):
     raise AssertionError(f'timed out after {timeout} s waiting for {what}')
 
 
+def resumed(cluster, node):
+    """Resume ``node`` if it is still down; true once it is not.  Its slurmd
+    may re-register and bring it back first, and scontrol then refuses to
+    resume a node that is not down."""
+    if cluster.node_states().get(node, '').startswith('down'):
+        cluster.run('scontrol', 'update', f'nodename={node}', 'state=resume')
+        return not cluster.node_states()[node].startswith('down')
+    return True
+
+
 def jobs(cluster):
     """[(name, state, nodes, reason)] of the cluster's queue, all states."""
     out = cluster.run('squeue', '-h', '-t', 'all',
@@ -259,8 +269,7 @@ def test_time_limit_and_node_down_while_waiting(faults, tmp_path):
         try:
             _, down_report = waiting.result(timeout=120)
         finally:
-            wait_until('n2 to resume', lambda: faults.run(
-                'scontrol', 'update', 'nodename=n2', 'state=resume'))
+            wait_until('n2 to resume', lambda: resumed(faults, 'n2'))
 
         _, limit_report = slow.result(timeout=180)
 

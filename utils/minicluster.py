@@ -236,7 +236,9 @@ class MiniCluster:
             'SelectType=select/cons_tres',
             'SelectTypeParameters=CR_Core',
             'MpiDefault=none',
-            'ReturnToService=2',
+            # a node set DOWN by hand stays down until resumed (with 2 its
+            # next ping response returned it within a second, racing tests)
+            'ReturnToService=1',
             # the declared CPUs count even on a host with fewer cores
             'SlurmdParameters=config_overrides',
             # one failed rank ends the step instead of leaving its peers
