@@ -289,3 +289,19 @@ def test_labels_keep_two_local_hosts_apart(local_run, capsys):
     assert report_argument('a=b.json') == ('a', 'b.json')
     assert report_argument(str(H200[0])) == str(H200[0])
     assert report_argument('x y=b.json') == 'x y=b.json'
+
+
+def test_a_unit_hpcval_does_not_know_has_no_direction(local_run, tmp_path,
+                                                       capsys):
+    report = json.loads(local_run.path.read_text())
+    victim = next(tc for tc in cases(report) if tc['perfvalues'])
+    key = next(iter(victim['perfvalues']))
+    victim['perfvalues'][key][4] = 'furlongs/fortnight'
+    path = tmp_path / 'odd-unit.json'
+    path.write_text(json.dumps(report))
+    assert hpcval(path, '--format', 'csv') == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    [row] = [r for r in rows if r['unit'] == 'furlongs/fortnight']
+    assert row['better'] == 'unknown'
+    assert hpcval(path) == 0
+    assert '[furlongs/fortnight] ?' in capsys.readouterr().out

@@ -19,11 +19,12 @@ PASS, FAIL, NO_REFERENCE, PUBLISHED = 'pass', 'fail', 'no reference', \
 
 
 def better(unit):
-    """'lower' for times, 'higher' for everything else hpcval measures."""
+    """'lower' for times, 'higher' for everything else hpcval measures,
+    'unknown' for a unit hpcval does not know (a report from elsewhere)."""
     try:
         fam = units.family(unit)
     except ValueError:
-        return 'higher'
+        return 'unknown'
 
     return 'lower' if fam == 'time' else 'higher'
 

@@ -12,8 +12,9 @@ import io
 
 from hpcval.comparison import FAIL, PASS, PUBLISHED
 
-ARROW = {'higher': '↑', 'lower': '↓'}
-LEGEND = ('↑ higher is better, ↓ lower is better; a cell is mean ± standard '
+ARROW = {'higher': '↑', 'lower': '↓', 'unknown': '?'}
+LEGEND = ('↑ higher is better, ↓ lower is better (? a unit hpcval does not '
+          'know); a cell is mean ± standard '
           'deviation (n runs), then the reference, its pass band and the '
           'verdict of the mean')
 PUBLISHED_LEGEND = ('↑ higher is better, ↓ lower is better; a cell is the '

@@ -139,5 +139,5 @@ def value_label(value):
 
 
 def better_label(better):
-    return '↑ higher is better' if better == 'higher' else \
-        '↓ lower is better'
+    return {'higher': '↑ higher is better', 'lower': '↓ lower is better'}.get(
+        better, '? unit unknown to hpcval')

@@ -35,11 +35,15 @@ def timestamp(text):
             f'2026-11-01T08:00) nor now-<N>d|h|m') from None
 
 
-def _regex(text):
+def _compiled(text):
     try:
-        re.compile(text)
+        return re.compile(text)
     except re.error as err:
         raise argparse.ArgumentTypeError(f'{text!r}: {err}') from None
+
+
+def _regex(text):
+    _compiled(text)
     return text
 
 
@@ -71,7 +75,7 @@ def add_input_arguments(parser):
                         help='only runs up to this time')
     parser.add_argument('--system', action='append', default=[],
                         help='only these systems (repeatable)')
-    parser.add_argument('--name', type=re.compile, metavar='REGEX',
+    parser.add_argument('--name', type=_compiled, metavar='REGEX',
                         help='only tests whose name matches')
     parser.add_argument('--on-error', choices=('skip', 'reject'),
                         default='skip',
