@@ -28,12 +28,14 @@ def family(unit):
 
 def convert(value, from_unit, to_unit):
     """``value`` in ``from_unit`` expressed in ``to_unit``."""
+    if from_unit == to_unit:
+        # exact (through the base unit 7.7 us would be 7.6999...), and a
+        # unit hpcval does not know converts to itself
+        return value
+
     src, dst = family(from_unit), family(to_unit)
     if src != dst:
         raise ValueError(f'cannot convert {from_unit} ({src}) to '
                          f'{to_unit} ({dst})')
-
-    if from_unit == to_unit:
-        return value    # through the base unit, 7.7 us would be 7.6999...
 
     return value * _FAMILIES[src][from_unit] / _FAMILIES[dst][to_unit]
