@@ -305,3 +305,41 @@ def test_a_unit_hpcval_does_not_know_has_no_direction(local_run, tmp_path,
     assert row['better'] == 'unknown'
     assert hpcval(path) == 0
     assert '[furlongs/fortnight] ?' in capsys.readouterr().out
+
+
+_WEIRD = [None, 1, 'x', [], {}, float('nan'), True, -1.5, [1, 2]]
+
+
+def _paths(obj, path=()):
+    yield path
+    items = obj.items() if isinstance(obj, dict) else \
+        enumerate(obj) if isinstance(obj, list) else ()
+    for key, val in items:
+        yield from _paths(val, path + (key,))
+
+
+@pytest.mark.parametrize('name', ['reframe-4.6.3-data3.1.json',
+                                  'reframe-4.7.4-data4.0.json',
+                                  'h200x2/osu-mpi4py-gpu-buffers.json'])
+def test_any_field_of_any_type_is_a_named_problem(name, tmp_path):
+    """Every field of real reports set, one at a time, to a value of the
+    wrong type: a table or a named problem, never a traceback."""
+    import copy
+    import random
+    good = json.loads((OLD_REPORTS[0].parent / name).read_text())
+    rng = random.Random(name)
+    where = [p for p in _paths(good) if p]
+    path = tmp_path / 'mutant.json'
+    for _ in range(400):
+        mutant, field = copy.deepcopy(good), rng.choice(where)
+        target = mutant
+        for key in field[:-1]:
+            target = target[key]
+        target[field[-1]] = rng.choice(_WEIRD)
+        path.write_text(json.dumps(mutant))
+        loaded = results.load([path])
+        table = comparison.build(loaded.samples)
+        for render in (formats.to_markdown, formats.to_csv, formats.to_html,
+                       formats.to_latex):
+            render(table)
+        assert all(str(path) in str(p) for p in loaded.problems)

@@ -87,12 +87,32 @@ class _Bad(Exception):
     pass
 
 
-def _need(tc, key, where):
-    val = tc.get(key)
-    if val in (None, ''):
-        raise _Bad(f'{where}: missing field {key!r}')
+_KIND = {str: 'a string', list: 'a list', dict: 'a mapping',
+         (int, float): 'a number'}
+
+
+def _field(data, key, kind, where, required=False):
+    """``data[key]`` if it is of ``kind``; None (or, when ``required``,
+    _Bad) when it is absent, null or empty; _Bad when it is of another
+    type.  Reports come from anywhere: nothing is taken on trust."""
+    val = data.get(key)
+    if val is None or val == '':
+        if required:
+            raise _Bad(f'{where}: missing field {key!r}')
+        return None
+
+    if isinstance(val, bool) or not isinstance(val, kind):
+        raise _Bad(f'{where}: field {key!r} is {val!r}, not {_KIND[kind]}')
 
     return val
+
+
+def _strings(data, key, where):
+    vals = _field(data, key, list, where) or []
+    if not all(isinstance(v, str) for v in vals):
+        raise _Bad(f'{where}: field {key!r} is {vals!r}, not a list of '
+                   f'strings')
+    return tuple(vals)
 
 
 def _number_or_none(val, what):
@@ -106,58 +126,66 @@ def _number_or_none(val, what):
     return float(val)
 
 
-def _perf_entries(tc, major):
+def _perf_entries(tc, major, where):
     """(metric, value, reference, lower, upper, unit) of one test case."""
     if major == 3:
-        for pv in tc.get('perfvars') or []:
+        for i, pv in enumerate(_field(tc, 'perfvars', list, where) or []):
+            if not isinstance(pv, dict):
+                raise _Bad(f'{where}: perfvars[{i}] is {pv!r}, not a mapping')
             yield (pv.get('name'), pv.get('value'), pv.get('reference'),
                    pv.get('thres_lower'), pv.get('thres_upper'),
                    pv.get('unit'))
         return
 
-    for key, tup in (tc.get('perfvalues') or {}).items():
+    for key, tup in (_field(tc, 'perfvalues', dict, where) or {}).items():
         if not isinstance(tup, (list, tuple)) or len(tup) < 5:
-            raise _Bad(f'perfvalues[{key!r}] is {tup!r}, not '
+            raise _Bad(f'{where}: perfvalues[{key!r}] is {tup!r}, not '
                        f'[value, ref, lower, upper, unit, ...]')
 
         yield (key.rsplit(':', 1)[-1], *tup[:5])
 
 
 def _case(tc, major, source, session, where, label):
-    display = tc.get('display_name') or _need(tc, 'name', where)
+    display = (_field(tc, 'display_name', str, where)
+               or _field(tc, 'name', str, where, required=True))
     if major == 3:
-        system, _, partition = _need(tc, 'system', where).partition(':')
-        environ = _need(tc, 'environment', where)
+        system, _, partition = _field(tc, 'system', str, where,
+                                      required=True).partition(':')
+        environ = _field(tc, 'environment', str, where, required=True)
     else:
-        system = _need(tc, 'system', where)
-        partition = _need(tc, 'partition', where)
-        environ = _need(tc, 'environ', where)
+        system = _field(tc, 'system', str, where, required=True)
+        partition = _field(tc, 'partition', str, where, required=True)
+        environ = _field(tc, 'environ', str, where, required=True)
 
-    result = _need(tc, 'result', where)
-    nodes = tc.get('job_nodelist', tc.get('nodelist')) or ()
-    filename = tc.get('filename') or ''
+    result = _field(tc, 'result', str, where, required=True)
+    nodes = _strings(tc, 'job_nodelist' if 'job_nodelist' in tc
+                     else 'nodelist', where)
+    filename = _field(tc, 'filename', str, where) or ''
     return Case(
-        source=source, session=session.get('uuid', ''),
+        source=source, session=session['uuid'],
         check=display.split(' ', 1)[0],
         test=display, params=tuple(_PARAM.findall(display)),
         benchmark=(os.path.splitext(os.path.basename(filename))[0]
                    or display.split(' ', 1)[0]),
         system=system, partition=partition, environ=environ,
         result=_RESULTS.get(result, result),
-        time=(tc.get('job_completion_time_unix')
-              or session.get('time_start_unix') or 0.0),
-        hostname=session.get('hostname', ''), nodes=tuple(nodes),
-        version=session.get('version', ''),
-        replay=REPLAY_TAG in (tc.get('tags') or ()),
-        outputdir=tc.get('outputdir'), stdout=tc.get('job_stdout'),
+        time=(_field(tc, 'job_completion_time_unix', (int, float), where)
+              or session['time'] or 0.0),
+        hostname=session['hostname'], nodes=nodes,
+        version=session['version'],
+        replay=REPLAY_TAG in _strings(tc, 'tags', where),
+        outputdir=_field(tc, 'outputdir', str, where),
+        stdout=_field(tc, 'job_stdout', str, where),
         label=label)
 
 
 def _samples(tc, major, case, where):
     out = []
-    for metric, value, ref, lower, upper, unit in _perf_entries(tc, major):
+    for metric, value, ref, lower, upper, unit in _perf_entries(tc, major,
+                                                                where):
         what = f'{where} ({case.test}) metric {metric!r}'
-        if not metric or not unit:
+        if not isinstance(metric, str) or not metric \
+                or not isinstance(unit, str) or not unit:
             raise _Bad(f'{what}: no name or unit')
 
         if value is None:
@@ -172,9 +200,11 @@ def _samples(tc, major, case, where):
 
 
 def _major(report):
-    if not isinstance(report, dict) or 'session_info' not in report \
-            or 'runs' not in report:
-        raise _Bad('not a ReFrame run report (no session_info and runs)')
+    if not isinstance(report, dict) or \
+            not isinstance(report.get('session_info'), dict) or \
+            not isinstance(report.get('runs'), list):
+        raise _Bad('not a ReFrame run report (no session_info mapping and '
+                   'runs list)')
 
     version = str(report['session_info'].get('data_version', ''))
     major = version.split('.', 1)[0]
@@ -183,6 +213,14 @@ def _major(report):
                    f'reader knows (3.x: ReFrame 4.0-4.6, 4.x: ReFrame 4.7+)')
 
     return int(major)
+
+
+def _session(info):
+    where = 'session_info'
+    return {'uuid': _field(info, 'uuid', str, where) or '',
+            'hostname': _field(info, 'hostname', str, where) or '',
+            'version': _field(info, 'version', str, where) or '',
+            'time': _field(info, 'time_start_unix', (int, float), where)}
 
 
 class _Collector:
@@ -203,16 +241,25 @@ class _Collector:
     def report(self, report, source, label=''):
         try:
             major = _major(report)
+            session = _session(report['session_info'])
         except _Bad as err:
             self.problem(source, str(err))
             return
 
         self.loaded.sources.append(source)
-        session = report['session_info']
-        for r, run in enumerate(report['runs'] or []):
-            for t, tc in enumerate(run.get('testcases') or []):
+        for r, run in enumerate(report['runs']):
+            tcs = run.get('testcases') if isinstance(run, dict) else None
+            if not isinstance(tcs, list):
+                self.problem(source, f'runs[{r}]: no testcases list')
+                continue
+
+            for t, tc in enumerate(tcs):
                 where = f'runs[{r}].testcases[{t}]'
-                if not isinstance(tc, dict) or tc.get('fixture'):
+                if not isinstance(tc, dict):
+                    self.problem(source, f'{where}: not a mapping')
+                    continue
+
+                if tc.get('fixture'):
                     continue
 
                 try:
