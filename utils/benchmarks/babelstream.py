@@ -20,7 +20,7 @@ from reframe.core.builtins import fixture, run_after, run_before, variable
 
 from hpcval import layouts
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.benchmarks.gpus import gpu_arch, gpu_count
+from hpcval.benchmarks.gpus import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_token
 from hpcval.parsers import ParseError
@@ -42,9 +42,6 @@ class BabelStreamBuild(UpstreamBuild):
     #: omp, cuda or hip.
     model = variable(str, value='omp')
 
-    #: CUDA architecture, e.g. sm_90; default: the partition's GPU arch.
-    cuda_arch = variable(str, value='')
-
     source = fixture(BabelStreamSource, scope='session')
 
     @run_after('setup')
@@ -54,9 +51,8 @@ class BabelStreamBuild(UpstreamBuild):
 
     def _model_opts(self):
         if self.model == 'cuda':
-            arch = self.cuda_arch or gpu_arch(self.current_partition)
             return ['-DMODEL=cuda', '-DCMAKE_CUDA_COMPILER=$(command -v nvcc)',
-                    f'-DCUDA_ARCH={checked_token(arch, "cuda_arch")}']
+                    f'-DCUDA_ARCH={self.target_cuda_arch()}']
 
         if self.model == 'hip':
             return ['-DMODEL=hip', '-DCMAKE_CXX_COMPILER=hipcc']

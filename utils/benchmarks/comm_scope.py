@@ -24,7 +24,7 @@ from reframe.core.builtins import fixture, run_after, run_before, variable
 
 from hpcval import layouts
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.benchmarks.gpus import gpu_arch, gpu_count
+from hpcval.benchmarks.gpus import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers import ParseError
@@ -118,9 +118,6 @@ class CommScopeBuild(UpstreamBuild):
     #: cuda or hip.
     model = variable(str, value='cuda')
 
-    #: CUDA architecture, e.g. sm_90; default: the partition's GPU arch.
-    cuda_arch = variable(str, value='')
-
     #: Force-include the CUDA 13 overloads (see CUDA13_COMPAT).
     cuda13_compat = variable(bool, value=True)
 
@@ -135,8 +132,7 @@ class CommScopeBuild(UpstreamBuild):
         if self.model == 'hip':
             return ['-DSCOPE_USE_HIP=ON', '-DCMAKE_CXX_COMPILER=hipcc']
 
-        arch = checked_token(self.cuda_arch or gpu_arch(self.current_partition)
-                             or 'sm_90', 'cuda_arch').replace('sm_', '')
+        arch = self.target_cuda_arch(default='sm_90').replace('sm_', '')
         opts = ['-DSCOPE_USE_CUDA=ON', f'-DCMAKE_CUDA_ARCHITECTURES={arch}',
                 '-DCMAKE_CUDA_COMPILER="$(command -v nvcc)"']
         if self.cuda13_compat:

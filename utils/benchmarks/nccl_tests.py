@@ -22,7 +22,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
 from hpcval import features as ft
 from hpcval import layouts
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.benchmarks.gpus import gpu_arch, gpu_count
+from hpcval.benchmarks.gpus import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers.common import read_text
@@ -79,13 +79,8 @@ class NcclTestsBuild(_CollectivesBuild):
 
     source = fixture(NcclTestsSource, scope='session')
 
-    #: ``-gencode`` for nvcc; default: the partition GPU's sm_XY.
-    cuda_arch = variable(str, value='')
-
     def build_commands(self, src):
-        arch = checked_token(self.cuda_arch or
-                             gpu_arch(self.current_partition), 'cuda_arch')
-        cc = arch.replace('sm_', '')
+        cc = self.target_cuda_arch().replace('sm_', '')
         return [' '.join([
             f'make -C {src} -j {self.build_jobs}', *self._make_vars(),
             'CUDA_HOME="${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}"',

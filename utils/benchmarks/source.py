@@ -30,6 +30,7 @@ from reframe.core.builtins import run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
 from hpcval import replay
+from hpcval.benchmarks.gpus import gpu_arch
 from hpcval.benchmarks.settings import SourceSettings
 from hpcval.inputs import InputError, checked_path, checked_token
 
@@ -159,6 +160,10 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
     #: Folder, relative to the stage directory, the build leaves them in.
     build_bin = variable(str, value='build')
 
+    #: CUDA architecture of a CUDA build, e.g. sm_90; default: the
+    #: partition's GPU arch.
+    cuda_arch = variable(str, value='')
+
     build_system = 'CustomBuild'
     sourcesdir = None
     valid_systems = ['*']
@@ -176,6 +181,12 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
 
     def executable_path(self, name):
         return os.path.join(self.bin_dir, name)
+
+    def target_cuda_arch(self, default=''):
+        """``-S cuda_arch`` (validated), else the partition's GPU arch,
+        else ``default``."""
+        return checked_token(self.cuda_arch or gpu_arch(self.current_partition)
+                             or default, 'cuda_arch')
 
     @property
     def build_jobs(self):

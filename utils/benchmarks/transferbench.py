@@ -25,7 +25,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
 
 from hpcval import replay
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.benchmarks.gpus import gpu_arch, gpu_count
+from hpcval.benchmarks.gpus import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, checked_path, checked_token
 from hpcval.parsers import ParseError
@@ -52,9 +52,6 @@ class TransferBenchBuild(UpstreamBuild):
     #: 'hip' (TransferBench) or 'cuda' (TransferBenchCuda).
     model = variable(str, value='hip')
 
-    #: nvcc -arch, e.g. sm_90; default: the partition's GPU arch.
-    cuda_arch = variable(str, value='')
-
     source = fixture(TransferBenchSource, scope='session')
 
     @run_after('setup')
@@ -67,8 +64,7 @@ class TransferBenchBuild(UpstreamBuild):
         # as-needed linkers drop it
         libs = 'LDFLAGS="-lpthread -lnuma"'
         if self.model == 'cuda':
-            arch = checked_token(self.cuda_arch or
-                                 gpu_arch(self.current_partition), 'cuda_arch')
+            arch = self.target_cuda_arch()
             return ['NVCC="$(command -v nvcc)"',
                     f'NVFLAGS="-O3 -Iinclude -x cu -arch={arch}"', libs]
 
