@@ -234,3 +234,33 @@ def test_gaudi2_runs_hl_qual_in_synapseai_and_mpi_once(dry_runs):
     ping = script(stage / 'default' / 'gnu', 'Mpi4pyPingPongCheck_*')
     assert launch_line(ping, 'mpirun') == \
         'mpirun -np 2 python3 -m mpi4py.bench pingpong -a numpy -n 4194304'
+
+
+def test_cuda_arch_override_reaches_every_cuda_build(tmp_path):
+    """``-S cuda_arch`` is one UpstreamBuild variable: each CUDA build that
+    names an architecture takes it, and an unsafe value is refused."""
+    env = system_env(tmp_path / 'modulefiles')
+    names = ('-n', 'NcclTestsNodeCheck', '-n', 'BabelStreamCudaCheck',
+             '-n', 'TransferBenchCudaCheck', '-n', 'CommScopeCudaCheck')
+    arch = [a for build in ('NcclTestsBuild', 'BabelStreamBuild',
+                            'TransferBenchBuild', 'CommScopeBuild')
+            for a in ('-S', f'{build}.cuda_arch=sm_70')]
+    proc, _ = reframe('--dry-run', '--system', 'perlmutter', *names, *arch,
+                      tmp_path=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    builds = {p.parent.name.split('_')[0]: p.read_text() for p in
+              (tmp_path / 'rfm' / 'stage').rglob('*Build_*/rfm_build.sh')}
+    assert 'NVCC_GENCODE="-gencode=arch=compute_70,code=sm_70"' in \
+        builds['NcclTestsBuild']
+    assert '-DCUDA_ARCH=sm_70' in builds['BabelStreamBuild']
+    assert '-arch=sm_70' in builds['TransferBenchBuild']
+    assert '-DCMAKE_CUDA_ARCHITECTURES=70' in builds['CommScopeBuild']
+
+    bad = tmp_path / 'bad'
+    proc, report = reframe('--dry-run', '--system', 'perlmutter', *names[:2],
+                           '-S', 'NcclTestsBuild.cuda_arch=sm_70;id',
+                           tmp_path=bad, env=env)
+    reasons = [tc['fail_reason'] or '' for run in report['runs']
+               for tc in run['testcases'] if 'Build' in tc['display_name']]
+    assert reasons and all("cuda_arch='sm_70;id'" in r for r in reasons), \
+        reasons
