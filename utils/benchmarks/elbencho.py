@@ -79,22 +79,8 @@ class ElbenchoSource(UpstreamSource):
     repo_url = 'https://github.com/breuner/elbencho.git'
     version = 'v3.1-9'
 
-    def _mirror_cmds(self, mirror):
-        # A checkout in which `make externals` ran is copied, not cloned:
-        # a clone drops the untracked external/ trees the build needs.
-        if not os.path.isdir(os.path.join(mirror, 'external',
-                                          'Simple-Web-Server')):
-            return super()._mirror_cmds(mirror)
-        copy = [f'cp -a {shlex.quote(mirror)}/. {self.tree}/']
-        if not os.path.isdir(os.path.join(mirror, '.git')):
-            return copy
-        tag = checked_token(self.version, 'version')
-        return copy + [
-            f'at=$(git -C {self.tree} describe --tags --exact-match '
-            f'2>/dev/null) || at="an untagged commit"',
-            f'[ "$at" = {tag} ] || {{ echo "{PREFIX} -S src_mirror='
-            f'{mirror} is a checkout of $at, not {tag}" >&2; exit 1; }}',
-        ]
+    # `make externals` leaves Simple-Web-Server and FTXUI untracked
+    prepared_inputs = ('external/Simple-Web-Server', 'external/ftxui')
 
 
 class ElbenchoBuild(UpstreamBuild):

@@ -78,6 +78,12 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
     #: Where the tree lands, relative to the stage directory.
     tree = 'src'
 
+    #: Paths that a prepared checkout holds untracked (trees a build step
+    #: fetched, e.g. elbencho's external/): a ``src_mirror`` checkout that
+    #: has the first of them is copied, not cloned (a clone drops them),
+    #: and must be at ``version``.
+    prepared_inputs = ()
+
     @property
     def src_dir(self):
         return os.path.join(self.stagedir, self.tree)
@@ -91,7 +97,27 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
         return shlex.join(['git', '-c', 'advice.detachedHead=false',
                            'clone', *opts, origin, self.tree])
 
+    def _is_prepared(self, mirror):
+        return bool(self.prepared_inputs) and os.path.isdir(
+            os.path.join(mirror, self.prepared_inputs[0]))
+
+    def _copy_checkout_cmds(self, mirror):
+        copy = [f'cp -a {shlex.quote(mirror)}/. {self.tree}/']
+        if not os.path.isdir(os.path.join(mirror, '.git')):
+            return copy
+
+        tag = checked_token(self.version, 'version')
+        return copy + [
+            f'at=$(git -C {self.tree} describe --tags --exact-match '
+            f'2>/dev/null) || at="an untagged commit"',
+            f'[ "$at" = {tag} ] || {{ echo "hpcval: -S src_mirror='
+            f'{mirror} is a checkout of $at, not {tag}" >&2; exit 1; }}',
+        ]
+
     def _mirror_cmds(self, mirror):
+        if self._is_prepared(mirror):
+            return self._copy_checkout_cmds(mirror)
+
         if _is_git_repo(mirror):
             return [self._clone_cmd(f'file://{mirror}')]
 
