@@ -1,19 +1,19 @@
 """hpcval: ReFrame regression tests for GPU and accelerator systems.
 
-The importable helpers live in utils/ and install as the package ``hpcval``
-(parsers, reference loader, benchmark base classes, CLI).  The checks,
+utils/ is the source folder of the package ``hpcval`` (parsers, benchmark
+base classes, reference loader, publishing, the minicluster).  The checks,
 configuration, systems and references stay in the repository and are used
 from its root.
 """
-from setuptools import setup
+from setuptools import find_packages, setup
 
 setup(
     name='hpcval',
     version='0.1.0',
     description='ReFrame validation suite for GPU and accelerator systems',
     python_requires='>=3.9',
-    package_dir={'hpcval': 'utils'},
-    packages=['hpcval', 'hpcval.parsers', 'hpcval.benchmarks'],
+    package_dir={'': 'utils'},
+    packages=find_packages('utils'),
     install_requires=[
         'reframe-hpc==4.10.4',
         'PyYAML>=6.0',

@@ -1,4 +1,4 @@
-"""Storage throughput and IOPS with elbencho (seed 001's cases): host
+"""Storage throughput and IOPS with elbencho (CSC elbencho talk's cases): host
 buffers on every CPU partition, GPU buffers (--gpuids) on NVIDIA GPU
 partitions; one shared file or one file per thread, 1 MiB sequential or
 4 KiB random, write then read."""

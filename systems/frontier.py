@@ -1,7 +1,7 @@
 """frontier: OLCF's HPE Cray EX, 4x AMD MI250X (8 GCDs) per node.
 
-As OLCF's Frontier user guide documents it (shared/docs/systems.md section
-1, guide edited 2026-07-07): Slurm and ``srun``, no launch nodes, every job
+As OLCF's Frontier user guide documents it (guide edited 2026-07-07,
+https://docs.olcf.ornl.gov/systems/frontier_user_guide.html): Slurm and ``srun``, no launch nodes, every job
 charged to a project (``--account`` from $HPCVAL_ACCOUNT), partition
 ``batch``, 30-minute jobs (well inside the 2 h cap for 1-91 nodes).
 
@@ -16,7 +16,7 @@ plugin does not initialise there).
 """
 from hpcval import features as ft
 from systems._site import (account, account_access, environ, processor,
-                          slurm_partition)
+                           slurm_partition)
 
 NAME = 'frontier'
 

@@ -1,7 +1,6 @@
 """gaudi2: one Intel HLS-Gaudi2 server, 8 Gaudi 2 cards in one box.
 
-As Habana's documentation (v1.23) describes it (shared/docs/systems.md
-section 6): 8x Gaudi 2 HL-225H OAM (96 GB HBM each), 21 RoCE ports per card
+As Habana's documentation (v1.23) describes it (https://docs.habana.ai/): 8x Gaudi 2 HL-225H OAM (96 GB HBM each), 21 RoCE ports per card
 linking the cards all-to-all, 3 for scale-out; SynapseAI installed under
 /opt/habanalabs, hl_qual at /opt/habanalabs/qual/gaudi2/bin.  No batch
 system: the local scheduler runs jobs on the box; ``mpirun`` where MPI is

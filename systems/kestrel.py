@@ -1,13 +1,13 @@
 """kestrel: NREL's HPE Cray EX; H100 GPU nodes and Sapphire Rapids CPU nodes.
 
-As NREL documents it (shared/docs/systems.md section 4): Slurm and
+As NREL documents it (https://nrel.github.io/HPC/): Slurm and
 ``srun``; ``--account`` (from $HPCVAL_ACCOUNT) and ``--time`` on every job;
 partitions are routed from the request.  GPU nodes are shared by default,
 so GPU jobs ask for a whole node: ``--exclusive`` with ``--mem=0`` (all of
 its memory; ``--exclusive`` alone grants only the memory requested) and
 ``--gres=gpu:h100:4`` (NREL's own example).  Build on the GPU login nodes.
 
-The procurement run behind the references (seed 002: 64 GPUs on 16 nodes)
+The procurement run behind the references (NREL Kestrel collective benchmark: 64 GPUs on 16 nodes)
 used nccl-tests with NCCL over Slingshot through an OFI plugin the site
 builds (NERSC/nccl-ofi-plugin); NREL does not document a module for it, so
 its folder comes from $HPCVAL_NCCL_NET_PLUGIN_DIR.  The libfabric settings
@@ -15,7 +15,7 @@ are HPE's generic ones for Slingshot with the GPU node's two NICs.
 """
 from hpcval import features as ft
 from systems._site import (account_access, environ, nccl_net_env, processor,
-                          slurm_partition)
+                           slurm_partition)
 
 NAME = 'kestrel'
 _ACCOUNT = account_access(NAME, '--account={}')

@@ -1,6 +1,6 @@
 """mi300x: one AMD Instinct MI300X platform, 8 GPUs in one box.
 
-As AMD's ROCm documentation describes it (shared/docs/systems.md section 5):
+As AMD's ROCm documentation describes it (rocm.docs.amd.com):
 8x MI300X OAM (gfx942, 192 GB HBM3), each on PCIe Gen5 x16 to a dual-socket
 EPYC host, all pairs linked by one xGMI link.  No batch system: ReFrame's
 local scheduler runs jobs on the box itself and Open MPI's ``mpirun`` starts

@@ -1,7 +1,7 @@
-"""minicluster: the two-node Slurm cluster of hpcval.minicluster on this host.
+"""minicluster: the two-node Slurm cluster of hpcval.testing.minicluster on this host.
 
 Used only with ``--system minicluster`` (its host name pattern matches no
-host) after ``python -m hpcval.minicluster start --dir DIR`` has printed
+host) after ``python -m hpcval.testing.minicluster start --dir DIR`` has printed
 ``export SLURM_CONF=...``: ReFrame's Slurm commands need that variable.
 See docs/systems/minicluster.md.
 
@@ -21,7 +21,7 @@ they launch there cannot be the benchmark, and they fail sanity.
 import os
 
 from hpcval import features as ft
-from hpcval import minicluster
+from hpcval.testing import minicluster
 from systems import local
 
 # (?!) matches no string: this system is chosen by --system only
@@ -87,7 +87,7 @@ if _launch_gpus():
 system = {
     'name': 'minicluster',
     'descr': 'Two-node Slurm cluster on this host (python -m '
-             'hpcval.minicluster start)',
+             'hpcval.testing.minicluster start)',
     'hostnames': [_NEVER],
     'modules_system': 'nomod',
     'partitions': _partitions,

@@ -1,6 +1,6 @@
 """perlmutter: NERSC's HPE Cray EX; A100 GPU nodes and CPU nodes.
 
-As NERSC documents it (shared/docs/systems.md section 2): Slurm and
+As NERSC documents it (https://docs.nersc.gov/): Slurm and
 ``srun``; the node type is a constraint (``-C gpu`` / ``-C cpu``, which
 differ: one EPYC 7763 and 4x A100 vs two EPYC 7763); no ``--qos`` means
 ``debug``, so jobs ask for ``regular``; ``--account`` from $HPCVAL_ACCOUNT
@@ -16,7 +16,7 @@ so the site names the plugin's folder in $HPCVAL_NCCL_NET_PLUGIN_DIR.
 """
 from hpcval import features as ft
 from systems._site import (account_access, environ, nccl_net_env, processor,
-                          slurm_partition)
+                           slurm_partition)
 
 NAME = 'perlmutter'
 _ACCOUNT = account_access(NAME, '--account={}')

@@ -2,7 +2,7 @@
 
 Kept because its references are published and historical (Sandia's Cluster
 2023 poster).  As OLCF's archived Summit guide documents it
-(shared/docs/systems.md section 3): IBM LSF (``bsub``) and ``jsrun``, the
+(https://docs.olcf.ornl.gov/systems/summit_user_guide.html): IBM LSF (``bsub``) and ``jsrun``, the
 project as ``-P`` (from $HPCVAL_ACCOUNT), ``-nnodes`` with one hyphen,
 queue ``batch``, a wall time on every job.  jsrun sees 42 cores (one per
 socket is reserved) with SMT4: 168 hardware threads.

@@ -24,7 +24,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rfm import ROOT, VENV_BIN, reframe  # noqa: E402
+from rfmrun import ROOT, VENV_BIN, reframe  # noqa: E402
 
 PER_SESSION = 1000
 

@@ -10,8 +10,8 @@ import pathlib
 
 import pytest
 
-from hpcval.minicluster import MiniCluster, missing_prerequisites
-from rfm import reframe
+from hpcval.testing.minicluster import MiniCluster, missing_prerequisites
+from rfmrun import reframe
 
 # a real ReFrame run: its process, its JSON report, the report's path
 Run = collections.namedtuple('Run', 'proc report path')

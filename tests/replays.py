@@ -3,7 +3,7 @@ the checks (config/replay.py, hpcval.replay, docs/replay.md).
 
 The outputs are cut from the seed documents at test time (tests/seedtext.py
 and the extractors of the parser tests); nothing of their text is copied
-here.  Only mi300x (seed 000) and kestrel (seed 002) have example outputs;
+here.  Only mi300x (AMD MI300X validation guide) and kestrel (NREL Kestrel collective benchmark) have example outputs;
 frontier, summit, perlmutter and gaudi2 have none in the seeds: they (and
 ``local``) replay the shared CPU fixtures recorded on an x86 VM, which
 exercise their checks, references and labels, not their speed.
@@ -11,17 +11,17 @@ exercise their checks, references and labels, not their speed.
 import pathlib
 
 import seedtext
-from rfm import ROOT, reframe
+from rfmrun import ROOT, reframe
 from test_parser_babelstream import per_gpu
 from test_transferbench_rocblas_checks import EXAMPLE_CFG, _guide_outputs
 
-SEEDS = ROOT.parent / 'shared' / 'seeds'
-MI300X = SEEDS / '000_3be7cf409c872abb.txt'
-KESTREL = SEEDS / '002_0dee5bf02066095e.txt'
-CPU_FIXTURES = ROOT.parent / 'shared' / 'fixtures' / 'cpu'
+SEEDS = ROOT / 'tests' / 'fixtures' / 'documents'
+MI300X = SEEDS / 'amd-mi300x-validation-guide.txt'
+KESTREL = SEEDS / 'nrel-kestrel-collective-benchmark.txt'
+CPU_FIXTURES = ROOT / 'tests' / 'fixtures' / 'captured' / 'vm'
 REPLAY_CONFIG = ROOT / 'config' / 'replay.py'
 
-KESTREL_EXCERPT = ('seed 002 quotes the result table only: no device '
+KESTREL_EXCERPT = ('NREL Kestrel collective benchmark quotes the result table only: no device '
                    'list, no "Avg bus bandwidth" footer')
 
 
@@ -46,7 +46,7 @@ def mi300x_recordings():
         'RocblasBenchCheck%gemm=f16_strided': {'stdout': guide['h']},
         'RocblasBenchCheck%gemm=i8_strided': {'stdout': guide['i8_r']},
         'BabelStreamHipCheck': {
-            **gpus, 'excerpt.txt': f'seed 000 prints {len(gpus) // 2} of the '
+            **gpus, 'excerpt.txt': f'AMD MI300X validation guide prints {len(gpus) // 2} of the '
                                    f'8 GPUs\' tables (". . ." elides the rest)'},
     }
 
@@ -88,7 +88,7 @@ SYSTEMS = {
                 'checks/nccl_tests.py', 'checks/babelstream.py'],
                # the guide prints one run of each GEMM
                ['RocblasBenchCheck.repetitions=1']),
-    # seed 002's run: 64 GPUs on 16 nodes, -e 4G
+    # NREL Kestrel collective benchmark's run: 64 GPUs on 16 nodes, -e 4G
     'kestrel': (kestrel_recordings, ['checks/nccl_tests.py'],
                 ['NcclTestsMultiNodeCheck.num_nodes=16',
                  'NcclTestsMultiNodeCheck.max_bytes=4G']),

@@ -14,10 +14,11 @@ import statistics
 import pytest
 import yaml
 
-from hpcval import calibrate as cal
-from hpcval import references, results
-from hpcval.comparison import better
-from rfm import ROOT, by_name, reframe
+from hpcval.publish import calibrate as cal
+from hpcval import references
+from hpcval.publish import results
+from hpcval.publish.comparison import better
+from rfmrun import ROOT, by_name, reframe
 
 MIRROR = os.environ.get('HPCVAL_BABELSTREAM_MIRROR')
 CHECKS = ('checks/mpi4py_pingpong.py', 'checks/babelstream.py')

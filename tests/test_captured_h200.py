@@ -129,7 +129,7 @@ def test_osu_device_buffers_check_matches_hand_run(bench, metric, size):
 
 
 def test_mpi4py_cupy_buffers_through_the_check():
-    from hpcval.parsers.mpi4py_bench import parse_pingpong
+    from hpcval.parsers.mpi4py_pingpong import parse_pingpong
     gpu = 'gpu_aware_mpi'
     script = _read(f'{gpu}/check_mpi4py_pingpong_cupy_impi.rfm_job.sh')
     assert 'export I_MPI_OFFLOAD=1' in script and '-a cupy' in script

@@ -4,7 +4,7 @@ import pytest
 
 import systems
 from lmodenv import system_env
-from rfm import reframe
+from rfmrun import reframe
 
 SYSTEMS = [mod.system['name'] for mod in systems.ALL]
 

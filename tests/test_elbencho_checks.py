@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 import systems
-from rfm import by_name, reframe
+from rfmrun import by_name, reframe
 
 MIRROR = os.environ.get('HPCVAL_ELBENCHO_MIRROR')
 CPU = 'ElbenchoCpuCheck'

@@ -2,7 +2,7 @@
 parser's refusal of anything it does not recognise.
 
 The criteria and switch rules are checked against the manual's own
-numbers and example command lines, read from seed 003.  No real report is
+numbers and example command lines, read from Habana hl_qual manual.  No real report is
 public: the report lines below are built from the manual's sub-test names
 only, to show what the parser accepts and, above all, what it refuses.
 """
@@ -11,14 +11,14 @@ import re
 
 import pytest
 
-from hpcval import hl_qual_criteria as crit
+from hpcval.benchmarks import hl_qual_criteria as crit
 from hpcval.benchmarks.hl_qual import (SwitchError, expected_subtests,
                                        hl_qual_args)
 from hpcval.parsers.common import ParseError
 from hpcval.parsers.hl_qual import parse_hl_qual_report
 
-SEED = pathlib.Path(__file__).resolve().parents[2] / 'shared' / 'seeds' / \
-    '003_f902cf06fbe6c761.txt'
+SEED = pathlib.Path(__file__).resolve().parent / 'fixtures' / 'documents' / \
+    'habana-hl-qual-bandwidth-plugins.txt'
 
 
 def _manual_commands(after, before):

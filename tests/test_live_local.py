@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from rfm import by_name, cases
+from rfmrun import by_name, cases
 
 
 def _perf(tc):

@@ -14,7 +14,7 @@ sbatch, launches ranks with srun --mpi=pmi2 and judges the output:
 - and, last, that stopping the cluster leaves no process and no file.
 
 Faults on a node come from the cluster's task prolog (see
-hpcval.minicluster): n2's Python is broken (PYTHONHOME points nowhere), or
+hpcval.testing.minicluster): n2's Python is broken (PYTHONHOME points nowhere), or
 n1's Python hangs at start (a sitecustomize that sleeps, as on a stuck
 file system).
 """
@@ -27,9 +27,11 @@ import time
 
 import pytest
 
-from hpcval.minicluster import (MiniClusterError, job_processes,
-                                processes_naming)
-from rfm import cases, reframe
+from hpcval.testing.minicluster import (MiniClusterError, job_processes,
+                                        processes_naming)
+from rfmrun import cases, reframe
+
+pytestmark = pytest.mark.minicluster
 
 PINGPONG_ON_NODE = 'Mpi4pyPingPongCheck %placement=on_node'
 PINGPONG_ACROSS = 'Mpi4pyPingPongCheck %placement=across_nodes'

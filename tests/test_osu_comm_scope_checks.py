@@ -17,7 +17,7 @@ import pytest
 import systems
 from hpcval.benchmarks.osu import CUDA13_COMPAT
 from lmodenv import system_env
-from rfm import by_name, reframe
+from rfmrun import by_name, reframe
 
 MIRROR = os.environ.get('HPCVAL_OSU_MIRROR')
 SELECT = ('-n', 'Osu|CommScope')

@@ -2,7 +2,7 @@
 
 Inputs: BabelStream v5.0 CUDA on an H200 (text and ``--csv``), v5.0 OpenMP
 on two CPU VMs (the shared fixture and this project's capture), and the
-MI300X guide's HIP example (seed 000: eight ranks' output interleaved and
+MI300X guide's HIP example (AMD MI300X validation guide: eight ranks' output interleaved and
 truncated, whitespace collapsed) with its Table 6 minima.  Broken variants
 are made from that text here, one defect at a time.
 """
@@ -16,13 +16,13 @@ from hpcval.parsers.babelstream import CLASSIC_KERNELS, parse_babelstream
 from hpcval.parsers.common import ParseError
 from mutate import cut_after, set_cell
 
-SHARED = pathlib.Path(__file__).resolve().parents[2] / 'shared'
-H200_TEXT = SHARED / 'fixtures' / 'h200x2' / 'babelstream5_cuda_dev0.txt'
-H200_CSV = SHARED / 'fixtures' / 'h200x2' / 'babelstream5_cuda_dev0_csv.txt'
-CPU = SHARED / 'fixtures' / 'cpu' / 'babelstream_v5.0_omp_n20_s33554432.txt'
+SHARED = pathlib.Path(__file__).resolve().parent / 'fixtures'
+H200_TEXT = SHARED / 'captured' / 'h200x2_hand' / 'babelstream5_cuda_dev0.txt'
+H200_CSV = SHARED / 'captured' / 'h200x2_hand' / 'babelstream5_cuda_dev0_csv.txt'
+CPU = SHARED / 'captured' / 'vm' / 'babelstream_v5.0_omp_n20_s33554432.txt'
 CAPTURED = (pathlib.Path(__file__).parent / 'fixtures' / 'captured' /
             'babelstream50_omp_s33554432_n100.txt')
-MI300X = SHARED / 'seeds' / '000_3be7cf409c872abb.txt'
+MI300X = SHARED / 'documents' / 'amd-mi300x-validation-guide.txt'
 
 # arrays of doubles each kernel reads and writes (upstream benchmark.h)
 WEIGHT = {'Copy': 2, 'Mul': 2, 'Add': 3, 'Triad': 3, 'Dot': 2}

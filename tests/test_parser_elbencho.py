@@ -1,8 +1,8 @@
 """elbencho result-table parser on real outputs and broken copies of them.
 
-Inputs: the LUMI talk's example (seed 001, an elbencho before v2.3.1 with
+Inputs: the LUMI talk's example (an elbencho before v2.3.1 with
 ``Elapsed ms``, alignment lost in the PDF), the 2-core VM capture of
-elbencho 3.1-10 (shared/fixtures/cpu, human elapsed times) and the four
+elbencho 3.1-10 (tests/fixtures/captured/vm, human elapsed times) and the four
 ElbenchoCpuCheck runs captured on ``local`` (tests/fixtures/captured/
 elbencho, with the ``--jsonfile`` each run wrote).  Every other case is
 made from that text, one change at a time.
@@ -17,9 +17,9 @@ from hpcval.parsers.elbencho import (TIME_LIMIT, elapsed_to_ms,
                                      parse_elbencho, phase, total_mib)
 from mutate import cut_after
 
-SHARED = pathlib.Path(__file__).resolve().parents[2] / 'shared'
-SEED = SHARED / 'seeds' / '001_5f1f282877db38f4.txt'
-VM = SHARED / 'fixtures' / 'cpu' / \
+SHARED = pathlib.Path(__file__).resolve().parent / 'fixtures'
+SEED = SHARED / 'documents' / 'csc-lumi-elbencho-talk.txt'
+VM = SHARED / 'captured' / 'vm' / \
     'elbencho_write_read_1file_t2_b1M_s1G_direct.txt'
 CAPTURED = pathlib.Path(__file__).parent / 'fixtures' / 'captured' / \
     'elbencho'

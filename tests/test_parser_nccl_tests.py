@@ -1,8 +1,8 @@
 """nccl-tests / rccl-tests parser on real outputs and on broken copies of them.
 
 Inputs: the 2 x H200 fixtures (nccl-tests 2.19.6), the MI300X guide's RCCL
-all_reduce example (seed 000, rccl-tests develop:ae3e635) and NREL Kestrel's
-all_reduce / all_gather outputs (seed 002, 64 H100 on 16 nodes).  Broken
+all_reduce example (rccl-tests develop:ae3e635) and NREL Kestrel's
+all_reduce / all_gather outputs (64 H100 on 16 nodes).  Broken
 variants are made from that text here, one defect at a time.
 """
 import pathlib
@@ -16,10 +16,10 @@ from hpcval.parsers.common import ParseError
 from hpcval.parsers.nccl_tests import check_devices, parse_nccl_tests
 from mutate import cut_after, set_cell
 
-SHARED = pathlib.Path(__file__).resolve().parents[2] / 'shared'
-H200 = SHARED / 'fixtures' / 'h200x2'
-MI300X = SHARED / 'seeds' / '000_3be7cf409c872abb.txt'
-KESTREL = SHARED / 'seeds' / '002_0dee5bf02066095e.txt'
+SHARED = pathlib.Path(__file__).resolve().parent / 'fixtures'
+H200 = SHARED / 'captured' / 'h200x2_hand'
+MI300X = SHARED / 'documents' / 'amd-mi300x-validation-guide.txt'
+KESTREL = SHARED / 'documents' / 'nrel-kestrel-collective-benchmark.txt'
 
 # row token indices in the current format
 TIME_OOP, BUSBW_OOP, WRONG_OOP = 5, 7, 8

@@ -1,9 +1,9 @@
 """OSU micro-benchmarks parser on real outputs and on broken copies of them.
 
-Inputs: OSU 7.4 on Open MPI 4.1.4 (shared/fixtures/cpu), this project's
+Inputs: OSU 7.4 on Open MPI 4.1.4 (tests/fixtures/captured/vm), this project's
 captures of 7.4 on PyPI MPICH 4.3.2 (hand runs with -c, -f, -T, and runs
 through OsuCpuCheck), and the mpi4py CuPy crash on a non-CUDA-aware MPI
-(shared/fixtures/h200x2).  The older header form (``Latency (us)``, buffer
+(tests/fixtures/captured/h200x2_hand).  The older header form (``Latency (us)``, buffer
 line, ``# Datatype:`` after the header as 7.1/7.2 print it) is made from
 the 7.4 text, since its format strings are documented (benchmark-formats.md
 section 5) and the change is one header line.
@@ -14,15 +14,15 @@ import pytest
 
 from hpcval.parsers.common import ParseError
 from hpcval.parsers.common import device_buffer_error
-from hpcval.parsers.mpi4py_bench import parse_pingpong
+from hpcval.parsers.mpi4py_pingpong import parse_pingpong
 from hpcval.parsers.osu import parse_osu
 from mutate import cut_after, set_cell
 
-SHARED = pathlib.Path(__file__).resolve().parents[2] / 'shared' / 'fixtures'
+SHARED = pathlib.Path(__file__).resolve().parent / 'fixtures' / 'captured'
 CAPTURED = pathlib.Path(__file__).parent / 'fixtures' / 'captured' / 'osu'
-OPENMPI_LAT = SHARED / 'cpu' / 'osu74_latency_2ranks.txt'
-OPENMPI_BW = SHARED / 'cpu' / 'osu74_bw_2ranks.txt'
-CUPY_CRASH = SHARED / 'h200x2' / 'mpi4py_pingpong_cupy.txt'
+OPENMPI_LAT = SHARED / 'vm' / 'osu74_latency_2ranks.txt'
+OPENMPI_BW = SHARED / 'vm' / 'osu74_bw_2ranks.txt'
+CUPY_CRASH = SHARED / 'h200x2_hand' / 'mpi4py_pingpong_cupy.txt'
 
 
 def captured(name):

@@ -1,7 +1,6 @@
 """rocblas-bench parser and command lines on the MI300X guide's text.
 
-Inputs: the guide's three GEMM commands and their example outputs (seed
-000, rocBLAS rocm-6.2.0 clients), with Table 5's minima (GFLOP/s, although
+Inputs: the guide's three GEMM commands and their example outputs (rocBLAS rocm-6.2.0 clients), with Table 5's minima (GFLOP/s, although
 the table says TFLOPS).  Newer column layouts and broken variants are made
 from that text here, one change at a time.
 """
@@ -15,8 +14,8 @@ from hpcval.parsers.common import ParseError
 from hpcval.parsers.rocblas_bench import (GFLOPS, check_shape,
                                           parse_rocblas_bench)
 
-MI300X = (pathlib.Path(__file__).resolve().parents[2] / 'shared' / 'seeds' /
-          '000_3be7cf409c872abb.txt')
+MI300X = (pathlib.Path(__file__).resolve().parent / 'fixtures' / 'documents' /
+          'amd-mi300x-validation-guide.txt')
 
 # (gemm, first words of the command in the guide, end of its example output)
 GUIDE = {

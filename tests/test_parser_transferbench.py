@@ -1,8 +1,7 @@
 """TransferBench parser on real outputs and on broken copies of them.
 
-Inputs: the MI300X guide's a2a, p2p and example.cfg outputs (seed 000,
-8 x MI300X, whitespace collapsed by the document) and TransferBenchCuda
-v1.52 on 2 x H200 (a2a and example.cfg, shared/fixtures/h200x2).  Broken
+Inputs: the MI300X guide's a2a, p2p and example.cfg outputs (8 x MI300X, whitespace collapsed by the document) and TransferBenchCuda
+v1.52 on 2 x H200 (a2a and example.cfg, tests/fixtures/captured/h200x2_hand).  Broken
 variants are made from that text here, one defect at a time.
 """
 import pathlib
@@ -17,9 +16,9 @@ from hpcval.parsers.transferbench import (config_tests, parse_a2a,
                                           weak_links)
 from mutate import cut_after
 
-SHARED = pathlib.Path(__file__).resolve().parents[2] / 'shared'
-MI300X = SHARED / 'seeds' / '000_3be7cf409c872abb.txt'
-H200 = SHARED / 'fixtures' / 'h200x2'
+SHARED = pathlib.Path(__file__).resolve().parent / 'fixtures'
+MI300X = SHARED / 'documents' / 'amd-mi300x-validation-guide.txt'
+H200 = SHARED / 'captured' / 'h200x2_hand'
 
 
 @pytest.fixture(scope='module')

@@ -1,4 +1,4 @@
-"""hpcval.plots on real run reports: three local runs and a minicluster run
+"""hpcval.publish.plots on real run reports: three local runs and a minicluster run
 (tests/fixtures/reports/plots, their outputs not kept, as a report from
 another site), and the replays of the seeds' example outputs for mi300x,
 kestrel and local (tests/replays.py), whose outputs ReFrame kept.  Every
@@ -12,11 +12,11 @@ import xml.etree.ElementTree as ET
 import pytest
 from matplotlib import image as mpimg
 
-from hpcval import comparison, plots, results
+from hpcval.publish import comparison, plots, results
 from hpcval.parsers.nccl_tests import parse_nccl_tests
 from mutate import cut_after
 from replays import make_replay_reports
-from rfm import ROOT
+from rfmrun import ROOT
 
 REPORTS = ROOT / 'tests' / 'fixtures' / 'reports' / 'plots'
 H200 = ROOT / 'tests' / 'fixtures' / 'captured' / 'h200x2'
@@ -146,8 +146,8 @@ def test_collective_curves_from_kept_outputs(loaded, tmp_path):
 def test_curve_ends_at_the_tables_largest_size_value(loaded):
     """The curve is the same output the check judged: its last point is
     the busbw_inplace_largest the report holds."""
-    from hpcval.plots_common import unique_cases
-    from hpcval.plots_curves import _collect
+    from hpcval.publish.plots.common import unique_cases
+    from hpcval.publish.plots.curves import _collect
     curves, _ = _collect(unique_cases(loaded.samples), 'in_place')
     [run] = curves['all_reduce'][('mi300x (replay)', 'RcclTestsNodeCheck')]
     [sample] = [s for s in loaded.samples
@@ -187,7 +187,7 @@ def test_babelstream_kernels(loaded, table, tmp_path):
     for name in names:
         _png(tmp_path / name)
     per_gpu = _svg_text(str(tmp_path / names[2].replace('.png', '.svg')))
-    # seed 000 prints two of the eight GPUs' tables
+    # AMD MI300X validation guide prints two of the eight GPUs' tables
     assert 'GPU 0' in per_gpu and 'GPU 1' in per_gpu
     assert 'GPU 2' not in per_gpu
     for kernel in ('copy', 'mul', 'add', 'triad', 'dot'):
@@ -298,7 +298,7 @@ def test_refuses_to_overwrite(table, tmp_path):
 
 
 def test_same_stem_in_one_call_gets_a_counter(table, tmp_path):
-    from hpcval.plots_common import Plotted, new_figure, save
+    from hpcval.publish.plots.common import Plotted, new_figure, save
     plotted = Plotted()
     for _ in range(2):
         fig = new_figure(4, 3)

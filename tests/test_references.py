@@ -6,7 +6,7 @@ import yaml
 
 from hpcval import references, units
 from hpcval.references import ReferenceFileError
-from rfm import ROOT, reframe
+from rfmrun import ROOT, reframe
 
 REF_DIR = ROOT / 'references'
 REF_FILES = sorted(REF_DIR.glob('*.yaml'))
@@ -131,7 +131,7 @@ def test_every_referenced_check_exists():
     # an entry may name a leaf check or a benchmark base class
     defined = set()
     sources = [*(ROOT / 'checks').glob('*.py'),
-               *(ROOT / 'utils' / 'benchmarks').glob('*.py')]
+               *(ROOT / 'utils' / 'hpcval' / 'benchmarks').glob('*.py')]
     for path in sources:
         defined |= {node.name for node in ast.walk(ast.parse(path.read_text()))
                     if isinstance(node, ast.ClassDef)}

@@ -11,7 +11,7 @@ from mutate import cut_after
 from replays import (KESTREL, NOT_RECORDED, SYSTEMS, kestrel_recordings,
                      make_replay_reports, mi300x_recordings, replay)
 import seedtext
-from rfm import ROOT, by_name, cases, reframe
+from rfmrun import ROOT, by_name, cases, reframe
 
 # mi300x: what the guide's Tables 1-6 say of its own example outputs
 MI300X_VERDICTS = {
@@ -97,7 +97,7 @@ def test_mi300x_verdicts(reports):
 
 
 def _seed_maxima(title):
-    """Maximum out-of-place and in-place busbw of a seed 002 table, read
+    """Maximum out-of-place and in-place busbw of a NREL Kestrel collective benchmark table, read
     straight from its columns."""
     rows = [line.split() for line in
             seedtext.fenced_block(KESTREL, f'### {title} reference')
@@ -149,7 +149,7 @@ def test_broken_recording_is_a_sanity_failure(broken_mi300x):
 
 
 def test_excerpt_without_its_note_fails_as_a_whole_output(tmp_path):
-    """What hpcval says of seed 002's table taken as a complete output."""
+    """What hpcval says of NREL Kestrel collective benchmark's table taken as a complete output."""
     proc, report = replay('kestrel', kestrel_recordings(excerpt=False),
                           ['checks/nccl_tests.py'], SYSTEMS['kestrel'][2],
                           tmp_path)

@@ -16,8 +16,10 @@ import subprocess
 
 import pytest
 
-from hpcval import cli, comparison, formats, results
-from rfm import ROOT, cases
+from hpcval import cli
+
+from hpcval.publish import comparison, formats, results
+from rfmrun import ROOT, cases
 
 OLD_REPORTS = sorted((ROOT / 'tests' / 'fixtures' / 'reports').glob('*.json'))
 GBENCH_JSON = (ROOT / 'tests' / 'fixtures' / 'captured' / 'h200x2' /
@@ -263,7 +265,7 @@ def test_cells_aggregate_runs_and_name_reference_changes(local_run):
 
 
 def test_time_selection_parses_iso_and_relative():
-    from hpcval.report import timestamp
+    from hpcval.publish.report import timestamp
     assert timestamp('2026-11-01') < timestamp('2026-11-01T08:00') \
         < timestamp('now-1d') < timestamp('now')
     with pytest.raises(Exception, match='neither an ISO date'):
@@ -285,7 +287,7 @@ def test_labels_keep_two_local_hosts_apart(local_run, capsys):
     [row] = [r for r in table.rows if r.metric == 'bandwidth_4MiB'
              and r.test.startswith('OsuCudaCheck %benchmark=osu_bw')]
     assert table.cells[(row, 'h200x2')].values == [286724.25]
-    from hpcval.report import report_argument
+    from hpcval.publish.report import report_argument
     assert report_argument('a=b.json') == ('a', 'b.json')
     assert report_argument(str(H200[0])) == str(H200[0])
     assert report_argument('x y=b.json') == 'x y=b.json'

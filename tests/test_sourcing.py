@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from rfm import by_name, reframe
+from rfmrun import by_name, reframe
 
 MIRROR = os.environ.get('HPCVAL_BABELSTREAM_MIRROR')
 RUN = ('-r', '--system', 'local', '-n', 'BabelStreamCpuCheck')

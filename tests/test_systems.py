@@ -9,7 +9,7 @@ import pytest
 
 import systems
 from lmodenv import ACCOUNT, system_env
-from rfm import reframe
+from rfmrun import reframe
 
 SYSTEMS = [mod.system['name'] for mod in systems.ALL]
 
@@ -213,8 +213,9 @@ def test_every_check_that_runs_somewhere_has_references_there(dry_runs):
 
 
 def test_reference_table_in_docs_is_current():
-    from hpcval import paths, reference_table, references
-    from rfm import ROOT
+    from hpcval import paths, references
+    from hpcval.publish import reference_table
+    from rfmrun import ROOT
     current = reference_table.markdown(
         references.load_dir(paths.references_dir()))
     assert (ROOT / 'docs' / 'reference-table.md').read_text() == current, \

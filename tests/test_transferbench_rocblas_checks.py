@@ -1,7 +1,7 @@
 """TransferBench and rocblas-bench checks through ReFrame on the MI300X box.
 
 Listing and dry run (job scripts as the guide's command lines), then real
-runs whose "executables" replay the guide's own example outputs (seed 000)
+runs whose "executables" replay the guide's own example outputs (AMD MI300X validation guide)
 from a prebuilt_dir: the checks must pass them, and fail degraded copies
 naming the GPU pair, the stopped test or the value.
 """
@@ -13,10 +13,10 @@ import yaml
 
 import seedtext
 from hpcval.benchmarks.rocblas_bench import GEMMS
-from rfm import ROOT, by_name, reframe
+from rfmrun import ROOT, by_name, reframe
 
-MI300X = (pathlib.Path(__file__).resolve().parents[2] / 'shared' / 'seeds' /
-          '000_3be7cf409c872abb.txt')
+MI300X = (pathlib.Path(__file__).resolve().parent / 'fixtures' / 'documents' /
+          'amd-mi300x-validation-guide.txt')
 CHECKS = ['-c', 'checks/transferbench.py', '-c', 'checks/rocblas_bench.py']
 # the six test lines of upstream examples/example.cfg, as the guide lists them
 EXAMPLE_CFG = """\
@@ -30,7 +30,7 @@ EXAMPLE_CFG = """\
 
 
 def _rfm(*args, tmp_path):
-    # tests/rfm.py adds -c checks/ itself; -n keeps the run to these checks
+    # tests/rfmrun.py adds -c checks/ itself; -n keeps the run to these checks
     return reframe(*args, '-n', 'TransferBench|RocblasBench', '--system',
                    'mi300x', tmp_path=tmp_path)
 

@@ -1,0 +1,127 @@
+"""The parse-once pattern every hpcval check shares.
+
+Sanity parses the output with the benchmark's plain parser; a ParseError
+becomes a sanity failure carrying the parser's message.  The performance
+stage then publishes the parsed metrics as performance variables and looks
+up their references in references/<system>.yaml.  On a partition of
+config/replay.py the run stage replays a recording instead (hpcval.replay).
+"""
+import functools
+
+import reframe.utility.sanity as sn
+from reframe.core.builtins import run_after, run_before, sanity_function
+from reframe.core.exceptions import SanityError
+
+from hpcval import paths, references, replay
+from hpcval.benchmarks.source import SourceSettings
+from hpcval.parsers import ParseError
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_files():
+    return references.load_dir(paths.references_dir())
+
+
+class ParsedBenchmark(SourceSettings):
+    """Mixin for tests whose output is judged by an hpcval parser.
+
+    Subclasses implement ``parse()`` (returning any result object, raising
+    ParseError) and ``metrics(result)`` (returning ``{name: (value, unit)}``).
+    """
+
+    #: In a replay of an excerpt: what the recording left out (hpcval.replay);
+    #: the parse skips the completeness checks that need it.
+    replay_excerpt = ''
+
+    def require_features(self, *features):
+        """Add ``+feature`` to every ``valid_systems`` spec (checks select
+        by feature, never by name): what a layout needs, such as
+        ``multinode`` for a run across nodes, is the benchmark's knowledge,
+        not each leaf's."""
+        self.valid_systems = [
+            ' '.join([spec, *(f'+{f}' for f in features
+                              if f'+{f}' not in spec.split())])
+            for spec in self.valid_systems
+        ]
+
+    def parse(self):
+        raise NotImplementedError
+
+    def metrics(self, result):
+        raise NotImplementedError
+
+    def _exit_status(self):
+        notes = []
+        if self.job.exitcode not in (0, None):
+            notes.append(f'exit code {self.job.exitcode}')
+        # how the job ended where no exit code reaches ReFrame (squeue backend)
+        if self.job.state in ('TIMEOUT', 'FAILED', 'NODE_FAIL',
+                              'OUT_OF_MEMORY', 'CANCELLED'):
+            notes.append(f'job state {self.job.state}')
+        return f' ({", ".join(notes)})' if notes else ''
+
+    @run_after('setup')
+    def label_replay(self):
+        if replay.active(self):
+            replay.label(self)
+
+    @run_before('run', always_last=True)
+    def stage_replay(self):
+        # last: the benchmark's own hooks still check their inputs and layout
+        if replay.active(self):
+            replay.stage(self)
+
+    @sanity_function
+    def validate_output(self):
+        try:
+            self.result = self.parse()
+        except ParseError as err:
+            raise SanityError(f'{err}{self._exit_status()}') from None
+        except FileNotFoundError as err:
+            raise SanityError(f'output file missing: {err.filename}'
+                              f'{self._exit_status()}') from None
+
+        if self.job.exitcode not in (0, None):
+            raise SanityError(f'the benchmark printed complete results but '
+                              f'exited with code {self.job.exitcode}')
+
+        return True
+
+    @run_before('performance')
+    def publish_metrics(self):
+        if self.is_dry_run():       # nothing ran, nothing was parsed
+            return
+
+        values = self.metrics(self.result)
+        if self.replay_excerpt:     # figures the excerpt does not show
+            values = {name: vu for name, vu in values.items()
+                      if vu[0] is not None}
+        self.perf_variables = {
+            name: sn.make_performance_function(sn.defer(value), unit)
+            for name, (value, unit) in values.items()
+        }
+        self.reference = {self.current_partition.fullname: self._references(
+            {name: unit for name, (_, unit) in values.items()}
+        )}
+
+    def _references(self, metric_units):
+        refs = _reference_files().get(self.current_system.name, [])
+        names = [cls.__name__ for cls in type(self).__mro__]
+        return references.select(refs, names, self.current_partition.name,
+                                 _Attrs(self), metric_units)
+
+    def reference_value(self, metric, unit):
+        """This system's reference value of ``metric`` in ``unit``, or None
+        (no entry, or explicitly absent)."""
+        found = self._references({metric: unit})
+        return found[metric][0] if metric in found else None
+
+
+class _Attrs:
+    """Read test attributes lazily for the references' ``where`` clauses."""
+
+    def __init__(self, test):
+        self._test = test
+
+    def get(self, key):
+        return getattr(self._test, key, None)

@@ -1,0 +1,278 @@
+"""Comm|Scope: GPU control latencies and host/GPU, GPU/GPU copy bandwidths
+and latencies (the Sandia poster's Tables 4 and 5), one process per node.
+
+Built with CMake from c3sr/comm_scope at ``CommScopeSource.version`` with
+its submodules (libscope, which pulls google/benchmark, spdlog and Lyra),
+``-DSCOPE_USE_CUDA=ON`` or ``-DSCOPE_USE_HIP=ON``: a plain ``cmake ..``
+builds no GPU benchmark.  Results are read from ``--benchmark_out`` as
+JSON, never from stdout (banner and spdlog lines go there).
+
+Submodules from a mirror: when ``src_mirror`` is a git repository, GitHub
+URLs of the submodules are rewritten to ``file://<submodule_root>/``, so a
+folder laid out as GitHub is (``c3sr/comm_scope.git``,
+``cwpearson/libscope.git``, ``google/benchmark.git``, ``gabime/spdlog.git``,
+``bfgroup/Lyra.git``) serves the whole tree; ``submodule_root`` defaults to
+two levels above ``src_mirror``.  A folder or tarball ``src_mirror`` must
+already hold the submodules (``git clone --recursive``).
+"""
+import os
+import re
+import shlex
+
+import reframe as rfm
+from reframe.core.builtins import fixture, run_after, run_before, variable
+
+from hpcval import layouts
+from hpcval.benchmarks.base import ParsedBenchmark
+from hpcval.layouts import gpu_count
+from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
+from hpcval.inputs import checked_path, checked_token
+from hpcval.parsers import ParseError
+from hpcval.parsers.common import read_text
+from hpcval.parsers.comm_scope import parse_comm_scope, why_no_file
+
+MODELS = ('cuda', 'hip')
+OUTPUT = 'comm_scope.json'
+
+# Upstream names per model, Sandia's quantities; '{n}' is log2 of the size.
+# The CUDA peer copy is named ...PeerAsync_GPUToGPUPeer (peer access on);
+# its sibling without peer access is misspelt upstream: PeerAync_GPUToGPU.
+NAMES = {
+    'cuda': {
+        'kernel': 'Comm_cudart_kernel/{numa}/{gpu}/0/real_time/threads:1',
+        'sync': 'Comm_cudaDeviceSynchronize/{numa}/{gpu}/real_time/threads:1',
+        'h2d': 'Comm_cudaMemcpyAsync_PinnedToGPU/{numa}/{gpu}/log2(N):{n}/'
+               'manual_time',
+        'd2h': 'Comm_cudaMemcpyAsync_GPUToPinned/{numa}/{gpu}/log2(N):{n}/'
+               'manual_time',
+        'peer': 'Comm_cudaMemcpyPeerAsync_GPUToGPUPeer/{src}/{dst}/'
+                'log2(N):{n}/manual_time',
+    },
+    'hip': {
+        'kernel': 'Comm_hip_kernel/{numa}/{gpu}/0/real_time/threads:1',
+        'sync': 'Comm_hipDeviceSynchronize/{numa}/{gpu}/real_time/threads:1',
+        'h2d': 'Comm_hipMemcpyAsync_PinnedToGPU/{numa}/{gpu}/log2(N):{n}/'
+               'manual_time',
+        'd2h': 'Comm_hipMemcpyAsync_GPUToPinned/{numa}/{gpu}/log2(N):{n}/'
+               'manual_time',
+        'peer': 'Comm_hipMemcpyAsync_GPUToGPU/{src}/{dst}/log2(N):{n}/'
+                'manual_time',
+    },
+}
+
+# CUDA 13 takes a cudaMemLocation where v0.12.0's unified-memory benchmarks
+# pass a device number (cudaMemPrefetchAsync, cudaMemAdvise); these
+# overloads keep the old calls compiling, unchanged in meaning.  Inert
+# below CUDA 13.
+CUDA13_COMPAT = r'''#pragma once
+#if defined(__cplusplus)
+#include <cuda_runtime_api.h>
+#if CUDART_VERSION >= 13000
+static inline cudaMemLocation hpcval_location(int device) {
+  cudaMemLocation loc = {};
+  loc.type = device == cudaCpuDeviceId ? cudaMemLocationTypeHost
+                                       : cudaMemLocationTypeDevice;
+  loc.id = device == cudaCpuDeviceId ? 0 : device;
+  return loc;
+}
+static inline cudaError_t cudaMemPrefetchAsync(const void *ptr, size_t n,
+                                               int device,
+                                               cudaStream_t stream = 0) {
+  return cudaMemPrefetchAsync(ptr, n, hpcval_location(device), 0, stream);
+}
+static inline cudaError_t cudaMemAdvise(const void *ptr, size_t n,
+                                        cudaMemoryAdvise advice, int device) {
+  return cudaMemAdvise(ptr, n, advice, hpcval_location(device));
+}
+#endif
+#endif
+'''
+
+
+class CommScopeSource(UpstreamSource):
+    repo_url = 'https://github.com/c3sr/comm_scope.git'
+    version = 'v0.12.0'
+    submodules = True
+
+    #: Folder of bare mirrors laid out as GitHub (<owner>/<name>.git) for
+    #: the submodules; default: two levels above a git src_mirror.
+    submodule_root = variable(str, value='')
+
+    def _clone_cmd(self, origin):
+        cmd = super()._clone_cmd(origin)
+        if not origin.startswith('file://'):
+            return cmd
+
+        root = checked_path(self.submodule_root or os.path.dirname(
+            os.path.dirname(origin[len('file://'):].rstrip('/'))),
+            'submodule_root')
+        # git refuses file:// submodules unless allowed (CVE-2022-39253)
+        return cmd.replace('git ', shlex.join([
+            'git', '-c', 'protocol.file.allow=always', '-c',
+            f'url.file://{root}/.insteadOf=https://github.com/']) + ' ', 1)
+
+
+class CommScopeBuild(UpstreamBuild):
+    """``cmake -DSCOPE_USE_CUDA=ON`` (or HIP) and ``comm_scope`` only."""
+
+    #: cuda or hip.
+    model = variable(str, value='cuda')
+
+    #: Force-include the CUDA 13 overloads (see CUDA13_COMPAT).
+    cuda13_compat = variable(bool, value=True)
+
+    executables = ['comm_scope']
+    source = fixture(CommScopeSource, scope='session')
+
+    @run_after('setup')
+    def check_model(self):
+        checked_token(self.model, 'model', MODELS)
+
+    def _model_opts(self):
+        if self.model == 'hip':
+            return ['-DSCOPE_USE_HIP=ON', '-DCMAKE_CXX_COMPILER=hipcc']
+
+        arch = self.target_cuda_arch(default='sm_90').replace('sm_', '')
+        opts = ['-DSCOPE_USE_CUDA=ON', f'-DCMAKE_CUDA_ARCHITECTURES={arch}',
+                '-DCMAKE_CUDA_COMPILER="$(command -v nvcc)"']
+        if self.cuda13_compat:
+            opts.append('-DCMAKE_CUDA_FLAGS="-include $PWD/cuda13_compat.h"')
+        return opts
+
+    def build_commands(self, src):
+        cmds = []
+        if self.model == 'cuda' and self.cuda13_compat:
+            cmds.append(f"cat > cuda13_compat.h <<'EOF'\n{CUDA13_COMPAT}EOF")
+        return cmds + [
+            ' '.join(['cmake', '-S', src, '-B', 'obj',
+                      '-DCMAKE_BUILD_TYPE=Release',
+                      # bundled spdlog predates CMake 4's minimum policy
+                      '-DCMAKE_POLICY_VERSION_MINIMUM=3.5',
+                      # NVTX ranges only serve profilers; CUDA 13 dropped
+                      # the nvToolsExt library they link
+                      '-DSCOPE_USE_NVTX=OFF',
+                      # never download libnuma during a build
+                      '-DSCOPE_TRY_DOWNLOAD_NUMA=OFF', *self._model_opts()]),
+            f'cmake --build obj --target comm_scope --parallel '
+            f'{self.build_jobs}',
+            'mkdir -p build', 'cp obj/comm_scope build/'
+        ]
+
+
+class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
+    """One ``comm_scope`` process driving every GPU of one node."""
+
+    model = variable(str, value='cuda')
+
+    #: log2 of the copy size for latencies and for bandwidths (2^27 = 128
+    #: MiB; upstream sweeps 2^8 to 2^33).
+    latency_log2 = variable(int, value=8)
+    bandwidth_log2 = variable(int, value=27)
+
+    #: --benchmark_repetitions: metrics are the mean, with the std logged.
+    repetitions = variable(int, value=5)
+
+    #: NUMA node of the host buffers and launching threads.
+    numa_node = variable(int, value=0)
+
+    num_tasks = 1
+    tags = {'comm_scope'}
+
+    @property
+    def names(self):
+        return NAMES[self.model]
+
+    def _filter(self):
+        """One regex over the names above: this NUMA node, any GPU, the
+        two copy sizes."""
+        sizes = f'({self.latency_log2}|{self.bandwidth_log2})'
+        patterns = []
+        for template in self.names.values():
+            name = template.format(numa=self.numa_node, gpu='@G', src='@G',
+                                   dst='@G', n='@N')
+            patterns.append(re.escape(name).replace('@G', '[0-9]+')
+                            .replace('@N', sizes))
+        return f'^({"|".join(patterns)})$'
+
+    @run_before('run')
+    def set_command(self):
+        checked_token(self.model, 'model', MODELS)
+        self.gpus = gpu_count(self.current_partition)
+        self.skip_if(self.gpus == 0, 'the partition declares no GPU devices')
+        self.num_tasks_per_node = 1
+        layouts.apply(self, layouts.gpu_layout(self.current_partition,
+                                               'process_per_node'),
+                      gpus=self.gpus)
+        self.executable = self.build.executable_path('comm_scope')
+        self.executable_opts = [
+            shlex.quote(f'--benchmark_filter={self._filter()}'),
+            f'--benchmark_out={OUTPUT}', '--benchmark_out_format=json',
+            f'--benchmark_repetitions={self.repetitions}',
+            '--benchmark_report_aggregates_only=true',
+            f'--numa {self.numa_node}'
+        ]
+        self.keep_files = [OUTPUT]
+
+    def _get(self, runs, key, **fields):
+        name = self.names[key].format(numa=self.numa_node, **fields)
+        if name not in runs:
+            raise ParseError(f'no result for {name} in {OUTPUT} (GPU not '
+                             f'visible, or peer access between the GPUs '
+                             f'unsupported)')
+        return runs[name]
+
+    def parse(self):
+        path = os.path.join(self.stagedir, OUTPUT)
+        if not os.path.exists(path):
+            console = (read_text(self.stdout.evaluate()) +
+                       read_text(self.stderr.evaluate()))
+            raise ParseError(f'comm_scope wrote no {OUTPUT}: '
+                             f'{why_no_file(console)}')
+        runs = parse_comm_scope(read_text(path))
+        self.metrics(runs)      # every figure reported must be there
+        return runs
+
+    def _bandwidth(self, run, name):
+        if not run.bytes_per_second:
+            raise ParseError(f'{name}: no bytes_per_second')
+        return run.bytes_per_second / 1e9
+
+    def metrics(self, runs):
+        gpus = range(self.gpus)
+        big, small = self.bandwidth_log2, self.latency_log2
+        worst = {}
+
+        def keep(metric, value, unit, higher_is_better):
+            pick = min if higher_is_better else max
+            old = worst.get(metric)
+            worst[metric] = (value if old is None else pick(old[0], value),
+                             unit)
+
+        for gpu in gpus:
+            keep('kernel_launch', self._get(runs, 'kernel', gpu=gpu).time_us,
+                 'us', False)
+            keep('device_sync', self._get(runs, 'sync', gpu=gpu).time_us,
+                 'us', False)
+            for key in ('h2d', 'd2h'):
+                run = self._get(runs, key, gpu=gpu, n=big)
+                keep(f'{key}_bandwidth', self._bandwidth(run, key), 'GB/s',
+                     True)
+                keep(f'{key}_latency',
+                     self._get(runs, key, gpu=gpu, n=small).time_us, 'us',
+                     False)
+            for dst in gpus:
+                if dst == gpu:
+                    continue
+                run = self._get(runs, 'peer', src=gpu, dst=dst, n=big)
+                keep('gpu_gpu_bandwidth', self._bandwidth(run, 'peer'),
+                     'GB/s', True)
+                keep('gpu_gpu_latency', self._get(
+                    runs, 'peer', src=gpu, dst=dst, n=small).time_us, 'us',
+                     False)
+
+        # Sandia's Host/GPU figure is the mean of the two directions
+        for what in ('bandwidth', 'latency'):
+            h2d, d2h = worst[f'h2d_{what}'][0], worst[f'd2h_{what}'][0]
+            worst[f'host_gpu_{what}'] = ((h2d + d2h) / 2,
+                                         worst[f'h2d_{what}'][1])
+        return worst

@@ -1,0 +1,236 @@
+"""Habana hl_qual: host <-> device and device memory bandwidth on Gaudi
+and Gaudi2, with the memory bandwidth (``-mb``) and PCI (``-p``) plugins.
+
+hl_qual is installed with the Habana software under a folder per
+generation (``/opt/habanalabs/qual/gaudi2/bin/hl_qual``); hpcval builds
+nothing.  The manual's rules on switch combinations (Habana hl_qual manual) are
+enforced in ``hl_qual_args`` before any job script is written, with the
+manual's reason in the error.  The verdict is hl_qual's own (exit status
+and the PASS/FAIL of its report) plus the manual's criteria applied to
+the figures the report holds (``hpcval.benchmarks.hl_qual_criteria``).  The report
+format is unverified: see hpcval.parsers.hl_qual.
+"""
+import glob
+import os
+import re
+import shlex
+
+import reframe as rfm
+import reframe.utility.typecheck as typ
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import run_before, variable
+
+from hpcval.benchmarks import hl_qual_criteria as crit
+from hpcval.benchmarks.base import ParsedBenchmark
+from hpcval.inputs import InputError, checked_path, checked_token
+from hpcval.parsers import ParseError
+from hpcval.parsers.common import read_text
+from hpcval.parsers.hl_qual import PCI_SUBTESTS, parse_hl_qual_report
+
+GENERATIONS = ('gaudi', 'gaudi2')
+PLUGINS = ('mb', 'p')
+MODES = ('serial', 'parallel')
+SUBSETS = ('memOnly', 'pciOnly', 'sramOnly')
+PCI_GENS = ('gen3', 'gen4')            # the two modifiers the manual names
+_CARDS = re.compile(r'^(all|[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}'
+                    r'\.[0-7])$')
+
+_SUBSET_TESTS = {
+    'memOnly': ('sram_to_hbm', 'hbm_to_sram', 'hbm_to_hbm'),
+    'pciOnly': ('host_to_hbm', 'hbm_to_host', 'hbm_host_bidir'),
+    'sramOnly': ('host_to_sram', 'sram_to_host', 'sram_host_bidir'),
+}
+# PCI sub-tests of the memory plugin -> direction of the manual's criteria
+_MEMORY_PCI_DIRECTION = {
+    'host_to_hbm': crit.HOST_TO_DEVICE, 'host_to_sram': crit.HOST_TO_DEVICE,
+    'hbm_to_host': crit.DEVICE_TO_HOST, 'sram_to_host': crit.DEVICE_TO_HOST,
+    'hbm_host_bidir': crit.BIDIRECTIONAL,
+    'sram_host_bidir': crit.BIDIRECTIONAL,
+}
+_PCI_DIRECTION = {'pci_download': crit.HOST_TO_DEVICE,
+                  'pci_upload': crit.DEVICE_TO_HOST,
+                  'pci_bidirectional': crit.BIDIRECTIONAL}
+
+
+class SwitchError(InputError):
+    """A switch combination the hl_qual manual rules out."""
+
+
+def hl_qual_args(generation, plugin, mode, subsets=(), bidirectional=False,
+                 duration=0, size=0, pci_gen='', cards='all'):
+    """hl_qual's command-line switches, or SwitchError with the manual's
+    reason for a combination it rules out."""
+    checked_token(generation, 'generation', GENERATIONS)
+    checked_token(plugin, 'plugin', PLUGINS)
+    checked_token(mode, 'mode', MODES)
+    for s in subsets:
+        checked_token(s, 'subsets', SUBSETS)
+    if not _CARDS.match(cards):
+        raise InputError(f'-S cards={cards!r}: "all" or one PCI bus id '
+                         f'(0000:b3:00.0)')
+
+    args = [f'-{generation}', '-c', cards, '-rmod', mode]
+    if plugin == 'mb':
+        if duration or size or pci_gen:
+            raise SwitchError('-t, -size and -gen are switches of the PCI '
+                              'plugin (-p), not of the memory bandwidth '
+                              'plugin (-mb)')
+        if not subsets and mode == 'parallel':
+            raise SwitchError('-mb without -memOnly, -pciOnly or -sramOnly '
+                              'runs every test: "When a full mode run is '
+                              'executed, the test must run in serial mode"')
+        if set(subsets) & {'pciOnly', 'sramOnly'} and mode == 'parallel':
+            why = ('"any combination of -memOnly that also includes '
+                   '-sramOnly or -pciOnly must be run in serial mode"'
+                   if 'memOnly' in subsets else
+                   '"-sramOnly and -pciOnly must be run using serial mode '
+                   '-rmod serial": the PCI link is common to all devices, '
+                   'so parallel runs split its bandwidth and fail')
+            raise SwitchError(f'-{" -".join(subsets)} in parallel mode: '
+                              f'{why}')
+        args += ['-mb', *(['-b'] if bidirectional else []),
+                 *(f'-{s}' for s in subsets)]
+        return args
+
+    if subsets:
+        raise SwitchError('-memOnly, -pciOnly and -sramOnly select tests of '
+                          'the memory bandwidth plugin (-mb), not of -p')
+    if duration < 0 or size < 0:
+        raise SwitchError('-t and -size must be positive')
+    if pci_gen:
+        checked_token(pci_gen, 'pci_gen', PCI_GENS)
+    args += ['-p', *(['-b'] if bidirectional else [])]
+    args += ['-t', str(duration)] if duration else []
+    args += ['-size', str(size)] if size else []
+    args += ['-gen', pci_gen] if pci_gen else []
+    return args
+
+
+def expected_subtests(plugin, subsets, bidirectional):
+    """The sub-tests a run with these switches must report."""
+    if plugin == 'p':
+        return [k for k in PCI_SUBTESTS
+                if bidirectional or k != 'pci_bidirectional']
+    keys = [k for s in (subsets or SUBSETS) for k in _SUBSET_TESTS[s]]
+    return [k for k in keys if bidirectional or not k.endswith('_bidir')]
+
+
+def criterion_for(plugin, key, pci_gen, width):
+    """The manual's criterion for a sub-test, or None (device memory tests
+    are pre-calibrated; hl_qual judges them itself)."""
+    if plugin == 'p':
+        return crit.criterion('pci_plugin', _PCI_DIRECTION[key],
+                              pci_gen or 'gen3', width)
+    if key in _MEMORY_PCI_DIRECTION:
+        return crit.criterion('memory_plugin', _MEMORY_PCI_DIRECTION[key],
+                              'gen3', width)
+    return None
+
+
+class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
+    """One hl_qual run over every card of a Gaudi node."""
+
+    #: gaudi or gaudi2 (the -gaudi / -gaudi2 switch and the install folder).
+    generation = variable(str, value='gaudi2')
+
+    #: hl_qual executable; default /opt/habanalabs/qual/<generation>/bin/hl_qual.
+    hl_qual = variable(str, value='')
+
+    #: 'mb' (memory bandwidth plugin) or 'p' (PCI plugin).
+    plugin = variable(str, value='mb')
+
+    #: -rmod: serial or parallel.
+    mode = variable(str, value='serial')
+
+    #: Tests of the memory plugin: memOnly, pciOnly, sramOnly; none: all.
+    subsets = variable(typ.List[str], value=[])
+
+    #: -b: bidirectional tests too.
+    bidirectional = variable(typ.Bool, value=True)
+
+    #: PCI plugin: -t seconds per sub-test (0: hl_qual's 40 s).
+    duration = variable(int, value=0)
+
+    #: PCI plugin: -size bytes (0: hl_qual's default, 200 MB).
+    size = variable(int, value=0)
+
+    #: PCI plugin: -gen gen3|gen4; '' leaves it out (hl_qual assumes gen3).
+    pci_gen = variable(str, value='')
+
+    #: Lanes of the host link, for the criteria (the manual's -lanes
+    #: switch has no documented value format, so it is not passed).
+    pci_lanes = variable(int, value=16)
+
+    #: -c: 'all' or one card's PCI bus id.
+    cards = variable(str, value='all')
+
+    num_tasks = 1
+    tags = {'hl_qual', 'gaudi'}
+
+    @property
+    def binary(self):
+        path = self.hl_qual or \
+            f'/opt/habanalabs/qual/{self.generation}/bin/hl_qual'
+        return checked_path(path, 'hl_qual', must_exist=False)
+
+    @run_before('run')
+    def check_switches(self):
+        # fails the test before its job script is written (also --dry-run)
+        self.args = hl_qual_args(
+            self.generation, self.plugin, self.mode, self.subsets,
+            self.bidirectional, self.duration, self.size, self.pci_gen,
+            self.cards)
+        crit.link_bandwidth(self.pci_gen or 'gen3', self.pci_lanes)
+
+    @run_before('run')
+    def set_command(self):
+        exe = self.binary
+        self.env_vars['__python_cmd'] = 'python3'
+        # the report lands in the stage directory, one folder per test
+        self.env_vars['HABANA_LOGS'] = '"$PWD/habana_logs"'
+        self.prerun_cmds = [
+            'mkdir -p "$HABANA_LOGS/qual"',
+            f'if [ ! -x {shlex.quote(exe)} ]; then echo "hpcval: no hl_qual '
+            f'at {exe} (set -S hl_qual=PATH)" >&2; exit 3; fi',
+            # hl_qual reads its plugins and config files from its folder
+            f'cd {shlex.quote(os.path.dirname(exe))}',
+        ]
+        # hl_qual drives every card itself: no MPI launcher in front
+        self.job.launcher = getlauncher('local')()
+        self.executable = exe
+        self.executable_opts = self.args
+        self.keep_files = ['habana_logs']
+
+    def _report(self):
+        reports = sorted(glob.glob(os.path.join(
+            self.stagedir, 'habana_logs', 'qual', '*hl_qual_report*.log')))
+        if not reports:
+            err = read_text(self.stderr.evaluate()).strip().splitlines()
+            raise ParseError('no hl_qual report (*hl_qual_report*.log) in '
+                             'habana_logs/qual' +
+                             (f'; stderr: {err[-1]}' if err else ''))
+        return read_text(reports[-1])
+
+    def parse(self):
+        if self.job.exitcode not in (0, None):
+            raise ParseError(f'hl_qual exited with code {self.job.exitcode}'
+                             f' (its verdict: failed); see habana_logs/qual')
+        report = parse_hl_qual_report(
+            self._report(),
+            expected_subtests(self.plugin, self.subsets, self.bidirectional))
+        if self.mode == 'serial':
+            self._check_floors(report)
+        return report
+
+    def _check_floors(self, report):
+        """Per device, the manual's criterion less 10% (serial mode only:
+        in parallel mode the criterion is the PCIe bottleneck's)."""
+        for key, figures in report.figures.items():
+            c = criterion_for(self.plugin, key, self.pci_gen, self.pci_lanes)
+            for device, bw in figures if c else ():
+                if bw < c.floor:
+                    raise ParseError(f'{key}{" on " + device if device else ""}'
+                                     f': {bw} GB/s is below the {c.describe()}')
+
+    def metrics(self, report):
+        return {key: (report.worst(key), 'GB/s') for key in report.figures}

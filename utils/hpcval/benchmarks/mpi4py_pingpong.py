@@ -1,0 +1,111 @@
+"""MPI ping-pong with mpi4py's own benchmark (``python -m mpi4py.bench``).
+
+Runs anywhere an MPI and mpi4py exist, including the PyPI ``mpich`` wheel.
+Two ranks, placed on one node or on two, exchange messages from 1 B up to
+``max_size``; the test reports the one-way latency (mean and standard
+deviation) at each of ``latency_sizes`` and the bandwidth at ``max_size``.
+"""
+import reframe as rfm
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import parameter, run_after, run_before, variable
+
+from hpcval import features as ft
+from hpcval import layouts
+from hpcval.benchmarks.base import ParsedBenchmark
+from hpcval.inputs import checked_path, checked_token
+from hpcval.parsers import ParseError
+from hpcval.parsers.common import device_buffer_error, read_text
+from hpcval.parsers.mpi4py_pingpong import parse_pingpong, row_at
+
+PLACEMENTS = ('on_node', 'across_nodes')
+ARRAYS = ('numpy', 'cupy', 'numba', 'none')
+DEVICE_ARRAYS = ('cupy', 'numba')
+
+
+def size_label(nbytes):
+    """8 -> '8B', 4194304 -> '4MiB': stable metric names."""
+    for unit, scale in (('MiB', 2**20), ('KiB', 2**10)):
+        if nbytes >= scale and nbytes % scale == 0:
+            return f'{nbytes // scale}{unit}'
+
+    return f'{nbytes}B'
+
+
+class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
+    """Two-rank MPI ping-pong; ``placement`` says where the ranks sit."""
+
+    #: 'on_node' (both ranks on one node) or 'across_nodes' (one per node).
+    placement = parameter(PLACEMENTS)
+
+    #: Buffer type: numpy (host), cupy or numba (device; needs GPU-aware MPI).
+    array = variable(str, value='numpy')
+
+    #: Largest message size in bytes; bandwidth is reported there.
+    max_size = variable(int, value=4 * 2**20)
+
+    #: Timed iterations per size below 16 KiB (mpi4py's ``-l``); 0 keeps
+    #: mpi4py's default, 10000.  Fewer give a quicker, noisier mean.
+    loops = variable(int, value=0)
+
+    #: Sizes in bytes whose latency is reported.
+    latency_sizes = variable(typ.List[int], value=[8, 1024])
+
+    #: Python interpreter that has mpi4py on the compute nodes.
+    python = variable(str, value='python3')
+
+    num_tasks = 2
+    tags = {'mpi4py', 'mpi'}
+
+    @run_after('init')
+    def require_layout_features(self):
+        self.require_features(ft.MPI)
+        if self.placement == 'across_nodes':
+            self.require_features(ft.MULTINODE)
+
+    @run_before('run')
+    def set_command(self):
+        checked_token(self.array, 'array', ARRAYS)
+        self.skip_if(
+            self.array in DEVICE_ARRAYS and
+            ft.GPU_AWARE_MPI not in self.current_partition.features,
+            f'-a {self.array} passes GPU buffers to MPI, and partition '
+            f'{self.current_partition.fullname} does not declare '
+            f'{ft.GPU_AWARE_MPI}: MPI is not GPU-aware here'
+        )
+        self.num_tasks_per_node = 2 if self.placement == 'on_node' else 1
+        if self.array in DEVICE_ARRAYS:
+            # GPU buffers need the partition's GPU-aware MPI settings
+            # (MPICH_GPU_SUPPORT_ENABLED=1 on Cray, say)
+            layouts.apply(self, layouts.settings(self.current_partition,
+                                                 'gpu_aware_mpi'))
+        self.executable = (checked_path(self.python, 'python')
+                           if '/' in self.python
+                           else checked_token(self.python, 'python'))
+        self.executable_opts = ['-m', 'mpi4py.bench', 'pingpong',
+                                '-a', self.array, '-n', str(self.max_size)]
+        if self.loops > 0:
+            self.executable_opts += ['-l', str(self.loops)]
+
+    def parse(self):
+        text = read_text(self.stdout.evaluate())
+        try:
+            return parse_pingpong(text)
+        except ParseError as err:
+            if self.array not in DEVICE_ARRAYS:
+                raise
+            both = text + read_text(self.stderr.evaluate())
+            raise device_buffer_error(err, both,
+                                      f'-a {self.array} buffers') from None
+
+    def metrics(self, rows):
+        values = {}
+        for size in self.latency_sizes:
+            row = row_at(rows, size)
+            label = size_label(size)
+            values[f'latency_{label}'] = (row.time_mean * 1e6, 'us')
+            values[f'latency_{label}_std'] = (row.time_std * 1e6, 'us')
+
+        largest = row_at(rows, self.max_size)
+        values[f'bandwidth_{size_label(self.max_size)}'] = (largest.bandwidth,
+                                                            'MB/s')
+        return values

@@ -1,0 +1,196 @@
+"""nccl-tests (NVIDIA) and rccl-tests (AMD): collective bus bandwidth.
+
+Two modes:
+
+- ``single_process``: one process drives every GPU of one node
+  (``all_reduce_perf -g <gpus>``), as the MI300X guide runs RCCL;
+- ``rank_per_gpu``: one MPI rank per GPU across ``num_nodes`` nodes
+  (``-g 1``, built with ``MPI=1``), launched by the system's launcher, as
+  Kestrel's procurement run (64 GPUs on 16 nodes).
+
+The collectives' executables are named ``<collective>_perf`` upstream.
+Metrics: in-place and out-of-place busbw at the largest size, the maximum
+busbw over sizes, the time at the smallest non-empty size, and nccl-tests'
+own ``Avg bus bandwidth`` (mean over every row of both blocks).
+"""
+import shlex
+
+import reframe as rfm
+from reframe.core.builtins import (fixture, parameter, run_after, run_before,
+                                   variable)
+
+from hpcval import features as ft
+from hpcval import layouts
+from hpcval.benchmarks.base import ParsedBenchmark
+from hpcval.layouts import gpu_count
+from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
+from hpcval.inputs import checked_path, checked_token
+from hpcval.parsers.common import read_text
+from hpcval.parsers.nccl_tests import (IN_PLACE, OUT_OF_PLACE, check_devices,
+                                       parse_nccl_tests)
+
+COLLECTIVES = ('all_reduce', 'all_gather', 'broadcast', 'reduce',
+               'reduce_scatter', 'alltoall', 'sendrecv')
+MODES = ('single_process', 'rank_per_gpu')
+
+
+class NcclTestsSource(UpstreamSource):
+    repo_url = 'https://github.com/NVIDIA/nccl-tests.git'
+    version = 'v2.19.6'
+
+
+class RcclTestsSource(UpstreamSource):
+    repo_url = 'https://github.com/ROCm/rccl-tests.git'
+    version = 'rocm-6.2.0'
+
+
+class _CollectivesBuild(UpstreamBuild):
+    """``make`` of nccl-tests / rccl-tests into ``build/``."""
+
+    #: Build with MPI=1 for one rank per GPU across nodes.
+    mpi = variable(bool, value=False)
+
+    #: NCCL (or RCCL) installation; default: $NCCL_HOME of the environment.
+    nccl_home = variable(str, value='')
+
+    #: MPI installation for MPI=1; default: $MPI_HOME of the environment.
+    mpi_home = variable(str, value='')
+
+    executables = [f'{c}_perf' for c in COLLECTIVES]
+
+    def _home(self, value, name):
+        if value:
+            return shlex.quote(checked_path(value, name))
+
+        return f'"${{{name.upper()}:?set {name.upper()} or -S {name}=DIR}}"'
+
+    def _make_vars(self):
+        make_vars = ['BUILDDIR="$PWD/build"',
+                     f'NCCL_HOME={self._home(self.nccl_home, "nccl_home")}']
+        if self.mpi:
+            make_vars += ['MPI=1',
+                          f'MPI_HOME={self._home(self.mpi_home, "mpi_home")}']
+
+        return make_vars
+
+
+class NcclTestsBuild(_CollectivesBuild):
+    """nccl-tests: ``make CUDA_HOME=... NCCL_HOME=... [MPI=1 MPI_HOME=...]``."""
+
+    source = fixture(NcclTestsSource, scope='session')
+
+    def build_commands(self, src):
+        cc = self.target_cuda_arch().replace('sm_', '')
+        return [' '.join([
+            f'make -C {src} -j {self.build_jobs}', *self._make_vars(),
+            'CUDA_HOME="${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}"',
+            f'NVCC_GENCODE="-gencode=arch=compute_{cc},code=sm_{cc}"'
+        ])]
+
+
+class RcclTestsBuild(_CollectivesBuild):
+    """rccl-tests: ``make HIP_HOME=... NCCL_HOME=<rccl> [MPI=1 ...]``."""
+
+    source = fixture(RcclTestsSource, scope='session')
+
+    def build_commands(self, src):
+        return [' '.join([
+            f'make -C {src} -j {self.build_jobs}', *self._make_vars(),
+            'HIP_HOME="${ROCM_PATH:-/opt/rocm}"'
+        ])]
+
+
+class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
+    """One collective of nccl-tests / rccl-tests; leaves add the build."""
+
+    collective = parameter(['all_reduce', 'all_gather'])
+
+    #: 'single_process' (one process, all GPUs of a node) or 'rank_per_gpu'.
+    mode = variable(str, value='single_process')
+
+    #: Nodes for rank_per_gpu (single_process is always one node).
+    num_nodes = variable(int, value=1)
+
+    #: GPUs per node; default: the partition's GPU count.
+    gpus_per_node = variable(int, value=0)
+
+    #: Message sizes: -b, -e (bytes, K/M/G suffixes) and factor -f.
+    min_bytes = variable(str, value='8')
+    max_bytes = variable(str, value='8G')
+    step_factor = variable(int, value=2)
+
+    #: Timed iterations (-n) and warm-up iterations (-w).
+    iters = variable(int, value=20)
+    warmup_iters = variable(int, value=5)
+
+    #: Validate results (-c 1); 0 only to time without checking.
+    check_results = variable(int, value=1)
+
+    @run_after('init')
+    def require_layout_features(self):
+        checked_token(self.mode, 'mode', MODES)
+        if self.mode == 'rank_per_gpu':
+            # one node is a valid size (the MPI path on a single GPU node)
+            self.require_features(ft.MPI, *([ft.MULTINODE]
+                                            if self.num_nodes > 1 else []))
+
+    @run_before('run')
+    def set_command(self):
+        gpus = self.gpus_per_node or gpu_count(self.current_partition)
+        self.skip_if(gpus == 0, 'the partition declares no GPU devices')
+        for name in ('min_bytes', 'max_bytes'):
+            checked_token(getattr(self, name), name)
+
+        part = self.current_partition
+        if self.mode == 'single_process':
+            self.num_tasks = self.num_tasks_per_node = 1
+            per_process = gpus
+            layout = layouts.gpu_layout(part, 'process_per_node')
+        else:
+            self.num_tasks_per_node = gpus
+            self.num_tasks = gpus * self.num_nodes
+            per_process = 1
+            layout = layouts.gpu_layout(part, 'rank_per_gpu')
+            if layout.one_visible_gpu:
+                # nccl-tests picks device <local rank> unless told otherwise
+                self.env_vars['NCCL_TESTS_DEVICE'] = '0'
+
+        layouts.apply(self, layout, gpus=per_process)
+        if self.num_nodes > 1:
+            layouts.apply(self, layouts.settings(part,
+                                                 'multinode_collectives'))
+
+        self.expected_gpus = per_process * self.num_tasks
+        self.executable = self.build.executable_path(
+            f'{self.collective}_perf')
+        self.executable_opts = [
+            '-b', self.min_bytes, '-e', self.max_bytes,
+            '-f', str(self.step_factor), '-g', str(per_process),
+            '-n', str(self.iters), '-w', str(self.warmup_iters),
+            '-c', str(self.check_results)
+        ]
+
+    def parse(self):
+        text = read_text(self.stdout.evaluate())
+        if self.replay_excerpt:
+            # a quoted table (hpcval.replay): no footer, no device list
+            return parse_nccl_tests(text, require_footer=False)
+
+        result = parse_nccl_tests(text)
+        check_devices(result, self.expected_gpus)
+        return result
+
+    def metrics(self, result):
+        values = {}
+        for place, tag in ((IN_PLACE, 'inplace'), (OUT_OF_PLACE, 'outofplace')):
+            if not result.has_block(place):
+                continue        # rccl-tests -O 0 prints in-place only
+
+            values[f'busbw_{tag}_largest'] = (result.busbw_at_largest(place),
+                                              'GB/s')
+            values[f'busbw_{tag}_max'] = (result.max_busbw(place), 'GB/s')
+            values[f'time_{tag}_smallest'] = (result.time_at_smallest(place),
+                                              'us')
+
+        values['avg_busbw'] = (result.avg_bus_bandwidth, 'GB/s')
+        return values

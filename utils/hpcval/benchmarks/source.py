@@ -1,0 +1,276 @@
+"""Source acquisition and builds: the pattern every benchmark follows.
+
+1. ``UpstreamSource`` (a session fixture) brings the upstream source tree
+   into its stage directory once per run:
+
+   - by default ``git clone --depth 1 --branch <version> <repo_url>``;
+   - with ``-S src_mirror=PATH`` from a local copy, for air-gapped sites: a
+     git repository (bare or not; the pinned tag is checked out), a source
+     folder already at that version, or a release tarball with one
+     top-level folder;
+   - with ``-S prebuilt_dir=DIR`` nothing is fetched;
+   - in a replay (``-C config/replay.py``) nothing is fetched or built.
+
+   When upstream cannot be reached and no mirror is given, the fixture is
+   skipped with a one-line reason, and so is every test that needs it.
+
+2. ``UpstreamBuild`` (an environment fixture) builds it once per partition
+   and programming environment however many tests use it, or, with
+   ``prebuilt_dir``, only checks that DIR holds the executables under their
+   upstream names.  Scope the variables to one benchmark with
+   ``-S BabelStreamSource.prebuilt_dir=DIR`` when several are selected.
+"""
+import os
+import shlex
+import subprocess
+
+import reframe as rfm
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import run_before, sanity_function, variable
+from reframe.core.exceptions import SanityError
+
+from hpcval import replay
+from hpcval.layouts import gpu_arch
+from hpcval.inputs import InputError, checked_path, checked_token
+
+_TARBALLS = ('.tar.gz', '.tgz', '.tar.bz2', '.tar.xz', '.tar')
+# how long the reachability probe of the upstream repository may take
+_PROBE_TIMEOUT_S = 20
+
+
+# The -S variables of source acquisition, declared on checks and on their
+# source and build fixtures alike, so that ``-S src_mirror=...`` meets no
+# test without the variable (ReFrame warns about those).  Only the fixtures
+# below act on the first two; checks that build nothing ignore them.
+class SourceSettings(rfm.RegressionTestPlugin):
+    #: Local copy of the upstream source for air-gapped sites: a git
+    #: repository (bare or not), a folder at the pinned version, or a
+    #: release tarball with one top-level folder.
+    src_mirror = variable(str, value='')
+
+    #: Folder with the benchmark's executables under their upstream names;
+    #: when set, nothing is fetched or built.
+    prebuilt_dir = variable(str, value='')
+
+    #: Folder of recorded outputs to replay instead of running anything
+    #: (with -C config/replay.py; hpcval.replay, docs/replay.md).
+    replay_dir = variable(str, value='')
+
+
+def _is_git_repo(path):
+    return os.path.isdir(os.path.join(path, '.git')) or (
+        os.path.isfile(os.path.join(path, 'HEAD')) and
+        os.path.isdir(os.path.join(path, 'objects'))
+    )
+
+
+def _upstream_reachable(url, version):
+    try:
+        subprocess.run(['git', 'ls-remote', '--exit-code', url,
+                        f'refs/tags/{version}', f'refs/heads/{version}'],
+                       check=True, capture_output=True,
+                       timeout=_PROBE_TIMEOUT_S,
+                       env=dict(os.environ, GIT_TERMINAL_PROMPT='0'))
+        return True
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
+    """The upstream source tree of one benchmark at a pinned version."""
+
+    #: Upstream git repository.
+    repo_url = variable(str)
+
+    #: Pinned tag (or branch) of ``repo_url``.
+    version = variable(str)
+
+    #: Clone submodules too (Comm|Scope needs them).
+    submodules = variable(bool, value=False)
+
+    local = True
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    executable = 'true'
+
+    #: Where the tree lands, relative to the stage directory.
+    tree = 'src'
+
+    #: Paths that a prepared checkout holds untracked (trees a build step
+    #: fetched, e.g. elbencho's external/): a ``src_mirror`` checkout that
+    #: has the first of them is copied, not cloned (a clone drops them),
+    #: and must be at ``version``.
+    prepared_inputs = ()
+
+    @property
+    def src_dir(self):
+        return os.path.join(self.stagedir, self.tree)
+
+    def _clone_cmd(self, origin):
+        opts = ['--quiet', '--depth', '1', '--branch',
+                checked_token(self.version, 'version')]
+        if self.submodules:
+            opts += ['--recurse-submodules', '--shallow-submodules']
+
+        return shlex.join(['git', '-c', 'advice.detachedHead=false',
+                           'clone', *opts, origin, self.tree])
+
+    def _is_prepared(self, mirror):
+        return bool(self.prepared_inputs) and os.path.isdir(
+            os.path.join(mirror, self.prepared_inputs[0]))
+
+    def _copy_checkout_cmds(self, mirror):
+        copy = [f'cp -a {shlex.quote(mirror)}/. {self.tree}/']
+        if not os.path.isdir(os.path.join(mirror, '.git')):
+            return copy
+
+        tag = checked_token(self.version, 'version')
+        return copy + [
+            f'at=$(git -C {self.tree} describe --tags --exact-match '
+            f'2>/dev/null) || at="an untagged commit"',
+            f'[ "$at" = {tag} ] || {{ echo "hpcval: -S src_mirror='
+            f'{mirror} is a checkout of $at, not {tag}" >&2; exit 1; }}',
+        ]
+
+    def _mirror_cmds(self, mirror):
+        if self._is_prepared(mirror):
+            return self._copy_checkout_cmds(mirror)
+
+        if _is_git_repo(mirror):
+            return [self._clone_cmd(f'file://{mirror}')]
+
+        if os.path.isdir(mirror):
+            return [f'cp -a {shlex.quote(mirror)}/. {self.tree}/']
+
+        if mirror.endswith(_TARBALLS):
+            return [f'tar -xf {shlex.quote(mirror)} -C {self.tree} '
+                    f'--strip-components=1']
+
+        raise SanityError(f'-S src_mirror={mirror}: neither a git repository, '
+                          f'a folder nor a tarball ({", ".join(_TARBALLS)})')
+
+    @run_before('run')
+    def choose_origin(self):
+        if replay.active(self):
+            self.prerun_cmds = replay.skip_fixture(self, 'nothing fetched')
+            return
+
+        if self.prebuilt_dir:
+            checked_path(self.prebuilt_dir, 'prebuilt_dir')
+            self.prerun_cmds = ['echo "prebuilt_dir set: nothing to fetch"']
+            return
+
+        # a failed clone or copy must fail the job, not fall through
+        self.prerun_cmds = ['set -e', f'mkdir -p {self.tree}']
+        if self.src_mirror:
+            mirror = checked_path(self.src_mirror, 'src_mirror')
+            self.prerun_cmds += self._mirror_cmds(mirror)
+            return
+
+        self.skip_if(
+            not self.is_dry_run() and
+            not _upstream_reachable(self.repo_url, self.version),
+            f'{self.repo_url} ({self.version}) unreachable and no '
+            f'-S src_mirror=PATH or -S prebuilt_dir=DIR given'
+        )
+        self.prerun_cmds.append(self._clone_cmd(self.repo_url))
+
+    @sanity_function
+    def validate_tree(self):
+        if self.job.exitcode != 0:
+            raise SanityError(f'fetching the source failed (exit code '
+                              f'{self.job.exitcode}); see rfm_job.err')
+
+        if replay.active(self):
+            return True
+
+        if not self.prebuilt_dir and not os.listdir(self.src_dir):
+            raise SanityError(f'{self.src_dir} is empty after the fetch')
+
+        return True
+
+
+class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
+    """Builds a benchmark from ``self.source`` (an UpstreamSource fixture).
+
+    Subclasses declare ``source = fixture(TheirSource, scope='session')``,
+    list ``executables`` and implement ``build_commands(src)``, which
+    returns shell lines run in the stage directory.
+    """
+
+    #: Upstream executable names the runs need, e.g. ``['omp-stream']``.
+    executables = variable(typ.List[str])
+
+    #: Folder, relative to the stage directory, the build leaves them in.
+    build_bin = variable(str, value='build')
+
+    #: CUDA architecture of a CUDA build, e.g. sm_90; default: the
+    #: partition's GPU arch.
+    cuda_arch = variable(str, value='')
+
+    build_system = 'CustomBuild'
+    sourcesdir = None
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+
+    def build_commands(self, src):
+        raise NotImplementedError
+
+    @property
+    def bin_dir(self):
+        if self.source.prebuilt_dir:
+            return checked_path(self.source.prebuilt_dir, 'prebuilt_dir')
+
+        return os.path.join(self.stagedir, self.build_bin)
+
+    def executable_path(self, name):
+        return os.path.join(self.bin_dir, name)
+
+    def target_cuda_arch(self, default=''):
+        """``-S cuda_arch`` (validated), else the partition's GPU arch,
+        else ``default``."""
+        return checked_token(self.cuda_arch or gpu_arch(self.current_partition)
+                             or default, 'cuda_arch')
+
+    @property
+    def build_jobs(self):
+        return max(1, min(16, self.current_partition.processor.num_cpus or 4))
+
+    def _missing_executables(self):
+        return [exe for exe in self.executables
+                if not os.access(self.executable_path(exe), os.X_OK)]
+
+    @run_before('compile')
+    def emit_build(self):
+        if replay.active(self):
+            self.build_system.commands = replay.skip_fixture(self,
+                                                             'nothing built')
+            return
+
+        if self.source.prebuilt_dir:
+            missing = self._missing_executables()
+            if missing:
+                raise InputError(f'prebuilt_dir: no executable '
+                                 f'{", ".join(missing)} in {self.bin_dir}')
+
+            self.build_system.commands = [
+                f'echo "using prebuilt {exe}: {self.executable_path(exe)}"'
+                for exe in self.executables
+            ]
+        else:
+            self.build_system.commands = self.build_commands(
+                shlex.quote(self.source.src_dir)
+            )
+
+    @sanity_function
+    def validate_build(self):
+        if replay.active(self):
+            return True
+
+        missing = self._missing_executables()
+        if missing:
+            raise SanityError(f'no executable {", ".join(missing)} in '
+                              f'{self.bin_dir} after the build; see '
+                              f'rfm_build.err')
+
+        return True

@@ -1,0 +1,244 @@
+"""TransferBench: copy bandwidth between the GPUs (and CPUs) of one node.
+
+Built from ROCm/TransferBench at ``TransferBenchSource``'s pinned tag with
+upstream's Makefile: hipcc gives ``TransferBench``, nvcc gives
+``TransferBenchCuda`` (how the same tool runs on NVIDIA GPUs).  One
+process drives every GPU of the node, as the MI300X guide runs it, with one
+of three presets (``preset``):
+
+- ``a2a``: every GPU copies to every other at once (``TransferBench a2a``);
+- ``p2p``: each pair alone, unidirectional then bidirectional;
+- ``config``: the tests of a config file, by default upstream's
+  ``examples/example.cfg`` (the guide's six tests), or ``-S config_file``.
+
+Averages can hide one bad link, so a2a and p2p also screen every GPU pair:
+a pair under ``link_fraction`` x the reference of the matching average
+(or, where the system has none, x this run's own average) fails the test,
+naming the pair.
+"""
+import os
+import shlex
+
+import reframe as rfm
+from reframe.core.builtins import (fixture, parameter, run_after, run_before,
+                                   variable)
+
+from hpcval import replay
+from hpcval.benchmarks.base import ParsedBenchmark
+from hpcval.layouts import gpu_count
+from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
+from hpcval.inputs import InputError, checked_path, checked_token
+from hpcval.parsers import ParseError
+from hpcval.parsers.common import read_text
+from hpcval.parsers.transferbench import (AVERAGE_KINDS, config_tests,
+                                          parse_a2a, parse_config_run,
+                                          parse_p2p, weak_links)
+
+PRESETS = ('a2a', 'p2p', 'config')
+MODELS = {'hip': 'TransferBench', 'cuda': 'TransferBenchCuda'}
+EXAMPLE_CFG = 'example.cfg'
+
+
+class TransferBenchSource(UpstreamSource):
+    repo_url = 'https://github.com/ROCm/TransferBench.git'
+    version = 'v1.52'
+
+
+class TransferBenchBuild(UpstreamBuild):
+    """Upstream ``src/Makefile``, target named explicitly (it otherwise
+    picks nvcc whenever /usr/local/cuda exists); the executable and
+    ``examples/example.cfg`` are copied to ``build/``."""
+
+    #: 'hip' (TransferBench) or 'cuda' (TransferBenchCuda).
+    model = variable(str, value='hip')
+
+    source = fixture(TransferBenchSource, scope='session')
+
+    @run_after('setup')
+    def set_executables(self):
+        checked_token(self.model, 'model', MODELS)
+        self.executables = [MODELS[self.model]]
+
+    def _make_vars(self):
+        # -lnuma after the source: upstream puts it before, where
+        # as-needed linkers drop it
+        libs = 'LDFLAGS="-lpthread -lnuma"'
+        if self.model == 'cuda':
+            arch = self.target_cuda_arch()
+            return ['NVCC="$(command -v nvcc)"',
+                    f'NVFLAGS="-O3 -Iinclude -x cu -arch={arch}"', libs]
+
+        return ['ROCM_PATH="${ROCM_PATH:-/opt/rocm}"', libs]
+
+    def build_commands(self, src):
+        exe = MODELS[self.model]
+        # the Makefile writes into the tree: build a copy, not the shared src
+        return [
+            f'rm -rf tree && cp -a {src} tree',
+            ' '.join([f'make -C tree/src -j {self.build_jobs} ../{exe}',
+                      *self._make_vars()]),
+            f'mkdir -p build && cp tree/{exe} tree/examples/{EXAMPLE_CFG} '
+            f'build/'
+        ]
+
+
+def link_name(src, dst):
+    """('GPU 03', 'GPU 05') -> 'gpu03_to_gpu05'."""
+    return f'{src.replace(" ", "").lower()}_to_{dst.replace(" ", "").lower()}'
+
+
+class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
+    """One TransferBench run over all GPUs of a node; leaves add the build:
+    ``build = fixture(TransferBenchBuild, scope='environment',
+    variables={'model': 'cuda'})``."""
+
+    preset = parameter(PRESETS)
+
+    #: 'hip' or 'cuda', as the leaf's build.
+    model = variable(str, value='hip')
+
+    #: Bytes per transfer (2nd argument; K/M/G = 1024^n); '' leaves the
+    #: tool's default (64M), as the guide runs it.
+    num_bytes = variable(str, value='')
+
+    #: a2a: CUs per transfer (3rd argument); 0 leaves the default (4).
+    a2a_cus = variable(int, value=0)
+
+    #: config preset: the config file; '' runs upstream examples/example.cfg.
+    config_file = variable(str, value='')
+
+    #: a2a/p2p: a GPU pair fails under this fraction of the average's
+    #: reference (or of the run's average where there is none).
+    link_fraction = variable(float, value=0.75)
+
+    #: GPUs the node must show; 0: the partition's GPU count.
+    num_gpus = variable(int, value=0)
+
+    num_tasks = 1
+    num_tasks_per_node = 1
+    tags = {'transferbench'}
+
+    @run_after('init')
+    def check_inputs(self):
+        if not 0 < self.link_fraction <= 1:
+            raise InputError(f'-S link_fraction={self.link_fraction}: must be '
+                             f'in (0, 1]')
+
+    def _config_path(self):
+        if replay.active(self):
+            # the recording holds the config file its run read
+            return os.path.join(self.stagedir, os.path.basename(
+                self.config_file) if self.config_file else EXAMPLE_CFG)
+
+        if self.config_file:
+            return checked_path(self.config_file, 'config_file')
+
+        path = self.build.executable_path(EXAMPLE_CFG)
+        if self.build.source.prebuilt_dir and not os.path.isfile(path):
+            raise InputError(f'prebuilt_dir: no {EXAMPLE_CFG} in '
+                             f'{self.build.bin_dir}; copy upstream '
+                             f'examples/{EXAMPLE_CFG} there or set '
+                             f'-S config_file=PATH')
+        return path
+
+    @run_before('run')
+    def set_command(self):
+        checked_token(self.model, 'model', MODELS)
+        self.expected_gpus = self.num_gpus or gpu_count(self.current_partition)
+        self.skip_if(self.expected_gpus == 0,
+                     'the partition declares no GPU devices')
+        self.executable = self.build.executable_path(MODELS[self.model])
+        first = self._config_path() if self.preset == 'config' else self.preset
+        args = [first]
+        size = checked_token(self.num_bytes, 'num_bytes') \
+            if self.num_bytes else ''
+        if self.preset == 'a2a' and self.a2a_cus > 0:
+            args += [size or '64M', str(self.a2a_cus)]
+        elif size:
+            args.append(size)
+        self.executable_opts = [shlex.quote(a) for a in args]
+        # a site-wide OUTPUT_TO_CSV=1 would leave nothing to parse
+        self.env_vars['OUTPUT_TO_CSV'] = '0'
+
+    def parse(self):
+        text = read_text(self.stdout.evaluate())
+        if self.preset == 'a2a':
+            result = parse_a2a(text)
+            self._check_gpus(result.gpus, 'a2a matrix')
+            self._screen(result.links, 'avg_bw', result.average_gpu)
+        elif self.preset == 'p2p':
+            result = parse_p2p(text)
+            for matrix in (result.uni, result.bidir):
+                if matrix is None:
+                    raise ParseError('p2p printed only one of the uni- and '
+                                     'bidirectional matrices (P2P_MODE set?)')
+                gpus = [d for d in matrix.devices if d.startswith('GPU')]
+                self._check_gpus(gpus, f'p2p {matrix.direction} matrix')
+                self._screen(_gpu_links(matrix.links),
+                             f'{matrix.direction}_gpu_to_gpu',
+                             matrix.averages['gpu_to_gpu'])
+        else:
+            cfg = read_text(self._config_path())
+            result = parse_config_run(text, len(config_tests(cfg)))
+
+        return result
+
+    def _check_gpus(self, gpus, what):
+        if len(gpus) != self.expected_gpus:
+            raise ParseError(f'{what} lists {len(gpus)} GPUs '
+                             f'({", ".join(gpus) or "none"}), expected '
+                             f'{self.expected_gpus}: a GPU is missing or '
+                             f'hidden (HIP/CUDA_VISIBLE_DEVICES?)')
+
+    def _screen(self, links, metric, average):
+        if not links:
+            return      # one GPU: no pair to screen
+
+        ref = self.reference_value(metric, 'GB/s')
+        floor, basis = (ref, f'reference {metric}') if ref else \
+            (average, f'this run\'s {metric}')
+        if floor is None:
+            raise ParseError(f'{metric}: N/A in the output, nothing to '
+                             f'screen the links against')
+        bad = weak_links(links, floor, self.link_fraction, basis)
+        if bad:
+            raise ParseError(f'{len(bad)} GPU link(s) below '
+                             f'{self.link_fraction:g} x {floor:g} GB/s: '
+                             + '; '.join(bad))
+
+    def metrics(self, result):
+        return getattr(self, f'_{self.preset}_metrics')(result)
+
+    def _a2a_metrics(self, r):
+        measured = r.measured()
+        values = {'avg_bw': (r.average_gpu, 'GB/s'),
+                  'aggregate_gpu_bw': (r.aggregate_gpu, 'GB/s'),
+                  'aggregate_cpu_bw': (r.aggregate_cpu, 'GB/s'),
+                  'min_link_bw': (min(measured.values()), 'GB/s')}
+        values.update({link_name(*pair): (bw, 'GB/s')
+                       for pair, bw in measured.items()})
+        return values
+
+    def _p2p_metrics(self, r):
+        values = {}
+        for m in (r.uni, r.bidir):
+            for kind in AVERAGE_KINDS:
+                if m.averages[kind] is not None:
+                    values[f'{m.direction}_{kind}'] = (m.averages[kind], 'GB/s')
+            for pair, bw in _gpu_links(m.links).items():
+                values[f'{m.direction}_{link_name(*pair)}'] = (bw, 'GB/s')
+        return values
+
+    def _config_metrics(self, tests):
+        values = {}
+        for t in tests:
+            for tr in t.transfers:
+                name = f'test{t.number}' if len(t.transfers) == 1 else \
+                    f'test{t.number}_transfer{tr.index}'
+                values[name] = (tr.bandwidth, 'GB/s')
+        return values
+
+
+def _gpu_links(links):
+    return {pair: bw for pair, bw in links.items()
+            if pair[0].startswith('GPU') and pair[1].startswith('GPU')}

@@ -1,0 +1,105 @@
+"""``hpcval``: command-line helpers around the checks.
+
+    hpcval references [--dir DIR] [--markdown]
+                                      validate every reference file; count
+                                      them, or print them all as a table
+    hpcval report [REPORT ...] [--db [PATH]] [selection] [--format ...]
+                                      the cross-system comparison table
+                                      (and plots) of run reports and the
+                                      results database; see hpcval.publish.report
+    hpcval calibrate --system X [REPORT ...] [--db [PATH]] [--write]
+                                      references/X.yaml from X's good runs,
+                                      shown as a diff; written on --write
+"""
+import argparse
+import sys
+
+from hpcval import paths, references
+
+from hpcval.publish import reference_table, report
+
+
+def _references(args):
+    try:
+        by_system = references.load_dir(args.dir)
+    except references.ReferenceFileError as err:
+        print(f'hpcval: {err}', file=sys.stderr)
+        return 1
+
+    if args.markdown:
+        print(reference_table.markdown(by_system), end='')
+        return 0
+
+    for system, refs in by_system.items():
+        judged = sum(r.value is not None for r in refs)
+        print(f'{system}: {judged} references, {len(refs) - judged} '
+              f'explicitly absent')
+
+    return 0
+
+
+def _calibrate(args):
+    from hpcval.publish import calibrate
+    if len(args.system) != 1:
+        print('hpcval calibrate: give exactly one --system', file=sys.stderr)
+        return 2
+
+    try:
+        by_system = references.load_dir(args.ref_dir)
+        _, samples = report.load_selected(args)
+        result = calibrate.calibrate(
+            samples, args.system[0], by_system, floor=args.floor, k=args.k,
+            min_samples=args.min_samples, allow_replays=args.allow_replays,
+            include_absent=args.include_absent,
+            accept_performance_failures=args.accept_performance_failures,
+            ref_dir=args.ref_dir, write=args.write)
+    except (references.ReferenceFileError, calibrate.CalibrationError,
+            report.results.InputRejected) as err:
+        print(f'hpcval calibrate: {err}', file=sys.stderr)
+        return 1
+
+    sys.stdout.write(result.diff)
+    for note in result.notes:
+        print(f'hpcval calibrate: {note}', file=sys.stderr)
+    if result.diff and not args.write:
+        print(f'hpcval calibrate: not written; rerun with --write to '
+              f'replace {result.path}', file=sys.stderr)
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='hpcval')
+    sub = parser.add_subparsers(dest='command', required=True)
+    refs = sub.add_parser('references',
+                          help='validate and summarise references/*.yaml')
+    refs.add_argument('--dir', default=paths.references_dir())
+    refs.add_argument('--markdown', action='store_true',
+                      help='print every reference as a Markdown table')
+    refs.set_defaults(func=_references)
+    rep = sub.add_parser('report', help='cross-system comparison tables and '
+                                        'plots of run reports')
+    report.add_arguments(rep)
+    rep.set_defaults(func=report.run)
+    cal = sub.add_parser('calibrate', help='a system\'s references from its '
+                                           'own good runs')
+    report.add_input_arguments(cal)
+    cal.add_argument('--ref-dir', default=paths.references_dir())
+    cal.add_argument('--k', type=float, default=3.0,
+                     help='tolerance: k standard deviations (default 3)')
+    cal.add_argument('--floor', type=float, default=0.05,
+                     help='never tighter than this fraction (default 0.05)')
+    cal.add_argument('--min-samples', type=int, default=3)
+    cal.add_argument('--allow-replays', action='store_true')
+    cal.add_argument('--include-absent', action='store_true',
+                     help='also calibrate metrics the file marks absent')
+    cal.add_argument('--accept-performance-failures', action='store_true',
+                     help='also take runs that failed the old bounds')
+    cal.add_argument('--write', action='store_true',
+                     help='replace references/<system>.yaml')
+    cal.set_defaults(func=_calibrate)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

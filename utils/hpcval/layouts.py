@@ -1,0 +1,178 @@
+"""How a system runs GPU jobs and where it keeps scratch: partition extras.
+
+Checks know the shape of a run (one rank per GPU, one process driving all
+GPUs of a node); systems know how their launcher binds ranks to GPUs and
+cores and which network plugin collectives need.  A partition says so in
+its ``extras``, which are checked when the configuration loads::
+
+    'extras': {
+        'gpu_layouts': {
+            # one MPI rank per GPU (BabelStream, nccl-tests with MPI=1)
+            'rank_per_gpu': {
+                'launcher_options': ['--gpus-per-task=1', '--gpu-bind=closest'],
+                'cpus_per_task': 7,
+                'env_vars': {'OMP_NUM_THREADS': '7'},
+                # the launcher hides the other GPUs: each rank uses device 0
+                'one_visible_gpu': True,
+            },
+            # one process driving every GPU of its node; {gpus} is their count
+            'process_per_node': {'launcher_options': ['--gpus-per-task={gpus}']},
+        },
+        # collectives across nodes: the network plugin and its settings
+        'multinode_collectives': {'modules': [...], 'env_vars': {...}},
+        # MPI with device buffers (OSU D D): what turns it on
+        'gpu_aware_mpi': {'launcher_options': [...], 'env_vars': {...}},
+        # a directory for storage benchmarks; may hold $VARIABLES
+        'scratch_dir': '/lustre/orion/abc123/scratch/$USER',
+    }
+"""
+from dataclasses import dataclass, field
+
+GPU_LAYOUTS = ('rank_per_gpu', 'process_per_node')
+
+# node-local rank as the common launchers export it; the first one set wins
+LOCAL_RANK_VARS = ('SLURM_LOCALID', 'OMPI_COMM_WORLD_LOCAL_RANK',
+                   'MPI_LOCALRANKID', 'PMI_LOCAL_RANK', 'PALS_LOCAL_RANKID',
+                   'MV2_COMM_WORLD_LOCAL_RANK', 'JSM_NAMESPACE_LOCAL_RANK')
+
+
+def local_rank_shell():
+    """Shell that sets ``$r`` to the node-local rank ('' when no launcher
+    variable is set), leaving the positional parameters alone."""
+    ranks = ' '.join(f'${{{v}}}' for v in LOCAL_RANK_VARS)
+    return f'r=; for r in {ranks}; do break; done'
+
+_LAYOUT_KEYS = {'launcher_options', 'cpus_per_task', 'env_vars',
+                'one_visible_gpu'}
+_SETTINGS_KEYS = {'modules', 'launcher_options', 'env_vars'}
+_EXTRAS_KEYS = {'gpu_layouts', 'multinode_collectives', 'gpu_aware_mpi',
+                'scratch_dir'}
+
+
+class SystemConfigError(ValueError):
+    """A system module's partition extras are malformed; names where."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    launcher_options: tuple = ()
+    cpus_per_task: object = None
+    env_vars: dict = field(default_factory=dict)
+    one_visible_gpu: bool = False
+    modules: tuple = ()
+
+
+def _fail(where, msg):
+    raise SystemConfigError(f'{where}: {msg}')
+
+
+def _strings(where, value):
+    if not isinstance(value, (list, tuple)) or \
+            not all(isinstance(v, str) and v for v in value):
+        _fail(where, f'must be a list of non-empty strings, got {value!r}')
+
+
+def _env(where, value):
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and k.isidentifier() and isinstance(v, str)
+            for k, v in value.items()):
+        _fail(where, f'must map variable names to strings, got {value!r}')
+
+
+def _keys(where, data, allowed):
+    if not isinstance(data, dict):
+        _fail(where, 'must be a mapping')
+
+    extra = sorted(set(data) - allowed)
+    if extra:
+        _fail(where, f'unknown key(s) {", ".join(extra)} '
+                     f'(allowed: {", ".join(sorted(allowed))})')
+
+
+def _settings(where, data, allowed):
+    _keys(where, data, allowed)
+
+    for key in ('launcher_options', 'modules'):
+        if key in data:
+            _strings(f'{where}.{key}', data[key])
+
+    if 'env_vars' in data:
+        _env(f'{where}.env_vars', data['env_vars'])
+
+    cpus = data.get('cpus_per_task')
+    if cpus is not None and (isinstance(cpus, bool) or
+                             not isinstance(cpus, int) or cpus < 1):
+        _fail(f'{where}.cpus_per_task', f'must be a positive integer, '
+                                        f'got {cpus!r}')
+
+    if not isinstance(data.get('one_visible_gpu', False), bool):
+        _fail(f'{where}.one_visible_gpu', 'must be true or false')
+
+
+def validate_system(system, origin):
+    """Check every partition's extras of one system entry."""
+    for part in system.get('partitions', []):
+        where = f'{origin}: partition {part.get("name")!r}: extras'
+        extras = part.get('extras', {})
+        _keys(where, extras, _EXTRAS_KEYS)
+
+        layouts = extras.get('gpu_layouts', {})
+        if not isinstance(layouts, dict):
+            _fail(f'{where}.gpu_layouts', 'must be a mapping')
+
+        for name, data in layouts.items():
+            if name not in GPU_LAYOUTS:
+                _fail(f'{where}.gpu_layouts', f'unknown layout {name!r} '
+                                              f'(known: {", ".join(GPU_LAYOUTS)})')
+            _settings(f'{where}.gpu_layouts.{name}', data, _LAYOUT_KEYS)
+
+        for key in ('multinode_collectives', 'gpu_aware_mpi'):
+            if key in extras:
+                _settings(f'{where}.{key}', extras[key], _SETTINGS_KEYS)
+
+        scratch = extras.get('scratch_dir', '/')
+        if not isinstance(scratch, str) or not scratch.startswith(('/', '$')):
+            _fail(f'{where}.scratch_dir', f'must be an absolute path, '
+                                          f'got {scratch!r}')
+
+
+def _layout(data):
+    return Layout(tuple(data.get('launcher_options', ())),
+                  data.get('cpus_per_task'), dict(data.get('env_vars', {})),
+                  data.get('one_visible_gpu', False),
+                  tuple(data.get('modules', ())))
+
+
+def gpu_layout(partition, name):
+    """The partition's ``gpu_layouts[name]``; the default runs unbound."""
+    return _layout(partition.extras.get('gpu_layouts', {}).get(name, {}))
+
+
+def settings(partition, key):
+    """``multinode_collectives`` or ``gpu_aware_mpi`` of the partition."""
+    return _layout(partition.extras.get(key, {}))
+
+
+def apply(test, layout, gpus=1):
+    """Put a layout on a test's job: launcher options, cores, environment."""
+    test.job.launcher.options += [opt.format(gpus=gpus)
+                                  for opt in layout.launcher_options]
+    if layout.cpus_per_task:
+        test.num_cpus_per_task = layout.cpus_per_task
+
+    test.env_vars.update(layout.env_vars)
+    test.modules += [m for m in layout.modules if m not in test.modules]
+
+
+# GPUs of a partition, as its configuration declares them
+def gpu_arch(partition):
+    for dev in partition.devices:
+        if dev.type == 'gpu' and dev.arch:
+            return dev.arch
+
+    return ''
+
+
+def gpu_count(partition):
+    return sum(dev.num_devices for dev in partition.devices
+               if dev.type == 'gpu')

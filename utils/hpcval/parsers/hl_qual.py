@@ -1,0 +1,126 @@
+"""hl_qual report log of the memory bandwidth (``-mb``) and PCI (``-p``)
+plugins.  UNVERIFIED FORMAT: no textual report sample is public.
+
+hl_qual writes ``$HABANA_LOGS/qual/<host>_hl_qual_report_<date>.log``;
+Habana's pages show its per-test lines only as screenshots.  What this
+parser relies on is what the manual's text names (Habana hl_qual manual):
+
+- the memory plugin's sub-tests, written ``HOST ==> HBM``, ``HBM ==>
+  HOST``, ``HBM <==> HOST`` (and the same with SRAM; DRAM is the manual's
+  other name for HBM; the HTML docs render the arrows as ``⇒``/``⇔``), and
+  the PCI plugin's upload / download / bidirectional sub-tests;
+- a bandwidth in GB/s on the same line as the sub-test's name;
+- PASS / FAIL words for the verdicts.
+
+Every sub-test the switches ask for must appear with a figure, the report
+must hold a PASS and no FAIL; anything else is a ParseError naming what
+was not found, so an unknown report format fails the check, never passes
+it.  A site that captures a real report should add it to
+tests/fixtures/captured/ and adapt this module to it.
+"""
+import re
+from dataclasses import dataclass
+from typing import Dict, Tuple
+
+from hpcval.parsers.common import ParseError, number
+
+# sub-test key -> (source, arrow kind, destination) as the manual writes it
+MEMORY_SUBTESTS = {
+    'host_to_hbm': ('HOST', '=>', 'HBM'),
+    'hbm_to_host': ('HBM', '=>', 'HOST'),
+    'hbm_host_bidir': ('HBM', '<=>', 'HOST'),
+    'host_to_sram': ('HOST', '=>', 'SRAM'),
+    'sram_to_host': ('SRAM', '=>', 'HOST'),
+    'sram_host_bidir': ('SRAM', '<=>', 'HOST'),
+    'sram_to_hbm': ('SRAM', '=>', 'HBM'),
+    'hbm_to_sram': ('HBM', '=>', 'SRAM'),
+    'hbm_to_hbm': ('HBM', '=>', 'HBM'),
+}
+PCI_SUBTESTS = {'pci_download': 'download', 'pci_upload': 'upload',
+                'pci_bidirectional': 'bidirectional'}
+
+_ARROWS = {'==>': '=>', '⇒': '=>', '<==>': '<=>', '⇔': '<=>'}
+_MEMORY_LINE = re.compile(
+    r'\b(?P<src>HOST|HBM|DRAM|SRAM)\s*(?P<arrow><==>|==>|⇔|⇒)\s*'
+    r'(?P<dst>HOST|HBM|DRAM|SRAM)\b')
+_PCI_LINE = re.compile(r'\b(?P<kind>upload|download|bidirectional)\b',
+                       re.IGNORECASE)
+_BANDWIDTH = re.compile(r'(?P<value>[-+]?\d[\d.eE+-]*|nan|N/A)\s*GB/s',
+                        re.IGNORECASE)
+_DEVICE = re.compile(r'\b(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:'
+                     r'[0-9a-fA-F]{2}\.[0-7])\b')
+_VERDICT = re.compile(r'\b(?P<word>PASS(?:ED)?|FAIL(?:ED|URE)?)\b',
+                      re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class HlQualReport:
+    #: sub-test key -> ((device or '', GB/s), ...) in report order
+    figures: Dict[str, Tuple[Tuple[str, float], ...]]
+
+    def worst(self, key):
+        """The lowest figure of a sub-test over the devices."""
+        return min(bw for _, bw in self.figures[key])
+
+
+def _memory_key(m):
+    names = {'DRAM': 'HBM'}
+    src = names.get(m['src'], m['src'])
+    dst = names.get(m['dst'], m['dst'])
+    arrow = _ARROWS[m['arrow']]
+    for key, spec in MEMORY_SUBTESTS.items():
+        if spec == (src, arrow, dst) or \
+                (arrow == '<=>' and spec == (dst, arrow, src)):
+            return key
+    return None
+
+
+def _subtest(line):
+    m = _MEMORY_LINE.search(line)
+    if m:
+        return _memory_key(m)
+    m = _PCI_LINE.search(line)
+    if m:
+        return f'pci_{m["kind"].lower()}'
+    return None
+
+
+def parse_hl_qual_report(text, expected):
+    """Figures of the sub-tests in ``expected`` (keys of MEMORY_SUBTESTS or
+    PCI_SUBTESTS) from a report log, with hl_qual's verdict checked."""
+    failures = [line.strip() for line in text.splitlines()
+                if (m := _VERDICT.search(line)) and
+                m['word'].upper().startswith('FAIL')]
+    if failures:
+        raise ParseError(f'hl_qual reports a failure: {failures[0]!r}'
+                         + (f' (and {len(failures) - 1} more FAIL lines)'
+                            if len(failures) > 1 else ''))
+
+    figures = {}
+    for line in text.splitlines():
+        key = _subtest(line)
+        bws = list(_BANDWIDTH.finditer(line))
+        if key is None or not bws:
+            continue
+        if len(bws) > 1:
+            # measured and expected side by side: which is which is unknown
+            raise ParseError(f'unrecognised hl_qual report: {len(bws)} GB/s '
+                             f'figures on one line, {line.strip()!r}')
+        value = number(bws[0]['value'],
+                       f'{key} bandwidth in {line.strip()!r}')
+        device = _DEVICE.search(line)
+        figures.setdefault(key, []).append(
+            (device['bus'] if device else '', value))
+
+    missing = [k for k in expected if k not in figures]
+    if missing:
+        raise ParseError(
+            f'unrecognised hl_qual report: no "<sub-test> ... <N> GB/s" line '
+            f'for {", ".join(missing)}; hpcval knows no public sample of '
+            f'this report (docs/benchmarks/hl_qual.md), so it fails rather '
+            f'than guess')
+
+    if not any((m := _VERDICT.search(line)) for line in text.splitlines()):
+        raise ParseError('unrecognised hl_qual report: no PASS verdict in it')
+
+    return HlQualReport({k: tuple(v) for k, v in figures.items()})

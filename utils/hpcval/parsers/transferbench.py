@@ -1,0 +1,386 @@
+"""TransferBench (ROCm/TransferBench; ``TransferBenchCuda`` on NVIDIA).
+
+Three outputs, all in GB/s (10^9 B/s):
+
+* ``TransferBench a2a``: after the environment dump and one ``Test 0:``
+  block, a ``Summary:`` matrix, then the three summary lines::
+
+      SRC\\DST  GPU 00     GPU 01        STotal      Actual
+      GPU 00      N/A    107.000       107.000     103.938
+      GPU 01   93.840        N/A        93.840      91.620
+      RTotal   93.840    107.000       200.840      91.620     103.938
+      Average   bandwidth (GPU Timed):  100.420 GB/s
+      Aggregate bandwidth (GPU Timed):  200.840 GB/s
+      Aggregate bandwidth (CPU Timed):  117.678 GB/s
+
+  ``N/A``: a pair without a transfer (the diagonal; with ``A2A_DIRECT=1``
+  on AMD, pairs more than one hop apart).  The line ``- Copying N bytes
+  ... (K Transfers)`` says how many pairs were measured.
+
+* ``TransferBench p2p``: ``Unidirectional`` and ``Bidirectional copy peak
+  bandwidth`` matrices, rows ``GPU 00 ->`` (bidirectional also ``<-`` and
+  ``<->``), ``N/A`` where a pair was not run (same device bidirectional;
+  on NVIDIA every CPU-executed pair with GPU memory), each followed by
+  ``Averages (During UniDir|BiDir):`` over CPU->CPU CPU->GPU GPU->CPU
+  GPU->GPU, the diagonal left out.
+
+* ``TransferBench <config file>``: per test line of the file, ``Test N:``
+  then ``Executor:``, ``Transfer NN`` and ``Aggregate (CPU)`` lines with
+  ``|`` separated fields; ``## comments`` of the file are echoed before.
+
+Versions: v1.5x as above (the H200 captures, v1.52).  v1.6x
+heads the summary ``Summary: [N bytes per Transfer] ...`` and newer ones
+draw tables with ``│`` and ``┼`` and write ``Overhead`` without a colon:
+border characters are dropped before parsing (unverified against a real
+v1.66 output).  ``[ERROR]`` lines fail the parse wherever they appear: a2a
+prints them on failed transfers and still exits 0.  CSV mode
+(``OUTPUT_TO_CSV=1``) is not parsed.
+"""
+import re
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+from hpcval.parsers.common import ParseError, number
+
+_ERROR = re.compile(r'^.*(?:\[ERROR\]|Parsing error:).*$', re.MULTILINE)
+_VERSION = re.compile(r'^TransferBench v(\S+)', re.MULTILINE)
+_BORDERS = str.maketrans({c: ' ' for c in '│┃┼├┤─'})
+_DEVICE = re.compile(r'(CPU|GPU)\s+(\d+)')
+_A2A_COPY = re.compile(r'^- Copying (\d+) bytes between (.*) pairs of GPUs '
+                       r'using (\d+) CUs \((\d+) Transfers\)', re.MULTILINE)
+_A2A_SUMMARY = {
+    'average_gpu': 'Average bandwidth (GPU Timed)',
+    'aggregate_gpu': 'Aggregate bandwidth (GPU Timed)',
+    'aggregate_cpu': 'Aggregate bandwidth (CPU Timed)',
+}
+_P2P_TITLE = re.compile(r'^(Uni|Bi)directional copy peak bandwidth', re.M)
+_P2P_AVG = re.compile(r'^Averages \(During\s*(UniDir|BiDir)\):(.*)$', re.M)
+AVERAGE_KINDS = ('cpu_to_cpu', 'cpu_to_gpu', 'gpu_to_cpu', 'gpu_to_gpu')
+_TEST = re.compile(r'^\s*Test (\d+):\s*$')
+_BW = re.compile(r'^(\S+)\s*GB/s')
+
+
+def _clean(text):
+    return text.translate(_BORDERS)
+
+
+def check_errors(text):
+    """Raise ParseError on the first ``[ERROR]`` or ``Parsing error:``."""
+    err = _ERROR.search(text)
+    if err:
+        raise ParseError(f'TransferBench reported an error: '
+                         f'{err.group(0).strip()}')
+
+
+def version(text):
+    """'1.52', or '' when the banner was hidden (HIDE_ENV=1)."""
+    m = _VERSION.search(text)
+    return m.group(1) if m else ''
+
+
+def device(label):
+    """'GPU 03' from 'GPU 03' or 'GPU 3'."""
+    kind, index = label
+    return f'{kind} {int(index):02d}'
+
+
+def _devices(line):
+    return [device(m) for m in _DEVICE.findall(line)]
+
+
+def _cell(token, what):
+    return None if token == 'N/A' else number(token, what)
+
+
+@dataclass(frozen=True)
+class A2AResult:
+    version: str
+    bytes_per_transfer: Optional[int]
+    transfers: Optional[int]        # as the run announced it
+    gpus: Tuple[str, ...]           # ('GPU 00', 'GPU 01', ...)
+    links: Dict[Tuple[str, str], Optional[float]]   # off-diagonal pairs
+    row_total: Dict[str, float]
+    actual: Dict[str, float]
+    average_gpu: float
+    aggregate_gpu: float
+    aggregate_cpu: float
+
+    def measured(self):
+        return {k: v for k, v in self.links.items() if v is not None}
+
+
+def _matrix(lines, at, columns, width, what):
+    """Rows after ``lines[at]`` keyed by their device label; stops at the
+    first line that is neither blank nor a row."""
+    rows = {}
+    for line in lines[at + 1:]:
+        tokens = line.split()
+        if not tokens:
+            continue
+        m = re.match(r'^(CPU|GPU)\s+(\d+)\s*(->|<-|<->|min|max|sd)?\s+(.*)$',
+                     line.strip())
+        if not m:
+            break
+        label, direction = device(m.groups()[:2]), m.group(3) or ''
+        cells = m.group(4).split()
+        if len(cells) < width:
+            raise ParseError(f'{what}: the row for {label} {direction} has '
+                             f'{len(cells)} of {width} values: the output '
+                             f'is truncated'.replace('  ', ' '))
+        rows[(label, direction)] = cells
+    return rows
+
+
+def parse_a2a(text):
+    """Parse ``TransferBench a2a`` output (see the module docstring)."""
+    check_errors(text)
+    text = _clean(text)
+    lines = text.splitlines()
+    head = [i for i, line in enumerate(lines)
+            if line.strip().startswith('SRC\\DST') and 'STotal' in line]
+    if not head:
+        raise ParseError('no a2a summary matrix ("SRC\\DST GPU 00 ... '
+                         'STotal Actual"): the run died before its summary')
+    if len(head) > 1:
+        raise ParseError(f'{len(head)} a2a summary matrices in one output: '
+                         f'separate runs were concatenated')
+
+    gpus = tuple(_devices(lines[head[0]].split('STotal')[0]))
+    n = len(gpus)
+    rows = _matrix(lines, head[0], gpus, n + 2, 'a2a matrix')
+    found = [label for label, _ in rows]
+    missing = [g for g in gpus if g not in found]
+    if missing:
+        raise ParseError(f'a2a matrix: no row for {", ".join(missing)} '
+                         f'(header lists {n} GPUs): truncated output')
+
+    links, row_total, actual = {}, {}, {}
+    for src in gpus:
+        cells = rows[(src, '')]
+        for dst, token in zip(gpus, cells):
+            if src != dst:
+                links[(src, dst)] = _cell(token, f'a2a {src} -> {dst}')
+        row_total[src] = number(cells[n], f'a2a STotal of {src}')
+        actual[src] = number(cells[n + 1], f'a2a Actual of {src}')
+
+    summary = {}
+    for key, label in _A2A_SUMMARY.items():
+        pattern = r'\s+'.join(map(re.escape, label.split())) + r':\s*(\S+)'
+        m = re.search(pattern, text)
+        if not m:
+            raise ParseError(f'no "{label}:" line after the a2a matrix: '
+                             f'truncated output')
+        summary[key] = number(m.group(1), label)
+
+    copy = _A2A_COPY.search(text)
+    result = A2AResult(
+        version=version(text),
+        bytes_per_transfer=int(copy.group(1)) if copy else None,
+        transfers=int(copy.group(4)) if copy else None,
+        gpus=gpus, links=links, row_total=row_total, actual=actual,
+        **summary)
+    if result.transfers is not None and \
+            len(result.measured()) != result.transfers:
+        blank = [f'{s} -> {d}' for (s, d), v in links.items() if v is None]
+        raise ParseError(f'a2a announced {result.transfers} transfers but '
+                         f'the matrix holds {len(result.measured())} values '
+                         f'(N/A: {", ".join(blank) or "none"})')
+    return result
+
+
+@dataclass(frozen=True)
+class P2PMatrix:
+    direction: str                  # 'uni' or 'bidir'
+    devices: Tuple[str, ...]        # ('CPU 00', ..., 'GPU 00', ...)
+    links: Dict[Tuple[str, str], Optional[float]]   # '->' rows, off-diagonal
+    averages: Dict[str, Optional[float]]    # AVERAGE_KINDS; None: N/A
+
+
+@dataclass(frozen=True)
+class P2PResult:
+    version: str
+    bytes_per_direction: Optional[int]
+    uni: Optional[P2PMatrix]        # None: P2P_MODE=2
+    bidir: Optional[P2PMatrix]      # None: P2P_MODE=1
+
+
+def _p2p_block(lines, at, direction):
+    what = f'p2p {direction}directional matrix'
+    head = next((i for i in range(at + 1, min(at + 4, len(lines)))
+                 if 'DST' in lines[i]), None)
+    if head is None:
+        raise ParseError(f'{what}: no "SRC ... DST" header line')
+    devices = tuple(_devices(lines[head]))
+    rows = _matrix(lines, head, devices, len(devices), what)
+    arrow = '->'
+    links = {}
+    for src in devices:
+        if (src, arrow) not in rows:
+            raise ParseError(f'{what}: no row for {src} (header lists '
+                             f'{len(devices)} devices): truncated output')
+        for dst, token in zip(devices, rows[(src, arrow)]):
+            if src != dst:
+                links[(src, dst)] = _cell(token, f'{what}: {src} -> {dst}')
+    return devices, links
+
+
+def parse_p2p(text):
+    """Parse ``TransferBench p2p`` output (see the module docstring)."""
+    check_errors(text)
+    text = _clean(text)
+    lines = text.splitlines()
+    titles = [(i, m.group(1)) for i, line in enumerate(lines)
+              for m in [_P2P_TITLE.match(line)] if m]
+    if not titles:
+        raise ParseError('no "Unidirectional/Bidirectional copy peak '
+                         'bandwidth" matrix: the p2p run died first')
+
+    averages = {m.group(1): m.group(2).split() for m in _P2P_AVG.finditer(text)}
+    matrices = {}
+    for at, kind in titles:
+        direction = 'uni' if kind == 'Uni' else 'bidir'
+        if direction in matrices:
+            raise ParseError(f'two {kind}directional matrices in one output: '
+                             f'separate runs were concatenated')
+        devices, links = _p2p_block(lines, at, kind)
+        key = 'UniDir' if kind == 'Uni' else 'BiDir'
+        if key not in averages:
+            raise ParseError(f'no "Averages (During {key}):" line after the '
+                             f'{kind.lower()}directional matrix: truncated '
+                             f'output')
+        if len(averages[key]) != len(AVERAGE_KINDS):
+            raise ParseError(f'"Averages (During {key}):" has '
+                             f'{len(averages[key])} of {len(AVERAGE_KINDS)} '
+                             f'values: {" ".join(averages[key])!r}')
+        avgs = {k: _cell(t, f'{key} {k} average')
+                for k, t in zip(AVERAGE_KINDS, averages[key])}
+        matrices[direction] = P2PMatrix(direction, devices, links, avgs)
+
+    size = re.search(r'^Bytes Per Direction\s*(\d+)', text, re.MULTILINE)
+    return P2PResult(version(text), int(size.group(1)) if size else None,
+                     matrices.get('uni'), matrices.get('bidir'))
+
+
+@dataclass(frozen=True)
+class Transfer:
+    index: int
+    bandwidth: float                # GB/s
+    time_ms: float
+    bytes: int
+    path: str                       # 'G0 -> GPU00:004 -> G1'
+
+    @property
+    def src(self):
+        return self.path.split('->')[0].strip()
+
+    @property
+    def dst(self):
+        return self.path.split('->')[-1].strip()
+
+
+@dataclass(frozen=True)
+class ConfigTest:
+    number: int
+    comment: str                    # the '## ...' line before it, or ''
+    executors: Dict[str, float]     # 'GPU 00' -> GB/s
+    transfers: Tuple[Transfer, ...]
+    aggregate_cpu: float
+
+
+def _fields(line):
+    return [f.strip() for f in re.split(r'[|│]', line)]
+
+
+def _bandwidth(field, what):
+    m = _BW.match(field)
+    if not m:
+        raise ParseError(f'{what}: no "<value> GB/s" in {field!r}')
+    return number(m.group(1), what)
+
+
+def _config_line(line, test, state):
+    fields = _fields(line)
+    head = fields[0]
+    where = f'Test {test}'
+    if head.startswith('Executor:'):
+        name = ' '.join(head.split()[1:])
+        state['executors'][name] = _bandwidth(fields[1] if len(fields) > 1
+                                              else '', f'{where} {name}')
+    elif head.startswith('Transfer'):
+        if len(fields) < 5:
+            raise ParseError(f'{where}: truncated transfer line {line.strip()!r}')
+        index = int(head.split()[1])
+        bw = _bandwidth(fields[1], f'{where} Transfer {index:02d}')
+        time_ms = number(fields[2].split()[0], f'{where} Transfer {index} time')
+        nbytes = int(number(fields[3].split()[0], f'{where} Transfer bytes'))
+        state['transfers'].append(Transfer(index, bw, time_ms, nbytes,
+                                           fields[4]))
+    elif head.startswith('Aggregate'):
+        state['aggregate'] = _bandwidth(fields[1] if len(fields) > 1 else '',
+                                        f'{where} Aggregate (CPU)')
+    else:
+        return False
+    return True
+
+
+def parse_config_run(text, expected_tests=None):
+    """Parse a config-file run; ``expected_tests``: the number of test lines
+    in the config file (each must have its result)."""
+    check_errors(text)
+    tests, comment, state, current = [], '', None, None
+
+    def close():
+        if state is None:
+            return
+        if not state['transfers'] or state['aggregate'] is None:
+            raise ParseError(f'Test {current}: no '
+                             f'{"Transfer" if not state["transfers"] else "Aggregate (CPU)"}'
+                             f' line: the output is truncated')
+        tests.append(ConfigTest(current, state['comment'], state['executors'],
+                                tuple(state['transfers']), state['aggregate']))
+
+    for line in text.splitlines():
+        if line.startswith('##'):
+            comment = line.lstrip('#').strip()
+            continue
+        m = _TEST.match(line)
+        if m:
+            close()
+            current = int(m.group(1))
+            state = {'comment': comment, 'executors': {}, 'transfers': [],
+                     'aggregate': None}
+            comment = ''
+        elif state is not None:
+            _config_line(line, current, state)
+    close()
+
+    if not tests:
+        raise ParseError('no "Test N:" results: TransferBench ran no test '
+                         'of the config file')
+    if expected_tests is not None and len(tests) != expected_tests:
+        raise ParseError(f'the config file has {expected_tests} tests, the '
+                         f'output {len(tests)} (last: Test '
+                         f'{tests[-1].number}): the run stopped early')
+    return tests
+
+
+def config_tests(cfg_text):
+    """Test lines of a TransferBench config file (not comments, not blank)."""
+    return [line.strip() for line in cfg_text.splitlines()
+            if line.strip() and not line.lstrip().startswith('#')]
+
+
+def weak_links(links, floor, fraction, basis):
+    """Messages for links under ``fraction * floor`` (GB/s), worst first;
+    ``None`` values (N/A) count as failed links."""
+    limit = fraction * floor
+    out = []
+    for (src, dst), bw in sorted(links.items(),
+                                 key=lambda kv: (kv[1] is not None,
+                                                 kv[1] or 0)):
+        if bw is None:
+            out.append(f'{src} -> {dst}: N/A (not measured)')
+        elif bw < limit:
+            out.append(f'{src} -> {dst}: {bw:g} GB/s < {fraction:g} x '
+                       f'{floor:g} GB/s ({basis})')
+    return out

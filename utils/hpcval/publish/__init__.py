@@ -1,0 +1,1 @@
+"""Publishing: run reports read, compared, tabled, plotted and calibrated."""

@@ -1,0 +1,433 @@
+"""``hpcval calibrate``: a system's reference file from its own good runs.
+
+A site measures its baseline after maintenance: the selected runs (passed,
+of one system, no replays unless asked) become references whose value is
+the mean over the runs, whose bound comes from their spread (k standard
+deviations relative to the mean, never tighter than a floor), and whose
+``source`` says where and when they were measured.
+
+The old file's text is kept as it is, comments and anchors included: the
+calibrated entries go into a section at its end, after a marker comment,
+and override the entries above for the same tests because the last
+applicable entry wins (utils/hpcval/references.py).  A new calibration rewrites
+that section only, keeping its metrics that were not measured this time.
+Nothing is written unless asked, never over a file that changed since it
+was read, and never a text that references.load refuses.
+"""
+import datetime
+import difflib
+import math
+import os
+import re
+import statistics
+import tempfile
+import textwrap
+
+import yaml
+
+from hpcval import references, units
+from hpcval.publish.comparison import better
+
+RULE = 'calibrated'
+MARKER = '# hpcval calibrate:'
+_SECTION = f"""\
+{MARKER} measured on this system.  These entries follow the ones
+# above and override them for the same tests (the last applicable entry
+# wins); a new calibration rewrites everything below this comment.
+"""
+
+
+class CalibrationError(ValueError):
+    """The calibration cannot be made or written; the message says why."""
+
+
+class Calibration(tuple):
+    """``(new_text, diff_text)``; ``notes`` says what was left out, refused
+    or kept and why, ``path`` is the reference file."""
+
+    def __new__(cls, text, diff, notes, path):
+        self = super().__new__(cls, (text, diff))
+        self.notes, self.path = notes, path
+        return self
+
+    @property
+    def text(self):
+        return self[0]
+
+    @property
+    def diff(self):
+        return self[1]
+
+
+class _Folded(str):
+    pass
+
+
+yaml.SafeDumper.add_representer(
+    _Folded, lambda dumper, text: dumper.represent_scalar(
+        'tag:yaml.org,2002:str', text, style='>'))
+
+
+def _significant(x, digits=6):
+    return float(f'{x:.{digits}g}')
+
+
+def _fraction_up(x):
+    # round a tolerance away from zero, so that it never gets tighter
+    return math.ceil(round(x * 1e4, 6)) / 1e4
+
+
+def _rule_text(k, floor, min_samples):
+    return (f'Measured on this system by `hpcval calibrate`: the value is '
+            f'the mean over the selected passed runs (at least '
+            f'{min_samples}), spread their sample standard deviation.  '
+            f'Tolerance: k = {k:g} standard deviations relative to the '
+            f'mean, never tighter than the floor {floor:g}; a metric where '
+            f'higher is better (bandwidth, rate, FLOP/s) gets lower = '
+            f'-max(k std / mean, floor) and no upper bound, one where lower '
+            f'is better (time) upper = max(k std / mean, floor) and no '
+            f'lower bound.  Faster than the baseline is not a failure.')
+
+
+def _select(samples, system, allow_replays, accept_performance_failures,
+            notes):
+    # a failed case has samples only if it got to its performance stage:
+    # its sanity passed, and only its old bounds (or a later stage) failed
+    ok = {'pass', 'fail'} if accept_performance_failures else {'pass'}
+    kept, left = [], {}
+    for s in samples:
+        why = ('another system' if s.case.system != system else
+               f'result {s.case.result}' if s.case.result not in ok else
+               'a replay' if s.case.replay and not allow_replays else None)
+        if why:
+            left[why] = left.get(why, 0) + 1
+        else:
+            kept.append(s)
+    notes += [f'left out {n} sample(s) of {why}'
+              for why, n in sorted(left.items())]
+    return kept
+
+
+def _groups(samples):
+    """{(check, partition, params): {metric: [Sample]}} in run order."""
+    out = {}
+    for s in sorted(samples, key=lambda s: s.case.time):
+        key = (s.case.check, s.case.partition, s.case.params)
+        out.setdefault(key, {}).setdefault(s.metric, []).append(s)
+    return out
+
+
+def _dates(cases):
+    first, last = (datetime.datetime.fromtimestamp(
+        t, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')
+        for t in (min(c.time for c in cases), max(c.time for c in cases)))
+    return f'{first} to {last} UTC' if first != last else f'{first} UTC'
+
+
+def _listed(items, most=6):
+    items = sorted(set(items))
+    more = f' and {len(items) - most} more' if len(items) > most else ''
+    return ', '.join(items[:most]) + more
+
+
+def _provenance(runs, mean, std, unit, k, floor):
+    cases = [s.case for s in runs]
+    replays = ' (replayed outputs)' if any(c.replay for c in cases) else ''
+    nodes = [n for c in cases for n in c.nodes]
+    failed = sum(c.result != 'pass' for c in cases)
+    kind = f'runs ({failed} failed their performance check)' if failed \
+        else 'passed runs'
+    return _Folded(
+        f'calibrated by `hpcval calibrate` from {len(runs)} {kind}'
+        f'{replays}, {_dates(cases)}: mean {mean:g} +- '
+        f'{std:g} {unit}, bound {k:g} std / mean, floor {floor:g}; '
+        f'ReFrame {_listed(c.version for c in cases)} on '
+        f'{_listed(c.hostname for c in cases)}; job nodes '
+        f'{_listed(nodes) or "not recorded"}; sessions '
+        f'{_listed(c.session[:8] for c in cases)}')
+
+
+def _metric(label, runs, k, floor, min_samples, notes):
+    """The metric spec of ``runs`` (samples of one metric), or None."""
+    unit = runs[-1].unit
+    try:
+        values = [units.convert(s.value, s.unit, unit) for s in runs]
+    except ValueError as err:
+        notes.append(f'refused {label}: {err}')
+        return None
+
+    if len(values) < min_samples:
+        notes.append(f'refused {label}: {len(values)} sample(s), fewer '
+                     f'than {min_samples} (one run\'s spread says nothing; '
+                     f'run it again or lower min_samples)')
+        return None
+
+    mean = statistics.fmean(values)
+    std = statistics.stdev(values) if len(values) > 1 else 0.0
+    if mean <= 0:
+        notes.append(f'refused {label}: mean {mean:g} {unit}, no relative '
+                     f'bound can be made')
+        return None
+
+    tol = _fraction_up(max(k * std / mean, floor))
+    spec = {'value': _significant(mean)}
+    if better(unit) == 'higher':
+        if tol >= 1:
+            notes.append(f'refused {label}: {k:g} std / mean = {tol:g}, a '
+                         f'lower bound at 0 would judge nothing (take '
+                         f'quieter or more runs)')
+            return None
+        spec['lower'] = -tol
+    else:
+        spec['upper'] = tol
+    spec.update(spread=_significant(std), unit=unit, rule=RULE,
+                source=_provenance(runs, mean, std, unit, k, floor))
+    return spec
+
+
+def _explicitly_absent(old_refs, check, partition, where, metric):
+    chosen = None
+    for ref in old_refs:
+        if ref.metric == metric and references._matches(
+                ref, [check], partition, where):
+            chosen = ref
+    return chosen is not None and chosen.value is None and chosen
+
+
+def _entries(groups, old_refs, k, floor, min_samples, include_absent, notes):
+    """New calibrated entries: [(key, {metric: spec})]."""
+    out = []
+    for (check, partition, params), metrics in groups.items():
+        where = dict(params)
+        test = ' '.join([check, *(f'{name}={val}' for name, val in params),
+                         f'(partition {partition})'])
+        envs = {s.case.environ for runs in metrics.values() for s in runs}
+        if len(envs) > 1:
+            notes.append(f'{test}: runs of environments '
+                         f'{_listed(envs)} calibrated together (references '
+                         f'do not tell environments apart)')
+        specs = {}
+        for metric, runs in metrics.items():
+            label = f'{test} {metric}'
+            absent = _explicitly_absent(old_refs, check, partition, where,
+                                        metric)
+            if absent and not include_absent:
+                notes.append(f'kept {label} explicitly absent ('
+                             f'{" ".join(absent.source.split())}); '
+                             f'include_absent calibrates it')
+                continue
+            spec = _metric(label, runs, k, floor, min_samples, notes)
+            if spec:
+                specs[metric] = spec
+        if specs:
+            out.append(((check, partition, params), specs))
+    return out
+
+
+def _split(text, path):
+    """(text before the calibrated section, that section's entries)."""
+    lines = text.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(lines)
+               if line.strip().startswith(MARKER)), None)
+    if at is None:
+        return text, []
+
+    section = textwrap.dedent(''.join(lines[at:]))
+    try:
+        entries = yaml.safe_load(section) or []
+    except yaml.YAMLError as err:
+        raise CalibrationError(f'{path}: the calibrated section is not '
+                               f'valid YAML: {err}') from None
+    if not isinstance(entries, list):
+        raise CalibrationError(f'{path}: the calibrated section is not a '
+                               f'list of entries')
+    return ''.join(lines[:at]), entries
+
+
+def _key(entry):
+    return (entry.get('check'), entry.get('partition', '*'),
+            tuple((str(k), str(v)) for k, v in
+                  (entry.get('where') or {}).items()))
+
+
+def _merge(previous, new):
+    merged = {_key(e): e for e in previous}
+    for (check, partition, params), specs in new:
+        entry = {'check': check, 'partition': partition}
+        if params:
+            entry['where'] = dict(params)
+        entry = merged.setdefault(_key(entry), {**entry, 'metrics': {}})
+        entry['metrics'].update(specs)
+    for entry in merged.values():
+        for spec in entry.get('metrics', {}).values():
+            if isinstance(spec, dict) and isinstance(spec.get('source'), str):
+                spec['source'] = _Folded(' '.join(spec['source'].split()))
+    return list(merged.values())
+
+
+def _top_level(lines, key):
+    return next((i for i, line in enumerate(lines)
+                 if re.match(rf'{key}:', line)), None)
+
+
+def _with_rule(head, rule_text, path):
+    """``head`` with rules.calibrated set to ``rule_text``."""
+    lines = head.splitlines(keepends=True)
+    r = _top_level(lines, 'rules')
+    if r is None:
+        e = _top_level(lines, 'entries')
+        if e is None:
+            raise CalibrationError(f'{path}: no top-level entries key')
+        lines[e:e] = ['rules:\n', *_rule_lines('  ', rule_text)]
+        return ''.join(lines)
+
+    if lines[r].strip() != 'rules:':
+        raise CalibrationError(f'{path}: rules must be a block mapping '
+                               f'(one rule per line) to add {RULE!r}')
+    end = next((i for i in range(r + 1, len(lines))
+                if lines[i].strip() and not lines[i][0].isspace()),
+               len(lines))
+    body = [i for i in range(r + 1, end) if lines[i].strip()]
+    indent = re.match(r'\s*', lines[body[0]]).group() if body else '  '
+    old = next((i for i in body if lines[i].startswith(f'{indent}{RULE}:')),
+               None)
+    if old is None:
+        at = body[-1] + 1 if body else r + 1
+        lines[at:at] = _rule_lines(indent, rule_text)
+    else:
+        stop = next((i for i in range(old + 1, end) if lines[i].strip()
+                     and len(lines[i]) - len(lines[i].lstrip())
+                     <= len(indent)), end)
+        lines[old:stop] = _rule_lines(indent, rule_text)
+    return ''.join(lines)
+
+
+def _rule_lines(indent, text):
+    body = textwrap.fill(text, 76, initial_indent=indent * 2,
+                         subsequent_indent=indent * 2)
+    return [f'{indent}{RULE}: >\n', body + '\n']
+
+
+def _new_file(system, rule_text):
+    return (f'system: {system}\n'
+            f'description: >\n'
+            f'  {system}, as measured on it: its baseline from its own passed '
+            f'runs\n  (hpcval calibrate); each metric\'s source says which.\n'
+            f'rules:\n{"".join(_rule_lines("  ", rule_text))}'
+            f'entries:\n')
+
+
+def _append(head, entries, path):
+    lines = head.splitlines(keepends=True)
+    e = _top_level(lines, 'entries')
+    if e is None:
+        raise CalibrationError(f'{path}: no top-level entries key')
+    if any(re.match(r'[A-Za-z_]', line) for line in lines[e + 1:]):
+        raise CalibrationError(f'{path}: entries must be the last top-level '
+                               f'key, so that calibrated entries can follow')
+    if re.fullmatch(r'entries:\s*\[\s*\]\s*', lines[e]):
+        lines[e] = 'entries:\n'
+    items = [re.match(r'(\s*)- ', line) for line in lines[e + 1:]]
+    indent = next((m.group(1) for m in items if m), '  ')
+    body = ''.join(lines).rstrip('\n') + '\n'
+    dumped = yaml.safe_dump(entries, sort_keys=False, width=72,
+                            default_flow_style=False, allow_unicode=True)
+    return body + textwrap.indent(_SECTION + dumped, indent)
+
+
+def _check_loads(text, system, new_entries, path):
+    """references.load accepts ``text``, and each calibrated test gets the
+    calibrated tuples from it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = os.path.join(tmp, f'{system}.yaml')
+        with open(probe, 'w', encoding='utf-8') as fp:
+            fp.write(text)
+        try:
+            refs = references.load(probe)
+        except references.ReferenceFileError as err:
+            raise CalibrationError(f'{path}: the calibrated text does not '
+                                   f'load: {err}') from None
+
+    for (check, partition, params), specs in new_entries:
+        got = references.select(refs, [check], partition, dict(params),
+                                {m: s['unit'] for m, s in specs.items()})
+        for metric, spec in specs.items():
+            want = (spec['value'], spec.get('lower'), spec.get('upper'))
+            have = got.get(metric)
+            if not have or not math.isclose(have[0], want[0]) \
+                    or have[1:3] != want[1:]:
+                raise CalibrationError(
+                    f'{path}: {check} {metric} would be judged against '
+                    f'{have}, not the calibrated {want}')
+    return refs
+
+
+def _read(path):
+    try:
+        with open(path, encoding='utf-8') as fp:
+            return fp.read()
+    except FileNotFoundError:
+        return None
+
+
+def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
+              min_samples=3, allow_replays=False, include_absent=False,
+              accept_performance_failures=False, ref_dir=None, write=False):
+    """Calibrate ``system`` from ``samples`` (hpcval.publish.results.Sample).
+
+    ``by_system_refs`` is references.load_dir(ref_dir) as the caller read
+    it; ``ref_dir`` defaults to the repository's references/.  Only passed
+    runs count, unless ``accept_performance_failures`` also takes runs that
+    failed the old bounds; replays only with ``allow_replays``; metrics the
+    old file marks absent (value: null) stay so unless ``include_absent``.
+    Returns a
+    Calibration: the new file text and its unified diff against the old,
+    with notes.  With ``write=True`` the file is replaced, unless it changed
+    since ``by_system_refs`` was read.
+    """
+    if floor < 0 or k <= 0 or min_samples < 2:
+        raise CalibrationError('floor must be >= 0, k > 0, min_samples '
+                               '>= 2 (a spread needs two runs)')
+    if ref_dir is None:
+        from hpcval import paths
+        ref_dir = paths.references_dir()
+    path = os.path.join(ref_dir, f'{system}.yaml')
+    old = _read(path)
+    old_refs = by_system_refs.get(system, [])
+    if old is not None and references.load(path) != old_refs:
+        raise CalibrationError(f'{path} changed since it was read')
+    if old is None and old_refs:
+        raise CalibrationError(f'{path} was removed since it was read')
+
+    notes = []
+    selected = _select(samples, system, allow_replays,
+                       accept_performance_failures, notes)
+    new_entries = _entries(_groups(selected), old_refs, k, floor,
+                           min_samples, include_absent, notes)
+    rule_text = _rule_text(k, floor, min_samples)
+    head, previous = _split(old, path) if old is not None else \
+        (_new_file(system, rule_text), [])
+    if not new_entries:
+        notes.append(f'nothing to calibrate for {system}: the file is left '
+                     f'as it is')
+        return Calibration(old or '', '', notes, path)
+
+    text = _append(_with_rule(head, rule_text, path),
+                   _merge(previous, new_entries), path)
+    _check_loads(text, system, new_entries, path)
+    name = os.path.join(os.path.basename(ref_dir), f'{system}.yaml')
+    diff = ''.join(difflib.unified_diff(
+        (old or '').splitlines(keepends=True),
+        text.splitlines(keepends=True),
+        fromfile=f'a/{name}' if old is not None else '/dev/null',
+        tofile=f'b/{name}'))
+    if write:
+        if _read(path) != old:
+            raise CalibrationError(f'{path} changed since it was read; '
+                                   f'nothing written')
+        tmp = f'{path}.calibrate-{os.getpid()}'
+        with open(tmp, 'w', encoding='utf-8') as fp:
+            fp.write(text)
+        os.replace(tmp, path)
+        notes.append(f'wrote {path}')
+    return Calibration(text, diff, notes, path)

@@ -1,0 +1,36 @@
+"""Figures for ``hpcval report --plots DIR`` (matplotlib, PNG and SVG).
+
+- ``metric_bars`` / ``all_metric_bars``: a metric across the comparison
+  table's columns, with its references and pass bands;
+- ``collective_curves``: nccl-tests / rccl-tests busbw by message size;
+- ``transferbench_heatmaps``: TransferBench a2a and p2p matrices;
+- ``babelstream_kernels``: BabelStream's kernels by system and per GPU.
+
+Every function returns a ``Plotted`` (``files`` written, PNG then SVG per
+figure; ``skipped``: a message per case or row left out, such as a run
+whose kept output is not on this machine).  Names come from the figure's
+content; an existing file is never replaced unless ``force=True``
+(FileExistsError names it).  docs/reporting-plots.md describes each plot.
+"""
+from hpcval.publish.plots.babelstream import babelstream_kernels
+from hpcval.publish.plots.bars import all_metric_bars, metric_bars
+from hpcval.publish.plots.common import Plotted, slug
+from hpcval.publish.plots.curves import collective_curves
+from hpcval.publish.plots.heatmaps import transferbench_heatmaps
+
+__all__ = ['Plotted', 'all_metric_bars', 'babelstream_kernels',
+           'collective_curves', 'draw_all', 'metric_bars', 'slug',
+           'transferbench_heatmaps']
+
+
+def draw_all(table, samples, outdir, select=None, force=False):
+    """Every plot of ``samples`` (hpcval.publish.results.Sample) and their
+    ``table`` (hpcval.publish.comparison.build of the same samples); ``select``
+    narrows the bar charts (see all_metric_bars)."""
+    plotted = Plotted()
+    plotted.add(all_metric_bars(table, outdir, select, force))
+    plotted.add(collective_curves(samples, outdir, force=force))
+    plotted.add(transferbench_heatmaps(samples, outdir, force=force))
+    plotted.add(babelstream_kernels(samples, outdir, force=force,
+                                    table=table))
+    return plotted

@@ -1,0 +1,211 @@
+"""BabelStream's five kernels, across systems and per GPU.
+
+A GPU check runs BabelStream on every GPU of the node at once and reports,
+per kernel (metrics ``copy``, ``mul``, ``add``, ``triad``, ``dot``, MB/s),
+the minimum over the GPUs: the slowest GPU sets the node's figure.  The
+cross-system figure shows those metrics from the table; the per-GPU
+figure reads each GPU's own output (``stream.<host>.gpu<N>.out``, kept
+by the check in its output folder) with the check's parser.
+"""
+import glob
+import os
+import re
+import statistics
+
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from hpcval import units
+
+from hpcval.publish import comparison
+from hpcval.parsers import ParseError
+from hpcval.parsers.babelstream import CLASSIC_KERNELS, parse_babelstream
+from hpcval.parsers.common import read_text
+from hpcval.publish.comparison import columns
+from hpcval.publish.plots.common import (REFERENCE_COLOUR, REPLAY_HATCH, Plotted,
+                                         describe, new_figure, not_passed, save, slug,
+                                         unique_cases)
+
+BENCHMARK = 'babelstream'
+KERNELS = tuple(k.lower() for k in CLASSIC_KERNELS)
+GPU_CHECKS = ('BabelStreamCudaCheck', 'BabelStreamHipCheck')
+UNIT = 'GB/s'
+_GPU_FILE = re.compile(r'^stream\.(?P<host>.+)\.gpu(?P<gpu>\d+)\.out$')
+
+
+def babelstream_kernels(table_or_samples, outdir, force=False, table=None):
+    """Grouped bars of the five kernels: one figure across the table's
+    columns (the node's figure: a GPU node's slowest GPU), and, given
+    Samples whose cases kept their per-GPU outputs, one figure per column
+    and GPU check with a bar per GPU.  With Samples, ``table`` may pass
+    their comparison table if it is built already.  Returns Plotted."""
+    plotted = Plotted()
+    if isinstance(table_or_samples, comparison.Table):
+        table = table_or_samples
+    else:
+        samples = list(table_or_samples)
+        table = table or comparison.build(
+            [s for s in samples if s.case.benchmark == BENCHMARK])
+        _per_gpu(samples, outdir, plotted, force)
+    _across(table, outdir, plotted, force)
+    return plotted
+
+
+def _kind(test):
+    """'CPU' or 'GPU' of a BabelStream test name: the two never share a
+    figure (a factor of 100 apart, and not comparable)."""
+    return 'GPU' if test.split(' ', 1)[0] in GPU_CHECKS else 'CPU'
+
+
+def _series_of(table):
+    """{kind: [(column, test)]} with BabelStream kernel rows, and the
+    cells by (column, test, kernel)."""
+    cells = {}
+    for (row, col), cell in table.cells.items():
+        if row.benchmark == BENCHMARK and row.metric in KERNELS:
+            cells[(col, row.test, row.metric)] = (row, cell)
+    order = {c: i for i, c in enumerate(table.columns)}
+    kinds = {}
+    for col, test in sorted({(col, test) for col, test, _ in cells},
+                            key=lambda s: (order.get(s[0], 0), s[1])):
+        kinds.setdefault(_kind(test), []).append((col, test))
+    return kinds, cells
+
+
+def _across(table, outdir, plotted, force):
+    kinds, cells = _series_of(table)
+    for kind, series in sorted(kinds.items()):
+        tests = {test for _, test in series}
+        bars = []
+        for col, test in series:
+            values, refs = {}, {}
+            for kernel in KERNELS:
+                if (col, test, kernel) not in cells:
+                    continue
+                row, cell = cells[(col, test, kernel)]
+                values[kernel] = (_gb(cell.mean, row.unit),
+                                  _gb(cell.std or 0, row.unit), cell.n)
+                if cell.reference is not None:
+                    refs[kernel] = _gb(cell.reference.value, row.unit)
+            label = col if len(tests) == 1 else f'{col}, {test.split()[0]}'
+            bars.append((label, col.endswith('(replay)'), values, refs))
+        title = f'BabelStream kernels by system ({kind})'
+        note = 'the node\'s slowest GPU' if kind == 'GPU' else 'one node'
+        _grouped(bars, title, note, outdir,
+                 slug('bars', BENCHMARK, 'kernels', kind), plotted, force)
+
+
+def _grouped(bars, title, note, outdir, stem, plotted, force):
+    """Bars grouped by kernel; ``bars``: [(label, replay, {kernel: (mean,
+    std, n)}, {kernel: reference})]; a reference is drawn over its bar."""
+    fig = new_figure(max(7.0, 0.35 * len(bars) * len(KERNELS) + 3.5), 5)
+    ax = fig.add_subplot()
+    width = 0.8 / len(bars)
+    for i, (label, replay, values, refs) in enumerate(bars):
+        ks = [k for k, kernel in enumerate(KERNELS) if kernel in values]
+        xs = [k - 0.4 + width * (i + 0.5) for k in ks]
+        got = [values[KERNELS[k]] for k in ks]
+        ns = sorted({n for _, _, n in got})
+        n = f'n={ns[0]}' if len(ns) == 1 else f'n={ns[0]}-{ns[-1]}'
+        ax.bar(xs, [m for m, _, _ in got], width * 0.92,
+               yerr=[s for _, s, _ in got], capsize=2, color=f'C{i % 10}',
+               edgecolor='black', linewidth=0.5, zorder=2,
+               hatch=REPLAY_HATCH if replay else None, label=f'{label} ({n})')
+        for x, k in zip(xs, ks):
+            if KERNELS[k] in refs:
+                ax.hlines(refs[KERNELS[k]], x - width / 2, x + width / 2,
+                          colors=REFERENCE_COLOUR, linewidth=2.2, zorder=4)
+    ax.set_xticks(range(len(KERNELS)), KERNELS)
+    ax.set_ylabel(f'bandwidth ({UNIT}), ↑ higher is better\n{note}')
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis='y', alpha=0.3, zorder=0)
+    ax.set_ylim(bottom=0)
+    handles, _ = ax.get_legend_handles_labels()
+    if any(refs for *_, refs in bars):
+        handles.append(Line2D([], [], color=REFERENCE_COLOUR, linewidth=2.2,
+                              label='reference'))
+    if any(replay for _, replay, *_ in bars):
+        handles.append(Patch(facecolor='white', edgecolor='black',
+                             hatch=REPLAY_HATCH,
+                             label='replay (recorded output)'))
+    ax.legend(handles=handles, fontsize=8, loc='upper left',
+              bbox_to_anchor=(1.01, 1), borderaxespad=0)
+    save(fig, outdir, stem, plotted, force)
+
+
+def _gb(value, unit):
+    return units.convert(value, unit, UNIT)
+
+
+def _gpu_results(case):
+    """({'host gpuN': {kernel: GB/s}}, None) or (None, message)."""
+    if not case.outputdir:
+        return None, (f'{describe(case)}: the report names no kept output '
+                      f'(ReFrame keeps the output of passed cases only); no '
+                      f'per-GPU bars')
+    if not os.path.isdir(case.outputdir):
+        return None, (f'{describe(case)}: its output folder '
+                      f'{case.outputdir} is not on this machine (a report '
+                      f'from another site, or the folder was removed); no '
+                      f'per-GPU bars')
+    found = {}
+    for path in sorted(glob.glob(os.path.join(case.outputdir,
+                                              'stream.*.gpu*.out'))):
+        m = _GPU_FILE.match(os.path.basename(path))
+        if not m:
+            continue
+        err = path[:-4] + '.err'
+        try:
+            result = parse_babelstream(
+                read_text(path), read_text(err) if os.path.isfile(err) else '')
+        except ParseError as exc:
+            return None, (f'{describe(case)}: {os.path.basename(path)} does '
+                          f'not parse ({exc}); no per-GPU bars')
+        found[(m['host'], int(m['gpu']))] = {
+            k.lower(): result.bandwidth(k) / 1e3 for k in CLASSIC_KERNELS}
+    if not found:
+        return None, (f'{describe(case)}: no stream.<host>.gpu<N>.out in '
+                      f'{case.outputdir}; no per-GPU bars')
+    return found, None
+
+
+def _per_gpu(samples, outdir, plotted, force):
+    cases = unique_cases(samples)
+    label = columns(cases)      # of every case: the table's column names
+    refs = {}                   # the node's references: each GPU must hold
+    for s in sorted(samples, key=lambda s: s.case.time):
+        if s.metric in KERNELS and s.reference and s.case.check in GPU_CHECKS:
+            refs.setdefault((label[s.case], s.case.check), {})[s.metric] = \
+                _gb(s.reference, s.unit)
+    runs = {}
+    for case in cases:
+        if case.check not in GPU_CHECKS:
+            continue
+        why = not_passed(case)
+        if why is not None:
+            plotted.skipped.extend([why] if why else [])
+            continue
+        found, why = _gpu_results(case)
+        if found is None:
+            plotted.skipped.append(why)
+            continue
+        runs.setdefault((label[case], case.check), []).append(found)
+    for (col, check), found in sorted(runs.items()):
+        gpus = sorted(set().union(*found))
+        hosts = {host for host, _ in gpus}
+        bars = []
+        for gpu in gpus:
+            values = {}
+            for kernel in KERNELS:
+                v = [r[gpu][kernel] for r in found if gpu in r]
+                values[kernel] = (statistics.fmean(v), statistics.stdev(v)
+                                  if len(v) > 1 else 0, len(v))
+            name = f'GPU {gpu[1]}' if len(hosts) == 1 else \
+                f'{gpu[0]} GPU {gpu[1]}'
+            bars.append((name, col.endswith('(replay)'), values,
+                         refs.get((col, check), {})))
+        where = f' on {next(iter(hosts))}' if len(hosts) == 1 else ''
+        _grouped(bars, f'BabelStream per GPU: {col}\n{check}{where}',
+                 'each GPU (its own output)', outdir,
+                 slug('bars', BENCHMARK, 'per-gpu', col, check), plotted,
+                 force)

@@ -1,0 +1,142 @@
+"""nccl-tests / rccl-tests bus bandwidth against message size.
+
+The table keeps one number per run (busbw at the largest size, its
+maximum, Avg bus bandwidth); the curve needs every size, so it is read
+again from the job output that ReFrame kept in the case's output folder,
+with the parser the check used.
+"""
+import math
+import statistics
+
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+from hpcval.parsers import ParseError
+from hpcval.parsers.nccl_tests import IN_PLACE, OUT_OF_PLACE, parse_nccl_tests
+from hpcval.publish.comparison import columns
+from hpcval.publish.plots.common import (Plotted, better_label, describe,
+                                         kept_output, new_figure, not_passed, save,
+                                         slug, unique_cases)
+
+BENCHMARK = 'nccl_tests'
+_LINESTYLES = ('-', '--', ':', '-.')
+
+
+def size_label(size):
+    """1024 -> '1K', 8 * 2**30 -> '8G', 12 -> '12'."""
+    for unit, shift in (('G', 30), ('M', 20), ('K', 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f'{size >> shift}{unit}'
+    return f'{size:g}' if isinstance(size, float) else str(size)
+
+
+def _byte_axis(ax, sizes):
+    """Log2 axis, labels at every 2^(5k) or so (1K, 32K, 1M ... 1G)."""
+    low, high = (int(math.floor(math.log2(min(sizes)))),
+                 int(math.ceil(math.log2(max(sizes)))))
+    step = next(s for s in (1, 2, 5, 10) if (high - low) / s <= 8)
+    ticks = [2.0 ** e for e in range(low, high + 1) if e % step == 0]
+    ax.set_xscale('log', base=2)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        lambda v, _: size_label(int(round(v)))))
+    ax.xaxis.set_minor_locator(FixedLocator(
+        [2.0 ** e for e in range(low, high + 1)]))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(2.0 ** low / 1.3, 2.0 ** high * 1.3)
+
+
+def _busbw_by_size(result, place):
+    """{size: mean busbw} of one run (repeats of a size, -N, averaged);
+    zero-byte rows (all_gather under ranks x element size) dropped."""
+    by_size = {}
+    for row in result.rows:
+        block = getattr(row, place)
+        if row.size > 0 and block is not None:
+            by_size.setdefault(row.size, []).append(block.busbw)
+    return {s: statistics.fmean(v) for s, v in by_size.items()}
+
+
+def _collect(cases, place):
+    """{collective: {(column, check): [run curves]}} and messages."""
+    label = columns(cases)
+    curves, skipped = {}, []
+    for case in cases:
+        if case.benchmark != BENCHMARK:
+            continue
+        why = not_passed(case)
+        if why is not None:
+            skipped.extend([why] if why else [])
+            continue
+        text, why = kept_output(case)
+        if text is None:
+            skipped.append(why)
+            continue
+        try:
+            # the check judged this output already; a replayed excerpt
+            # (a quoted table) has no footer, and needs none to be drawn
+            result = parse_nccl_tests(text, require_footer=False)
+        except ParseError as err:
+            skipped.append(f'{describe(case)}: its kept output does not '
+                           f'parse ({err}); not plotted')
+            continue
+        collective = (dict(case.params).get('collective')
+                      or result.collective.replace('_perf', '') or case.check)
+        curve = _busbw_by_size(result, place)
+        if not curve:
+            skipped.append(f'{describe(case)}: no {place.replace("_", "-")} '
+                           f'rows with a non-zero size; not plotted')
+        else:
+            curves.setdefault(collective, {}).setdefault(
+                (label[case], case.check), []).append(curve)
+    return curves, skipped
+
+
+def collective_curves(samples_or_cases, outdir, place=IN_PLACE,
+                      force=False):
+    """busbw against message size, one figure per collective, one line per
+    column (system) and check; several runs: their mean, the band their
+    range.  ``place``: 'in_place' or 'out_of_place'.  Cases whose output
+    is not on this machine are left out with a message.  Returns Plotted."""
+    if place not in (IN_PLACE, OUT_OF_PLACE):
+        raise ValueError(f'place must be {IN_PLACE} or {OUT_OF_PLACE}, not '
+                         f'{place!r}')
+    curves, skipped = _collect(unique_cases(samples_or_cases), place)
+    plotted = Plotted(skipped=skipped)
+    for collective, lines in sorted(curves.items()):
+        _figure(collective, lines, place, outdir, plotted, force)
+    return plotted
+
+
+def _figure(collective, lines, place, outdir, plotted, force):
+    fig = new_figure(8, 5)
+    ax = fig.add_subplot()
+    checks = sorted({check for _, check in lines})
+    cols = sorted({col for col, _ in lines},
+                  key=lambda c: (c.endswith('(replay)'), c))
+    colours = {c: f'C{i % 10}' for i, c in enumerate(cols)}
+    sizes = set()
+    for (col, check), runs in sorted(lines.items()):
+        xs = sorted(set().union(*runs))
+        sizes.update(xs)
+        per_size = [[r[s] for r in runs if s in r] for s in xs]
+        mean = [statistics.fmean(v) for v in per_size]
+        label = col if len(checks) == 1 else f'{col}, {check}'
+        ax.plot(xs, mean, color=colours[col], marker='o', markersize=3,
+                linewidth=1.5,
+                linestyle=_LINESTYLES[checks.index(check) % 4],
+                label=f'{label} (n={len(runs)})')
+        if len(runs) > 1:
+            ax.fill_between(xs, [min(v) for v in per_size],
+                            [max(v) for v in per_size],
+                            color=colours[col], alpha=0.15, linewidth=0)
+
+    _byte_axis(ax, sizes)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel('message size (bytes)')
+    ax.set_ylabel(f'busbw (GB/s), {place.replace("_", "-")}\n'
+                  f'{better_label("higher")}')
+    ax.set_title(f'{collective}: bus bandwidth by message size')
+    ax.grid(which='major', alpha=0.3)
+    ax.legend(fontsize=8, loc='upper left')
+    save(fig, outdir, slug('curve', BENCHMARK, collective, place), plotted,
+         force)

@@ -1,0 +1,211 @@
+"""``hpcval report``: the cross-system table from run reports and ReFrame's
+results database, in Markdown, CSV, HTML and LaTeX, with plots.
+
+Selection happens on samples (system, test name, time, replays); a bad
+input is named on stderr and left out (``--on-error skip``, the default)
+or stops the command (``--on-error reject``).  Output files are never
+overwritten without ``--force``.
+"""
+import argparse
+import base64
+import datetime
+import os
+import re
+import sys
+import time
+
+from hpcval.publish import comparison, formats, results
+
+EXIT_OK, EXIT_REJECTED, EXIT_EMPTY = 0, 1, 2
+
+
+def timestamp(text):
+    """Unix time of an ISO date/time (local time) or ``now-<N><d|h|m>``."""
+    match = re.fullmatch(r'now(?:-(\d+)([dhm]))?', text)
+    if match:
+        ago = int(match.group(1) or 0) * {'d': 86400, 'h': 3600, 'm': 60,
+                                          None: 0}[match.group(2)]
+        return time.time() - ago
+
+    try:
+        return datetime.datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f'{text!r} is neither an ISO date (2026-11-01, '
+            f'2026-11-01T08:00) nor now-<N>d|h|m') from None
+
+
+def _compiled(text):
+    try:
+        return re.compile(text)
+    except re.error as err:
+        raise argparse.ArgumentTypeError(f'{text!r}: {err}') from None
+
+
+def _regex(text):
+    _compiled(text)
+    return text
+
+
+_LABEL = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.@:+-]*')
+
+
+def report_argument(text):
+    """A report path, or (label, path) for ``LABEL=PATH``."""
+    label, sep, path = text.partition('=')
+    if not sep or os.path.exists(text) or not _LABEL.fullmatch(label):
+        return text
+
+    return (label, path)
+
+
+def add_input_arguments(parser):
+    parser.add_argument('reports', nargs='*', metavar='[LABEL=]REPORT',
+                        type=report_argument,
+                        help='ReFrame JSON run reports (--report-file), '
+                             'from any system or site; LABEL= shows its '
+                             'runs in column LABEL instead of their system')
+    parser.add_argument('--db', nargs='?', const=results.default_db(),
+                        metavar='PATH',
+                        help='also read ReFrame\'s results database '
+                             '(default path: %(const)s)')
+    parser.add_argument('--since', type=timestamp,
+                        help='only runs from this time on')
+    parser.add_argument('--until', type=timestamp,
+                        help='only runs up to this time')
+    parser.add_argument('--system', action='append', default=[],
+                        help='only these systems (repeatable)')
+    parser.add_argument('--name', type=_compiled, metavar='REGEX',
+                        help='only tests whose name matches')
+    parser.add_argument('--on-error', choices=('skip', 'reject'),
+                        default='skip',
+                        help='a bad input is left out and named (skip) or '
+                             'stops the command (reject)')
+
+
+def load_selected(args, replays=True):
+    """Loaded inputs and the samples the arguments select (or raises
+    results.InputRejected)."""
+    loaded = results.load(args.reports, db=args.db, on_error=args.on_error,
+                          since=args.since, until=args.until)
+    for problem in loaded.problems:
+        print(f'hpcval: left out {problem}', file=sys.stderr)
+
+    def keep(s):
+        c = s.case
+        return ((not args.system or c.system in args.system)
+                and (args.name is None or args.name.search(c.test))
+                and (args.since is None or c.time >= args.since)
+                and (args.until is None or c.time <= args.until)
+                and (replays or not c.replay))
+
+    return loaded, [s for s in loaded.samples if keep(s)]
+
+
+def add_arguments(parser):
+    add_input_arguments(parser)
+    parser.add_argument('--no-replays', action='store_true',
+                        help='leave out replayed recorded outputs')
+    parser.add_argument('--format', default='md',
+                        help=f'comma-separated, of {",".join(formats.FORMATS)}'
+                             f' (default md)')
+    parser.add_argument('--out', metavar='DIR',
+                        help='write comparison.<format> (and plots/) here; '
+                             'without it the first format goes to stdout')
+    parser.add_argument('--plots', action='store_true',
+                        help='with --out: also draw the plots (PNG, SVG)')
+    parser.add_argument('--plots-select', type=_regex, metavar='REGEX',
+                        help='bar charts only for rows (test or metric) '
+                             'matching REGEX')
+    parser.add_argument('--force', action='store_true',
+                        help='overwrite existing output files')
+    parser.add_argument('--title', default='Cross-system comparison')
+    parser.add_argument('--references-only', action='store_true',
+                        help='the published-reference view: tables from '
+                             'references/ alone, no runs')
+
+
+def _formats(text):
+    chosen = [f.strip() for f in text.split(',') if f.strip()]
+    bad = [f for f in chosen if f not in formats.FORMATS]
+    if bad or not chosen:
+        raise SystemExit(f'hpcval report: --format {text!r}: choose from '
+                         f'{", ".join(formats.FORMATS)}')
+
+    return chosen
+
+
+def _write(path, text, force):
+    if os.path.exists(path) and not force:
+        raise FileExistsError(f'{path} exists (use --force to overwrite)')
+
+    with open(path, 'w', encoding='utf-8') as fp:
+        fp.write(text)
+
+
+def _data_uri(path):
+    with open(path, 'rb') as fp:
+        return 'data:image/png;base64,' + base64.b64encode(fp.read()).decode()
+
+
+def _draw(table, samples, outdir, select, force):
+    from hpcval.publish import plots      # matplotlib only when plots are asked for
+    drawn = plots.draw_all(table, samples, os.path.join(outdir, 'plots'),
+                           select=select, force=force)
+    for why in drawn.skipped:
+        print(f'hpcval report: plot: {why}', file=sys.stderr)
+    return drawn.files
+
+
+def render(tables, fmt, inputs=(), problems=(), images=()):
+    if fmt == 'html':
+        return formats.to_html(tables, inputs, problems, images)
+
+    return '\n'.join(formats.RENDER[fmt](t) for t in tables)
+
+
+def run(args):
+    fmts = _formats(args.format)
+    if args.references_only:
+        from hpcval import paths, references
+        from hpcval.publish import published
+        tables = published.tables(references.load_dir(paths.references_dir()))
+        inputs, problems, samples = ['references/*.yaml'], [], []
+    else:
+        try:
+            loaded, samples = load_selected(args, replays=not args.no_replays)
+        except results.InputRejected as err:
+            print(f'hpcval report: rejected {err}', file=sys.stderr)
+            return EXIT_REJECTED
+
+        if not samples:
+            print('hpcval report: no performance samples in the selected '
+                  'inputs', file=sys.stderr)
+            return EXIT_EMPTY
+
+        tables = [comparison.build(samples, args.title)]
+        inputs, problems = loaded.sources, loaded.problems
+
+    if not args.out:
+        sys.stdout.write(render(tables, fmts[0], inputs, problems))
+        return EXIT_OK
+
+    os.makedirs(args.out, exist_ok=True)
+    images = []
+    try:
+        if args.plots and samples:
+            pngs = _draw(tables[0], samples, args.out, args.plots_select,
+                         args.force)
+            images = [(os.path.basename(p), _data_uri(p)) for p in pngs
+                      if p.endswith('.png')]
+        for fmt in fmts:
+            path = os.path.join(args.out, f'comparison.{fmt}')
+            _write(path, render(tables, fmt, inputs, problems, images),
+                   args.force)
+            print(path)
+    except FileExistsError as err:
+        print(f'hpcval report: {err}', file=sys.stderr)
+        return EXIT_REJECTED
+
+    return EXIT_OK
+

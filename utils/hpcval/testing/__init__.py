@@ -1,0 +1,1 @@
+"""Test infrastructure that ships to users: the Slurm minicluster."""
