@@ -256,9 +256,9 @@ _SRUN_PLACEMENT = {
 class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     """One OSU benchmark between two ranks (allreduce too).
 
-    Leaves declare the build fixture and, for device buffers, set
-    ``accelerator``, redefine ``placement = parameter(GPU_PLACEMENTS)`` and
-    declare the build with the same accelerator.
+    Leaves declare the build fixture; for device buffers they declare it
+    with the ``accelerator`` (which the test takes from there) and redefine
+    ``placement = parameter(GPU_PLACEMENTS)``.
     """
 
     #: osu_latency, osu_bw, osu_bibw, osu_allreduce.
@@ -269,6 +269,7 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: '' for host buffers, 'cuda' or 'rocm' for device buffers (D D).
     accelerator = variable(str, value='')
+    build_shared = ('accelerator',)
 
     #: Largest message size in bytes (-m; bandwidth is reported there).
     max_size = variable(int, value=4 * 2**20)
