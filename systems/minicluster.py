@@ -57,11 +57,13 @@ def _partition(name, descr, features, environs, devices=()):
         'env_vars': [['SLURM_MPI_TYPE', 'pmi2']],
         'environs': environs,
         'features': features,
+        # what each slurmd declares (Sockets, CoresPerSocket, ThreadsPerCore)
         'processor': {
             'num_cpus': minicluster.CPUS_PER_NODE,
-            'num_cpus_per_core': 1,
-            'num_sockets': 1,
-            'num_cpus_per_socket': minicluster.CPUS_PER_NODE,
+            'num_cpus_per_core': minicluster.THREADS_PER_CORE,
+            'num_sockets': minicluster.SOCKETS,
+            'num_cpus_per_socket': (minicluster.CPUS_PER_NODE //
+                                    minicluster.SOCKETS),
         },
         'devices': list(devices),
         # a stuck job must not hold the suite: Slurm ends it
@@ -72,8 +74,8 @@ def _partition(name, descr, features, environs, devices=()):
 
 
 _partitions = [
-    _partition('cpu', f'nodes {", ".join(minicluster.NODES)} (Slurm '
-               f'partition {minicluster.PARTITION}), srun --mpi=pmi2',
+    _partition('cpu', f'nodes n1 ... nN (Slurm partition '
+               f'{minicluster.PARTITION}), srun --mpi=pmi2',
                [ft.CPU, ft.MPI, ft.MULTINODE], ['gnu']),
 ]
 if _launch_gpus():
@@ -86,7 +88,7 @@ if _launch_gpus():
 
 system = {
     'name': 'minicluster',
-    'descr': 'Two-node Slurm cluster on this host (python -m '
+    'descr': 'Slurm cluster of N nodes on this host (python -m '
              'hpcval.testing.minicluster start)',
     'hostnames': [_NEVER],
     'modules_system': 'nomod',
