@@ -10,6 +10,11 @@
     hpcval calibrate --system X [REPORT ...] [--db [PATH]] [--write]
                                       references/X.yaml from X's good runs,
                                       shown as a diff; written on --write
+    hpcval verdict [REPORT ...] [--db [PATH]] [--since T] [--format json]
+                                      healthy or not: counts per partition,
+                                      one line per failure naming the node,
+                                      GPU or link; exit 0 / 1 failed / 2
+                                      incomplete (hpcval.verdict)
 """
 import argparse
 import sys
@@ -67,6 +72,31 @@ def _calibrate(args):
     return 0
 
 
+def _verdict(args):
+    from hpcval import verdict
+    from hpcval.publish import results
+    try:
+        loaded = results.load(args.reports, db=args.db,
+                              on_error=args.on_error, since=args.since,
+                              until=args.until)
+    except results.InputRejected as err:
+        print(f'hpcval verdict: {err}', file=sys.stderr)
+        return verdict.EXIT_FAILED
+
+    def keep(case):
+        return ((not args.system or case.system in args.system)
+                and (args.name is None or args.name.search(case.test))
+                and (args.since is None or case.time >= args.since)
+                and (args.until is None or case.time <= args.until))
+
+    result = verdict.judge(loaded, keep, strict=args.strict,
+                           allow_unjudged=args.allow_unjudged)
+    render = verdict.render_json if args.format == 'json' \
+        else verdict.render_text
+    sys.stdout.write(render(result))
+    return result.status
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='hpcval')
     sub = parser.add_subparsers(dest='command', required=True)
@@ -97,6 +127,18 @@ def main(argv=None):
     cal.add_argument('--write', action='store_true',
                      help='replace references/<system>.yaml')
     cal.set_defaults(func=_calibrate)
+    ver = sub.add_parser('verdict', help='is the system healthy: judged, '
+                                         'failed, skipped, unjudged, and '
+                                         'which node, GPU or link failed')
+    report.add_input_arguments(ver)
+    ver.add_argument('--format', choices=('text', 'json'), default='text')
+    ver.add_argument('--strict', action='store_true',
+                     help='a skip or a figure without a reference fails '
+                          '(exit 1) instead of leaving the run incomplete')
+    ver.add_argument('--allow-unjudged', action='store_true',
+                     help='figures without a reference are logged only, '
+                          'not a reason for exit 2')
+    ver.set_defaults(func=_verdict)
     args = parser.parse_args(argv)
     return args.func(args)
 
