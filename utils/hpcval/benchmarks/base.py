@@ -13,6 +13,7 @@ from reframe.core.builtins import run_after, run_before, sanity_function
 from reframe.core.exceptions import SanityError
 
 from hpcval import paths, references, replay
+from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
 
@@ -22,7 +23,7 @@ def _reference_files():
     return references.load_dir(paths.references_dir())
 
 
-class ParsedBenchmark(SourceSettings):
+class ParsedBenchmark(ScreenRecord, SourceSettings):
     """Mixin for tests whose output is judged by an hpcval parser.
 
     Subclasses implement ``parse()`` (returning any result object, raising
