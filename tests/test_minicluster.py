@@ -117,13 +117,6 @@ def job_in_state(cluster, name_part, state):
             if name_part in job[0] and job[1] == state]
 
 
-@pytest.fixture
-def faults(minicluster):
-    minicluster.clear_faults()
-    yield minicluster
-    minicluster.clear_faults()
-
-
 def broken_python(cluster, node):
     cluster.inject_fault(node, 'export PYTHONHOME=/nonexistent')
 

@@ -27,7 +27,7 @@ from hpcval.publish.comparison import better
 
 PEER_FACTOR = 2.0
 MIN_PEERS_FOR_MAD = 5
-MAD_K = 5.0
+MAD_K = 3.0
 # a job cancelled because its node could not take it: the node was not
 # tested (ReFrame's words, then Slurm's)
 _UNAVAILABLE = re.compile(r'blocked due to reason: (ReqNodeNotAvail|Nodes '

@@ -1,0 +1,125 @@
+"""Node screens on a real Slurm (hpcval.testing.minicluster), judged by
+``hpcval verdict``: every node accounted for, a slow node found by its
+peers, a broken node named, nothing else blamed.
+
+The screen is ``CpuDgemmCheck`` (DGEMM GFLOP/s on every core of a node)
+under ReFrame's ``--distribute``.  A node is made slow honestly: its slurmd,
+and so every job step it starts, is put under a CPU quota (a cgroup); a node
+is broken by its task prolog (PYTHONHOME points nowhere).
+"""
+import json
+import subprocess
+import time
+
+import pytest
+
+from hpcval.testing.minicluster import MiniCluster, missing_prerequisites
+from rfmrun import ROOT, VENV_BIN, cases, reframe
+
+SCREEN = ('--distribute=all', '-n', 'CpuDgemmCheck')
+DGEMM = ('checks/cpu_dgemm.py',)
+# tight enough to show through a loaded 2-core host (where every healthy
+# node gets well under one core), still a quota: the node runs, slowly
+SLOW_PERCENT = 5
+
+
+def verdict(report_path):
+    proc = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict', '--format',
+                           'json', str(report_path)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    return proc.returncode, json.loads(proc.stdout), proc
+
+
+def screen(cluster, tmp_path, *args):
+    start = time.monotonic()
+    proc, report = reframe('-r', '--system', 'minicluster', *SCREEN, *args,
+                           tmp_path=tmp_path, checks=DGEMM,
+                           env=cluster.env())
+    assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return report, time.monotonic() - start
+
+
+@pytest.fixture(scope='module')
+def cluster64(tmp_path_factory):
+    why = missing_prerequisites()
+    if why:
+        import os
+        if os.environ.get('CI') == 'true':
+            pytest.fail(f'CI=true, and the minicluster cannot run: {why}')
+        pytest.skip(f'minicluster: {why}')
+
+    cluster = MiniCluster(tmp_path_factory.mktemp('mc64'), nodes=64)
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+def test_64_node_screen_names_exactly_the_two_bad_nodes(cluster64, tmp_path):
+    """n7 slowed by a CPU quota, n42 broken: the verdict names those two
+    and no other, covers 64 of 64 nodes and exits 1."""
+    cluster64.slow_node('n7', SLOW_PERCENT)
+    cluster64.inject_fault('n42', 'export PYTHONHOME=/nonexistent')
+    report, wall = screen(cluster64, tmp_path)
+    assert len(cases(report)) == 64
+
+    status, result, proc = verdict(tmp_path / 'report.json')
+    assert status == 1, proc.stdout + proc.stderr
+    assert sorted(result['failures_by_node']) == ['n42', 'n7'], \
+        json.dumps(result['failures_by_node'], indent=1)
+    [part] = result['partitions']
+    cov = part['coverage']
+    assert len(cov['partition_nodes']) == 64 and len(cov['tested']) == 64
+    assert cov['untested'] == {}
+    slow = result['failures_by_node']['n7']
+    assert any('gflops' in line and 'peer median' in line for line in slow)
+    assert any('no result from rank' in line
+               for line in result['failures_by_node']['n42'])
+    text = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict',
+                           str(tmp_path / 'report.json')],
+                          capture_output=True, text=True).stdout
+    assert '64 of 64 nodes tested' in text
+
+    runs = [tc['time_run'] for tc in cases(report)]
+    print(f'\n64-node screen: {wall:.0f} s wall for 64 jobs '
+          f'({64 / wall * 60:.1f} jobs/min); job run phase median '
+          f'{sorted(runs)[32]:.1f} s')
+    # the issue's bound for the 2-core CI VM; the figure itself is recorded
+    # in docs/measurements.md by hand
+    assert wall < 300
+
+
+def test_two_node_screen_names_the_slow_node(faults, tmp_path):
+    """Issue 15 on the two-node cluster: n2 under a CPU quota fails against
+    its one peer; n1 passes; exit 1."""
+    faults.slow_node('n2', SLOW_PERCENT)
+    screen(faults, tmp_path)
+    status, result, proc = verdict(tmp_path / 'report.json')
+    assert status == 1, proc.stdout
+    assert list(result['failures_by_node']) == ['n2'], proc.stdout
+    [line] = result['failures_by_node']['n2'][:1]
+    assert 'vs peers' in line and 'peer median' in line
+
+
+def test_a_drained_node_leaves_the_screen_incomplete(faults, tmp_path):
+    """n2 drained: ReFrame's default --distribute (idle nodes) runs on n1
+    only and passes; the verdict says 1 of 2 nodes tested, names n2 with
+    Slurm's reason and exits 2."""
+    faults.run('scontrol', 'update', 'nodename=n2', 'state=drain',
+               'reason=after maintenance')
+    try:
+        proc, report = reframe('-r', '--system', 'minicluster',
+                               '--distribute', '-n', 'CpuDgemmCheck',
+                               tmp_path=tmp_path, checks=DGEMM,
+                               env=faults.env())
+    finally:
+        faults.run('scontrol', 'update', 'nodename=n2', 'state=resume')
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert [tc['display_name'][-2:] for tc in cases(report)] == ['n1']
+
+    status, result, out = verdict(tmp_path / 'report.json')
+    assert status == 2, out.stdout
+    [part] = result['partitions']
+    assert part['coverage']['untested'] == {
+        'n2': 'drained: after maintenance'}
+    assert any('1 of 2 nodes tested' in why and 'n2 (drained: after '
+               'maintenance)' in why for why in result['incomplete'])
