@@ -123,3 +123,23 @@ def test_a_drained_node_leaves_the_screen_incomplete(faults, tmp_path):
         'n2': 'drained: after maintenance'}
     assert any('1 of 2 nodes tested' in why and 'n2 (drained: after '
                'maintenance)' in why for why in result['incomplete'])
+
+
+def test_readme_minicluster_lines_work_from_a_fresh_shell(tmp_path):
+    """The README's minicluster block, as written, in a login shell with
+    nothing exported (only its --dir moved under tmp_path)."""
+    if missing_prerequisites():
+        pytest.skip(f'minicluster: {missing_prerequisites()}')
+    readme = (ROOT / 'README.md').read_text()
+    block = readme.split('```sh\n. .venv/bin/activate && eval', 1)[1]
+    block = '. .venv/bin/activate && eval' + block.split('```', 1)[0]
+    assert '/tmp/mc' in block
+    script = block.replace('/tmp/mc', str(tmp_path / 'mc'))
+    proc = subprocess.run(['env', '-i', 'PATH=/usr/sbin:/usr/bin:/sbin:/bin',
+                           f'HOME={tmp_path}', 'bash', '-c', script],
+                          cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    out = proc.stdout + proc.stderr
+    assert 'Ran 4/4 test case(s)' in out, out[-3000:]
+    assert '4 of 4 nodes tested' in out, out[-3000:]
+    assert 'stopped' in out and proc.returncode == 0, out[-3000:]
