@@ -23,11 +23,11 @@ fi
 # Debian packages, installed only where we are root on Debian/Ubuntu:
 # likwid for its CPU bandwidth check (skipped without it); with --tests also
 # what the test suite drives for real: Lmod (job scripts of the module-based
-# systems), Slurm with munge (the two-node minicluster) and wkhtmltopdf (the
-# report's HTML page rendered to an image).
+# systems), Slurm with munge, slurmdbd and MariaDB (the minicluster and its
+# accounting) and wkhtmltopdf (the report's HTML page rendered to an image).
 packages=(likwid)
 if [ "${1:-}" = --tests ]; then
-    packages+=(lmod slurm-wlm munge wkhtmltopdf)
+    packages+=(lmod slurm-wlm munge slurmdbd mariadb-server wkhtmltopdf)
 fi
 missing=()
 for pkg in "${packages[@]}"; do

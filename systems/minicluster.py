@@ -9,8 +9,9 @@ Partition ``cpu``: nodes n1 and n2 of Slurm partition ``debug``, each
 declaring ``CPUS_PER_NODE`` CPUs; jobs go through ``sbatch`` and ranks
 through ``srun --mpi=pmi2`` (set as ``SLURM_MPI_TYPE``, which srun reads),
 the PMI the PyPI MPICH wheel talks to.  The scheduler is ReFrame's
-``squeue`` backend: its ``slurm`` backend polls ``sacct``, which needs
-slurmdbd and a database that the minicluster does not run.
+``slurm`` backend, which polls ``sacct``: the minicluster runs slurmdbd on
+its own MariaDB, so a finished job's state (TIMEOUT, CANCELLED, ...) and
+nodes reach ReFrame as on a site with accounting.
 
 With ``HPCVAL_MINICLUSTER_LAUNCH_GPUS=N`` (for launch-path tests only) a
 second partition, ``gpu-launch``, declares N NVIDIA GPUs per node that do
@@ -42,7 +43,8 @@ def _partition(name, descr, features, environs, devices=()):
     return {
         'name': name,
         'descr': descr,
-        'scheduler': 'squeue',
+        # sacct, as sites with accounting: the minicluster runs slurmdbd
+        'scheduler': 'slurm',
         'launcher': 'srun',
         'access': [f'--partition={minicluster.PARTITION}'],
         'sched_options': {

@@ -278,10 +278,43 @@ def test_time_limit_and_node_down_while_waiting(faults, tmp_path):
     tc = only(limit_report, PINGPONG_ON_NODE)
     assert tc['result'] == 'fail' and tc['fail_phase'] == 'sanity'
     assert allocated(faults, tc) == 'n1'
+    # Slurm's account (sacct) first, then what the output lacks
+    assert re.search(r'error: job \d+ on n1 TIMEOUT: killed at its time limit '
+                     r'\(0:01:00\); ', tc['fail_reason']), tc['fail_reason']
     assert 'did not start' in tc['fail_reason']
     assert 'DUE TO TIME LIMIT' in job_file(tc, 'job_stderr').read_text()
     wait_until('both nodes idle again', lambda: set(
         faults.node_states().values()) == {'idle'})
+
+
+def test_scancel_is_named_as_such(faults, tmp_path):
+    """A job cancelled while it runs fails as CANCELLED on its node, not
+    as a benchmark that did not start."""
+    hanging_python(faults, 'n2')
+    with concurrent.futures.ThreadPoolExecutor() as pool:
+        run = pool.submit(run_on, faults, tmp_path, '-n',
+                          select(PINGPONG_ON_NODE), '-J', 'nodelist=n2',
+                          *QUICK)
+        [job] = wait_until('the job on n2 to run', lambda: job_in_state(
+            faults, 'Mpi4pyPingPongCheck', 'RUNNING'))
+        faults.run('scancel', '-n', job[0])
+        _, report = run.result(timeout=120)
+
+    tc = only(report, PINGPONG_ON_NODE)
+    assert tc['result'] == 'fail'
+    assert re.search(r'error: job \d+ on n2 CANCELLED: cancelled \(scancel',
+                     tc['fail_reason']), tc['fail_reason']
+
+
+def test_a_time_limit_below_slurms_minimum_is_refused(minicluster, tmp_path):
+    """Slurm counts time limits in minutes: 5 s would silently become one
+    minute, so the test fails before submitting, saying so."""
+    _, report = run_on(minicluster, tmp_path, '-n', select(PINGPONG_ON_NODE),
+                       '-S', 'time_limit=5s')
+    tc = only(report, PINGPONG_ON_NODE)
+    assert tc['result'] == 'fail' and tc['jobid'] is None
+    assert "time_limit=0:00:05 is below Slurm's shortest time limit, one " \
+        "minute" in tc['fail_reason']
 
 
 # -- last: nothing left behind ------------------------------------------------

@@ -13,6 +13,7 @@ from reframe.core.builtins import run_after, run_before, sanity_function
 from reframe.core.exceptions import SanityError
 
 from hpcval import paths, references, replay
+from hpcval.benchmarks import fates
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
@@ -69,10 +70,6 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         notes = []
         if self.job.exitcode not in (0, None):
             notes.append(f'exit code {self.job.exitcode}')
-        # how the job ended where no exit code reaches ReFrame (squeue backend)
-        if self.job.state in ('TIMEOUT', 'FAILED', 'NODE_FAIL',
-                              'OUT_OF_MEMORY', 'CANCELLED'):
-            notes.append(f'job state {self.job.state}')
         return f' ({", ".join(notes)})' if notes else ''
 
     @run_after('setup')
@@ -86,14 +83,21 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         if replay.active(self):
             replay.stage(self)
 
+    @run_before('run')
+    def refuse_short_time_limit(self):
+        fates.check_time_limit(self)
+
     @sanity_function
     def validate_output(self):
+        # how Slurm ended the job comes first: the output's faults follow
+        fate = fates.job_fate(self.job)
+        fate = f'{fate}; ' if fate else ''
         try:
             self.result = self.parse()
         except ParseError as err:
-            raise SanityError(f'{err}{self._exit_status()}') from None
+            raise SanityError(f'{fate}{err}{self._exit_status()}') from None
         except FileNotFoundError as err:
-            raise SanityError(f'output file missing: {err.filename}'
+            raise SanityError(f'{fate}output file missing: {err.filename}'
                               f'{self._exit_status()}') from None
 
         if self.job.exitcode not in (0, None):

@@ -3,7 +3,8 @@ node screen compares between peers.
 
 Each rank (one per core, ``OPENBLAS_NUM_THREADS=1``) runs
 ``kernels/cpu_dgemm.py``, which needs only Python and numpy on the node.
-Reports the slowest core's and the whole node's GFLOP/s.
+Reports the slowest core's and the whole node's GFLOP/s, each core's taken
+from its best slice of about 20 ms.
 """
 import os
 
@@ -55,7 +56,10 @@ class CpuDgemm(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                                self.num_tasks)
 
     def metrics(self, ranks):
+        # each core's best ~20 ms slice: what it delivers when it runs
+        # (a quota or a slow clock caps every slice; a neighbour's burst on
+        # a shared host only some)
         return {
-            'gflops_min': (min(r.gflops for r in ranks), 'GFLOP/s'),
-            'gflops_node': (sum(r.gflops for r in ranks), 'GFLOP/s'),
+            'gflops_min': (min(r.best for r in ranks), 'GFLOP/s'),
+            'gflops_node': (sum(r.best for r in ranks), 'GFLOP/s'),
         }

@@ -1,15 +1,17 @@
 """Output of hpcval's DGEMM kernel (hpcval/benchmarks/kernels/cpu_dgemm.py):
-one ``cpu_dgemm rank=R node=N n=... iterations=... seconds=... gflops=G``
-line per rank."""
+one ``cpu_dgemm rank=R node=N n=... iterations=... seconds=... gflops=G
+best_slice_gflops=B`` line per rank."""
 import collections
 import re
 
 from hpcval.parsers.common import ParseError, crash_report, number
 
-Rank = collections.namedtuple('Rank', 'rank node n iterations seconds gflops')
+Rank = collections.namedtuple('Rank', 'rank node n iterations seconds gflops '
+                                       'best')
 
 _LINE = re.compile(r'^cpu_dgemm rank=(\d+) node=(\S+) n=(\d+) '
-                   r'iterations=(\d+) seconds=(\S+) gflops=(\S+)$',
+                   r'iterations=(\d+) seconds=(\S+) gflops=(\S+) '
+                   r'best_slice_gflops=(\S+)$',
                    re.MULTILINE)
 
 
@@ -23,8 +25,9 @@ def parse_cpu_dgemm(text, ranks):
             raise ParseError(f'rank {rank} reported twice')
         row = Rank(rank, m.group(2), int(m.group(3)), int(m.group(4)),
                    number(m.group(5), f'rank {rank} seconds'),
-                   number(m.group(6), f'rank {rank} gflops'))
-        if row.iterations < 1 or row.gflops <= 0:
+                   number(m.group(6), f'rank {rank} gflops'),
+                   number(m.group(7), f'rank {rank} best_slice_gflops'))
+        if row.iterations < 1 or row.gflops <= 0 or row.best <= 0:
             raise ParseError(f'rank {rank} on {row.node} measured nothing '
                              f'({row.iterations} iterations)')
         found[rank] = row

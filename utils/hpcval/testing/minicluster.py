@@ -69,12 +69,14 @@ def missing_prerequisites():
     if os.geteuid() != 0:
         return 'the minicluster runs its Slurm and munge daemons as root'
 
-    tools = [t for t in ('munged', 'slurmctld', 'slurmd', 'srun', 'sbatch',
-                         'scontrol', 'sinfo', 'squeue', 'sacct', 'scancel')
+    tools = [t for t in ('munged', 'slurmctld', 'slurmd', 'slurmdbd',
+                         'srun', 'sbatch', 'scontrol', 'sinfo', 'squeue',
+                         'sacct', 'scancel', 'mariadbd', 'mariadb-install-db')
              if shutil.which(t) is None]
     if tools:
         return (f'not installed: {" ".join(tools)} (./bootstrap.sh --tests '
-                f'installs Debian\'s slurm-wlm and munge)')
+                f'installs Debian\'s slurm-wlm, slurmdbd, mariadb-server '
+                f'and munge)')
 
     return ''
 
@@ -267,6 +269,7 @@ class MiniCluster:
         self.root = pathlib.Path(root).resolve()
         self.conf = self.root / 'etc' / 'slurm.conf'
         self.munge_socket = self.root / 'munge' / 'munge.socket'
+        self.db_socket = self.root / 'db' / 'mysqld.sock'
         self.faults = self.root / 'faults'
         self._pid_file = self.root / 'daemons.json'
         self._layout_file = self.root / 'cluster.json'
@@ -335,13 +338,41 @@ class MiniCluster:
 
     # -- configuration ------------------------------------------------------
 
-    def _slurm_conf(self, ctld_port, node_ports):
+    def _slurmdbd_conf(self, dbd_port, db_port):
+        host = socket.gethostname().split('.')[0]
+        return '\n'.join([
+            'AuthType=auth/munge',
+            f'AuthInfo=socket={self.munge_socket}',
+            f'DbdHost={host}',
+            'DbdAddr=127.0.0.1',
+            f'DbdPort={dbd_port}',
+            'SlurmUser=root',
+            f'PidFile={self.root / "state" / "slurmdbd.pid"}',
+            f'LogFile={self.root / "log" / "slurmdbd.log"}',
+            'DebugLevel=info',
+            'StorageType=accounting_storage/mysql',
+            'StorageHost=127.0.0.1',
+            f'StoragePort={db_port}',
+            # the database's own root, on 127.0.0.1 only, empty password:
+            # the database is this cluster's and lives under DIR/db
+            'StorageUser=root',
+            'StorageLoc=slurm_acct_db',
+        ]) + '\n'
+
+    def _slurm_conf(self, ctld_port, node_ports, dbd_port):
         host = socket.gethostname().split('.')[0]
         state = self.root / 'state'
         log = self.root / 'log'
         auth = f'socket={self.munge_socket}'
         lines = [
             'ClusterName=minicluster',
+            # accounting, as real sites run it: sacct answers for finished
+            # jobs (ReFrame's slurm backend), with their state and nodes
+            'AccountingStorageType=accounting_storage/slurmdbd',
+            'AccountingStorageHost=127.0.0.1',
+            f'AccountingStoragePort={dbd_port}',
+            # for slurmdbd connections Slurm takes munge's socket from here
+            f'AccountingStoragePass={self.munge_socket}',
             f'SlurmctldHost={host}(127.0.0.1)',
             f'SlurmctldPort={ctld_port}',
             'SlurmUser=root',
@@ -422,9 +453,33 @@ class MiniCluster:
         prolog = self.root / 'etc' / 'task_prolog.sh'
         prolog.write_text(self._task_prolog())
         os.chmod(prolog, 0o755)
-        ports = free_ports(1 + len(self.nodes))
-        self.conf.write_text(self._slurm_conf(ports[0], ports[1:]))
+        ctld_port, dbd_port, db_port, *node_ports = free_ports(
+            3 + len(self.nodes))
+        self.db_port = db_port
+        self.conf.write_text(self._slurm_conf(ctld_port, node_ports,
+                                              dbd_port))
+        dbd_conf = self.conf.with_name('slurmdbd.conf')
+        dbd_conf.unlink(missing_ok=True)
+        # slurmdbd refuses a configuration others can read
+        fd = os.open(dbd_conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, 'w') as fp:
+            fp.write(self._slurmdbd_conf(dbd_port, db_port))
+        self._install_db()
         self._layout_file.write_text(json.dumps({'nodes': len(self.nodes)}))
+
+    def _install_db(self):
+        """A fresh MariaDB data folder: job ids restart at 1 with the
+        controller's state, so an old accounting record must not remain."""
+        data = self.root / 'db' / 'data'
+        shutil.rmtree(self.root / 'db', ignore_errors=True)
+        data.mkdir(parents=True)
+        proc = subprocess.run(
+            ['mariadb-install-db', '--no-defaults', f'--datadir={data}',
+             '--user=root', '--auth-root-authentication-method=normal',
+             '--skip-test-db'], capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise MiniClusterError(f'mariadb-install-db failed: '
+                                   f'{proc.stdout[-1000:]}{proc.stderr}')
 
     # -- daemons ------------------------------------------------------------
 
@@ -440,6 +495,15 @@ class MiniCluster:
                         f'--pid-file={munge / "munged.pid"}',
                         f'--seed-file={munge / "munged.seed"}',
                         f'--log-file={self.root / "log" / "munged.log"}']),
+            ('mariadbd', ['mariadbd', '--no-defaults',
+                          f'--datadir={self.root / "db" / "data"}',
+                          '--user=root', '--bind-address=127.0.0.1',
+                          f'--port={self.db_port}', '--skip-name-resolve',
+                          f'--socket={self.db_socket}',
+                          f'--pid-file={self.root / "db" / "mysqld.pid"}',
+                          f'--log-error={self.root / "log" / "mariadb.log"}',
+                          '--innodb-buffer-pool-size=32M']),
+            ('slurmdbd', ['slurmdbd', '-D']),
             ('slurmctld', ['slurmctld', '-D', '-i', '-f', str(self.conf)]),
             *((f'slurmd-{node}', self._slurmd_cmd(node))
               for node in self.nodes),
@@ -461,8 +525,13 @@ class MiniCluster:
         """The PID still runs a daemon whose command line names this
         cluster's files (a PID reused by another process is not ours)."""
         cmdline = _proc_field(pid, 'cmdline')
-        return (_alive(pid) and cmdline is not None and
-                str(self.root).encode() in cmdline)
+        if not _alive(pid) or cmdline is None:
+            return False
+        if str(self.root).encode() in cmdline:
+            return True
+        # slurmdbd takes no file argument: it has our SLURM_CONF
+        environ = _proc_field(pid, 'environ') or b''
+        return f'SLURM_CONF={self.conf}\0'.encode() in environ
 
     def running(self):
         """{daemon: pid} of the recorded daemons still running."""
@@ -524,6 +593,12 @@ class MiniCluster:
                                    f'{name} to start')
                     self._wait_for(self.munge_socket.exists, 10,
                                    'munged socket')
+                elif name == 'mariadbd':
+                    self._wait_for(self.db_socket.exists, 60,
+                                   'MariaDB socket')
+                elif name == 'slurmdbd':
+                    self._wait_for(self._dbd_answers, 60,
+                                   'slurmdbd answering')
                 elif name == 'slurmctld':
                     self._wait_for(self._controller_answers, 30,
                                    'slurmctld answering')
@@ -550,6 +625,10 @@ class MiniCluster:
             f'{node} back in service')
         if self.node_states()[node].startswith('down'):
             self.run('scontrol', 'update', f'nodename={node}', 'state=resume')
+
+    def _dbd_answers(self):
+        return self.run('sacctmgr', '-n', 'show', 'cluster',
+                        check=False).returncode == 0
 
     def _controller_answers(self):
         return self.run('scontrol', 'ping', check=False).returncode == 0
@@ -594,10 +673,10 @@ class MiniCluster:
                 pass        # their processes are ended below
 
         slurmds = [pid for name, pid in running.items()
-                   if name.startswith('slurmd')]
-        others = sorted((name for name in running
-                         if not name.startswith('slurmd')),
-                        key=lambda name: name == 'munged')
+                   if name.startswith('slurmd-')]
+        # the others in the reverse of their start: munged last
+        others = [name for name in reversed(list(running))
+                  if not name.startswith('slurmd-')]
         for group in (slurmds, *([running[name]] for name in others)):
             _terminate(group, timeout)
             ended += group
