@@ -20,6 +20,7 @@ file system).
 """
 import concurrent.futures
 import math
+import os
 import pathlib
 import re
 import stat
@@ -315,6 +316,41 @@ def test_a_time_limit_below_slurms_minimum_is_refused(minicluster, tmp_path):
     assert tc['result'] == 'fail' and tc['jobid'] is None
     assert "time_limit=0:00:05 is below Slurm's shortest time limit, one " \
         "minute" in tc['fail_reason']
+
+
+def test_a_45_s_controller_outage(faults, tmp_path):
+    """slurmctld stops answering for 45 s (SIGSTOP) while a job runs on n1:
+    ReFrame keeps asking sacct (slurmdbd stays up), the job's end reaches
+    the controller when it is back, and the run ends with a clear result
+    and nothing left in the queue or on the node."""
+    import signal
+    slow_start = faults.faults / 'slow-start'
+    slow_start.mkdir(exist_ok=True)
+    (slow_start / 'sitecustomize.py').write_text(
+        'import time\ntime.sleep(10)\n')
+    faults.inject_fault('n1', f'export PYTHONPATH={slow_start}')
+    ctld = faults.running()['slurmctld']
+    with concurrent.futures.ThreadPoolExecutor() as pool:
+        run = pool.submit(reframe, '-r', '--system', 'minicluster', '-n',
+                          'CpuDgemmCheck', '-J', 'nodelist=n1',
+                          tmp_path=tmp_path, checks=('checks/cpu_dgemm.py',),
+                          env=faults.env())
+        wait_until('the job on n1 to run', lambda: job_in_state(
+            faults, 'CpuDgemmCheck', 'RUNNING'))
+        os.kill(ctld, signal.SIGSTOP)
+        try:
+            time.sleep(45)
+        finally:
+            os.kill(ctld, signal.SIGCONT)
+        proc, report = run.result(timeout=300)
+
+    assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    [tc] = cases(report)
+    assert 'Traceback' not in (tc['fail_reason'] or '')
+    assert tc['result'] == 'pass', tc['fail_reason']
+    wait_until('an empty queue', lambda: not faults.run(
+        'squeue', '-h', '-t', 'PD,R,CG').stdout.strip())
+    assert job_processes(faults.conf) == []
 
 
 # -- last: nothing left behind ------------------------------------------------

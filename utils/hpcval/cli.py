@@ -91,9 +91,11 @@ def _verdict(args):
 
     result = verdict.judge(loaded, keep, strict=args.strict,
                            allow_unjudged=args.allow_unjudged)
-    render = verdict.render_json if args.format == 'json' \
-        else verdict.render_text
-    sys.stdout.write(render(result))
+    if args.format == 'json':
+        sys.stdout.write(verdict.render_json(result))
+    else:
+        sys.stdout.write(verdict.render_text(result,
+                                             per_node=args.per_node))
     return result.status
 
 
@@ -138,6 +140,9 @@ def main(argv=None):
     ver.add_argument('--allow-unjudged', action='store_true',
                      help='figures without a reference are logged only, '
                           'not a reason for exit 2')
+    ver.add_argument('--per-node', action='store_true',
+                     help='in a node screen, every node\'s figures beside '
+                          'their peers\' median')
     ver.set_defaults(func=_verdict)
     args = parser.parse_args(argv)
     return args.func(args)

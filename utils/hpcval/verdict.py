@@ -89,6 +89,8 @@ class Group:
     # figures judged against their peers (hpcval.screen)
     coverage: object = None
     peer_judged: int = 0
+    # (test, metric, unit, node, value, peer median, 'pass'|'FAIL'|'')
+    per_node: list = field(default_factory=list)
 
     @property
     def name(self):
@@ -322,6 +324,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False):
                 (g.system, g.partition)]
         if mine:
             g.coverage = screen.coverage(mine)
+            g.per_node = screen.per_node(mine,
+                                         lambda c: samples.get(id(c), []))
 
     ordered = [groups[k] for k in sorted(groups)]
     incomplete = _incomplete(ordered, allow_unjudged)
@@ -391,9 +395,11 @@ def _provenance_line(g):
     return '; '.join(f'{k} {" | ".join(g.provenance[k])}' for k in keys)
 
 
-def render_text(verdict, most=20):
+def render_text(verdict, most=20, per_node=False):
     """The verdict on one screen: a headline, per partition its counts,
-    failures, skips and unjudged figures (``most`` of each)."""
+    failures, skips and unjudged figures (``most`` of each); with
+    ``per_node``, every node's figures of a screen beside their peers'
+    median."""
     lines = [f'hpcval verdict: {verdict.word} (exit {verdict.status})']
     for g in verdict.groups:
         nodes = ', '.join(g.nodes[:8]) + (
@@ -421,6 +427,13 @@ def render_text(verdict, most=20):
         lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
         lines += _capped([f'  SKIP {t}: {r}' for t, r in g.skips], most)
         lines += _capped(_unjudged_lines(g.unjudged), most)
+        if per_node and g.per_node:
+            lines.append('  per node (figure, peers\' median, verdict):')
+            lines += [f'    {node} {test}: {metric} = {_num(value)} {unit}'
+                      + (f', peers {_num(median)}' if median else '')
+                      + (f' {mark}' if mark else '')
+                      for test, metric, unit, node, value, median, mark
+                      in g.per_node]
 
     nodes = by_node(verdict)
     if verdict.distributed or len(nodes) > 1:
