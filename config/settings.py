@@ -15,6 +15,7 @@ if _ROOT not in sys.path:
 
 import systems  # noqa: E402
 from hpcval import launchers, layouts, paths, references  # noqa: E402,F401
+from hpcval import suites  # noqa: E402
 
 references.load_dir(paths.references_dir())
 for _mod in systems.ALL:
@@ -23,6 +24,8 @@ for _mod in systems.ALL:
 site_configuration = {
     'systems': [mod.system for mod in systems.ALL],
     'environments': [env for mod in systems.ALL for env in mod.environments],
+    # validation suites: reframe -c checks/ -m quick|screen|acceptance
+    'modes': suites.MODES,
     'general': [
         {
             'check_search_path': [os.path.join(_ROOT, 'checks')],

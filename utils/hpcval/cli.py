@@ -54,7 +54,8 @@ def _calibrate(args):
         _, samples = report.load_selected(args)
         result = calibrate.calibrate(
             samples, args.system[0], by_system, floor=args.floor, k=args.k,
-            min_samples=args.min_samples, allow_replays=args.allow_replays,
+            min_samples=args.min_samples, false_alarm=args.false_alarm,
+            allow_replays=args.allow_replays,
             include_absent=args.include_absent,
             accept_performance_failures=args.accept_performance_failures,
             ref_dir=args.ref_dir, write=args.write)
@@ -114,11 +115,17 @@ def main(argv=None):
                                            'own good runs')
     report.add_input_arguments(cal)
     cal.add_argument('--ref-dir', default=paths.references_dir())
-    cal.add_argument('--k', type=float, default=3.0,
-                     help='tolerance: k standard deviations (default 3)')
-    cal.add_argument('--floor', type=float, default=0.05,
-                     help='never tighter than this fraction (default 0.05)')
-    cal.add_argument('--min-samples', type=int, default=3)
+    cal.add_argument('--false-alarm', type=float, default=1e-4,
+                     help='chance that a healthy run fails one figure '
+                          '(normal figures; default 1e-4): sets the '
+                          'prediction bound')
+    cal.add_argument('--k', type=float, default=None,
+                     help='instead: a fixed k standard deviations')
+    cal.add_argument('--floor', type=float, default=None,
+                     help='one floor for every metric instead of the floors '
+                          'per kind (tiny-message latency 0.5, time 0.2, '
+                          'bandwidth or rate 0.05)')
+    cal.add_argument('--min-samples', type=int, default=5)
     cal.add_argument('--allow-replays', action='store_true')
     cal.add_argument('--include-absent', action='store_true',
                      help='also calibrate metrics the file marks absent')

@@ -234,3 +234,17 @@ def select(refs, check_names, partition, attrs, metric_units):
 
     return {name: ref.as_tuple(metric_units[name])
             for name, ref in chosen.items() if ref.value is not None}
+
+
+def absent(refs, check_names, partition, attrs, metrics):
+    """{metric: source} of the ``metrics`` whose applicable entry says
+    explicitly that no reference judges them (value: null): logged on
+    purpose, not forgotten."""
+    chosen = {}
+    for ref in refs:
+        if ref.metric in metrics and \
+                _matches(ref, check_names, partition, attrs):
+            chosen[ref.metric] = ref
+
+    return {name: ' '.join((ref.source or 'no reason given').split())
+            for name, ref in chosen.items() if ref.value is None}
