@@ -395,7 +395,9 @@ def render_text(verdict, most=20):
 def _unjudged_lines(unjudged, shown=4):
     by_test = {}
     for test, metric, why in unjudged:
-        by_test.setdefault((test, why), []).append(metric)
+        metrics = by_test.setdefault((test, why), [])
+        if metric not in metrics:       # the same test in several runs
+            metrics.append(metric)
     lines = []
     for (test, why), metrics in by_test.items():
         more = f' and {len(metrics) - shown} more' \
