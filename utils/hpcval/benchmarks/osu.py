@@ -28,13 +28,13 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
 from hpcval import features as ft
 from hpcval import layouts, replay
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.benchmarks.mpi4py_pingpong import size_label
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.common import device_buffer_error
 from hpcval.parsers.osu import parse_osu
+from hpcval.units import size_label
 
 # executable -> folder of the 7.x build tree
 BENCHMARKS = {
