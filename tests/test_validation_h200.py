@@ -137,3 +137,30 @@ def test_healthy_runs_were_judged_against_the_calibrated_file(ref_dir):
             (s.reference, s.lower, s.upper)), (s.case.test, s.metric)
         checked += 1
     assert checked >= 200
+
+
+def test_a_missing_executable_fails_the_build_and_names_what_did_not_run():
+    v = _verdict(V / 'attempt1' / 'prebuilt_missing.json')
+    assert v.status == verdict.EXIT_FAILED
+    fail, = v.failures()
+    assert fail.test == 'NcclTestsBuild ~local:default+cuda'
+    assert fail.reason.startswith('compile: input error: prebuilt_dir: no '
+                                  'executable broadcast_perf')
+    g, = v.groups
+    assert [t for t, _ in g.skips] == [
+        'NcclTestsNodeCheck %collective=all_reduce',
+        'NcclTestsNodeCheck %collective=all_gather']
+    assert all(r.startswith('needs NcclTestsBuild ~local:default+cuda: '
+                            'input error: prebuilt_dir') for _, r in g.skips)
+
+
+def test_the_first_run_after_boot_is_slow_on_cpu_memory():
+    """Why the baseline leaves the building run out (README.md)."""
+    def triad(path):
+        [s] = [s for s in results.load([str(path)]).samples
+               if s.case.check == 'BabelStreamCpuCheck'
+               and s.metric == 'triad']
+        return s.value
+    cold = triad(V / 'attempt1' / 'cold_first_run.json')
+    warm = [triad(p) for p in BASELINE + HEALTHY]
+    assert cold < 0.8 * min(warm)

@@ -232,7 +232,9 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False):
             if node not in g.nodes:
                 g.nodes.append(node)
         _provenance(g, case)
-        if case.result == 'skip':
+        # fail_deps: not run, a fixture it needs failed (that fixture is
+        # counted as the failure, below)
+        if case.result in ('skip', 'fail_deps'):
             g.cases_skipped += 1
             g.skips.append((case.test, _skip_reason(case, fixtures)))
             continue
