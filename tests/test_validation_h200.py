@@ -164,3 +164,19 @@ def test_the_first_run_after_boot_is_slow_on_cpu_memory():
     cold = triad(V / 'attempt1' / 'cold_first_run.json')
     warm = [triad(p) for p in BASELINE + HEALTHY]
     assert cold < 0.8 * min(warm)
+
+
+def test_the_provenance_record_the_job_wrote_parses():
+    from hpcval import provenance
+    text = (V / 'gpu1_loaded_stage' / 'hpcval_provenance.txt').read_text()
+    assert provenance.read(text) == {
+        'kernel': '6.18.44-fc-v657-gpu',
+        'cpu': 'Intel(R) Xeon(R) Processor x32',
+        'gpu': 'NVIDIA H200 x2', 'driver': '580.159.04', 'cuda': '13.0',
+        'mpi': 'MPICH 4.3.2'}
+    # what a job could write is data: unknown keys, empty values and
+    # control characters are dropped
+    assert provenance.read('gpu=\nbogus=1\ndriver=5\x1b[31m\nmpi=x\n') == \
+        {'mpi': 'x'}
+    script = (V / 'gpu1_loaded_stage' / 'rfm_job.sh').read_text()
+    assert provenance.command() in script

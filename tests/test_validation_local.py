@@ -75,3 +75,12 @@ def test_strict_fails_what_would_be_skipped(tmp_path, capsys):
     assert status == verdict.EXIT_FAILED == data['status']
     fail, = data['partitions'][0]['failures']
     assert fail['test'] == 'BabelStreamSource ~local'
+
+
+def test_the_provenance_command_runs_here(tmp_path):
+    import subprocess
+    from hpcval import provenance
+    subprocess.run(['bash', '-c', provenance.command()], cwd=tmp_path,
+                   check=True, timeout=60)
+    found = provenance.read((tmp_path / provenance.FILE).read_text())
+    assert found['kernel'] and found['cpu']
