@@ -15,7 +15,7 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi
 
-if ! "$venv/bin/python" -c 'import hpcval, reframe, mpi4py, matplotlib' 2>/dev/null; then
+if ! "$venv/bin/python" -c 'import hpcval, reframe, mpi4py, matplotlib, wheel' 2>/dev/null; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check \
         -e "$root[mpi,test]"
 fi
@@ -27,7 +27,7 @@ fi
 # report's HTML page rendered to an image).
 packages=(likwid)
 if [ "${1:-}" = --tests ]; then
-    packages+=(lmod slurm-wlm munge wkhtmltopdf)
+    packages+=(lmod slurm-wlm munge wkhtmltopdf victoria-metrics)
 fi
 missing=()
 for pkg in "${packages[@]}"; do

@@ -19,7 +19,7 @@ from hpcval.parsers import ParseError
 
 @functools.lru_cache(maxsize=None)
 def _reference_files():
-    return references.load_dir(paths.references_dir())
+    return references.load_layered(paths.references_dirs())
 
 
 class ParsedBenchmark(SourceSettings):
