@@ -6,9 +6,13 @@ folder at the front removed the virtual environment's site-packages, and
 these commands then failed with "results storage requires polars".  Two
 real sessions of the MPI ping-pong are stored, then listed and compared.
 """
+import os
+import subprocess
+import sys
+
 import pytest
 
-from rfmrun import reframe
+from rfmrun import ROOT, reframe
 
 CHECKS = ('checks/mpi4py_pingpong.py',)
 RUN = ('-r', '--system', 'local', '-n', 'Mpi4pyPingPongCheck',
@@ -58,3 +62,18 @@ def test_performance_compare(stored):
     out = _command(stored, '--performance-compare',
                    f'{first}/{second}/mean:/+result')
     assert 'Mpi4pyPingPongCheck' in out and 'bandwidth_4MiB' in out, out
+
+
+def test_loading_the_configuration_keeps_sys_path(tmp_path):
+    """Loaded as ReFrame loads it, the configuration leaves ``sys.path`` as
+    it found it: no entry added, none removed."""
+    code = ('import sys\n'
+            'from reframe.utility import import_module_from_file\n'
+            'before = list(sys.path)\n'
+            f'import_module_from_file({str(ROOT / "config" / "settings.py")!r},'
+            ' load_parents=True)\n'
+            'print(sys.path == before, sys.path, before)\n')
+    proc = subprocess.run([sys.executable, '-c', code], cwd=tmp_path,
+                          capture_output=True, text=True,
+                          env=dict(os.environ, HPCVAL_ROOT=str(ROOT)))
+    assert proc.stdout.startswith('True'), proc.stdout + proc.stderr
