@@ -20,6 +20,8 @@ import importlib.util
 import os
 import sys
 
+from reframe.core.exceptions import ConfigError
+
 from hpcval import launchers, layouts, paths, references, selection  # noqa: F401
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,10 +45,15 @@ def _shown(path):
     return path if rel.startswith('..') else rel
 
 
-systems = _import_systems()
-references.load_layered(paths.references_dirs())
-for _mod in systems.ALL:
-    layouts.validate_system(_mod.system, _shown(_mod.__file__))
+try:
+    systems = _import_systems()
+    references.load_layered(paths.references_dirs())
+    for _mod in systems.ALL:
+        layouts.validate_system(_mod.system, _shown(_mod.__file__))
+except (paths.SiteError, layouts.SystemConfigError,
+        references.ReferenceFileError) as _err:
+    # ReFrame prints a ConfigError as one line, without a traceback
+    raise ConfigError(str(_err)) from None
 selection.detect_selected(systems.ALL)
 
 site_configuration = {

@@ -10,6 +10,8 @@ replacing the built-in one.
 import functools
 import os
 
+from reframe.core.exceptions import ConfigError
+
 from hpcval.inputs import is_safe_path
 
 SITE_VAR = 'HPCVAL_SITE'
@@ -17,7 +19,7 @@ SITE_VAR = 'HPCVAL_SITE'
 KINDS = ('checks', 'references', 'systems')
 
 
-class SiteError(ValueError):
+class SiteError(ConfigError):
     """$HPCVAL_SITE names no usable folder; the message says why."""
 
 
