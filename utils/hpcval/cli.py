@@ -12,7 +12,7 @@
                                       shown as a diff; written on --write
                                       (into the site's references/ under
                                       $HPCVAL_SITE)
-    hpcval paths [config|checks|references|systems|site]
+    hpcval paths [config|checks|references|systems|monitoring|site]
                                       where hpcval's suite is (installed or
                                       the checkout) and the site layer
     hpcval run [REFRAME ARGS ...]     reframe with hpcval's configuration
@@ -96,6 +96,8 @@ def _paths(args):
              'checks': os.path.join(paths.repo_root(), 'checks'),
              'references': paths.references_dir(),
              'systems': os.path.join(paths.repo_root(), 'systems'),
+             'monitoring': os.path.join(paths.repo_root(), 'config',
+                                        'monitoring.py'),
              'site': paths.site_dir() or ''}
     if args.what:
         print(where[args.what])
@@ -186,9 +188,8 @@ def _main(argv):
     cal.set_defaults(func=_calibrate)
     where = sub.add_parser('paths', help='where hpcval\'s configuration, '
                                          'checks, systems and references are')
-    where.add_argument('what', nargs='?', choices=['config', 'checks',
-                                                   'references', 'systems',
-                                                   'site'])
+    where.add_argument('what', nargs='?', choices=[
+        'config', 'checks', 'references', 'systems', 'monitoring', 'site'])
     where.set_defaults(func=_paths)
     sub.add_parser('run', help='reframe with hpcval\'s configuration: '
                                'hpcval run -r --system local')
