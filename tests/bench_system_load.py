@@ -6,8 +6,10 @@ tests/test_config.py), and which detection commands it runs.
 
 ``nvidia-smi`` and ``rocminfo`` are put on PATH as probes that record each
 call (and sleep ``--gpu-tools-delay`` seconds, as those tools take on a
-node where the driver initialises slowly); the figures are the median wall
-time of the listing and the calls each run made (figures:
+node where the driver initialises slowly).  Printed: the wall time of the
+listing and, apart from ReFrame's own work, of loading the configuration
+alone (as ReFrame loads it, with the same command line), median and
+minimum, and the detection calls each run made (figures:
 docs/measurements.md).  Not a pytest test: a timing depends on the machine.
 """
 import argparse
@@ -23,6 +25,15 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.dirname(_HERE)]   # tests/ helpers, systems/
 from lmodenv import system_env  # noqa: E402
 from rfmrun import ROOT, VENV_BIN  # noqa: E402
+
+# the configuration loaded as ReFrame loads it, for ``--system SYSTEM``
+LOAD = """import sys, time
+sys.argv = ['reframe', '-l', '--system', {system!r}]
+from reframe.utility import import_module_from_file
+start = time.perf_counter()
+import_module_from_file({config!r}, load_parents=True)
+print(time.perf_counter() - start)
+"""
 
 PROBE = """#!/bin/sh
 echo "$(basename "$0")" >> {log}
@@ -53,8 +64,16 @@ def main():
                    PATH=f'{tmp / "bin"}:{VENV_BIN}:{os.environ["PATH"]}',
                    RFM_CONFIG_FILES=str(ROOT / 'config' / 'settings.py'),
                    HPCVAL_ROOT=str(ROOT))
-        times = []
+        times, loads = [], []
         for _ in range(args.repeat):
+            load = subprocess.run(
+                [str(VENV_BIN / 'python'), '-c', LOAD.format(
+                    system=args.system,
+                    config=str(ROOT / 'config' / 'settings.py'))],
+                cwd=tmp, env=env, capture_output=True, text=True)
+            if load.returncode != 0:
+                raise SystemExit(load.stderr[-2000:])
+            loads.append(float(load.stdout.split()[-1]))
             start = time.perf_counter()
             proc = subprocess.run(
                 [str(VENV_BIN / 'reframe'), '-c', 'checks/', '--prefix',
@@ -64,11 +83,13 @@ def main():
             if proc.returncode != 0:
                 raise SystemExit(proc.stdout[-2000:] + proc.stderr[-2000:])
         calls = log.read_text().split() if log.exists() else []
-        print(f'reframe -l --system {args.system}: median '
-              f'{statistics.median(times):.2f} s over {args.repeat} runs '
-              f'(min {min(times):.2f} s, max {max(times):.2f} s); GPU tool '
-              f'delay {args.gpu_tools_delay:g} s; detection calls per run: '
-              f'{len(calls) / args.repeat:g} '
+        print(f'--system {args.system}, GPU tool delay '
+              f'{args.gpu_tools_delay:g} s, {args.repeat} runs: '
+              f'reframe -l median {statistics.median(times):.2f} s (min '
+              f'{min(times):.2f} s); configuration load median '
+              f'{statistics.median(loads) * 1000:.0f} ms (min '
+              f'{min(loads) * 1000:.0f} ms); detection calls per run: '
+              f'{len(calls) / args.repeat / 2:g} '
               f'({", ".join(sorted(set(calls))) or "none"})')
 
 
