@@ -109,3 +109,22 @@ def test_references_and_report_from_the_package(installed):
     proc = _hpcval(installed, 'report', '--references-only')
     assert proc.returncode == 0, proc.stderr
     assert 'Traceback' not in proc.stderr
+
+
+def test_site_folder_with_the_installed_package(installed, tmp_path):
+    """A site system layered over the installed suite uses its helpers."""
+    from test_site import REFS, SITEBOX
+    site = tmp_path / 'site'
+    proc = _hpcval(installed, 'site', 'init', str(site), '--from', 'local')
+    assert proc.returncode == 0, proc.stderr
+    (site / 'systems' / 'sitebox.py').write_text(
+        SITEBOX.replace('{EXTRAS}', '{}'))
+    (site / 'references' / 'sitebox.yaml').write_text(
+        REFS.format(system='sitebox', value=1.0))
+    venv, work, env, _ = installed
+    proc = subprocess.run([str(venv / 'bin' / 'hpcval'), 'run', '-l',
+                           '--system', 'sitebox'], cwd=work,
+                          env={**env, 'HPCVAL_SITE': str(site)},
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    assert 'Mpi4pyPingPongCheck' in proc.stdout
