@@ -186,40 +186,37 @@ def test_site_references_are_validated_like_built_ins(site, tmp_path):
     assert str(path) in out and 'lowr' in out, out[-2000:]
 
 
-def test_calibrate_writes_into_the_site(site, overridden_local):
-    report_path, _ = overridden_local
+def _calibrate_into(site, report_path):
+    """``hpcval calibrate --write`` of local under ``site``; the written
+    file's data.  The built-in references/local.yaml is left as it was."""
     builtin = ROOT / 'references' / 'local.yaml'
     before = _sha(builtin)
     proc = _hpcval('calibrate', '--system', 'local', str(report_path),
                    '--accept-performance-failures', '--min-samples', '2',
                    '--write', env=_env(site))
     assert proc.returncode == 0, proc.stderr
-    assert f'wrote {site}/references/local.yaml' in proc.stderr
-    data = yaml.safe_load((site / 'references' / 'local.yaml').read_text())
+    written = site / 'references' / 'local.yaml'
+    assert f'wrote {written}' in proc.stderr
+    assert _sha(builtin) == before
+    assert '# hpcval calibrate:' in written.read_text()
+    return yaml.safe_load(written.read_text())
+
+
+def test_calibrate_writes_into_the_site(site, overridden_local):
+    data = _calibrate_into(site, overridden_local[0])
     assert any(e.get('partition') == 'default' and 'latency_8B' in
                e['metrics'] for e in data['entries'])
-    assert _sha(builtin) == before
 
 
 def test_calibrate_starts_a_site_file_from_the_built_in(overridden_local,
                                                         tmp_path):
-    report_path, _ = overridden_local
     empty = tmp_path / 'site2'
     assert _hpcval('site', 'init', str(empty)).returncode == 0
-    builtin = ROOT / 'references' / 'local.yaml'
-    before = _sha(builtin)
-    proc = _hpcval('calibrate', '--system', 'local', str(report_path),
-                   '--accept-performance-failures', '--min-samples', '2',
-                   '--write', env=_env(empty))
-    assert proc.returncode == 0, proc.stderr
-    text = (empty / 'references' / 'local.yaml').read_text()
+    new = _calibrate_into(empty, overridden_local[0])
     # the built-in file's entries, then the calibrated section
-    old = yaml.safe_load(builtin.read_text())
-    new = yaml.safe_load(text)
+    old = yaml.safe_load((ROOT / 'references' / 'local.yaml').read_text())
     assert new['entries'][:len(old['entries'])] == old['entries']
     assert len(new['entries']) > len(old['entries'])
-    assert '# hpcval calibrate:' in text
-    assert _sha(builtin) == before
 
 
 def test_site_init_from_a_system(tmp_path):

@@ -10,8 +10,6 @@ and the module.  Spack cannot run here (it is no Debian or PyPI package and
 needs the network to install anything), so its command lines are checked
 in the job scripts of a dry run.
 """
-import os
-
 import pytest
 
 from lmodenv import LMOD_ROOT, lmod_env
