@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from rfmrun import ROOT, reframe
+from rfmrun import ROOT, one_case, perf, reframe
 
 VM = '/usr/bin/victoria-metrics'
 
@@ -76,7 +76,7 @@ def monitored_run(victoria, tmp_path_factory):
                            tmp_path=tmp, env=env,
                            checks=('checks/mpi4py_pingpong.py',))
     assert report is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
-    [case] = [tc for run in report['runs'] for tc in run['testcases']]
+    case = one_case(report, 'Mpi4pyPingPongCheck')
     assert case['perfvalues'], case['fail_reason']
     return tmp, case
 
@@ -94,9 +94,7 @@ def _query(base, promql):
 
 def test_records_are_queried_back(victoria, monitored_run):
     _, case = monitored_run
-    [(key, (value, ref, lower, upper, unit, result))] = [
-        (k, v) for k, v in case['perfvalues'].items()
-        if k.endswith(':latency_8B')]
+    value, ref, lower, upper, unit, result = perf(case)['latency_8B']
     [series] = _query(victoria, 'hpcval_perf_value{metric="latency_8B",'
                                 'system="local",site="test-site"}')
     labels = series['metric']

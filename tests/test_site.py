@@ -14,7 +14,7 @@ import subprocess
 import pytest
 import yaml
 
-from rfmrun import ROOT, VENV_BIN, by_name, reframe
+from rfmrun import ROOT, VENV_BIN, by_name, one_case, perf, reframe
 
 PINGPONG = ('-n', 'Mpi4pyPingPongCheck', '-S', 'Mpi4pyPingPongCheck.loops=1000')
 
@@ -100,12 +100,6 @@ def site(tmp_path_factory):
     return folder
 
 
-def _perf(case, metric):
-    [(_, values)] = [(k, v) for k, v in case['perfvalues'].items()
-                     if k.split(':')[-1] == metric]
-    return values
-
-
 def test_new_system_lists_and_dry_runs(site, tmp_path):
     env = {'HPCVAL_SITE': str(site)}
     proc, _ = reframe('-l', '--system', 'sitebox', tmp_path=tmp_path,
@@ -125,9 +119,9 @@ def test_new_system_is_judged_by_its_reference(site, tmp_path):
     proc, report = reframe('-r', '--system', 'sitebox', *PINGPONG,
                            tmp_path=tmp_path, env={'HPCVAL_SITE': str(site)},
                            checks=('checks/mpi4py_pingpong.py',))
-    [case] = by_name(report, 'Mpi4pyPingPongCheck')
+    case = one_case(report, 'Mpi4pyPingPongCheck')
     assert case['result'] == 'pass', proc.stdout[-3000:]
-    value, ref, lower, *_ = _perf(case, 'bandwidth_4MiB')
+    value, ref, lower, *_ = perf(case)['bandwidth_4MiB']
     assert (ref, lower) == (1.0, -0.5)
 
 
@@ -148,10 +142,10 @@ def test_site_reference_file_replaces_the_built_in(overridden_local):
     for case in by_name(report, 'Mpi4pyPingPongCheck'):
         assert case['fail_phase'] == 'performance', case['fail_reason']
         assert 'bandwidth_4MiB' in case['fail_reason']
-        value, ref, *_ = _perf(case, 'bandwidth_4MiB')
+        value, ref, *_ = perf(case)['bandwidth_4MiB']
         assert ref == 1.0e9
         # the built-in file's latency bounds are gone with it
-        assert _perf(case, 'latency_8B')[1] == 0
+        assert perf(case)['latency_8B'][1] == 0
 
 
 def test_site_checks_are_found(site, tmp_path):

@@ -13,7 +13,7 @@ in the job scripts of a dry run.
 import pytest
 
 from lmodenv import LMOD_ROOT, lmod_env
-from rfmrun import VENV_BIN, by_name, reframe
+from rfmrun import VENV_BIN, one_case, reframe
 
 LMODBOX = f'''\
 """lmodbox: this host with Debian's Lmod, as a site would declare it."""
@@ -71,7 +71,7 @@ def test_pingpong_runs_from_the_module(lmodbox, tmp_path):
     proc, report = reframe(*PINGPONG, '-S', 'stack_modules=mpi4py-stack/4.1.2',
                            tmp_path=tmp_path, env=lmodbox,
                            checks=('checks/mpi4py_pingpong.py',))
-    [case] = by_name(report, 'Mpi4pyPingPongCheck')
+    case = one_case(report, 'Mpi4pyPingPongCheck')
     assert case['fail_phase'] in (None, 'performance'), case['fail_reason']
     assert case['perfvalues']
     [script] = (tmp_path / 'rfm' / 'output').rglob('rfm_job.sh')
@@ -83,7 +83,7 @@ def test_pingpong_runs_from_the_module(lmodbox, tmp_path):
 def test_without_the_module_nothing_runs(lmodbox, tmp_path):
     proc, report = reframe(*PINGPONG, tmp_path=tmp_path, env=lmodbox,
                            checks=('checks/mpi4py_pingpong.py',))
-    [case] = by_name(report, 'Mpi4pyPingPongCheck')
+    case = one_case(report, 'Mpi4pyPingPongCheck')
     assert case['fail_phase'] == 'sanity', proc.stdout[-2000:]
 
 
@@ -92,13 +92,13 @@ def test_a_module_without_the_executable_fails_the_build(lmodbox, tmp_path):
                            'BabelStreamCpuCheck', '-S',
                            'stack_modules=nobabel/1.0', tmp_path=tmp_path,
                            env=lmodbox, checks=('checks/babelstream.py',))
-    [build] = by_name(report, 'BabelStreamBuild')
+    build = one_case(report, 'BabelStreamBuild')
     assert build['fail_reason'].endswith(
         'hpcval stack: no omp-stream on PATH after loading modules '
         'nobabel/1.0'), build['fail_reason']
-    [source] = by_name(report, 'BabelStreamSource')
+    source = one_case(report, 'BabelStreamSource')
     assert source['result'] == 'pass'       # nothing fetched
-    [check] = by_name(report, 'BabelStreamCpuCheck')
+    check = one_case(report, 'BabelStreamCpuCheck')
     assert check['result'] in ('skip', 'fail_deps')
 
 
@@ -107,7 +107,7 @@ def test_modules_need_a_modules_system(tmp_path):
                            'BabelStreamCpuCheck', '-S',
                            'stack_modules=babelstream/5.0',
                            tmp_path=tmp_path, checks=('checks/babelstream.py',))
-    [build] = by_name(report, 'BabelStreamBuild')
+    build = one_case(report, 'BabelStreamBuild')
     assert 'this system has no modules system' in build['fail_reason']
 
 
