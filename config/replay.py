@@ -20,7 +20,7 @@ _spec = importlib.util.spec_from_file_location(
 _settings = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_settings)
 
-from hpcval import replay  # noqa: E402  (settings.py puts the root on sys.path)
+from hpcval import replay  # noqa: E402  (after settings.py, as ReFrame loads it)
 
 _REPLAY = 'REPLAY (recorded outputs, nothing is run)'
 
