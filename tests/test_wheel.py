@@ -17,7 +17,7 @@ import zipfile
 
 import pytest
 
-from rfmrun import ROOT, VENV_BIN, one_case, perf
+from rfmrun import ROOT, VENV_BIN, by_name, one_case, perf
 
 
 def _lowest_reframe(wheel):
@@ -82,8 +82,9 @@ def test_runs_the_local_checks_from_any_folder(installed):
                   'BabelStreamCpuCheck', 'OsuCpuCheck'):
         assert check in listing.stdout
 
+    # the two benchmarks that need no upstream source (CI has none)
     proc = _hpcval(installed, 'run', '-r', '--system', 'local',
-                   '-n', 'Mpi4pyPingPongCheck', '-S', 'loops=1000',
+                   '-t', 'mpi4py|likwid', '-S', 'loops=1000',
                    '--performance-report', '--report-file',
                    str(work / 'report.json'))
     report = json.loads((work / 'report.json').read_text())
@@ -91,6 +92,15 @@ def test_runs_the_local_checks_from_any_folder(installed):
     # judged: sanity passed and the figures met (or missed) their references
     assert case['fail_phase'] in (None, 'performance'), proc.stdout[-3000:]
     assert {'latency_8B', 'bandwidth_4MiB'} <= set(perf(case))
+    likwid = by_name(report, 'LikwidBenchCheck')
+    assert likwid
+    for case in likwid:
+        if case['result'] == 'skip':     # no Debian likwid on this machine
+            assert os.environ.get('CI') != 'true', case['fail_reason']
+            continue
+        assert case['fail_phase'] in (None, 'performance'), \
+            case['fail_reason']
+        assert perf(case)
     assert 'polars' not in proc.stdout + proc.stderr
     assert 'PERFORMANCE REPORT' in proc.stdout
 
