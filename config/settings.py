@@ -49,7 +49,14 @@ try:
     systems = _import_systems()
     references.load_layered(paths.references_dirs())
     for _mod in systems.ALL:
-        layouts.validate_system(_mod.system, _shown(_mod.__file__))
+        _origin = _shown(_mod.__file__)
+        _stem = os.path.basename(_mod.__file__)[:-3]
+        if _mod.system['name'] != _stem:
+            # a site module replaces the built-in one of its file's name
+            raise layouts.SystemConfigError(
+                f'{_origin}: system name {_mod.system["name"]!r} must be '
+                f'the module\'s name, {_stem!r}')
+        layouts.validate_system(_mod.system, _origin)
 except (paths.SiteError, layouts.SystemConfigError,
         references.ReferenceFileError) as _err:
     # ReFrame prints a ConfigError as one line, without a traceback

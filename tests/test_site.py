@@ -250,3 +250,14 @@ def test_bad_site_variable_is_named(tmp_path):
 
 def _env(site):
     return dict(os.environ, HPCVAL_SITE=str(site), HPCVAL_ROOT=str(ROOT))
+
+
+def test_a_site_system_is_named_by_its_file(site, tmp_path):
+    bad = tmp_path / 'bad'
+    subprocess.run(['cp', '-r', str(site), str(bad)], check=True)
+    (bad / 'systems' / 'sitebox.py').rename(bad / 'systems' / 'other.py')
+    proc, _ = reframe('-l', '--system', 'sitebox', tmp_path=tmp_path,
+                      env={'HPCVAL_SITE': str(bad)})
+    assert proc.returncode != 0
+    assert f"{bad}/systems/other.py: system name 'sitebox' must be the " \
+        f"module's name, 'other'" in proc.stdout + proc.stderr
