@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Sets up hpcval on a fresh machine: a virtual environment in .venv with
 # ReFrame, hpcval and an MPI from PyPI (mpich + mpi4py wheels, offline-safe),
-# Debian's likwid (and with --tests Lmod, Slurm, munge, wkhtmltopdf,
-# victoria-metrics) when we may
-# install them, and an activate script that points
-# ReFrame at config/settings.py so that plain `reframe -c checks/ ...` works.
+# Debian's likwid (and with --tests Lmod, Slurm, munge, wkhtmltopdf and
+# victoria-metrics) when we may install them, and an activate script that
+# points ReFrame at config/settings.py so that plain `reframe -c checks/ ...`
+# works.  The test extra brings `wheel`: tests/test_wheel.py builds hpcval's.
 # Idempotent: running it again only fills in what is missing.
 set -euo pipefail
 
