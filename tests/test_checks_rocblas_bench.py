@@ -5,16 +5,7 @@ import pytest
 
 from hpcval.benchmarks.rocblas_bench import GEMMS
 from mi300x_guide import guide_outputs, replayer
-from rfmrun import by_name, reframe
-
-
-def _result(report, name):
-    [tc] = by_name(report, name)
-    return tc
-
-
-def _perf(tc):
-    return {k.rsplit(':', 1)[-1]: v for k, v in tc['perfvalues'].items()}
+from rfmrun import one_case, perf, reframe
 
 
 def test_listing(tmp_path):
@@ -58,6 +49,6 @@ def test_guide_outputs_through_the_checks(guide_run):
     assert report, proc.stdout + proc.stderr
     for gemm, gflops in (('fp32', 97190.6), ('f16_strided', 159783),
                          ('i8_strided', 177478)):
-        tc = _result(report, f'RocblasBenchCheck %gemm={gemm}')
+        tc = one_case(report, f'RocblasBenchCheck %gemm={gemm}')
         assert tc['result'] == 'pass', tc['fail_reason']
-        assert _perf(tc)['gflops'][0] == gflops
+        assert perf(tc)['gflops'][0] == gflops

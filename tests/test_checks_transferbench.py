@@ -9,21 +9,12 @@ import pytest
 import yaml
 
 from mi300x_guide import guide_outputs, replayer
-from rfmrun import ROOT, by_name, reframe
+from rfmrun import ROOT, one_case, perf, reframe
 
 
 def _rfm(*args, tmp_path):
     return reframe(*args, '-n', 'TransferBench', '--system', 'mi300x',
                    tmp_path=tmp_path)
-
-
-def _result(report, name):
-    [tc] = by_name(report, name)
-    return tc
-
-
-def _perf(tc):
-    return {k.rsplit(':', 1)[-1]: v for k, v in tc['perfvalues'].items()}
 
 
 def test_listing(tmp_path):
@@ -82,23 +73,23 @@ def _reference(check, metric):
 def test_guide_outputs_through_the_checks(guide_run):
     proc, report = guide_run
     assert report, proc.stdout + proc.stderr
-    a2a = _result(report, 'TransferBenchCheck %preset=a2a')
+    a2a = one_case(report, 'TransferBenchCheck %preset=a2a')
     assert a2a['result'] == 'pass', a2a['fail_reason']
-    perf = _perf(a2a)
-    assert perf['avg_bw'][0] == 35.776 and perf['min_link_bw'][0] == 28.583
-    assert perf['gpu03_to_gpu01'][0] == 28.583 and len(perf) == 4 + 56
+    values = perf(a2a)
+    assert values['avg_bw'][0] == 35.776 and values['min_link_bw'][0] == 28.583
+    assert values['gpu03_to_gpu01'][0] == 28.583 and len(values) == 4 + 56
 
-    p2p = _result(report, 'TransferBenchCheck %preset=p2p')
+    p2p = one_case(report, 'TransferBenchCheck %preset=p2p')
     assert p2p['result'] == 'pass', p2p['fail_reason']
-    perf = _perf(p2p)
-    assert (perf['uni_gpu_to_gpu'][0], perf['bidir_gpu_to_gpu'][0]) == \
+    values = perf(p2p)
+    assert (values['uni_gpu_to_gpu'][0], values['bidir_gpu_to_gpu'][0]) == \
         (48.44, 46.24)
-    assert perf['uni_gpu00_to_gpu01'][0] == 48.46
+    assert values['uni_gpu00_to_gpu01'][0] == 48.46
 
-    cfg = _result(report, 'TransferBenchCheck %preset=config')
-    perf = _perf(cfg)
-    assert perf['test2'][0] == 48.349
-    assert (perf['test3_transfer0'][0], perf['test3_transfer1'][0]) == \
+    cfg = one_case(report, 'TransferBenchCheck %preset=config')
+    values = perf(cfg)
+    assert values['test2'][0] == 48.349
+    assert (values['test3_transfer0'][0], values['test3_transfer1'][0]) == \
         (32.809, 39.603)
     # the guide's example DMA figure sits under its own Table 3 floor
     test2 = _reference('TransferBenchCheck', 'test2')
@@ -128,11 +119,11 @@ def degraded_run(tmp_path_factory):
 def test_degraded_outputs_fail_naming_what(degraded_run):
     proc, report = degraded_run
     assert report, proc.stdout + proc.stderr
-    a2a = _result(report, 'TransferBenchCheck %preset=a2a')
+    a2a = one_case(report, 'TransferBenchCheck %preset=a2a')
     assert a2a['result'] == 'fail'
     assert 'GPU 03 -> GPU 05: 21.3 GB/s < 0.75 x ' in a2a['fail_reason']
-    p2p = _result(report, 'TransferBenchCheck %preset=p2p')
+    p2p = one_case(report, 'TransferBenchCheck %preset=p2p')
     assert 'GPU 02 -> GPU 04: 30 GB/s < 0.75 x ' in p2p['fail_reason']
-    cfg = _result(report, 'TransferBenchCheck %preset=config')
+    cfg = one_case(report, 'TransferBenchCheck %preset=config')
     assert 'the config file has 6 tests, the output 4 (last: Test 4)' in \
         cfg['fail_reason']

@@ -171,3 +171,25 @@ def test_functions_are_importable_for_scripts():
     assert v.status == verdict.EXIT_INCOMPLETE      # nothing judged
     assert verdict.as_dict(v)['partitions'][0]['logged'] == 32
     assert verdict.render_text(v).startswith('hpcval verdict: INCOMPLETE')
+
+
+def test_failures_are_grouped_by_node_under_distribute(tmp_path, capsys):
+    """--distribute=all names each copy of a test %.nid=['<node>'] and runs
+    it on that node: the verdict lists the bad nodes."""
+    report = _judged(_report())
+    copies = []
+    for node in ('n1', 'n2', 'n3'):
+        tc = copy.deepcopy(_case(report, 'BabelStreamCudaCheck'))
+        tc['display_name'] = tc['display_name'].replace(
+            'BabelStreamCudaCheck', f"BabelStreamCudaCheck %.nid=['{node}']",
+            1)
+        tc['job_nodelist'] = [node]
+        copies.append(tc)
+    tup = copies[1]['perfvalues']['local:default:copy']
+    tup[0] = tup[1] * 0.5
+    copies[1]['result'] = 'failure'
+    _cases(report).extend(copies)
+    status, out, _ = _run(capsys, _write(tmp_path, report))
+    assert status == verdict.EXIT_FAILED
+    assert 'failures by node (1 node(s)):\n  n2: 1 failure(s)\n' in out
+    assert 'n1:' not in out and 'n3:' not in out

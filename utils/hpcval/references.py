@@ -206,6 +206,16 @@ def load_dir(dirname):
             for f in sorted(os.listdir(dirname)) if f.endswith('.yaml')}
 
 
+def load_layered(dirs):
+    """``load_dir`` of each folder of ``dirs`` in order, a file of a later
+    folder replacing the one of the same name before it (a site's
+    references over the built-in ones, hpcval.paths.references_dirs)."""
+    by_system = {}
+    for dirname in dirs:
+        by_system.update(load_dir(dirname))
+    return by_system
+
+
 def _matches(ref, check_names, partition, attrs):
     if ref.check not in check_names:
         return False
@@ -234,3 +244,17 @@ def select(refs, check_names, partition, attrs, metric_units):
 
     return {name: ref.as_tuple(metric_units[name])
             for name, ref in chosen.items() if ref.value is not None}
+
+
+def absent(refs, check_names, partition, attrs, metrics):
+    """{metric: source} of the ``metrics`` whose applicable entry says
+    explicitly that no reference judges them (value: null): logged on
+    purpose, not forgotten."""
+    chosen = {}
+    for ref in refs:
+        if ref.metric in metrics and \
+                _matches(ref, check_names, partition, attrs):
+            chosen[ref.metric] = ref
+
+    return {name: ' '.join((ref.source or 'no reason given').split())
+            for name, ref in chosen.items() if ref.value is None}

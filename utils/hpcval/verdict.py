@@ -250,7 +250,9 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False):
             if node not in g.nodes:
                 g.nodes.append(node)
         _provenance(g, case)
-        if case.result == 'skip':
+        # fail_deps: not run, a fixture it needs failed (that fixture is
+        # counted as the failure, below)
+        if case.result in ('skip', 'fail_deps'):
             g.cases_skipped += 1
             g.skips.append((case.test, _skip_reason(case, fixtures)))
             continue
@@ -453,7 +455,9 @@ def render_text(verdict, most=20, per_node=False):
 def _unjudged_lines(unjudged, shown=4):
     by_test = {}
     for test, metric, why in unjudged:
-        by_test.setdefault((test, why), []).append(metric)
+        metrics = by_test.setdefault((test, why), [])
+        if metric not in metrics:       # the same test in several runs
+            metrics.append(metric)
     lines = []
     for (test, why), metrics in by_test.items():
         more = f' and {len(metrics) - shown} more' \

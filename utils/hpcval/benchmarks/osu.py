@@ -28,13 +28,13 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
 from hpcval import features as ft
 from hpcval import layouts, replay
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.benchmarks.mpi4py_pingpong import size_label
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.common import device_buffer_error
 from hpcval.parsers.osu import parse_osu
+from hpcval.units import size_label
 
 # executable -> folder of the 7.x build tree
 BENCHMARKS = {
@@ -186,6 +186,8 @@ class OsuBuild(UpstreamBuild):
     def executable_path(self, name):
         # an installed OSU keeps them in libexec/osu-micro-benchmarks/mpi/
         # {pt2pt/standard,collective/blocking}: accept that as prebuilt_dir
+        if self.stack:
+            return name
         base = self.bin_dir
         if self.source.prebuilt_dir:
             for sub in ('', 'pt2pt/standard', 'pt2pt', 'collective/blocking',

@@ -2,9 +2,10 @@
 
 A site measures its baseline after maintenance: the selected runs (passed,
 of one system, no replays unless asked) become references whose value is
-the mean over the runs, whose bound comes from their spread (k standard
-deviations relative to the mean, never tighter than a floor), and whose
-``source`` says where and when they were measured.
+the mean over the runs, whose bound comes from their spread (a one-sided
+prediction bound that a healthy run passes with a stated probability, never
+tighter than a floor per kind of metric; hpcval.publish.stats.Rule), and
+whose ``source`` says where, when and with what they were measured.
 
 The old file's text is kept as it is, comments and anchors included: the
 calibrated entries go into a section at its end, after a marker comment,
@@ -14,6 +15,7 @@ that section only, keeping its metrics that were not measured this time.
 Nothing is written unless asked, never over a file that changed since it
 was read, and never a text that references.load refuses.
 """
+import dataclasses
 import datetime
 import difflib
 import math
@@ -27,6 +29,7 @@ import yaml
 
 from hpcval import references, units
 from hpcval.publish.comparison import better
+from hpcval.publish.stats import Rule
 
 RULE = 'calibrated'
 MARKER = '# hpcval calibrate:'
@@ -41,29 +44,25 @@ class CalibrationError(ValueError):
     """The calibration cannot be made or written; the message says why."""
 
 
-class Calibration(tuple):
-    """``(new_text, diff_text)``; ``notes`` says what was left out, refused
-    or kept and why, ``path`` is the reference file."""
-
-    def __new__(cls, text, diff, notes, path):
-        self = super().__new__(cls, (text, diff))
-        self.notes, self.path = notes, path
-        return self
-
-    @property
-    def text(self):
-        return self[0]
-
-    @property
-    def diff(self):
-        return self[1]
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """The new file's text and its diff; ``notes`` says what was left out,
+    refused or kept and why; ``path`` is the reference file."""
+    text: str
+    diff: str
+    notes: list
+    path: str
 
 
 class _Folded(str):
     pass
 
 
-yaml.SafeDumper.add_representer(
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper writing sources as folded blocks, for this module only."""
+
+
+_Dumper.add_representer(
     _Folded, lambda dumper, text: dumper.represent_scalar(
         'tag:yaml.org,2002:str', text, style='>'))
 
@@ -77,16 +76,8 @@ def _fraction_up(x):
     return math.ceil(round(x * 1e4, 6)) / 1e4
 
 
-def _rule_text(k, floor, min_samples):
-    return (f'Measured on this system by `hpcval calibrate`: the value is '
-            f'the mean over the selected passed runs (at least '
-            f'{min_samples}), spread their sample standard deviation.  '
-            f'Tolerance: k = {k:g} standard deviations relative to the '
-            f'mean, never tighter than the floor {floor:g}; a metric where '
-            f'higher is better (bandwidth, rate, FLOP/s) gets lower = '
-            f'-max(k std / mean, floor) and no upper bound, one where lower '
-            f'is better (time) upper = max(k std / mean, floor) and no '
-            f'lower bound.  Faster than the baseline is not a failure.')
+def _rule_text(rule):
+    return rule.text()
 
 
 def _select(samples, system, allow_replays, accept_performance_failures,
@@ -130,7 +121,18 @@ def _listed(items, most=6):
     return ', '.join(items[:most]) + more
 
 
-def _provenance(runs, mean, std, unit, k, floor):
+def _versions(cases):
+    # what the runs were measured with (hpcval.provenance), where recorded
+    found = {}
+    for c in cases:
+        for key, val in (c.extras.get('provenance') or {}).items():
+            if isinstance(val, str) and key not in ('kernel', 'cpu'):
+                found.setdefault(key, set()).add(val)
+    return '; '.join(f'{key} {_listed(vals)}'
+                     for key, vals in sorted(found.items()))
+
+
+def _provenance(runs, mean, std, unit, how):
     cases = [s.case for s in runs]
     replays = ' (replayed outputs)' if any(c.replay for c in cases) else ''
     nodes = [n for c in cases for n in c.nodes]
@@ -140,14 +142,15 @@ def _provenance(runs, mean, std, unit, k, floor):
     return _Folded(
         f'calibrated by `hpcval calibrate` from {len(runs)} {kind}'
         f'{replays}, {_dates(cases)}: mean {mean:g} +- '
-        f'{std:g} {unit}, bound {k:g} std / mean, floor {floor:g}; '
-        f'ReFrame {_listed(c.version for c in cases)} on '
+        f'{std:g} {unit}, bound {how}; '
+        + (f'{_versions(cases)}; ' if _versions(cases) else '')
+        + f'ReFrame {_listed(c.version for c in cases)} on '
         f'{_listed(c.hostname for c in cases)}; job nodes '
         f'{_listed(nodes) or "not recorded"}; sessions '
         f'{_listed(c.session[:8] for c in cases)}')
 
 
-def _metric(label, runs, k, floor, min_samples, notes):
+def _metric(label, metric, runs, rule, notes):
     """The metric spec of ``runs`` (samples of one metric), or None."""
     unit = runs[-1].unit
     try:
@@ -156,9 +159,10 @@ def _metric(label, runs, k, floor, min_samples, notes):
         notes.append(f'refused {label}: {err}')
         return None
 
-    if len(values) < min_samples:
+    if len(values) < rule.min_samples:
         notes.append(f'refused {label}: {len(values)} sample(s), fewer '
-                     f'than {min_samples} (one run\'s spread says nothing; '
+                     f'than {rule.min_samples} (few runs say little of the '
+                     f'spread; '
                      f'run it again or lower min_samples)')
         return None
 
@@ -169,19 +173,29 @@ def _metric(label, runs, k, floor, min_samples, notes):
                      f'bound can be made')
         return None
 
-    tol = _fraction_up(max(k * std / mean, floor))
+    direction = better(unit)
+    tol, how = rule.tolerance(metric, direction, len(values), mean, std)
+    tol = _fraction_up(tol)
     spec = {'value': _significant(mean)}
-    if better(unit) == 'higher':
+    if direction == 'higher':
         if tol >= 1:
-            notes.append(f'refused {label}: {k:g} std / mean = {tol:g}, a '
+            notes.append(f'refused {label}: {how} = {tol:g}, a '
                          f'lower bound at 0 would judge nothing (take '
                          f'quieter or more runs)')
             return None
         spec['lower'] = -tol
+        if tol >= 0.5:
+            notes.append(f'warning: {label} judges little: it passes down to '
+                         f'{1 - tol:.0%} of the baseline ({how}; take quieter '
+                         f'or more runs)')
     else:
         spec['upper'] = tol
+        if tol >= 1:
+            notes.append(f'warning: {label} judges little: it passes up to '
+                         f'{1 + tol:.1f} x the baseline ({how}; take quieter '
+                         f'or more runs)')
     spec.update(spread=_significant(std), unit=unit, rule=RULE,
-                source=_provenance(runs, mean, std, unit, k, floor))
+                source=_provenance(runs, mean, std, unit, how))
     return spec
 
 
@@ -194,7 +208,17 @@ def _explicitly_absent(old_refs, check, partition, where, metric):
     return chosen is not None and chosen.value is None and chosen
 
 
-def _entries(groups, old_refs, k, floor, min_samples, include_absent, notes):
+def _declared_diagnostic(runs):
+    # the check said it logs this on purpose (hpcval_unjudged in the report)
+    for s in runs:
+        why = (s.case.extras.get('unjudged') or {}).get(s.metric)
+        if isinstance(why, str) and why.startswith('diagnostic: ') and \
+                not why.startswith('diagnostic: explicitly absent'):
+            return why[len('diagnostic: '):]
+    return None
+
+
+def _entries(groups, old_refs, rule, include_absent, notes):
     """New calibrated entries: [(key, {metric: spec})]."""
     out = []
     for (check, partition, params), metrics in groups.items():
@@ -209,6 +233,9 @@ def _entries(groups, old_refs, k, floor, min_samples, include_absent, notes):
         specs = {}
         for metric, runs in metrics.items():
             label = f'{test} {metric}'
+            if '@' in metric:
+                # one GPU's figure: judged against its metric's reference
+                continue
             absent = _explicitly_absent(old_refs, check, partition, where,
                                         metric)
             if absent and not include_absent:
@@ -216,7 +243,13 @@ def _entries(groups, old_refs, k, floor, min_samples, include_absent, notes):
                              f'{" ".join(absent.source.split())}); '
                              f'include_absent calibrates it')
                 continue
-            spec = _metric(label, runs, k, floor, min_samples, notes)
+            declared = _declared_diagnostic(runs)
+            if declared and not include_absent:
+                notes.append(f'kept {label} unjudged: the check logs it as a '
+                             f'diagnostic ({declared}); include_absent '
+                             f'calibrates it')
+                continue
+            spec = _metric(label, metric, runs, rule, notes)
             if spec:
                 specs[metric] = spec
         if specs:
@@ -330,8 +363,8 @@ def _append(head, entries, path):
     items = [re.match(r'(\s*)- ', line) for line in lines[e + 1:]]
     indent = next((m.group(1) for m in items if m), '  ')
     body = ''.join(lines).rstrip('\n') + '\n'
-    dumped = yaml.safe_dump(entries, sort_keys=False, width=72,
-                            default_flow_style=False, allow_unicode=True)
+    dumped = yaml.dump(entries, Dumper=_Dumper, sort_keys=False, width=72,
+                       default_flow_style=False, allow_unicode=True)
     return body + textwrap.indent(_SECTION + dumped, indent)
 
 
@@ -370,9 +403,10 @@ def _read(path):
         return None
 
 
-def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
-              min_samples=3, allow_replays=False, include_absent=False,
-              accept_performance_failures=False, ref_dir=None, write=False):
+def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
+              min_samples=5, false_alarm=1e-4, allow_replays=False,
+              include_absent=False, accept_performance_failures=False,
+              ref_dir=None, write=False, base_dir=None):
     """Calibrate ``system`` from ``samples`` (hpcval.publish.results.Sample).
 
     ``by_system_refs`` is references.load_dir(ref_dir) as the caller read
@@ -380,32 +414,41 @@ def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
     runs count, unless ``accept_performance_failures`` also takes runs that
     failed the old bounds; replays only with ``allow_replays``; metrics the
     old file marks absent (value: null) stay so unless ``include_absent``.
-    Returns a
+    ``base_dir``: where the file is read from while ``ref_dir`` has none
+    (a site's references/ calibrating a built-in system): the new file
+    starts as its copy.  Returns a
     Calibration: the new file text and its unified diff against the old,
     with notes.  With ``write=True`` the file is replaced, unless it changed
     since ``by_system_refs`` was read.
     """
-    if floor < 0 or k <= 0 or min_samples < 2:
+    if (floor is not None and floor < 0) or (k is not None and k <= 0) \
+            or min_samples < 2 or not 0 < false_alarm < 0.5:
         raise CalibrationError('floor must be >= 0, k > 0, min_samples '
-                               '>= 2 (a spread needs two runs)')
+                               '>= 2 (a spread needs two runs), false_alarm '
+                               'in (0, 0.5)')
+    rule = Rule(false_alarm=false_alarm, min_samples=min_samples, k=k,
+                floor=floor)
     if ref_dir is None:
         from hpcval import paths
         ref_dir = paths.references_dir()
-    path = os.path.join(ref_dir, f'{system}.yaml')
+    path = read_from = os.path.join(ref_dir, f'{system}.yaml')
     old = _read(path)
+    if old is None and base_dir:
+        read_from = os.path.join(base_dir, f'{system}.yaml')
+    base = old if read_from == path else _read(read_from)
     old_refs = by_system_refs.get(system, [])
-    if old is not None and references.load(path) != old_refs:
-        raise CalibrationError(f'{path} changed since it was read')
-    if old is None and old_refs:
-        raise CalibrationError(f'{path} was removed since it was read')
+    if base is not None and references.load(read_from) != old_refs:
+        raise CalibrationError(f'{read_from} changed since it was read')
+    if base is None and old_refs:
+        raise CalibrationError(f'{read_from} was removed since it was read')
 
     notes = []
     selected = _select(samples, system, allow_replays,
                        accept_performance_failures, notes)
-    new_entries = _entries(_groups(selected), old_refs, k, floor,
-                           min_samples, include_absent, notes)
-    rule_text = _rule_text(k, floor, min_samples)
-    head, previous = _split(old, path) if old is not None else \
+    new_entries = _entries(_groups(selected), old_refs, rule,
+                           include_absent, notes)
+    rule_text = _rule_text(rule)
+    head, previous = _split(base, read_from) if base is not None else \
         (_new_file(system, rule_text), [])
     if not new_entries:
         notes.append(f'nothing to calibrate for {system}: the file is left '
@@ -425,6 +468,7 @@ def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
         if _read(path) != old:
             raise CalibrationError(f'{path} changed since it was read; '
                                    f'nothing written')
+        os.makedirs(ref_dir, exist_ok=True)    # a new site's references/
         tmp = f'{path}.calibrate-{os.getpid()}'
         with open(tmp, 'w', encoding='utf-8') as fp:
             fp.write(text)
