@@ -143,3 +143,31 @@ def test_readme_minicluster_lines_work_from_a_fresh_shell(tmp_path):
     assert 'Ran 4/4 test case(s)' in out, out[-3000:]
     assert '4 of 4 nodes tested' in out, out[-3000:]
     assert 'stopped' in out and proc.returncode == 0, out[-3000:]
+
+
+def test_quick_suite_with_a_source_unreachable_is_incomplete(faults,
+                                                              tmp_path):
+    """Issue 15 on the minicluster: git cannot reach GitHub (every
+    https://github.com/ URL rewritten to a closed local port), so the quick
+    suite's BabelStream is skipped; the verdict exits 2 and names it with
+    the reason."""
+    unreachable = {'GIT_CONFIG_COUNT': '1',
+                   'GIT_CONFIG_KEY_0': 'url.https://127.0.0.1:9/.insteadOf',
+                   'GIT_CONFIG_VALUE_0': 'https://github.com/'}
+    proc, report = reframe('-r', '--system', 'minicluster', '--mode', 'quick',
+                           '-S', 'Mpi4pyPingPongCheck.max_size=65536',
+                           tmp_path=tmp_path,
+                           env={**faults.env(), **unreachable})
+    assert report is not None, proc.stdout[-3000:]
+    names = {tc['display_name'].split()[0] for tc in cases(report)
+             if not tc.get('fixture')}
+    assert {'BabelStreamCpuCheck', 'Mpi4pyPingPongCheck',
+            'CpuDgemmCheck'} <= names, names
+
+    status, result, out = verdict(tmp_path / 'report.json')
+    assert status == 2, out.stdout
+    [part] = result['partitions']
+    skipped = {s['test'].split()[0]: s['reason'] for s in part['skips']}
+    assert 'unreachable' in skipped['BabelStreamCpuCheck'], skipped
+    assert any('skipped, not validated' in why
+               for why in result['incomplete'])
