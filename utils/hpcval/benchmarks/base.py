@@ -109,6 +109,14 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         except OSError:
             return {}
 
+    def _job_stderr(self):
+        try:
+            with open(os.path.join(self.stagedir, self.stderr.evaluate()),
+                      encoding='utf-8', errors='replace') as fp:
+                return fp.read(65536)
+        except OSError:
+            return ''
+
     def _exit_status(self):
         notes = []
         if self.job.exitcode not in (0, None):
@@ -145,7 +153,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         self.hpcval_provenance = self._read_provenance()
         # how Slurm ended the job comes first: the output's faults follow
         fate = fates.job_fate(self.job)
-        fate = f'{fate}; ' if fate else ''
+        if fate:
+            why = fates.slurm_error(self._job_stderr())
+            fate = f'{fate} ({why}); ' if why else f'{fate}; '
         try:
             self.result = self.parse()
         except ParseError as err:

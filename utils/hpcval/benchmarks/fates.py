@@ -5,6 +5,8 @@ With ReFrame's ``slurm`` backend (``sacct``, as sites with accounting run)
 ``job.state`` is Slurm's final state; the benchmark's own complaint (no
 result line, say) is then a consequence, named after it.
 """
+import re
+
 from reframe.core.exceptions import ReframeError
 
 #: Slurm's final job states that explain a missing or partial output
@@ -18,6 +20,9 @@ FATES = {
     'BOOT_FAIL': 'not started: a node failed to boot',
     'DEADLINE': 'ended at its deadline',
 }
+#: what Slurm's own tools print in the job's stderr when they fail
+_SLURM_ERROR = re.compile(r'^(srun|slurmstepd|sbatch): error: .*$',
+                          re.MULTILINE)
 #: Slurm counts time limits in minutes: a shorter one becomes a minute
 SLURM_MIN_TIME_LIMIT = 60
 
@@ -33,6 +38,13 @@ def job_fate(job):
     if state == 'TIMEOUT' and job.time_limit:
         what += f' ({_hms(job.time_limit)})'
     return f'job {job.jobid} on {nodes} {state}: {what}'
+
+
+def slurm_error(stderr_text):
+    """The first error line of Slurm's own tools in a job's stderr (srun
+    that lost its controller, a step killed for memory), or ''."""
+    m = _SLURM_ERROR.search(stderr_text or '')
+    return m.group(0).strip() if m else ''
 
 
 def _hms(seconds):
