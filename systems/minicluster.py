@@ -48,6 +48,8 @@ def _partition(name, descr, features, environs, devices=()):
         'launcher': 'srun',
         'access': [f'--partition={minicluster.PARTITION}'],
         'sched_options': {
+            # --nodes in every job script, as sites expect to read it
+            'use_nodes_option': True,
             # Slurm 22.05 gives a job waiting on a DOWN or DRAINED node this
             # reason, not ReqNodeNotAvail (ReFrame's default): cancel it and
             # fail the test instead of waiting for the node to come back

@@ -56,7 +56,10 @@ def minicluster(tmp_path_factory):
 
 @pytest.fixture
 def faults(minicluster):
-    """The session's minicluster, without planted faults before and after."""
+    """The session's minicluster, without planted faults before and after
+    (started again if a test stopped it: stop, then start, must work)."""
+    if not minicluster.running():
+        minicluster.start()
     minicluster.clear_faults()
     yield minicluster
     minicluster.clear_faults()

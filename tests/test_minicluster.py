@@ -145,6 +145,7 @@ def test_pingpong_on_one_node_and_across_two(minicluster,
     assert allocated(minicluster, across) == 'n[1-2]'
     script = job_file(across, 'job_stdout').with_name('rfm_job.sh').read_text()
     for line in ('#SBATCH --ntasks=2', '#SBATCH --ntasks-per-node=1',
+                 '#SBATCH --nodes=2',
                  '#SBATCH --partition=debug', 'export SLURM_MPI_TYPE=pmi2',
                  'srun python3 -m mpi4py.bench pingpong -a numpy -n 65536'):
         assert line in script, script
@@ -152,6 +153,19 @@ def test_pingpong_on_one_node_and_across_two(minicluster,
     print(f'\nminicluster latency_8B: on one node '
           f'{perf(on_node)["latency_8B"]:.2f} us, across n1/n2 '
           f'{perf(across)["latency_8B"]:.2f} us')
+
+
+def test_slurm_binds_each_task_to_its_own_core(minicluster):
+    """task/affinity: two tasks on a node run on two different cores, as
+    the node's topology (1 socket x 2 cores) says; binding bugs show."""
+    if 'TaskPlugin=task/affinity' not in minicluster.conf.read_text():
+        pytest.skip('this host has fewer cores than a node declares')
+    out = minicluster.run('srun', '-w', 'n1', '-n', '2', 'grep',
+                          'Cpus_allowed_list', '/proc/self/status').stdout
+    cpus = sorted(line.split()[-1] for line in out.splitlines())
+    assert cpus == ['0', '1'], out
+    topo = minicluster.run('scontrol', 'show', 'node', 'n1').stdout
+    assert 'CoresPerSocket=2' in topo and 'Sockets=1' in topo, topo
 
 
 def stand_ins(folder, names):
@@ -281,7 +295,7 @@ def test_time_limit_and_node_down_while_waiting(faults, tmp_path):
     assert allocated(faults, tc) == 'n1'
     # Slurm's account (sacct) first, then what the output lacks
     assert re.search(r'error: job \d+ on n1 TIMEOUT: killed at its time limit '
-                     r'\(0:01:00\); ', tc['fail_reason']), tc['fail_reason']
+                     r'\(0:01:00\)[ ;]', tc['fail_reason']), tc['fail_reason']
     assert 'did not start' in tc['fail_reason']
     assert 'DUE TO TIME LIMIT' in job_file(tc, 'job_stderr').read_text()
     wait_until('both nodes idle again', lambda: set(

@@ -51,6 +51,14 @@ PARTITION = 'debug'
 _MAX_SOCKET_PATH = 100
 
 
+def _task_plugin():
+    """task/affinity (CPU binding enforced) where this host has the CPUs
+    each node declares; task/none on a smaller host, where binding to a
+    CPU that does not exist would fail every task."""
+    return ('task/affinity' if len(os.sched_getaffinity(0)) >= CPUS_PER_NODE
+            else 'task/none')
+
+
 def node_names(count):
     """n1 ... n<count>."""
     return tuple(f'n{i}' for i in range(1, count + 1))
@@ -382,7 +390,9 @@ class MiniCluster:
             'CredType=cred/munge',
             # no cgroups: several slurmd share this host and its hierarchy
             'ProctrackType=proctrack/linuxproc',
-            'TaskPlugin=task/none',
+            # tasks bound to the cores Slurm gives them (srun --cpu-bind),
+            # where this host has the cores each node declares
+            f'TaskPlugin={_task_plugin()}',
             'JobAcctGatherType=jobacct_gather/none',
             'SelectType=select/cons_tres',
             'SelectTypeParameters=CR_Core',
