@@ -155,19 +155,6 @@ def test_pingpong_on_one_node_and_across_two(minicluster,
           f'{perf(across)["latency_8B"]:.2f} us')
 
 
-def test_slurm_binds_each_task_to_its_own_core(minicluster):
-    """task/affinity: two tasks on a node run on two different cores, as
-    the node's topology (1 socket x 2 cores) says; binding bugs show."""
-    if 'TaskPlugin=task/affinity' not in minicluster.conf.read_text():
-        pytest.skip('this host has fewer cores than a node declares')
-    out = minicluster.run('srun', '-w', 'n1', '-n', '2', 'grep',
-                          'Cpus_allowed_list', '/proc/self/status').stdout
-    cpus = sorted(line.split()[-1] for line in out.splitlines())
-    assert cpus == ['0', '1'], out
-    topo = minicluster.run('scontrol', 'show', 'node', 'n1').stdout
-    assert 'CoresPerSocket=2' in topo and 'Sockets=1' in topo, topo
-
-
 def stand_ins(folder, names):
     """Executables under upstream names that only say where each rank runs:
     the launch path is checked here, not a benchmark."""

@@ -171,3 +171,45 @@ def test_quick_suite_with_a_source_unreachable_is_incomplete(faults,
     assert 'unreachable' in skipped['BabelStreamCpuCheck'], skipped
     assert any('skipped, not validated' in why
                for why in result['incomplete'])
+
+
+def test_status_restart_node_and_start_after_a_crash(tmp_path):
+    """A dead slurmd is flagged by status (exit 1) and brought back by
+    restart-node; after a crash (controller and a node killed) start
+    cleans what was left and every node comes back idle, without the old
+    cluster's drain or faults."""
+    if missing_prerequisites():
+        pytest.skip(f'minicluster: {missing_prerequisites()}')
+    import os
+    import signal
+
+    def cli(*args):
+        return subprocess.run([str(VENV_BIN / 'python'), '-m',
+                               'hpcval.testing.minicluster', *args,
+                               '--dir', str(tmp_path / 'mc')],
+                              capture_output=True, text=True, timeout=180)
+
+    cluster = MiniCluster(tmp_path / 'mc', nodes=3)
+    cluster.start()
+    try:
+        os.kill(cluster.running()['slurmd-n2'], signal.SIGKILL)
+        status = cli('status')
+        assert status.returncode == 1
+        assert 'slurmd-n2: DEAD' in status.stdout, status.stdout
+        assert cli('restart-node', 'n2').returncode == 0
+        assert cli('status').returncode == 0
+        assert 'slurmd-n2: pid' in cli('status').stdout
+
+        cluster.run('scontrol', 'update', 'nodename=n3', 'state=drain',
+                    'reason=left over')
+        cluster.inject_fault('n1', 'export PYTHONHOME=/nonexistent')
+        for name in ('slurmctld', 'slurmd-n1'):
+            os.kill(cluster.running()[name], signal.SIGKILL)
+        started = cli('start')
+        assert started.returncode == 0, started.stderr
+        assert cluster.node_states() == {'n1': 'idle', 'n2': 'idle',
+                                         'n3': 'idle'}
+        assert not (cluster.faults / 'n1').exists()
+    finally:
+        cluster.stop()
+    assert cluster.running() == {}
