@@ -39,7 +39,9 @@ _SCREEN_PARAMS = re.compile(r'\s%\.(nid|part)=\S+')
 def node_of(case):
     """The node a distributed test case was pinned to, or None."""
     m = _NID.search(case.test)
-    return m.group(1) if m else None
+    # ReFrame prints the node list abbreviated ('n2'); a list's repr
+    # ("['n2']") is read the same
+    return m.group(1).strip("[]'\"") if m else None
 
 
 def not_started(case):
