@@ -84,6 +84,17 @@ def _calibrate(args):
     return 0
 
 
+def _peer_factor(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 1.0 or value == float('inf'):
+        raise argparse.ArgumentTypeError(f'{text!r}: expected a number '
+                                         f'above 1 (2: half as fast)')
+    return value
+
+
 def _verdict(args):
     from hpcval import verdict
     from hpcval.publish import results
@@ -102,7 +113,8 @@ def _verdict(args):
                 and (args.until is None or case.time <= args.until))
 
     result = verdict.judge(loaded, keep, strict=args.strict,
-                           allow_unjudged=args.allow_unjudged)
+                           allow_unjudged=args.allow_unjudged,
+                           peer_factor=args.peer_factor)
     if args.format == 'json':
         sys.stdout.write(verdict.render_json(result))
     else:
@@ -236,6 +248,10 @@ def _main(argv):
     ver.add_argument('--allow-unjudged', action='store_true',
                      help='figures without a reference are logged only, '
                           'not a reason for exit 2')
+    ver.add_argument('--peer-factor', type=_peer_factor, default=4.0,
+                     help='in a node screen, a figure this many times worse '
+                          'than its peers\' median fails (default 4; '
+                          'docs/screening.md)')
     ver.add_argument('--per-node', action='store_true',
                      help='in a node screen, every node\'s figures beside '
                           'their peers\' median')

@@ -11,8 +11,9 @@ Peer comparison (the rule, documented in docs/screening.md): within one
 system, partition, environment and test (all parameters but the node), each
 node's figure is compared with the median of the same figure on the other
 nodes.  It fails when it is worse than the peers' median by more than
-``PEER_FACTOR`` (2: below half the median for bandwidths, rates and
-FLOP/s, above twice the median for times) and, where there are at least
+``PEER_FACTOR`` (4 by default, ``hpcval verdict --peer-factor``: below a
+quarter of the median for bandwidths, rates and FLOP/s, above four times
+the median for times) and, where there are at least
 ``MIN_PEERS_FOR_MAD`` peers, also beyond ``MAD_K`` robust standard
 deviations (1.4826 x the median absolute deviation of the peers'
 log-values) from it, so that a noisy figure widens its own bound.  Spreads
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 
 from hpcval.publish.comparison import better
 
-PEER_FACTOR = 2.0
+PEER_FACTOR = 4.0
 MIN_PEERS_FOR_MAD = 5
 MAD_K = 3.0
 # a job cancelled because its node could not take it: the node was not
@@ -155,9 +156,10 @@ def _worse(value, median, direction):
     return value / median if median > 0 else math.inf
 
 
-def peer_comparison(cases, samples_of):
+def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
     """{(id(case), metric): PeerResult} for the distributed ``cases``
-    (``samples_of(case)``: its samples, objects with metric, value, unit)."""
+    (``samples_of(case)``: its samples, objects with metric, value, unit);
+    ``factor``: how many times worse than the peers' median fails."""
     groups = {}
     for case in cases:
         node = node_of(case)
@@ -179,7 +181,7 @@ def peer_comparison(cases, samples_of):
                 continue
             median = statistics.median(peers)
             worse = _worse(value, median, direction)
-            bound = PEER_FACTOR
+            bound = factor
             if len(peers) >= MIN_PEERS_FOR_MAD:
                 logs = [math.log(v) for v in peers]
                 mid = statistics.median(logs)
@@ -195,11 +197,11 @@ def peer_comparison(cases, samples_of):
     return out
 
 
-def per_node(cases, samples_of):
+def per_node(cases, samples_of, factor=PEER_FACTOR):
     """Rows for a per-node table: (test, metric, unit, node, value, peer
     median, 'pass'|'FAIL') for every figure of the distributed ``cases``,
     ordered by test, metric and node."""
-    peer = peer_comparison(cases, samples_of)
+    peer = peer_comparison(cases, samples_of, factor)
     rows = []
     for case in cases:
         node = node_of(case)

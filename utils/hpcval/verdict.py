@@ -212,7 +212,8 @@ def _key(case):
             case.environ, case.time)
 
 
-def judge(loaded, select=None, strict=False, allow_unjudged=False):
+def judge(loaded, select=None, strict=False, allow_unjudged=False,
+          peer_factor=screen.PEER_FACTOR):
     """The Verdict of ``loaded`` (hpcval.publish.results.Loaded).
 
     ``select(case)`` keeps a test case (default: all); ``strict`` makes a
@@ -228,7 +229,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False):
     screened = [c for c in loaded.cases
                 if select(c) and screen.node_of(c) is not None]
     peer = screen.peer_comparison(screened,
-                                  lambda c: samples.get(id(c), []))
+                                  lambda c: samples.get(id(c), []),
+                                  peer_factor)
 
     def group(case):
         key = (case.label or case.system, case.partition)
@@ -327,7 +329,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False):
         if mine:
             g.coverage = screen.coverage(mine)
             g.per_node = screen.per_node(mine,
-                                         lambda c: samples.get(id(c), []))
+                                         lambda c: samples.get(id(c), []),
+                                         peer_factor)
 
     ordered = [groups[k] for k in sorted(groups)]
     incomplete = _incomplete(ordered, allow_unjudged)
