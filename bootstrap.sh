@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up hpcval on a fresh machine: a virtual environment in .venv with
 # ReFrame, hpcval and an MPI from PyPI (mpich + mpi4py wheels, offline-safe),
-# Debian's likwid (and with --tests Lmod, Slurm, munge, wkhtmltopdf) when we may
+# Debian's likwid (and with --tests Lmod, Slurm, munge, Chromium, pdflatex) when we may
 # install them, and an activate script that points
 # ReFrame at config/settings.py so that plain `reframe -c checks/ ...` works.
 # Idempotent: running it again only fills in what is missing.
@@ -15,7 +15,7 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi
 
-if ! "$venv/bin/python" -c 'import hpcval, reframe, mpi4py, matplotlib' 2>/dev/null; then
+if ! "$venv/bin/python" -c 'import hpcval, reframe, mpi4py, matplotlib, orjson' 2>/dev/null; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check \
         -e "$root[mpi,test]"
 fi
@@ -23,11 +23,12 @@ fi
 # Debian packages, installed only where we are root on Debian/Ubuntu:
 # likwid for its CPU bandwidth check (skipped without it); with --tests also
 # what the test suite drives for real: Lmod (job scripts of the module-based
-# systems), Slurm with munge (the two-node minicluster) and wkhtmltopdf (the
-# report's HTML page rendered to an image).
+# systems), Slurm with munge (the two-node minicluster), Chromium (the
+# report's HTML page rendered headless to an image) and texlive-latex-base
+# (pdflatex compiles the report's LaTeX).
 packages=(likwid)
 if [ "${1:-}" = --tests ]; then
-    packages+=(lmod slurm-wlm munge wkhtmltopdf)
+    packages+=(lmod slurm-wlm munge chromium texlive-latex-base)
 fi
 missing=()
 for pkg in "${packages[@]}"; do

@@ -26,6 +26,7 @@ from hpcval.inputs import checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import CLASSIC_KERNELS, parse_babelstream
 from hpcval.parsers.common import read_text
+from hpcval.publish import plotdata
 
 MODELS = ('omp', 'cuda', 'hip')
 GPU_MODELS = ('cuda', 'hip')
@@ -176,6 +177,10 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                 )
 
         return results
+
+    def figure_data(self, results):
+        return plotdata.babelstream(results, CLASSIC_KERNELS) \
+            if self.is_gpu else {}
 
     def metrics(self, results):
         """Per kernel the minimum over the node's GPUs (or the CPU run)."""

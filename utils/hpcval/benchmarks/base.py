@@ -9,7 +9,8 @@ config/replay.py the run stage replays a recording instead (hpcval.replay).
 import functools
 
 import reframe.utility.sanity as sn
-from reframe.core.builtins import run_after, run_before, sanity_function
+from reframe.core.builtins import (run_after, run_before, sanity_function,
+                                   variable)
 from reframe.core.exceptions import SanityError
 
 from hpcval import paths, references, replay
@@ -33,6 +34,11 @@ class ParsedBenchmark(SourceSettings):
     #: the parse skips the completeness checks that need it.
     replay_excerpt = ''
 
+    #: The data of this run's figures (curves, matrices, per-GPU figures;
+    #: hpcval.publish.plotdata), set from the parsed output: a loggable
+    #: variable, so the run report carries it to wherever it is read.
+    plot_data = variable(dict, value={})
+
     def require_features(self, *features):
         """Add ``+feature`` to every ``valid_systems`` spec (checks select
         by feature, never by name): what a layout needs, such as
@@ -49,6 +55,11 @@ class ParsedBenchmark(SourceSettings):
 
     def metrics(self, result):
         raise NotImplementedError
+
+    def figure_data(self, result):
+        """The figures' data of ``result`` (plain JSON); {}: no figure
+        needs more than the metrics."""
+        return {}
 
     def _exit_status(self):
         notes = []
@@ -93,6 +104,7 @@ class ParsedBenchmark(SourceSettings):
             return
 
         values = self.metrics(self.result)
+        self.plot_data = self.figure_data(self.result)
         if self.replay_excerpt:     # figures the excerpt does not show
             values = {name: vu for name, vu in values.items()
                       if vu[0] is not None}

@@ -26,6 +26,7 @@ from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers.common import read_text
+from hpcval.publish import plotdata
 from hpcval.parsers.nccl_tests import (IN_PLACE, OUT_OF_PLACE, check_devices,
                                        parse_nccl_tests)
 
@@ -194,3 +195,6 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
         values['avg_busbw'] = (result.avg_bus_bandwidth, 'GB/s')
         return values
+
+    def figure_data(self, result):
+        return plotdata.collective(result)

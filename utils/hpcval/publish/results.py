@@ -20,6 +20,13 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 
+from hpcval.publish.measures import LAYOUT_FIELDS
+
+try:                    # several times faster on a large results database
+    from orjson import loads as _loads
+except ImportError:     # pragma: no cover - orjson is a dependency
+    _loads = json.loads
+
 REPLAY_TAG = 'replay'
 _PARAM = re.compile(r'\s%(\w+)=(\S+)')
 
@@ -58,6 +65,11 @@ class Case:
     outputdir: object    # ReFrame's output folder of a passed case, or None
     stdout: object       # job stdout file name, or None
     label: str = ''      # the column name the user gave this input, if any
+    fields: tuple = ()   # ((name, value), ...) of LAYOUT_FIELDS it reported
+    # the figures' data the check stored (loggable variable plot_data) and
+    # what the node reported about itself (provenance): reports carry them
+    plot_data: object = field(default=None, compare=False)
+    provenance: object = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -176,7 +188,22 @@ def _case(tc, major, source, session, where, label):
         replay=REPLAY_TAG in _strings(tc, 'tags', where),
         outputdir=_field(tc, 'outputdir', str, where),
         stdout=_field(tc, 'job_stdout', str, where),
-        label=label)
+        label=label, fields=_layout(tc, where),
+        plot_data=_field(tc, 'plot_data', dict, where),
+        provenance=_field(tc, 'provenance', dict, where))
+
+
+def _layout(tc, where):
+    out = []
+    for name in LAYOUT_FIELDS:
+        val = tc.get(name)
+        if val is None or val == '':
+            continue
+        if isinstance(val, bool) or not isinstance(val, (str, int)):
+            raise _Bad(f'{where}: field {name!r} is {val!r}, not a string or '
+                       f'an integer')
+        out.append((name, val))
+    return tuple(out)
 
 
 def _samples(tc, major, case, where):
@@ -275,6 +302,12 @@ class _Collector:
 
 def _json(text, source, collector):
     try:
+        return _loads(text)
+    except ValueError:
+        pass
+    try:
+        # orjson refuses NaN and Infinity, which ReFrame writes for a
+        # benchmark that printed nan: the values, not the file, are bad
         return json.loads(text)
     except ValueError as err:
         collector.problem(source, f'not valid JSON (truncated?): {err}')
