@@ -41,8 +41,13 @@ def _anchor(text):
 
 
 def _date(ts):
-    return datetime.datetime.fromtimestamp(
-        ts, datetime.timezone.utc).strftime('%Y-%m-%d') if ts else 'undated'
+    """The UTC date of unix time ``ts``; 'undated' for none or nonsense
+    (reports come from anywhere)."""
+    try:
+        return datetime.datetime.fromtimestamp(
+            ts, datetime.timezone.utc).strftime('%Y-%m-%d')
+    except (TypeError, ValueError, OverflowError, OSError):
+        return 'undated'
 
 
 def input_name(source):
@@ -81,7 +86,8 @@ def systems(table):
         cases = by_col.get(col, [])
         if not cases:
             continue
-        times = [c.time for c in cases if c.time]
+        times = [c.time for c in cases
+                 if c.time and _date(c.time) != 'undated']
         prov = {}
         for c in cases:
             for key, val in (c.provenance or {}).items():
@@ -172,7 +178,8 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
     title = title or main.title
     figures = _by_benchmark(images)
     runs = [c for c in main.cases if c.result != 'skip']
-    latest = max((c.time for c in main.cases if c.time), default=0)
+    latest = max((c.time for c in main.cases
+                  if c.time and _date(c.time) != 'undated'), default=None)
     parts = ['<!DOCTYPE html><html><head><meta charset="utf-8">',
              f'<title>{esc(title)}</title><style>{_CSS}</style></head><body>',
              f'<h1>{esc(title)}</h1>']

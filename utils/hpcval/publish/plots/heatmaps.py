@@ -26,6 +26,14 @@ PRESETS = {'a2a': parse_a2a, 'p2p': parse_p2p}
 _PAIR = re.compile(r'(?:(?P<dir>uni|bidir)_)?gpu(?P<src>\d+)_to_gpu(?P<dst>\d+)')
 
 
+def _date(ts):
+    try:
+        return datetime.datetime.fromtimestamp(
+            ts, datetime.timezone.utc).strftime('%Y-%m-%d')
+    except (TypeError, ValueError, OverflowError, OSError):
+        return 'undated'
+
+
 def _from_output(case, preset):
     """(panels, None) from the kept output, or (None, message)."""
     text, why = kept_output(case)
@@ -125,9 +133,7 @@ def _figure(case, col, preset, panels, runs, outdir, plotted, force):
     for ax, (title, devices, grid) in zip(axes, panels):
         image = _panel(ax, title, devices, grid, span)
     fig.colorbar(image, ax=list(axes), label='GB/s', shrink=0.8)
-    when = datetime.datetime.fromtimestamp(
-        case.time, datetime.timezone.utc).strftime('%Y-%m-%d') \
-        if case.time else 'undated'
+    when = _date(case.time)
     latest = f', latest of {runs} runs' if runs > 1 else ''
     fig.suptitle(f'TransferBench {preset} (GB/s): {col}\n{case.check}, '
                  f'{when}{latest}', fontsize=10)
