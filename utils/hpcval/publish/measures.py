@@ -46,7 +46,14 @@ def key_and_label(case):
 def labels(cases):
     """{case: label}; two measurements of one benchmark that would read
     the same get their vendor-neutral class appended."""
-    keyed = {c: key_and_label(c) for c in cases}
+    known = {}          # the many runs of one test: worked out once
+    keyed = {}
+    for c in cases:
+        what = (c.check, c.params, c.fields)
+        got = known.get(what)
+        if got is None:
+            got = known[what] = key_and_label(c)
+        keyed[c] = got
     seen = {}
     for c, (key, label) in keyed.items():
         seen.setdefault((c.benchmark, label), set()).add(key)

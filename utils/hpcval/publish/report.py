@@ -213,9 +213,10 @@ def run(args):
             return EXIT_EMPTY
 
         keep = case_filter(args, replays=not args.no_replays)
-        tables = [comparison.build(
-            samples, args.title, [c for c in loaded.cases if keep(c)],
-            per_node=args.per_node)]
+        with results.without_gc():
+            tables = [comparison.build(
+                samples, args.title, [c for c in loaded.cases if keep(c)],
+                per_node=args.per_node)]
         inputs, problems = loaded.sources, loaded.problems
         if args.with_published:
             tables += _published_tables()
