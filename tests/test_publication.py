@@ -60,7 +60,7 @@ def test_committed_replays_are_what_the_checks_make_now(tmp_path):
         assert _figures(fresh) == _figures(kept), \
             f'docs/comparison/reports/{name} is stale: run ' \
             f'tests/make_comparison.py'
-        plot_data = [[tc.get('plot_data') for tc in r['testcases']]
+        plot_data = [[tc.get('hpcval_plot_data') for tc in r['testcases']]
                      for r in (fresh, kept) for r in r['runs']]
         assert plot_data[0] == plot_data[1]
 

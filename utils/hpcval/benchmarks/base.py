@@ -37,7 +37,7 @@ class ParsedBenchmark(SourceSettings):
     #: The data of this run's figures (curves, matrices, per-GPU figures;
     #: hpcval.publish.plotdata), set from the parsed output: a loggable
     #: variable, so the run report carries it to wherever it is read.
-    plot_data = variable(dict, value={})
+    hpcval_plot_data = variable(dict, value={})
 
     def require_features(self, *features):
         """Add ``+feature`` to every ``valid_systems`` spec (checks select
@@ -104,7 +104,7 @@ class ParsedBenchmark(SourceSettings):
             return
 
         values = self.metrics(self.result)
-        self.plot_data = self.figure_data(self.result)
+        self.hpcval_plot_data = self.figure_data(self.result)
         if self.replay_excerpt:     # figures the excerpt does not show
             values = {name: vu for name, vu in values.items()
                       if vu[0] is not None}

@@ -3,7 +3,7 @@
 A check keeps one number per metric in the report; the figures need more
 (busbw at every message size, TransferBench's matrices, each GPU's
 BabelStream figures).  The benchmark bases put that here, in the loggable
-variable ``plot_data`` (plain JSON: lists, numbers, strings), so that a
+variable ``hpcval_plot_data`` (plain JSON: lists, numbers, strings), so that a
 report copied to another machine draws every figure without the job's
 output folder.  The same functions turn a kept output, parsed again, into
 the same data for reports made before the variable existed.

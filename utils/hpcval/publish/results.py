@@ -68,8 +68,9 @@ class Case:
     stdout: object       # job stdout file name, or None
     label: str = ''      # the column name the user gave this input, if any
     fields: tuple = ()   # ((name, value), ...) of LAYOUT_FIELDS it reported
-    # the figures' data the check stored (loggable variable plot_data) and
-    # what the node reported about itself (provenance): reports carry them
+    # the figures' data the check stored (loggable variable
+    # hpcval_plot_data) and what the node reported about itself
+    # (hpcval_provenance, where the check records it): reports carry them
     plot_data: object = field(default=None, compare=False)
     provenance: object = field(default=None, compare=False)
 
@@ -224,8 +225,8 @@ def _case(tc, major, source, session, where, label):
         outputdir=_text(tc, 'outputdir', where),
         stdout=_text(tc, 'job_stdout', where),
         label=label, fields=_layout(tc, where),
-        plot_data=_mapping(tc, 'plot_data', where),
-        provenance=_mapping(tc, 'provenance', where))
+        plot_data=_mapping(tc, 'hpcval_plot_data', where),
+        provenance=_mapping(tc, 'hpcval_provenance', where))
 
 
 def _number(tc, key, where):

@@ -2,7 +2,7 @@
 
 The table keeps one number per run (busbw at the largest size, its
 maximum, Avg bus bandwidth); the curve needs every size: the check stores
-it in its report (``plot_data``, hpcval.publish.plotdata), so a report
+it in its report (``hpcval_plot_data``, hpcval.publish.plotdata), so a report
 from another site draws it.  Reports without it are read again from the
 job output that ReFrame kept in the case's output folder, where that is on
 this machine, with the parser the check used.

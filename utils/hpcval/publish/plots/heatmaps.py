@@ -2,7 +2,7 @@
 
 The table keeps the averages and one metric per GPU pair; the matrix
 (with its N/A cells and, for p2p, the CPU rows) is what the check stores
-in its report (``plot_data``, hpcval.publish.plotdata), so a report from
+in its report (``hpcval_plot_data``, hpcval.publish.plotdata), so a report from
 another site draws it.  Older reports: the job output ReFrame kept, parsed
 again where it is on this machine, else the GPU pairs of the report's
 per-pair metrics.
