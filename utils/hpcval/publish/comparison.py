@@ -286,9 +286,9 @@ def _cell(table, row, col, pairs, runs):
         latest.lower, latest.upper)
     # a run failed here: it failed and has no figure for this metric, or
     # its figure is outside the bounds it was judged against
-    with_figure = {s.case for _, s in pairs}
-    failed = sum(1 for c in runs if c not in with_figure
-                 and c.result != 'pass')
+    failed_runs = [c for c in runs if c.result != 'pass']
+    with_figure = {s.case for _, s in pairs} if failed_runs else ()
+    failed = sum(1 for c in failed_runs if c not in with_figure)
     bounds = {k: Reference(*k).bounds() for k in refs if k is not None}
     for (_, s), k in zip(pairs, keys):
         if k is not None:
@@ -296,7 +296,7 @@ def _cell(table, row, col, pairs, runs):
             failed += (lo is not None and s.value < lo) or \
                 (hi is not None and s.value > hi)
     return _judged(Cell([v for v, _ in pairs], ref,
-                        runs=max(len(runs), len(with_figure)),
+                        runs=max(len(runs), len(pairs)),
                         failed_runs=failed))
 
 

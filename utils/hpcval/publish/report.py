@@ -91,8 +91,12 @@ def load_selected(args, replays=True):
     for problem in loaded.problems:
         print(f'hpcval: left out {problem}', file=sys.stderr)
 
+    if not args.system and args.name is None and args.since is None \
+            and args.until is None and replays:
+        return loaded, loaded.samples
     keep = case_filter(args, replays)
-    return loaded, [s for s in loaded.samples if keep(s.case)]
+    kept = {id(c) for c in loaded.cases if keep(c)}
+    return loaded, [s for s in loaded.samples if id(s.case) in kept]
 
 
 def case_filter(args, replays=True):

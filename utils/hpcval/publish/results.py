@@ -415,6 +415,9 @@ def without_gc():
         yield
     finally:
         if was:
+            # what was made is kept out of later collections: re-enabling
+            # would otherwise walk all of it at the next allocation
+            gc.freeze()
             gc.enable()
 
 
