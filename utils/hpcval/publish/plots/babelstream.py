@@ -19,7 +19,7 @@ from matplotlib.patches import Patch
 
 from hpcval import units
 
-from hpcval.publish import comparison, plotdata
+from hpcval.publish import comparison, numbers, plotdata
 from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import CLASSIC_KERNELS, parse_babelstream
 from hpcval.parsers.common import read_text
@@ -106,10 +106,16 @@ def _grouped(bars, title, note, outdir, stem, plotted, force):
     fig = new_figure(max(7.0, 0.35 * len(bars) * len(KERNELS) + 3.5), 5)
     ax = fig.add_subplot()
     width = 0.8 / len(bars)
+    # GPUs in TB/s, CPUs in GB/s: the unit that suits the magnitude
+    unit = numbers.scaled_unit(UNIT, [m for _, _, values, _ in bars
+                                      for m, _, _ in values.values()])
+    f = units.convert(1.0, UNIT, unit)
     for i, (label, replay, values, refs) in enumerate(bars):
         ks = [k for k, kernel in enumerate(KERNELS) if kernel in values]
         xs = [k - 0.4 + width * (i + 0.5) for k in ks]
-        got = [values[KERNELS[k]] for k in ks]
+        got = [(m * f, s * f, n) for m, s, n in
+               (values[KERNELS[k]] for k in ks)]
+        refs = {k: r * f for k, r in refs.items()}
         ns = sorted({n for _, _, n in got})
         n = f'n={ns[0]}' if len(ns) == 1 else f'n={ns[0]}-{ns[-1]}'
         ax.bar(xs, [m for m, _, _ in got], width * 0.92,
@@ -121,7 +127,7 @@ def _grouped(bars, title, note, outdir, stem, plotted, force):
                 ax.hlines(refs[KERNELS[k]], x - width / 2, x + width / 2,
                           colors=REFERENCE_COLOUR, linewidth=2.2, zorder=4)
     ax.set_xticks(range(len(KERNELS)), KERNELS)
-    ax.set_ylabel(f'bandwidth ({UNIT}), ↑ higher is better\n{note}')
+    ax.set_ylabel(f'bandwidth ({unit}), ↑ higher is better\n{note}')
     ax.set_title(title, fontsize=10)
     ax.grid(axis='y', alpha=0.3, zorder=0)
     ax.set_ylim(bottom=0)
