@@ -175,3 +175,77 @@ def test_latex_of_unicode_names_compiles(tmp_path):
     assert tex.read_text().isascii()
     assert 'Z' in tex.read_text() and r'\&' in tex.read_text()
     assert _pdflatex(tex, out) >= 1
+
+
+PLOTS = mc.ROOT / 'tests' / 'fixtures' / 'reports' / 'plots'
+
+
+def _table(paths, **kw):
+    from hpcval.publish import comparison, results
+    loaded = results.load(paths)
+    assert loaded.problems == []
+    return loaded, comparison.build(loaded.samples, cases=loaded.cases, **kw)
+
+
+def _cell(table, test, metric, column):
+    [row] = [r for r in table.rows if r.test == test and r.metric == metric]
+    return table.cells[(row, column)]
+
+
+def test_a_failed_run_fails_the_cell_and_is_counted():
+    """Three real local runs, two of which failed the 4 MiB bandwidth
+    bound: the mean passes nothing, the cell says 1 of 3 runs passed."""
+    from hpcval.publish import formats
+    _, table = _table(sorted(PLOTS.glob('local-*.json')))
+    cell = _cell(table, 'on_node, numpy arrays', 'bandwidth_4MiB',
+                 'local@vm')
+    assert (cell.n, cell.runs, cell.passed_runs) == (3, 3, 1)
+    assert cell.verdict == 'fail'
+    assert '1 of 3 runs passed' in formats.measured(cell)
+    # a metric every run passed is not failed by another metric's failure
+    assert _cell(table, 'on_node, numpy arrays', 'latency_8B',
+                 'local@vm').verdict == 'pass'
+
+
+def test_a_run_without_figures_still_counts(tmp_path):
+    """A run that failed sanity has no figure: its column still shows the
+    measurement's rows, failed, 'no figure (0 of 1 runs passed)'."""
+    from hpcval.publish import formats
+    report = json.loads(sorted(PLOTS.glob('local-*.json'))[0].read_text())
+    for run in report['runs']:
+        for tc in run['testcases']:
+            if tc['display_name'].startswith('BabelStreamCpuCheck'):
+                tc.update(result='failure', perfvalues={},
+                          system='siteb', fail_phase='sanity')
+    path = tmp_path / 'sanity-failed.json'
+    path.write_text(json.dumps(report))
+    _, table = _table([path, sorted(PLOTS.glob('local-*.json'))[1]])
+    cell = _cell(table, 'CPU, one node', 'copy', 'siteb')
+    assert cell.values == [] and cell.verdict == 'fail'
+    assert formats.measured(cell) == 'no figure (0 of 1 runs passed)'
+
+
+def test_repeats_share_one_row(tmp_path):
+    """``--repeat 2`` names its runs %repeat_no=0 and 1: one row, n=2."""
+    report = json.loads(sorted(PLOTS.glob('local-*.json'))[1].read_text())
+    tcs = [tc for run in report['runs'] for tc in run['testcases']
+           if tc['display_name'].startswith('BabelStreamCpuCheck')]
+    [tc] = tcs
+    twin = json.loads(json.dumps(tc))
+    for n, t in enumerate((tc, twin)):
+        t['display_name'] += f' %repeat_no={n}'
+    report['runs'][0]['testcases'].append(twin)
+    path = tmp_path / 'repeat.json'
+    path.write_text(json.dumps(report))
+    _, table = _table([path])
+    rows = [r for r in table.rows if r.metric == 'copy']
+    assert [r.test for r in rows] == ['CPU, one node']
+    assert table.cells[(rows[0], 'local@vm')].n == 2
+
+
+def test_per_node_columns():
+    _, table = _table(sorted(PLOTS.glob('*.json')), per_node=True)
+    assert table.columns == ['local@vm [vm]', 'minicluster [n1,n2]',
+                             'minicluster [n1]']
+    assert cli.main(['report', *map(str, sorted(PLOTS.glob('*.json'))),
+                     '--per-node', '--format', 'csv']) == 0
