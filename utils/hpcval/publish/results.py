@@ -256,6 +256,15 @@ def _layout(tc, where):
     return tuple(out)
 
 
+def _sample(case, metric, value, unit, reference, lower, upper):
+    """Sample(...) of checked values, made without the frozen dataclass's
+    per-field setattr (millions of them in a large database)."""
+    s = object.__new__(Sample)
+    s.__dict__.update(case=case, metric=metric, value=value, unit=unit,
+                      reference=reference, lower=lower, upper=upper)
+    return s
+
+
 def _finite(x):
     return (type(x) is float and x - x == 0) or type(x) is int
 
@@ -276,10 +285,10 @@ def _samples(tc, major, case, where):
             metric = key.rsplit(':', 1)[-1]
             if not metric:
                 break
-            out.append(Sample(case, metric, float(t[0]), t[4],
-                              None if t[1] is None else float(t[1]),
-                              None if t[2] is None else float(t[2]),
-                              None if t[3] is None else float(t[3])))
+            out.append(_sample(case, metric, float(t[0]), t[4],
+                               None if t[1] is None else float(t[1]),
+                               None if t[2] is None else float(t[2]),
+                               None if t[3] is None else float(t[3])))
         else:
             return out
     return _checked_samples(tc, major, case, where)
@@ -465,7 +474,8 @@ def _db_sessions(path, since, until, col):
         col.problem(path, 'no such results database')
         return
 
-    query, args = 'SELECT uuid, json_blob FROM sessions', []
+    # the blob as bytes: orjson reads UTF-8 directly, no str made first
+    query, args = 'SELECT uuid, CAST(json_blob AS BLOB) FROM sessions', []
     bounds = [('session_start_unix >= ?', since),
               ('session_start_unix <= ?', until)]
     conds = [c for c, v in bounds if v is not None]
