@@ -162,10 +162,10 @@ def link_count(table, bench):
 def to_markdown(table, images=None):
     """``images``: {benchmark: [(caption, relative path)]} shown under
     each benchmark's table."""
-    out = [f'## {table.title}', '', legend(table), '']
+    out = [f'## {_md(table.title)}', '', legend(table), '']
     head = ['test', 'metric'] + table.columns
     for bench, rows in table.groups(links=False):
-        out += [f'### {bench}', '']
+        out += [f'### {_md(bench)}', '']
         note = checks_note(table, bench)
         if note:
             out += [f'Measured by {_md(note)}.', '']
@@ -173,10 +173,10 @@ def to_markdown(table, images=None):
                 '|' + '---|' * len(head)]
         for test, row in labelled_rows(rows):
             shown = Shown(table, row)
-            cells = _cells(table, shown, lambda lines: '<br>'.join(lines))
+            cells = _cells(table, shown,
+                           lambda lines: '<br>'.join(map(_md, lines)))
             out.append('| ' + ' | '.join(
-                [_md(test), _md(shown.label())] +
-                [_md(c) for c in cells]) + ' |')
+                [_md(test), _md(shown.label())] + cells) + ' |')
         out.append('')
         links = link_count(table, bench)
         if links:
@@ -189,8 +189,14 @@ def to_markdown(table, images=None):
     return '\n'.join(out).rstrip() + '\n'
 
 
+_MD = {'\\': '\\\\', '|': '\\|', '&': '&amp;', '<': '&lt;', '>': '&gt;',
+       '\n': ' ', '\r': ' '}
+
+
 def _md(text):
-    return text.replace('|', '\\|')
+    """Text safe in a Markdown table cell: no cell break, no raw HTML
+    (names in reports come from anywhere)."""
+    return ''.join(_MD.get(ch, ch) for ch in str(text))
 
 
 CSV_FIELDS = ('benchmark', 'test', 'metric', 'unit', 'better', 'column',
@@ -209,16 +215,28 @@ def to_csv(table):
                 continue
             ref = cell.reference
             lo, hi = ref.bounds() if ref else (None, None)
-            out.writerow([row.benchmark, row.test, row.metric, row.unit,
-                          row.better, col, cell.n, _opt(cell.mean),
+            out.writerow([*map(_text_cell, (row.benchmark, row.test,
+                                            row.metric, row.unit, row.better,
+                                            col)),
+                          cell.n, _opt(cell.mean),
                           _opt(cell.std), _opt(min(cell.values, default=None)),
                           _opt(max(cell.values, default=None)),
                           _opt(ref and ref.value), _opt(lo), _opt(hi),
-                          cell.verdict, cell.runs, cell.passed_runs,
-                          ' '.join(sorted(table.checks.get(
-                              (row.benchmark, col), ())))])
+                          _text_cell(cell.verdict), cell.runs,
+                          cell.passed_runs,
+                          _text_cell(' '.join(sorted(table.checks.get(
+                              (row.benchmark, col), ()))))])
 
     return buf.getvalue()
+
+
+def _text_cell(text):
+    """A text cell no spreadsheet takes for a formula: names in reports
+    come from anywhere, and ``=``, ``+``, ``-``, ``@``, tab or CR first
+    would make one (a leading ' shows it as text)."""
+    text = str(text)
+    return f"'{text}" if text[:1] in ('=', '+', '-', '@', '\t', '\r') \
+        else text
 
 
 def _opt(x):
