@@ -194,20 +194,23 @@ def build(samples, title='Cross-system comparison', cases=None,
     column per node list."""
     cases = list(dict.fromkeys(cases if cases is not None
                                else (s.case for s in samples)))
-    column = columns(cases, per_node)
-    label = measures.labels(cases)
+    where = _placed(cases, per_node)
     # samples of one case come together: column and measurement are worked
     # out once per case, not per sample (a database holds millions)
     unit_of, groups = {}, {}
     for case, ss in _by_case(samples):
-        prefix = (case.benchmark, label[case])
-        metrics = groups.get(prefix + (column[case],))
+        col, test = where.get(id(case)) or _placed([case], per_node, cases)[
+            id(case)]
+        units_of = unit_of.get((case.benchmark, test))
+        if units_of is None:
+            units_of = unit_of[(case.benchmark, test)] = {}
+        metrics = groups.get((case.benchmark, test, col))
         if metrics is None:
-            metrics = groups[prefix + (column[case],)] = {}
+            metrics = groups[(case.benchmark, test, col)] = {}
         for s in ss:
-            unit = unit_of.get(prefix + (s.metric,))
+            unit = units_of.get(s.metric)
             if unit is None:
-                unit = unit_of[prefix + (s.metric,)] = s.unit
+                unit = units_of[s.metric] = s.unit
             key, value = s.metric, s.value
             if s.unit != unit:
                 try:
@@ -222,14 +225,13 @@ def build(samples, title='Cross-system comparison', cases=None,
     table = Table(title, [], [], {})
     runs = {}
     for case in cases:
+        col, test = where[id(case)]
         if case.result != 'skip':
-            runs.setdefault((case.benchmark, label[case], column[case]),
-                            []).append(case)
-        table.checks.setdefault((case.benchmark, column[case]),
-                                set()).add(case.check)
+            runs.setdefault((case.benchmark, test, col), []).append(case)
+        table.checks.setdefault((case.benchmark, col), set()).add(case.check)
     for (bench, test, col), metrics in groups.items():
         for key, pairs in metrics.items():
-            metric, unit = (key, unit_of[(bench, test, key)]) \
+            metric, unit = (key, unit_of[(bench, test)][key]) \
                 if isinstance(key, str) else key
             row = Row(bench, test, metric, unit)
             table.cells[(row, col)] = _cell(table, row, col, pairs, runs.get(
@@ -254,6 +256,16 @@ def build(samples, title='Cross-system comparison', cases=None,
     return table
 
 
+def _placed(cases, per_node, among=None):
+    """{id(case): (column, measurement label)} of ``cases``, worked out
+    among ``among`` (default: the cases themselves); keyed by identity, as
+    hashing a Case a million times costs seconds."""
+    among = cases if among is None else list(among) + list(cases)
+    column = columns(among, per_node)
+    label = measures.labels(among)
+    return {id(c): (column[c], label[c]) for c in cases}
+
+
 def _by_case(samples):
     """[(case, [its samples])], oldest case first."""
     out, current = [], None
@@ -266,14 +278,11 @@ def _by_case(samples):
     return out
 
 
-def _ref_key(s):
-    if not s.reference or (s.lower is None and s.upper is None):
-        return None
-    return (s.reference, s.lower, s.upper)
-
-
 def _cell(table, row, col, pairs, runs):
-    keys = [_ref_key(s) for _, s in pairs]
+    # the reference each run was judged against (None: ReFrame's default,
+    # no reference); inline, as this runs once per sample
+    keys = [None if not s.reference or (s.lower is None and s.upper is None)
+            else (s.reference, s.lower, s.upper) for _, s in pairs]
     refs = set(keys)
     latest = _reference(pairs[-1][1])
     if len(refs) > 1:
