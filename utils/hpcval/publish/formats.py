@@ -47,9 +47,10 @@ class Shown:
     """How one row is printed: its unit scaled to the magnitude of its
     cells (published figures keep their unit and digits)."""
 
-    def __init__(self, table, row):
+    def __init__(self, table, row, columns=None):
         self.row = row
-        cells = [table.cells.get((row, c)) for c in table.columns]
+        cells = [table.cells.get((row, c))
+                 for c in (table.columns if columns is None else columns)]
         self.cells = cells
         if any(c is not None and c.verdict == PUBLISHED for c in cells):
             self.unit = row.unit
@@ -154,6 +155,13 @@ def checks_note(table, bench):
                      for check, cols in by_check.items())
 
 
+def columns_of(table, rows):
+    """The table's columns that hold a cell of ``rows``: a benchmark's
+    table leaves out the systems that did not run it."""
+    return [c for c in table.columns
+            if any((r, c) in table.cells for r in rows)]
+
+
 def link_count(table, bench):
     return sum(1 for r in table.rows
                if r.benchmark == bench and is_link_metric(r.metric))
@@ -163,8 +171,9 @@ def to_markdown(table, images=None):
     """``images``: {benchmark: [(caption, relative path)]} shown under
     each benchmark's table."""
     out = [f'## {_md(table.title)}', '', legend(table), '']
-    head = ['test', 'metric'] + table.columns
     for bench, rows in table.groups(links=False):
+        cols = columns_of(table, rows)
+        head = ['test', 'metric'] + cols
         out += [f'### {_md(bench)}', '']
         note = checks_note(table, bench)
         if note:
@@ -172,7 +181,7 @@ def to_markdown(table, images=None):
         out += ['| ' + ' | '.join(_md(h) for h in head) + ' |',
                 '|' + '---|' * len(head)]
         for test, row in labelled_rows(rows):
-            shown = Shown(table, row)
+            shown = Shown(table, row, cols)
             cells = _cells(table, shown,
                            lambda lines: '<br>'.join(map(_md, lines)))
             out.append('| ' + ' | '.join(

@@ -45,7 +45,7 @@ _PREAMBLE = r"""\documentclass[10pt]{article}
 
 
 def _longtable(table, bench, rows):
-    cols = table.columns
+    cols = formats.columns_of(table, rows)
     landscape = len(cols) > 3
     width = 24.0 if landscape else 17.0        # usable cm
     fixed = 3.0 + 3.2
@@ -59,7 +59,7 @@ def _longtable(table, bench, rows):
            r'\hline', head, r'\hline', r'\endfirsthead',
            r'\hline', head, r'\hline', r'\endhead', r'\hline', r'\endfoot']
     for test, row in formats.labelled_rows(rows):
-        shown = formats.Shown(table, row)
+        shown = formats.Shown(table, row, cols)
         cells = []
         for cell in shown.cells:
             lines = [] if cell is None else [shown.measured(cell),

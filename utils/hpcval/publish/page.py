@@ -130,15 +130,16 @@ def summary(table):
 
 
 def _table(table, rows, esc):
+    cols = formats.columns_of(table, rows)
     parts = ['<div class="wrap"><table><tr><th>test</th><th>metric</th>' +
-             ''.join(f'<th>{esc(c)}</th>' for c in table.columns) + '</tr>']
+             ''.join(f'<th>{esc(c)}</th>' for c in cols) + '</tr>']
     for test, row in formats.labelled_rows(rows):
-        shown = formats.Shown(table, row)
+        shown = formats.Shown(table, row, cols)
         span = sum(r.test == row.test for r in rows)
         parts.append('<tr>' + (f'<td class="test" rowspan="{span}">'
                                f'{esc(test)}</td>' if test else '') +
                      f'<td class="metric">{esc(shown.label())}</td>')
-        for col, cell in zip(table.columns, shown.cells):
+        for col, cell in zip(cols, shown.cells):
             if cell is None:
                 parts.append('<td></td>')
                 continue
