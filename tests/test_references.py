@@ -152,7 +152,7 @@ def test_lower_bound_below_minus_one_is_rejected(tmp_path):
 
 def test_cli_validates_references(tmp_path, capsys):
     from hpcval import cli
-    assert cli.main(['references']) == 0
+    assert cli.main(['references', '--system', 'local']) == 0
     assert 'local:' in capsys.readouterr().out
     (tmp_path / 'local.yaml').write_text('system: local\n')
     assert cli.main(['references', '--dir', str(tmp_path)]) == 1

@@ -1,7 +1,8 @@
 """``hpcval``: command-line helpers around the checks.
 
-    hpcval references [--dir DIR] [--markdown]
-                                      validate every reference file; count
+    hpcval references [--dir DIR] [--markdown] [--system X]
+                                      validate every reference file (each
+                                      entry must match a test); count
                                       them, or print them all as a table
     hpcval report [REPORT ...] [--db [PATH]] [selection] [--format ...]
                                       the cross-system comparison table
@@ -30,12 +31,35 @@ def _references(args):
         print(reference_table.markdown(by_system), end='')
         return 0
 
+    failed = False
     for system, refs in by_system.items():
         judged = sum(r.value is not None for r in refs)
         print(f'{system}: {judged} references, {len(refs) - judged} '
               f'explicitly absent')
+        if not args.schema_only and (not args.system or
+                                     system in args.system):
+            failed |= _unmatched(system, refs, args.dir)
 
-    return 0
+    return 1 if failed else 0
+
+
+def _unmatched(system, refs, ref_dir):
+    """Say which entries of ``system``'s file match no test; True if any."""
+    import os
+
+    from hpcval import coverage
+    path = os.path.join(ref_dir, f'{system}.yaml')
+    try:
+        errors, notes = coverage.problems_of_system(system, refs, path)
+    except Exception as err:     # ReFrame's own errors: say, don't trace
+        print(f'hpcval: {path}: cannot load the checks for system '
+              f'{system!r} to match its entries: {err}', file=sys.stderr)
+        return True
+    for note in notes:
+        print(f'hpcval: note: {note}', file=sys.stderr)
+    for error in errors:
+        print(f'hpcval: {error}', file=sys.stderr)
+    return bool(errors)
 
 
 def _calibrate(args):
@@ -75,6 +99,12 @@ def main(argv=None):
     refs.add_argument('--dir', default=paths.references_dir())
     refs.add_argument('--markdown', action='store_true',
                       help='print every reference as a Markdown table')
+    refs.add_argument('--system', action='append', default=[],
+                      help='match only these systems\' entries against '
+                           'their tests (repeatable; default: all)')
+    refs.add_argument('--schema-only', action='store_true',
+                      help='check the files\' schema only, without loading '
+                           'the checks to match every entry to a test')
     refs.set_defaults(func=_references)
     rep = sub.add_parser('report', help='cross-system comparison tables and '
                                         'plots of run reports')

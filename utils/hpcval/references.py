@@ -334,3 +334,104 @@ def select(refs, check_names, partition, attrs, metric_units):
 
     return {name: ref.as_tuple(metric_units[name])
             for name, ref in chosen.items() if ref.value is not None}
+
+
+@dataclass(frozen=True)
+class TestShape:
+    """What an entry can match of one loaded test: its class and base
+    class names, the partitions it runs on, its attributes (``attrs.get``)
+    and the names of its parameters (a variable's value is the run's:
+    ``-S`` may set it)."""
+    names: tuple
+    partitions: frozenset
+    attrs: object
+    params: frozenset = frozenset()
+
+
+def _entries(refs):
+    """{entry index: first Reference of that entry}, in file order."""
+    out = {}
+    for ref in refs:
+        out.setdefault(ref.entry, ref)
+    return out
+
+
+def unmatched(refs, tests, path, known_checks=None):
+    """(errors, notes) about the entries of one system's ``refs`` (read
+    from ``path``) against its loaded ``tests`` (TestShape), each naming
+    file and entry.  An error: the entry matches no test (check class,
+    partition, ``where`` key, a parameter's value).  A note: it matches
+    only when a run sets a variable to its ``where`` value.  With
+    ``known_checks`` (every test and base class name there is) an entry
+    whose check was not loaded is left alone unless the name is unknown."""
+    errors, notes = [], []
+    for i, ref in _entries(refs).items():
+        found = _no_match(ref, tests, known_checks)
+        if found:
+            fatal, why = found
+            where = ''.join(f', {k}={v}' for k, v in ref.where.items())
+            (errors if fatal else notes).append(EntryProblem(
+                f'{path}: entries[{i}] ({ref.check}, partition '
+                f'{ref.partition}{where}): {why}', ref.check))
+    return errors, notes
+
+
+class EntryProblem(str):
+    """A message about one entry; ``check`` is the class it names."""
+
+    def __new__(cls, text, check):
+        self = super().__new__(cls, text)
+        self.check = check
+        return self
+
+
+def _no_match(ref, tests, known_checks):
+    family = [t for t in tests if ref.check in t.names]
+    if not family:
+        if known_checks is not None and ref.check in known_checks:
+            return None
+        return True, (f'no test of this system is a {ref.check} (a typo in '
+                      f'the class name, or no such check runs here)')
+
+    placed = [t for t in family if t.partitions and
+              (ref.partition == '*' or ref.partition in t.partitions)]
+    if not placed:
+        parts = sorted({p for t in family for p in t.partitions})
+        return True, (f'no {ref.check} test runs on partition '
+                      f'{ref.partition!r} (it runs on: '
+                      f'{", ".join(parts) or "none"})')
+
+    for key in ref.where:
+        if not any(t.attrs.get(key) is not None for t in placed):
+            return True, (f'where: no {ref.check} test has an attribute '
+                          f'{key!r}')
+
+    def fits(test, variables):
+        return all(_same(test.attrs.get(k), v) or
+                   (variables and k not in test.params)
+                   for k, v in ref.where.items())
+
+    if any(fits(t, False) for t in placed):
+        return None
+
+    differ = {k: sorted({str(t.attrs.get(k)) for t in placed
+                         if t.attrs.get(k) is not None})
+              for k, v in ref.where.items()
+              if not any(_same(t.attrs.get(k), v) for t in placed)}
+    seen = '; '.join(f'{k} is {" or ".join(vals)}'
+                     for k, vals in differ.items())
+    if any(fits(t, True) for t in placed):
+        return False, (f'judged only in runs that set '
+                       f'{", ".join(f"{k}={ref.where[k]}" for k in differ)}'
+                       f' (-S); by default {seen}')
+    return True, (f'where: no {ref.check} test has these values ('
+                  f'{seen or "no single test has all of them"})')
+
+
+def unreported(refs, check_names, partition, attrs, reported):
+    """(entry index, metric) of the entries applying to one test that
+    name a metric the test did not report: a misspelt metric would
+    otherwise never be judged."""
+    return [(ref.entry, ref.metric) for ref in refs
+            if ref.metric != '*' and ref.metric not in reported
+            and _matches(ref, check_names, partition, attrs)]

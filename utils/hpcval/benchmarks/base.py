@@ -12,13 +12,13 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function
 from reframe.core.exceptions import SanityError
 
-from hpcval import paths, references, replay
+from hpcval import coverage, paths, references, replay
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
 
 
 @functools.lru_cache(maxsize=None)
-def _reference_files():
+def reference_files():
     return references.load_dir(paths.references_dir())
 
 
@@ -60,6 +60,16 @@ class ParsedBenchmark(SourceSettings):
             notes.append(f'job state {self.job.state}')
         return f' ({", ".join(notes)})' if notes else ''
 
+    @run_after('init')
+    def register_loaded(self):
+        coverage.register(self)
+
+    @run_before('setup')
+    def check_reference_entries(self):
+        # every test is loaded by now: an entry meant for this check that
+        # matches none of them (a misspelt where, say) fails it here
+        coverage.check_loaded(self)
+
     @run_after('setup')
     def label_replay(self):
         if replay.active(self):
@@ -93,6 +103,7 @@ class ParsedBenchmark(SourceSettings):
             return
 
         values = self.metrics(self.result)
+        coverage.check_metrics(self, values)
         if self.replay_excerpt:     # figures the excerpt does not show
             values = {name: vu for name, vu in values.items()
                       if vu[0] is not None}
@@ -105,7 +116,7 @@ class ParsedBenchmark(SourceSettings):
         )}
 
     def _references(self, metric_units):
-        refs = _reference_files().get(self.current_system.name, [])
+        refs = reference_files().get(self.current_system.name, [])
         names = [cls.__name__ for cls in type(self).__mro__]
         return references.select(refs, names, self.current_partition.name,
                                  _Attrs(self), metric_units)
