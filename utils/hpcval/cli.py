@@ -91,6 +91,17 @@ def _calibrate(args):
     return 0
 
 
+def _finite(text):
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f'{text!r} is not a finite number')
+    return value
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='hpcval')
     sub = parser.add_subparsers(dest='command', required=True)
@@ -114,9 +125,9 @@ def main(argv=None):
                                            'own good runs')
     report.add_input_arguments(cal)
     cal.add_argument('--ref-dir', default=paths.references_dir())
-    cal.add_argument('--k', type=float, default=3.0,
+    cal.add_argument('--k', type=_finite, default=3.0,
                      help='tolerance: k standard deviations (default 3)')
-    cal.add_argument('--floor', type=float, default=0.05,
+    cal.add_argument('--floor', type=_finite, default=0.05,
                      help='never tighter than this fraction (default 0.05)')
     cal.add_argument('--min-samples', type=int, default=3)
     cal.add_argument('--allow-replays', action='store_true')

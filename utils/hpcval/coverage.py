@@ -14,6 +14,10 @@ import os
 
 from hpcval import paths, references
 
+# the checkout this package runs from: its checks/ and config/
+_HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKOUT = os.path.dirname(os.path.dirname(_HERE))
+
 
 def shape(test):
     """references.TestShape of a loaded ReFrame test (in a runtime of its
@@ -41,10 +45,8 @@ class _Attrs:
 def known_checks():
     """Every class name of the loaded tests, hpcval.benchmarks and the
     checks/ folder beside this package, read without importing them."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    checks = os.path.join(os.path.dirname(os.path.dirname(here)), 'checks')
-    files = [*glob.glob(os.path.join(checks, '*.py')),
-             *glob.glob(os.path.join(here, 'benchmarks', '*.py'))]
+    files = [*glob.glob(os.path.join(CHECKOUT, 'checks', '*.py')),
+             *glob.glob(os.path.join(_HERE, 'benchmarks', '*.py'))]
     names = {cls.__name__ for t in _LOADED for cls in type(t).__mro__}
     for path in files:
         with open(path, encoding='utf-8') as fp:
@@ -61,7 +63,7 @@ def problems_of_system(system, refs, path, checks_dir=None):
     from reframe.core import config, runtime
     from reframe.frontend.loader import RegressionCheckLoader
 
-    site = config.load_config(os.path.join(paths.repo_root(), 'config',
+    site = config.load_config(os.path.join(CHECKOUT, 'config',
                                            'settings.py'))
     for entry in site._site_config['systems']:
         # matching needs tests, not modules: no Lmod to ask
@@ -70,7 +72,7 @@ def problems_of_system(system, refs, path, checks_dir=None):
     site.select_subconfig(system, ignore_resolve_errors=True)
     with _runtime(site):
         loaded = RegressionCheckLoader(
-            [checks_dir or os.path.join(paths.repo_root(), 'checks')]
+            [checks_dir or os.path.join(CHECKOUT, 'checks')]
         ).load_all(force=True)
         tests = [shape(t) for t in loaded
                  if not t.is_fixture()]
