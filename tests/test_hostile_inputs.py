@@ -654,11 +654,15 @@ class TestReportHostileFiles:
             conn.execute('UPDATE sessions SET json_blob = ? WHERE uuid = ?',
                          (b'\xff\x00' * 10, uuid))
             conn.execute("INSERT INTO sessions (uuid, json_blob) VALUES "
-                         "('n', 42)")
+                         "('null', NULL), ('deep', ?), ('number', 42)",
+                         ('[' * 100000,))
         proc = hpcval('report', '--db', bad, OLD_REPORT)
         assert proc.returncode == 0
         assert f'{bad}#{uuid}: not valid JSON' in proc.stderr
-        assert f'{bad}#n: holds int, not JSON text' in proc.stderr
+        assert f'{bad}#null: holds NoneType, not JSON text' in proc.stderr
+        assert f'{bad}#deep: not valid JSON: nested too deeply' in \
+            proc.stderr
+        assert f'{bad}#number: not a ReFrame run report' in proc.stderr
 
     def test_db_path_with_hash(self, pingpong, tmp_path):
         _, db = pingpong

@@ -430,8 +430,10 @@ def _no_match(ref, tests, known_checks):
 
 def unreported(refs, check_names, partition, attrs, reported):
     """(entry index, metric) of the entries applying to one test that
-    name a metric the test did not report: a misspelt metric would
-    otherwise never be judged."""
+    give a value for a metric the test did not report: a misspelt metric
+    would otherwise never be judged.  (An explicitly absent one judges
+    nothing either way: a base class's entry may list the absent metrics
+    of all its variants.)"""
     return [(ref.entry, ref.metric) for ref in refs
-            if ref.metric != '*' and ref.metric not in reported
+            if ref.value is not None and ref.metric not in reported
             and _matches(ref, check_names, partition, attrs)]

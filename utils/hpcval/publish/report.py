@@ -178,7 +178,12 @@ def run(args):
     if args.references_only:
         from hpcval import paths, references
         from hpcval.publish import published
-        tables = published.tables(references.load_dir(paths.references_dir()))
+        try:
+            refs = references.load_dir(paths.references_dir())
+        except references.ReferenceFileError as err:
+            print(f'hpcval report: {err}', file=sys.stderr)
+            return EXIT_REJECTED
+        tables = published.tables(refs)
         inputs, problems, samples = ['references/*.yaml'], [], []
     else:
         try:

@@ -326,7 +326,7 @@ def _json(text, source, collector):
         return json.loads(text)
     except ValueError as err:   # number too long, not UTF-8, not JSON
         collector.problem(source, f'not valid JSON (truncated?): '
-                                  f'{_short(str(err), 200)}')
+                                  f'{str(err)[:200]}')
     except RecursionError:
         collector.problem(source, 'not valid JSON: nested too deeply')
     return None
