@@ -60,7 +60,7 @@ def problems_of_system(system, refs, path, checks_dir=None):
     """references.unmatched of ``system``'s file against the tests of
     the checks under ``checks_dir`` (default: checks/), loaded by ReFrame
     for ``system`` with default variables: (errors, notes)."""
-    from reframe.core import config, runtime
+    from reframe.core import config
     from reframe.frontend.loader import RegressionCheckLoader
 
     site = config.load_config(os.path.join(CHECKOUT, 'config',
@@ -74,8 +74,7 @@ def problems_of_system(system, refs, path, checks_dir=None):
         loaded = RegressionCheckLoader(
             [checks_dir or os.path.join(CHECKOUT, 'checks')]
         ).load_all(force=True)
-        tests = [shape(t) for t in loaded
-                 if not t.is_fixture()]
+        tests = [shape(t) for t in loaded if not t.is_fixture()]
     return references.unmatched(refs, tests, path)
 
 
