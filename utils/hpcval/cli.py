@@ -91,6 +91,25 @@ def _calibrate(args):
     return 0
 
 
+def _run(args):
+    """The command, with no traceback a user can reach: a closed pipe
+    (``| head``) ends it quietly, anything unforeseen is one line
+    (HPCVAL_DEBUG=1 shows the traceback)."""
+    import os
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as err:
+        if os.environ.get('HPCVAL_DEBUG'):
+            raise
+        print(f'hpcval {args.command}: unexpected error: '
+              f'{type(err).__name__}: {err} (HPCVAL_DEBUG=1 shows where)',
+              file=sys.stderr)
+        return 1
+
+
 def _finite(text):
     import math
     try:
@@ -139,7 +158,7 @@ def main(argv=None):
                      help='replace references/<system>.yaml')
     cal.set_defaults(func=_calibrate)
     args = parser.parse_args(argv)
-    return args.func(args)
+    return _run(args)
 
 
 if __name__ == '__main__':

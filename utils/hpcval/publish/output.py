@@ -52,7 +52,12 @@ def write(path, data, force=False):
                                   f'overwrite)')
 
     folder = os.path.dirname(path) or '.'
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix='.hpcval-', suffix='.tmp')
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix='.hpcval-',
+                                   suffix='.tmp')
+    except OSError as err:
+        raise OutputRefused(f'{path}: cannot write: {err.strerror}') \
+            from None
     try:
         with os.fdopen(fd, 'wb') as fp:
             fp.write(data.encode('utf-8') if isinstance(data, str) else data)
