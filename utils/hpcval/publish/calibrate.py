@@ -391,8 +391,8 @@ def _replace(path, text):
         mode = 0o666 & ~umask
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f'.{os.path.basename(path)}.',
-                                   suffix='.tmp')
+        fd, tmp = tempfile.mkstemp(
+            dir=folder, prefix=f'.{os.path.basename(path)}.', suffix='.tmp')
         with os.fdopen(fd, 'w', encoding='utf-8') as fp:
             fp.write(text)
             fp.flush()
