@@ -213,7 +213,8 @@ class TestEntryMatchingNoTest:
         [tc] = [tc for tc in cases(report) if not tc['fixture']]
         assert tc['fail_phase'] == 'performance'
         assert f"{path}: entries[0].metrics.latency_8b: the test reports " \
-               f"no metric 'latency_8b'" in tc['fail_reason']
+               f"no metric 'latency_8b' (did you mean 'latency_8B'? it " \
+               f"reports bandwidth_4MiB, latency_1KiB" in tc['fail_reason']
 
 
 BAD_FILES = {

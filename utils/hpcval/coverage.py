@@ -129,8 +129,9 @@ def check_loaded(test):
 
 
 def check_metrics(test, reported):
-    """Raise if an entry applying to ``test`` names a metric it did not
-    report (``reported``: its metric names)."""
+    """Raise if an entry applying to ``test`` gives a value for a metric
+    it did not report, and that looks like a mistake (references.
+    unreported); ``reported``: its metric names."""
     from hpcval.benchmarks.base import _Attrs, reference_files
     system = test.current_system.name
     refs = reference_files().get(system, [])
@@ -141,5 +142,6 @@ def check_metrics(test, reported):
         from reframe.core.exceptions import PerformanceError
         raise PerformanceError('; '.join(
             f'{reference_path(system)}: entries[{i}].metrics.{metric}: '
-            f'the test reports no metric {metric!r} (it reports '
-            f'{", ".join(sorted(reported))})' for i, metric in missing))
+            f'the test reports no metric {metric!r} ('
+            f'{f"did you mean {close!r}? " if close else ""}it reports '
+            f'{", ".join(sorted(reported))})' for i, metric, close in missing))

@@ -28,6 +28,7 @@ check reports.  Why not ReFrame's own ``$ref`` YAML: its entries are bare
 tuples keyed by class name, with no place for provenance or rules, and a
 figure nobody can trace is one nobody can argue with.
 """
+import difflib
 import math
 import os
 import re
@@ -429,11 +430,28 @@ def _no_match(ref, tests, known_checks):
 
 
 def unreported(refs, check_names, partition, attrs, reported):
-    """(entry index, metric) of the entries applying to one test that
-    give a value for a metric the test did not report: a misspelt metric
-    would otherwise never be judged.  (An explicitly absent one judges
-    nothing either way: a base class's entry may list the absent metrics
-    of all its variants.)"""
-    return [(ref.entry, ref.metric) for ref in refs
-            if ref.value is not None and ref.metric not in reported
-            and _matches(ref, check_names, partition, attrs)]
+    """(entry index, metric, what the test reports instead) of the
+    entries applying to one test that give a value for a metric it did
+    not report, where that looks like a mistake: a misspelt metric would
+    otherwise never be judged.
+
+    One test cannot tell a typo from a metric of a sibling variant (an
+    entry for LikwidBenchCheck gives copy_bandwidth and stream_bandwidth,
+    each variant reports one), so a missing metric counts when the test
+    reports none of the entry's figures, or reports one whose name is
+    close to it (``latency_8b`` for ``latency_8B``).  Explicitly absent
+    metrics judge nothing either way."""
+    by_entry = {}
+    for ref in refs:
+        if ref.value is not None and _matches(ref, check_names, partition,
+                                              attrs):
+            by_entry.setdefault(ref.entry, []).append(ref.metric)
+    found = []
+    for entry, metrics in by_entry.items():
+        missing = [m for m in metrics if m not in reported]
+        for metric in missing:
+            close = difflib.get_close_matches(metric, list(reported), n=1,
+                                              cutoff=0.85)
+            if close or len(missing) == len(metrics):
+                found.append((entry, metric, close[0] if close else None))
+    return found
