@@ -7,7 +7,9 @@ asserts the exit status, the message naming file, key, option or
 variable, that no traceback reaches the user, and that inputs are
 unchanged and nothing is written outside the output folder.
 """
+import csv
 import hashlib
+import io
 import json
 import os
 import pathlib
@@ -437,7 +439,7 @@ class TestCalibrateBadNumbers:
                         vals[0] = value
             return edit
 
-        nan = _report_copy(report, tmp_path, 'nan.json', set_all(math_nan()))
+        nan = _report_copy(report, tmp_path, 'nan.json', set_all(float('nan')))
         huge = _report_copy(report, tmp_path, 'huge.json', set_all(1e308))
         big_int = _big_int_report(report, tmp_path)
         before = digest(root)
@@ -447,10 +449,6 @@ class TestCalibrateBadNumbers:
             assert proc.returncode == 0, proc.stderr
             assert 'not a finite number' in proc.stderr
         assert digest(root) == before
-
-
-def math_nan():
-    return float('nan')
 
 
 def _big_int_report(report, tmp_path):
@@ -568,8 +566,6 @@ class TestCsvFormulas:
         report = _hostile_report(tmp_path)
         proc = hpcval('report', report, '--format', 'csv')
         assert proc.returncode == 0, proc.stderr
-        import csv
-        import io
         rows = list(csv.DictReader(io.StringIO(proc.stdout)))
         assert rows
         for row in rows:
