@@ -104,8 +104,8 @@ def register(test):
 
 @functools.lru_cache(maxsize=None)
 def _run_errors(system, path):
-    from hpcval.benchmarks.base import reference_files
-    refs = reference_files().get(system, [])
+    from hpcval.benchmarks.base import _reference_files
+    refs = _reference_files().get(system, [])
     errors, _ = references.unmatched(refs, [shape(t) for t in _LOADED],
                                      path, known_checks())
     return tuple(errors)
@@ -132,9 +132,9 @@ def check_metrics(test, reported):
     """Raise if an entry applying to ``test`` gives a value for a metric
     it did not report, and that looks like a mistake (references.
     unreported); ``reported``: its metric names."""
-    from hpcval.benchmarks.base import _Attrs, reference_files
+    from hpcval.benchmarks.base import _Attrs, _reference_files
     system = test.current_system.name
-    refs = reference_files().get(system, [])
+    refs = _reference_files().get(system, [])
     missing = references.unreported(
         refs, [cls.__name__ for cls in type(test).__mro__],
         test.current_partition.name, _Attrs(test), reported)

@@ -18,7 +18,7 @@ from hpcval.parsers import ParseError
 
 
 @functools.lru_cache(maxsize=None)
-def reference_files():
+def _reference_files():
     return references.load_dir(paths.references_dir())
 
 
@@ -130,7 +130,7 @@ class ParsedBenchmark(SourceSettings):
         )}
 
     def _references(self, metric_units):
-        refs = reference_files().get(self.current_system.name, [])
+        refs = _reference_files().get(self.current_system.name, [])
         names = [cls.__name__ for cls in type(self).__mro__]
         return references.select(refs, names, self.current_partition.name,
                                  _Attrs(self), metric_units)
