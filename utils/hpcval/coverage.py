@@ -14,9 +14,26 @@ import os
 
 from hpcval import paths, references
 
-# the checkout this package runs from: its checks/ and config/
 _HERE = os.path.dirname(os.path.abspath(__file__))
-CHECKOUT = os.path.dirname(os.path.dirname(_HERE))
+
+
+def _suite(*parts):
+    """A file or folder of the suite: $HPCVAL_ROOT's where it has one,
+    else this package's own (the installed copy or the checkout; a root
+    holding only references/ is what tests give)."""
+    own = os.path.join(_HERE, 'suite')
+    if not os.path.isdir(own):
+        own = os.path.dirname(os.path.dirname(_HERE))
+    for root in (paths.repo_root(), own):
+        path = os.path.join(root, *parts)
+        if os.path.exists(path):
+            return path
+    return os.path.join(own, *parts)
+
+
+def checks_dirs():
+    """The built-in checks/ and a site's."""
+    return [_suite('checks'), *paths.site_folders('checks')]
 
 
 def shape(test):
@@ -45,7 +62,8 @@ class _Attrs:
 def known_checks():
     """Every class name of the loaded tests, hpcval.benchmarks and the
     checks/ folder beside this package, read without importing them."""
-    files = [*glob.glob(os.path.join(CHECKOUT, 'checks', '*.py')),
+    files = [*(f for d in checks_dirs()
+               for f in glob.glob(os.path.join(d, '*.py'))),
              *glob.glob(os.path.join(_HERE, 'benchmarks', '*.py'))]
     names = {cls.__name__ for t in _LOADED for cls in type(t).__mro__}
     for path in files:
@@ -56,24 +74,21 @@ def known_checks():
     return frozenset(names)
 
 
-def problems_of_system(system, refs, path, checks_dir=None):
-    """references.unmatched of ``system``'s file against the tests of
-    the checks under ``checks_dir`` (default: checks/), loaded by ReFrame
-    for ``system`` with default variables: (errors, notes)."""
+def problems_of_system(system, refs, path):
+    """references.unmatched of ``system``'s file (``path``) against the
+    tests of the built-in and site checks, loaded by ReFrame for
+    ``system`` with default variables: (errors, notes)."""
     from reframe.core import config
     from reframe.frontend.loader import RegressionCheckLoader
 
-    site = config.load_config(os.path.join(CHECKOUT, 'config',
-                                           'settings.py'))
+    site = config.load_config(_suite('config', 'settings.py'))
     for entry in site._site_config['systems']:
         # matching needs tests, not modules: no Lmod to ask
         entry['modules_system'] = 'nomod'
     site.validate()
     site.select_subconfig(system, ignore_resolve_errors=True)
     with _runtime(site):
-        loaded = RegressionCheckLoader(
-            [checks_dir or os.path.join(CHECKOUT, 'checks')]
-        ).load_all(force=True)
+        loaded = RegressionCheckLoader(checks_dirs()).load_all(force=True)
         tests = [shape(t) for t in loaded if not t.is_fixture()]
     return references.unmatched(refs, tests, path)
 
@@ -111,7 +126,15 @@ def _run_errors(system, path):
     return tuple(errors)
 
 
-def reference_path(system):
+def reference_path(system, ref_dir=None):
+    """The file ``system``'s references come from: in ``ref_dir``, else
+    the last layer that has one (hpcval.paths.references_dirs)."""
+    if ref_dir:
+        return os.path.join(ref_dir, f'{system}.yaml')
+    for folder in reversed(paths.references_dirs()):
+        path = os.path.join(folder, f'{system}.yaml')
+        if os.path.isfile(path):
+            return path
     return os.path.join(paths.references_dir(), f'{system}.yaml')
 
 

@@ -179,7 +179,7 @@ def run(args):
         from hpcval import paths, references
         from hpcval.publish import published
         try:
-            refs = references.load_dir(paths.references_dir())
+            refs = references.load_layered(paths.references_dirs())
         except references.ReferenceFileError as err:
             print(f'hpcval report: {err}', file=sys.stderr)
             return EXIT_REJECTED
