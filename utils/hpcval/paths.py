@@ -2,11 +2,13 @@
 import functools
 import os
 
+from hpcval.inputs import environment
+
 
 @functools.lru_cache(maxsize=None)
 def repo_root():
     """The hpcval checkout: $HPCVAL_ROOT, else the folder holding utils/."""
-    root = os.environ.get('HPCVAL_ROOT')
+    root = environment('HPCVAL_ROOT')
     if root:
         return os.path.abspath(root)
 

@@ -113,7 +113,7 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             'OMP_PLACES': 'cores',
             'OMP_PROC_BIND': 'spread',
         })
-        self.executable = exe
+        self.executable = shlex.quote(exe)
         self.executable_opts = args
 
     def _gpu_layout(self, exe, args):
@@ -135,6 +135,10 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             f'exec {shlex.quote(exe)} --device {device} {" ".join(args)} '
             f'> "stream.$(hostname).gpu$r.out" 2> "stream.$(hostname).gpu$r.err"'
         )]
+
+    def replay_inputs(self):
+        return ('stream.*.gpu*.out', 'stream.*.gpu*.err') if self.is_gpu \
+            else ()
 
     def _gpu_outputs(self):
         outs = sorted(glob.glob(os.path.join(self.stagedir,
