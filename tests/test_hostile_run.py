@@ -155,7 +155,7 @@ class TestLeadingDash:
     ])
     def test_refused(self, tmp_path, setting, check):
         proc, _ = run(tmp_path, '-l', '-S', setting, checks=(check,))
-        refused(proc, f'-S {setting.split(".")[-1].split("=")[0]}=')
+        refused(proc, f'-S {setting.split("=")[0].split(".")[-1]}=')
 
 
 class TestBadValueFailsTheRun:

@@ -10,6 +10,7 @@ config/replay.py the run stage replays a recording instead (hpcval.replay).
 """
 import functools
 
+import reframe.utility.osext as osext
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function
 from reframe.core.exceptions import SanityError
@@ -86,7 +87,10 @@ class ParsedBenchmark(SourceSettings):
         performance stage under ``--skip-sanity-check``.  Raises SanityError
         with the reason when the output does not hold what the test asks."""
         if not hasattr(self, '_parsed'):
-            self._parsed = self._parse_once()
+            # output paths are relative to the stage directory, the working
+            # directory of sanity but not of the hooks before performance
+            with osext.change_dir(self.stagedir):
+                self._parsed = self._parse_once()
         if isinstance(self._parsed, SanityError):
             raise self._parsed
         return self._parsed

@@ -188,9 +188,9 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         # a quoted table (hpcval.replay): no footer, no device list
         result = parse_nccl_tests(text, require_footer=not self.replay_excerpt)
         check_collective(result, self.collective)
-        check_sizes(result, *self._sizes(), self.step_factor,
-                    self.expected_gpus)
-        if not self.replay_excerpt:
+        if not self.replay_excerpt:     # a quote may end at any row
+            check_sizes(result, *self._sizes(), self.step_factor,
+                        self.expected_gpus)
             check_gpus_per_process(result, self.gpus_per_process)
             check_devices(result, self.expected_gpus)
         return result
