@@ -9,7 +9,6 @@ from hpcval.benchmarks.babelstream import BabelStream, BabelStreamBuild
 
 @rfm.simple_test
 class BabelStreamCpuCheck(BabelStream):
-    model = 'omp'
     build = fixture(BabelStreamBuild, scope='environment',
                     variables={'model': 'omp'})
     valid_systems = [f'+{ft.CPU}']
@@ -19,7 +18,6 @@ class BabelStreamCpuCheck(BabelStream):
 
 @rfm.simple_test
 class BabelStreamCudaCheck(BabelStream):
-    model = 'cuda'
     array_size = 2**28
     num_times = 50
     build = fixture(BabelStreamBuild, scope='environment',
@@ -30,7 +28,6 @@ class BabelStreamCudaCheck(BabelStream):
 
 @rfm.simple_test
 class BabelStreamHipCheck(BabelStream):
-    model = 'hip'
     array_size = 2**28
     num_times = 50
     build = fixture(BabelStreamBuild, scope='environment',

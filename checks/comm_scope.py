@@ -10,7 +10,6 @@ from hpcval.benchmarks.comm_scope import CommScope, CommScopeBuild
 
 @rfm.simple_test
 class CommScopeCudaCheck(CommScope):
-    model = 'cuda'
     build = fixture(CommScopeBuild, scope='environment',
                     variables={'model': 'cuda'})
     valid_systems = [f'+{ft.NVGPU}']
@@ -19,7 +18,6 @@ class CommScopeCudaCheck(CommScope):
 
 @rfm.simple_test
 class CommScopeHipCheck(CommScope):
-    model = 'hip'
     build = fixture(CommScopeBuild, scope='environment',
                     variables={'model': 'hip'})
     valid_systems = [f'+{ft.AMDGPU}']

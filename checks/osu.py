@@ -19,7 +19,6 @@ class OsuCpuCheck(OsuBenchmark):
 
 @rfm.simple_test
 class OsuCudaCheck(OsuBenchmark):
-    accelerator = 'cuda'
     placement = parameter(GPU_PLACEMENTS)
     build = fixture(OsuBuild, scope='environment',
                     variables={'accelerator': 'cuda'})
@@ -29,7 +28,6 @@ class OsuCudaCheck(OsuBenchmark):
 
 @rfm.simple_test
 class OsuRocmCheck(OsuBenchmark):
-    accelerator = 'rocm'
     placement = parameter(GPU_PLACEMENTS)
     build = fixture(OsuBuild, scope='environment',
                     variables={'accelerator': 'rocm'})

@@ -10,7 +10,6 @@ from hpcval.benchmarks.transferbench import TransferBench, TransferBenchBuild
 
 @rfm.simple_test
 class TransferBenchCheck(TransferBench):
-    model = 'hip'
     build = fixture(TransferBenchBuild, scope='environment',
                     variables={'model': 'hip'})
     valid_systems = [f'+{ft.AMDGPU}']
@@ -19,7 +18,6 @@ class TransferBenchCheck(TransferBench):
 
 @rfm.simple_test
 class TransferBenchCudaCheck(TransferBench):
-    model = 'cuda'
     build = fixture(TransferBenchBuild, scope='environment',
                     variables={'model': 'cuda'})
     valid_systems = [f'+{ft.NVGPU}']

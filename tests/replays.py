@@ -13,7 +13,7 @@ import pathlib
 import seedtext
 from rfmrun import ROOT, reframe
 from test_parser_babelstream import per_gpu
-from test_transferbench_rocblas_checks import EXAMPLE_CFG, _guide_outputs
+from mi300x_guide import EXAMPLE_CFG, guide_outputs
 
 SEEDS = ROOT / 'tests' / 'fixtures' / 'documents'
 MI300X = SEEDS / 'amd-mi300x-validation-guide.txt'
@@ -27,7 +27,7 @@ KESTREL_EXCERPT = ('NREL Kestrel collective benchmark quotes the result table on
 
 def mi300x_recordings():
     """{recording name: {file: text}} of the MI300X guide's examples."""
-    guide = _guide_outputs()
+    guide = guide_outputs()
     stream = seedtext.rst_output(MI300X, ':mark:`BabelStream`',
                                  ':mark:`Dot 3927179.117')
     gpus = {}

@@ -45,3 +45,15 @@ def by_name(report, prefix):
     """Test cases whose display name starts with ``prefix``."""
     return [tc for tc in cases(report)
             if tc['display_name'].startswith(prefix)]
+
+
+def one_case(report, name):
+    """The one test case whose display name starts with ``name``."""
+    [tc] = by_name(report, name)
+    return tc
+
+
+def perf(tc):
+    """{variable: [value, ref, lower, upper, unit, result]} of a test case."""
+    return {key.rsplit(':', 1)[-1]: vals
+            for key, vals in (tc['perfvalues'] or {}).items()}

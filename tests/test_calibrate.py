@@ -96,7 +96,7 @@ def test_calibrated_file_holds_means_bounds_and_provenance(
     before = (ref_dir / 'local.yaml').read_text()
     old = references.load(str(ref_dir / 'local.yaml'))
     result = _calibrate(loaded.samples, ref_dir)
-    text, diff = result
+    text, diff = result.text, result.diff
     assert (ref_dir / 'local.yaml').read_text() == before, 'written unasked'
     new = _load_text(text, tmp_path)
     assert new[:len(old)] == old, 'entries above the section must not change'

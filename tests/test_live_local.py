@@ -11,22 +11,16 @@ import shutil
 
 import pytest
 
-from rfmrun import by_name, cases
-
-
-def _perf(tc):
-    # ReFrame: 'sys:part:var' -> [value, ref, lower, upper, unit, result]
-    return {key.rsplit(':', 1)[-1]: vals
-            for key, vals in (tc['perfvalues'] or {}).items()}
+from rfmrun import by_name, cases, perf
 
 
 def _judged_and_passed(tc, metrics):
-    perf = _perf(tc)
+    values = perf(tc)
     for name in metrics:
-        value, ref, *_ , result = perf[name]
+        value, ref, *_ , result = values[name]
         assert math.isfinite(value) and value > 0, (name, value)
         assert ref and ref > 0, f'{name} has no reference'
-        assert result == 'pass', (name, perf[name])
+        assert result == 'pass', (name, values[name])
 
 
 def test_run_succeeds(local_run):
@@ -40,7 +34,7 @@ def test_pingpong_on_node(local_run):
     assert tc['result'] == 'pass'
     _judged_and_passed(tc, ['latency_8B', 'latency_1KiB', 'bandwidth_4MiB'])
     # spread is kept, logged without a reference
-    assert math.isfinite(_perf(tc)['latency_8B_std'][0])
+    assert math.isfinite(perf(tc)['latency_8B_std'][0])
 
 
 @pytest.mark.skipif(shutil.which('likwid-bench') is None,

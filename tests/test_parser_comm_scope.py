@@ -8,7 +8,7 @@ here), from a program registering Comm|Scope's names with fixed manual
 times.  They prove the schema (aggregates, run_name, time_unit, raw
 bytes_per_second, NaN counters), not any machine's speed.  The console
 capture is a real Comm|Scope v0.12.0 run (CUDA 13 build) on a host without
-a GPU.  Replace or complement with the H200 capture of .device/osu/run.sh.
+a GPU.  The captured H200 runs are in tests/fixtures/captured/comm_scope.
 """
 import json
 import pathlib

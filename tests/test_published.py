@@ -5,7 +5,6 @@ tab-separated rows; MI300X guide: RST grid tables) and every number the
 references-only tables show must equal the seed's exactly, value and
 spread.  Every numeric seed cell is either shown or named in UNREFERENCED.
 """
-import glob
 import re
 
 import pytest

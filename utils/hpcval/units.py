@@ -39,3 +39,19 @@ def convert(value, from_unit, to_unit):
                          f'{to_unit} ({dst})')
 
     return value * _FAMILIES[src][from_unit] / _FAMILIES[dst][to_unit]
+
+
+#: Suffixes of message sizes in metric names (``latency_8B``,
+#: ``bandwidth_4MiB``) and on plot axes (``1K``, ``8G``).
+METRIC_SIZES = (('MiB', 20), ('KiB', 10))
+AXIS_SIZES = (('G', 30), ('M', 20), ('K', 10))
+
+
+def size_label(nbytes, suffixes=METRIC_SIZES, unit='B'):
+    """8 -> '8B', 4194304 -> '4MiB'; with AXIS_SIZES and unit '', 1024 ->
+    '1K' and 12 -> '12'.  Only exact multiples take a suffix."""
+    for suffix, shift in suffixes:
+        if nbytes >= 1 << shift and nbytes % (1 << shift) == 0:
+            return f'{nbytes >> shift}{suffix}'
+
+    return f'{nbytes}{unit}'

@@ -71,8 +71,8 @@ class BabelStreamBuild(UpstreamBuild):
 class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     """One BabelStream run per CPU node, or per GPU on a GPU node.
 
-    Leaves set ``model`` and declare the build fixture with the same model:
-    ``build = fixture(BabelStreamBuild, scope='environment',
+    Leaves declare the build fixture with its model, which the test takes
+    from there: ``build = fixture(BabelStreamBuild, scope='environment',
     variables={'model': 'cuda'})``.
     """
 
@@ -83,6 +83,7 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_times = variable(int, value=100)
 
     model = variable(str, value='omp')
+    build_shared = ('model',)
 
     #: Output format the references were made with: 'v5' (v4.0/v5.0) or
     #: 'main'; both print "Version: 5.0" but measure differently.

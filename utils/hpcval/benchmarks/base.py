@@ -37,6 +37,20 @@ class ParsedBenchmark(SourceSettings):
     #: the parse skips the completeness checks that need it.
     replay_excerpt = ''
 
+    #: Variables the run shares with its ``build`` fixture (``model``,
+    #: ``accelerator``): a leaf sets them once, in the fixture declaration.
+    build_shared = ()
+
+    @run_after('init')
+    def take_build_variables(self):
+        if not self.build_shared:
+            return
+
+        declared = type(self)._rfm_fixture_space['build'].variables
+        for name in self.build_shared:
+            if name in declared:
+                setattr(self, name, declared[name])
+
     def require_features(self, *features):
         """Add ``+feature`` to every ``valid_systems`` spec (checks select
         by feature, never by name): what a layout needs, such as

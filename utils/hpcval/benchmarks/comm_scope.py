@@ -163,6 +163,7 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     """One ``comm_scope`` process driving every GPU of one node."""
 
     model = variable(str, value='cuda')
+    build_shared = ('model',)
 
     #: log2 of the copy size for latencies and for bandwidths (2^27 = 128
     #: MiB; upstream sweeps 2^8 to 2^33).

@@ -18,19 +18,11 @@ from hpcval.inputs import checked_token, checked_word_or_path
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import device_buffer_error, read_text
 from hpcval.parsers.mpi4py_pingpong import parse_pingpong, row_at
+from hpcval.units import size_label
 
 PLACEMENTS = ('on_node', 'across_nodes')
 ARRAYS = ('numpy', 'cupy', 'numba', 'none')
 DEVICE_ARRAYS = ('cupy', 'numba')
-
-
-def size_label(nbytes):
-    """8 -> '8B', 4194304 -> '4MiB': stable metric names."""
-    for unit, scale in (('MiB', 2**20), ('KiB', 2**10)):
-        if nbytes >= scale and nbytes % scale == 0:
-            return f'{nbytes // scale}{unit}'
-
-    return f'{nbytes}B'
 
 
 class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):

@@ -28,13 +28,13 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
 from hpcval import features as ft
 from hpcval import layouts, replay
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.benchmarks.mpi4py_pingpong import size_label
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import at_load, checked_token, checked_word_or_path
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.common import device_buffer_error
 from hpcval.parsers.osu import check_benchmark, check_largest, parse_osu
+from hpcval.units import size_label
 
 # executable -> folder of the 7.x build tree
 BENCHMARKS = {
@@ -255,9 +255,9 @@ _SRUN_PLACEMENT = {
 class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     """One OSU benchmark between two ranks (allreduce too).
 
-    Leaves declare the build fixture and, for device buffers, set
-    ``accelerator``, redefine ``placement = parameter(GPU_PLACEMENTS)`` and
-    declare the build with the same accelerator.
+    Leaves declare the build fixture; for device buffers they declare it
+    with the ``accelerator`` (which the test takes from there) and redefine
+    ``placement = parameter(GPU_PLACEMENTS)``.
     """
 
     #: osu_latency, osu_bw, osu_bibw, osu_allreduce.
@@ -268,6 +268,7 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: '' for host buffers, 'cuda' or 'rocm' for device buffers (D D).
     accelerator = variable(str, value='')
+    build_shared = ('accelerator',)
 
     #: Largest message size in bytes (-m; bandwidth is reported there).
     max_size = variable(int, value=4 * 2**20)

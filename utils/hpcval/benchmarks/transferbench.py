@@ -96,6 +96,7 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: 'hip' or 'cuda', as the leaf's build.
     model = variable(str, value='hip')
+    build_shared = ('model',)
 
     #: Bytes per transfer (2nd argument; K/M/G = 1024^n); '' leaves the
     #: tool's default (64M), as the guide runs it.

@@ -14,6 +14,7 @@ that section only, keeping its metrics that were not measured this time.
 Nothing is written unless asked, never over a file that changed since it
 was read, and never a text that references.load refuses.
 """
+import dataclasses
 import datetime
 import difflib
 import math
@@ -41,29 +42,25 @@ class CalibrationError(ValueError):
     """The calibration cannot be made or written; the message says why."""
 
 
-class Calibration(tuple):
-    """``(new_text, diff_text)``; ``notes`` says what was left out, refused
-    or kept and why, ``path`` is the reference file."""
-
-    def __new__(cls, text, diff, notes, path):
-        self = super().__new__(cls, (text, diff))
-        self.notes, self.path = notes, path
-        return self
-
-    @property
-    def text(self):
-        return self[0]
-
-    @property
-    def diff(self):
-        return self[1]
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """The new file's text and its diff; ``notes`` says what was left out,
+    refused or kept and why; ``path`` is the reference file."""
+    text: str
+    diff: str
+    notes: list
+    path: str
 
 
 class _Folded(str):
     pass
 
 
-yaml.SafeDumper.add_representer(
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper writing sources as folded blocks, for this module only."""
+
+
+_Dumper.add_representer(
     _Folded, lambda dumper, text: dumper.represent_scalar(
         'tag:yaml.org,2002:str', text, style='>'))
 
@@ -330,8 +327,8 @@ def _append(head, entries, path):
     items = [re.match(r'(\s*)- ', line) for line in lines[e + 1:]]
     indent = next((m.group(1) for m in items if m), '  ')
     body = ''.join(lines).rstrip('\n') + '\n'
-    dumped = yaml.safe_dump(entries, sort_keys=False, width=72,
-                            default_flow_style=False, allow_unicode=True)
+    dumped = yaml.dump(entries, Dumper=_Dumper, sort_keys=False, width=72,
+                       default_flow_style=False, allow_unicode=True)
     return body + textwrap.indent(_SECTION + dumped, indent)
 
 

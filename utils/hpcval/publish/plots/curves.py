@@ -13,20 +13,13 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 from hpcval.parsers import ParseError
 from hpcval.parsers.nccl_tests import IN_PLACE, OUT_OF_PLACE, parse_nccl_tests
 from hpcval.publish.comparison import columns
+from hpcval.units import AXIS_SIZES, size_label
 from hpcval.publish.plots.common import (Plotted, better_label, describe,
                                          kept_output, new_figure, not_passed, save,
                                          slug, unique_cases)
 
 BENCHMARK = 'nccl_tests'
 _LINESTYLES = ('-', '--', ':', '-.')
-
-
-def size_label(size):
-    """1024 -> '1K', 8 * 2**30 -> '8G', 12 -> '12'."""
-    for unit, shift in (('G', 30), ('M', 20), ('K', 10)):
-        if size >= 1 << shift and size % (1 << shift) == 0:
-            return f'{size >> shift}{unit}'
-    return f'{size:g}' if isinstance(size, float) else str(size)
 
 
 def _byte_axis(ax, sizes):
@@ -38,7 +31,7 @@ def _byte_axis(ax, sizes):
     ax.set_xscale('log', base=2)
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(FuncFormatter(
-        lambda v, _: size_label(int(round(v)))))
+        lambda v, _: size_label(int(round(v)), AXIS_SIZES, '')))
     ax.xaxis.set_minor_locator(FixedLocator(
         [2.0 ** e for e in range(low, high + 1)]))
     ax.xaxis.set_minor_formatter(NullFormatter())

@@ -1,12 +1,11 @@
-"""elbencho and hl_qual checks through real ReFrame runs.
+"""elbencho checks through real ReFrame runs.
 
 Job scripts are written with ``--dry-run`` and read as a sysadmin would.
 elbencho runs live on ``local`` where HPCVAL_ELBENCHO_MIRROR names a
 source tree (or tarball) of elbencho v3.1-9 in which ``make externals``
 already ran: elbencho's make clones Simple-Web-Server from gitlab.com and
 FTXUI from github.com, which CI cannot reach, so without it the live run
-is skipped.  hl_qual job scripts are checked on every system whose
-partitions carry the ``gaudi`` feature.
+is skipped.
 """
 import math
 import os
@@ -15,14 +14,10 @@ import subprocess
 
 import pytest
 
-import systems
 from rfmrun import by_name, reframe
 
 MIRROR = os.environ.get('HPCVAL_ELBENCHO_MIRROR')
 CPU = 'ElbenchoCpuCheck'
-GAUDI_SYSTEMS = [mod.system['name'] for mod in systems.ALL
-                 if any('gaudi' in p.get('features', [])
-                        for p in mod.system['partitions'])]
 
 
 def _scripts(tmp_path, pattern):
@@ -154,41 +149,3 @@ def test_live_cpu_buffers(tmp_path):
             for name in ('write_throughput_last', 'read_iops_last',
                          'read_elapsed'):
                 assert math.isfinite(perf[name][0]) and perf[name][0] > 0
-
-
-@pytest.mark.skipif(not GAUDI_SYSTEMS, reason='no system with the gaudi '
-                                              'feature is configured')
-@pytest.mark.parametrize('system', GAUDI_SYSTEMS)
-def test_hl_qual_job_scripts(tmp_path, system):
-    proc, report = reframe('--dry-run', '--system', system, '-t', 'hl_qual',
-                           tmp_path=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    lines = {}
-    for script in _scripts(tmp_path, 'HlQual*/rfm_job.sh'):
-        text = script.read_text()
-        assert 'export __python_cmd=python3' in text
-        assert 'export HABANA_LOGS="$PWD/habana_logs"' in text
-        assert 'cd /opt/habanalabs/qual/gaudi2/bin' in text
-        lines[script.parent.name.split('_')[0]] = _job_line(script)
-    exe = '/opt/habanalabs/qual/gaudi2/bin/hl_qual'
-    assert lines == {
-        'HlQualMemoryCheck': f'{exe} -gaudi2 -c all -rmod parallel -mb '
-                             f'-memOnly',
-        'HlQualHostLinkCheck': f'{exe} -gaudi2 -c all -rmod serial -mb -b '
-                               f'-pciOnly -sramOnly',
-        'HlQualPciCheck': f'{exe} -gaudi2 -c all -rmod serial -p -b -t 20',
-    }
-
-
-@pytest.mark.skipif(not GAUDI_SYSTEMS, reason='no system with the gaudi '
-                                              'feature is configured')
-def test_hl_qual_switch_rule_is_enforced_before_submission(tmp_path):
-    proc, report = reframe('--dry-run', '--system', GAUDI_SYSTEMS[0], '-n',
-                           'HlQualHostLinkCheck', '-S',
-                           'HlQualHostLinkCheck.mode=parallel',
-                           tmp_path=tmp_path)
-    [tc] = by_name(report, 'HlQualHostLinkCheck')
-    assert tc['result'] == 'fail'
-    assert '-sramOnly and -pciOnly must be run using serial mode' in \
-        tc['fail_reason']
-    assert not _scripts(tmp_path, 'HlQual*/rfm_job.sh')

@@ -5,6 +5,8 @@ The criteria and switch rules are checked against the manual's own
 numbers and example command lines, read from Habana hl_qual manual.  No real report is
 public: the report lines below are built from the manual's sub-test names
 only, to show what the parser accepts and, above all, what it refuses.
+Job scripts are written with ``--dry-run`` on every system whose partitions
+carry the ``gaudi`` feature and read as a sysadmin would.
 """
 import pathlib
 import re
@@ -16,7 +18,12 @@ from hpcval.benchmarks.hl_qual import (SwitchError, expected_subtests,
                                        hl_qual_args)
 from hpcval.parsers.common import ParseError
 from hpcval.parsers.hl_qual import parse_hl_qual_report
+import systems
+from rfmrun import by_name, reframe
 
+GAUDI_SYSTEMS = [mod.system['name'] for mod in systems.ALL
+                 if any('gaudi' in p.get('features', [])
+                        for p in mod.system['partitions'])]
 SEED = pathlib.Path(__file__).resolve().parent / 'fixtures' / 'documents' / \
     'habana-hl-qual-bandwidth-plugins.txt'
 
@@ -291,3 +298,47 @@ def test_pci_plugin_floors_follow_gen():
                                          r'the 23.2 GB/s Gen4 x16'):
         _floors(text.replace('24.0', '20.0'), plugin='p', pci_gen='gen4',
                 subsets=())
+
+
+# -- job scripts ---------------------------------------------------------
+
+def _scripts(tmp_path, pattern):
+    return sorted((tmp_path / 'rfm' / 'stage').rglob(pattern))
+
+
+@pytest.mark.skipif(not GAUDI_SYSTEMS, reason='no system with the gaudi '
+                                              'feature is configured')
+@pytest.mark.parametrize('system', GAUDI_SYSTEMS)
+def test_hl_qual_job_scripts(tmp_path, system):
+    proc, report = reframe('--dry-run', '--system', system, '-t', 'hl_qual',
+                           tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    lines = {}
+    for script in _scripts(tmp_path, 'HlQual*/rfm_job.sh'):
+        text = script.read_text()
+        assert 'export __python_cmd=python3' in text
+        assert 'export HABANA_LOGS="$PWD/habana_logs"' in text
+        assert 'cd /opt/habanalabs/qual/gaudi2/bin' in text
+        lines[script.parent.name.split('_')[0]] = text.splitlines()[-1]
+    exe = '/opt/habanalabs/qual/gaudi2/bin/hl_qual'
+    assert lines == {
+        'HlQualMemoryCheck': f'{exe} -gaudi2 -c all -rmod parallel -mb '
+                             f'-memOnly',
+        'HlQualHostLinkCheck': f'{exe} -gaudi2 -c all -rmod serial -mb -b '
+                               f'-pciOnly -sramOnly',
+        'HlQualPciCheck': f'{exe} -gaudi2 -c all -rmod serial -p -b -t 20',
+    }
+
+
+@pytest.mark.skipif(not GAUDI_SYSTEMS, reason='no system with the gaudi '
+                                              'feature is configured')
+def test_hl_qual_switch_rule_is_enforced_before_submission(tmp_path):
+    proc, report = reframe('--dry-run', '--system', GAUDI_SYSTEMS[0], '-n',
+                           'HlQualHostLinkCheck', '-S',
+                           'HlQualHostLinkCheck.mode=parallel',
+                           tmp_path=tmp_path)
+    [tc] = by_name(report, 'HlQualHostLinkCheck')
+    assert tc['result'] == 'fail'
+    assert '-sramOnly and -pciOnly must be run using serial mode' in \
+        tc['fail_reason']
+    assert not _scripts(tmp_path, 'HlQual*/rfm_job.sh')

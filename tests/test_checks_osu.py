@@ -1,11 +1,10 @@
-"""OSU and Comm|Scope checks through real ReFrame runs.
+"""OSU checks through real ReFrame runs.
 
 Job scripts are written with ``--dry-run`` on every system and read as a
 sysadmin would.  OSU (host buffers) runs live on ``local`` where
 HPCVAL_OSU_MIRROR names a copy of the OSU 7.4 source (the release tarball,
 its folder, or a git repository with branch v7.4 such as a clone of
-github.com/alex--m/osu); CI has none, so there it is skipped.  Comm|Scope
-needs a GPU: its live run is .device/osu/run.sh on the H200 node.
+github.com/alex--m/osu); CI has none, so there it is skipped.
 """
 import math
 import os
@@ -20,7 +19,7 @@ from lmodenv import system_env
 from rfmrun import by_name, reframe
 
 MIRROR = os.environ.get('HPCVAL_OSU_MIRROR')
-SELECT = ('-n', 'Osu|CommScope')
+SELECT = ('-n', 'Osu')
 SYSTEMS = [mod.system['name'] for mod in systems.ALL]
 
 
@@ -115,54 +114,6 @@ def test_osu_cuda_build_carries_the_cuda13_shim(dry_runs, tmp_path):
     header.write_text(CUDA13_COMPAT)
     subprocess.run(['gcc', '-Wall', '-Werror', '-c', '-include', str(header),
                     '-x', 'c', '/dev/null', '-o', '/dev/null'], check=True)
-
-
-def test_comm_scope_job_script(dry_runs):
-    _, report = dry_runs['perlmutter']
-    [tc] = by_name(report, 'CommScopeCudaCheck')
-    line = _job_lines(tc).splitlines()[-1]
-    assert "'--benchmark_filter=^(Comm_cudart_kernel/0/[0-9]+/0/real_time/" \
-           "threads:1|" in line
-    assert 'Comm_cudaMemcpyPeerAsync_GPUToGPUPeer/[0-9]+/[0-9]+/log2\\(N\\)' \
-           ':(8|27)/manual_time)$' in line
-    assert line.endswith('--benchmark_out=comm_scope.json '
-                         '--benchmark_out_format=json '
-                         '--benchmark_repetitions=5 '
-                         '--benchmark_report_aggregates_only=true --numa 0')
-    [build] = by_name(report, 'CommScopeBuild')
-    script = (pathlib.Path(build['stagedir']) / 'rfm_build.sh').read_text()
-    assert '-DSCOPE_USE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=80' in script
-    assert '-include $PWD/cuda13_compat.h' in script
-
-
-def test_comm_scope_submodules_from_a_mirror(tmp_path):
-    root = tmp_path / 'github'
-    repo = root / 'c3sr' / 'comm_scope.git'
-    repo.mkdir(parents=True)
-    subprocess.run(['git', 'init', '-q', '--bare', str(repo)], check=True)
-    proc, report = reframe('--dry-run', '--system', 'perlmutter', '-n',
-                           'CommScopeCudaCheck', '-S',
-                           f'CommScopeSource.src_mirror={repo}',
-                           tmp_path=tmp_path,
-                           env=system_env(tmp_path / 'modulefiles'))
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    [source] = by_name(report, 'CommScopeSource')
-    script = _job_lines(source)
-    assert (f'git -c protocol.file.allow=always -c url.file://{root}/'
-            f'.insteadOf=https://github.com/ -c advice.detachedHead=false '
-            f'clone --quiet --depth 1 --branch v0.12.0 --recurse-submodules '
-            f'--shallow-submodules file://{repo} src') in script
-
-
-def test_mpi4py_device_buffers_skip_without_gpu_aware_mpi(tmp_path):
-    proc, report = reframe('-r', '--system', 'local', '-n',
-                           'Mpi4pyPingPongCheck', '-S', 'array=cupy',
-                           tmp_path=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert {tc['result'] for tc in by_name(report, 'Mpi4pyPingPong')} == \
-        {'skip'}
-    assert 'does not declare gpu-aware-mpi: MPI is not GPU-aware here' in \
-        proc.stdout
 
 
 @pytest.mark.skipif(not MIRROR, reason='set HPCVAL_OSU_MIRROR to a copy of '
