@@ -167,7 +167,7 @@ class TestBadValueFailsTheRun:
                                                "of rank_per_gpu, single_process"),
         ('accelerator=opencl', 'checks/osu.py', "-S accelerator='opencl'"),
         ('link_fraction=2', 'checks/transferbench.py',
-         '-S link_fraction=2.0: must be <= 1'),
+         '-S link_fraction=2.0: must be in (0, 1]'),
     ])
     def test_the_run_fails_naming_the_variable(self, tmp_path, setting, check,
                                               says):
