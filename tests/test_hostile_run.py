@@ -111,6 +111,20 @@ class TestNewlineAndShellInValues:
         assert proc.returncode != 0
         assert "HPCVAL_NCCL_NET_PLUGIN_DIR='/opt/ofi\\n'" in proc.stderr
 
+    @pytest.mark.parametrize('name,good', [
+        ('HPCVAL_ACCOUNT', 'abc123'), ('HPCVAL_ROOT', '/srv/hpcval'),
+        ('HPCVAL_NCCL_NET_PLUGIN_DIR', '/opt/ofi/lib'),
+        ('HPCVAL_MINICLUSTER_LAUNCH_GPUS', '2')])
+    def test_environment_policy(self, monkeypatch, name, good):
+        from hpcval.inputs import EnvironmentValueError, environment
+        monkeypatch.setenv(name, good)
+        assert environment(name) == good
+        # '٣' is a digit to str.isdigit() and int()
+        for bad in (f'{good}\n', f'{good}\nid', '-x', 'a;b', '٣'):
+            monkeypatch.setenv(name, bad)
+            with pytest.raises(EnvironmentValueError, match=name):
+                environment(name)
+
     def test_every_variable_of_every_test_refuses_hostile_values(
             self, every_variable):
         """Introspected, not listed: every hpcval variable of every check
