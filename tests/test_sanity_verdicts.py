@@ -9,6 +9,7 @@ import pathlib
 import pytest
 
 from hpcval.parsers import ParseError
+from hpcval.parsers.babelstream import check_run, parse_babelstream
 from hpcval.parsers.common import stderr_reason
 from hpcval.parsers.nccl_tests import (check_collective, check_devices,
                                        check_gpus_per_process, check_sizes,
@@ -181,3 +182,22 @@ class TestStderrReason:
                              'code 1\n') == \
             'srun: error: n1: task 0: Exited with exit code 1'
         assert stderr_reason('\n\n') == ''
+
+
+class TestBabelStreamImplementationAndIterations:
+    OMP = (CAPTURED / 'vm' / 'babelstream_v5.0_omp_n20_s33554432.txt'
+           ).read_text()
+    CUDA = (H200 / 'check_babelstream50_cuda_gpu0.txt').read_text()
+
+    def test_openmp_output_fails_the_cuda_test(self):
+        result = parse_babelstream(self.OMP)
+        with pytest.raises(ParseError, match="OpenMP implementation.*this "
+                                             "test runs cuda"):
+            check_run(result, 'cuda', 20)
+        check_run(result, 'omp', 20)
+        check_run(parse_babelstream(self.CUDA), 'cuda', 50)
+
+    def test_another_iteration_count_is_another_run(self):
+        with pytest.raises(ParseError, match='kernels 20 times, this test '
+                                             'asks -n 100'):
+            check_run(parse_babelstream(self.OMP), 'omp', 100)

@@ -24,7 +24,8 @@ from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_token
 from hpcval.parsers import ParseError
-from hpcval.parsers.babelstream import CLASSIC_KERNELS, parse_babelstream
+from hpcval.parsers.babelstream import (CLASSIC_KERNELS, check_run,
+                                        parse_babelstream)
 from hpcval.parsers.common import read_text
 
 MODELS = ('omp', 'cuda', 'hip')
@@ -172,6 +173,10 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             )}
 
         for key, result in results.items():
+            try:
+                check_run(result, self.model, self.num_times)
+            except ParseError as err:
+                raise ParseError(f'{key}: {err}') from None
             if result.flavour != self.expected_format:
                 raise ParseError(
                     f'{key}: output is in the BabelStream {result.flavour} '
