@@ -5,12 +5,14 @@ marker file), that the user gets one message naming the variable or file
 and no traceback, and that the run fails.  docs/input-policy.md lists the
 classes of input refused."""
 import os
+import re
 import sys
 
 import pytest
 
 from hpcval.benchmarks.source import _upstream_reachable
-from hpcval.inputs import ENVIRONMENT, POLICY, check_variable
+from hpcval.inputs import (ENVIRONMENT, POLICY, EnvironmentValueError,
+                           InputError, check_variable, environment)
 from replays import replay, write_recordings
 from rfmrun import ROOT, by_name, reframe
 from test_sanity_verdicts import (ALL_GATHER, ALL_REDUCE, NCCL_TESTCHECK,
@@ -116,7 +118,6 @@ class TestNewlineAndShellInValues:
         ('HPCVAL_NCCL_NET_PLUGIN_DIR', '/opt/ofi/lib'),
         ('HPCVAL_MINICLUSTER_LAUNCH_GPUS', '2')])
     def test_environment_policy(self, monkeypatch, name, good):
-        from hpcval.inputs import EnvironmentValueError, environment
         monkeypatch.setenv(name, good)
         assert environment(name) == good
         # '٣' is a digit to str.isdigit() and int()
@@ -130,7 +131,6 @@ class TestNewlineAndShellInValues:
         """Introspected, not listed: every hpcval variable of every check
         and fixture has a policy, and the policy refuses each hostile
         value (strings) or a wrong type (numbers, flags)."""
-        from hpcval.inputs import InputError
         unlisted = sorted(f'{cls}.{name}' for cls, name, _ in every_variable
                           if name not in POLICY)
         assert not unlisted, f'variables without an input policy: {unlisted}'
@@ -146,7 +146,6 @@ class TestNewlineAndShellInValues:
                                     'HPCVAL_MINICLUSTER_LAUNCH_GPUS'}
 
     def test_every_hpcval_environment_variable_goes_through_the_policy(self):
-        import re
         read = set()
         for folder in ('utils', 'systems', 'config', 'checks'):
             for path in (ROOT / folder).rglob('*.py'):
