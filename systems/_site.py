@@ -75,8 +75,16 @@ def nccl_net_env(system, settings):
 def box_partition(descr, environs, features, devices, extras):
     """The one partition of a standalone box: jobs run on the box itself
     (local scheduler), one at a time, ranks started by ``mpirun``; the host
-    CPU varies between boxes of a kind, so it is detected at load."""
+    CPU varies between boxes of a kind, so ``detect_host_cpu`` fills it in
+    when the box is the selected system."""
     return {'name': 'default', 'descr': descr, 'scheduler': 'local',
             'launcher': 'mpirun', 'environs': environs, 'features': features,
-            'processor': cpuinfo(), 'devices': devices, 'max_jobs': 1,
+            'processor': {}, 'devices': devices, 'max_jobs': 1,
             'extras': extras}
+
+
+def detect_host_cpu(system):
+    """``detect`` of a box system: this host's processor, ReFrame's
+    ``cpuinfo()``, into each partition."""
+    for part in system['partitions']:
+        part['processor'] = cpuinfo()

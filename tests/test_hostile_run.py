@@ -111,12 +111,15 @@ class TestNewlineAndShellInValues:
                       checks=('checks/nccl_tests.py',),
                       env={'HPCVAL_NCCL_NET_PLUGIN_DIR': '/opt/ofi\n'})
         assert proc.returncode != 0
-        assert "HPCVAL_NCCL_NET_PLUGIN_DIR='/opt/ofi\\n'" in proc.stderr
+        assert "HPCVAL_NCCL_NET_PLUGIN_DIR='/opt/ofi\\n'" in \
+            proc.stdout + proc.stderr
 
     @pytest.mark.parametrize('name,good', [
         ('HPCVAL_ACCOUNT', 'abc123'), ('HPCVAL_ROOT', '/srv/hpcval'),
         ('HPCVAL_NCCL_NET_PLUGIN_DIR', '/opt/ofi/lib'),
-        ('HPCVAL_MINICLUSTER_LAUNCH_GPUS', '2')])
+        ('HPCVAL_MINICLUSTER_LAUNCH_GPUS', '2'), ('HPCVAL_SITE', 'site'),
+        ('HPCVAL_PERFLOG_URL', 'http://vm.example.org:8428/api/v1/import'),
+        ('HPCVAL_PERFLOG_SITE', 'site-a')])
     def test_environment_policy(self, monkeypatch, name, good):
         monkeypatch.setenv(name, good)
         assert environment(name) == good
@@ -142,6 +145,8 @@ class TestNewlineAndShellInValues:
                 check_variable(name, ['x;y'] if isinstance(default, list)
                                else object())
         assert set(ENVIRONMENT) >= {'HPCVAL_ACCOUNT', 'HPCVAL_ROOT',
+                                    'HPCVAL_SITE', 'HPCVAL_PERFLOG_URL',
+                                    'HPCVAL_PERFLOG_SITE',
                                     'HPCVAL_NCCL_NET_PLUGIN_DIR',
                                     'HPCVAL_MINICLUSTER_LAUNCH_GPUS'}
 

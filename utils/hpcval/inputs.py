@@ -44,6 +44,10 @@ _GPU_IDS = re.compile(r'[0-9]+(?:,[0-9]+)*')
 _CARDS = re.compile(r'all|[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}'
                     r'\.[0-7]')
 _COUNT = re.compile(r'[0-9]+')
+# a module name (hpcval.stacks): the punctuation of versions and paths
+MODULE_NAME = re.compile(r'[A-Za-z0-9_.+@%/-]+')
+# a Spack spec: names, versions, variants, compilers and dependencies
+SPACK_SPEC = re.compile(r'[A-Za-z0-9_.,:=+@%/^~ -]+')
 
 
 class InputError(ReframeError):
@@ -185,6 +189,24 @@ def _flag(value, name):
         _refuse(name, value, 'true or false')
 
 
+def _module_names(value, name):
+    if not isinstance(value, (list, tuple)):
+        _refuse(name, value, 'a list of module names')
+    for item in value:
+        checked_pattern(item, name, MODULE_NAME, 'module names (letters, '
+                                                 'digits, _ . + @ % / -)')
+        if item.startswith('-'):
+            _refuse(name, item, 'a module name, not first a -')
+
+
+def _spack_spec(value, name):
+    checked_pattern(value, name, SPACK_SPEC, 'a Spack spec (letters, digits, '
+                                             'spaces and _ . , : = + @ % / ^ '
+                                             '~ -)')
+    if value.strip().startswith('-'):
+        _refuse(name, value, 'a Spack spec, not first a -')
+
+
 def _token(value, name):
     checked_token(value, name)
 
@@ -207,6 +229,7 @@ POLICY = {
     'src_mirror': PATH, 'prebuilt_dir': PATH, 'replay_dir': PATH,
     'repo_url': URL, 'version': TOKEN, 'submodules': FLAG,
     'submodule_root': PATH, 'executables': TOKENS,
+    'stack_modules': _module_names, 'spack_spec': _spack_spec,
     'build_bin': RELATIVE_PATH, 'cuda_arch': TOKEN,
     'nccl_home': PATH, 'mpi_home': PATH, 'mpi': FLAG,
     'mpicc': WORD_OR_PATH, 'mpicxx': WORD_OR_PATH,
@@ -242,6 +265,13 @@ ENVIRONMENT = {
     'HPCVAL_MINICLUSTER_LAUNCH_GPUS': _COUNT,
     # read as a folder only, never on a command line: any one-line path
     'HPCVAL_ROOT': re.compile(r'/[^\n\r\x00]*'),
+    # a site folder (hpcval.paths), relative to where hpcval started or not
+    'HPCVAL_SITE': re.compile(rf'[A-Za-z0-9_.,:=+@%/][{_PATH_CHARS}]*'),
+    # VictoriaMetrics' import URL and the label of this installation
+    # (config/monitoring.py)
+    'HPCVAL_PERFLOG_URL': re.compile(r'https?://[A-Za-z0-9.-]+(:[0-9]+)?'
+                                     r'(/[A-Za-z0-9_./-]*)?'),
+    'HPCVAL_PERFLOG_SITE': re.compile(r'[A-Za-z0-9_.:][A-Za-z0-9_.:-]*'),
 }
 _ENVIRONMENT_WHAT = {
     'HPCVAL_ACCOUNT': 'an account is letters, digits, _ . - only',
@@ -249,6 +279,10 @@ _ENVIRONMENT_WHAT = {
                                   'characters',
     'HPCVAL_MINICLUSTER_LAUNCH_GPUS': 'expected a number of GPUs per node',
     'HPCVAL_ROOT': 'must be an absolute path on one line',
+    'HPCVAL_SITE': 'only letters, digits and _ . , : = + @ % / - are '
+                   'allowed in the path, not first a -',
+    'HPCVAL_PERFLOG_URL': 'expected http(s)://HOST[:PORT][/PATH]',
+    'HPCVAL_PERFLOG_SITE': 'a label of letters, digits and _ . : -',
 }
 
 

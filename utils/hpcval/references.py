@@ -206,6 +206,16 @@ def load_dir(dirname):
             for f in sorted(os.listdir(dirname)) if f.endswith('.yaml')}
 
 
+def load_layered(dirs):
+    """``load_dir`` of each folder of ``dirs`` in order, a file of a later
+    folder replacing the one of the same name before it (a site's
+    references over the built-in ones, hpcval.paths.references_dirs)."""
+    by_system = {}
+    for dirname in dirs:
+        by_system.update(load_dir(dirname))
+    return by_system
+
+
 def _matches(ref, check_names, partition, attrs):
     if ref.check not in check_names:
         return False

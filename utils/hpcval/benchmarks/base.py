@@ -10,12 +10,13 @@ config/replay.py the run stage replays a recording instead (hpcval.replay).
 """
 import functools
 
+import reframe.core.runtime as rt
 import reframe.utility.osext as osext
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function
 from reframe.core.exceptions import SanityError
 
-from hpcval import paths, references, replay
+from hpcval import paths, references, replay, stacks
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text, stderr_reason
@@ -23,7 +24,7 @@ from hpcval.parsers.common import read_text, stderr_reason
 
 @functools.lru_cache(maxsize=None)
 def _reference_files():
-    return references.load_dir(paths.references_dir())
+    return references.load_layered(paths.references_dirs())
 
 
 class ParsedBenchmark(SourceSettings):
@@ -88,6 +89,15 @@ class ParsedBenchmark(SourceSettings):
     def label_replay(self):
         if replay.active(self):
             replay.label(self)
+
+    @run_before('run', always_last=True)
+    def load_stack(self):
+        # last: the benchmark's own hooks may set prerun_cmds before
+        stack = None if replay.active(self) else stacks.for_run(self)
+        if stack:
+            self.prerun_cmds = [
+                *stack.load_commands(rt.runtime().modules_system),
+                *self.prerun_cmds]
 
     @run_before('run', always_last=True)
     def stage_replay(self):

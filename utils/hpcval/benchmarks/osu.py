@@ -185,6 +185,8 @@ class OsuBuild(UpstreamBuild):
     def executable_path(self, name):
         # an installed OSU keeps them in libexec/osu-micro-benchmarks/mpi/
         # {pt2pt/standard,collective/blocking}: accept that as prebuilt_dir
+        if self.stack:
+            return name
         base = self.bin_dir
         if self.source.prebuilt_dir:
             for sub in ('', 'pt2pt/standard', 'pt2pt', 'collective/blocking',

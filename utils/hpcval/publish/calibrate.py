@@ -369,7 +369,8 @@ def _read(path):
 
 def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
               min_samples=3, allow_replays=False, include_absent=False,
-              accept_performance_failures=False, ref_dir=None, write=False):
+              accept_performance_failures=False, ref_dir=None, write=False,
+              base_dir=None):
     """Calibrate ``system`` from ``samples`` (hpcval.publish.results.Sample).
 
     ``by_system_refs`` is references.load_dir(ref_dir) as the caller read
@@ -377,7 +378,9 @@ def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
     runs count, unless ``accept_performance_failures`` also takes runs that
     failed the old bounds; replays only with ``allow_replays``; metrics the
     old file marks absent (value: null) stay so unless ``include_absent``.
-    Returns a
+    ``base_dir``: where the file is read from while ``ref_dir`` has none
+    (a site's references/ calibrating a built-in system): the new file
+    starts as its copy.  Returns a
     Calibration: the new file text and its unified diff against the old,
     with notes.  With ``write=True`` the file is replaced, unless it changed
     since ``by_system_refs`` was read.
@@ -388,13 +391,16 @@ def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
     if ref_dir is None:
         from hpcval import paths
         ref_dir = paths.references_dir()
-    path = os.path.join(ref_dir, f'{system}.yaml')
+    path = read_from = os.path.join(ref_dir, f'{system}.yaml')
     old = _read(path)
+    if old is None and base_dir:
+        read_from = os.path.join(base_dir, f'{system}.yaml')
+    base = old if read_from == path else _read(read_from)
     old_refs = by_system_refs.get(system, [])
-    if old is not None and references.load(path) != old_refs:
-        raise CalibrationError(f'{path} changed since it was read')
-    if old is None and old_refs:
-        raise CalibrationError(f'{path} was removed since it was read')
+    if base is not None and references.load(read_from) != old_refs:
+        raise CalibrationError(f'{read_from} changed since it was read')
+    if base is None and old_refs:
+        raise CalibrationError(f'{read_from} was removed since it was read')
 
     notes = []
     selected = _select(samples, system, allow_replays,
@@ -402,7 +408,7 @@ def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
     new_entries = _entries(_groups(selected), old_refs, k, floor,
                            min_samples, include_absent, notes)
     rule_text = _rule_text(k, floor, min_samples)
-    head, previous = _split(old, path) if old is not None else \
+    head, previous = _split(base, read_from) if base is not None else \
         (_new_file(system, rule_text), [])
     if not new_entries:
         notes.append(f'nothing to calibrate for {system}: the file is left '
@@ -422,6 +428,7 @@ def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
         if _read(path) != old:
             raise CalibrationError(f'{path} changed since it was read; '
                                    f'nothing written')
+        os.makedirs(ref_dir, exist_ok=True)    # a new site's references/
         tmp = f'{path}.calibrate-{os.getpid()}'
         with open(tmp, 'w', encoding='utf-8') as fp:
             fp.write(text)

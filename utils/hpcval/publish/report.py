@@ -169,7 +169,8 @@ def run(args):
     if args.references_only:
         from hpcval import paths, references
         from hpcval.publish import published
-        tables = published.tables(references.load_dir(paths.references_dir()))
+        tables = published.tables(references.load_layered(
+            paths.references_dirs()))
         inputs, problems, samples = ['references/*.yaml'], [], []
     else:
         try:
