@@ -14,13 +14,13 @@ import copy
 import importlib.util
 import os
 
+from hpcval import replay
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location(
     'hpcval_settings', os.path.join(_HERE, 'settings.py'))
 _settings = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_settings)
-
-from hpcval import replay  # noqa: E402  (settings.py puts the root on sys.path)
 
 _REPLAY = 'REPLAY (recorded outputs, nothing is run)'
 

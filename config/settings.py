@@ -1,31 +1,76 @@
 """hpcval's ReFrame configuration.
 
 Found without ``-C`` through ``RFM_CONFIG_FILES``, which the activate
-script of bootstrap.sh's virtual environment exports.  Systems come from
-systems/ (one module each, their partition extras checked here, and the
-``jsrun`` launcher registered); every reference file is validated here, so a
-malformed one stops ReFrame at load time with file and key named.
+script of bootstrap.sh's virtual environment exports (installed from a
+wheel: ``hpcval run``, or ``RFM_CONFIG_FILES=$(hpcval paths config)``).
+Systems come from systems/ (one module each, their partition extras checked
+here, and the ``jsrun`` launcher registered), layered under a site's
+systems/ when $HPCVAL_SITE names one (docs/site.md); every reference file,
+built-in or the site's, is validated here, so a malformed one stops ReFrame
+at load time with file and key named.  Only the system ReFrame will use
+detects its hardware (hpcval.selection).
+
+``sys.path`` is left as it is: ReFrame loads this file inside its
+``temp_sys_path``, which removes an entry by position, so an entry inserted
+in front of it took the virtual environment's site-packages (and polars,
+which ReFrame's results commands need) away.  The ``systems`` package is
+imported from its file instead.
 """
+import importlib.util
 import os
 import sys
 
+from reframe.core.exceptions import ConfigError
+
+from hpcval import launchers, layouts, paths, references, selection  # noqa: F401
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
 
-import systems  # noqa: E402
-from hpcval import launchers, layouts, paths, references  # noqa: E402,F401
 
-references.load_dir(paths.references_dir())
-for _mod in systems.ALL:
-    layouts.validate_system(_mod.system, f'systems/{_mod.system["name"]}.py')
+def _import_systems():
+    if 'systems' not in sys.modules:
+        folder = os.path.join(_ROOT, 'systems')
+        spec = importlib.util.spec_from_file_location(
+            'systems', os.path.join(folder, '__init__.py'),
+            submodule_search_locations=[folder])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules['systems'] = module
+        spec.loader.exec_module(module)
+    return sys.modules['systems']
+
+
+def _shown(path):
+    # built-in modules by their place in the repository, a site's in full
+    rel = os.path.relpath(path, _ROOT)
+    return path if rel.startswith('..') else rel
+
+
+try:
+    systems = _import_systems()
+    references.load_layered(paths.references_dirs())
+    for _mod in systems.ALL:
+        _origin = _shown(_mod.__file__)
+        _stem = os.path.basename(_mod.__file__)[:-3]
+        if _mod.system['name'] != _stem:
+            # a site module replaces the built-in one of its file's name
+            raise layouts.SystemConfigError(
+                f'{_origin}: system name {_mod.system["name"]!r} must be '
+                f'the module\'s name, {_stem!r}')
+        layouts.validate_system(_mod.system, _origin)
+except (paths.SiteError, layouts.SystemConfigError,
+        references.ReferenceFileError, ValueError, OSError) as _err:
+    # ReFrame prints a ConfigError as one line, without a traceback (any
+    # bad HPCVAL_* variable a system module reads is a ValueError)
+    raise ConfigError(str(_err)) from None
+selection.detect_selected(systems.ALL)
 
 site_configuration = {
     'systems': [mod.system for mod in systems.ALL],
     'environments': [env for mod in systems.ALL for env in mod.environments],
     'general': [
         {
-            'check_search_path': [os.path.join(_ROOT, 'checks')],
+            'check_search_path': [os.path.join(_ROOT, 'checks'),
+                                  *paths.site_folders('checks')],
         }
     ],
     'storage': [

@@ -2,15 +2,23 @@
 ``--system frontier``.
 
 Each module defines ``system`` (a ReFrame system entry) and
-``environments`` (the programming environments its partitions use).
-``ALL`` lists them in matching order: ``local`` matches any host name, so it
-comes last.
+``environments`` (the programming environments its partitions use), and,
+where the system detects hardware when selected, ``detect(system)``
+(config/settings.py calls it for the selected system only).  ``ALL`` lists
+them in matching order: ``local`` matches any host name, so it comes last.
+
+A site's systems/ ($HPCVAL_SITE, docs/site.md) is searched first: its
+module of a built-in's name replaces that one, other names add systems.
 """
 import importlib
 import pkgutil
 
-_NAMES = sorted(m.name for m in pkgutil.iter_modules(__path__)
-                if not m.name.startswith('_'))
+from hpcval import paths
+
+__path__[:0] = paths.site_folders('systems')
+
+_NAMES = sorted({m.name for m in pkgutil.iter_modules(__path__)
+                 if not m.name.startswith('_')})
 
 ALL = [importlib.import_module(f'systems.{name}')
        for name in sorted(_NAMES, key=lambda n: (n == 'local', n))]

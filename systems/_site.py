@@ -4,26 +4,22 @@ Values a site sets through environment variables end up in job scripts, so
 they are checked when the configuration loads and a bad one stops ReFrame
 with the variable named.
 """
-import os
-import re
-
 from reframe.utility.cpuinfo import cpuinfo
 
-from hpcval.inputs import is_safe_path
+from hpcval.inputs import EnvironmentValueError, environment
 from hpcval.layouts import SystemConfigError
 
-_ACCOUNT = re.compile(r'^[A-Za-z0-9_.-]+$')
+
+def _environment(system, var):
+    try:
+        return environment(var)
+    except EnvironmentValueError as err:
+        raise SystemConfigError(f'systems/{system}.py: {err}') from None
 
 
 def account(system):
     """$HPCVAL_ACCOUNT (the project charged for jobs), or '' when unset."""
-    value = os.environ.get('HPCVAL_ACCOUNT', '')
-    if value and not _ACCOUNT.match(value):
-        raise SystemConfigError(
-            f'systems/{system}.py: HPCVAL_ACCOUNT={value!r}: an account '
-            f'is letters, digits, _ . - only')
-
-    return value
+    return _environment(system, 'HPCVAL_ACCOUNT')
 
 
 def account_access(system, fmt):
@@ -35,12 +31,7 @@ def account_access(system, fmt):
 
 def site_path(system, var):
     """An absolute path from the environment variable ``var``, or ''."""
-    value = os.environ.get(var, '')
-    if value and not (value.startswith('/') and is_safe_path(value)):
-        raise SystemConfigError(f'systems/{system}.py: {var}={value!r}: '
-                                f'must be an absolute path of safe characters')
-
-    return value
+    return _environment(system, var)
 
 
 def environ(name, system, modules=(), features=(), cc='cc', cxx='CC',
@@ -84,8 +75,16 @@ def nccl_net_env(system, settings):
 def box_partition(descr, environs, features, devices, extras):
     """The one partition of a standalone box: jobs run on the box itself
     (local scheduler), one at a time, ranks started by ``mpirun``; the host
-    CPU varies between boxes of a kind, so it is detected at load."""
+    CPU varies between boxes of a kind, so ``detect_host_cpu`` fills it in
+    when the box is the selected system."""
     return {'name': 'default', 'descr': descr, 'scheduler': 'local',
             'launcher': 'mpirun', 'environs': environs, 'features': features,
-            'processor': cpuinfo(), 'devices': devices, 'max_jobs': 1,
+            'processor': {}, 'devices': devices, 'max_jobs': 1,
             'extras': extras}
+
+
+def detect_host_cpu(system):
+    """``detect`` of a box system: this host's processor, ReFrame's
+    ``cpuinfo()``, into each partition."""
+    for part in system['partitions']:
+        part['processor'] = cpuinfo()

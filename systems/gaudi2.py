@@ -10,9 +10,11 @@ detected when the configuration loads.
 Select it with ``--system gaudi2``: no host name pattern is claimed.
 """
 from hpcval import features as ft
-from systems._site import box_partition, environ
+from systems._site import box_partition, detect_host_cpu, environ
 
 NAME = 'gaudi2'
+
+detect = detect_host_cpu
 
 system = {
     'name': NAME,

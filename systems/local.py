@@ -6,7 +6,8 @@ topology detected with ReFrame's own ``cpuinfo()`` at configuration load
 (ReFrame skips its auto-detection for partitions whose launcher is not
 ``local``, and a cached file would be wrong on the next host sharing the
 home directory; it costs about 4 ms), and GPUs detected here at configuration
-load (ReFrame auto-detects processors only): NVIDIA ones through
+load (ReFrame auto-detects processors only), both in ``detect()``, which
+runs only when ``local`` is the system ReFrame uses (hpcval.selection): NVIDIA ones through
 ``nvidia-smi``, AMD ones through ``rocminfo``.  With GPUs found, the
 partition gains the GPU features and, where ``nvcc`` is on PATH, a ``cuda``
 environment, so the same ``--system local`` validates a single GPU node.
@@ -80,8 +81,6 @@ def _gpu_partition_extras():
     return [ft.GPU, vendor], devices, envs
 
 
-_gpu_features, _devices, _gpu_envs = _gpu_partition_extras()
-
 system = {
     'name': 'local',
     'descr': 'This host (any host name no other system claims)',
@@ -93,15 +92,28 @@ system = {
             'descr': 'This host: local scheduler, mpiexec from PATH',
             'scheduler': 'local',
             'launcher': 'mpiexec',
-            'environs': ['gnu', *_gpu_envs],
-            'features': [ft.CPU, ft.MPI, *_gpu_features],
-            'processor': cpuinfo(),
-            'devices': _devices,
+            'environs': ['gnu'],
+            'features': [ft.CPU, ft.MPI],
+            # filled in by detect()
+            'processor': {},
+            'devices': [],
             # benchmarks must not share the machine with each other
             'max_jobs': 1,
         }
     ]
 }
+
+
+def detect(system):
+    """This host's processor and GPUs into the partition (the GPU features
+    and, with their compiler on PATH, the GPU environment)."""
+    part = system['partitions'][0]
+    features, devices, envs = _gpu_partition_extras()
+    part['processor'] = cpuinfo()
+    part['devices'] = devices
+    part['features'] = [*part['features'], *features]
+    part['environs'] = [*part['environs'], *envs]
+
 
 environments = [
     {

@@ -12,9 +12,11 @@ ROCm is expected in /opt/rocm ($ROCM_PATH overrides).
 Select it with ``--system mi300x``: no host name pattern is claimed.
 """
 from hpcval import features as ft
-from systems._site import box_partition, environ
+from systems._site import box_partition, detect_host_cpu, environ
 
 NAME = 'mi300x'
+
+detect = detect_host_cpu
 
 system = {
     'name': NAME,

@@ -1,7 +1,8 @@
 """``hpcval``: command-line helpers around the checks.
 
-    hpcval references [--dir DIR] [--markdown]
-                                      validate every reference file; count
+    hpcval references [--dir DIR] [--markdown] [--system X]
+                                      validate every reference file (each
+                                      entry must match a test); count
                                       them, or print them all as a table
     hpcval report [REPORT ...] [--db [PATH]] [selection] [--format ...]
                                       the cross-system comparison table
@@ -10,8 +11,18 @@
     hpcval calibrate --system X [REPORT ...] [--db [PATH]] [--write]
                                       references/X.yaml from X's good runs,
                                       shown as a diff; written on --write
+                                      (into the site's references/ under
+                                      $HPCVAL_SITE)
+    hpcval paths [config|checks|references|systems|monitoring|site]
+                                      where hpcval's suite is (installed or
+                                      the checkout) and the site layer
+    hpcval run [REFRAME ARGS ...]     reframe with hpcval's configuration
+    hpcval site init DIR [--from SYSTEM]
+                                      a site folder (docs/site.md)
 """
 import argparse
+import os
+import shutil
 import sys
 
 from hpcval import paths, references
@@ -21,7 +32,8 @@ from hpcval.publish import reference_table, report
 
 def _references(args):
     try:
-        by_system = references.load_dir(args.dir)
+        by_system = references.load_dir(args.dir) if args.dir else \
+            references.load_layered(paths.references_dirs())
     except references.ReferenceFileError as err:
         print(f'hpcval: {err}', file=sys.stderr)
         return 1
@@ -30,12 +42,33 @@ def _references(args):
         print(reference_table.markdown(by_system), end='')
         return 0
 
+    failed = False
     for system, refs in by_system.items():
         judged = sum(r.value is not None for r in refs)
         print(f'{system}: {judged} references, {len(refs) - judged} '
               f'explicitly absent')
+        if not args.schema_only and (not args.system or
+                                     system in args.system):
+            failed |= _unmatched(system, refs, args.dir)
 
-    return 0
+    return 1 if failed else 0
+
+
+def _unmatched(system, refs, ref_dir):
+    """Say which entries of ``system``'s file match no test; True if any."""
+    from hpcval import coverage
+    path = coverage.reference_path(system, ref_dir)
+    try:
+        errors, notes = coverage.problems_of_system(system, refs, path)
+    except Exception as err:     # ReFrame's own errors: say, don't trace
+        print(f'hpcval: {path}: cannot load the checks for system '
+              f'{system!r} to match its entries: {err}', file=sys.stderr)
+        return True
+    for note in notes:
+        print(f'hpcval: note: {note}', file=sys.stderr)
+    for error in errors:
+        print(f'hpcval: {error}', file=sys.stderr)
+    return bool(errors)
 
 
 def _calibrate(args):
@@ -45,16 +78,16 @@ def _calibrate(args):
         return 2
 
     try:
-        by_system = references.load_dir(args.ref_dir)
+        ref_dir, base_dir, by_system = _calibrated_dirs(args.ref_dir)
         _, samples = report.load_selected(args)
         result = calibrate.calibrate(
             samples, args.system[0], by_system, floor=args.floor, k=args.k,
             min_samples=args.min_samples, allow_replays=args.allow_replays,
             include_absent=args.include_absent,
             accept_performance_failures=args.accept_performance_failures,
-            ref_dir=args.ref_dir, write=args.write)
+            ref_dir=ref_dir, write=args.write, base_dir=base_dir)
     except (references.ReferenceFileError, calibrate.CalibrationError,
-            report.results.InputRejected) as err:
+            report.results.InputRejected, paths.SiteError) as err:
         print(f'hpcval calibrate: {err}', file=sys.stderr)
         return 1
 
@@ -67,14 +100,125 @@ def _calibrate(args):
     return 0
 
 
+def _run(args):
+    """The command, with no traceback a user can reach: a closed pipe
+    (``| head``) ends it quietly, anything unforeseen is one line
+    (HPCVAL_DEBUG=1 shows the traceback)."""
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as err:
+        if os.environ.get('HPCVAL_DEBUG'):
+            raise
+        print(f'hpcval {args.command}: unexpected error: '
+              f'{type(err).__name__}: {err} (HPCVAL_DEBUG=1 shows where)',
+              file=sys.stderr)
+        return 1
+
+
+def _finite(text):
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f'{text!r} is not a finite number')
+    return value
+
+
+def _calibrated_dirs(ref_dir):
+    """(folder written, folder a new file starts from, references as
+    judged): ``--ref-dir`` alone, else the layered references, written
+    into the site's folder under a site layer."""
+    if ref_dir:
+        return ref_dir, None, references.load_dir(ref_dir)
+
+    target = paths.writable_references_dir()
+    base = paths.references_dir() if target != paths.references_dir() \
+        else None
+    return target, base, references.load_layered(paths.references_dirs())
+
+
+def _paths(args):
+    where = {'config': paths.config_file(),
+             'checks': os.path.join(paths.repo_root(), 'checks'),
+             'references': paths.references_dir(),
+             'systems': os.path.join(paths.repo_root(), 'systems'),
+             'monitoring': os.path.join(paths.repo_root(), 'config',
+                                        'monitoring.py'),
+             'site': paths.site_dir() or ''}
+    if args.what:
+        print(where[args.what])
+        return 0
+
+    for name, path in where.items():
+        print(f'{name:<11}{path or f"(none: set {paths.SITE_VAR})"}')
+    return 0
+
+
+def run_reframe(reframe_args):
+    """``reframe`` with hpcval's configuration first in RFM_CONFIG_FILES
+    (after it, the files already named there: a site's logging, say)."""
+    config = paths.config_file()
+    given = [f for f in os.environ.get('RFM_CONFIG_FILES', '').split(':')
+             if f and os.path.abspath(f) != config]
+    env = dict(os.environ, RFM_CONFIG_FILES=':'.join([config, *given]))
+    here = os.path.dirname(sys.executable)
+    exe = shutil.which('reframe', path=os.pathsep.join(
+        [here, env.get('PATH', '')]))
+    if not exe:
+        print('hpcval run: no reframe executable next to this Python or on '
+              'PATH', file=sys.stderr)
+        return 1
+    os.execve(exe, [exe, *reframe_args], env)
+
+
+def _site_init(args):
+    from hpcval import site
+    try:
+        written = site.init(args.dir, args.from_system)
+    except site.SiteInitError as err:
+        print(f'hpcval site init: {err}', file=sys.stderr)
+        return 1
+
+    for path in written:
+        print(f'hpcval site init: wrote {path}', file=sys.stderr)
+    print(f'export {paths.SITE_VAR}={os.path.abspath(args.dir)}')
+    return 0
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ['run']:
+        # everything after `run` is ReFrame's, options included
+        return run_reframe(argv[1:])
+
+    try:
+        return _main(argv)
+    except paths.SiteError as err:
+        print(f'hpcval: {err}', file=sys.stderr)
+        return 1
+
+
+def _main(argv):
     parser = argparse.ArgumentParser(prog='hpcval')
     sub = parser.add_subparsers(dest='command', required=True)
     refs = sub.add_parser('references',
                           help='validate and summarise references/*.yaml')
-    refs.add_argument('--dir', default=paths.references_dir())
+    refs.add_argument('--dir', default=None,
+                      help='one references folder (default: the built-in '
+                           'ones, layered under $HPCVAL_SITE\'s)')
     refs.add_argument('--markdown', action='store_true',
                       help='print every reference as a Markdown table')
+    refs.add_argument('--system', action='append', default=[],
+                      help='match only these systems\' entries against '
+                           'their tests (repeatable; default: all)')
+    refs.add_argument('--schema-only', action='store_true',
+                      help='check the files\' schema only, without loading '
+                           'the checks to match every entry to a test')
     refs.set_defaults(func=_references)
     rep = sub.add_parser('report', help='cross-system comparison tables and '
                                         'plots of run reports')
@@ -83,10 +227,12 @@ def main(argv=None):
     cal = sub.add_parser('calibrate', help='a system\'s references from its '
                                            'own good runs')
     report.add_input_arguments(cal)
-    cal.add_argument('--ref-dir', default=paths.references_dir())
-    cal.add_argument('--k', type=float, default=3.0,
+    cal.add_argument('--ref-dir', default=None,
+                     help='the references folder (default: the built-in '
+                          'one, or the site\'s under $HPCVAL_SITE)')
+    cal.add_argument('--k', type=_finite, default=3.0,
                      help='tolerance: k standard deviations (default 3)')
-    cal.add_argument('--floor', type=float, default=0.05,
+    cal.add_argument('--floor', type=_finite, default=0.05,
                      help='never tighter than this fraction (default 0.05)')
     cal.add_argument('--min-samples', type=int, default=3)
     cal.add_argument('--allow-replays', action='store_true')
@@ -97,8 +243,23 @@ def main(argv=None):
     cal.add_argument('--write', action='store_true',
                      help='replace references/<system>.yaml')
     cal.set_defaults(func=_calibrate)
+    where = sub.add_parser('paths', help='where hpcval\'s configuration, '
+                                         'checks, systems and references are')
+    where.add_argument('what', nargs='?', choices=[
+        'config', 'checks', 'references', 'systems', 'monitoring', 'site'])
+    where.set_defaults(func=_paths)
+    sub.add_parser('run', help='reframe with hpcval\'s configuration: '
+                               'hpcval run -r --system local')
+    site = sub.add_parser('site', help='a site folder layered over the '
+                                       'built-in systems and references')
+    site_sub = site.add_subparsers(dest='site_command', required=True)
+    init = site_sub.add_parser('init', help='make a site folder')
+    init.add_argument('dir')
+    init.add_argument('--from', dest='from_system', metavar='SYSTEM',
+                      help='copy this built-in system and its references')
+    init.set_defaults(func=_site_init)
     args = parser.parse_args(argv)
-    return args.func(args)
+    return _run(args)
 
 
 if __name__ == '__main__':

@@ -25,13 +25,16 @@ import shlex
 import subprocess
 
 import reframe as rfm
+import reframe.core.runtime as rt
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
-from hpcval import replay
+from hpcval import replay, stacks
 from hpcval.layouts import gpu_arch
-from hpcval.inputs import InputError, checked_path, checked_token
+from hpcval.inputs import (InputError, ValidatedInputs, checked_path,
+                           checked_token)
+from hpcval.parsers.common import read_text
 
 _TARBALLS = ('.tar.gz', '.tgz', '.tar.bz2', '.tar.xz', '.tar')
 # how long the reachability probe of the upstream repository may take
@@ -42,7 +45,7 @@ _PROBE_TIMEOUT_S = 20
 # source and build fixtures alike, so that ``-S src_mirror=...`` meets no
 # test without the variable (ReFrame warns about those).  Only the fixtures
 # below act on the first two; checks that build nothing ignore them.
-class SourceSettings(rfm.RegressionTestPlugin):
+class SourceSettings(ValidatedInputs):
     #: Local copy of the upstream source for air-gapped sites: a git
     #: repository (bare or not), a folder at the pinned version, or a
     #: release tarball with one top-level folder.
@@ -56,6 +59,14 @@ class SourceSettings(rfm.RegressionTestPlugin):
     #: (with -C config/replay.py; hpcval.replay, docs/replay.md).
     replay_dir = variable(str, value='')
 
+    #: Modules of the site's stack that provide the benchmark's
+    #: executables (hpcval.stacks); nothing is fetched or built.
+    stack_modules = variable(typ.List[str], value=[])
+
+    #: Spack spec of an installed build of the benchmark (hpcval.stacks);
+    #: nothing is fetched or built.
+    spack_spec = variable(str, value='')
+
 
 def _is_git_repo(path):
     return os.path.isdir(os.path.join(path, '.git')) or (
@@ -66,7 +77,8 @@ def _is_git_repo(path):
 
 def _upstream_reachable(url, version):
     try:
-        subprocess.run(['git', 'ls-remote', '--exit-code', url,
+        # '--': a URL is never read as an option (--upload-pack=...)
+        subprocess.run(['git', 'ls-remote', '--exit-code', '--', url,
                         f'refs/tags/{version}', f'refs/heads/{version}'],
                        check=True, capture_output=True,
                        timeout=_PROBE_TIMEOUT_S,
@@ -113,14 +125,14 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
             opts += ['--recurse-submodules', '--shallow-submodules']
 
         return shlex.join(['git', '-c', 'advice.detachedHead=false',
-                           'clone', *opts, origin, self.tree])
+                           'clone', *opts, '--', origin, self.tree])
 
     def _is_prepared(self, mirror):
         return bool(self.prepared_inputs) and os.path.isdir(
             os.path.join(mirror, self.prepared_inputs[0]))
 
     def _copy_checkout_cmds(self, mirror):
-        copy = [f'cp -a {shlex.quote(mirror)}/. {self.tree}/']
+        copy = [f'cp -a -- {shlex.quote(mirror)}/. {self.tree}/']
         if not os.path.isdir(os.path.join(mirror, '.git')):
             return copy
 
@@ -140,11 +152,11 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
             return [self._clone_cmd(f'file://{mirror}')]
 
         if os.path.isdir(mirror):
-            return [f'cp -a {shlex.quote(mirror)}/. {self.tree}/']
+            return [f'cp -a -- {shlex.quote(mirror)}/. {self.tree}/']
 
         if mirror.endswith(_TARBALLS):
-            return [f'tar -xf {shlex.quote(mirror)} -C {self.tree} '
-                    f'--strip-components=1']
+            return [f'tar -x -C {self.tree} --strip-components=1 '
+                    f'-f {shlex.quote(mirror)}']
 
         raise SanityError(f'-S src_mirror={mirror}: neither a git repository, '
                           f'a folder nor a tarball ({", ".join(_TARBALLS)})')
@@ -158,6 +170,11 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
         if self.prebuilt_dir:
             checked_path(self.prebuilt_dir, 'prebuilt_dir')
             self.prerun_cmds = ['echo "prebuilt_dir set: nothing to fetch"']
+            return
+
+        if stacks.of(self):
+            self.prerun_cmds = ['echo "the site\'s stack provides it: '
+                                'nothing to fetch"']
             return
 
         # a failed clone or copy must fail the job, not fall through
@@ -184,7 +201,8 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
         if replay.active(self):
             return True
 
-        if not self.prebuilt_dir and not os.listdir(self.src_dir):
+        if not self.prebuilt_dir and not stacks.of(self) and \
+                not os.listdir(self.src_dir):
             raise SanityError(f'{self.src_dir} is empty after the fetch')
 
         return True
@@ -223,8 +241,21 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
 
         return os.path.join(self.stagedir, self.build_bin)
 
+    @property
+    def stack(self):
+        """The site's stack providing the executables (hpcval.stacks), as
+        the source fixture or this build was given it, or None."""
+        return stacks.of(self.source) or stacks.of(self)
+
     def executable_path(self, name):
+        if self.stack:          # found on PATH once the stack is loaded
+            return name
+
         return os.path.join(self.bin_dir, name)
+
+    def command(self, name):
+        """``executable_path(name)`` quoted for a job script."""
+        return shlex.quote(self.executable_path(name))
 
     def target_cuda_arch(self, default=''):
         """``-S cuda_arch`` (validated), else the partition's GPU arch,
@@ -236,7 +267,19 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
     def build_jobs(self):
         return max(1, min(16, self.current_partition.processor.num_cpus or 4))
 
+    def _stack_problems(self):
+        # what the stack's check commands said in the build's stderr
+        path = self.stderr.evaluate()
+        return [line.strip() for line in read_text(path).splitlines()
+                if line.startswith(stacks.PREFIX)] \
+            if os.path.exists(path) else []
+
     def _missing_executables(self):
+        if self.stack:
+            said = ' '.join(self._stack_problems())
+            return [exe for exe in self.executables
+                    if f' no {exe} on PATH' in said]
+
         return [exe for exe in self.executables
                 if not os.access(self.executable_path(exe), os.X_OK)]
 
@@ -245,6 +288,13 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
         if replay.active(self):
             self.build_system.commands = replay.skip_fixture(self,
                                                              'nothing built')
+            return
+
+        stack = self.stack
+        if stack:
+            self.build_system.commands = [
+                *stack.load_commands(rt.runtime().modules_system),
+                *stack.check_commands(self.executables)]
             return
 
         if self.source.prebuilt_dir:
@@ -265,6 +315,12 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
     @sanity_function
     def validate_build(self):
         if replay.active(self):
+            return True
+
+        if self.stack:
+            said = self._stack_problems()
+            if said:
+                raise SanityError('; '.join(said))
             return True
 
         missing = self._missing_executables()

@@ -14,7 +14,8 @@ import re
 import sys
 import time
 
-from hpcval.publish import comparison, formats, results
+from hpcval.publish import comparison, formats, output, results
+from hpcval.references import ReferenceFileError
 
 EXIT_OK, EXIT_REJECTED, EXIT_EMPTY = 0, 1, 2
 
@@ -90,6 +91,11 @@ def load_selected(args, replays=True):
                           since=args.since, until=args.until)
     for problem in loaded.problems:
         print(f'hpcval: left out {problem}', file=sys.stderr)
+    if loaded.duplicates:
+        print(f'hpcval: dropped {loaded.duplicates} duplicate test case(s): '
+              f'the same session, test case and run given more than once '
+              f'(copies of a report, or a report and --db) count once',
+              file=sys.stderr)
 
     if not args.system and args.name is None and args.since is None \
             and args.until is None and replays:
@@ -150,11 +156,15 @@ def _formats(text):
 
 
 def _write(path, text, force):
-    if os.path.exists(path) and not force:
-        raise FileExistsError(f'{path} exists (use --force to overwrite)')
+    output.write(path, text, force)
 
-    with open(path, 'w', encoding='utf-8') as fp:
-        fp.write(text)
+
+def _said(err):
+    """An OSError as one line: ours carry a sentence, the system's a
+    file name and reason."""
+    if err.filename is None:
+        return str(err)
+    return f'{err.filename}: {err.strerror}'
 
 
 def _data_uri(path):
@@ -196,13 +206,17 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
 def _published_tables():
     from hpcval import paths, references
     from hpcval.publish import published
-    return published.tables(references.load_dir(paths.references_dir()))
+    return published.tables(references.load_layered(paths.references_dirs()))
 
 
 def run(args):
     fmts = _formats(args.format)
     if args.references_only:
-        tables = _published_tables()
+        try:
+            tables = _published_tables()
+        except ReferenceFileError as err:
+            print(f'hpcval report: {err}', file=sys.stderr)
+            return EXIT_REJECTED
         inputs, problems, samples = ['references/*.yaml'], [], []
     else:
         try:
@@ -223,15 +237,19 @@ def run(args):
                 per_node=args.per_node)]
         inputs, problems = loaded.sources, loaded.problems
         if args.with_published:
-            tables += _published_tables()
+            try:
+                tables += _published_tables()
+            except ReferenceFileError as err:
+                print(f'hpcval report: {err}', file=sys.stderr)
+                return EXIT_REJECTED
 
     if not args.out:
         sys.stdout.write(render(tables, fmts[0], inputs, problems))
         return EXIT_OK
 
-    os.makedirs(args.out, exist_ok=True)
     pngs, unplotted = [], []
     try:
+        output.check_folder(args.out)
         if args.plots and samples:
             drawn = _draw(tables[0], samples, args.out, args.plots_select,
                           args.force)
@@ -245,8 +263,8 @@ def run(args):
             _write(path, render(tables, fmt, inputs, problems, images,
                                 args.title, unplotted), args.force)
             print(path)
-    except FileExistsError as err:
-        print(f'hpcval report: {err}', file=sys.stderr)
+    except OSError as err:      # exists, a link, not writable: say so
+        print(f'hpcval report: {_said(err)}', file=sys.stderr)
         return EXIT_REJECTED
 
     return EXIT_OK

@@ -20,6 +20,8 @@ import math
 import os
 import re
 import sqlite3
+import stat
+import urllib.parse
 from dataclasses import dataclass, field
 
 from hpcval.publish.measures import LAYOUT_FIELDS
@@ -103,6 +105,7 @@ class Loaded:
     cases: list = field(default_factory=list)
     problems: list = field(default_factory=list)
     sources: list = field(default_factory=list)
+    duplicates: int = 0  # test cases given more than once, counted once
 
 
 _RESULTS = {'success': 'pass', 'failure': 'fail', 'skipped': 'skip',
@@ -128,7 +131,8 @@ def _field(data, key, kind, where, required=False):
         return None
 
     if isinstance(val, bool) or not isinstance(val, kind):
-        raise _Bad(f'{where}: field {key!r} is {val!r}, not {_KIND[kind]}')
+        raise _Bad(f'{where}: field {key!r} is {_short(val)}, not '
+                   f'{_KIND[kind]}')
 
     return val
 
@@ -144,15 +148,42 @@ def _strings(data, key, where):
     return tuple(vals)
 
 
+# no benchmark figure comes near; sums and spreads of larger ones overflow
+LARGEST = 1e300
+
+
+def _finite(val):
+    try:
+        return math.isfinite(val) and abs(val) <= LARGEST
+    except OverflowError:       # an integer beyond any float
+        return False
+
+
 def _number_or_none(val, what):
     if val is None:
         return None
 
     if isinstance(val, bool) or not isinstance(val, (int, float)) \
-            or not math.isfinite(val):
-        raise _Bad(f'{what} is {val!r}, not a finite number')
+            or not _finite(val):
+        raise _Bad(f'{what} is {_short(val)}, not a finite number '
+                   f'(at most {LARGEST:g} in size)')
 
     return float(val)
+
+
+def _short(val, most=60):
+    text = repr(val)
+    return text if len(text) <= most else f'{text[:most]}... ' \
+                                          f'({len(text)} characters)'
+
+
+def _time(data, key, where):
+    """A unix time field, or None; a time no clock shows is an error."""
+    val = _field(data, key, (int, float), where)
+    if val is not None and not (_finite(val) and 0 <= val < 1e11):
+        raise _Bad(f'{where}: field {key!r} is {_short(val)}, not a unix '
+                   f'time')
+    return val
 
 
 def _perf_entries(tc, major, where):
@@ -217,7 +248,7 @@ def _case(tc, major, source, session, where, label):
         check=check, test=display, params=params, benchmark=benchmark,
         system=system, partition=partition, environ=environ,
         result=_RESULTS.get(result, result),
-        time=(_number(tc, 'job_completion_time_unix', where)
+        time=(_time(tc, 'job_completion_time_unix', where)
               or session['time'] or 0.0),
         hostname=session['hostname'], nodes=nodes,
         version=session['version'],
@@ -227,13 +258,6 @@ def _case(tc, major, source, session, where, label):
         label=label, fields=_layout(tc, where),
         plot_data=_mapping(tc, 'hpcval_plot_data', where),
         provenance=_mapping(tc, 'hpcval_provenance', where))
-
-
-def _number(tc, key, where):
-    val = tc.get(key)
-    if type(val) is float or type(val) is int:
-        return val
-    return _field(tc, key, (int, float), where)
 
 
 def _mapping(tc, key, where):
@@ -265,8 +289,10 @@ def _sample(case, metric, value, unit, reference, lower, upper):
     return s
 
 
-def _finite(x):
-    return (type(x) is float and x - x == 0) or type(x) is int
+def _plain(x):
+    """_finite for the usual case: a float or int in bounds (NaN fails
+    the comparison), checked without a call into math."""
+    return (type(x) is float or type(x) is int) and -LARGEST <= x <= LARGEST
 
 
 def _samples(tc, major, case, where):
@@ -277,10 +303,10 @@ def _samples(tc, major, case, where):
         out = []
         for key, t in values.items():
             if not (type(t) is list and len(t) >= 5 and type(key) is str
-                    and _finite(t[0]) and type(t[4]) is str and t[4]
-                    and (t[1] is None or _finite(t[1]))
-                    and (t[2] is None or _finite(t[2]))
-                    and (t[3] is None or _finite(t[3]))):
+                    and _plain(t[0]) and type(t[4]) is str and t[4]
+                    and (t[1] is None or _plain(t[1]))
+                    and (t[2] is None or _plain(t[2]))
+                    and (t[3] is None or _plain(t[3]))):
                 break
             metric = key.rsplit(':', 1)[-1]
             if not metric:
@@ -299,9 +325,9 @@ def _checked_samples(tc, major, case, where):
     for metric, value, ref, lower, upper, unit in _perf_entries(tc, major,
                                                                 where):
         if type(metric) is str and metric and type(unit) is str and unit \
-                and _finite(value) and (ref is None or _finite(ref)) \
-                and (lower is None or _finite(lower)) \
-                and (upper is None or _finite(upper)):
+                and _plain(value) and (ref is None or _plain(ref)) \
+                and (lower is None or _plain(lower)) \
+                and (upper is None or _plain(upper)):
             # the usual case, checked in one go
             out.append(Sample(case, metric, float(value), unit,
                               None if ref is None else float(ref),
@@ -346,7 +372,7 @@ def _session(info):
     return {'uuid': _field(info, 'uuid', str, where) or '',
             'hostname': _field(info, 'hostname', str, where) or '',
             'version': _field(info, 'version', str, where) or '',
-            'time': _field(info, 'time_start_unix', (int, float), where)}
+            'time': _time(info, 'time_start_unix', where)}
 
 
 class _Collector:
@@ -357,6 +383,7 @@ class _Collector:
 
         self.on_error = on_error
         self.loaded = Loaded()
+        self.seen = set()
 
     def problem(self, source, reason):
         if self.on_error == 'reject':
@@ -373,6 +400,10 @@ class _Collector:
             return
 
         self.loaded.sources.append(source)
+        # a session is its uuid (reports of ReFrame < 4.7 have none: its
+        # host and start time then)
+        session_id = session['uuid'] or (session['hostname'],
+                                         session['time'])
         for r, run in enumerate(report['runs']):
             tcs = run.get('testcases') if isinstance(run, dict) else None
             if not isinstance(tcs, list):
@@ -395,11 +426,23 @@ class _Collector:
                     self.problem(source, str(err))
                     continue
 
+                # the same session given twice (two copies of a report, a
+                # report and --db) is one measurement, not two
+                key = (session_id, r, case.test, case.system, case.partition,
+                       case.environ)
+                if key in self.seen:
+                    self.loaded.duplicates += 1
+                    continue
+                self.seen.add(key)
                 self.loaded.cases.append(case)
                 self.loaded.samples.extend(samples)
 
 
 def _json(text, source, collector):
+    if not isinstance(text, (str, bytes)):
+        collector.problem(source, f'holds {type(text).__name__}, not JSON '
+                                  f'text')
+        return None
     try:
         return _loads(text)
     except ValueError:
@@ -408,9 +451,37 @@ def _json(text, source, collector):
         # orjson refuses NaN and Infinity, which ReFrame writes for a
         # benchmark that printed nan: the values, not the file, are bad
         return json.loads(text)
-    except ValueError as err:
-        collector.problem(source, f'not valid JSON (truncated?): {err}')
-        return None
+    except ValueError as err:   # number too long, not UTF-8, not JSON
+        collector.problem(source, f'not valid JSON (truncated?): '
+                                  f'{str(err)[:200]}')
+    except RecursionError:
+        collector.problem(source, 'not valid JSON: nested too deeply')
+    return None
+
+
+# a ReFrame report of thousands of test cases is a few MB
+MAX_REPORT_BYTES = 1 << 30
+
+
+def _read_report(path):
+    """The text of a report file; only regular files are read (a FIFO
+    would block, /dev/zero never end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Bad('not a regular file (a folder, FIFO or device): '
+                       'not read')
+        if info.st_size > MAX_REPORT_BYTES:
+            raise _Bad(f'{info.st_size} bytes, more than any run report '
+                       f'({MAX_REPORT_BYTES} at most): not read')
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, encoding='utf-8') as fp:
+            fd = None
+            return fp.read(MAX_REPORT_BYTES + 1)
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 @contextlib.contextmanager
@@ -449,10 +520,13 @@ def _load(report_files, db, on_error, since, until):
     for path in report_files:
         label, path = path if isinstance(path, tuple) else ('', path)
         try:
-            with open(path, encoding='utf-8') as fp:
-                text = fp.read()
+            text = _read_report(path)
+        except _Bad as err:
+            col.problem(path, str(err))
+            continue
         except (OSError, UnicodeDecodeError) as err:
-            col.problem(path, f'cannot read: {err}')
+            col.problem(path, f'cannot read: '
+                              f'{getattr(err, "strerror", None) or err}')
             continue
 
         report = _json(text, path, col)
@@ -471,7 +545,8 @@ def _load(report_files, db, on_error, since, until):
 
 def _db_sessions(path, since, until, col):
     if not os.path.isfile(path):
-        col.problem(path, 'no such results database')
+        col.problem(path, 'no such results database (or not a regular '
+                          'file)')
         return
 
     # the blob as bytes: orjson reads UTF-8 directly, no str made first
@@ -484,7 +559,9 @@ def _db_sessions(path, since, until, col):
         args = [v for _, v in bounds if v is not None]
 
     try:
-        conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+        # quoted: '#' or '?' in a path would end it in a URI
+        uri = urllib.parse.quote(os.path.abspath(path))
+        conn = sqlite3.connect(f'file:{uri}?mode=ro', uri=True)
     except sqlite3.Error as err:
         col.problem(path, f'cannot open: {err}')
         return

@@ -1,0 +1,82 @@
+"""Benchmarks from a site's software stack instead of an hpcval build.
+
+    -S stack_modules=osu-micro-benchmarks/7.4,openmpi/5.0
+        modules to load, through the system's modules system (Lmod, ...)
+    -S spack_spec=osu-micro-benchmarks@7.4
+        a Spack installation: ``spack location -i`` checks that it is
+        installed, ``spack load --sh`` puts it on PATH
+
+With either, the source fixture fetches nothing and the build fixture
+builds nothing: it loads the stack and checks that every executable the
+benchmark runs is on PATH (Spack's ``nccl-tests``, ``osu-micro-benchmarks``
+and ``babelstream`` packages put theirs there, and so do sites' modules);
+the test's job loads the same stack and runs the executables by name.
+Checks that build nothing (the mpi4py ping-pong, likwid-bench) load it in
+their job.  Give them unscoped with ``-n``/``-t`` selecting the benchmark,
+or scoped like ``-S OsuSource.stack_modules=...``.
+"""
+import shlex
+from dataclasses import dataclass
+
+from hpcval.inputs import MODULE_NAME as _MODULE
+from hpcval.inputs import SPACK_SPEC as _SPEC
+from hpcval.inputs import InputError
+
+# where the lines a failed check prints start
+PREFIX = 'hpcval stack:'
+
+
+@dataclass(frozen=True)
+class Stack:
+    modules: tuple = ()
+    spack_spec: str = ''
+
+    def describe(self):
+        parts = [f'modules {" ".join(self.modules)}'] if self.modules else []
+        if self.spack_spec:
+            parts.append(f'Spack spec {self.spack_spec}')
+        return ' and '.join(parts)
+
+    def load_commands(self, modules_system):
+        """Shell lines that put the stack on PATH in a job script."""
+        cmds = []
+        if self.modules:
+            if modules_system.name == 'nomod':
+                raise InputError(f'-S stack_modules={",".join(self.modules)}'
+                                 f': this system has no modules system '
+                                 f'(modules_system nomod)')
+            cmds += [c for m in self.modules
+                     for c in modules_system.emit_load_commands(m)]
+        if self.spack_spec:
+            spec = shlex.quote(self.spack_spec)
+            cmds += [f'spack location -i {spec} || echo "{PREFIX} Spack spec '
+                     f'{self.spack_spec} is not installed" >&2',
+                     f'eval "$(spack load --sh {spec})"']
+        return cmds
+
+    def check_commands(self, executables):
+        """Shell lines that name each executable found on PATH and say
+        which one is missing."""
+        return [f'command -v {shlex.quote(exe)} || echo "{PREFIX} no {exe} '
+                f'on PATH after loading {self.describe()}" >&2'
+                for exe in executables]
+
+
+def of(test):
+    """The stack ``test``'s -S variables name (validated), or None."""
+    modules = tuple(test.stack_modules)
+    for name in modules:
+        if not _MODULE.fullmatch(name):
+            raise InputError(f'-S stack_modules: {name!r} is not a module '
+                             f'name (letters, digits, _ . + @ % / -)')
+    spec = test.spack_spec.strip()
+    if spec and not _SPEC.fullmatch(spec):
+        raise InputError(f'-S spack_spec={spec!r}: only letters, digits, '
+                         f'spaces and _ . , : = + @ % / ^ ~ - in a spec')
+    return Stack(modules, spec) if modules or spec else None
+
+
+def for_run(test):
+    """The stack a test's job loads: its build fixture's, else its own."""
+    build = getattr(test, 'build', None)
+    return build.stack if hasattr(build, 'stack') else of(test)
