@@ -251,6 +251,8 @@ def run(args):
     try:
         output.check_folder(args.out)
         if args.plots and samples:
+            # refused as a link even where no figure comes to be drawn
+            output.check_folder(os.path.join(args.out, 'plots'))
             drawn = _draw(tables[0], samples, args.out, args.plots_select,
                           args.force)
             pngs = [p for p in drawn.files if p.endswith('.png')]
