@@ -25,7 +25,7 @@ import os
 import shutil
 import sys
 
-from hpcval import paths, references
+from hpcval import inputs, paths, references
 
 from hpcval.publish import reference_table, report
 
@@ -110,7 +110,7 @@ def _run(args):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception as err:
-        if os.environ.get('HPCVAL_DEBUG'):
+        if _debug():
             raise
         print(f'hpcval {args.command}: unexpected error: '
               f'{type(err).__name__}: {err} (HPCVAL_DEBUG=1 shows where)',
@@ -188,6 +188,13 @@ def _site_init(args):
         print(f'hpcval site init: wrote {path}', file=sys.stderr)
     print(f'export {paths.SITE_VAR}={os.path.abspath(args.dir)}')
     return 0
+
+
+def _debug():
+    try:
+        return inputs.environment('HPCVAL_DEBUG') == '1'
+    except inputs.EnvironmentValueError:
+        return False
 
 
 def main(argv=None):
