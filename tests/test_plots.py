@@ -246,7 +246,9 @@ def _moved(samples, outdir, plot_data=True):
         if s.case not in cases:
             cases[s.case] = dataclasses.replace(
                 s.case, outputdir=outdir and f'{outdir}/{len(cases)}',
-                plot_data=s.case.plot_data if plot_data else None)
+                extras=s.case.extras if plot_data else {
+                    k: v for k, v in s.case.extras.items()
+                    if k != 'plot_data'})
     return [dataclasses.replace(s, case=cases[s.case]) for s in samples]
 
 
@@ -290,7 +292,7 @@ def test_damaged_kept_output_gives_a_message(loaded, tmp_path):
     shutil.copytree(case.outputdir, copy)
     out = copy / case.stdout
     out.write_text(cut_after(out.read_text(), '# nThread'))
-    broken = dataclasses.replace(case, outputdir=str(copy), plot_data=None)
+    broken = dataclasses.replace(case, outputdir=str(copy), extras={})
     plotted = plots.collective_curves([broken], tmp_path)
     assert list(plotted) == []
     [msg] = plotted.skipped

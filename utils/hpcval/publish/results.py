@@ -70,11 +70,28 @@ class Case:
     stdout: object       # job stdout file name, or None
     label: str = ''      # the column name the user gave this input, if any
     fields: tuple = ()   # ((name, value), ...) of LAYOUT_FIELDS it reported
-    # the figures' data the check stored (loggable variable
-    # hpcval_plot_data) and what the node reported about itself
-    # (hpcval_provenance, where the check records it): reports carry them
-    plot_data: object = field(default=None, compare=False)
-    provenance: object = field(default=None, compare=False)
+    # why it failed or was skipped (first line), in which ReFrame stage
+    reason: str = ''
+    phase: str = ''
+    # what hpcval's checks record beside the figures (hpcval.judgement):
+    # components, unjudged metrics, provenance, plot data; {} if none
+    extras: dict = field(default_factory=dict, compare=False, hash=False)
+    fixture: bool = False
+    name: str = ''       # ReFrame's unique name (fixtures' dependants cite it)
+    deps: tuple = ()     # unique names of the fixtures it depended on
+
+    @property
+    def plot_data(self):
+        """The figures' data the check stored (hpcval_plot_data), so that
+        a report draws its figures wherever it is read; None if none."""
+        val = self.extras.get('plot_data')
+        return val if isinstance(val, dict) else None
+
+    @property
+    def provenance(self):
+        """What the node reported about itself (hpcval_provenance)."""
+        val = self.extras.get('provenance')
+        return val if isinstance(val, dict) else None
 
     def __hash__(self):
         # computed once: a case keys several dicts per sample of a large
@@ -106,6 +123,7 @@ class Loaded:
     problems: list = field(default_factory=list)
     sources: list = field(default_factory=list)
     duplicates: int = 0  # test cases given more than once, counted once
+    fixtures: list = field(default_factory=list)   # Cases of fixtures
 
 
 _RESULTS = {'success': 'pass', 'failure': 'fail', 'skipped': 'skip',
@@ -256,15 +274,42 @@ def _case(tc, major, source, session, where, label):
         outputdir=_text(tc, 'outputdir', where),
         stdout=_text(tc, 'job_stdout', where),
         label=label, fields=_layout(tc, where),
-        plot_data=_mapping(tc, 'hpcval_plot_data', where),
-        provenance=_mapping(tc, 'hpcval_provenance', where))
+        reason=_first_line(tc.get('fail_reason')),
+        phase=_field(tc, 'fail_phase', str, where) or '',
+        extras=_extras(tc),
+        fixture=bool(tc.get('fixture')),
+        name=_field(tc, 'unique_name', str, where) or '',
+        deps=_deps(tc))
 
 
-def _mapping(tc, key, where):
-    val = tc.get(key)
-    if val is None or type(val) is dict:
-        return val
-    return _field(tc, key, dict, where)
+def _first_line(text):
+    return text.strip().splitlines()[0] if isinstance(text, str) \
+        and text.strip() else ''
+
+
+EXTRA_PREFIX = 'hpcval_'
+_EXTRA_KEYS = {}    # a test case's keys -> those of them named hpcval_*
+
+
+def _extras(tc):
+    # loggable variables named hpcval_*; a wrong type is left out, never
+    # trusted (reports come from anywhere).  The keys are looked for once
+    # per layout of test case, not once per test case of a large database
+    keys = tuple(tc)
+    names = _EXTRA_KEYS.get(keys)
+    if names is None:
+        names = _EXTRA_KEYS[keys] = [k for k in keys if isinstance(k, str)
+                                     and k.startswith(EXTRA_PREFIX)]
+    return {key[len(EXTRA_PREFIX):]: tc[key] for key in names
+            if isinstance(tc[key], (dict, str, list))}
+
+
+def _deps(tc):
+    deps = tc.get('dependencies_actual')
+    if not isinstance(deps, list):
+        return ()
+    return tuple(d[0] for d in deps
+                 if isinstance(d, list) and d and isinstance(d[0], str))
 
 
 def _layout(tc, where):
@@ -417,6 +462,13 @@ class _Collector:
                     continue
 
                 if tc.get('fixture'):
+                    # kept for what failed or skipped beneath the tests;
+                    # a damaged one is left out as before, unreported
+                    try:
+                        self.loaded.fixtures.append(
+                            _case(tc, major, source, session, where, label))
+                    except _Bad:
+                        pass
                     continue
 
                 try:
