@@ -35,9 +35,11 @@ def better(unit):
     return 'lower' if fam == 'time' else 'higher'
 
 
-# TransferBench's per-GPU-pair metrics (gpu00_to_gpu01, uni_gpu00_to_gpu01,
-# ...): hundreds on an 8-GPU node, shown as heat maps, not table rows
-LINK_METRIC = re.compile(r'(^|_)gpu\d+_to_gpu\d+$')
+# per-component metrics: TransferBench's GPU pairs (gpu00_to_gpu01,
+# uni_gpu00_to_gpu01, ...: hundreds on an 8-GPU node) and each GPU's own
+# BabelStream figure (copy@gpu3): shown as heat maps and per-GPU bars, not
+# table rows (the CSV keeps them)
+LINK_METRIC = re.compile(r'(^|_)gpu\d+_to_gpu\d+$|@')
 
 
 def is_link_metric(metric):

@@ -189,8 +189,8 @@ def to_markdown(table, images=None):
         out.append('')
         links = link_count(table, bench)
         if links:
-            out += [f'{links} per-GPU-pair metrics: shown as heat maps '
-                    f'(every figure is in the CSV).', '']
+            out += [f'{links} per-GPU and per-GPU-pair figures: shown in '
+                    f'the figures below (every figure is in the CSV).', '']
         for caption, path in (images or {}).get(bench, ()):
             out += [f'![{_md(caption)}]({path})', '']
 

@@ -233,9 +233,9 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
             body += _table(table, rows, esc)
             links = formats.link_count(table, bench)
             if links:
-                body.append(f'<p class="checks">{links} per-GPU-pair '
-                            f'figures: in the heat maps below (all in the '
-                            f'CSV).</p>')
+                body.append(f'<p class="checks">{links} per-GPU and '
+                            f'per-GPU-pair figures: in the figures below '
+                            f'(all in the CSV).</p>')
             if table is main:
                 body += _figures(figures.pop(bench, []), esc)
         if table.notes:
