@@ -49,8 +49,11 @@ def _clone(report, cases, n, start, rng):
     tcs = []
     for i in range(n):
         tc = json.loads(json.dumps(cases[i % len(cases)]))
+        # as `--repeat` names its runs: distinct test cases of one session
+        # (the same name twice in one run counts once)
         tc.update(uuid=f'{sid}:0:{i}', session_uuid=sid,
-                  job_completion_time_unix=start + i * 0.01)
+                  job_completion_time_unix=start + i * 0.01,
+                  display_name=f'{tc["display_name"]} %.repeat_no={i}')
         for vals in tc['perfvalues'].values():
             vals[0] *= rng.uniform(0.9, 1.1)
         tcs.append(tc)

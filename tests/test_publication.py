@@ -226,14 +226,14 @@ def test_a_run_without_figures_still_counts(tmp_path):
 
 
 def test_repeats_share_one_row(tmp_path):
-    """``--repeat 2`` names its runs %repeat_no=0 and 1: one row, n=2."""
+    """``--repeat 2`` names its runs %.repeat_no=0 and 1: one row, n=2."""
     report = json.loads(sorted(PLOTS.glob('local-*.json'))[1].read_text())
     tcs = [tc for run in report['runs'] for tc in run['testcases']
            if tc['display_name'].startswith('BabelStreamCpuCheck')]
     [tc] = tcs
     twin = json.loads(json.dumps(tc))
     for n, t in enumerate((tc, twin)):
-        t['display_name'] += f' %repeat_no={n}'
+        t['display_name'] += f' %.repeat_no={n}'
     report['runs'][0]['testcases'].append(twin)
     path = tmp_path / 'repeat.json'
     path.write_text(json.dumps(report))
