@@ -15,14 +15,12 @@ present only while $HPCVAL_PERFLOG_URL is set, posts each record as
 VictoriaMetrics JSON lines (hpcval.monitoring).  ReFrame drops the handler
 with a warning when the server cannot be reached at start-up.
 """
-import os
-import re
 
 from reframe.core.exceptions import ConfigError
 
 from hpcval import monitoring
+from hpcval.inputs import EnvironmentValueError, environment
 
-_URL = re.compile(r'https?://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9_./-]*)?')
 
 _perflog = [
     {
@@ -43,18 +41,19 @@ _perflog = [
     },
 ]
 
-_url = os.environ.get('HPCVAL_PERFLOG_URL', '')
+try:
+    _url = environment('HPCVAL_PERFLOG_URL')
+    _site = environment('HPCVAL_PERFLOG_SITE', 'hpcval')
+except EnvironmentValueError as _err:
+    raise ConfigError(str(_err)) from None
 if _url:
-    if not _URL.fullmatch(_url):
-        raise ConfigError(f'HPCVAL_PERFLOG_URL={_url!r}: expected '
-                          f'http(s)://HOST[:PORT][/PATH]')
     _perflog.append({
         'type': 'httpjson',
         'url': _url,
         'level': 'info',
         'json_formatter': monitoring.victoriametrics,
         # labels on every series: which installation sent them
-        'extras': {'site': os.environ.get('HPCVAL_PERFLOG_SITE', 'hpcval')},
+        'extras': {'site': _site},
     })
 
 site_configuration = {

@@ -4,26 +4,22 @@ Values a site sets through environment variables end up in job scripts, so
 they are checked when the configuration loads and a bad one stops ReFrame
 with the variable named.
 """
-import os
-import re
-
 from reframe.utility.cpuinfo import cpuinfo
 
-from hpcval.inputs import is_safe_path
+from hpcval.inputs import EnvironmentValueError, environment
 from hpcval.layouts import SystemConfigError
 
-_ACCOUNT = re.compile(r'^[A-Za-z0-9_.-]+$')
+
+def _environment(system, var):
+    try:
+        return environment(var)
+    except EnvironmentValueError as err:
+        raise SystemConfigError(f'systems/{system}.py: {err}') from None
 
 
 def account(system):
     """$HPCVAL_ACCOUNT (the project charged for jobs), or '' when unset."""
-    value = os.environ.get('HPCVAL_ACCOUNT', '')
-    if value and not _ACCOUNT.match(value):
-        raise SystemConfigError(
-            f'systems/{system}.py: HPCVAL_ACCOUNT={value!r}: an account '
-            f'is letters, digits, _ . - only')
-
-    return value
+    return _environment(system, 'HPCVAL_ACCOUNT')
 
 
 def account_access(system, fmt):
@@ -35,12 +31,7 @@ def account_access(system, fmt):
 
 def site_path(system, var):
     """An absolute path from the environment variable ``var``, or ''."""
-    value = os.environ.get(var, '')
-    if value and not (value.startswith('/') and is_safe_path(value)):
-        raise SystemConfigError(f'systems/{system}.py: {var}={value!r}: '
-                                f'must be an absolute path of safe characters')
-
-    return value
+    return _environment(system, var)
 
 
 def environ(name, system, modules=(), features=(), cc='cc', cxx='CC',

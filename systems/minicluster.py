@@ -19,9 +19,9 @@ not exist, so that the multi-node GPU checks write and submit their real
 job scripts (ranks per node, srun line) on a machine without GPUs; what
 they launch there cannot be the benchmark, and they fail sanity.
 """
-import os
 
 from hpcval import features as ft
+from hpcval.inputs import environment
 from hpcval.testing import minicluster
 from systems import local
 
@@ -31,12 +31,7 @@ LAUNCH_GPUS_VAR = 'HPCVAL_MINICLUSTER_LAUNCH_GPUS'
 
 
 def _launch_gpus():
-    value = os.environ.get(LAUNCH_GPUS_VAR, '0')
-    if not value.isdigit():
-        raise ValueError(f'{LAUNCH_GPUS_VAR}={value!r}: expected a number '
-                         f'of GPUs per node')
-
-    return int(value)
+    return int(environment(LAUNCH_GPUS_VAR, '0'))
 
 
 def _partition(name, descr, features, environs, devices=()):

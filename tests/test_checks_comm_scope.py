@@ -65,4 +65,4 @@ def test_comm_scope_submodules_from_a_mirror(tmp_path):
     assert (f'git -c protocol.file.allow=always -c url.file://{root}/'
             f'.insteadOf=https://github.com/ -c advice.detachedHead=false '
             f'clone --quiet --depth 1 --branch v0.12.0 --recurse-submodules '
-            f'--shallow-submodules file://{repo} src') in script
+            f'--shallow-submodules -- file://{repo} src') in script

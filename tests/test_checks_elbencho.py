@@ -90,15 +90,19 @@ def test_scratch_dir_threads_and_sizes(tmp_path):
 
 
 @pytest.mark.parametrize('setting, message', [
-    (f'{CPU}.scratch_dir=/tmp;touch x', "scratch_dir '/tmp;touch x': "
-                                        "letters, digits"),
+    (f'{CPU}.scratch_dir=/tmp;touch x', "-S scratch_dir='/tmp;touch x': "
+                                        "expected a folder of letters, digits"),
     (f'{CPU}.file_size=1T', "-S file_size='1T': a size in MiB or GiB"),
-    (f'{CPU}.gpu_ids=0;1', "-S gpu_ids='0;1': GPU numbers"),
+    (f'{CPU}.gpu_ids=0;1', "-S gpu_ids='0;1': expected GPU numbers"),
 ])
 def test_unsafe_values_fail_before_a_script(tmp_path, setting, message):
     proc, report = reframe('--dry-run', '--system', 'local', '-n',
                            f'{CPU}.*shared_file.*seq', '-S', setting,
                            tmp_path=tmp_path)
+    if report is None:      # the input policy stops the run at load
+        assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+        assert not _scripts(tmp_path, f'{CPU}_*/rfm_job.sh')
+        return
     [tc] = by_name(report, CPU)
     assert tc['result'] == 'fail' and message in tc['fail_reason'], \
         tc['fail_reason']
@@ -123,7 +127,7 @@ def test_prepared_checkout_at_another_tag(tmp_path):
     [source] = by_name(report, 'ElbenchoSource')
     assert source['result'] == 'fail'
     [script] = _scripts(tmp_path, 'ElbenchoSource_*/rfm_job.sh')
-    assert f'cp -a {tree}/. src/' in script.read_text()
+    assert f'cp -a -- {tree}/. src/' in script.read_text()
     err = (pathlib.Path(source['stagedir']) / 'rfm_job.err').read_text()
     assert f'hpcval: -S src_mirror={tree} is a checkout of v3.1-7, not ' \
         f'v3.1-9' in err, err

@@ -172,7 +172,9 @@ def test_misuse_is_refused(tmp_path, config, setting, message):
                            tmp_path=tmp_path, checks=['checks/rocblas_bench.py'],
                            env={'RFM_CONFIG_FILES': str(ROOT / 'config' /
                                                         config)})
-    assert report, proc.stdout + proc.stderr
+    if report is None:      # an unsafe value stops the run at load
+        assert proc.returncode != 0 and message in proc.stderr
+        return
     # the first test to meet it fails (the source fixture, where it runs)
     reasons = [tc['fail_reason'] or '' for tc in cases(report)]
     assert any(message in r for r in reasons), reasons

@@ -1,7 +1,8 @@
 """``hpcval``: command-line helpers around the checks.
 
-    hpcval references [--dir DIR] [--markdown]
-                                      validate every reference file; count
+    hpcval references [--dir DIR] [--markdown] [--system X]
+                                      validate every reference file (each
+                                      entry must match a test); count
                                       them, or print them all as a table
     hpcval report [REPORT ...] [--db [PATH]] [selection] [--format ...]
                                       the cross-system comparison table
@@ -29,7 +30,7 @@ import os
 import shutil
 import sys
 
-from hpcval import paths, references
+from hpcval import inputs, paths, references
 
 from hpcval.publish import reference_table, report
 
@@ -46,12 +47,33 @@ def _references(args):
         print(reference_table.markdown(by_system), end='')
         return 0
 
+    failed = False
     for system, refs in by_system.items():
         judged = sum(r.value is not None for r in refs)
         print(f'{system}: {judged} references, {len(refs) - judged} '
               f'explicitly absent')
+        if not args.schema_only and (not args.system or
+                                     system in args.system):
+            failed |= _unmatched(system, refs, args.dir)
 
-    return 0
+    return 1 if failed else 0
+
+
+def _unmatched(system, refs, ref_dir):
+    """Say which entries of ``system``'s file match no test; True if any."""
+    from hpcval import coverage
+    path = coverage.reference_path(system, ref_dir)
+    try:
+        errors, notes = coverage.problems_of_system(system, refs, path)
+    except Exception as err:     # ReFrame's own errors: say, don't trace
+        print(f'hpcval: {path}: cannot load the checks for system '
+              f'{system!r} to match its entries: {err}', file=sys.stderr)
+        return True
+    for note in notes:
+        print(f'hpcval: note: {note}', file=sys.stderr)
+    for error in errors:
+        print(f'hpcval: {error}', file=sys.stderr)
+    return bool(errors)
 
 
 def _calibrate(args):
@@ -123,6 +145,35 @@ def _verdict(args):
     return result.status
 
 
+def _run(args):
+    """The command, with no traceback a user can reach: a closed pipe
+    (``| head``) ends it quietly, anything unforeseen is one line
+    (HPCVAL_DEBUG=1 shows the traceback)."""
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as err:
+        if _debug():
+            raise
+        print(f'hpcval {args.command}: unexpected error: '
+              f'{type(err).__name__}: {err} (HPCVAL_DEBUG=1 shows where)',
+              file=sys.stderr)
+        return 1
+
+
+def _finite(text):
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f'{text!r} is not a finite number')
+    return value
+
+
 def _calibrated_dirs(ref_dir):
     """(folder written, folder a new file starts from, references as
     judged): ``--ref-dir`` alone, else the layered references, written
@@ -184,6 +235,13 @@ def _site_init(args):
     return 0
 
 
+def _debug():
+    try:
+        return inputs.environment('HPCVAL_DEBUG') == '1'
+    except inputs.EnvironmentValueError:
+        return False
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ['run']:
@@ -207,6 +265,12 @@ def _main(argv):
                            'ones, layered under $HPCVAL_SITE\'s)')
     refs.add_argument('--markdown', action='store_true',
                       help='print every reference as a Markdown table')
+    refs.add_argument('--system', action='append', default=[],
+                      help='match only these systems\' entries against '
+                           'their tests (repeatable; default: all)')
+    refs.add_argument('--schema-only', action='store_true',
+                      help='check the files\' schema only, without loading '
+                           'the checks to match every entry to a test')
     refs.set_defaults(func=_references)
     rep = sub.add_parser('report', help='cross-system comparison tables and '
                                         'plots of run reports')
@@ -218,13 +282,13 @@ def _main(argv):
     cal.add_argument('--ref-dir', default=None,
                      help='the references folder (default: the built-in '
                           'one, or the site\'s under $HPCVAL_SITE)')
-    cal.add_argument('--false-alarm', type=float, default=1e-4,
+    cal.add_argument('--false-alarm', type=_finite, default=1e-4,
                      help='chance that a healthy run fails one figure '
                           '(normal figures; default 1e-4): sets the '
                           'prediction bound')
-    cal.add_argument('--k', type=float, default=None,
+    cal.add_argument('--k', type=_finite, default=None,
                      help='instead: a fixed k standard deviations')
-    cal.add_argument('--floor', type=float, default=None,
+    cal.add_argument('--floor', type=_finite, default=None,
                      help='one floor for every metric instead of the floors '
                           'per kind (tiny-message latency 0.5, time 0.2, '
                           'bandwidth or rate 0.05)')
@@ -272,7 +336,7 @@ def _main(argv):
                       help='copy this built-in system and its references')
     init.set_defaults(func=_site_init)
     args = parser.parse_args(argv)
-    return args.func(args)
+    return _run(args)
 
 
 if __name__ == '__main__':

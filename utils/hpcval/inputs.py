@@ -1,33 +1,76 @@
-"""Validation of values a user sets with ``-S``: they end up in job scripts.
+"""The input policy: every value a user sets with ``-S`` or an ``HPCVAL_*``
+environment variable, checked in one place before any script is written.
 
-Every value that reaches a shell line passes through here and is quoted
-as well; a rejected value fails the test with a message naming the
-variable, before any script is written.
+Values end up in job scripts, command lines and file paths, so each
+variable of every hpcval test and fixture has a kind in ``POLICY`` (and
+every environment variable one in ``ENVIRONMENT``):
+
+- a value is matched as a whole (``re.fullmatch``: ``$`` of ``re.match``
+  would accept a final newline, which splits a command line);
+- paths and words are letters, digits and ``_ . , : = + @ % / -`` only, and
+  never start with ``-`` (they would become an option of the command they
+  are given to);
+- numbers are typed by ReFrame and range-checked here.
+
+``ValidatedInputs`` (a plugin of every hpcval test and fixture) applies the
+policy right after ReFrame creates the test.  A refused value stops the
+whole run with one line naming the variable (a ReFrame warning that drops
+the test would let the run pass); values checked later, with what the
+partition says, fail their test.  Commands still quote every value.
 """
+import contextlib
+import functools
 import os
 import re
 
+import reframe as rfm
+from reframe.core.builtins import run_after
 from reframe.core.exceptions import ReframeError
 
-# paths and tokens: letters, digits and the punctuation of paths and versions
-_SAFE_PATH = re.compile(r'^[A-Za-z0-9_.,:=+@%/-]+$')
-_SAFE_TOKEN = re.compile(r'^[A-Za-z0-9_.,:=+@%-]+$')
+# a character class body; '-' last, where it is literal
+_PATH_CHARS = r'A-Za-z0-9_.,:=+@%/-'
+_URL_CHARS = r'A-Za-z0-9_.,:=+@%/~-'
+_SAFE_PATH = re.compile(rf'[{_PATH_CHARS}]+')
+_SAFE_TOKEN = re.compile(r'[A-Za-z0-9_.,:=+@%-]+')
+# a git or tarball location: scheme://..., user@host:path or an absolute path
+_URL = re.compile(rf'(?:https?|ssh|git|file)://[{_URL_CHARS}]+|'
+                  rf'[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:[{_URL_CHARS}]+|'
+                  rf'/[{_PATH_CHARS}]*')
+# a byte count with an optional unit: 8, 8G, 64M, 2GB, 500kB
+_SIZE = re.compile(r'[0-9]+(?:[kKMGT]i?B?|B)?')
+# a folder that may name $VARIABLES of the job's environment (scratch)
+_SHELL_PATH = re.compile(r'[A-Za-z0-9_.,:=+@%/${}-]+')
+_GPU_IDS = re.compile(r'[0-9]+(?:,[0-9]+)*')
+_CARDS = re.compile(r'all|[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}'
+                    r'\.[0-7]')
+_COUNT = re.compile(r'[0-9]+')
+# a module name (hpcval.stacks): the punctuation of versions and paths
+MODULE_NAME = re.compile(r'[A-Za-z0-9_.+@%/-]+')
+# a Spack spec: names, versions, variants, compilers and dependencies
+SPACK_SPEC = re.compile(r'[A-Za-z0-9_.,:=+@%/^~ -]+')
 
 
 class InputError(ReframeError):
     """A user-supplied variable is unsafe or points nowhere."""
 
 
+def _refuse(name, value, why):
+    shown = value if isinstance(value, (int, float)) else repr(value)
+    raise InputError(f'-S {name}={shown}: {why}')
+
+
 def is_safe_path(value):
-    """True for a path of letters, digits and path punctuation only."""
-    return bool(_SAFE_PATH.match(value))
+    """True for a path of letters, digits and path punctuation only, not
+    starting with ``-``."""
+    return (isinstance(value, str) and bool(_SAFE_PATH.fullmatch(value))
+            and not value.startswith('-'))
 
 
 def checked_path(value, name, must_exist=True):
     """Absolute form of a path given with -S, or InputError."""
     if not is_safe_path(value):
-        raise InputError(f'-S {name}={value!r}: only letters, digits and '
-                         f'_ . , : = + @ % / - are allowed in paths')
+        _refuse(name, value, 'only letters, digits and _ . , : = + @ % / - '
+                             'are allowed in paths, not first a -')
 
     path = os.path.abspath(value)
     if must_exist and not os.path.exists(path):
@@ -39,10 +82,299 @@ def checked_path(value, name, must_exist=True):
 def checked_token(value, name, allowed=None):
     """A single shell word (a version, a device list, a size), or InputError."""
     if allowed is not None and value not in allowed:
-        raise InputError(f'-S {name}={value!r}: must be one of '
-                         f'{", ".join(sorted(allowed))}')
+        _refuse(name, value, f'must be one of {", ".join(sorted(allowed))}')
 
-    if not _SAFE_TOKEN.match(str(value)):
-        raise InputError(f'-S {name}={value!r}: not a single safe word')
+    text = str(value)
+    if not _SAFE_TOKEN.fullmatch(text) or text.startswith('-'):
+        _refuse(name, value, 'not a single safe word (letters, digits and '
+                             '_ . , : = + @ % -, not first a -)')
 
     return value
+
+
+def checked_word_or_path(value, name):
+    """A command given by name (``python3``) or by path: never an option."""
+    if not isinstance(value, str):
+        _refuse(name, value, 'a command name or path')
+    return checked_path(value, name, must_exist=False) if '/' in value \
+        else checked_token(value, name)
+
+
+def checked_pattern(value, name, pattern, what):
+    """``value`` matching ``pattern`` as a whole, or InputError."""
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        _refuse(name, value, f'expected {what}')
+    return value
+
+
+# the kinds of POLICY: each takes (value, name) and raises InputError
+
+
+def _path(value, name):
+    checked_path(value, name, must_exist=False)
+
+
+def _relative_path(value, name):
+    _path(value, name)
+    if os.path.isabs(value) or '..' in value.split('/'):
+        _refuse(name, value, 'a folder inside the stage directory '
+                             '(relative, no ..)')
+
+
+def _url(value, name):
+    if not isinstance(value, str) or value.startswith('-') or \
+            not _URL.fullmatch(value):
+        _refuse(name, value, 'a repository or download location: '
+                             'https://, ssh://, git://, file://, '
+                             'user@host:path or an absolute path of safe '
+                             'characters')
+
+
+def _size(value, name):
+    checked_pattern(value, name, _SIZE, 'a byte count such as 8, 64M or 8G')
+
+
+def _shell_path(value, name):
+    checked_pattern(value, name, _SHELL_PATH,
+                    'a folder of letters, digits, _ . , : = + @ % / - and '
+                    '$VARIABLES')
+    if '$(' in value or '`' in value or value.startswith('-'):
+        _refuse(name, value, 'no command substitution, not first a -')
+
+
+def _gpu_ids(value, name):
+    checked_pattern(value, name, _GPU_IDS, 'GPU numbers separated by '
+                                           'commas, e.g. 0,1')
+
+
+def _cards(value, name):
+    checked_pattern(value, name, _CARDS, '"all" or one PCI bus id '
+                                         '(0000:b3:00.0)')
+
+
+def _tokens(value, name):
+    if not isinstance(value, (list, tuple)):
+        _refuse(name, value, 'a list of words')
+    for item in value:
+        checked_token(item, name)
+
+
+def _number(low=None, high=None, low_open=False):
+    def check(value, name):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            _refuse(name, value, 'not a number')
+        too_low = low is not None and (value <= low if low_open
+                                       else value < low)
+        if high is not None and (too_low or value > high):
+            _refuse(name, value, f'must be in {"(" if low_open else "["}'
+                                 f'{low}, {high}]')
+        if too_low:
+            _refuse(name, value, f'must be {">" if low_open else ">="} {low}')
+    return check
+
+
+def _numbers(low):
+    check = _number(low)
+
+    def each(value, name):
+        if not isinstance(value, (list, tuple)):
+            _refuse(name, value, 'a list of numbers')
+        for item in value:
+            check(item, name)
+    return each
+
+
+def _flag(value, name):
+    if not isinstance(value, bool):
+        _refuse(name, value, 'true or false')
+
+
+def _module_names(value, name):
+    if not isinstance(value, (list, tuple)):
+        _refuse(name, value, 'a list of module names')
+    for item in value:
+        checked_pattern(item, name, MODULE_NAME, 'module names (letters, '
+                                                 'digits, _ . + @ % / -)')
+        if item.startswith('-'):
+            _refuse(name, item, 'a module name, not first a -')
+
+
+def _spack_spec(value, name):
+    checked_pattern(value, name, SPACK_SPEC, 'a Spack spec (letters, digits, '
+                                             'spaces and _ . , : = + @ % / ^ '
+                                             '~ -)')
+    if value.strip().startswith('-'):
+        _refuse(name, value, 'a Spack spec, not first a -')
+
+
+def _token(value, name):
+    checked_token(value, name)
+
+
+def _word_or_path(value, name):
+    checked_word_or_path(value, name)
+
+
+PATH, RELATIVE_PATH, URL, TOKEN, WORD_OR_PATH, SIZE = (
+    _path, _relative_path, _url, _token, _word_or_path, _size)
+SHELL_PATH, GPU_IDS, CARDS, TOKENS, FLAG = (
+    _shell_path, _gpu_ids, _cards, _tokens, _flag)
+COUNT, POSITIVE = _number(0), _number(1)
+
+#: Every variable hpcval's tests and fixtures declare, by name, and its
+#: kind.  Choices among fixed values (``mode``, ``model``) are checked by
+#: the benchmark as well; here they must first be safe words.
+def _record(value, name):
+    # written by the test itself after it ran; nothing sets it from outside
+    if value:
+        _refuse(name, value, 'nothing: the test writes it itself')
+
+
+RECORD = _record
+
+POLICY = {
+    # source acquisition and builds (hpcval.benchmarks.source)
+    'src_mirror': PATH, 'prebuilt_dir': PATH, 'replay_dir': PATH,
+    'repo_url': URL, 'version': TOKEN, 'submodules': FLAG,
+    'submodule_root': PATH, 'executables': TOKENS,
+    'stack_modules': _module_names, 'spack_spec': _spack_spec,
+    'build_bin': RELATIVE_PATH, 'cuda_arch': TOKEN,
+    'nccl_home': PATH, 'mpi_home': PATH, 'mpi': FLAG,
+    'mpicc': WORD_OR_PATH, 'mpicxx': WORD_OR_PATH,
+    'cuda13_compat': FLAG, 'cuda': FLAG,
+    # choices of the benchmarks
+    'model': TOKEN, 'mode': TOKEN, 'accelerator': TOKEN, 'array': TOKEN,
+    'buffers': TOKEN, 'expected_format': TOKEN, 'generation': TOKEN,
+    'plugin': TOKEN, 'pci_gen': TOKEN, 'isa': TOKEN, 'subsets': TOKENS,
+    # commands and files
+    'python': WORD_OR_PATH, 'hl_qual': PATH, 'config_file': PATH,
+    'scratch_dir': SHELL_PATH, 'gpu_ids': GPU_IDS, 'cards': CARDS,
+    # sizes given in the tools' own syntax
+    'min_bytes': SIZE, 'max_bytes': SIZE, 'num_bytes': SIZE,
+    'file_size': SIZE, 'rand_amount': SIZE, 'working_set': SIZE,
+    # numbers
+    'array_size': POSITIVE, 'num_times': POSITIVE, 'num_nodes': POSITIVE,
+    'gpus_per_node': COUNT, 'step_factor': POSITIVE, 'iters': POSITIVE,
+    'warmup_iters': COUNT, 'check_results': _number(0, 1),
+    'max_size': POSITIVE, 'latency_sizes': _numbers(0), 'loops': COUNT,
+    'iterations': COUNT, 'warmup': COUNT, 'validate': FLAG,
+    'pin_ranks': FLAG, 'threads': COUNT, 'iodepth': POSITIVE,
+    'direct_io': FLAG, 'latency_log2': COUNT, 'bandwidth_log2': COUNT,
+    'repetitions': _number(1, 100), 'numa_node': COUNT, 'a2a_cus': COUNT,
+    'link_fraction': _number(0, 1, low_open=True), 'num_gpus': COUNT,
+    'gpu_index': COUNT, 'bidirectional': FLAG, 'duration': COUNT,
+    'size': COUNT, 'pci_lanes': POSITIVE,
+    'seconds': _number(0, 3600, low_open=True),
+    # validation (hpcval.benchmarks.validation, hpcval.verdict)
+    'strict': FLAG,
+    # what a test records for hpcval verdict: written by the test, read as
+    # data from the report, never put into a command
+    'hpcval_skip_reason': RECORD, 'hpcval_components': RECORD,
+    'hpcval_unjudged': RECORD, 'hpcval_provenance': RECORD,
+    'hpcval_partition_nodes': RECORD, 'hpcval_screen_excluded': RECORD,
+    # the data of the run's figures (hpcval.publish.plotdata)
+    'hpcval_plot_data': RECORD,
+}
+
+#: Environment variables hpcval reads, and their kinds.
+ENVIRONMENT = {
+    'HPCVAL_ACCOUNT': re.compile(r'[A-Za-z0-9_.][A-Za-z0-9_.-]*'),
+    'HPCVAL_NCCL_NET_PLUGIN_DIR': re.compile(rf'/[{_PATH_CHARS}]*'),
+    'HPCVAL_MINICLUSTER_LAUNCH_GPUS': _COUNT,
+    # read as a folder only, never on a command line: any one-line path
+    'HPCVAL_ROOT': re.compile(r'/[^\n\r\x00]*'),
+    # a site folder (hpcval.paths), relative to where hpcval started or not
+    'HPCVAL_SITE': re.compile(rf'[A-Za-z0-9_.,:=+@%/][{_PATH_CHARS}]*'),
+    # VictoriaMetrics' import URL and the label of this installation
+    # (config/monitoring.py)
+    'HPCVAL_PERFLOG_URL': re.compile(r'https?://[A-Za-z0-9.-]+(:[0-9]+)?'
+                                     r'(/[A-Za-z0-9_./-]*)?'),
+    'HPCVAL_PERFLOG_SITE': re.compile(r'[A-Za-z0-9_.:][A-Za-z0-9_.:-]*'),
+    # hpcval commands show the traceback of an unforeseen error
+    'HPCVAL_DEBUG': re.compile(r'[01]'),
+}
+_ENVIRONMENT_WHAT = {
+    'HPCVAL_ACCOUNT': 'an account is letters, digits, _ . - only',
+    'HPCVAL_NCCL_NET_PLUGIN_DIR': 'must be an absolute path of safe '
+                                  'characters',
+    'HPCVAL_MINICLUSTER_LAUNCH_GPUS': 'expected a number of GPUs per node',
+    'HPCVAL_ROOT': 'must be an absolute path on one line',
+    'HPCVAL_SITE': 'only letters, digits and _ . , : = + @ % / - are '
+                   'allowed in the path, not first a -',
+    'HPCVAL_PERFLOG_URL': 'expected http(s)://HOST[:PORT][/PATH]',
+    'HPCVAL_PERFLOG_SITE': 'a label of letters, digits and _ . : -',
+    'HPCVAL_DEBUG': 'expected 1 (show tracebacks) or 0',
+}
+
+
+class EnvironmentValueError(ValueError):
+    """An HPCVAL_* environment variable holds a value the policy refuses."""
+
+
+def environment(name, default=''):
+    """``$name`` (one of ENVIRONMENT) checked, or ``default`` when unset or
+    empty; EnvironmentValueError names the variable and what it must be."""
+    value = os.environ.get(name, '')
+    if not value:
+        return default
+
+    if not ENVIRONMENT[name].fullmatch(value):
+        raise EnvironmentValueError(f'{name}={value!r}: '
+                                f'{_ENVIRONMENT_WHAT[name]}')
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _reframe_variables():
+    return frozenset().union(*(
+        base._rfm_var_space.vars for base in (
+            rfm.RegressionTest, rfm.RunOnlyRegressionTest,
+            rfm.CompileOnlyRegressionTest)))
+
+
+def hpcval_variables(cls):
+    """Names of the variables that hpcval's classes declare on ``cls`` (not
+    ReFrame's own, such as ``executable`` or ``valid_systems``)."""
+    return sorted(set(cls._rfm_var_space.vars) - _reframe_variables())
+
+
+def _unlisted(value, name):
+    # a variable POLICY does not list yet (tests/test_hostile_run.py fails
+    # on it): its strings must be safe words all the same
+    if isinstance(value, str):
+        checked_token(value, name)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _unlisted(item, name)
+
+
+def check_variable(name, value):
+    """Apply the policy to one variable (an empty one is unset)."""
+    if value is None or value == '':
+        return
+    POLICY.get(name, _unlisted)(value, name)
+
+
+@contextlib.contextmanager
+def at_load(test):
+    """Refused values while ReFrame creates tests stop the run: ReFrame
+    would only warn and drop the test, and the run would pass."""
+    try:
+        yield
+    except InputError as err:
+        raise SystemExit(f'ERROR: {err} (in {type(test).__name__}); '
+                         f'nothing was run') from None
+
+
+class ValidatedInputs(rfm.RegressionTestPlugin):
+    """Applies POLICY to every hpcval variable of a test or fixture."""
+
+    @run_after('init')
+    def validate_inputs(self):
+        with at_load(self):
+            for name in hpcval_variables(type(self)):
+                try:
+                    value = getattr(self, name)
+                except AttributeError:
+                    continue        # required, set by a later hook
+                check_variable(name, value)

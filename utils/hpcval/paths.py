@@ -12,7 +12,7 @@ import os
 
 from reframe.core.exceptions import ConfigError
 
-from hpcval.inputs import is_safe_path
+from hpcval.inputs import EnvironmentValueError, environment
 
 SITE_VAR = 'HPCVAL_SITE'
 # the folders of a suite, built-in or a site's
@@ -26,7 +26,7 @@ class SiteError(ConfigError):
 @functools.lru_cache(maxsize=None)
 def repo_root():
     """$HPCVAL_ROOT, else the installed copy, else the checkout."""
-    root = os.environ.get('HPCVAL_ROOT')
+    root = environment('HPCVAL_ROOT')
     if root:
         return os.path.abspath(root)
 
@@ -50,13 +50,12 @@ def references_dir():
 
 def site_dir():
     """The site folder of $HPCVAL_SITE as an absolute path, or None."""
-    value = os.environ.get(SITE_VAR, '')
+    try:
+        value = environment(SITE_VAR)
+    except EnvironmentValueError as err:
+        raise SiteError(str(err)) from None
     if not value:
         return None
-
-    if not is_safe_path(value):
-        raise SiteError(f'{SITE_VAR}={value!r}: only letters, digits and '
-                        f'_ . , : = + @ % / - are allowed in the path')
 
     path = os.path.abspath(value)
     if not os.path.isdir(path):

@@ -20,15 +20,26 @@ test's class name and parameters (``TransferBenchCheck%preset=a2a``,
   skips the completeness checks that need what is missing (nccl-tests'
   footer and device list, BabelStream's one output per GPU) and judges
   what is there; the test is tagged ``excerpt`` as well;
-- any other file: copied into the stage directory under its own name
-  (BabelStream's ``stream.<host>.gpu<N>.out``, TransferBench's config file).
+- the files the check's parser reads besides standard output, under the
+  names it reads them (the check's ``replay_inputs()``: BabelStream's
+  ``stream.<host>.gpu<N>.out``, TransferBench's config file).
+
+A recording is data: each file must be a plain file (no symbolic link,
+FIFO or device) with one of those names; anything else, a name ReFrame
+uses (``rfm_job.sh``) above all, is refused with the file named.  The files
+are copied into the stage directory here, never replacing one, and the job
+only prints them.
 
 Replays are never taken for measurements: the test is tagged ``replay``
 (the report reader keys on it), its description starts with REPLAY, and
 the job script and the first line of its standard output say so.
 """
+import fnmatch
 import os
+import re
 import shlex
+import shutil
+import stat
 
 from hpcval.inputs import InputError, checked_path
 
@@ -38,6 +49,11 @@ EXCERPT_TAG = 'excerpt'
 FLAG = 'replay'
 STDOUT, STDERR, EXIT_CODE, EXCERPT = ('stdout', 'stderr', 'exit_code',
                                       'excerpt.txt')
+#: what every recording may hold; benchmarks add what their parsers read
+RECORDED = (STDOUT, STDERR, EXIT_CODE, EXCERPT)
+#: names ReFrame gives its own files in a stage directory
+_RESERVED = 'rfm_'
+_MAX_NOTE_BYTES = 4096
 
 
 def active(test):
@@ -73,17 +89,38 @@ def find_recording(test):
 
     root = checked_path(test.replay_dir, 'replay_dir')
     folder = os.path.join(root, recording_name(test))
-    test.skip_if(not os.path.isdir(folder),
+    test.skip_if(not os.path.lexists(folder),
                  f'replay: no recording {recording_name(test)} in {root}')
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        raise InputError(f'replay: {folder}: a recording is a folder, not a '
+                         f'symbolic link or a file')
     return checked_path(folder, 'replay_dir')
 
 
-def _read(folder, name):
+def _open_regular(path, what):
+    """A read descriptor of ``path``, a regular file and not a symlink
+    (a FIFO would hang the job, a link could point anywhere)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as err:
+        raise InputError(f'replay: {what} {path}: cannot be read as a '
+                         f'plain file ({err.strerror}; symbolic links are '
+                         f'refused)') from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f'replay: {what} {path}: not a plain file')
+    return fd
+
+
+def _read(folder, name, limit=_MAX_NOTE_BYTES):
     path = os.path.join(folder, name)
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         return None
-    with open(path, encoding='utf-8', errors='replace') as fp:
-        return fp.read().strip()
+    with os.fdopen(_open_regular(path, 'recording file'), 'rb') as fp:
+        data = fp.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f'replay: {path}: more than {limit} bytes')
+    return data.decode('utf-8', errors='replace').strip()
 
 
 def label(test):
@@ -110,27 +147,71 @@ def _exit_code(folder):
     text = _read(folder, EXIT_CODE)
     if text is None:
         return 0
-    if not text.isdigit() or int(text) > 255:
+    if not re.fullmatch('[0-9]{1,3}', text) or int(text) > 255:
         raise InputError(f'{folder}/{EXIT_CODE}: {text!r} is not an exit '
                          f'status (0-255)')
     return int(text)
 
 
+def _matches(rel, pattern):
+    parts, pats = rel.split('/'), pattern.split('/')
+    return len(parts) == len(pats) and all(
+        fnmatch.fnmatchcase(p, q) for p, q in zip(parts, pats))
+
+
+def recording_files(test, folder):
+    """Relative paths of the files in ``folder``, each one a plain file
+    named as the check reads it; InputError for anything else."""
+    allowed = RECORDED + tuple(test.replay_inputs())
+    found, todo = [], ['']
+    while todo:
+        sub = todo.pop()
+        with os.scandir(os.path.join(folder, sub)) as entries:
+            for entry in entries:
+                rel = f'{sub}{entry.name}'
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(f'{rel}/')
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    raise InputError(f'replay: {folder}/{rel}: symbolic '
+                                     f'links and special files are refused')
+                if rel.startswith(_RESERVED) or not any(
+                        _matches(rel, pat) for pat in allowed):
+                    raise InputError(
+                        f'replay: {folder}/{rel}: not a file '
+                        f'{type(test).__name__} reads (a recording holds '
+                        f'{", ".join(allowed)}); nothing in a recording may '
+                        f'replace what ReFrame or the check writes')
+                found.append(rel)
+    return sorted(found)
+
+
+def _copy(src, dst):
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    with os.fdopen(_open_regular(src, 'recording file'), 'rb') as fin:
+        try:
+            fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                         os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            raise InputError(f'replay: {src} would replace {dst}') from None
+        with os.fdopen(fd, 'wb') as fout:
+            shutil.copyfileobj(fin, fout)
+
+
 def stage(test):
-    """Replace what the job runs: copy the recording, print its output."""
+    """Replace what the job runs: the recording's files, checked and
+    copied here (nothing in them runs), and a job that prints them."""
     folder = test.replay_recording
-    quoted = shlex.quote(folder)
     banner = (f'hpcval REPLAY of {folder} on {test.current_system.name}: '
               f'recorded output, nothing was run; not a measurement')
-    stdout = os.path.join(folder, STDOUT)
-    stderr = os.path.join(folder, STDERR)
-    test.prerun_cmds = [f'# {banner}', f'cp -R -- {quoted}/. .',
-                        f'echo {shlex.quote(banner)}']
-    test.executable = 'cat'
-    test.executable_opts = [shlex.quote(stdout if os.path.isfile(stdout)
-                                        else os.devnull)]
-    test.postrun_cmds = ([f'cat {shlex.quote(stderr)} >&2']
-                         if os.path.isfile(stderr) else [])
+    files = recording_files(test, folder)
+    for rel in files:
+        _copy(os.path.join(folder, rel), os.path.join(test.stagedir, rel))
+
     code = _exit_code(folder)
+    test.prerun_cmds = [f'# {banner}', f'echo {shlex.quote(banner)}']
+    test.executable = 'cat'
+    test.executable_opts = [STDOUT if STDOUT in files else os.devnull]
+    test.postrun_cmds = [f'cat {STDERR} >&2'] if STDERR in files else []
     if code:
         test.postrun_cmds.append(f'exit {code}')

@@ -15,16 +15,13 @@ Checks that build nothing (the mpi4py ping-pong, likwid-bench) load it in
 their job.  Give them unscoped with ``-n``/``-t`` selecting the benchmark,
 or scoped like ``-S OsuSource.stack_modules=...``.
 """
-import re
 import shlex
 from dataclasses import dataclass
 
+from hpcval.inputs import MODULE_NAME as _MODULE
+from hpcval.inputs import SPACK_SPEC as _SPEC
 from hpcval.inputs import InputError
 
-# a module name: letters, digits, and the punctuation of versions and paths
-_MODULE = re.compile(r'[A-Za-z0-9_.+@%/-]+')
-# a Spack spec: names, versions, variants, compilers and dependencies
-_SPEC = re.compile(r'[A-Za-z0-9_.,:=+@%/^~ -]+')
 # where the lines a failed check prints start
 PREFIX = 'hpcval stack:'
 

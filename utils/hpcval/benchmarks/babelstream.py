@@ -24,8 +24,10 @@ from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_token
 from hpcval.parsers import ParseError
-from hpcval.parsers.babelstream import CLASSIC_KERNELS, parse_babelstream
+from hpcval.parsers.babelstream import (CLASSIC_KERNELS, check_run,
+                                        parse_babelstream)
 from hpcval.parsers.common import read_text
+from hpcval.publish import plotdata
 
 MODELS = ('omp', 'cuda', 'hip')
 GPU_MODELS = ('cuda', 'hip')
@@ -114,7 +116,7 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             'OMP_PLACES': 'cores',
             'OMP_PROC_BIND': 'spread',
         })
-        self.executable = exe
+        self.executable = shlex.quote(exe)
         self.executable_opts = args
 
     def _gpu_layout(self, exe, args):
@@ -136,6 +138,10 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             f'exec {shlex.quote(exe)} --device {device} {" ".join(args)} '
             f'> "stream.$(hostname).gpu$r.out" 2> "stream.$(hostname).gpu$r.err"'
         )]
+
+    def replay_inputs(self):
+        return ('stream.*.gpu*.out', 'stream.*.gpu*.err') if self.is_gpu \
+            else ()
 
     def _gpu_outputs(self):
         outs = sorted(glob.glob(os.path.join(self.stagedir,
@@ -168,6 +174,10 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             )}
 
         for key, result in results.items():
+            try:
+                check_run(result, self.model, self.num_times)
+            except ParseError as err:
+                raise ParseError(f'{key}: {err}') from None
             if result.flavour != self.expected_format:
                 raise ParseError(
                     f'{key}: output is in the BabelStream {result.flavour} '
@@ -177,6 +187,10 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                 )
 
         return results
+
+    def figure_data(self, results):
+        return plotdata.babelstream(results, CLASSIC_KERNELS) \
+            if self.is_gpu else {}
 
     def metrics(self, results):
         """Per kernel the minimum over the node's GPUs (or the CPU run),

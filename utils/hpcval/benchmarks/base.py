@@ -1,7 +1,9 @@
 """The parse-once pattern every hpcval check shares.
 
-Sanity parses the output with the benchmark's plain parser; a ParseError
-becomes a sanity failure carrying the parser's message.  The performance
+The output is parsed once, on first use (sanity, or performance under
+``--skip-sanity-check``), with the benchmark's plain parser; a ParseError
+becomes a sanity failure carrying the parser's message and the last line
+of standard error that says why.  The performance
 stage then publishes the parsed metrics as performance variables and looks
 up their references in references/<system>.yaml.  On a partition of
 config/replay.py the run stage replays a recording instead (hpcval.replay).
@@ -11,16 +13,18 @@ import os
 import re
 
 import reframe.core.runtime as rt
+import reframe.utility.osext as osext
 import reframe.utility.sanity as sn
 from reframe.core.builtins import (run_after, run_before, sanity_function,
                                    variable)
 from reframe.core.exceptions import SanityError
 
-from hpcval import paths, provenance, references, replay, stacks
+from hpcval import coverage, paths, provenance, references, replay, stacks
 from hpcval.benchmarks import fates
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
+from hpcval.parsers.common import read_text, stderr_reason
 
 
 @functools.lru_cache(maxsize=None)
@@ -39,6 +43,10 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     #: the parse skips the completeness checks that need it.
     replay_excerpt = ''
 
+    #: The data of this run's figures (curves, matrices, per-GPU figures;
+    #: hpcval.publish.plotdata), set from the parsed output: a loggable
+    #: variable, so the run report carries it to wherever it is read.
+    hpcval_plot_data = variable(dict, value={})
     #: Metrics logged on purpose, not health signals: {regex: why}.  They
     #: are judged only where a reference file gives them a value, and
     #: ``hpcval calibrate`` leaves them out.
@@ -80,11 +88,22 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
             for spec in self.valid_systems
         ]
 
+    def replay_inputs(self):
+        """Files (glob patterns, relative to the stage directory) that
+        ``parse()`` reads besides standard output and error: all that a
+        replay's recording may hold besides those (hpcval.replay)."""
+        return ()
+
     def parse(self):
         raise NotImplementedError
 
     def metrics(self, result):
         raise NotImplementedError
+
+    def figure_data(self, result):
+        """The figures' data of ``result`` (plain JSON); {}: no figure
+        needs more than the metrics."""
+        return {}
 
     def components(self, result, values):
         """{metric: component} for the metrics in ``values`` that measure
@@ -123,6 +142,16 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
             notes.append(f'exit code {self.job.exitcode}')
         return f' ({", ".join(notes)})' if notes else ''
 
+    @run_after('init')
+    def register_loaded(self):
+        coverage.register(self)
+
+    @run_before('setup')
+    def check_reference_entries(self):
+        # every test is loaded by now: an entry meant for this check that
+        # matches none of them (a misspelt where, say) fails it here
+        coverage.check_loaded(self)
+
     @run_after('setup')
     def label_replay(self):
         if replay.active(self):
@@ -147,23 +176,56 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     def refuse_short_time_limit(self):
         fates.check_time_limit(self)
 
+    @property
+    def result(self):
+        """The parsed output, parsed once on first use: by sanity, or by the
+        performance stage under ``--skip-sanity-check``.  Raises SanityError
+        with the reason when the output does not hold what the test asks."""
+        if not hasattr(self, '_parsed'):
+            # output paths are relative to the stage directory, the working
+            # directory of sanity but not of the hooks before performance
+            with osext.change_dir(self.stagedir):
+                self._parsed = self._parse_once()
+        if isinstance(self._parsed, SanityError):
+            raise self._parsed
+        return self._parsed
+
+    def _parse_once(self):
+        # how Slurm ended the job comes first: the output's faults follow
+        fate = self._fate()
+        try:
+            return self.parse()
+        except ParseError as err:
+            return SanityError(f'{fate}{err}{self._exit_status()}'
+                               f'{self._stderr_note(fate + str(err))}')
+        except FileNotFoundError as err:
+            missing = err.filename or ''
+            return SanityError(f'{fate}output file missing: {missing}'
+                               f'{self._exit_status()}'
+                               f'{self._stderr_note(fate + missing)}')
+
+    def _fate(self):
+        """'job 8 on n1 TIMEOUT: ... (srun's error); ' or ''."""
+        fate = fates.job_fate(self.job)
+        if not fate:
+            return ''
+        why = fates.slurm_error(self._job_stderr())
+        return f'{fate} ({why}); ' if why else f'{fate}; '
+
+    def _stderr_note(self, reason):
+        """'; stderr: <why>' from the job's standard error, unless the
+        reason already says it."""
+        try:
+            why = stderr_reason(read_text(self.stderr.evaluate()))
+        except OSError:
+            return ''
+        return f'; stderr: {why}' if why and why not in reason else ''
+
     @sanity_function
     def validate_output(self):
         # first: what the node ran with is worth keeping when sanity fails
         self.hpcval_provenance = self._read_provenance()
-        # how Slurm ended the job comes first: the output's faults follow
-        fate = fates.job_fate(self.job)
-        if fate:
-            why = fates.slurm_error(self._job_stderr())
-            fate = f'{fate} ({why}); ' if why else f'{fate}; '
-        try:
-            self.result = self.parse()
-        except ParseError as err:
-            raise SanityError(f'{fate}{err}{self._exit_status()}') from None
-        except FileNotFoundError as err:
-            raise SanityError(f'{fate}output file missing: {err.filename}'
-                              f'{self._exit_status()}') from None
-
+        self.result     # noqa: B018 (parses, or raises the reason)
         if self.job.exitcode not in (0, None):
             raise SanityError(f'the benchmark printed complete results but '
                               f'exited with code {self.job.exitcode}')
@@ -176,6 +238,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
             return
 
         values = self.metrics(self.result)
+        self.hpcval_plot_data = self.figure_data(self.result)
+        coverage.check_metrics(self, values)
         if self.replay_excerpt:     # figures the excerpt does not show
             values = {name: vu for name, vu in values.items()
                       if vu[0] is not None}

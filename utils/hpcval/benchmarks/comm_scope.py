@@ -204,7 +204,7 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         layouts.apply(self, layouts.gpu_layout(self.current_partition,
                                                'process_per_node'),
                       gpus=self.gpus)
-        self.executable = self.build.executable_path('comm_scope')
+        self.executable = self.build.command('comm_scope')
         self.executable_opts = [
             shlex.quote(f'--benchmark_filter={self._filter()}'),
             f'--benchmark_out={OUTPUT}', '--benchmark_out_format=json',
@@ -213,6 +213,9 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             f'--numa {self.numa_node}'
         ]
         self.keep_files = [OUTPUT]
+
+    def replay_inputs(self):
+        return (OUTPUT,)
 
     def _get(self, runs, key, **fields):
         name = self.names[key].format(numa=self.numa_node, **fields)

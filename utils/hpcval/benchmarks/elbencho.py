@@ -32,7 +32,7 @@ from hpcval import replay
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import InputError, checked_token
+from hpcval.inputs import GPU_IDS, SHELL_PATH, InputError, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.elbencho import parse_elbencho, phase
@@ -52,14 +52,12 @@ _HEADERS = {
     'libaio.h': 'libaio-dev / libaio-devel',
     'numa.h': 'libnuma-dev / numactl-devel',
 }
-_SIZE = re.compile(r'^(\d+)([MG])$')
-_SCRATCH = re.compile(r'^[A-Za-z0-9_.,:=+@%/${}-]+$')
-_GPU_IDS = re.compile(r'^\d+(,\d+)*$')
+_SIZE = re.compile(r'([0-9]+)([MG])')
 
 
 def size_mib(value, name):
     """'512M' or '2G' -> MiB, or InputError."""
-    m = _SIZE.match(value)
+    m = _SIZE.fullmatch(value)
     if not m or int(m[1]) == 0:
         raise InputError(f'-S {name}={value!r}: a size in MiB or GiB, '
                          f'e.g. 512M or 2G')
@@ -69,9 +67,12 @@ def size_mib(value, name):
 def scratch_base(value):
     """A scratch folder as a shell word in double quotes ($VARIABLES of
     the job's environment expand, nothing else does)."""
-    if not _SCRATCH.match(value) or '$(' in value:
+    try:
+        SHELL_PATH(value, 'scratch_dir')
+    except InputError as err:
         raise InputError(f'scratch_dir {value!r}: letters, digits, '
-                         f'_ . , : = + @ % / - and $VARIABLES only')
+                         f'_ . , : = + @ % / - and $VARIABLES only '
+                         f'({err})') from None
     return f'"{value}"'
 
 
@@ -197,9 +198,8 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         if self.file_size:
             size_mib(self.file_size, 'file_size')
         size_mib(self.rand_amount, 'rand_amount')
-        if self.gpu_ids and not _GPU_IDS.match(self.gpu_ids):
-            raise InputError(f'-S gpu_ids={self.gpu_ids!r}: GPU numbers '
-                             f'separated by commas, e.g. 0,1')
+        if self.gpu_ids:
+            GPU_IDS(self.gpu_ids, 'gpu_ids')
         for name in ('threads', 'iodepth'):
             if getattr(self, name) < 0:
                 raise InputError(f'-S {name}: must be >= 0')
@@ -273,7 +273,7 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             opts += ['-d', '-n', '1', '-N', '1', '"$ELB_DIR"']
         # one process with its own threads: no MPI launcher in front
         self.job.launcher = getlauncher('local')()
-        self.executable = self.build.executable_path('elbencho')
+        self.executable = self.build.command('elbencho')
         self.executable_opts = opts
         self.keep_files = ['elbencho.json']
 

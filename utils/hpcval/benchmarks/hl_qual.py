@@ -12,7 +12,6 @@ format is unverified: see hpcval.parsers.hl_qual.
 """
 import glob
 import os
-import re
 import shlex
 
 import reframe as rfm
@@ -22,7 +21,7 @@ from reframe.core.builtins import run_before, variable
 
 from hpcval.benchmarks import hl_qual_criteria as crit
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.inputs import InputError, checked_path, checked_token
+from hpcval.inputs import CARDS, InputError, checked_path, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.hl_qual import PCI_SUBTESTS, parse_hl_qual_report
@@ -32,8 +31,6 @@ PLUGINS = ('mb', 'p')
 MODES = ('serial', 'parallel')
 SUBSETS = ('memOnly', 'pciOnly', 'sramOnly')
 PCI_GENS = ('gen3', 'gen4')            # the two modifiers the manual names
-_CARDS = re.compile(r'^(all|[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}'
-                    r'\.[0-7])$')
 
 _SUBSET_TESTS = {
     'memOnly': ('sram_to_hbm', 'hbm_to_sram', 'hbm_to_hbm'),
@@ -65,9 +62,7 @@ def hl_qual_args(generation, plugin, mode, subsets=(), bidirectional=False,
     checked_token(mode, 'mode', MODES)
     for s in subsets:
         checked_token(s, 'subsets', SUBSETS)
-    if not _CARDS.match(cards):
-        raise InputError(f'-S cards={cards!r}: "all" or one PCI bus id '
-                         f'(0000:b3:00.0)')
+    CARDS(cards, 'cards')
 
     args = [f'-{generation}', '-c', cards, '-rmod', mode]
     if plugin == 'mb':
@@ -197,9 +192,12 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         ]
         # hl_qual drives every card itself: no MPI launcher in front
         self.job.launcher = getlauncher('local')()
-        self.executable = exe
+        self.executable = shlex.quote(exe)
         self.executable_opts = self.args
         self.keep_files = ['habana_logs']
+
+    def replay_inputs(self):
+        return ('habana_logs/qual/*hl_qual_report*.log',)
 
     def _report(self):
         reports = sorted(glob.glob(os.path.join(

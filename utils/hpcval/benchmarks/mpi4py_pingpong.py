@@ -5,6 +5,8 @@ Two ranks, placed on one node or on two, exchange messages from 1 B up to
 ``max_size``; the test reports the one-way latency (mean and standard
 deviation) at each of ``latency_sizes`` and the bandwidth at ``max_size``.
 """
+import shlex
+
 import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, run_before, variable
@@ -12,7 +14,7 @@ from reframe.core.builtins import parameter, run_after, run_before, variable
 from hpcval import features as ft
 from hpcval import layouts
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.inputs import checked_path, checked_token
+from hpcval.inputs import checked_token, checked_word_or_path
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import device_buffer_error, read_text
 from hpcval.parsers.mpi4py_pingpong import parse_pingpong, row_at
@@ -74,9 +76,8 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             # (MPICH_GPU_SUPPORT_ENABLED=1 on Cray, say)
             layouts.apply(self, layouts.settings(self.current_partition,
                                                  'gpu_aware_mpi'))
-        self.executable = (checked_path(self.python, 'python')
-                           if '/' in self.python
-                           else checked_token(self.python, 'python'))
+        self.executable = shlex.quote(checked_word_or_path(self.python,
+                                                           'python'))
         self.executable_opts = ['-m', 'mpi4py.bench', 'pingpong',
                                 '-a', self.array, '-n', str(self.max_size)]
         if self.loops > 0:

@@ -26,10 +26,13 @@ from hpcval import layouts, provenance
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import checked_path, checked_token
+from hpcval.inputs import InputError, at_load, checked_path, checked_token
 from hpcval.parsers.common import read_text
-from hpcval.parsers.nccl_tests import (IN_PLACE, OUT_OF_PLACE, check_devices,
-                                       parse_nccl_tests)
+from hpcval.publish import plotdata
+from hpcval.parsers.nccl_tests import (IN_PLACE, OUT_OF_PLACE,
+                                       check_collective, check_devices,
+                                       check_gpus_per_process, check_sizes,
+                                       parse_nccl_tests, parse_size)
 
 COLLECTIVES = ('all_reduce', 'all_gather', 'broadcast', 'reduce',
                'reduce_scatter', 'alltoall', 'sendrecv')
@@ -130,7 +133,8 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     @run_after('init')
     def require_layout_features(self):
-        checked_token(self.mode, 'mode', MODES)
+        with at_load(self):
+            checked_token(self.mode, 'mode', MODES)
         if self.mode == 'rank_per_gpu':
             # one node is a valid size (the MPI path on a single GPU node)
             self.require_features(ft.MPI, *([ft.MULTINODE]
@@ -142,6 +146,7 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         self.skip_if(gpus == 0, 'the partition declares no GPU devices')
         for name in ('min_bytes', 'max_bytes'):
             checked_token(getattr(self, name), name)
+        self._sizes()
 
         part = self.current_partition
         if self.mode == 'single_process':
@@ -162,9 +167,9 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             layouts.apply(self, layouts.settings(part,
                                                  'multinode_collectives'))
 
+        self.gpus_per_process = per_process
         self.expected_gpus = per_process * self.num_tasks
-        self.executable = self.build.executable_path(
-            f'{self.collective}_perf')
+        self.executable = self.build.command(f'{self.collective}_perf')
         self.executable_opts = [
             '-b', self.min_bytes, '-e', self.max_bytes,
             '-f', str(self.step_factor), '-g', str(per_process),
@@ -172,14 +177,25 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             '-c', str(self.check_results)
         ]
 
+    def _sizes(self):
+        sizes = {name: parse_size(getattr(self, name))
+                 for name in ('min_bytes', 'max_bytes')}
+        for name, size in sizes.items():
+            if size is None:
+                raise InputError(f'-S {name}={getattr(self, name)!r}: a size '
+                                 f'as nccl-tests reads it: 8, 64K, 8G')
+        return sizes['min_bytes'], sizes['max_bytes']
+
     def parse(self):
         text = read_text(self.stdout.evaluate())
-        if self.replay_excerpt:
-            # a quoted table (hpcval.replay): no footer, no device list
-            return parse_nccl_tests(text, require_footer=False)
-
-        result = parse_nccl_tests(text)
-        check_devices(result, self.expected_gpus)
+        # a quoted table (hpcval.replay): no footer, no device list
+        result = parse_nccl_tests(text, require_footer=not self.replay_excerpt)
+        check_collective(result, self.collective)
+        if not self.replay_excerpt:     # a quote may end at any row
+            check_sizes(result, *self._sizes(), self.step_factor,
+                        self.expected_gpus)
+            check_gpus_per_process(result, self.gpus_per_process)
+            check_devices(result, self.expected_gpus)
         return result
 
     def provenance_of_output(self, result):
@@ -205,3 +221,6 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
         values['avg_busbw'] = (result.avg_bus_bandwidth, 'GB/s')
         return values
+
+    def figure_data(self, result):
+        return plotdata.collective(result)

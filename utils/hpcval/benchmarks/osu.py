@@ -29,11 +29,11 @@ from hpcval import features as ft
 from hpcval import layouts, replay
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import checked_path, checked_token
+from hpcval.inputs import at_load, checked_token, checked_word_or_path
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.common import device_buffer_error
-from hpcval.parsers.osu import parse_osu
+from hpcval.parsers.osu import check_benchmark, check_largest, parse_osu
 from hpcval.units import size_label
 
 # executable -> folder of the 7.x build tree
@@ -116,8 +116,8 @@ class OsuSource(UpstreamSource):
                      f'-S prebuilt_dir=DIR given')
         self.prerun_cmds = [
             'set -e', f'mkdir -p {self.tree}',
-            f'curl -fsSL --retry 2 -o osu.tar.gz {shlex.quote(url)}',
-            f'tar -xzf osu.tar.gz -C {self.tree} --strip-components=1'
+            f'curl -fsSL --retry 2 -o osu.tar.gz -- {shlex.quote(url)}',
+            f'tar -xz -C {self.tree} --strip-components=1 -f osu.tar.gz'
         ]
 
 
@@ -145,8 +145,7 @@ class OsuBuild(UpstreamBuild):
     def _compiler(self, name):
         value = getattr(self, name) or \
             self.current_environ.extras.get(name, name)
-        return shlex.quote(checked_path(value, name) if '/' in value
-                           else checked_token(value, name))
+        return shlex.quote(checked_word_or_path(value, name))
 
     def _accelerator_opts(self):
         checked_token(self.accelerator or 'none', 'accelerator',
@@ -302,9 +301,10 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     @run_after('init')
     def require_layout_features(self):
-        checked_token(self.benchmark, 'benchmark', BENCHMARKS)
-        checked_token(self.accelerator or 'none', 'accelerator',
-                      ('none', 'cuda', 'rocm'))
+        with at_load(self):
+            checked_token(self.benchmark, 'benchmark', BENCHMARKS)
+            checked_token(self.accelerator or 'none', 'accelerator',
+                          ('none', 'cuda', 'rocm'))
         self.require_features(ft.MPI)
         if self.placement == 'across_nodes':
             self.require_features(ft.MULTINODE)
@@ -346,7 +346,7 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         script = (f'{layouts.local_rank_shell()}; '
                   f'cpus=({" ".join(map(str, cpus))}); '
                   f'exec taskset -c "${{cpus[${{r:-0}}]}}" "$0" "$@"')
-        return 'bash', ['-c', shlex.quote(script), exe]
+        return 'bash', ['-c', shlex.quote(script), shlex.quote(exe)]
 
     def _gpu_settings(self):
         part = self.current_partition
@@ -363,7 +363,7 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         elif self.pin_ranks:
             exe, prefix = self._bind(exe)
 
-        self.executable = exe
+        self.executable = exe if prefix else shlex.quote(exe)
         self.executable_opts = prefix + self._options()
 
     def parse(self):
@@ -381,7 +381,9 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             raise ParseError(f'asked for -d {self.accelerator} but the title '
                              f'names no accelerator: built without '
                              f'--enable-{self.accelerator}?')
+        check_benchmark(result, self.benchmark)
         table = result.table()
+        check_largest(table, self.max_size)
         self.metrics(table)     # every size reported must be there
         return table
 

@@ -33,7 +33,8 @@ from reframe.core.exceptions import SanityError
 from hpcval import replay, stacks
 from hpcval.benchmarks.validation import Validation
 from hpcval.layouts import gpu_arch
-from hpcval.inputs import InputError, checked_path, checked_token
+from hpcval.inputs import (InputError, ValidatedInputs, checked_path,
+                           checked_token)
 from hpcval.parsers.common import read_text
 
 _TARBALLS = ('.tar.gz', '.tgz', '.tar.bz2', '.tar.xz', '.tar')
@@ -45,7 +46,7 @@ _PROBE_TIMEOUT_S = 20
 # source and build fixtures alike, so that ``-S src_mirror=...`` meets no
 # test without the variable (ReFrame warns about those).  Only the fixtures
 # below act on the first two; checks that build nothing ignore them.
-class SourceSettings(Validation):
+class SourceSettings(ValidatedInputs, Validation):
     #: Local copy of the upstream source for air-gapped sites: a git
     #: repository (bare or not), a folder at the pinned version, or a
     #: release tarball with one top-level folder.
@@ -77,7 +78,8 @@ def _is_git_repo(path):
 
 def _upstream_reachable(url, version):
     try:
-        subprocess.run(['git', 'ls-remote', '--exit-code', url,
+        # '--': a URL is never read as an option (--upload-pack=...)
+        subprocess.run(['git', 'ls-remote', '--exit-code', '--', url,
                         f'refs/tags/{version}', f'refs/heads/{version}'],
                        check=True, capture_output=True,
                        timeout=_PROBE_TIMEOUT_S,
@@ -124,14 +126,14 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
             opts += ['--recurse-submodules', '--shallow-submodules']
 
         return shlex.join(['git', '-c', 'advice.detachedHead=false',
-                           'clone', *opts, origin, self.tree])
+                           'clone', *opts, '--', origin, self.tree])
 
     def _is_prepared(self, mirror):
         return bool(self.prepared_inputs) and os.path.isdir(
             os.path.join(mirror, self.prepared_inputs[0]))
 
     def _copy_checkout_cmds(self, mirror):
-        copy = [f'cp -a {shlex.quote(mirror)}/. {self.tree}/']
+        copy = [f'cp -a -- {shlex.quote(mirror)}/. {self.tree}/']
         if not os.path.isdir(os.path.join(mirror, '.git')):
             return copy
 
@@ -151,11 +153,11 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
             return [self._clone_cmd(f'file://{mirror}')]
 
         if os.path.isdir(mirror):
-            return [f'cp -a {shlex.quote(mirror)}/. {self.tree}/']
+            return [f'cp -a -- {shlex.quote(mirror)}/. {self.tree}/']
 
         if mirror.endswith(_TARBALLS):
-            return [f'tar -xf {shlex.quote(mirror)} -C {self.tree} '
-                    f'--strip-components=1']
+            return [f'tar -x -C {self.tree} --strip-components=1 '
+                    f'-f {shlex.quote(mirror)}']
 
         raise SanityError(f'-S src_mirror={mirror}: neither a git repository, '
                           f'a folder nor a tarball ({", ".join(_TARBALLS)})')
@@ -251,6 +253,10 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
             return name
 
         return os.path.join(self.bin_dir, name)
+
+    def command(self, name):
+        """``executable_path(name)`` quoted for a job script."""
+        return shlex.quote(self.executable_path(name))
 
     def target_cuda_arch(self, default=''):
         """``-S cuda_arch`` (validated), else the partition's GPU arch,

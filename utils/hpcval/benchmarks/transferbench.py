@@ -27,9 +27,10 @@ from hpcval import replay
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import InputError, checked_path, checked_token
+from hpcval.inputs import InputError, at_load, checked_path, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
+from hpcval.publish import plotdata
 from hpcval.parsers.transferbench import (AVERAGE_KINDS, config_tests,
                                           parse_a2a, parse_config_run,
                                           parse_p2p, weak_links)
@@ -121,9 +122,16 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     @run_after('init')
     def check_inputs(self):
-        if not 0 < self.link_fraction <= 1:
-            raise InputError(f'-S link_fraction={self.link_fraction}: must be '
-                             f'in (0, 1]')
+        with at_load(self):
+            if not 0 < self.link_fraction <= 1:
+                raise InputError(f'-S link_fraction={self.link_fraction}: '
+                                 f'must be in (0, 1]')
+
+    def replay_inputs(self):
+        if self.preset != 'config':
+            return ()
+        return (os.path.basename(self.config_file) if self.config_file
+                else EXAMPLE_CFG,)
 
     def _config_path(self):
         if replay.active(self):
@@ -148,7 +156,7 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         self.expected_gpus = self.num_gpus or gpu_count(self.current_partition)
         self.skip_if(self.expected_gpus == 0,
                      'the partition declares no GPU devices')
-        self.executable = self.build.executable_path(MODELS[self.model])
+        self.executable = self.build.command(MODELS[self.model])
         first = self._config_path() if self.preset == 'config' else self.preset
         args = [first]
         size = checked_token(self.num_bytes, 'num_bytes') \
@@ -210,6 +218,8 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def metrics(self, result):
         return getattr(self, f'_{self.preset}_metrics')(result)
 
+    def figure_data(self, result):
+        return plotdata.transferbench(self.preset, result)
     def components(self, result, values):
         """The link each per-pair metric measures."""
         if self.preset == 'a2a':

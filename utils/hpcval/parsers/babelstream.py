@@ -53,6 +53,7 @@ class BabelStreamResult:
     implementation: str = ''
     device: str = ''
     flavour: str = ''           # 'v5' (or v4) or 'main', from the format
+    num_times: int = 0          # 'Running kernels N times'; 0: not printed
     kernels: dict = field(default_factory=dict)
 
     def bandwidth(self, kernel):
@@ -139,6 +140,8 @@ def parse_babelstream(stdout, stderr='', expected=CLASSIC_KERNELS):
         version=_banner(stdout, 'Version'),
         implementation=_banner(stdout, 'Implementation'),
     )
+    times = re.search(r'^Running kernels (\d+) times', stdout, re.MULTILINE)
+    result.num_times = int(times.group(1)) if times else 0
     # v5 and main HIP: 'Using HIP device NAME'; main CUDA: 'CUDA Device 0:
     # "NAME" 132 SMs(9,0) Memory: ...'
     m = (re.search(r'^Using \S+ device (.+?)\s*$', stdout, re.MULTILINE)
@@ -177,3 +180,21 @@ def parse_babelstream(stdout, stderr='', expected=CLASSIC_KERNELS):
                          f'{", ".join(missing)}')
 
     return result
+
+
+#: model of the checks -> the implementation BabelStream's banner names
+IMPLEMENTATIONS = {'omp': 'OpenMP', 'cuda': 'CUDA', 'hip': 'HIP'}
+
+
+def check_run(result, model, num_times):
+    """Raise ParseError unless the banner names ``model``'s implementation
+    and ``num_times`` iterations (where printed)."""
+    wanted = IMPLEMENTATIONS[model]
+    if result.implementation and result.implementation != wanted:
+        raise ParseError(f'the output is of BabelStream\'s '
+                         f'{result.implementation} implementation (its '
+                         f'banner), this test runs {model} ({wanted})')
+    if result.num_times and result.num_times != num_times:
+        raise ParseError(f'the output ran the kernels {result.num_times} '
+                         f'times, this test asks -n {num_times}: not this '
+                         f'test\'s run')

@@ -42,6 +42,36 @@ def crash_report(text):
     return f'; {m.group(0).strip()}' if m else ''
 
 
+# what launchers and batch systems add around a failed program: their own
+# banners, hints and exit reports (kept only when nothing else is said)
+_LAUNCHER = re.compile(r'^(?:srun|slurmstepd|mpirun|mpiexec|prterun|'
+                       r'\[mpiexec@|jsrun|aprun)\b|^\[\S+:\d+\]')
+_NOISE = re.compile(r'^[=*#-]|^-+$|^Please check|^For more information|'
+                    r'^\s*(?:at |from )|^Primary job|^Process name|'
+                    r'^Exit code:|^(?:YOUR APPLICATION|CLEANING UP|YOU CAN '
+                    r'IGNORE)', re.IGNORECASE)
+_ERRORISH = re.compile(r'error|invalid|requires|fail|abort|not found|'
+                       r'cannot|unable|denied|killed|segmentation|signal|'
+                       r'refus|unknown|unrecognized|usage|no such|missing|'
+                       r'exceed|out of memory|not supported|not enabled',
+                       re.IGNORECASE)
+_MAX_REASON = 240
+
+
+def stderr_reason(text):
+    """The line of a program's standard error that says why it failed:
+    the last line that reads like an error, the program's own before a
+    launcher's, else the last meaningful line; '' when there is none."""
+    lines = [line.strip() for line in text.splitlines()]
+    lines = [line for line in lines if line and not _NOISE.search(line)]
+    own = [line for line in lines if not _LAUNCHER.search(line)]
+    for group in (own, lines):
+        for line in reversed(group):
+            if _ERRORISH.search(line):
+                return line[:_MAX_REASON]
+    return (own or lines or [''])[-1][:_MAX_REASON]
+
+
 def device_buffer_error(err, text, buffers):
     """``err`` for a run with GPU buffers: when a rank crashed, say what
     that means (an MPI that cannot read device memory segfaults in its

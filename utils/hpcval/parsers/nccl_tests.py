@@ -44,6 +44,14 @@ _FAILURE = re.compile(r'^.*\bTest (?:[A-Z]+ )?(?:failure|timeout)\b.*$',
 _VERSION = re.compile(r'^# nccl-tests version (\S+)|'
                       r'^rccl-tests: Version (\S+)', re.MULTILINE)
 _COLLECTIVE = re.compile(r'^# Collective test starting: (\S+)', re.MULTILINE)
+# the run's parameters, printed before anything else
+_PARAMS = re.compile(r'^#\s*nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)'
+                     r'\s+minBytes\s+(?P<min>\d+)\s+maxBytes\s+(?P<max>\d+)'
+                     r'\s+step:\s*(?P<step>\d+)\((?P<kind>factor|bytes)\)',
+                     re.MULTILINE)
+# common.cu: printf("#\n# Reducing maxBytes to %ld due to memory limitation\n")
+_REDUCED = re.compile(r'^#\s*Reducing maxBytes to (\d+) due to memory '
+                      r'limitation', re.MULTILINE)
 _RANK = re.compile(
     r'^#\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+'
     r'(?P<host>\S+)\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s*'
@@ -83,6 +91,40 @@ class Row:
 
 
 @dataclass(frozen=True)
+class Params:
+    """The ``# nThread 1 nGpus 2 minBytes 8 maxBytes ... step: 2(factor)``
+    line: what the run was asked to do."""
+    threads: int
+    gpus: int                   # per thread (-g)
+    min_bytes: int
+    max_bytes: int
+    step: int
+    step_is_factor: bool
+
+    def largest_size(self, max_bytes=None):
+        """The largest size of the sweep up to ``max_bytes`` (default: the
+        requested maxBytes)."""
+        return largest_size(self.min_bytes, max_bytes or self.max_bytes,
+                            self.step, self.step_is_factor)
+
+
+def largest_size(min_bytes, max_bytes, step, step_is_factor=True):
+    """The last size nccl-tests' sweep reaches: ``min_bytes`` times
+    ``step`` (or plus ``step``) while it stays within ``max_bytes``."""
+    if max_bytes < min_bytes:
+        return max_bytes
+    if step_is_factor:
+        if step <= 1:
+            return max_bytes
+        size = min_bytes or 1
+        while size * step <= max_bytes:
+            size *= step
+        return size
+    return min_bytes + (max_bytes - min_bytes) // step * step if step \
+        else max_bytes
+
+
+@dataclass(frozen=True)
 class NcclTestsResult:
     tool: str                   # 'nccl-tests', 'rccl-tests' or '' if unsaid
     version: str                # '2.19.6', 'develop:ae3e635' or ''
@@ -91,6 +133,18 @@ class NcclTestsResult:
     rows: Tuple[Row, ...]
     avg_bus_bandwidth: Optional[float]  # GB/s; None only if not required
     out_of_bounds_ok: Optional[bool]    # None: footer line not printed
+    params: Optional[Params] = None     # None: parameter line not printed
+    reduced_max_bytes: Optional[int] = None  # "Reducing maxBytes to N"
+
+    @property
+    def largest_row_size(self):
+        return max(r.size for r in self.rows)
+
+    @property
+    def redops(self):
+        """The reduction operators the rows name ({'sum'}; {'none'} for
+        collectives that reduce nothing); empty without a redop column."""
+        return {r.redop for r in self.rows if r.redop is not None}
 
     @property
     def devices(self):
@@ -304,6 +358,8 @@ def parse_nccl_tests(text, require_footer=True):
 
     version = _VERSION.search(text)
     collective = _COLLECTIVE.search(text)
+    params = _PARAMS.search(text)
+    reduced = _REDUCED.search(text)
     return NcclTestsResult(
         tool=('' if not version else
               'nccl-tests' if version.group(1) else 'rccl-tests'),
@@ -314,6 +370,11 @@ def parse_nccl_tests(text, require_footer=True):
         avg_bus_bandwidth=(number(avg['value'], 'Avg bus bandwidth')
                            if avg else None),
         out_of_bounds_ok=oob['verdict'] == 'OK' if oob else None,
+        params=Params(int(params['threads']), int(params['gpus']),
+                      int(params['min']), int(params['max']),
+                      int(params['step']), params['kind'] == 'factor')
+        if params else None,
+        reduced_max_bytes=int(reduced.group(1)) if reduced else None,
     )
 
 
@@ -345,3 +406,66 @@ def check_devices(result, expected):
     raise ParseError(f'expected {expected} GPUs, output lists {n} '
                      f'(rank{"s" if n > 1 else ""} '
                      f'{_spans(r.rank for r in result.ranks)} on {where})')
+
+
+#: collectives whose rows name a reduction operator (the others print none)
+REDUCING = ('all_reduce', 'reduce', 'reduce_scatter')
+_UNITS = {'': 1, 'k': 2**10, 'm': 2**20, 'g': 2**30}
+
+
+def parse_size(text):
+    """A size as nccl-tests' -b/-e read it ('8', '64K', '8G': powers of
+    1024), in bytes; None for anything else."""
+    m = re.fullmatch(r'([0-9]+)([KMGkmg]?)', str(text))
+    return int(m[1]) * _UNITS[m[2].lower()] if m else None
+
+
+def check_collective(result, collective):
+    """Raise ParseError unless the output is of ``collective``
+    ('all_reduce'): the name in '# Collective test starting' (>= 2.17),
+    else whether its rows name a reduction operator."""
+    exe = f'{collective}_perf'
+    if result.collective:
+        if result.collective != exe:
+            raise ParseError(f'the output is of {result.collective} ("# '
+                             f'Collective test starting: '
+                             f'{result.collective}"), this test runs {exe}')
+        return
+
+    redops = result.redops
+    if redops and (redops != {'none'}) != (collective in REDUCING):
+        raise ParseError(f'the rows\' redop is {"/".join(sorted(redops))}: '
+                         f'not an output of {exe}, which '
+                         f'{"reduces" if collective in REDUCING else "reduces nothing"}')
+
+
+def check_sizes(result, min_bytes, max_bytes, step_factor, ranks):
+    """Raise ParseError unless the output reached the largest size the test
+    asks for (within the rounding to ``ranks`` elements that all_gather and
+    reduce_scatter do), and was run with the test's maxBytes."""
+    if result.params and result.params.max_bytes != max_bytes:
+        raise ParseError(f'the output was run with maxBytes '
+                         f'{result.params.max_bytes}, the test asks '
+                         f'{max_bytes} (-e): not this test\'s run')
+
+    wanted = largest_size(min_bytes, max_bytes, step_factor)
+    reached = result.largest_row_size
+    if reached + 8 * max(ranks, 1) >= wanted:
+        return
+
+    if result.reduced_max_bytes is not None:
+        raise ParseError(f'nccl-tests reduced maxBytes to '
+                         f'{result.reduced_max_bytes} due to memory '
+                         f'limitation: the largest size reached is {reached} '
+                         f'B, the test asks {wanted} B (max_bytes); judge a '
+                         f'smaller size with -S max_bytes and a reference '
+                         f'made at that size')
+    raise ParseError(f'the largest size reached is {reached} B, the test '
+                     f'asks {wanted} B (max_bytes): the run stopped early')
+
+
+def check_gpus_per_process(result, expected):
+    """Raise ParseError unless the parameter line says nGpus ``expected``."""
+    if result.params and result.params.gpus != expected:
+        raise ParseError(f'the output ran nGpus {result.params.gpus} per '
+                         f'process, the test asks -g {expected}')

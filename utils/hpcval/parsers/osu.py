@@ -207,3 +207,30 @@ def parse_osu(text):
     return OsuResult(test=title['test'], version=title['version'] or '',
                      accelerator=title['accel'] or '', buffers=buffers,
                      tables=tuple(tables))
+
+
+#: executable -> the test its title names ('# OSU MPI[-CUDA] <test> v7.4')
+TITLES = {
+    'osu_latency': 'Latency Test',
+    'osu_bw': 'Bandwidth Test',
+    'osu_bibw': 'Bi-Directional Bandwidth Test',
+    'osu_allreduce': 'Allreduce Latency Test',
+}
+
+
+def check_benchmark(result, benchmark):
+    """Raise ParseError unless the title names ``benchmark``'s test: a
+    latency table is no bandwidth, whatever its numbers."""
+    wanted = TITLES.get(benchmark)
+    if wanted and result.test != wanted:
+        raise ParseError(f'the output is of the OSU {result.test} (its '
+                         f'title), this test runs {benchmark} (the OSU '
+                         f'{wanted})')
+
+
+def check_largest(table, max_size):
+    """Raise ParseError unless the table reached ``max_size`` bytes."""
+    if table.largest.size < max_size:
+        raise ParseError(f'the largest size reached is {table.largest.size} '
+                         f'B, the test asks {max_size} B (-m): the run '
+                         f'stopped early')
