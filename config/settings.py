@@ -58,8 +58,9 @@ try:
                 f'the module\'s name, {_stem!r}')
         layouts.validate_system(_mod.system, _origin)
 except (paths.SiteError, layouts.SystemConfigError,
-        references.ReferenceFileError) as _err:
-    # ReFrame prints a ConfigError as one line, without a traceback
+        references.ReferenceFileError, ValueError, OSError) as _err:
+    # ReFrame prints a ConfigError as one line, without a traceback (any
+    # bad HPCVAL_* variable a system module reads is a ValueError)
     raise ConfigError(str(_err)) from None
 selection.detect_selected(systems.ALL)
 

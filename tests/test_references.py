@@ -152,7 +152,7 @@ def test_lower_bound_below_minus_one_is_rejected(tmp_path):
 
 def test_cli_validates_references(tmp_path, capsys):
     from hpcval import cli
-    assert cli.main(['references']) == 0
+    assert cli.main(['references', '--system', 'local']) == 0
     assert 'local:' in capsys.readouterr().out
     (tmp_path / 'local.yaml').write_text('system: local\n')
     assert cli.main(['references', '--dir', str(tmp_path)]) == 1
@@ -171,3 +171,28 @@ def test_a_whole_check_can_be_explicitly_absent(tmp_path):
     with pytest.raises(ReferenceFileError,
                        match=r'entries\[0\]: give either metrics or absent'):
         references.load(str(path))
+
+
+def test_a_missing_metric_counts_only_where_it_looks_like_a_mistake():
+    # one entry for both kernels: each variant reports one of its figures
+    refs = [_ref(metric='copy_bandwidth', entry=0),
+            _ref(metric='stream_bandwidth', entry=0),
+            _ref(metric='latency_8b', unit='us', entry=1),
+            _ref(metric='latency_1KiB', unit='us', entry=1),
+            _ref(metric='gone', value=None, entry=2)]
+    assert references.unreported(refs[:2], ['C'], 'p', {},
+                                 {'copy_bandwidth'}) == []
+    assert references.unreported(refs[:2], ['C'], 'p', {}, {'other'}) == [
+        (0, 'copy_bandwidth', None), (0, 'stream_bandwidth', None)]
+    assert references.unreported(refs[2:], ['C'], 'p', {},
+                                 {'latency_8B', 'latency_1KiB'}) == [
+        (1, 'latency_8b', 'latency_8B')]
+
+
+def test_where_on_a_missing_or_none_attribute_matches_nothing():
+    ref = _ref(where={'x': 'None'})
+    assert references.select([ref], ['C'], 'p', {}, {'bw': 'MB/s'}) == {}
+    assert references.select([ref], ['C'], 'p', {'x': None},
+                             {'bw': 'MB/s'}) == {}
+    assert references.select([ref], ['C'], 'p', {'x': 'None'},
+                             {'bw': 'MB/s'})

@@ -1,7 +1,8 @@
 """``hpcval``: command-line helpers around the checks.
 
-    hpcval references [--dir DIR] [--markdown]
-                                      validate every reference file; count
+    hpcval references [--dir DIR] [--markdown] [--system X]
+                                      validate every reference file (each
+                                      entry must match a test); count
                                       them, or print them all as a table
     hpcval report [REPORT ...] [--db [PATH]] [selection] [--format ...]
                                       the cross-system comparison table
@@ -41,12 +42,33 @@ def _references(args):
         print(reference_table.markdown(by_system), end='')
         return 0
 
+    failed = False
     for system, refs in by_system.items():
         judged = sum(r.value is not None for r in refs)
         print(f'{system}: {judged} references, {len(refs) - judged} '
               f'explicitly absent')
+        if not args.schema_only and (not args.system or
+                                     system in args.system):
+            failed |= _unmatched(system, refs, args.dir)
 
-    return 0
+    return 1 if failed else 0
+
+
+def _unmatched(system, refs, ref_dir):
+    """Say which entries of ``system``'s file match no test; True if any."""
+    from hpcval import coverage
+    path = coverage.reference_path(system, ref_dir)
+    try:
+        errors, notes = coverage.problems_of_system(system, refs, path)
+    except Exception as err:     # ReFrame's own errors: say, don't trace
+        print(f'hpcval: {path}: cannot load the checks for system '
+              f'{system!r} to match its entries: {err}', file=sys.stderr)
+        return True
+    for note in notes:
+        print(f'hpcval: note: {note}', file=sys.stderr)
+    for error in errors:
+        print(f'hpcval: {error}', file=sys.stderr)
+    return bool(errors)
 
 
 def _calibrate(args):
@@ -76,6 +98,35 @@ def _calibrate(args):
         print(f'hpcval calibrate: not written; rerun with --write to '
               f'replace {result.path}', file=sys.stderr)
     return 0
+
+
+def _run(args):
+    """The command, with no traceback a user can reach: a closed pipe
+    (``| head``) ends it quietly, anything unforeseen is one line
+    (HPCVAL_DEBUG=1 shows the traceback)."""
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as err:
+        if os.environ.get('HPCVAL_DEBUG'):
+            raise
+        print(f'hpcval {args.command}: unexpected error: '
+              f'{type(err).__name__}: {err} (HPCVAL_DEBUG=1 shows where)',
+              file=sys.stderr)
+        return 1
+
+
+def _finite(text):
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f'{text!r} is not a finite number')
+    return value
 
 
 def _calibrated_dirs(ref_dir):
@@ -162,6 +213,12 @@ def _main(argv):
                            'ones, layered under $HPCVAL_SITE\'s)')
     refs.add_argument('--markdown', action='store_true',
                       help='print every reference as a Markdown table')
+    refs.add_argument('--system', action='append', default=[],
+                      help='match only these systems\' entries against '
+                           'their tests (repeatable; default: all)')
+    refs.add_argument('--schema-only', action='store_true',
+                      help='check the files\' schema only, without loading '
+                           'the checks to match every entry to a test')
     refs.set_defaults(func=_references)
     rep = sub.add_parser('report', help='cross-system comparison tables and '
                                         'plots of run reports')
@@ -173,9 +230,9 @@ def _main(argv):
     cal.add_argument('--ref-dir', default=None,
                      help='the references folder (default: the built-in '
                           'one, or the site\'s under $HPCVAL_SITE)')
-    cal.add_argument('--k', type=float, default=3.0,
+    cal.add_argument('--k', type=_finite, default=3.0,
                      help='tolerance: k standard deviations (default 3)')
-    cal.add_argument('--floor', type=float, default=0.05,
+    cal.add_argument('--floor', type=_finite, default=0.05,
                      help='never tighter than this fraction (default 0.05)')
     cal.add_argument('--min-samples', type=int, default=3)
     cal.add_argument('--allow-replays', action='store_true')
@@ -202,7 +259,7 @@ def _main(argv):
                       help='copy this built-in system and its references')
     init.set_defaults(func=_site_init)
     args = parser.parse_args(argv)
-    return args.func(args)
+    return _run(args)
 
 
 if __name__ == '__main__':

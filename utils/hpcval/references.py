@@ -28,9 +28,11 @@ check reports.  Why not ReFrame's own ``$ref`` YAML: its entries are bare
 tuples keyed by class name, with no place for provenance or rules, and a
 figure nobody can trace is one nobody can argue with.
 """
+import difflib
 import math
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 import yaml
 
@@ -59,6 +61,7 @@ class Reference:
     rule: str
     source: str
     spread: object = None  # published standard deviation, in ``unit``
+    entry: int = field(default=-1, compare=False)  # index in ``entries``
 
     def as_tuple(self, unit):
         """ReFrame's (value, lower, upper, unit) in ``unit``."""
@@ -75,7 +78,7 @@ def _number(path, key, val, sign=None, allow_null=True):
         return None
 
     if isinstance(val, bool) or not isinstance(val, (int, float)) \
-            or not math.isfinite(val):
+            or not _finite(val):
         _fail(path, key, f'must be a finite number'
                          f'{" or null" if allow_null else ""}, got {val!r}')
 
@@ -86,6 +89,13 @@ def _number(path, key, val, sign=None, allow_null=True):
         _fail(path, key, f'must be <= 0, got {val}')
 
     return float(val)
+
+
+def _finite(val):
+    try:
+        return math.isfinite(val)
+    except OverflowError:       # an integer beyond any float
+        return False
 
 
 def _text(path, key, val):
@@ -137,13 +147,88 @@ def _metric(path, key, data, rules):
                                                   data['source']), spread
 
 
-def load(path):
-    """Parse and validate one reference file; return its Reference list."""
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load, except that a key given twice in one mapping is an error:
+    PyYAML keeps the last silently, so a second ``entries:`` would wipe
+    the first one's references."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            if key_node.tag == 'tag:yaml.org,2002:merge':
+                continue        # ``<<: *anchor`` merges are meant to repeat
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node)
+            except TypeError:   # an unhashable key: SafeLoader says so
+                break
+            if first is not key_node:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f'duplicate key {key!r} (first given on '
+                                f'line {first.start_mark.line + 1})',
+                    key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse(text, path):
+    """The YAML document of one reference file (``path`` names it in
+    errors); a duplicate key is an error."""
     try:
-        with open(path) as fp:
-            data = yaml.safe_load(fp)
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as err:
-        raise ReferenceFileError(f'{path}: not valid YAML: {err}') from None
+        raise ReferenceFileError(f'{path}: not valid YAML: '
+                                 f'{_yaml_problem(err)}') from None
+    except RecursionError:
+        raise ReferenceFileError(f'{path}: not valid YAML: nested too '
+                                 f'deeply') from None
+
+
+def _yaml_problem(err):
+    """PyYAML's error on one line: what, and where in the file."""
+    mark = getattr(err, 'problem_mark', None)
+    what = ' '.join(x for x in (getattr(err, 'context', None),
+                                getattr(err, 'problem', None)) if x)
+    if not what:
+        return ' '.join(str(err).split())
+    return what + (f' (line {mark.line + 1}, column {mark.column + 1})'
+                   if mark else '')
+
+
+def _read(path):
+    try:
+        with open(path, encoding='utf-8') as fp:
+            return fp.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ReferenceFileError(f'{path}: cannot read: '
+                                 f'{getattr(err, "strerror", None) or err}'
+                                 ) from None
+
+
+_WHERE_KEY = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+
+
+def _where(path, key, where):
+    if where is None:
+        return {}
+
+    if not isinstance(where, dict):
+        _fail(path, key, 'must be a mapping')
+
+    for name, val in where.items():
+        if not isinstance(name, str) or not _WHERE_KEY.fullmatch(name):
+            _fail(path, key, f'{name!r} is not a test attribute name')
+        # null would match any test lacking the attribute
+        if isinstance(val, (dict, list)) or val is None:
+            _fail(path, f'{key}.{name}', f'must be a string, number or '
+                                         f'boolean, got {val!r}')
+    return where
+
+
+def load(path, text=None):
+    """Parse and validate one reference file; return its Reference list.
+    ``text`` is the file's content when it is not to be read from
+    ``path`` (a text being checked before it is written)."""
+    data = parse(_read(path) if text is None else text, path)
 
     if not isinstance(data, dict):
         _fail(path, '<top>', 'must be a mapping')
@@ -165,6 +250,10 @@ def load(path):
     entries = data.get('entries')
     if not isinstance(entries, list):
         _fail(path, 'entries', 'must be a list')
+    if not entries:
+        _fail(path, 'entries', 'is empty: a reference file judges and '
+                               'records nothing without entries (an entry '
+                               'with `absent:` says why a check has none)')
 
     refs = []
     for i, entry in enumerate(entries):
@@ -176,9 +265,7 @@ def load(path):
         check = _text(path, f'{key}.check', entry.get('check'))
         partition = _text(path, f'{key}.partition',
                           entry.get('partition', '*'))
-        where = entry.get('where') or {}
-        if not isinstance(where, dict):
-            _fail(path, f'{key}.where', 'must be a mapping')
+        where = _where(path, f'{key}.where', entry.get('where'))
 
         if 'absent' in entry:
             # no figure for any metric of the check: say why, once
@@ -186,7 +273,8 @@ def load(path):
                 _fail(path, key, 'give either metrics or absent, not both')
             refs.append(Reference(check, partition, where, '*', None, None,
                                   None, '', '', _text(path, f'{key}.absent',
-                                                      entry['absent'])))
+                                                      entry['absent']),
+                                  entry=i))
             continue
 
         metrics = entry.get('metrics')
@@ -195,15 +283,22 @@ def load(path):
 
         for name, spec in metrics.items():
             fields = _metric(path, f'{key}.metrics.{name}', spec, rules)
-            refs.append(Reference(check, partition, where, name, *fields))
+            refs.append(Reference(check, partition, where, name, *fields,
+                                  entry=i))
 
     return refs
 
 
 def load_dir(dirname):
     """Validate every ``*.yaml`` under ``dirname``; map system -> refs."""
+    try:
+        names = sorted(os.listdir(dirname))
+    except OSError as err:
+        raise ReferenceFileError(f'{dirname}: cannot list the reference '
+                                 f'folder: {err.strerror}') from None
+
     return {f[:-5]: load(os.path.join(dirname, f))
-            for f in sorted(os.listdir(dirname)) if f.endswith('.yaml')}
+            for f in names if f.endswith('.yaml')}
 
 
 def load_layered(dirs):
@@ -223,7 +318,13 @@ def _matches(ref, check_names, partition, attrs):
     if ref.partition not in ('*', partition):
         return False
 
-    return all(str(attrs.get(k)) == str(v) for k, v in ref.where.items())
+    return all(_same(attrs.get(k), v) for k, v in ref.where.items())
+
+
+def _same(attr, wanted):
+    # an attribute the test lacks (or leaves None) matches no value: a
+    # `where` on a misspelt attribute must not match every test
+    return attr is not None and str(attr) == str(wanted)
 
 
 def select(refs, check_names, partition, attrs, metric_units):
@@ -244,3 +345,123 @@ def select(refs, check_names, partition, attrs, metric_units):
 
     return {name: ref.as_tuple(metric_units[name])
             for name, ref in chosen.items() if ref.value is not None}
+
+
+@dataclass(frozen=True)
+class TestShape:
+    """What an entry can match of one loaded test: its class and base
+    class names, the partitions it runs on, its attributes (``attrs.get``)
+    and the names of its parameters (a variable's value is the run's:
+    ``-S`` may set it)."""
+    names: tuple
+    partitions: frozenset
+    attrs: object
+    params: frozenset = frozenset()
+
+
+def _entries(refs):
+    """{entry index: first Reference of that entry}, in file order."""
+    out = {}
+    for ref in refs:
+        out.setdefault(ref.entry, ref)
+    return out
+
+
+def unmatched(refs, tests, path, known_checks=None):
+    """(errors, notes) about the entries of one system's ``refs`` (read
+    from ``path``) against its loaded ``tests`` (TestShape), each naming
+    file and entry.  An error: the entry matches no test (check class,
+    partition, ``where`` key, a parameter's value).  A note: it matches
+    only when a run sets a variable to its ``where`` value.  With
+    ``known_checks`` (every test and base class name there is) an entry
+    whose check was not loaded is left alone unless the name is unknown."""
+    errors, notes = [], []
+    for i, ref in _entries(refs).items():
+        found = _no_match(ref, tests, known_checks)
+        if found:
+            fatal, why = found
+            where = ''.join(f', {k}={v}' for k, v in ref.where.items())
+            (errors if fatal else notes).append(EntryProblem(
+                f'{path}: entries[{i}] ({ref.check}, partition '
+                f'{ref.partition}{where}): {why}', ref.check))
+    return errors, notes
+
+
+class EntryProblem(str):
+    """A message about one entry; ``check`` is the class it names."""
+
+    def __new__(cls, text, check):
+        self = super().__new__(cls, text)
+        self.check = check
+        return self
+
+
+def _no_match(ref, tests, known_checks):
+    family = [t for t in tests if ref.check in t.names]
+    if not family:
+        if known_checks is not None and ref.check in known_checks:
+            return None
+        return True, (f'no test of this system is a {ref.check} (a typo in '
+                      f'the class name, or no such check runs here)')
+
+    placed = [t for t in family if t.partitions and
+              (ref.partition == '*' or ref.partition in t.partitions)]
+    if not placed:
+        parts = sorted({p for t in family for p in t.partitions})
+        return True, (f'no {ref.check} test runs on partition '
+                      f'{ref.partition!r} (it runs on: '
+                      f'{", ".join(parts) or "none"})')
+
+    for key in ref.where:
+        if not any(t.attrs.get(key) is not None for t in placed):
+            return True, (f'where: no {ref.check} test has an attribute '
+                          f'{key!r}')
+
+    def fits(test, variables):
+        return all(_same(test.attrs.get(k), v) or
+                   (variables and k not in test.params)
+                   for k, v in ref.where.items())
+
+    if any(fits(t, False) for t in placed):
+        return None
+
+    differ = {k: sorted({str(t.attrs.get(k)) for t in placed
+                         if t.attrs.get(k) is not None})
+              for k, v in ref.where.items()
+              if not any(_same(t.attrs.get(k), v) for t in placed)}
+    seen = '; '.join(f'{k} is {" or ".join(vals)}'
+                     for k, vals in differ.items())
+    if any(fits(t, True) for t in placed):
+        return False, (f'judged only in runs that set '
+                       f'{", ".join(f"{k}={ref.where[k]}" for k in differ)}'
+                       f' (-S); by default {seen}')
+    return True, (f'where: no {ref.check} test has these values ('
+                  f'{seen or "no single test has all of them"})')
+
+
+def unreported(refs, check_names, partition, attrs, reported):
+    """(entry index, metric, what the test reports instead) of the
+    entries applying to one test that give a value for a metric it did
+    not report, where that looks like a mistake: a misspelt metric would
+    otherwise never be judged.
+
+    One test cannot tell a typo from a metric of a sibling variant (an
+    entry for LikwidBenchCheck gives copy_bandwidth and stream_bandwidth,
+    each variant reports one), so a missing metric counts when the test
+    reports none of the entry's figures, or reports one whose name is
+    close to it (``latency_8b`` for ``latency_8B``).  Explicitly absent
+    metrics judge nothing either way."""
+    by_entry = {}
+    for ref in refs:
+        if ref.value is not None and _matches(ref, check_names, partition,
+                                              attrs):
+            by_entry.setdefault(ref.entry, []).append(ref.metric)
+    found = []
+    for entry, metrics in by_entry.items():
+        missing = [m for m in metrics if m not in reported]
+        for metric in missing:
+            close = difflib.get_close_matches(metric, list(reported), n=1,
+                                              cutoff=0.85)
+            if close or len(missing) == len(metrics):
+                found.append((entry, metric, close[0] if close else None))
+    return found

@@ -16,7 +16,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function
 from reframe.core.exceptions import SanityError
 
-from hpcval import paths, references, replay, stacks
+from hpcval import coverage, paths, references, replay, stacks
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text, stderr_reason
@@ -84,6 +84,16 @@ class ParsedBenchmark(SourceSettings):
                               'OUT_OF_MEMORY', 'CANCELLED'):
             notes.append(f'job state {self.job.state}')
         return f' ({", ".join(notes)})' if notes else ''
+
+    @run_after('init')
+    def register_loaded(self):
+        coverage.register(self)
+
+    @run_before('setup')
+    def check_reference_entries(self):
+        # every test is loaded by now: an entry meant for this check that
+        # matches none of them (a misspelt where, say) fails it here
+        coverage.check_loaded(self)
 
     @run_after('setup')
     def label_replay(self):
@@ -154,6 +164,7 @@ class ParsedBenchmark(SourceSettings):
             return
 
         values = self.metrics(self.result)
+        coverage.check_metrics(self, values)
         if self.replay_excerpt:     # figures the excerpt does not show
             values = {name: vu for name, vu in values.items()
                       if vu[0] is not None}

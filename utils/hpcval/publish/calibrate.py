@@ -159,14 +159,22 @@ def _metric(label, runs, k, floor, min_samples, notes):
                      f'run it again or lower min_samples)')
         return None
 
-    mean = statistics.fmean(values)
-    std = statistics.stdev(values) if len(values) > 1 else 0.0
+    try:
+        mean = statistics.fmean(values)
+        std = statistics.stdev(values) if len(values) > 1 else 0.0
+        spread = k * std / mean if mean > 0 else 0.0
+    except (OverflowError, ValueError):
+        mean = std = spread = math.inf
+    if not all(map(math.isfinite, (*values, mean, std, spread))):
+        notes.append(f'refused {label}: values beyond any float '
+                     f'({_listed(map(str, values), 3)} {unit})')
+        return None
     if mean <= 0:
         notes.append(f'refused {label}: mean {mean:g} {unit}, no relative '
                      f'bound can be made')
         return None
 
-    tol = _fraction_up(max(k * std / mean, floor))
+    tol = _fraction_up(max(spread, floor))
     spec = {'value': _significant(mean)}
     if better(unit) == 'higher':
         if tol >= 1:
@@ -335,15 +343,11 @@ def _append(head, entries, path):
 def _check_loads(text, system, new_entries, path):
     """references.load accepts ``text``, and each calibrated test gets the
     calibrated tuples from it."""
-    with tempfile.TemporaryDirectory() as tmp:
-        probe = os.path.join(tmp, f'{system}.yaml')
-        with open(probe, 'w', encoding='utf-8') as fp:
-            fp.write(text)
-        try:
-            refs = references.load(probe)
-        except references.ReferenceFileError as err:
-            raise CalibrationError(f'{path}: the calibrated text does not '
-                                   f'load: {err}') from None
+    try:        # in memory: nothing is written before --write
+        refs = references.load(path, text=text)
+    except references.ReferenceFileError as err:
+        raise CalibrationError(f'{path}: the calibrated text does not '
+                               f'load: {err}') from None
 
     for (check, partition, params), specs in new_entries:
         got = references.select(refs, [check], partition, dict(params),
@@ -360,11 +364,78 @@ def _check_loads(text, system, new_entries, path):
 
 
 def _read(path):
+    if os.path.islink(path):
+        raise CalibrationError(f'{path} is a symbolic link: hpcval '
+                               f'calibrate reads and writes only the file '
+                               f'itself')
     try:
         with open(path, encoding='utf-8') as fp:
             return fp.read()
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as err:
+        raise CalibrationError(f'{path}: cannot read: '
+                               f'{getattr(err, "strerror", None) or err}'
+                               ) from None
+
+
+def _replace(path, text):
+    """Write ``text`` to ``path`` atomically: a new file in the same
+    folder, renamed over it (never through a symbolic link)."""
+    folder = os.path.dirname(path) or '.'
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(
+            dir=folder, prefix=f'.{os.path.basename(path)}.', suffix='.tmp')
+        with os.fdopen(fd, 'w', encoding='utf-8') as fp:
+            fp.write(text)
+            fp.flush()
+            os.fsync(fp.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as err:
+        if tmp:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise CalibrationError(f'cannot write {path}: {err.strerror}; '
+                               f'nothing written') from None
+
+
+_SYSTEM = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]*')
+
+
+def known_systems(by_system_refs):
+    """Systems a reference file may be calibrated for: those of systems/
+    and those with a reference file already."""
+    from hpcval import paths
+    modules = set()
+    for folder in (os.path.join(paths.repo_root(), 'systems'),
+                   *paths.site_folders('systems')):
+        try:
+            modules |= {f[:-3] for f in os.listdir(folder)
+                        if f.endswith('.py') and not f.startswith('_')}
+        except OSError:
+            pass
+    return modules | set(by_system_refs)
+
+
+def check_system(system, by_system_refs):
+    """``system`` if it names a known system (its name becomes a file
+    name: nothing else may)."""
+    known = known_systems(by_system_refs)
+    if not isinstance(system, str) or not _SYSTEM.fullmatch(system) \
+            or system not in known:
+        raise CalibrationError(f'--system {system!r}: not a known system '
+                               f'(one of {", ".join(sorted(known))})')
+    return system
 
 
 def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
@@ -385,9 +456,13 @@ def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
     with notes.  With ``write=True`` the file is replaced, unless it changed
     since ``by_system_refs`` was read.
     """
-    if floor < 0 or k <= 0 or min_samples < 2:
-        raise CalibrationError('floor must be >= 0, k > 0, min_samples '
-                               '>= 2 (a spread needs two runs)')
+    check_system(system, by_system_refs)
+    if not (math.isfinite(floor) and math.isfinite(k)) or floor < 0 \
+            or k <= 0 or min_samples < 2:
+        raise CalibrationError(f'floor must be a number >= 0 (got '
+                               f'{floor}), k a number > 0 (got {k}), '
+                               f'min_samples >= 2 (got {min_samples}; a '
+                               f'spread needs two runs)')
     if ref_dir is None:
         from hpcval import paths
         ref_dir = paths.references_dir()
@@ -428,10 +503,11 @@ def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
         if _read(path) != old:
             raise CalibrationError(f'{path} changed since it was read; '
                                    f'nothing written')
-        os.makedirs(ref_dir, exist_ok=True)    # a new site's references/
-        tmp = f'{path}.calibrate-{os.getpid()}'
-        with open(tmp, 'w', encoding='utf-8') as fp:
-            fp.write(text)
-        os.replace(tmp, path)
+        try:
+            os.makedirs(ref_dir, exist_ok=True)    # a new site's references/
+        except OSError as err:
+            raise CalibrationError(f'cannot write {path}: {err.strerror}; '
+                                   f'nothing written') from None
+        _replace(path, text)
         notes.append(f'wrote {path}')
     return Calibration(text, diff, notes, path)

@@ -102,24 +102,30 @@ def _cells(table, row, joined):
 
 
 def to_markdown(table):
-    out = [f'## {table.title}', '', legend(table), '']
-    head = ['test', 'metric'] + table.columns
+    out = [f'## {_md(table.title)}', '', legend(table), '']
+    head = ['test', 'metric'] + [_md(c) for c in table.columns]
     for bench, rows in table.groups():
-        out += [f'### {bench}', '', '| ' + ' | '.join(head) + ' |',
+        out += [f'### {_md(bench)}', '', '| ' + ' | '.join(head) + ' |',
                 '|' + '---|' * len(head)]
         for test, row in labelled_rows(rows):
-            cells = _cells(table, row, lambda lines: '<br>'.join(lines))
+            cells = _cells(table, row,
+                           lambda lines: '<br>'.join(map(_md, lines)))
             out.append('| ' + ' | '.join(
-                [_md(test), _md(metric_label(row))] +
-                [_md(c) for c in cells]) + ' |')
+                [_md(test), _md(metric_label(row))] + cells) + ' |')
         out.append('')
 
     out += [f'- {_md(n)}' for n in table.notes]
     return '\n'.join(out).rstrip() + '\n'
 
 
+_MD = {'\\': '\\\\', '|': '\\|', '&': '&amp;', '<': '&lt;', '>': '&gt;',
+       '\n': ' ', '\r': ' '}
+
+
 def _md(text):
-    return text.replace('|', '\\|')
+    """Text safe in a Markdown table cell: no cell break, no raw HTML
+    (names in reports come from anywhere)."""
+    return ''.join(_MD.get(ch, ch) for ch in str(text))
 
 
 CSV_FIELDS = ('benchmark', 'test', 'metric', 'unit', 'better', 'column',
@@ -138,14 +144,25 @@ def to_csv(table):
                 continue
             ref = cell.reference
             lo, hi = ref.bounds() if ref else (None, None)
-            out.writerow([row.benchmark, row.test, row.metric, row.unit,
-                          row.better, col, cell.n, repr(cell.mean),
+            out.writerow([*map(_text_cell, (row.benchmark, row.test,
+                                            row.metric, row.unit, row.better,
+                                            col)),
+                          cell.n, repr(cell.mean),
                           _opt(cell.std), repr(min(cell.values)),
                           repr(max(cell.values)),
                           _opt(ref and ref.value), _opt(lo), _opt(hi),
-                          cell.verdict])
+                          _text_cell(cell.verdict)])
 
     return buf.getvalue()
+
+
+def _text_cell(text):
+    """A text cell no spreadsheet takes for a formula: names in reports
+    come from anywhere, and ``=``, ``+``, ``-``, ``@``, tab or CR first
+    would make one (a leading ' shows it as text)."""
+    text = str(text)
+    return f"'{text}" if text[:1] in ('=', '+', '-', '@', '\t', '\r') \
+        else text
 
 
 def _opt(x):

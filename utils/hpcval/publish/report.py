@@ -14,7 +14,7 @@ import re
 import sys
 import time
 
-from hpcval.publish import comparison, formats, results
+from hpcval.publish import comparison, formats, output, results
 
 EXIT_OK, EXIT_REJECTED, EXIT_EMPTY = 0, 1, 2
 
@@ -90,6 +90,11 @@ def load_selected(args, replays=True):
                           since=args.since, until=args.until)
     for problem in loaded.problems:
         print(f'hpcval: left out {problem}', file=sys.stderr)
+    if loaded.duplicates:
+        print(f'hpcval: dropped {loaded.duplicates} duplicate test case(s): '
+              f'the same session, test case and run given more than once '
+              f'(copies of a report, or a report and --db) count once',
+              file=sys.stderr)
 
     def keep(s):
         c = s.case
@@ -136,11 +141,15 @@ def _formats(text):
 
 
 def _write(path, text, force):
-    if os.path.exists(path) and not force:
-        raise FileExistsError(f'{path} exists (use --force to overwrite)')
+    output.write(path, text, force)
 
-    with open(path, 'w', encoding='utf-8') as fp:
-        fp.write(text)
+
+def _said(err):
+    """An OSError as one line: ours carry a sentence, the system's a
+    file name and reason."""
+    if err.filename is None:
+        return str(err)
+    return f'{err.filename}: {err.strerror}'
 
 
 def _data_uri(path):
@@ -169,8 +178,12 @@ def run(args):
     if args.references_only:
         from hpcval import paths, references
         from hpcval.publish import published
-        tables = published.tables(references.load_layered(
-            paths.references_dirs()))
+        try:
+            refs = references.load_layered(paths.references_dirs())
+        except references.ReferenceFileError as err:
+            print(f'hpcval report: {err}', file=sys.stderr)
+            return EXIT_REJECTED
+        tables = published.tables(refs)
         inputs, problems, samples = ['references/*.yaml'], [], []
     else:
         try:
@@ -191,9 +204,9 @@ def run(args):
         sys.stdout.write(render(tables, fmts[0], inputs, problems))
         return EXIT_OK
 
-    os.makedirs(args.out, exist_ok=True)
     images = []
     try:
+        output.check_folder(args.out)
         if args.plots and samples:
             pngs = _draw(tables[0], samples, args.out, args.plots_select,
                          args.force)
@@ -204,8 +217,8 @@ def run(args):
             _write(path, render(tables, fmt, inputs, problems, images),
                    args.force)
             print(path)
-    except FileExistsError as err:
-        print(f'hpcval report: {err}', file=sys.stderr)
+    except OSError as err:      # exists, a link, not writable: say so
+        print(f'hpcval report: {_said(err)}', file=sys.stderr)
         return EXIT_REJECTED
 
     return EXIT_OK

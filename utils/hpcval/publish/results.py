@@ -18,6 +18,8 @@ import math
 import os
 import re
 import sqlite3
+import stat
+import urllib.parse
 from dataclasses import dataclass, field
 
 REPLAY_TAG = 'replay'
@@ -77,6 +79,7 @@ class Loaded:
     cases: list = field(default_factory=list)
     problems: list = field(default_factory=list)
     sources: list = field(default_factory=list)
+    duplicates: int = 0  # test cases given more than once, counted once
 
 
 _RESULTS = {'success': 'pass', 'failure': 'fail', 'skipped': 'skip',
@@ -102,7 +105,8 @@ def _field(data, key, kind, where, required=False):
         return None
 
     if isinstance(val, bool) or not isinstance(val, kind):
-        raise _Bad(f'{where}: field {key!r} is {val!r}, not {_KIND[kind]}')
+        raise _Bad(f'{where}: field {key!r} is {_short(val)}, not '
+                   f'{_KIND[kind]}')
 
     return val
 
@@ -115,15 +119,42 @@ def _strings(data, key, where):
     return tuple(vals)
 
 
+# no benchmark figure comes near; sums and spreads of larger ones overflow
+LARGEST = 1e300
+
+
+def _finite(val):
+    try:
+        return math.isfinite(val) and abs(val) <= LARGEST
+    except OverflowError:       # an integer beyond any float
+        return False
+
+
 def _number_or_none(val, what):
     if val is None:
         return None
 
     if isinstance(val, bool) or not isinstance(val, (int, float)) \
-            or not math.isfinite(val):
-        raise _Bad(f'{what} is {val!r}, not a finite number')
+            or not _finite(val):
+        raise _Bad(f'{what} is {_short(val)}, not a finite number '
+                   f'(at most {LARGEST:g} in size)')
 
     return float(val)
+
+
+def _short(val, most=60):
+    text = repr(val)
+    return text if len(text) <= most else f'{text[:most]}... ' \
+                                          f'({len(text)} characters)'
+
+
+def _time(data, key, where):
+    """A unix time field, or None; a time no clock shows is an error."""
+    val = _field(data, key, (int, float), where)
+    if val is not None and not (_finite(val) and 0 <= val < 1e11):
+        raise _Bad(f'{where}: field {key!r} is {_short(val)}, not a unix '
+                   f'time')
+    return val
 
 
 def _perf_entries(tc, major, where):
@@ -169,7 +200,7 @@ def _case(tc, major, source, session, where, label):
                    or display.split(' ', 1)[0]),
         system=system, partition=partition, environ=environ,
         result=_RESULTS.get(result, result),
-        time=(_field(tc, 'job_completion_time_unix', (int, float), where)
+        time=(_time(tc, 'job_completion_time_unix', where)
               or session['time'] or 0.0),
         hostname=session['hostname'], nodes=nodes,
         version=session['version'],
@@ -220,7 +251,7 @@ def _session(info):
     return {'uuid': _field(info, 'uuid', str, where) or '',
             'hostname': _field(info, 'hostname', str, where) or '',
             'version': _field(info, 'version', str, where) or '',
-            'time': _field(info, 'time_start_unix', (int, float), where)}
+            'time': _time(info, 'time_start_unix', where)}
 
 
 class _Collector:
@@ -231,6 +262,7 @@ class _Collector:
 
         self.on_error = on_error
         self.loaded = Loaded()
+        self.seen = set()
 
     def problem(self, source, reason):
         if self.on_error == 'reject':
@@ -247,6 +279,10 @@ class _Collector:
             return
 
         self.loaded.sources.append(source)
+        # a session is its uuid (reports of ReFrame < 4.7 have none: its
+        # host and start time then)
+        session_id = session['uuid'] or (session['hostname'],
+                                         session['time'])
         for r, run in enumerate(report['runs']):
             tcs = run.get('testcases') if isinstance(run, dict) else None
             if not isinstance(tcs, list):
@@ -269,16 +305,56 @@ class _Collector:
                     self.problem(source, str(err))
                     continue
 
+                # the same session given twice (two copies of a report, a
+                # report and --db) is one measurement, not two
+                key = (session_id, r, case.test, case.system, case.partition,
+                       case.environ)
+                if key in self.seen:
+                    self.loaded.duplicates += 1
+                    continue
+                self.seen.add(key)
                 self.loaded.cases.append(case)
                 self.loaded.samples.extend(samples)
 
 
 def _json(text, source, collector):
+    if not isinstance(text, (str, bytes)):
+        collector.problem(source, f'holds {type(text).__name__}, not JSON '
+                                  f'text')
+        return None
     try:
         return json.loads(text)
-    except ValueError as err:
-        collector.problem(source, f'not valid JSON (truncated?): {err}')
-        return None
+    except ValueError as err:   # number too long, not UTF-8, not JSON
+        collector.problem(source, f'not valid JSON (truncated?): '
+                                  f'{str(err)[:200]}')
+    except RecursionError:
+        collector.problem(source, 'not valid JSON: nested too deeply')
+    return None
+
+
+# a ReFrame report of thousands of test cases is a few MB
+MAX_REPORT_BYTES = 1 << 30
+
+
+def _read_report(path):
+    """The text of a report file; only regular files are read (a FIFO
+    would block, /dev/zero never end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Bad('not a regular file (a folder, FIFO or device): '
+                       'not read')
+        if info.st_size > MAX_REPORT_BYTES:
+            raise _Bad(f'{info.st_size} bytes, more than any run report '
+                       f'({MAX_REPORT_BYTES} at most): not read')
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, encoding='utf-8') as fp:
+            fd = None
+            return fp.read(MAX_REPORT_BYTES + 1)
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def load(report_files=(), db=None, on_error='skip', since=None, until=None):
@@ -295,10 +371,13 @@ def load(report_files=(), db=None, on_error='skip', since=None, until=None):
     for path in report_files:
         label, path = path if isinstance(path, tuple) else ('', path)
         try:
-            with open(path, encoding='utf-8') as fp:
-                text = fp.read()
+            text = _read_report(path)
+        except _Bad as err:
+            col.problem(path, str(err))
+            continue
         except (OSError, UnicodeDecodeError) as err:
-            col.problem(path, f'cannot read: {err}')
+            col.problem(path, f'cannot read: '
+                              f'{getattr(err, "strerror", None) or err}')
             continue
 
         report = _json(text, path, col)
@@ -317,7 +396,8 @@ def load(report_files=(), db=None, on_error='skip', since=None, until=None):
 
 def _db_sessions(path, since, until, col):
     if not os.path.isfile(path):
-        col.problem(path, 'no such results database')
+        col.problem(path, 'no such results database (or not a regular '
+                          'file)')
         return
 
     query, args = 'SELECT uuid, json_blob FROM sessions', []
@@ -329,7 +409,9 @@ def _db_sessions(path, since, until, col):
         args = [v for _, v in bounds if v is not None]
 
     try:
-        conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+        # quoted: '#' or '?' in a path would end it in a URI
+        uri = urllib.parse.quote(os.path.abspath(path))
+        conn = sqlite3.connect(f'file:{uri}?mode=ro', uri=True)
     except sqlite3.Error as err:
         col.problem(path, f'cannot open: {err}')
         return

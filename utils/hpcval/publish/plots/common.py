@@ -3,6 +3,7 @@
 file names from the figure's content, refusing to overwrite, and reading a
 test case's kept output with a message, not a traceback, when it is gone.
 """
+import io
 import math
 import os
 import re
@@ -17,6 +18,7 @@ except ImportError as err:      # matplotlib is an optional extra
                       f'with: pip install "hpcval[plots]"') from None
 
 from hpcval.parsers.common import read_text
+from hpcval.publish import output
 
 DPI = 100
 REPLAY_HATCH = '//'
@@ -61,7 +63,7 @@ def save(fig, outdir, stem, plotted, force=False):
     Refuses (FileExistsError naming the file) to replace a file unless
     ``force``; two figures of one call with the same stem get a counter.
     """
-    os.makedirs(outdir, exist_ok=True)
+    output.check_folder(outdir)     # never a link
     base, n = stem, 1
     while os.path.join(outdir, base + '.png') in plotted.files:
         n += 1
@@ -78,8 +80,11 @@ def save(fig, outdir, stem, plotted, force=False):
     # SVG: text kept as text (searchable, editable), no date in the file
     with rc_context({'svg.fonttype': 'none', 'svg.hashsalt': stem}):
         for path in paths:
-            fig.savefig(path, metadata={'Date': None}
-                        if path.endswith('.svg') else None)
+            buf = io.BytesIO()
+            ext = path.rsplit('.', 1)[1]
+            fig.savefig(buf, format=ext, metadata={'Date': None}
+                        if ext == 'svg' else None)
+            output.write(path, buf.getvalue(), force)
     plotted.files.extend(paths)
     return paths
 

@@ -1,0 +1,81 @@
+"""Writing output files that may not go anywhere else.
+
+A report's outputs land in a folder other people's files may share: a
+name there that is a symbolic link (dangling or not) is refused whatever
+``--force`` says, and a file is replaced by renaming a new one over it, so
+neither a link nor a hard link carries the write onto another file.
+"""
+import os
+import stat
+import tempfile
+
+
+class OutputRefused(OSError):
+    """An output path cannot be written; the message names it and why."""
+
+
+def check_folder(folder):
+    """Refuse an output folder that is a link or not a folder; create it."""
+    try:
+        info = os.lstat(folder)
+    except FileNotFoundError:
+        try:
+            os.makedirs(folder)
+        except OSError as err:
+            raise OutputRefused(f'{folder}: cannot create the output folder:'
+                                f' {err.strerror}') from None
+        return
+
+    if stat.S_ISLNK(info.st_mode):
+        raise OutputRefused(f'{folder} is a symbolic link: outputs never '
+                            f'follow one; give the folder itself')
+    if not stat.S_ISDIR(info.st_mode):
+        raise OutputRefused(f'{folder} exists and is not a folder: give a '
+                            f'folder for the outputs')
+
+
+def write(path, data, force=False):
+    """Write ``data`` (str or bytes) to ``path``: a new file, or with
+    ``force`` a new file renamed over an existing regular one."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None:
+        if stat.S_ISLNK(info.st_mode):
+            raise OutputRefused(f'{path} is a symbolic link: not written '
+                                f'(outputs never follow one, --force or not)')
+        if not stat.S_ISREG(info.st_mode):
+            raise OutputRefused(f'{path} is not a regular file: not written')
+        if not force:
+            raise FileExistsError(f'{path} exists (use --force to '
+                                  f'overwrite)')
+
+    folder = os.path.dirname(path) or '.'
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix='.hpcval-',
+                                   suffix='.tmp')
+    except OSError as err:
+        raise OutputRefused(f'{path}: cannot write: {err.strerror}') \
+            from None
+    try:
+        with os.fdopen(fd, 'wb') as fp:
+            fp.write(data.encode('utf-8') if isinstance(data, str) else data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        if force:
+            os.replace(tmp, path)       # renames over a link, never through
+        else:
+            os.link(tmp, path)          # fails if the name appeared meanwhile
+            os.unlink(tmp)
+        tmp = None
+    except FileExistsError:
+        raise FileExistsError(f'{path} exists (use --force to overwrite)'
+                              ) from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
