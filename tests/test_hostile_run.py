@@ -146,7 +146,7 @@ class TestNewlineAndShellInValues:
                                else object())
         assert set(ENVIRONMENT) >= {'HPCVAL_ACCOUNT', 'HPCVAL_ROOT',
                                     'HPCVAL_SITE', 'HPCVAL_PERFLOG_URL',
-                                    'HPCVAL_PERFLOG_SITE',
+                                    'HPCVAL_PERFLOG_SITE', 'HPCVAL_DEBUG',
                                     'HPCVAL_NCCL_NET_PLUGIN_DIR',
                                     'HPCVAL_MINICLUSTER_LAUNCH_GPUS'}
 

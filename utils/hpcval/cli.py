@@ -26,6 +26,7 @@ import shutil
 import sys
 
 from hpcval import paths, references
+from hpcval.inputs import environment
 
 from hpcval.publish import reference_table, report
 
@@ -110,7 +111,7 @@ def _run(args):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception as err:
-        if os.environ.get('HPCVAL_DEBUG'):
+        if environment('HPCVAL_DEBUG'):
             raise
         print(f'hpcval {args.command}: unexpected error: '
               f'{type(err).__name__}: {err} (HPCVAL_DEBUG=1 shows where)',

@@ -272,6 +272,8 @@ ENVIRONMENT = {
     'HPCVAL_PERFLOG_URL': re.compile(r'https?://[A-Za-z0-9.-]+(:[0-9]+)?'
                                      r'(/[A-Za-z0-9_./-]*)?'),
     'HPCVAL_PERFLOG_SITE': re.compile(r'[A-Za-z0-9_.:][A-Za-z0-9_.:-]*'),
+    # a flag (hpcval.cli): set to anything, tracebacks are shown
+    'HPCVAL_DEBUG': re.compile(r'.*', re.DOTALL),
 }
 _ENVIRONMENT_WHAT = {
     'HPCVAL_ACCOUNT': 'an account is letters, digits, _ . - only',
@@ -283,6 +285,7 @@ _ENVIRONMENT_WHAT = {
                    'allowed in the path, not first a -',
     'HPCVAL_PERFLOG_URL': 'expected http(s)://HOST[:PORT][/PATH]',
     'HPCVAL_PERFLOG_SITE': 'a label of letters, digits and _ . : -',
+    'HPCVAL_DEBUG': 'any value',
 }
 
 
