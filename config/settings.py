@@ -23,6 +23,7 @@ import sys
 from reframe.core.exceptions import ConfigError
 
 from hpcval import launchers, layouts, paths, references, selection  # noqa: F401
+from hpcval import suites
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -67,6 +68,8 @@ selection.detect_selected(systems.ALL)
 site_configuration = {
     'systems': [mod.system for mod in systems.ALL],
     'environments': [env for mod in systems.ALL for env in mod.environments],
+    # validation suites: reframe -c checks/ --mode quick|screen|acceptance
+    'modes': suites.MODES,
     'general': [
         {
             'check_search_path': [os.path.join(_ROOT, 'checks'),

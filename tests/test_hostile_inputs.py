@@ -71,7 +71,8 @@ def local_yaml(root):
 @pytest.fixture(scope='module')
 def pingpong(tmp_path_factory):
     """One real session of three ping-pong runs: its report and results
-    database (the docs' ``report plus --db`` case)."""
+    database (the docs' ``report plus --db`` case).  Calibrating them takes
+    ``--min-samples 3`` (the default asks for 5 runs)."""
     tmp = tmp_path_factory.mktemp('pingpong')
     proc, report = reframe('-r', '--system', 'local', '--repeat', '3',
                            '-S', 'loops=1000', tmp_path=tmp,
@@ -313,7 +314,7 @@ class TestCalibrateWritesNothingUnasked:
         before = digest(root, report)
         proc = hpcval('calibrate', '--system', 'local', report,
                       '--ref-dir', root / 'references',
-                      '--accept-performance-failures',
+                      '--accept-performance-failures', '--min-samples', '3',
                       env={'TMPDIR': str(tmpdir)})
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith('--- a/references/local.yaml')
@@ -364,7 +365,7 @@ class TestCalibrateOutputSafety:
         mode = local_yaml(root).stat().st_mode
         proc = hpcval('calibrate', '--system', 'local', report, '--ref-dir',
                       root / 'references', '--write',
-                      '--accept-performance-failures')
+                      '--accept-performance-failures', '--min-samples', '3')
         assert proc.returncode == 0, proc.stderr
         assert f'wrote {local_yaml(root)}' in proc.stderr
         after = digest(root)
@@ -384,7 +385,8 @@ class TestCalibrateOutputSafety:
             shutil.copy(report, shared / 'report.json')
             cmd = [HPCVAL, 'calibrate', '--system', 'local',
                    str(shared / 'report.json'), '--ref-dir', str(refs),
-                   '--write', '--accept-performance-failures']
+                   '--write', '--accept-performance-failures',
+                   '--min-samples', '3']
             if os.geteuid() == 0:
                 # root writes anywhere: drop to nobody, who may only read
                 if not shutil.which('setpriv'):

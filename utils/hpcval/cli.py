@@ -19,14 +19,18 @@
     hpcval run [REFRAME ARGS ...]     reframe with hpcval's configuration
     hpcval site init DIR [--from SYSTEM]
                                       a site folder (docs/site.md)
+    hpcval verdict [REPORT ...] [--db [PATH]] [--since T] [--format json]
+                                      healthy or not: counts per partition,
+                                      one line per failure naming the node,
+                                      GPU or link; exit 0 / 1 failed / 2
+                                      incomplete (hpcval.verdict)
 """
 import argparse
 import os
 import shutil
 import sys
 
-from hpcval import paths, references
-from hpcval.inputs import environment
+from hpcval import inputs, paths, references
 
 from hpcval.publish import reference_table, report
 
@@ -83,7 +87,8 @@ def _calibrate(args):
         _, samples = report.load_selected(args)
         result = calibrate.calibrate(
             samples, args.system[0], by_system, floor=args.floor, k=args.k,
-            min_samples=args.min_samples, allow_replays=args.allow_replays,
+            min_samples=args.min_samples, false_alarm=args.false_alarm,
+            allow_replays=args.allow_replays,
             include_absent=args.include_absent,
             accept_performance_failures=args.accept_performance_failures,
             ref_dir=ref_dir, write=args.write, base_dir=base_dir)
@@ -101,6 +106,31 @@ def _calibrate(args):
     return 0
 
 
+def _verdict(args):
+    from hpcval import verdict
+    from hpcval.publish import results
+    try:
+        loaded = results.load(args.reports, db=args.db,
+                              on_error=args.on_error, since=args.since,
+                              until=args.until)
+    except results.InputRejected as err:
+        print(f'hpcval verdict: {err}', file=sys.stderr)
+        return verdict.EXIT_FAILED
+
+    def keep(case):
+        return ((not args.system or case.system in args.system)
+                and (args.name is None or args.name.search(case.test))
+                and (args.since is None or case.time >= args.since)
+                and (args.until is None or case.time <= args.until))
+
+    result = verdict.judge(loaded, keep, strict=args.strict,
+                           allow_unjudged=args.allow_unjudged)
+    render = verdict.render_json if args.format == 'json' \
+        else verdict.render_text
+    sys.stdout.write(render(result))
+    return result.status
+
+
 def _run(args):
     """The command, with no traceback a user can reach: a closed pipe
     (``| head``) ends it quietly, anything unforeseen is one line
@@ -111,7 +141,7 @@ def _run(args):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception as err:
-        if environment('HPCVAL_DEBUG'):
+        if _debug():
             raise
         print(f'hpcval {args.command}: unexpected error: '
               f'{type(err).__name__}: {err} (HPCVAL_DEBUG=1 shows where)',
@@ -191,6 +221,13 @@ def _site_init(args):
     return 0
 
 
+def _debug():
+    try:
+        return inputs.environment('HPCVAL_DEBUG') == '1'
+    except inputs.EnvironmentValueError:
+        return False
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ['run']:
@@ -231,11 +268,17 @@ def _main(argv):
     cal.add_argument('--ref-dir', default=None,
                      help='the references folder (default: the built-in '
                           'one, or the site\'s under $HPCVAL_SITE)')
-    cal.add_argument('--k', type=_finite, default=3.0,
-                     help='tolerance: k standard deviations (default 3)')
-    cal.add_argument('--floor', type=_finite, default=0.05,
-                     help='never tighter than this fraction (default 0.05)')
-    cal.add_argument('--min-samples', type=int, default=3)
+    cal.add_argument('--false-alarm', type=_finite, default=1e-4,
+                     help='chance that a healthy run fails one figure '
+                          '(normal figures; default 1e-4): sets the '
+                          'prediction bound')
+    cal.add_argument('--k', type=_finite, default=None,
+                     help='instead: a fixed k standard deviations')
+    cal.add_argument('--floor', type=_finite, default=None,
+                     help='one floor for every metric instead of the floors '
+                          'per kind (tiny-message latency 0.5, time 0.2, '
+                          'bandwidth or rate 0.05)')
+    cal.add_argument('--min-samples', type=int, default=5)
     cal.add_argument('--allow-replays', action='store_true')
     cal.add_argument('--include-absent', action='store_true',
                      help='also calibrate metrics the file marks absent')
@@ -244,6 +287,18 @@ def _main(argv):
     cal.add_argument('--write', action='store_true',
                      help='replace references/<system>.yaml')
     cal.set_defaults(func=_calibrate)
+    ver = sub.add_parser('verdict', help='is the system healthy: judged, '
+                                         'failed, skipped, unjudged, and '
+                                         'which node, GPU or link failed')
+    report.add_input_arguments(ver)
+    ver.add_argument('--format', choices=('text', 'json'), default='text')
+    ver.add_argument('--strict', action='store_true',
+                     help='a skip or a figure without a reference fails '
+                          '(exit 1) instead of leaving the run incomplete')
+    ver.add_argument('--allow-unjudged', action='store_true',
+                     help='figures without a reference are logged only, '
+                          'not a reason for exit 2')
+    ver.set_defaults(func=_verdict)
     where = sub.add_parser('paths', help='where hpcval\'s configuration, '
                                          'checks, systems and references are')
     where.add_argument('what', nargs='?', choices=[

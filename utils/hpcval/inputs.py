@@ -224,6 +224,14 @@ COUNT, POSITIVE = _number(0), _number(1)
 #: Every variable hpcval's tests and fixtures declare, by name, and its
 #: kind.  Choices among fixed values (``mode``, ``model``) are checked by
 #: the benchmark as well; here they must first be safe words.
+def _record(value, name):
+    # written by the test itself after it ran; nothing sets it from outside
+    if value:
+        _refuse(name, value, 'nothing: the test writes it itself')
+
+
+RECORD = _record
+
 POLICY = {
     # source acquisition and builds (hpcval.benchmarks.source)
     'src_mirror': PATH, 'prebuilt_dir': PATH, 'replay_dir': PATH,
@@ -256,6 +264,12 @@ POLICY = {
     'link_fraction': _number(0, 1, low_open=True), 'num_gpus': COUNT,
     'gpu_index': COUNT, 'bidirectional': FLAG, 'duration': COUNT,
     'size': COUNT, 'pci_lanes': POSITIVE,
+    # validation (hpcval.benchmarks.validation, hpcval.verdict)
+    'strict': FLAG,
+    # what a test records for hpcval verdict: written by the test, read as
+    # data from the report, never put into a command
+    'hpcval_skip_reason': RECORD, 'hpcval_components': RECORD,
+    'hpcval_unjudged': RECORD, 'hpcval_provenance': RECORD,
 }
 
 #: Environment variables hpcval reads, and their kinds.
@@ -272,8 +286,8 @@ ENVIRONMENT = {
     'HPCVAL_PERFLOG_URL': re.compile(r'https?://[A-Za-z0-9.-]+(:[0-9]+)?'
                                      r'(/[A-Za-z0-9_./-]*)?'),
     'HPCVAL_PERFLOG_SITE': re.compile(r'[A-Za-z0-9_.:][A-Za-z0-9_.:-]*'),
-    # a flag (hpcval.cli): set to anything, tracebacks are shown
-    'HPCVAL_DEBUG': re.compile(r'.*', re.DOTALL),
+    # hpcval commands show the traceback of an unforeseen error
+    'HPCVAL_DEBUG': re.compile(r'[01]'),
 }
 _ENVIRONMENT_WHAT = {
     'HPCVAL_ACCOUNT': 'an account is letters, digits, _ . - only',
@@ -285,7 +299,7 @@ _ENVIRONMENT_WHAT = {
                    'allowed in the path, not first a -',
     'HPCVAL_PERFLOG_URL': 'expected http(s)://HOST[:PORT][/PATH]',
     'HPCVAL_PERFLOG_SITE': 'a label of letters, digits and _ . : -',
-    'HPCVAL_DEBUG': 'any value',
+    'HPCVAL_DEBUG': 'expected 1 (show tracebacks) or 0',
 }
 
 

@@ -465,3 +465,17 @@ def unreported(refs, check_names, partition, attrs, reported):
             if close or len(missing) == len(metrics):
                 found.append((entry, metric, close[0] if close else None))
     return found
+
+
+def absent(refs, check_names, partition, attrs, metrics):
+    """{metric: source} of the ``metrics`` whose applicable entry says
+    explicitly that no reference judges them (value: null): logged on
+    purpose, not forgotten."""
+    chosen = {}
+    for ref in refs:
+        if ref.metric in metrics and \
+                _matches(ref, check_names, partition, attrs):
+            chosen[ref.metric] = ref
+
+    return {name: ' '.join((ref.source or 'no reason given').split())
+            for name, ref in chosen.items() if ref.value is None}

@@ -188,10 +188,38 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         return results
 
     def metrics(self, results):
-        """Per kernel the minimum over the node's GPUs (or the CPU run)."""
+        """Per kernel the minimum over the node's GPUs (or the CPU run),
+        and on GPUs each GPU's own figure as ``<kernel>@gpu<N>``, judged
+        against the same reference: a slow GPU is named, not averaged."""
         values = {}
         for kernel in CLASSIC_KERNELS:
             worst = min(r.bandwidth(kernel) for r in results.values())
             values[kernel.lower()] = (worst, 'MB/s')
+            if self.is_gpu:
+                for key, r in results.items():
+                    values[f'{kernel.lower()}@{_gpu(key)}'] = (
+                        r.bandwidth(kernel), 'MB/s')
 
         return values
+
+    def components(self, results, values):
+        if not self.is_gpu:
+            return {}
+        out = {}
+        for kernel in CLASSIC_KERNELS:
+            name = kernel.lower()
+            slowest = min(results, key=lambda k: results[k].bandwidth(kernel))
+            out[name] = (f'{_gpu_label(slowest)} (the slowest of '
+                         f'{len(results)})')
+            out.update({f'{name}@{_gpu(key)}': _gpu_label(key)
+                        for key in results})
+        return out
+
+
+def _gpu(key):
+    """'<host>.gpu1' (a per-GPU output's name) -> 'gpu1'."""
+    return key.rsplit('.', 1)[-1]
+
+
+def _gpu_label(key):
+    return _gpu(key).replace('gpu', 'GPU ', 1)

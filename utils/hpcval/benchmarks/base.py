@@ -9,14 +9,17 @@ up their references in references/<system>.yaml.  On a partition of
 config/replay.py the run stage replays a recording instead (hpcval.replay).
 """
 import functools
+import os
+import re
 
 import reframe.core.runtime as rt
 import reframe.utility.osext as osext
 import reframe.utility.sanity as sn
-from reframe.core.builtins import run_after, run_before, sanity_function
+from reframe.core.builtins import (run_after, run_before, sanity_function,
+                                   variable)
 from reframe.core.exceptions import SanityError
 
-from hpcval import coverage, paths, references, replay, stacks
+from hpcval import coverage, paths, provenance, references, replay, stacks
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text, stderr_reason
@@ -37,6 +40,22 @@ class ParsedBenchmark(SourceSettings):
     #: In a replay of an excerpt: what the recording left out (hpcval.replay);
     #: the parse skips the completeness checks that need it.
     replay_excerpt = ''
+
+    #: Metrics logged on purpose, not health signals: {regex: why}.  They
+    #: are judged only where a reference file gives them a value, and
+    #: ``hpcval calibrate`` leaves them out.
+    diagnostics = {}
+
+    #: For ``hpcval verdict``, in the run report (hpcval.verdict):
+    #: {metric: the component it measures} where that is narrower than
+    #: the job's nodes ('GPU 1', 'link GPU 00 -> GPU 01')
+    hpcval_components = variable(dict, value={})
+    #: {metric: why no reference judges it}: 'diagnostic: ...' (declared,
+    #: or explicitly absent in the reference file) or 'no reference ...'
+    hpcval_unjudged = variable(dict, value={})
+    #: GPU model, driver, CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU of the
+    #: node that ran the job (hpcval.provenance)
+    hpcval_provenance = variable(dict, value={})
 
     #: Variables the run shares with its ``build`` fixture (``model``,
     #: ``accelerator``): a leaf sets them once, in the fixture declaration.
@@ -74,6 +93,29 @@ class ParsedBenchmark(SourceSettings):
 
     def metrics(self, result):
         raise NotImplementedError
+
+    def components(self, result, values):
+        """{metric: component} for the metrics in ``values`` that measure
+        one GPU, GPU pair or link rather than the job's nodes."""
+        return {}
+
+    def provenance_of_output(self, result):
+        """Versions the benchmark printed itself ({key: value})."""
+        return {}
+
+    @run_before('run', always_last=True)
+    def record_provenance(self):
+        # last: hooks of the benchmarks may set prerun_cmds themselves
+        if not replay.active(self):
+            self.prerun_cmds = [provenance.command(), *self.prerun_cmds]
+
+    def _read_provenance(self):
+        try:
+            with open(os.path.join(self.stagedir, provenance.FILE),
+                      encoding='utf-8', errors='replace') as fp:
+                return provenance.read(fp.read())
+        except OSError:
+            return {}
 
     def _exit_status(self):
         notes = []
@@ -151,6 +193,8 @@ class ParsedBenchmark(SourceSettings):
 
     @sanity_function
     def validate_output(self):
+        # first: what the node ran with is worth keeping when sanity fails
+        self.hpcval_provenance = self._read_provenance()
         self.result     # noqa: B018 (parses, or raises the reason)
         if self.job.exitcode not in (0, None):
             raise SanityError(f'the benchmark printed complete results but '
@@ -172,15 +216,48 @@ class ParsedBenchmark(SourceSettings):
             name: sn.make_performance_function(sn.defer(value), unit)
             for name, (value, unit) in values.items()
         }
-        self.reference = {self.current_partition.fullname: self._references(
-            {name: unit for name, (_, unit) in values.items()}
-        )}
+        found = self._references({name: unit
+                                  for name, (_, unit) in values.items()})
+        self.reference = {self.current_partition.fullname: found}
+        self.hpcval_unjudged = self._unjudged(
+            [name for name in values if name not in found])
+        self.hpcval_components = dict(self.components(self.result, values))
+        self.hpcval_provenance = {**self.hpcval_provenance,
+                                  **self.provenance_of_output(self.result)}
 
     def _references(self, metric_units):
+        """ReFrame reference tuples of ``metric_units``.  A metric
+        ``name@component`` (one GPU's figure, say) is judged against the
+        reference of ``name``."""
         refs = _reference_files().get(self.current_system.name, [])
         names = [cls.__name__ for cls in type(self).__mro__]
-        return references.select(refs, names, self.current_partition.name,
-                                 _Attrs(self), metric_units)
+        found = references.select(
+            refs, names, self.current_partition.name, _Attrs(self),
+            {m.partition('@')[0]: u for m, u in metric_units.items()})
+        return {m: found[m.partition('@')[0]] for m in metric_units
+                if m.partition('@')[0] in found}
+
+    def _unjudged(self, metrics):
+        refs = _reference_files().get(self.current_system.name, [])
+        names = [cls.__name__ for cls in type(self).__mro__]
+        absent = references.absent(
+            refs, names, self.current_partition.name, _Attrs(self),
+            {m.partition('@')[0] for m in metrics})
+        out = {}
+        for metric in metrics:
+            name = metric.partition('@')[0]
+            declared = next((why for pattern, why in self.diagnostics.items()
+                             if re.fullmatch(pattern, name)), None)
+            if declared:
+                out[metric] = f'diagnostic: {declared}'
+            elif name in absent:
+                out[metric] = (f'diagnostic: explicitly absent in references/'
+                               f'{self.current_system.name}.yaml: '
+                               f'{absent[name]}')
+            else:
+                out[metric] = (f'no reference in references/'
+                               f'{self.current_system.name}.yaml')
+        return out
 
     def reference_value(self, metric, unit):
         """This system's reference value of ``metric`` in ``unit``, or None

@@ -50,6 +50,10 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_tasks = 2
     tags = {'mpi4py', 'mpi'}
 
+    diagnostics = {r'latency_\w+_std': 'the spread of the latency samples '
+                                       'describes the noise, it is no health '
+                                       'signal of its own'}
+
     @run_after('init')
     def require_layout_features(self):
         self.require_features(ft.MPI)

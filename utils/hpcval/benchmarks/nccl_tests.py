@@ -13,6 +13,8 @@ Metrics: in-place and out-of-place busbw at the largest size, the maximum
 busbw over sizes, the time at the smallest non-empty size, and nccl-tests'
 own ``Avg bus bandwidth`` (mean over every row of both blocks).
 """
+import os
+import re
 import shlex
 
 import reframe as rfm
@@ -20,7 +22,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    variable)
 
 from hpcval import features as ft
-from hpcval import layouts
+from hpcval import layouts, provenance
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
@@ -194,6 +196,15 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             check_gpus_per_process(result, self.gpus_per_process)
             check_devices(result, self.expected_gpus)
         return result
+
+    def provenance_of_output(self, result):
+        # nccl-tests' first line: '... nccl-library=22809' (NCCL 2.28.9)
+        text = read_text(os.path.join(self.stagedir, self.stdout.evaluate()))
+        found = re.search(r'nccl-library=(\d{4,6})\b', text)
+        if found:
+            return {'nccl': provenance.nccl_version(found.group(1))}
+        found = re.search(r'RCCL version (\S+)', text)
+        return {'rccl': found.group(1)} if found else {}
 
     def metrics(self, result):
         values = {}

@@ -31,6 +31,7 @@ from reframe.core.builtins import run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
 from hpcval import replay, stacks
+from hpcval.benchmarks.validation import Validation
 from hpcval.layouts import gpu_arch
 from hpcval.inputs import (InputError, ValidatedInputs, checked_path,
                            checked_token)
@@ -45,7 +46,7 @@ _PROBE_TIMEOUT_S = 20
 # source and build fixtures alike, so that ``-S src_mirror=...`` meets no
 # test without the variable (ReFrame warns about those).  Only the fixtures
 # below act on the first two; checks that build nothing ignore them.
-class SourceSettings(ValidatedInputs):
+class SourceSettings(ValidatedInputs, Validation):
     #: Local copy of the upstream source for air-gapped sites: a git
     #: repository (bare or not), a folder at the pinned version, or a
     #: release tarball with one top-level folder.

@@ -217,6 +217,22 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def metrics(self, result):
         return getattr(self, f'_{self.preset}_metrics')(result)
 
+    def components(self, result, values):
+        """The link each per-pair metric measures."""
+        if self.preset == 'a2a':
+            pairs = {link_name(*pair): (pair, '')
+                     for pair in result.measured()}
+        elif self.preset == 'p2p':
+            pairs = {f'{m.direction}_{link_name(*pair)}':
+                     (pair, f' ({m.direction})')
+                     for m in (result.uni, result.bidir)
+                     for pair in _gpu_links(m.links)}
+        else:
+            return {}
+        return {name: f'link {src} -> {dst}{how}'
+                for name, ((src, dst), how) in pairs.items()
+                if name in values}
+
     def _a2a_metrics(self, r):
         measured = r.measured()
         values = {'avg_bw': (r.average_gpu, 'GB/s'),

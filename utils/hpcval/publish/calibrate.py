@@ -2,9 +2,10 @@
 
 A site measures its baseline after maintenance: the selected runs (passed,
 of one system, no replays unless asked) become references whose value is
-the mean over the runs, whose bound comes from their spread (k standard
-deviations relative to the mean, never tighter than a floor), and whose
-``source`` says where and when they were measured.
+the mean over the runs, whose bound comes from their spread (a one-sided
+prediction bound that a healthy run passes with a stated probability, never
+tighter than a floor per kind of metric; hpcval.publish.stats.Rule), and
+whose ``source`` says where, when and with what they were measured.
 
 The old file's text is kept as it is, comments and anchors included: the
 calibrated entries go into a section at its end, after a marker comment,
@@ -28,6 +29,7 @@ import yaml
 
 from hpcval import references, units
 from hpcval.publish.comparison import better
+from hpcval.publish.stats import Rule
 
 RULE = 'calibrated'
 MARKER = '# hpcval calibrate:'
@@ -74,16 +76,8 @@ def _fraction_up(x):
     return math.ceil(round(x * 1e4, 6)) / 1e4
 
 
-def _rule_text(k, floor, min_samples):
-    return (f'Measured on this system by `hpcval calibrate`: the value is '
-            f'the mean over the selected passed runs (at least '
-            f'{min_samples}), spread their sample standard deviation.  '
-            f'Tolerance: k = {k:g} standard deviations relative to the '
-            f'mean, never tighter than the floor {floor:g}; a metric where '
-            f'higher is better (bandwidth, rate, FLOP/s) gets lower = '
-            f'-max(k std / mean, floor) and no upper bound, one where lower '
-            f'is better (time) upper = max(k std / mean, floor) and no '
-            f'lower bound.  Faster than the baseline is not a failure.')
+def _rule_text(rule):
+    return rule.text()
 
 
 def _select(samples, system, allow_replays, accept_performance_failures,
@@ -127,7 +121,18 @@ def _listed(items, most=6):
     return ', '.join(items[:most]) + more
 
 
-def _provenance(runs, mean, std, unit, k, floor):
+def _versions(cases):
+    # what the runs were measured with (hpcval.provenance), where recorded
+    found = {}
+    for c in cases:
+        for key, val in (c.extras.get('provenance') or {}).items():
+            if isinstance(val, str) and key not in ('kernel', 'cpu'):
+                found.setdefault(key, set()).add(val)
+    return '; '.join(f'{key} {_listed(vals)}'
+                     for key, vals in sorted(found.items()))
+
+
+def _provenance(runs, mean, std, unit, how):
     cases = [s.case for s in runs]
     replays = ' (replayed outputs)' if any(c.replay for c in cases) else ''
     nodes = [n for c in cases for n in c.nodes]
@@ -137,14 +142,15 @@ def _provenance(runs, mean, std, unit, k, floor):
     return _Folded(
         f'calibrated by `hpcval calibrate` from {len(runs)} {kind}'
         f'{replays}, {_dates(cases)}: mean {mean:g} +- '
-        f'{std:g} {unit}, bound {k:g} std / mean, floor {floor:g}; '
-        f'ReFrame {_listed(c.version for c in cases)} on '
+        f'{std:g} {unit}, bound {how}; '
+        + (f'{_versions(cases)}; ' if _versions(cases) else '')
+        + f'ReFrame {_listed(c.version for c in cases)} on '
         f'{_listed(c.hostname for c in cases)}; job nodes '
         f'{_listed(nodes) or "not recorded"}; sessions '
         f'{_listed(c.session[:8] for c in cases)}')
 
 
-def _metric(label, runs, k, floor, min_samples, notes):
+def _metric(label, metric, runs, rule, notes):
     """The metric spec of ``runs`` (samples of one metric), or None."""
     unit = runs[-1].unit
     try:
@@ -153,16 +159,17 @@ def _metric(label, runs, k, floor, min_samples, notes):
         notes.append(f'refused {label}: {err}')
         return None
 
-    if len(values) < min_samples:
+    if len(values) < rule.min_samples:
         notes.append(f'refused {label}: {len(values)} sample(s), fewer '
-                     f'than {min_samples} (one run\'s spread says nothing; '
+                     f'than {rule.min_samples} (few runs say little of the '
+                     f'spread; '
                      f'run it again or lower min_samples)')
         return None
 
     try:
         mean = statistics.fmean(values)
         std = statistics.stdev(values) if len(values) > 1 else 0.0
-        spread = k * std / mean if mean > 0 else 0.0
+        spread = std / mean if mean > 0 else 0.0
     except (OverflowError, ValueError):
         mean = std = spread = math.inf
     if not all(map(math.isfinite, (*values, mean, std, spread))):
@@ -174,19 +181,29 @@ def _metric(label, runs, k, floor, min_samples, notes):
                      f'bound can be made')
         return None
 
-    tol = _fraction_up(max(spread, floor))
+    direction = better(unit)
+    tol, how = rule.tolerance(metric, direction, len(values), mean, std)
+    tol = _fraction_up(tol)
     spec = {'value': _significant(mean)}
-    if better(unit) == 'higher':
+    if direction == 'higher':
         if tol >= 1:
-            notes.append(f'refused {label}: {k:g} std / mean = {tol:g}, a '
+            notes.append(f'refused {label}: {how} = {tol:g}, a '
                          f'lower bound at 0 would judge nothing (take '
                          f'quieter or more runs)')
             return None
         spec['lower'] = -tol
+        if tol >= 0.5:
+            notes.append(f'warning: {label} judges little: it passes down to '
+                         f'{1 - tol:.0%} of the baseline ({how}; take quieter '
+                         f'or more runs)')
     else:
         spec['upper'] = tol
+        if tol >= 1:
+            notes.append(f'warning: {label} judges little: it passes up to '
+                         f'{1 + tol:.1f} x the baseline ({how}; take quieter '
+                         f'or more runs)')
     spec.update(spread=_significant(std), unit=unit, rule=RULE,
-                source=_provenance(runs, mean, std, unit, k, floor))
+                source=_provenance(runs, mean, std, unit, how))
     return spec
 
 
@@ -199,7 +216,17 @@ def _explicitly_absent(old_refs, check, partition, where, metric):
     return chosen is not None and chosen.value is None and chosen
 
 
-def _entries(groups, old_refs, k, floor, min_samples, include_absent, notes):
+def _declared_diagnostic(runs):
+    # the check said it logs this on purpose (hpcval_unjudged in the report)
+    for s in runs:
+        why = (s.case.extras.get('unjudged') or {}).get(s.metric)
+        if isinstance(why, str) and why.startswith('diagnostic: ') and \
+                not why.startswith('diagnostic: explicitly absent'):
+            return why[len('diagnostic: '):]
+    return None
+
+
+def _entries(groups, old_refs, rule, include_absent, notes):
     """New calibrated entries: [(key, {metric: spec})]."""
     out = []
     for (check, partition, params), metrics in groups.items():
@@ -214,6 +241,9 @@ def _entries(groups, old_refs, k, floor, min_samples, include_absent, notes):
         specs = {}
         for metric, runs in metrics.items():
             label = f'{test} {metric}'
+            if '@' in metric:
+                # one GPU's figure: judged against its metric's reference
+                continue
             absent = _explicitly_absent(old_refs, check, partition, where,
                                         metric)
             if absent and not include_absent:
@@ -221,7 +251,13 @@ def _entries(groups, old_refs, k, floor, min_samples, include_absent, notes):
                              f'{" ".join(absent.source.split())}); '
                              f'include_absent calibrates it')
                 continue
-            spec = _metric(label, runs, k, floor, min_samples, notes)
+            declared = _declared_diagnostic(runs)
+            if declared and not include_absent:
+                notes.append(f'kept {label} unjudged: the check logs it as a '
+                             f'diagnostic ({declared}); include_absent '
+                             f'calibrates it')
+                continue
+            spec = _metric(label, metric, runs, rule, notes)
             if spec:
                 specs[metric] = spec
         if specs:
@@ -438,10 +474,10 @@ def check_system(system, by_system_refs):
     return system
 
 
-def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
-              min_samples=3, allow_replays=False, include_absent=False,
-              accept_performance_failures=False, ref_dir=None, write=False,
-              base_dir=None):
+def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
+              min_samples=5, false_alarm=1e-4, allow_replays=False,
+              include_absent=False, accept_performance_failures=False,
+              ref_dir=None, write=False, base_dir=None):
     """Calibrate ``system`` from ``samples`` (hpcval.publish.results.Sample).
 
     ``by_system_refs`` is references.load_dir(ref_dir) as the caller read
@@ -457,12 +493,16 @@ def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
     since ``by_system_refs`` was read.
     """
     check_system(system, by_system_refs)
-    if not (math.isfinite(floor) and math.isfinite(k)) or floor < 0 \
-            or k <= 0 or min_samples < 2:
-        raise CalibrationError(f'floor must be a number >= 0 (got '
-                               f'{floor}), k a number > 0 (got {k}), '
-                               f'min_samples >= 2 (got {min_samples}; a '
-                               f'spread needs two runs)')
+    if (floor is not None and not (math.isfinite(floor) and floor >= 0)) \
+            or (k is not None and not (math.isfinite(k) and k > 0)) \
+            or min_samples < 2 or not 0 < false_alarm < 0.5:
+        raise CalibrationError(f'floor must be a number >= 0 (got {floor}), '
+                               f'k a number > 0 (got {k}), min_samples >= 2 '
+                               f'(got {min_samples}; a spread needs two '
+                               f'runs), false_alarm in (0, 0.5) (got '
+                               f'{false_alarm})')
+    rule = Rule(false_alarm=false_alarm, min_samples=min_samples, k=k,
+                floor=floor)
     if ref_dir is None:
         from hpcval import paths
         ref_dir = paths.references_dir()
@@ -480,9 +520,9 @@ def calibrate(samples, system, by_system_refs, floor=0.05, k=3, *,
     notes = []
     selected = _select(samples, system, allow_replays,
                        accept_performance_failures, notes)
-    new_entries = _entries(_groups(selected), old_refs, k, floor,
-                           min_samples, include_absent, notes)
-    rule_text = _rule_text(k, floor, min_samples)
+    new_entries = _entries(_groups(selected), old_refs, rule,
+                           include_absent, notes)
+    rule_text = _rule_text(rule)
     head, previous = _split(base, read_from) if base is not None else \
         (_new_file(system, rule_text), [])
     if not new_entries:

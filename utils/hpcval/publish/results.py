@@ -60,6 +60,15 @@ class Case:
     outputdir: object    # ReFrame's output folder of a passed case, or None
     stdout: object       # job stdout file name, or None
     label: str = ''      # the column name the user gave this input, if any
+    # why it failed or was skipped (first line), in which ReFrame stage
+    reason: str = ''
+    phase: str = ''
+    # what hpcval's checks record beside the figures (hpcval.judgement):
+    # components, unjudged metrics, provenance, skip reason; {} if none
+    extras: dict = field(default_factory=dict, compare=False, hash=False)
+    fixture: bool = False
+    name: str = ''       # ReFrame's unique name (fixtures' dependants cite it)
+    deps: tuple = ()     # unique names of the fixtures it depended on
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,7 @@ class Loaded:
     problems: list = field(default_factory=list)
     sources: list = field(default_factory=list)
     duplicates: int = 0  # test cases given more than once, counted once
+    fixtures: list = field(default_factory=list)   # Cases of fixtures
 
 
 _RESULTS = {'success': 'pass', 'failure': 'fail', 'skipped': 'skip',
@@ -207,7 +217,37 @@ def _case(tc, major, source, session, where, label):
         replay=REPLAY_TAG in _strings(tc, 'tags', where),
         outputdir=_field(tc, 'outputdir', str, where),
         stdout=_field(tc, 'job_stdout', str, where),
-        label=label)
+        label=label,
+        reason=_first_line(tc.get('fail_reason')),
+        phase=_field(tc, 'fail_phase', str, where) or '',
+        extras=_extras(tc),
+        fixture=bool(tc.get('fixture')),
+        name=_field(tc, 'unique_name', str, where) or '',
+        deps=_deps(tc))
+
+
+def _first_line(text):
+    return text.strip().splitlines()[0] if isinstance(text, str) \
+        and text.strip() else ''
+
+
+EXTRA_PREFIX = 'hpcval_'
+
+
+def _extras(tc):
+    # loggable variables named hpcval_*; a wrong type is left out, never
+    # trusted (reports come from anywhere)
+    return {key[len(EXTRA_PREFIX):]: val for key, val in tc.items()
+            if key.startswith(EXTRA_PREFIX)
+            and isinstance(val, (dict, str, list))}
+
+
+def _deps(tc):
+    deps = tc.get('dependencies_actual')
+    if not isinstance(deps, list):
+        return ()
+    return tuple(d[0] for d in deps
+                 if isinstance(d, list) and d and isinstance(d[0], str))
 
 
 def _samples(tc, major, case, where):
@@ -296,6 +336,13 @@ class _Collector:
                     continue
 
                 if tc.get('fixture'):
+                    # kept for what failed or skipped beneath the tests;
+                    # a damaged one is left out as before, unreported
+                    try:
+                        self.loaded.fixtures.append(
+                            _case(tc, major, source, session, where, label))
+                    except _Bad:
+                        pass
                     continue
 
                 try:

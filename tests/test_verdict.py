@@ -1,0 +1,195 @@
+"""hpcval verdict over real run reports (tests/fixtures/reports/h200x2: a
+real 2 x H200 run of nccl-tests, TransferBench and BabelStream), and over
+copies of them changed in one place each (a reference that fails, a skipped
+source, a failed build), as a bad maintenance would leave them."""
+import copy
+import json
+
+import pytest
+
+from hpcval import cli, verdict
+from hpcval.publish import results
+
+H200 = 'tests/fixtures/reports/h200x2/nccl-transferbench-babelstream.json'
+
+
+def _report():
+    with open(H200, encoding='utf-8') as fp:
+        return json.load(fp)
+
+
+def _cases(report):
+    return report['runs'][0]['testcases']
+
+
+def _case(report, prefix):
+    return next(tc for tc in _cases(report)
+                if tc['display_name'].startswith(prefix))
+
+
+def _write(tmp_path, report, name='report.json'):
+    path = tmp_path / name
+    path.write_text(json.dumps(report))
+    return str(path)
+
+
+def _run(capsys, *args):
+    status = cli.main(['verdict', *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _judged(report):
+    """Every figure judged against its own value, +-10%: a healthy run."""
+    for tc in _cases(report):
+        for key, tup in tc['perfvalues'].items():
+            tup[1:4] = [tup[0], -0.1, 0.1]
+    return report
+
+
+def test_unjudged_figures_leave_the_run_incomplete(capsys):
+    status, out, _ = _run(capsys, H200)
+    assert status == verdict.EXIT_INCOMPLETE
+    assert out.startswith('hpcval verdict: INCOMPLETE (exit 2)')
+    assert 'local:default: 5 test cases (5 passed, 0 failed, 0 skipped)' in out
+    assert '0 judged' in out and '32 logged without a reference' in out
+    assert 'UNJUDGED BabelStreamCudaCheck %build.model=cuda: copy, mul' in out
+    assert '32 figure(s) without a reference' in out
+    # nothing judged at all is never a pass
+    assert _run(capsys, H200, '--allow-unjudged')[0] == verdict.EXIT_INCOMPLETE
+    status, out, _ = _run(capsys, H200, '--strict')
+    assert status == verdict.EXIT_FAILED
+
+
+def test_a_judged_healthy_run_passes(tmp_path, capsys):
+    path = _write(tmp_path, _judged(_report()))
+    status, out, _ = _run(capsys, path)
+    assert status == verdict.EXIT_OK, out
+    assert 'figures: 32 judged (32 passed, 0 failed), 0 logged' in out
+    assert 'FAIL' not in out and 'not validated' not in out
+
+
+def test_a_failed_figure_names_node_metric_value_and_bound(tmp_path, capsys):
+    report = _judged(_report())
+    tc = _case(report, 'NcclTestsNodeCheck %collective=all_reduce')
+    tup = tc['perfvalues']['local:default:busbw_outofplace_largest']
+    tup[0], tup[1] = 27.1, 349.0
+    tc['result'] = 'failure'
+    tc['fail_phase'] = 'performance'
+    tc['fail_reason'] = 'performance error: failed to meet reference(s)'
+    path = _write(tmp_path, report)
+    status, out, _ = _run(capsys, path)
+    assert status == verdict.EXIT_FAILED
+    line = next(l for l in out.splitlines() if l.startswith('  FAIL'))
+    assert line == ('  FAIL node vm: NcclTestsNodeCheck %collective=all_reduce'
+                    ': busbw_outofplace_largest = 27.1 GB/s, bound >= 314.1 and '
+                    '<= 383.9 GB/s (ref 349, -10.0%, +10.0%)')
+    assert '(4 passed, 1 failed, 0 skipped)' in out
+
+    status, out, _ = _run(capsys, path, '--format', 'json')
+    data = json.loads(out)
+    assert data['status'] == 1 and data['verdict'] == 'FAILED'
+    fail, = data['partitions'][0]['failures']
+    assert (fail['node'], fail['metric'], fail['value']) == \
+        ('vm', 'busbw_outofplace_largest', 27.1)
+    assert data['failures_by_node'] == {'vm': [fail['line']]}
+
+
+def test_components_the_check_recorded_are_named(tmp_path, capsys):
+    report = _judged(_report())
+    tc = _case(report, 'BabelStreamCudaCheck')
+    tc['perfvalues']['local:default:copy@gpu1'] = [
+        1187906.794, 3518700.0, -0.1, None, 'MB/s', 'fail']
+    tc['hpcval_components'] = {'copy@gpu1': 'GPU 1'}
+    tc['result'] = 'failure'
+    status, out, _ = _run(capsys, _write(tmp_path, report))
+    assert status == verdict.EXIT_FAILED
+    assert ('FAIL node vm GPU 1: BabelStreamCudaCheck %build.model=cuda: '
+            'copy@gpu1 = 1.18791e+06 MB/s, bound >= 3.16683e+06 MB/s') in out
+
+
+def test_a_skipped_source_is_named_with_its_reason(tmp_path, capsys):
+    report = _judged(_report())
+    src = _case(report, 'BabelStreamSource')
+    src['result'] = 'skipped'
+    src['hpcval_skip_reason'] = ('https://github.com/UoB-HPC/BabelStream.git '
+                                 'is not reachable')
+    _case(report, 'BabelStreamBuild')['result'] = 'skipped'
+    test = _case(report, 'BabelStreamCudaCheck')
+    test['result'] = 'skipped'
+    test['perfvalues'] = {}
+    status, out, _ = _run(capsys, _write(tmp_path, report))
+    assert status == verdict.EXIT_INCOMPLETE
+    assert ('SKIP BabelStreamCudaCheck %build.model=cuda: needs '
+            'BabelStreamBuild %model=cuda ~local:default+cuda: needs '
+            'BabelStreamSource ~local: https://github.com/UoB-HPC/'
+            'BabelStream.git is not reachable') in out
+    assert '1 test case(s) skipped, not validated' in out
+    assert _run(capsys, _write(tmp_path, report), '--strict')[0] == \
+        verdict.EXIT_FAILED
+
+
+def test_a_failed_build_fails_the_run(tmp_path, capsys):
+    report = _judged(_report())
+    build = _case(report, 'NcclTestsBuild')
+    build.update(result='failure', fail_phase='compile',
+                 fail_reason='build system error: make: *** [all] Error 2')
+    for tc in _cases(report):
+        if tc['display_name'].startswith('NcclTestsNodeCheck'):
+            tc.update(result='skipped', perfvalues={})
+    status, out, _ = _run(capsys, _write(tmp_path, report))
+    assert status == verdict.EXIT_FAILED
+    assert ('FAIL node not recorded: NcclTestsBuild ~local:default+cuda: '
+            'compile: build system error: make: *** [all] Error 2') in out
+    assert 'SKIP NcclTestsNodeCheck %collective=all_reduce: needs ' \
+        'NcclTestsBuild ~local:default+cuda: build system error' in out
+
+
+def test_nothing_to_judge_is_incomplete_and_bad_inputs_are_named(
+        tmp_path, capsys):
+    bad = tmp_path / 'cut.json'
+    bad.write_text(open(H200).read()[:500])
+    status, out, err = _run(capsys, str(bad))
+    assert status == verdict.EXIT_INCOMPLETE
+    assert 'nothing was validated' in out
+    assert f'{bad}: not valid JSON' in out
+    assert 'Traceback' not in out + err
+    status, out, err = _run(capsys, str(bad), '--on-error', 'reject')
+    assert status == verdict.EXIT_FAILED and 'not valid JSON' in err
+
+
+def test_the_same_session_twice_counts_once(tmp_path, capsys):
+    path = _write(tmp_path, _judged(_report()))
+    other = _write(tmp_path, _judged(_report()), 'again.json')
+    status, out, _ = _run(capsys, path, other)
+    assert '5 test cases' in out and '32 judged' in out
+
+
+def test_functions_are_importable_for_scripts():
+    loaded = results.load([H200])
+    v = verdict.judge(loaded, allow_unjudged=True)
+    assert v.status == verdict.EXIT_INCOMPLETE      # nothing judged
+    assert verdict.as_dict(v)['partitions'][0]['logged'] == 32
+    assert verdict.render_text(v).startswith('hpcval verdict: INCOMPLETE')
+
+
+def test_failures_are_grouped_by_node_under_distribute(tmp_path, capsys):
+    """--distribute=all names each copy of a test %.nid=['<node>'] and runs
+    it on that node: the verdict lists the bad nodes."""
+    report = _judged(_report())
+    copies = []
+    for node in ('n1', 'n2', 'n3'):
+        tc = copy.deepcopy(_case(report, 'BabelStreamCudaCheck'))
+        tc['display_name'] = tc['display_name'].replace(
+            'BabelStreamCudaCheck', f"BabelStreamCudaCheck %.nid=['{node}']",
+            1)
+        tc['job_nodelist'] = [node]
+        copies.append(tc)
+    tup = copies[1]['perfvalues']['local:default:copy']
+    tup[0] = tup[1] * 0.5
+    copies[1]['result'] = 'failure'
+    _cases(report).extend(copies)
+    status, out, _ = _run(capsys, _write(tmp_path, report))
+    assert status == verdict.EXIT_FAILED
+    assert 'failures by node (1 node(s)):\n  n2: 1 failure(s)\n' in out
+    assert 'n1:' not in out and 'n3:' not in out

@@ -1,0 +1,31 @@
+"""What every hpcval test and fixture records for ``hpcval verdict``, and
+the strict setting.
+
+A skipped test leaves no reason in ReFrame's run report; hpcval's tests
+keep it in ``hpcval_skip_reason`` (a loggable variable, so it is in the
+report).  With ``-S strict=yes`` a test or fixture that would be skipped
+fails instead: a validation run must not pass what it did not test.
+"""
+import reframe as rfm
+from reframe.core.builtins import variable
+from reframe.core.exceptions import ReframeError
+
+
+class NotValidated(ReframeError):
+    """A check that would be skipped, under ``-S strict=yes``."""
+
+
+class Validation(rfm.RegressionTestPlugin):
+    #: A check that cannot run (no source, no GPU, no tool) fails instead
+    #: of being skipped.
+    strict = variable(bool, value=False)
+
+    #: Why the test was skipped; in the run report for ``hpcval verdict``.
+    hpcval_skip_reason = variable(str, value='')
+
+    def skip(self, msg=None):
+        self.hpcval_skip_reason = msg or 'skipped (no reason given)'
+        if self.strict:
+            raise NotValidated(f'strict, and it would be skipped: '
+                               f'{self.hpcval_skip_reason}')
+        super().skip(msg)

@@ -1,0 +1,150 @@
+"""Student's t distribution, for calibrate's prediction bounds (no SciPy).
+
+``t_cdf`` goes through the regularized incomplete beta function (the
+continued fraction of Numerical Recipes, section 6.4); ``t_ppf`` inverts it
+by bisection.  Accurate to about 1e-10, far below what a bound needs.
+"""
+import math
+import re
+from dataclasses import dataclass
+
+
+def _betacf(a, b, x, iters=300, eps=1e-15):
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1, a - 1
+    c, d = 1.0, 1 - qab * x / qap
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, iters + 1):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
+                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1 + aa * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < eps:
+            break
+    return h
+
+
+def _betainc(a, b, x):
+    """Regularized incomplete beta I_x(a, b)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                     + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _betacf(a, b, x) / a
+    return 1 - front * _betacf(b, a, 1 - x) / b
+
+
+def t_cdf(x, df):
+    """P(T <= x) for Student's t with ``df`` degrees of freedom."""
+    tail = 0.5 * _betainc(df / 2, 0.5, df / (df + x * x))
+    return 1 - tail if x > 0 else tail
+
+
+def t_ppf(p, df):
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom."""
+    if not 0 < p < 1:
+        raise ValueError(f'p = {p} is not in (0, 1)')
+    if p < 0.5:
+        return -t_ppf(1 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def prediction_factor(n, false_alarm):
+    """k such that one new run from the same normal population falls beyond
+    ``mean - k s`` (or above ``mean + k s``) with probability
+    ``false_alarm``, where mean and s come from ``n`` runs:
+    k = t(1 - false_alarm; n - 1) * sqrt(1 + 1/n)."""
+    return t_ppf(1 - false_alarm, n - 1) * math.sqrt(1 + 1 / n)
+
+
+def false_alarm_rate(n, k):
+    """The inverse: the chance one healthy run falls beyond ``k`` s."""
+    return t_cdf(-k / math.sqrt(1 + 1 / n), n - 1)
+
+
+# Floors per kind of metric: never a bound tighter than this fraction.
+# Tiny-message latencies (8 B to 1 KiB, nccl-tests' smallest size) are
+# launch and polling overheads that move by tens of percent between healthy
+# runs; other times a little less; bandwidths and rates are steadier.
+TINY_LATENCY = re.compile(r'.*(_smallest|_\d{1,3}B|_1KiB)')
+FLOORS = (('tiny-message latency', 0.5), ('time', 0.2),
+          ('bandwidth or rate', 0.05))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How calibrate turns runs into a bound.
+
+    By default a one-sided prediction bound: a healthy run of the same
+    population falls beyond it with probability ``false_alarm`` (normal
+    figures; the factor grows as runs get fewer), never tighter than the
+    floor of the metric's kind.  ``k`` replaces the factor by a fixed
+    number of standard deviations, ``floor`` the floors by one for all.
+    """
+    false_alarm: float = 1e-4
+    min_samples: int = 5
+    k: object = None
+    floor: object = None
+
+    def kind(self, metric, direction):
+        if direction == 'higher':
+            return 'bandwidth or rate'
+        return 'tiny-message latency' if TINY_LATENCY.fullmatch(metric) \
+            else 'time'
+
+    def floor_of(self, metric, direction):
+        if self.floor is not None:
+            return self.floor
+        return dict(FLOORS)[self.kind(metric, direction)]
+
+    def factor(self, n):
+        return self.k if self.k is not None else \
+            prediction_factor(n, self.false_alarm)
+
+    def tolerance(self, metric, direction, n, mean, std):
+        """(fraction, what set it) for ``n`` runs of ``mean`` +- ``std``."""
+        factor = self.factor(n)
+        spread = factor * std / mean
+        floor = self.floor_of(metric, direction)
+        if spread >= floor:
+            return spread, f'{factor:.3g} std / mean'
+        return floor, f'floor {floor:g} ({self.kind(metric, direction)})'
+
+    def text(self):
+        if self.k is not None:
+            how = f'k = {self.k:g} standard deviations relative to the mean'
+        else:
+            how = (f'a one-sided prediction bound, mean -+ t(1 - '
+                   f'{self.false_alarm:g}; n - 1) * sqrt(1 + 1/n) * std: a '
+                   f'healthy run falls outside it with probability '
+                   f'{self.false_alarm:g} per figure (normal figures), '
+                   f'the factor growing as runs get fewer (n = 5: '
+                   f'{prediction_factor(5, self.false_alarm):.3g} std)')
+        floors = f'the floor {self.floor:g}' if self.floor is not None else \
+            'the floor of its kind (' + ', '.join(
+                f'{kind} {f:g}' for kind, f in FLOORS) + ')'
+        return (f'Measured on this system by `hpcval calibrate`: the value '
+                f'is the mean over the selected passed runs (at least '
+                f'{self.min_samples}), spread their sample standard '
+                f'deviation.  Tolerance: {how}, never tighter than {floors}; '
+                f'a metric where higher is better (bandwidth, rate, FLOP/s) '
+                f'gets a lower bound only, one where lower is better (time) '
+                f'an upper bound only.  Faster than the baseline is not a '
+                f'failure.')

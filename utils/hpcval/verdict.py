@@ -1,0 +1,416 @@
+"""``hpcval verdict``: is the system healthy, and if not, what is not.
+
+Reads run reports and the results database (hpcval.publish.results) and
+answers on one screen, per system and partition: how many figures were
+judged and passed, judged and failed, logged without a reference, and
+which test cases were skipped and why.  Every failure is one line naming
+the component (the node from the job's node list, a GPU, a GPU pair or
+link, as the check recorded it), the metric, the value and the bound.
+
+Exit status, for automation:
+
+- 0: every judged figure passed, nothing was skipped, and every figure was
+  judged or is a declared diagnostic;
+- 1: something failed (a figure out of bounds, a sanity or build failure,
+  an aborted case), or with ``strict`` something was not validated;
+- 2: incomplete: nothing failed, but test cases were skipped, figures had
+  no reference, or nothing at all was judged.
+
+What the checks record beside their figures (the ``hpcval_*`` loggable
+variables of hpcval.benchmarks.base, in the report as ``Case.extras``):
+``components`` ({metric: the GPU or link it measures}), ``unjudged``
+({metric: why no reference judged it}), ``provenance`` (GPU model, driver,
+CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU) and ``skip_reason``.  Reports
+without them (other tools, older runs) are judged all the same: their
+figures are attributed to the job's nodes and an unjudged figure counts as
+one without a reference.
+"""
+import json
+from dataclasses import asdict, dataclass, field
+
+EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = 0, 1, 2
+STATUS = {EXIT_OK: 'PASSED', EXIT_FAILED: 'FAILED',
+          EXIT_INCOMPLETE: 'INCOMPLETE'}
+DIAGNOSTIC = 'diagnostic'
+# provenance keys in the order they are shown
+PROVENANCE_KEYS = ('gpu', 'driver', 'cuda', 'rocm', 'nccl', 'rccl', 'mpi',
+                   'kernel', 'cpu')
+
+
+@dataclass
+class Failure:
+    """One thing that failed, on one line."""
+    system: str
+    partition: str
+    node: str             # node(s) of the job: 'n1', 'n1+n2'; '' unknown
+    component: str        # what it names: 'GPU 1', 'link GPU 00 -> GPU 01'
+    test: str
+    metric: str           # '' for a sanity, build or abort failure
+    value: object = None
+    unit: str = ''
+    bound: str = ''       # '>= 3166830 MB/s (ref 3518700, -10%)'
+    reason: str = ''      # the failure's message, for non-figures
+    session: str = ''
+
+    def where(self):
+        node = f'node {self.node}' if self.node and '+' not in self.node \
+            else f'nodes {self.node}' if self.node else 'node not recorded'
+        return f'{node} {self.component}'.strip()
+
+    def line(self):
+        if self.metric:
+            return (f'{self.where()}: {self.test}: {self.metric} = '
+                    f'{_num(self.value)} {self.unit}, bound {self.bound}')
+        return f'{self.where()}: {self.test}: {self.reason}'
+
+
+@dataclass
+class Group:
+    """The verdict's counts for one system and partition."""
+    system: str
+    partition: str
+    cases_passed: int = 0
+    cases_failed: int = 0
+    cases_skipped: int = 0
+    judged_passed: int = 0
+    judged_failed: int = 0
+    logged: int = 0           # figures without a reference
+    diagnostic: int = 0       # figures logged on purpose (declared)
+    failures: list = field(default_factory=list)
+    skips: list = field(default_factory=list)       # (test, reason)
+    unjudged: list = field(default_factory=list)    # (test, metric, why)
+    nodes: list = field(default_factory=list)
+    provenance: dict = field(default_factory=dict)  # key: [values]
+    sessions: int = 0
+    replays: int = 0
+
+    @property
+    def name(self):
+        return f'{self.system}:{self.partition}'
+
+
+@dataclass
+class Verdict:
+    status: int
+    groups: list
+    incomplete: list          # why the status is 2 (or 1 under strict)
+    problems: list            # inputs left out, named
+    distributed: bool = False
+
+    @property
+    def word(self):
+        return STATUS[self.status]
+
+    def failures(self):
+        return [f for g in self.groups for f in g.failures]
+
+
+def _num(value):
+    return f'{value:.6g}' if isinstance(value, (int, float)) else str(value)
+
+
+def is_judged(sample):
+    """Whether ReFrame judged this figure against a reference."""
+    return bool(sample.reference) and (sample.lower is not None
+                                       or sample.upper is not None)
+
+
+def _limits(sample):
+    ref = sample.reference
+    # ReFrame's rule (sanity.assert_reference) for a positive reference
+    low = ref * (1 + sample.lower) if sample.lower is not None else None
+    high = ref * (1 + sample.upper) if sample.upper is not None else None
+    return low, high
+
+
+def passes(sample):
+    low, high = _limits(sample)
+    return (low is None or sample.value >= low) and \
+        (high is None or sample.value <= high)
+
+
+def bound_text(sample):
+    low, high = _limits(sample)
+    parts = []
+    if low is not None:
+        parts.append(f'>= {_num(low)}')
+    if high is not None:
+        parts.append(f'<= {_num(high)}')
+    tol = ', '.join(f'{t:+.1%}' for t in (sample.lower, sample.upper)
+                    if t is not None)
+    return (f'{" and ".join(parts)} {sample.unit} (ref '
+            f'{_num(sample.reference)}, {tol})')
+
+
+def node_label(case):
+    return '+'.join(case.nodes)
+
+
+def _component(case, metric):
+    comps = case.extras.get('components')
+    if isinstance(comps, dict) and isinstance(comps.get(metric), str):
+        return comps[metric]
+    return ''
+
+
+def _unjudged_reason(case, metric):
+    reasons = case.extras.get('unjudged')
+    if isinstance(reasons, dict) and isinstance(reasons.get(metric), str):
+        return reasons[metric]
+    return 'no reference'
+
+
+def _skip_reason(case, fixtures):
+    own = case.extras.get('skip_reason')
+    if isinstance(own, str) and own:
+        return own
+    # a test is skipped when a fixture it needs was skipped or failed:
+    # name the first such fixture, and its own reason
+    seen, todo = set(), list(case.deps)
+    while todo:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        fix = fixtures.get((case.session, name))
+        if fix is None:
+            continue
+        if fix.result in ('skip', 'fail', 'abort'):
+            why = fix.extras.get('skip_reason') or fix.reason or fix.result
+            deeper = _skip_reason(fix, fixtures) if fix.result == 'skip' \
+                else ''
+            return f'needs {fix.test}: {deeper or why}'
+        todo.extend(fix.deps)
+    return case.reason or 'skipped (the report gives no reason)'
+
+
+def _provenance(group, case):
+    prov = case.extras.get('provenance')
+    if not isinstance(prov, dict):
+        return
+    for key, val in prov.items():
+        if isinstance(val, str) and val:
+            seen = group.provenance.setdefault(key, [])
+            if val not in seen:
+                seen.append(val)
+
+
+def _key(case):
+    # the same session read from a report file and from the database
+    return (case.session, case.test, case.system, case.partition,
+            case.environ, case.time)
+
+
+def judge(loaded, select=None, strict=False, allow_unjudged=False):
+    """The Verdict of ``loaded`` (hpcval.publish.results.Loaded).
+
+    ``select(case)`` keeps a test case (default: all); ``strict`` makes a
+    skip or an unjudged figure a failure; ``allow_unjudged`` accepts
+    figures without a reference (logged, counted, not incomplete).
+    """
+    select = select or (lambda case: True)
+    fixtures = {(f.session, f.name): f for f in loaded.fixtures}
+    groups, seen, sessions = {}, set(), {}
+    samples = {}
+    for s in loaded.samples:
+        samples.setdefault(id(s.case), []).append(s)
+
+    def group(case):
+        key = (case.label or case.system, case.partition)
+        if key not in groups:
+            groups[key] = Group(*key)
+        return groups[key]
+
+    for case in loaded.cases:
+        if not select(case) or _key(case) in seen:
+            continue
+        seen.add(_key(case))
+        g = group(case)
+        sessions.setdefault(g.name, set()).add(case.session)
+        g.replays += case.replay
+        for node in case.nodes:
+            if node not in g.nodes:
+                g.nodes.append(node)
+        _provenance(g, case)
+        # fail_deps: not run, a fixture it needs failed (that fixture is
+        # counted as the failure, below)
+        if case.result in ('skip', 'fail_deps'):
+            g.cases_skipped += 1
+            g.skips.append((case.test, _skip_reason(case, fixtures)))
+            continue
+
+        failed_figure = False
+        for s in samples.get(id(case), []):
+            if is_judged(s):
+                if passes(s):
+                    g.judged_passed += 1
+                    continue
+                g.judged_failed += 1
+                failed_figure = True
+                g.failures.append(Failure(
+                    case.system, case.partition, node_label(case),
+                    _component(case, s.metric), case.test, s.metric,
+                    s.value, s.unit, bound_text(s), session=case.session))
+                continue
+            why = _unjudged_reason(case, s.metric)
+            if why.startswith(DIAGNOSTIC):
+                g.diagnostic += 1
+            else:
+                g.logged += 1
+                g.unjudged.append((case.test, s.metric, why))
+
+        if case.result == 'pass':
+            g.cases_passed += 1
+            continue
+
+        g.cases_failed += 1
+        if not failed_figure:
+            # a sanity failure, a crash, an abort: no figure to name
+            phase = f'{case.phase}: ' if case.phase else ''
+            g.failures.append(Failure(
+                case.system, case.partition, node_label(case), '',
+                case.test, '', reason=f'{phase}{case.reason or case.result}',
+                session=case.session))
+
+    # fixtures that failed (a build, a source fetch) fail the run: their
+    # tests are only reported as skipped by ReFrame
+    for fix in loaded.fixtures:
+        if fix.result in ('fail', 'abort') and select(fix) \
+                and _key(fix) not in seen:
+            seen.add(_key(fix))
+            g = group(fix)
+            g.cases_failed += 1
+            phase = f'{fix.phase}: ' if fix.phase else ''
+            g.failures.append(Failure(
+                fix.system, fix.partition, node_label(fix), '', fix.test, '',
+                reason=f'{phase}{fix.reason or fix.result}',
+                session=fix.session))
+
+    for g in groups.values():
+        g.sessions = len(sessions.get(g.name, ()))
+
+    ordered = [groups[k] for k in sorted(groups)]
+    incomplete = _incomplete(ordered, allow_unjudged)
+    failed = any(g.failures for g in ordered)
+    if failed or (strict and incomplete):
+        status = EXIT_FAILED
+    elif incomplete:
+        status = EXIT_INCOMPLETE
+    else:
+        status = EXIT_OK
+    distributed = any('%.nid=' in c.test for c in loaded.cases)
+    return Verdict(status, ordered, incomplete,
+                   [str(p) for p in loaded.problems], distributed)
+
+
+def _incomplete(groups, allow_unjudged):
+    why = []
+    if not groups:
+        why.append('no test case in the input: nothing was validated')
+    for g in groups:
+        if g.cases_skipped:
+            why.append(f'{g.name}: {g.cases_skipped} test case(s) skipped, '
+                       f'not validated')
+        if g.logged and not allow_unjudged:
+            why.append(f'{g.name}: {g.logged} figure(s) without a reference '
+                       f'(calibrate them, or declare them diagnostic)')
+        if g.judged_passed + g.judged_failed == 0 and g.cases_failed == 0:
+            why.append(f'{g.name}: no figure was judged')
+    return why
+
+
+def as_dict(verdict):
+    """The verdict as plain data (what ``--format json`` prints)."""
+    out = {'status': verdict.status, 'verdict': verdict.word,
+           'incomplete': verdict.incomplete, 'problems': verdict.problems,
+           'partitions': []}
+    for g in verdict.groups:
+        d = asdict(g)
+        d['failures'] = [dict(asdict(f), line=f.line()) for f in g.failures]
+        d['skips'] = [{'test': t, 'reason': r} for t, r in g.skips]
+        d['unjudged'] = [{'test': t, 'metric': m, 'reason': r}
+                         for t, m, r in g.unjudged]
+        out['partitions'].append(d)
+    out['failures_by_node'] = by_node(verdict)
+    return out
+
+
+def by_node(verdict):
+    """{node: [failure line, ...]} over all partitions."""
+    nodes = {}
+    for f in verdict.failures():
+        for node in (f.node.split('+') if f.node else ['(not recorded)']):
+            nodes.setdefault(node, []).append(f.line())
+    return nodes
+
+
+def render_json(verdict):
+    return json.dumps(as_dict(verdict), indent=2, sort_keys=False) + '\n'
+
+
+def _provenance_line(g):
+    keys = [k for k in PROVENANCE_KEYS if k in g.provenance] + \
+        sorted(k for k in g.provenance if k not in PROVENANCE_KEYS)
+    return '; '.join(f'{k} {" | ".join(g.provenance[k])}' for k in keys)
+
+
+def render_text(verdict, most=20):
+    """The verdict on one screen: a headline, per partition its counts,
+    failures, skips and unjudged figures (``most`` of each)."""
+    lines = [f'hpcval verdict: {verdict.word} (exit {verdict.status})']
+    for g in verdict.groups:
+        nodes = ', '.join(g.nodes[:8]) + (
+            f' and {len(g.nodes) - 8} more' if len(g.nodes) > 8 else '')
+        lines += [
+            '',
+            f'{g.name}: {g.cases_passed + g.cases_failed + g.cases_skipped} '
+            f'test cases ({g.cases_passed} passed, {g.cases_failed} failed, '
+            f'{g.cases_skipped} skipped) in {g.sessions} session(s)'
+            + (f', {g.replays} replayed' if g.replays else '')
+            + (f' on {len(g.nodes)} node(s): {nodes}' if g.nodes else ''),
+            f'  figures: {g.judged_passed + g.judged_failed} judged '
+            f'({g.judged_passed} passed, {g.judged_failed} failed), '
+            f'{g.logged} logged without a reference, {g.diagnostic} '
+            f'diagnostic (logged on purpose)',
+        ]
+        if g.provenance:
+            lines.append(f'  provenance: {_provenance_line(g)}')
+        lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
+        lines += _capped([f'  SKIP {t}: {r}' for t, r in g.skips], most)
+        lines += _capped(_unjudged_lines(g.unjudged), most)
+
+    nodes = by_node(verdict)
+    if verdict.distributed or len(nodes) > 1:
+        lines += ['', f'failures by node ({len(nodes)} node(s)):']
+        for node in sorted(nodes):
+            lines.append(f'  {node}: {len(nodes[node])} failure(s)')
+            lines += _capped([f'    {line}' for line in nodes[node]], most)
+    if verdict.incomplete:
+        lines += ['', 'not validated:'] + [f'  {w}'
+                                           for w in verdict.incomplete]
+    if verdict.problems:
+        lines += ['', 'inputs left out:'] + [f'  {p}'
+                                             for p in verdict.problems]
+    return '\n'.join(lines) + '\n'
+
+
+def _unjudged_lines(unjudged, shown=4):
+    by_test = {}
+    for test, metric, why in unjudged:
+        metrics = by_test.setdefault((test, why), [])
+        if metric not in metrics:       # the same test in several runs
+            metrics.append(metric)
+    lines = []
+    for (test, why), metrics in by_test.items():
+        more = f' and {len(metrics) - shown} more' \
+            if len(metrics) > shown else ''
+        lines.append(f'  UNJUDGED {test}: {", ".join(metrics[:shown])}'
+                     f'{more} ({why})')
+    return lines
+
+
+def _capped(lines, most):
+    if len(lines) <= most:
+        return lines
+    return lines[:most] + [f'  ... and {len(lines) - most} more '
+                           f'(--format json lists all)']
