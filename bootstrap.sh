@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Sets up hpcval on a fresh machine: a virtual environment in .venv with
 # ReFrame, hpcval and an MPI from PyPI (mpich + mpi4py wheels, offline-safe),
-# Debian's likwid (and with --tests Lmod, Slurm, munge, wkhtmltopdf and
-# victoria-metrics) when we may install them, and an activate script that
-# points ReFrame at config/settings.py so that plain `reframe -c checks/ ...`
-# works.  The test extra brings `wheel`: tests/test_wheel.py builds hpcval's.
+# Debian's likwid (and with --tests Lmod, Slurm, munge, Chromium, pdflatex
+# and victoria-metrics) when we may install them, and an activate script
+# that points ReFrame at config/settings.py so that plain
+# `reframe -c checks/ ...` works.  The test extra brings `wheel`:
+# tests/test_wheel.py builds hpcval's.
 # Idempotent: running it again only fills in what is missing.
 set -euo pipefail
 
@@ -16,7 +17,7 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi
 
-if ! "$venv/bin/python" -c 'import hpcval, reframe, mpi4py, matplotlib, wheel' 2>/dev/null; then
+if ! "$venv/bin/python" -c 'import hpcval, reframe, mpi4py, matplotlib, wheel, orjson' 2>/dev/null; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check \
         -e "$root[mpi,test]"
 fi
@@ -25,11 +26,12 @@ fi
 # likwid for its CPU bandwidth check (skipped without it); with --tests also
 # what the test suite drives for real: Lmod (job scripts of the module-based
 # systems, a site's module stack), Slurm with munge (the two-node
-# minicluster), wkhtmltopdf (the report's HTML page rendered to an image) and
+# minicluster), Chromium (the report's HTML page rendered headless to an
+# image), texlive-latex-base (pdflatex compiles the report's LaTeX) and
 # victoria-metrics (perflogs sent to a time-series database).
 packages=(likwid)
 if [ "${1:-}" = --tests ]; then
-    packages+=(lmod slurm-wlm munge wkhtmltopdf victoria-metrics)
+    packages+=(lmod slurm-wlm munge chromium texlive-latex-base victoria-metrics)
 fi
 missing=()
 for pkg in "${packages[@]}"; do

@@ -575,7 +575,10 @@ class TestCsvFormulas:
                         'column', 'verdict'):
                 assert row[key][:1] not in ('=', '+', '-', '@', '\t',
                                             '\r'), (key, row[key])
-            assert row['test'].startswith("'=HYPERLINK")
+            # the row is what was measured (the parameter), the check
+            # class is named in its own column
+            assert row['test'] == "'+1"
+            assert row['checks'].startswith("'=HYPERLINK")
             float(row['mean'])      # numbers stay numbers
 
 
@@ -590,7 +593,7 @@ class TestMarkdownEscaping:
         assert '&lt;script&gt;' in proc.stdout
         lines = proc.stdout.splitlines()
         [head] = [x for x in lines if x.startswith('| test | metric |')]
-        rows = [x for x in lines if x.startswith('| =HYPERLINK')]
+        rows = [x for x in lines if x.startswith('| +1 |')]
         assert rows
 
         def cells(line):    # an escaped pipe is no cell break

@@ -83,12 +83,11 @@ def _pairs(plotted):
 
 
 def test_metric_bars_across_columns(table, tmp_path):
-    row = _row(table, 'Mpi4pyPingPongCheck %placement=on_node', 'latency_8B')
+    row = _row(table, 'on_node, numpy arrays', 'latency_8B')
     plotted = plots.metric_bars(table, row, tmp_path)
     [png] = _pairs(plotted)
     assert pathlib.Path(png).name == \
-        'bars-mpi4py_pingpong-mpi4pypingpongcheck-placement-on_node-' \
-        'latency_8b.png'
+        'bars-mpi4py_pingpong-on_node-numpy-arrays-latency_8b.png'
     _png(png, height=480)
     text = _svg_text(png[:-4] + '.svg')
     # three local runs, one minicluster run; lower is better for a time
@@ -99,7 +98,7 @@ def test_metric_bars_across_columns(table, tmp_path):
 
 
 def test_replay_columns_are_labelled(table, tmp_path):
-    row = _row(table, 'BabelStreamCpuCheck', 'triad')
+    row = _row(table, 'CPU', 'triad')
     cols = [c for c in table.columns if (row, c) in table.cells]
     # the VM's own runs, then the replays of the CPU fixture (local and the
     # four systems whose seeds hold no example output)
@@ -239,31 +238,48 @@ def test_measured_h200_outputs_beside_replays(loaded, tmp_path):
     assert curves.skipped == heat.skipped == []
 
 
-def _moved(samples, outdir):
-    """The samples as a report from elsewhere: output folders not here."""
+def _moved(samples, outdir, plot_data=True):
+    """The samples as a report from elsewhere: output folders not here;
+    without ``plot_data``, as a report made before checks stored it."""
     cases = {}
     for s in samples:
         if s.case not in cases:
             cases[s.case] = dataclasses.replace(
-                s.case, outputdir=outdir and f'{outdir}/{len(cases)}')
+                s.case, outputdir=outdir and f'{outdir}/{len(cases)}',
+                extras=s.case.extras if plot_data else {
+                    k: v for k, v in s.case.extras.items()
+                    if k != 'plot_data'})
     return [dataclasses.replace(s, case=cases[s.case]) for s in samples]
+
+
+def test_a_report_from_elsewhere_draws_every_figure(loaded, tmp_path):
+    """The report carries its figures' data: with its output folders on
+    another machine, the curves, heat maps and per-GPU bars are drawn."""
+    samples = _moved(loaded.samples, '/nonexistent/site-b/output')
+    curves = plots.collective_curves(samples, tmp_path)
+    heat = plots.transferbench_heatmaps(samples, tmp_path)
+    stream = plots.babelstream_kernels(samples, tmp_path)
+    assert len(_pairs(curves)) == 2 and len(_pairs(heat)) == 2
+    assert len(_pairs(stream)) == 3
+    assert curves.skipped == heat.skipped == stream.skipped == []
 
 
 @pytest.mark.parametrize('outdir', ['/nonexistent/site-b/output', None])
 def test_missing_outputs_give_messages(loaded, tmp_path, outdir):
-    samples = _moved(loaded.samples, outdir)
+    samples = _moved(loaded.samples, outdir, plot_data=False)
     curves = plots.collective_curves(samples, tmp_path)
     heat = plots.transferbench_heatmaps(samples, tmp_path)
     stream = plots.babelstream_kernels(samples, tmp_path)
-    assert list(curves) == [] and list(heat) == []
-    # the cross-system BabelStream bars need no kept output
-    assert len(list(stream)) == 4
+    assert list(curves) == []
+    # the cross-system BabelStream bars need no kept output, and the heat
+    # maps fall back on the GPU pairs among the report's metrics
+    assert len(list(stream)) == 4 and len(_pairs(heat)) == 2
+    assert 'GPU pairs of the report' in _svg_text(heat.files[1])
     why = 'is not on this machine' if outdir else 'names no kept output'
     for plotted, test in ((curves, 'RcclTestsNodeCheck %collective='
                                    'all_reduce'),
                           (curves, 'NcclTestsMultiNodeCheck %collective='
                                    'all_gather'),
-                          (heat, 'TransferBenchCheck %preset=p2p'),
                           (stream, 'BabelStreamHipCheck')):
         [msg] = [m for m in plotted.skipped if m.startswith(test)]
         assert why in msg and '@' in msg, msg
@@ -276,7 +292,7 @@ def test_damaged_kept_output_gives_a_message(loaded, tmp_path):
     shutil.copytree(case.outputdir, copy)
     out = copy / case.stdout
     out.write_text(cut_after(out.read_text(), '# nThread'))
-    broken = dataclasses.replace(case, outputdir=str(copy))
+    broken = dataclasses.replace(case, outputdir=str(copy), extras={})
     plotted = plots.collective_curves([broken], tmp_path)
     assert list(plotted) == []
     [msg] = plotted.skipped
@@ -287,7 +303,7 @@ def test_damaged_kept_output_gives_a_message(loaded, tmp_path):
 
 
 def test_refuses_to_overwrite(table, tmp_path):
-    row = _row(table, 'BabelStreamCpuCheck', 'copy')
+    row = _row(table, 'CPU', 'copy')
     [png] = _pairs(plots.metric_bars(table, row, tmp_path))
     before = pathlib.Path(png).read_bytes()
     with pytest.raises(FileExistsError, match=pathlib.Path(png).name):

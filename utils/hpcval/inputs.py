@@ -270,6 +270,8 @@ POLICY = {
     # data from the report, never put into a command
     'hpcval_skip_reason': RECORD, 'hpcval_components': RECORD,
     'hpcval_unjudged': RECORD, 'hpcval_provenance': RECORD,
+    # the data of the run's figures (hpcval.publish.plotdata)
+    'hpcval_plot_data': RECORD,
 }
 
 #: Environment variables hpcval reads, and their kinds.

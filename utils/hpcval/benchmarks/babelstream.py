@@ -27,6 +27,7 @@ from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import (CLASSIC_KERNELS, check_run,
                                         parse_babelstream)
 from hpcval.parsers.common import read_text
+from hpcval.publish import plotdata
 
 MODELS = ('omp', 'cuda', 'hip')
 GPU_MODELS = ('cuda', 'hip')
@@ -186,6 +187,10 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                 )
 
         return results
+
+    def figure_data(self, results):
+        return plotdata.babelstream(results, CLASSIC_KERNELS) \
+            if self.is_gpu else {}
 
     def metrics(self, results):
         """Per kernel the minimum over the node's GPUs (or the CPU run),

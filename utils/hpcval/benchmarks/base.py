@@ -41,6 +41,10 @@ class ParsedBenchmark(SourceSettings):
     #: the parse skips the completeness checks that need it.
     replay_excerpt = ''
 
+    #: The data of this run's figures (curves, matrices, per-GPU figures;
+    #: hpcval.publish.plotdata), set from the parsed output: a loggable
+    #: variable, so the run report carries it to wherever it is read.
+    hpcval_plot_data = variable(dict, value={})
     #: Metrics logged on purpose, not health signals: {regex: why}.  They
     #: are judged only where a reference file gives them a value, and
     #: ``hpcval calibrate`` leaves them out.
@@ -93,6 +97,11 @@ class ParsedBenchmark(SourceSettings):
 
     def metrics(self, result):
         raise NotImplementedError
+
+    def figure_data(self, result):
+        """The figures' data of ``result`` (plain JSON); {}: no figure
+        needs more than the metrics."""
+        return {}
 
     def components(self, result, values):
         """{metric: component} for the metrics in ``values`` that measure
@@ -208,6 +217,7 @@ class ParsedBenchmark(SourceSettings):
             return
 
         values = self.metrics(self.result)
+        self.hpcval_plot_data = self.figure_data(self.result)
         coverage.check_metrics(self, values)
         if self.replay_excerpt:     # figures the excerpt does not show
             values = {name: vu for name, vu in values.items()

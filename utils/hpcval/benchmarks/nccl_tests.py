@@ -28,6 +28,7 @@ from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, at_load, checked_path, checked_token
 from hpcval.parsers.common import read_text
+from hpcval.publish import plotdata
 from hpcval.parsers.nccl_tests import (IN_PLACE, OUT_OF_PLACE,
                                        check_collective, check_devices,
                                        check_gpus_per_process, check_sizes,
@@ -220,3 +221,6 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
         values['avg_busbw'] = (result.avg_bus_bandwidth, 'GB/s')
         return values
+
+    def figure_data(self, result):
+        return plotdata.collective(result)

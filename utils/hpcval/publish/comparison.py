@@ -1,18 +1,24 @@
 """The cross-system table: benchmark metrics by system.
 
-Rows are (benchmark, test, metric), grouped by benchmark; columns are
-systems.  A cell holds mean +- standard deviation and the sample count over
-the selected runs, the reference the runs were judged against, and the
-verdict of the mean against it, with the direction of "better" taken from
-the unit's family (bandwidths, rates and FLOP/s: higher; times: lower).
+Rows are (benchmark, measurement, metric), grouped by benchmark: what is
+measured (the mode, collective or preset; hpcval.publish.measures), not the
+check class, so NVIDIA and AMD systems share rows; columns are systems.
+A cell holds mean +- standard deviation and the sample count over the
+selected runs (repeats included), how many of the runs passed, the
+reference the runs were judged against, and the verdict: fail when any run
+failed (a mean never hides a failed run), else the mean against the
+reference, with the direction of "better" taken from the unit's family
+(bandwidths, rates and FLOP/s: higher; times: lower).
 
 Replays (recorded outputs fed through the checks) never share a column with
 measurements: their column is labelled "<system> (replay)".
 """
-import statistics
+import math
+import re
 from dataclasses import dataclass, field
 
 from hpcval import units
+from hpcval.publish import measures
 
 PASS, FAIL, NO_REFERENCE, PUBLISHED = 'pass', 'fail', 'no reference', \
     'published'
@@ -29,10 +35,21 @@ def better(unit):
     return 'lower' if fam == 'time' else 'higher'
 
 
+# per-component metrics: TransferBench's GPU pairs (gpu00_to_gpu01,
+# uni_gpu00_to_gpu01, ...: hundreds on an 8-GPU node) and each GPU's own
+# BabelStream figure (copy@gpu3): shown as heat maps and per-GPU bars, not
+# table rows (the CSV keeps them)
+LINK_METRIC = re.compile(r'(^|_)gpu\d+_to_gpu\d+$|@')
+
+
+def is_link_metric(metric):
+    return bool(LINK_METRIC.search(metric))
+
+
 @dataclass(frozen=True)
 class Row:
     benchmark: str
-    test: str
+    test: str            # what is measured: mode, collective, preset...
     metric: str
     unit: str
 
@@ -64,6 +81,9 @@ class Cell:
     reference: object = None     # Reference or None
     verdict: str = NO_REFERENCE
     spread: object = None        # published std (references-only view)
+    runs: int = 0                # runs of the row's test in the column
+    failed_runs: int = 0         # of them, failed: no figure, or out of bounds
+    _stats: object = field(default=None, repr=False, compare=False)
 
     @property
     def n(self):
@@ -71,14 +91,35 @@ class Cell:
 
     @property
     def mean(self):
-        return statistics.fmean(self.values)
+        if not self.values:
+            return None
+        if self._stats is None:
+            self._stats = _mean_std(self.values)
+        return self._stats[0]
 
     @property
     def std(self):
         if self.spread is not None:
             return self.spread
+        if self.n < 2:
+            return None
+        if self._stats is None:
+            self._stats = _mean_std(self.values)
+        return self._stats[1]
 
-        return statistics.stdev(self.values) if self.n > 1 else None
+    @property
+    def passed_runs(self):
+        return self.runs - self.failed_runs
+
+
+def _mean_std(values):
+    """(mean, sample standard deviation) in two passes of math.fsum: fast
+    on a hundred thousand runs, and as exact as floats allow."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) \
+        if n > 1 else None
+    return mean, std
 
 
 @dataclass
@@ -88,11 +129,16 @@ class Table:
     rows: list
     cells: dict                       # (Row, column) -> Cell
     notes: list = field(default_factory=list)
+    checks: dict = field(default_factory=dict)  # (benchmark, column) -> {check}
+    cases: list = field(default_factory=list)
 
-    def groups(self):
-        """(benchmark, [rows]) in row order."""
+    def groups(self, links=True):
+        """(benchmark, [rows]) in row order; ``links=False`` leaves out the
+        per-GPU-pair rows (the heat maps show them)."""
         out = []
         for row in self.rows:
+            if not links and is_link_metric(row.metric):
+                continue
             if not out or out[-1][0] != row.benchmark:
                 out.append((row.benchmark, []))
             out[-1][1].append(row)
@@ -108,25 +154,27 @@ def _named(case):
     return label
 
 
-def column_of(case, multi_partition=()):
+def column_of(case, multi_partition=(), per_node=False):
     """``multi_partition``: the (name, replay) columns that one column per
-    partition splits."""
+    partition splits; ``per_node``: a column per node list."""
     label = _named(case)
     if (label, case.replay) in multi_partition:
         label += f':{case.partition}'
+    if per_node:
+        label += f' [{",".join(case.nodes) or "no node recorded"}]'
 
     return label + (' (replay)' if case.replay else '')
 
 
-def columns(cases):
+def columns(cases, per_node=False):
     """{case: column label}: the system ("local@<host>" for local, or the
     label the user gave its report), with the partition where one system
-    shows several, and "(replay)"."""
+    shows several, the node list with ``per_node``, and "(replay)"."""
     parts = {}
     for c in cases:
         parts.setdefault((_named(c), c.replay), set()).add(c.partition)
     multi = {key for key, p in parts.items() if len(p) > 1}
-    return {c: column_of(c, multi) for c in cases}
+    return {c: column_of(c, multi, per_node) for c in cases}
 
 
 def _reference(sample):
@@ -138,44 +186,137 @@ def _reference(sample):
     return Reference(sample.reference, sample.lower, sample.upper)
 
 
-def build(samples, title='Cross-system comparison'):
-    """Aggregate ``samples`` (hpcval.publish.results.Sample) into a Table."""
-    column = columns({s.case for s in samples})
+def build(samples, title='Cross-system comparison', cases=None,
+          per_node=False):
+    """Aggregate ``samples`` (hpcval.publish.results.Sample) into a Table.
+
+    ``cases``: every selected test case, also those without samples (a run
+    that failed sanity has no figure): a cell counts them among its runs,
+    and a failed run fails the cell whatever the mean.  ``per_node``: one
+    column per node list."""
+    cases = list(dict.fromkeys(cases if cases is not None
+                               else (s.case for s in samples)))
+    where = _placed(cases, per_node)
+    # samples of one case come together: column and measurement are worked
+    # out once per case, not per sample (a database holds millions)
     unit_of, groups = {}, {}
-    for s in sorted(samples, key=lambda s: s.case.time):
-        key = (s.case.benchmark, s.case.test, s.metric)
-        unit = unit_of.setdefault(key, s.unit)
-        try:
-            value = units.convert(s.value, s.unit, unit)
-        except ValueError:
-            key, unit, value = key + (s.unit,), s.unit, s.value
-            unit_of.setdefault(key, unit)
-        row = Row(*key[:3], unit)
-        groups.setdefault((row, column[s.case]), []).append(
-            (value, s))
+    for case, ss in _by_case(samples):
+        col, test = where.get(id(case)) or _placed([case], per_node, cases)[
+            id(case)]
+        units_of = unit_of.get((case.benchmark, test))
+        if units_of is None:
+            units_of = unit_of[(case.benchmark, test)] = {}
+        metrics = groups.get((case.benchmark, test, col))
+        if metrics is None:
+            metrics = groups[(case.benchmark, test, col)] = {}
+        for s in ss:
+            unit = units_of.get(s.metric)
+            if unit is None:
+                unit = units_of[s.metric] = s.unit
+            key, value = s.metric, s.value
+            if s.unit != unit:
+                try:
+                    value = units.convert(value, s.unit, unit)
+                except ValueError:      # another family: a row of its own
+                    key = (s.metric, s.unit)
+            pairs = metrics.get(key)
+            if pairs is None:
+                pairs = metrics[key] = []
+            pairs.append((value, s))
 
     table = Table(title, [], [], {})
-    for (row, col), pairs in groups.items():
-        refs = {_reference(s) for _, s in pairs}
-        latest = _reference(pairs[-1][1])
-        if len(refs) > 1:
-            table.notes.append(
-                f'{col}, {row.test} {row.metric}: the runs were judged '
-                f'against {len(refs)} different references; the latest, '
-                f'{_describe(latest)}, is used')
-        ref = None if latest is None else Reference(
-            units.convert(latest.value, pairs[-1][1].unit, row.unit),
-            latest.lower, latest.upper)
-        cell = Cell([v for v, _ in pairs], ref)
-        if ref is not None:
-            cell.verdict = ref.judge(cell.mean)
-        table.cells[(row, col)] = cell
+    runs = {}
+    for case in cases:
+        col, test = where[id(case)]
+        if case.result != 'skip':
+            runs.setdefault((case.benchmark, test, col), []).append(case)
+        table.checks.setdefault((case.benchmark, col), set()).add(case.check)
+    for (bench, test, col), metrics in groups.items():
+        for key, pairs in metrics.items():
+            metric, unit = (key, unit_of[(bench, test)][key]) \
+                if isinstance(key, str) else key
+            row = Row(bench, test, metric, unit)
+            table.cells[(row, col)] = _cell(table, row, col, pairs, runs.get(
+                (bench, test, col), []))
+
+    # a column whose runs of a test all failed still shows that test's rows
+    rows_of = {}
+    for row, _ in table.cells:
+        rows_of.setdefault((row.benchmark, row.test), set()).add(row)
+    for (bench, test, col), got in runs.items():
+        for row in rows_of.get((bench, test), ()):
+            if (row, col) not in table.cells:
+                table.cells[(row, col)] = _judged(Cell([], runs=len(got),
+                                                       failed_runs=sum(
+                    c.result != 'pass' for c in got)))
 
     table.rows = sorted({r for r, _ in table.cells},
                         key=lambda r: (r.benchmark, r.test, r.metric))
     table.columns = sorted({c for _, c in table.cells},
                            key=lambda c: (c.endswith('(replay)'), c))
+    table.cases = cases
     return table
+
+
+def _placed(cases, per_node, among=None):
+    """{id(case): (column, measurement label)} of ``cases``, worked out
+    among ``among`` (default: the cases themselves); keyed by identity, as
+    hashing a Case a million times costs seconds."""
+    among = cases if among is None else list(among) + list(cases)
+    column = columns(among, per_node)
+    label = measures.labels(among)
+    return {id(c): (column[c], label[c]) for c in cases}
+
+
+def _by_case(samples):
+    """[(case, [its samples])], oldest case first."""
+    out, current = [], None
+    for s in samples:
+        if s.case is not current:
+            current, same = s.case, []
+            out.append((current, same))
+        same.append(s)
+    out.sort(key=lambda group: group[0].time)
+    return out
+
+
+def _cell(table, row, col, pairs, runs):
+    # the reference each run was judged against (None: ReFrame's default,
+    # no reference); inline, as this runs once per sample
+    keys = [None if not s.reference or (s.lower is None and s.upper is None)
+            else (s.reference, s.lower, s.upper) for _, s in pairs]
+    refs = set(keys)
+    latest = _reference(pairs[-1][1])
+    if len(refs) > 1:
+        table.notes.append(
+            f'{col}, {row.test} {row.metric}: the runs were judged '
+            f'against {len(refs)} different references; the latest, '
+            f'{_describe(latest)}, is used')
+    ref = None if latest is None else Reference(
+        units.convert(latest.value, pairs[-1][1].unit, row.unit),
+        latest.lower, latest.upper)
+    # a run failed here: it failed and has no figure for this metric, or
+    # its figure is outside the bounds it was judged against
+    failed_runs = [c for c in runs if c.result != 'pass']
+    with_figure = {s.case for _, s in pairs} if failed_runs else ()
+    failed = sum(1 for c in failed_runs if c not in with_figure)
+    bounds = {k: Reference(*k).bounds() for k in refs if k is not None}
+    for (_, s), k in zip(pairs, keys):
+        if k is not None:
+            lo, hi = bounds[k]
+            failed += (lo is not None and s.value < lo) or \
+                (hi is not None and s.value > hi)
+    return _judged(Cell([v for v, _ in pairs], ref,
+                        runs=max(len(runs), len(pairs)),
+                        failed_runs=failed))
+
+
+def _judged(cell):
+    if cell.failed_runs or not cell.values:
+        cell.verdict = FAIL
+    elif cell.reference is not None:
+        cell.verdict = cell.reference.judge(cell.mean)
+    return cell
 
 
 def _describe(ref):

@@ -1,25 +1,29 @@
-"""A comparison Table as Markdown, CSV, HTML (one self-contained page) and
-LaTeX (booktabs).
+"""A comparison Table as Markdown, CSV, HTML (hpcval.publish.page: one
+self-contained page) and LaTeX (hpcval.publish.latex: a pdflatex document).
 
-Every format says the same per cell: mean +- std (n), the reference with
-its pass band, and the verdict; the row says its unit and which way is
-better.  CSV is tidy (one line per row and column) so that it loads into
-any spreadsheet or dataframe without parsing cell text.
+Every format says the same per cell: mean +- std (n), how many runs
+passed, the reference with its pass band, and the verdict; the row says
+its unit (scaled to the row's magnitude) and which way is better.  CSV is
+tidy (one line per row and column, every metric, the unit the checks
+reported, full precision) so that it loads into any spreadsheet or
+dataframe without parsing cell text.
 """
 import csv
-import html
 import io
 
-from hpcval.publish.comparison import FAIL, PASS, PUBLISHED
+from hpcval.publish import numbers
+from hpcval.publish.comparison import FAIL, PASS, PUBLISHED, is_link_metric
 
 ARROW = {'higher': '↑', 'lower': '↓', 'unknown': '?'}
 LEGEND = ('↑ higher is better, ↓ lower is better (? a unit hpcval does not '
-          'know); a cell is mean ± standard '
-          'deviation (n runs), then the reference, its pass band and the '
-          'verdict of the mean')
+          'know); a cell is mean ± standard deviation (n figures; how many '
+          'runs passed), then the reference, its pass band and the verdict: '
+          'fail when any run failed, else the mean against the band')
 PUBLISHED_LEGEND = ('↑ higher is better, ↓ lower is better; a cell is the '
                     'published figure ± its published standard deviation, '
                     'as references/ holds them')
+FORMATS = ('md', 'csv', 'html', 'tex')
+UNJUDGED = 'unjudged'
 
 
 def legend(tables):
@@ -27,30 +31,11 @@ def legend(tables):
     if all(c.verdict == PUBLISHED for t in tables for c in t.cells.values()):
         return PUBLISHED_LEGEND
     return LEGEND
-FORMATS = ('md', 'csv', 'html', 'tex')
 
 
 def num(x):
-    """Two decimals with thousands separators (as the Sandia poster prints
-    its figures); three significant digits below 0.01."""
-    if x is None:
-        return ''
-
-    if x != 0 and abs(x) < 0.01:
-        return f'{x:.3g}'
-
-    return f'{x:,.2f}'
-
-
-def _band(ref):
-    lo, hi = ref.bounds()
-    if hi is None:
-        return f'≥ {num(lo)}'
-
-    if lo is None:
-        return f'≤ {num(hi)}'
-
-    return f'{num(lo)}..{num(hi)}'
+    """Four significant digits, thousands separated."""
+    return numbers.sig(x)
 
 
 def published(x):
@@ -58,24 +43,82 @@ def published(x):
     return f'{x:,.15g}'
 
 
-def measured(cell):
-    fmt = published if cell.verdict == PUBLISHED else num
-    text = fmt(cell.mean)
+class Shown:
+    """How one row is printed: its unit scaled to the magnitude of its
+    cells (published figures keep their unit and digits)."""
+
+    def __init__(self, table, row, columns=None):
+        self.row = row
+        cells = [table.cells.get((row, c))
+                 for c in (table.columns if columns is None else columns)]
+        self.cells = cells
+        if any(c is not None and c.verdict == PUBLISHED for c in cells):
+            self.unit = row.unit
+        else:
+            self.unit = numbers.scaled_unit(row.unit, [
+                c.mean for c in cells if c is not None])
+
+    def value(self, x):
+        return numbers.scale(x, self.row.unit, self.unit)
+
+    def label(self):
+        return f'{self.row.metric} [{self.unit}] {ARROW[self.row.better]}'
+
+    def measured(self, cell):
+        return measured(cell, self.value)
+
+    def judged(self, cell):
+        return judged(cell, self.value)
+
+
+def _band(ref, scale):
+    lo, hi = ref.bounds()
+    if hi is None:
+        return f'≥ {num(scale(lo))}'
+
+    if lo is None:
+        return f'≤ {num(scale(hi))}'
+
+    return f'{num(scale(lo))}..{num(scale(hi))}'
+
+
+def runs_text(cell):
+    """'3 runs', or '2 of 3 runs passed' where any failed."""
+    if cell.failed_runs:
+        return f'{cell.passed_runs} of {cell.runs} runs passed'
+    return f'{cell.runs} run{"s" if cell.runs != 1 else ""}'
+
+
+def measured(cell, scale=lambda x: x):
+    if cell.verdict == PUBLISHED:
+        text = published(cell.mean)
+        return text + (f' ± {published(cell.std)}' if cell.std is not None
+                       else '')
+
+    if not cell.values:
+        return f'no figure ({runs_text(cell)})'
+    text = num(scale(cell.mean))
     if cell.std is not None:
-        text += f' ± {fmt(cell.std)}'
+        text += f' ± {num(scale(cell.std))}'
+    counts = f'n={cell.n}'
+    if cell.runs and (cell.failed_runs or cell.runs != cell.n):
+        counts += f'; {runs_text(cell)}'
+    return f'{text} ({counts})'
 
-    if cell.verdict != PUBLISHED:
-        text += f' (n={cell.n})'
 
-    return text
+def verdict_word(cell):
+    return UNJUDGED if cell.verdict not in (PASS, FAIL, PUBLISHED) \
+        else cell.verdict
 
 
-def judged(cell):
-    if cell.verdict == PUBLISHED or cell.reference is None:
-        return cell.verdict if cell.verdict != PUBLISHED else ''
+def judged(cell, scale=lambda x: x):
+    if cell.verdict == PUBLISHED:
+        return ''
+    if cell.reference is None:
+        return verdict_word(cell)
 
-    return f'ref {num(cell.reference.value)} [{_band(cell.reference)}]: ' \
-           f'{cell.verdict}'
+    return f'ref {num(scale(cell.reference.value))} ' \
+           f'[{_band(cell.reference, scale)}]: {cell.verdict}'
 
 
 def metric_label(row):
@@ -90,29 +133,66 @@ def labelled_rows(rows):
         last = row.test
 
 
-def _cells(table, row, joined):
+def _cells(table, shown, joined):
     """Each column's cell text: ``joined`` of its lines (measured, then
     the reference and verdict where there is one); '' where empty."""
     out = []
-    for col in table.columns:
-        cell = table.cells.get((row, col))
-        lines = [] if cell is None else [measured(cell), judged(cell)]
+    for cell in shown.cells:
+        lines = [] if cell is None else [shown.measured(cell),
+                                         shown.judged(cell)]
         out.append(joined([x for x in lines if x]) if lines else '')
     return out
 
 
-def to_markdown(table):
+def checks_note(table, bench):
+    """'measured by NcclTestsNodeCheck (h200x2), RcclTestsNodeCheck
+    (mi300x (replay))': the check classes behind a benchmark's rows."""
+    by_check = {}
+    for col in table.columns:
+        for check in sorted(table.checks.get((bench, col), ())):
+            by_check.setdefault(check, []).append(col)
+    return '; '.join(f'{check} ({", ".join(cols)})'
+                     for check, cols in by_check.items())
+
+
+def columns_of(table, rows):
+    """The table's columns that hold a cell of ``rows``: a benchmark's
+    table leaves out the systems that did not run it."""
+    return [c for c in table.columns
+            if any((r, c) in table.cells for r in rows)]
+
+
+def link_count(table, bench):
+    return sum(1 for r in table.rows
+               if r.benchmark == bench and is_link_metric(r.metric))
+
+
+def to_markdown(table, images=None):
+    """``images``: {benchmark: [(caption, relative path)]} shown under
+    each benchmark's table."""
     out = [f'## {_md(table.title)}', '', legend(table), '']
-    head = ['test', 'metric'] + [_md(c) for c in table.columns]
-    for bench, rows in table.groups():
-        out += [f'### {_md(bench)}', '', '| ' + ' | '.join(head) + ' |',
+    for bench, rows in table.groups(links=False):
+        cols = columns_of(table, rows)
+        head = ['test', 'metric'] + cols
+        out += [f'### {_md(bench)}', '']
+        note = checks_note(table, bench)
+        if note:
+            out += [f'Measured by {_md(note)}.', '']
+        out += ['| ' + ' | '.join(_md(h) for h in head) + ' |',
                 '|' + '---|' * len(head)]
         for test, row in labelled_rows(rows):
-            cells = _cells(table, row,
+            shown = Shown(table, row, cols)
+            cells = _cells(table, shown,
                            lambda lines: '<br>'.join(map(_md, lines)))
             out.append('| ' + ' | '.join(
-                [_md(test), _md(metric_label(row))] + cells) + ' |')
+                [_md(test), _md(shown.label())] + cells) + ' |')
         out.append('')
+        links = link_count(table, bench)
+        if links:
+            out += [f'{links} per-GPU and per-GPU-pair figures: shown in '
+                    f'the figures below (every figure is in the CSV).', '']
+        for caption, path in (images or {}).get(bench, ()):
+            out += [f'![{_md(caption)}]({path})', '']
 
     out += [f'- {_md(n)}' for n in table.notes]
     return '\n'.join(out).rstrip() + '\n'
@@ -130,7 +210,7 @@ def _md(text):
 
 CSV_FIELDS = ('benchmark', 'test', 'metric', 'unit', 'better', 'column',
               'n', 'mean', 'std', 'min', 'max', 'reference', 'lower_bound',
-              'upper_bound', 'verdict')
+              'upper_bound', 'verdict', 'runs', 'passed_runs', 'checks')
 
 
 def to_csv(table):
@@ -147,11 +227,14 @@ def to_csv(table):
             out.writerow([*map(_text_cell, (row.benchmark, row.test,
                                             row.metric, row.unit, row.better,
                                             col)),
-                          cell.n, repr(cell.mean),
-                          _opt(cell.std), repr(min(cell.values)),
-                          repr(max(cell.values)),
+                          cell.n, _opt(cell.mean),
+                          _opt(cell.std), _opt(min(cell.values, default=None)),
+                          _opt(max(cell.values, default=None)),
                           _opt(ref and ref.value), _opt(lo), _opt(hi),
-                          _text_cell(cell.verdict)])
+                          _text_cell(cell.verdict), cell.runs,
+                          cell.passed_runs,
+                          _text_cell(' '.join(sorted(table.checks.get(
+                              (row.benchmark, col), ()))))])
 
     return buf.getvalue()
 
@@ -169,112 +252,14 @@ def _opt(x):
     return '' if x is None else repr(x)
 
 
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin-bottom:2em}
-th,td{border:1px solid #bbb;padding:.3em .6em;vertical-align:top}
-th{background:#eee} td.test,td.metric{font-family:monospace;font-size:85%}
-.legend{color:#555}
-td.pass{background:#e3f4e3} td.fail{background:#f8dcdc}
-td.replay{background-image:repeating-linear-gradient(45deg,transparent 0,
-transparent 6px,rgba(0,0,0,.05) 6px,rgba(0,0,0,.05) 12px)}
-.ref{color:#555;font-size:85%} .fail .ref{color:#900;font-weight:bold}
-ul.notes{color:#555}
-"""
-
-
-def _html_table(table, esc, heading=True):
-    parts = [f'<h2>{esc(table.title)}</h2>'] if heading else []
-    head = ''.join(f'<th>{esc(c)}</th>' for c in table.columns)
-    for bench, rows in table.groups():
-        parts.append(f'<h3>{esc(bench)}</h3><table><tr><th>test</th>'
-                     f'<th>metric</th>{head}</tr>')
-        for test, row in labelled_rows(rows):
-            span = sum(r.test == row.test for r in rows)
-            parts.append('<tr>' + (f'<td class="test" rowspan="{span}">'
-                                   f'{esc(test)}</td>' if test else '') +
-                         f'<td class="metric">{esc(metric_label(row))}'
-                         f'</td>')
-            for col in table.columns:
-                cell = table.cells.get((row, col))
-                if cell is None:
-                    parts.append('<td></td>')
-                    continue
-                cls = cell.verdict if cell.verdict in (PASS, FAIL) else ''
-                if col.endswith('(replay)'):
-                    cls += ' replay'
-                parts.append(f'<td class="{cls.strip()}">'
-                             f'{esc(measured(cell))}<div class="ref">'
-                             f'{esc(judged(cell))}</div></td>')
-            parts.append('</tr>')
-        parts.append('</table>')
-
-    if table.notes:
-        parts.append('<ul class="notes">' + ''.join(
-            f'<li>{esc(n)}</li>' for n in table.notes) + '</ul>')
-    return parts
-
-
 def to_html(tables, inputs=(), problems=(), images=(), title=None):
-    """One page with inline CSS and images given as data URIs:
-    ``images`` is a list of (caption, data_uri)."""
-    tables = tables if isinstance(tables, (list, tuple)) else [tables]
-    esc = html.escape
-    title = title or tables[0].title
-    parts = ['<!DOCTYPE html><html><head><meta charset="utf-8">',
-             f'<title>{esc(title)}</title><style>{_CSS}</style>'
-             f'</head><body><h1>{esc(title)}</h1>',
-             f'<p class="legend">{esc(legend(tables))}</p>']
-    for table in tables:
-        parts += _html_table(table, esc, heading=len(tables) > 1)
-
-    for heading, items in (('Inputs', inputs), ('Inputs left out', problems)):
-        if items:
-            parts.append(f'<h2>{heading}</h2><ul class="notes">' +
-                         ''.join(f'<li>{esc(str(i))}</li>' for i in items) +
-                         '</ul>')
-
-    for caption, uri in images:
-        parts.append(f'<figure><img src="{uri}" alt="{esc(caption)}" '
-                     f'style="max-width:100%"><figcaption>{esc(caption)}'
-                     f'</figcaption></figure>')
-
-    parts.append('</body></html>\n')
-    return '\n'.join(parts)
-
-
-_TEX = {'\\': r'\textbackslash{}', '&': r'\&', '%': r'\%', '$': r'\$',
-        '#': r'\#', '_': r'\_', '{': r'\{', '}': r'\}',
-        '~': r'\textasciitilde{}', '^': r'\textasciicircum{}',
-        '±': r'$\pm$', '·': r'$\cdot$', '↑': r'$\uparrow$',
-        '↓': r'$\downarrow$', '≥': r'$\geq$', '≤': r'$\leq$',
-        '→': r'$\rightarrow$'}
-
-
-def tex(text):
-    return ''.join(_TEX.get(ch, ch) for ch in text)
+    from hpcval.publish import page
+    return page.render(tables, inputs, problems, images, title)
 
 
 def to_latex(table):
-    """A booktabs tabular per benchmark (needs \\usepackage{booktabs})."""
-    cols = 'll' + 'l' * len(table.columns)
-    out = [f'% {tex(table.title)}', f'% {tex(legend(table))}']
-    for bench, rows in table.groups():
-        out += [r'\begin{table}[ht]', r'\centering', r'\small',
-                rf'\caption{{{tex(table.title)}: {tex(bench)}}}',
-                rf'\begin{{tabular}}{{{cols}}}', r'\toprule',
-                ' & '.join(['test', 'metric'] +
-                           [tex(c) for c in table.columns]) +
-                r' \\', r'\midrule']
-        for test, row in labelled_rows(rows):
-            cells = _cells(table, row, lambda lines: (
-                r'\begin{tabular}[t]{@{}l@{}}' +
-                r' \\ '.join(map(tex, lines)) + r'\end{tabular}'))
-            out.append(' & '.join([tex(test), tex(metric_label(row))] +
-                                  cells) + r' \\')
-        out += [r'\bottomrule', r'\end{tabular}', r'\end{table}', '']
-
-    return '\n'.join(out)
+    from hpcval.publish import latex
+    return latex.document([table])
 
 
 RENDER = {'md': to_markdown, 'csv': to_csv, 'tex': to_latex}

@@ -15,6 +15,7 @@ import sys
 import time
 
 from hpcval.publish import comparison, formats, output, results
+from hpcval.references import ReferenceFileError
 
 EXIT_OK, EXIT_REJECTED, EXIT_EMPTY = 0, 1, 2
 
@@ -96,15 +97,23 @@ def load_selected(args, replays=True):
               f'(copies of a report, or a report and --db) count once',
               file=sys.stderr)
 
-    def keep(s):
-        c = s.case
+    if not args.system and args.name is None and args.since is None \
+            and args.until is None and replays:
+        return loaded, loaded.samples
+    keep = case_filter(args, replays)
+    kept = {id(c) for c in loaded.cases if keep(c)}
+    return loaded, [s for s in loaded.samples if id(s.case) in kept]
+
+
+def case_filter(args, replays=True):
+    """Whether a test case is selected by the arguments."""
+    def keep(c):
         return ((not args.system or c.system in args.system)
                 and (args.name is None or args.name.search(c.test))
                 and (args.since is None or c.time >= args.since)
                 and (args.until is None or c.time <= args.until)
                 and (replays or not c.replay))
-
-    return loaded, [s for s in loaded.samples if keep(s)]
+    return keep
 
 
 def add_arguments(parser):
@@ -128,6 +137,12 @@ def add_arguments(parser):
     parser.add_argument('--references-only', action='store_true',
                         help='the published-reference view: tables from '
                              'references/ alone, no runs')
+    parser.add_argument('--with-published', action='store_true',
+                        help='after the runs\' table, the published-'
+                             'reference tables (as --references-only)')
+    parser.add_argument('--per-node', action='store_true',
+                        help='one column per node list instead of per '
+                             'system')
 
 
 def _formats(text):
@@ -163,27 +178,45 @@ def _draw(table, samples, outdir, select, force):
                            select=select, force=force)
     for why in drawn.skipped:
         print(f'hpcval report: plot: {why}', file=sys.stderr)
-    return drawn.files
+    return drawn
 
 
-def render(tables, fmt, inputs=(), problems=(), images=()):
+def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
+           unplotted=()):
+    """``images``: [(file name, data URI or path relative to the output)];
+    ``unplotted``: why a figure was not drawn (the page lists them)."""
     if fmt == 'html':
-        return formats.to_html(tables, inputs, problems, images)
+        from hpcval.publish import page
+        return page.render(tables, inputs, problems, images, title,
+                           unplotted)
+    if fmt == 'tex':
+        from hpcval.publish import latex
+        return latex.document(tables, title)
+    if fmt == 'md':
+        by_bench = {}
+        for name, path in images:
+            bench = name.split('-')[1] if name.count('-') else ''
+            by_bench.setdefault(bench, []).append((name, path))
+        return '\n'.join(formats.to_markdown(t, by_bench if i == 0 else None)
+                         for i, t in enumerate(tables))
 
     return '\n'.join(formats.RENDER[fmt](t) for t in tables)
+
+
+def _published_tables():
+    from hpcval import paths, references
+    from hpcval.publish import published
+    return published.tables(references.load_layered(paths.references_dirs()))
 
 
 def run(args):
     fmts = _formats(args.format)
     if args.references_only:
-        from hpcval import paths, references
-        from hpcval.publish import published
         try:
-            refs = references.load_layered(paths.references_dirs())
-        except references.ReferenceFileError as err:
+            tables = _published_tables()
+        except ReferenceFileError as err:
             print(f'hpcval report: {err}', file=sys.stderr)
             return EXIT_REJECTED
-        tables = published.tables(refs)
         inputs, problems, samples = ['references/*.yaml'], [], []
     else:
         try:
@@ -197,25 +230,40 @@ def run(args):
                   'inputs', file=sys.stderr)
             return EXIT_EMPTY
 
-        tables = [comparison.build(samples, args.title)]
+        keep = case_filter(args, replays=not args.no_replays)
+        with results.without_gc():
+            tables = [comparison.build(
+                samples, args.title, [c for c in loaded.cases if keep(c)],
+                per_node=args.per_node)]
         inputs, problems = loaded.sources, loaded.problems
+        if args.with_published:
+            try:
+                tables += _published_tables()
+            except ReferenceFileError as err:
+                print(f'hpcval report: {err}', file=sys.stderr)
+                return EXIT_REJECTED
 
     if not args.out:
         sys.stdout.write(render(tables, fmts[0], inputs, problems))
         return EXIT_OK
 
-    images = []
+    pngs, unplotted = [], []
     try:
         output.check_folder(args.out)
         if args.plots and samples:
-            pngs = _draw(tables[0], samples, args.out, args.plots_select,
-                         args.force)
-            images = [(os.path.basename(p), _data_uri(p)) for p in pngs
-                      if p.endswith('.png')]
+            # refused as a link even where no figure comes to be drawn
+            output.check_folder(os.path.join(args.out, 'plots'))
+            drawn = _draw(tables[0], samples, args.out, args.plots_select,
+                          args.force)
+            pngs = [p for p in drawn.files if p.endswith('.png')]
+            unplotted = [why for why in drawn.skipped if why]
         for fmt in fmts:
             path = os.path.join(args.out, f'comparison.{fmt}')
-            _write(path, render(tables, fmt, inputs, problems, images),
-                   args.force)
+            images = [(os.path.basename(p)[:-4],
+                       _data_uri(p) if fmt == 'html' else
+                       os.path.relpath(p, args.out)) for p in pngs]
+            _write(path, render(tables, fmt, inputs, problems, images,
+                                args.title, unplotted), args.force)
             print(path)
     except OSError as err:      # exists, a link, not writable: say so
         print(f'hpcval report: {_said(err)}', file=sys.stderr)

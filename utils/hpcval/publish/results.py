@@ -13,6 +13,8 @@ A bad input never stops the others silently: every problem is a
 not a run report; one test case or one value otherwise); with
 ``on_error='reject'`` the first problem raises ``InputRejected``.
 """
+import contextlib
+import gc
 import json
 import math
 import os
@@ -21,6 +23,13 @@ import sqlite3
 import stat
 import urllib.parse
 from dataclasses import dataclass, field
+
+from hpcval.publish.measures import LAYOUT_FIELDS
+
+try:                    # several times faster on a large results database
+    from orjson import loads as _loads
+except ImportError:     # pragma: no cover - orjson is a dependency
+    _loads = json.loads
 
 REPLAY_TAG = 'replay'
 _PARAM = re.compile(r'\s%(\w+)=(\S+)')
@@ -60,15 +69,40 @@ class Case:
     outputdir: object    # ReFrame's output folder of a passed case, or None
     stdout: object       # job stdout file name, or None
     label: str = ''      # the column name the user gave this input, if any
+    fields: tuple = ()   # ((name, value), ...) of LAYOUT_FIELDS it reported
     # why it failed or was skipped (first line), in which ReFrame stage
     reason: str = ''
     phase: str = ''
     # what hpcval's checks record beside the figures (hpcval.judgement):
-    # components, unjudged metrics, provenance, skip reason; {} if none
+    # components, unjudged metrics, provenance, plot data; {} if none
     extras: dict = field(default_factory=dict, compare=False, hash=False)
     fixture: bool = False
     name: str = ''       # ReFrame's unique name (fixtures' dependants cite it)
     deps: tuple = ()     # unique names of the fixtures it depended on
+
+    @property
+    def plot_data(self):
+        """The figures' data the check stored (hpcval_plot_data), so that
+        a report draws its figures wherever it is read; None if none."""
+        val = self.extras.get('plot_data')
+        return val if isinstance(val, dict) else None
+
+    @property
+    def provenance(self):
+        """What the node reported about itself (hpcval_provenance)."""
+        val = self.extras.get('provenance')
+        return val if isinstance(val, dict) else None
+
+    def __hash__(self):
+        # computed once: a case keys several dicts per sample of a large
+        # database; equal cases agree on these fields, so on the hash
+        try:
+            return self.__dict__['_hash']
+        except KeyError:
+            h = hash((self.source, self.session, self.test, self.time,
+                      self.system, self.partition, self.environ))
+            object.__setattr__(self, '_hash', h)
+            return h
 
 
 @dataclass(frozen=True)
@@ -122,6 +156,9 @@ def _field(data, key, kind, where, required=False):
 
 
 def _strings(data, key, where):
+    vals = data.get(key)
+    if type(vals) is list and all(type(v) is str for v in vals):
+        return tuple(vals)
     vals = _field(data, key, list, where) or []
     if not all(isinstance(v, str) for v in vals):
         raise _Bad(f'{where}: field {key!r} is {vals!r}, not a list of '
@@ -186,28 +223,47 @@ def _perf_entries(tc, major, where):
         yield (key.rsplit(':', 1)[-1], *tup[:5])
 
 
-def _case(tc, major, source, session, where, label):
-    display = (_field(tc, 'display_name', str, where)
-               or _field(tc, 'name', str, where, required=True))
-    if major == 3:
-        system, _, partition = _field(tc, 'system', str, where,
-                                      required=True).partition(':')
-        environ = _field(tc, 'environment', str, where, required=True)
-    else:
-        system = _field(tc, 'system', str, where, required=True)
-        partition = _field(tc, 'partition', str, where, required=True)
-        environ = _field(tc, 'environ', str, where, required=True)
+def _text(tc, key, where, required=False):
+    """_field(tc, key, str, ...), fast where the value is a string."""
+    val = tc.get(key)
+    if type(val) is str and val:
+        return val
+    return _field(tc, key, str, where, required)
 
-    result = _field(tc, 'result', str, where, required=True)
+
+_DISPLAY = {}       # (display name, file name) -> (check, params, benchmark)
+
+
+def _named(display, filename):
+    got = _DISPLAY.get((display, filename))
+    if got is None:
+        check = display.split(' ', 1)[0]
+        got = _DISPLAY[(display, filename)] = (
+            check, tuple(_PARAM.findall(display)),
+            os.path.splitext(os.path.basename(filename))[0] or check)
+    return got
+
+
+def _case(tc, major, source, session, where, label):
+    display = (_text(tc, 'display_name', where)
+               or _text(tc, 'name', where, required=True))
+    if major == 3:
+        system, _, partition = _text(tc, 'system', where,
+                                     required=True).partition(':')
+        environ = _text(tc, 'environment', where, required=True)
+    else:
+        system = _text(tc, 'system', where, required=True)
+        partition = _text(tc, 'partition', where, required=True)
+        environ = _text(tc, 'environ', where, required=True)
+
+    result = _text(tc, 'result', where, required=True)
     nodes = _strings(tc, 'job_nodelist' if 'job_nodelist' in tc
                      else 'nodelist', where)
-    filename = _field(tc, 'filename', str, where) or ''
+    check, params, benchmark = _named(display,
+                                      _text(tc, 'filename', where) or '')
     return Case(
         source=source, session=session['uuid'],
-        check=display.split(' ', 1)[0],
-        test=display, params=tuple(_PARAM.findall(display)),
-        benchmark=(os.path.splitext(os.path.basename(filename))[0]
-                   or display.split(' ', 1)[0]),
+        check=check, test=display, params=params, benchmark=benchmark,
         system=system, partition=partition, environ=environ,
         result=_RESULTS.get(result, result),
         time=(_time(tc, 'job_completion_time_unix', where)
@@ -215,9 +271,9 @@ def _case(tc, major, source, session, where, label):
         hostname=session['hostname'], nodes=nodes,
         version=session['version'],
         replay=REPLAY_TAG in _strings(tc, 'tags', where),
-        outputdir=_field(tc, 'outputdir', str, where),
-        stdout=_field(tc, 'job_stdout', str, where),
-        label=label,
+        outputdir=_text(tc, 'outputdir', where),
+        stdout=_text(tc, 'job_stdout', where),
+        label=label, fields=_layout(tc, where),
         reason=_first_line(tc.get('fail_reason')),
         phase=_field(tc, 'fail_phase', str, where) or '',
         extras=_extras(tc),
@@ -232,14 +288,20 @@ def _first_line(text):
 
 
 EXTRA_PREFIX = 'hpcval_'
+_EXTRA_KEYS = {}    # a test case's keys -> those of them named hpcval_*
 
 
 def _extras(tc):
     # loggable variables named hpcval_*; a wrong type is left out, never
-    # trusted (reports come from anywhere)
-    return {key[len(EXTRA_PREFIX):]: val for key, val in tc.items()
-            if key.startswith(EXTRA_PREFIX)
-            and isinstance(val, (dict, str, list))}
+    # trusted (reports come from anywhere).  The keys are looked for once
+    # per layout of test case, not once per test case of a large database
+    keys = tuple(tc)
+    names = _EXTRA_KEYS.get(keys)
+    if names is None:
+        names = _EXTRA_KEYS[keys] = [k for k in keys if isinstance(k, str)
+                                     and k.startswith(EXTRA_PREFIX)]
+    return {key[len(EXTRA_PREFIX):]: tc[key] for key in names
+            if isinstance(tc[key], (dict, str, list))}
 
 
 def _deps(tc):
@@ -250,10 +312,74 @@ def _deps(tc):
                  if isinstance(d, list) and d and isinstance(d[0], str))
 
 
+def _layout(tc, where):
+    out = []
+    for name in LAYOUT_FIELDS:
+        val = tc.get(name)
+        if val is None or val == '':
+            continue
+        if isinstance(val, bool) or not isinstance(val, (str, int)):
+            raise _Bad(f'{where}: field {name!r} is {val!r}, not a string or '
+                       f'an integer')
+        out.append((name, val))
+    return tuple(out)
+
+
+def _sample(case, metric, value, unit, reference, lower, upper):
+    """Sample(...) of checked values, made without the frozen dataclass's
+    per-field setattr (millions of them in a large database)."""
+    s = object.__new__(Sample)
+    s.__dict__.update(case=case, metric=metric, value=value, unit=unit,
+                      reference=reference, lower=lower, upper=upper)
+    return s
+
+
+def _plain(x):
+    """_finite for the usual case: a float or int in bounds (NaN fails
+    the comparison), checked without a call into math."""
+    return (type(x) is float or type(x) is int) and -LARGEST <= x <= LARGEST
+
+
 def _samples(tc, major, case, where):
+    values = tc.get('perfvalues') if major == 4 else None
+    if type(values) is dict:
+        # ReFrame 4.7+: {"sys:part:metric": [value, ref, lower, upper,
+        # unit, ...]}; the usual case checked in one go, per value
+        out = []
+        for key, t in values.items():
+            if not (type(t) is list and len(t) >= 5 and type(key) is str
+                    and _plain(t[0]) and type(t[4]) is str and t[4]
+                    and (t[1] is None or _plain(t[1]))
+                    and (t[2] is None or _plain(t[2]))
+                    and (t[3] is None or _plain(t[3]))):
+                break
+            metric = key.rsplit(':', 1)[-1]
+            if not metric:
+                break
+            out.append(_sample(case, metric, float(t[0]), t[4],
+                               None if t[1] is None else float(t[1]),
+                               None if t[2] is None else float(t[2]),
+                               None if t[3] is None else float(t[3])))
+        else:
+            return out
+    return _checked_samples(tc, major, case, where)
+
+
+def _checked_samples(tc, major, case, where):
     out = []
     for metric, value, ref, lower, upper, unit in _perf_entries(tc, major,
                                                                 where):
+        if type(metric) is str and metric and type(unit) is str and unit \
+                and _plain(value) and (ref is None or _plain(ref)) \
+                and (lower is None or _plain(lower)) \
+                and (upper is None or _plain(upper)):
+            # the usual case, checked in one go
+            out.append(Sample(case, metric, float(value), unit,
+                              None if ref is None else float(ref),
+                              None if lower is None else float(lower),
+                              None if upper is None else float(upper)))
+            continue
+
         what = f'{where} ({case.test}) metric {metric!r}'
         if not isinstance(metric, str) or not metric \
                 or not isinstance(unit, str) or not unit:
@@ -370,6 +496,12 @@ def _json(text, source, collector):
                                   f'text')
         return None
     try:
+        return _loads(text)
+    except ValueError:
+        pass
+    try:
+        # orjson refuses NaN and Infinity, which ReFrame writes for a
+        # benchmark that printed nan: the values, not the file, are bad
         return json.loads(text)
     except ValueError as err:   # number too long, not UTF-8, not JSON
         collector.problem(source, f'not valid JSON (truncated?): '
@@ -404,6 +536,23 @@ def _read_report(path):
             os.close(fd)
 
 
+@contextlib.contextmanager
+def without_gc():
+    """The cyclic garbage collector paused: parsing a large database makes
+    millions of objects and no cycles, and each collection would walk them
+    all again (it tripled the time of 100,000 test cases)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            # what was made is kept out of later collections: re-enabling
+            # would otherwise walk all of it at the next allocation
+            gc.freeze()
+            gc.enable()
+
+
 def load(report_files=(), db=None, on_error='skip', since=None, until=None):
     """Samples of every report file and every stored session of ``db``.
 
@@ -414,6 +563,11 @@ def load(report_files=(), db=None, on_error='skip', since=None, until=None):
     ``since``/``until`` (unix seconds) select database sessions by their
     start time; report files are taken whole.
     """
+    with without_gc():
+        return _load(report_files, db, on_error, since, until)
+
+
+def _load(report_files, db, on_error, since, until):
     col = _Collector(on_error)
     for path in report_files:
         label, path = path if isinstance(path, tuple) else ('', path)
@@ -447,7 +601,8 @@ def _db_sessions(path, since, until, col):
                           'file)')
         return
 
-    query, args = 'SELECT uuid, json_blob FROM sessions', []
+    # the blob as bytes: orjson reads UTF-8 directly, no str made first
+    query, args = 'SELECT uuid, CAST(json_blob AS BLOB) FROM sessions', []
     bounds = [('session_start_unix >= ?', since),
               ('session_start_unix <= ?', until)]
     conds = [c for c, v in bounds if v is not None]

@@ -1,5 +1,7 @@
 """Figures for ``hpcval report --plots DIR`` (matplotlib, PNG and SVG).
 
+- ``benchmark_multiples``: small multiples, one figure per benchmark, a
+  panel per measured figure, a bar per system;
 - ``metric_bars`` / ``all_metric_bars``: a metric across the comparison
   table's columns, with its references and pass bands;
 - ``collective_curves``: nccl-tests / rccl-tests busbw by message size;
@@ -13,24 +15,31 @@ content; an existing file is never replaced unless ``force=True``
 (FileExistsError names it).  docs/reporting-plots.md describes each plot.
 """
 from hpcval.publish.plots.babelstream import babelstream_kernels
-from hpcval.publish.plots.bars import all_metric_bars, metric_bars
+from hpcval.publish.plots.bars import (all_metric_bars, benchmark_multiples,
+                                      metric_bars)
 from hpcval.publish.plots.common import Plotted, slug
 from hpcval.publish.plots.curves import collective_curves
 from hpcval.publish.plots.heatmaps import transferbench_heatmaps
 
 __all__ = ['Plotted', 'all_metric_bars', 'babelstream_kernels',
+           'benchmark_multiples',
            'collective_curves', 'draw_all', 'metric_bars', 'slug',
            'transferbench_heatmaps']
 
 
 def draw_all(table, samples, outdir, select=None, force=False):
     """Every plot of ``samples`` (hpcval.publish.results.Sample) and their
-    ``table`` (hpcval.publish.comparison.build of the same samples); ``select``
-    narrows the bar charts (see all_metric_bars)."""
+    ``table`` (hpcval.publish.comparison.build of the same samples): the
+    curves, heat maps and BabelStream figures first, then one small-multiples
+    figure per other benchmark; ``select`` narrows the bars (see
+    all_metric_bars)."""
     plotted = Plotted()
-    plotted.add(all_metric_bars(table, outdir, select, force))
     plotted.add(collective_curves(samples, outdir, force=force))
     plotted.add(transferbench_heatmaps(samples, outdir, force=force))
     plotted.add(babelstream_kernels(samples, outdir, force=force,
                                     table=table))
+    for bench in dict.fromkeys(r.benchmark for r in table.rows):
+        if bench != 'babelstream':      # its kernel figure compares them
+            plotted.add(benchmark_multiples(table, bench, outdir, force,
+                                            select))
     return plotted

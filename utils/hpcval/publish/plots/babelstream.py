@@ -4,8 +4,10 @@ A GPU check runs BabelStream on every GPU of the node at once and reports,
 per kernel (metrics ``copy``, ``mul``, ``add``, ``triad``, ``dot``, MB/s),
 the minimum over the GPUs: the slowest GPU sets the node's figure.  The
 cross-system figure shows those metrics from the table; the per-GPU
-figure reads each GPU's own output (``stream.<host>.gpu<N>.out``, kept
-by the check in its output folder) with the check's parser.
+figure shows each GPU's own figures, which the check stores in its report
+(``hpcval_plot_data``, hpcval.publish.plotdata); for older reports, each GPU's
+output (``stream.<host>.gpu<N>.out``, kept by the check in its output
+folder, where that is on this machine) parsed with the check's parser.
 """
 import glob
 import os
@@ -17,14 +19,14 @@ from matplotlib.patches import Patch
 
 from hpcval import units
 
-from hpcval.publish import comparison
+from hpcval.publish import comparison, numbers, plotdata
 from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import CLASSIC_KERNELS, parse_babelstream
 from hpcval.parsers.common import read_text
 from hpcval.publish.comparison import columns
 from hpcval.publish.plots.common import (REFERENCE_COLOUR, REPLAY_HATCH, Plotted,
-                                         describe, new_figure, not_passed, save, slug,
-                                         unique_cases)
+                                 describe, new_figure, not_passed, save, slug,
+                                 unique_cases)
 
 BENCHMARK = 'babelstream'
 KERNELS = tuple(k.lower() for k in CLASSIC_KERNELS)
@@ -54,7 +56,8 @@ def babelstream_kernels(table_or_samples, outdir, force=False, table=None):
 def _kind(test):
     """'CPU' or 'GPU' of a BabelStream test name: the two never share a
     figure (a factor of 100 apart, and not comparable)."""
-    return 'GPU' if test.split(' ', 1)[0] in GPU_CHECKS else 'CPU'
+    return 'GPU' if test.startswith('GPU') or \
+        test.split(' ', 1)[0] in GPU_CHECKS else 'CPU'
 
 
 def _series_of(table):
@@ -83,6 +86,8 @@ def _across(table, outdir, plotted, force):
                 if (col, test, kernel) not in cells:
                     continue
                 row, cell = cells[(col, test, kernel)]
+                if not cell.values:     # every run failed: no figure
+                    continue
                 values[kernel] = (_gb(cell.mean, row.unit),
                                   _gb(cell.std or 0, row.unit), cell.n)
                 if cell.reference is not None:
@@ -101,10 +106,16 @@ def _grouped(bars, title, note, outdir, stem, plotted, force):
     fig = new_figure(max(7.0, 0.35 * len(bars) * len(KERNELS) + 3.5), 5)
     ax = fig.add_subplot()
     width = 0.8 / len(bars)
+    # GPUs in TB/s, CPUs in GB/s: the unit that suits the magnitude
+    unit = numbers.scaled_unit(UNIT, [m for _, _, values, _ in bars
+                                      for m, _, _ in values.values()])
+    f = units.convert(1.0, UNIT, unit)
     for i, (label, replay, values, refs) in enumerate(bars):
         ks = [k for k, kernel in enumerate(KERNELS) if kernel in values]
         xs = [k - 0.4 + width * (i + 0.5) for k in ks]
-        got = [values[KERNELS[k]] for k in ks]
+        got = [(m * f, s * f, n) for m, s, n in
+               (values[KERNELS[k]] for k in ks)]
+        refs = {k: r * f for k, r in refs.items()}
         ns = sorted({n for _, _, n in got})
         n = f'n={ns[0]}' if len(ns) == 1 else f'n={ns[0]}-{ns[-1]}'
         ax.bar(xs, [m for m, _, _ in got], width * 0.92,
@@ -116,7 +127,7 @@ def _grouped(bars, title, note, outdir, stem, plotted, force):
                 ax.hlines(refs[KERNELS[k]], x - width / 2, x + width / 2,
                           colors=REFERENCE_COLOUR, linewidth=2.2, zorder=4)
     ax.set_xticks(range(len(KERNELS)), KERNELS)
-    ax.set_ylabel(f'bandwidth ({UNIT}), ↑ higher is better\n{note}')
+    ax.set_ylabel(f'bandwidth ({unit}), ↑ higher is better\n{note}')
     ax.set_title(title, fontsize=10)
     ax.grid(axis='y', alpha=0.3, zorder=0)
     ax.set_ylim(bottom=0)
@@ -138,7 +149,11 @@ def _gb(value, unit):
 
 
 def _gpu_results(case):
-    """({'host gpuN': {kernel: GB/s}}, None) or (None, message)."""
+    """({(host, N): {kernel: GB/s}}, None) or (None, message): from the
+    plot data the report carries, else from the kept per-GPU outputs."""
+    stored = plotdata.read(case, plotdata.PER_GPU)
+    if stored is not None:
+        return stored, None
     if not case.outputdir:
         return None, (f'{describe(case)}: the report names no kept output '
                       f'(ReFrame keeps the output of passed cases only); no '
@@ -197,7 +212,10 @@ def _per_gpu(samples, outdir, plotted, force):
         for gpu in gpus:
             values = {}
             for kernel in KERNELS:
-                v = [r[gpu][kernel] for r in found if gpu in r]
+                v = [r[gpu][kernel] for r in found
+                     if kernel in r.get(gpu, {})]
+                if not v:
+                    continue
                 values[kernel] = (statistics.fmean(v), statistics.stdev(v)
                                   if len(v) > 1 else 0, len(v))
             name = f'GPU {gpu[1]}' if len(hosts) == 1 else \

@@ -5,13 +5,15 @@ import textwrap
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from hpcval.publish import comparison, numbers
 from hpcval.publish.plots.common import (BAND_COLOUR, REFERENCE_COLOUR, REPLAY_HATCH,
-                                         VERDICT_COLOURS, Plotted, better_label,
-                                         new_figure, save, slug, value_label)
+                                 VERDICT_COLOURS, Plotted, better_label,
+                                 new_figure, save, slug, value_label)
 
 # TransferBench's per-pair metrics (gpu00_to_gpu01, uni_gpu00_to_gpu01...)
 # are what the heat maps show; a bar chart per pair would bury the rest
-LINK_METRIC = re.compile(r'(^|_)gpu\d+_to_gpu\d+$')
+LINK_METRIC = comparison.LINK_METRIC
+PANELS_PER_FIGURE = 16
 
 
 def _wrapped(label, width=18):
@@ -45,7 +47,8 @@ def metric_bars(table, row, outdir, force=False):
 
 
 def _bars(table, row, outdir, force, plotted):
-    cols = [c for c in table.columns if (row, c) in table.cells]
+    cols = [c for c in table.columns if (row, c) in table.cells
+            and table.cells[(row, c)].values]
     cells = [table.cells[(row, c)] for c in cols]
     if not cells:
         plotted.skipped.append(f'{row.benchmark} {row.test} {row.metric}: '
@@ -91,15 +94,16 @@ def _bars(table, row, outdir, force, plotted):
     return plotted
 
 
-def _legend(cells, cols):
+def _legend(cells, cols, band=True):
     handles = [Patch(facecolor=VERDICT_COLOURS[v], edgecolor='black',
                      label=v)
                for v in VERDICT_COLOURS if any(c.verdict == v for c in cells)]
     if any(c.reference is not None for c in cells):
-        handles += [Line2D([], [], color=REFERENCE_COLOUR, linestyle='--',
-                           label='reference'),
-                    Patch(facecolor=BAND_COLOUR, alpha=0.15,
-                          label='pass band')]
+        handles.append(Line2D([], [], color=REFERENCE_COLOUR, linestyle='--',
+                              label='reference'))
+        if band:
+            handles.append(Patch(facecolor=BAND_COLOUR, alpha=0.15,
+                                 label='pass band'))
     if any(c.endswith('(replay)') for c in cols):
         handles.append(Patch(facecolor='white', edgecolor='black',
                              hatch=REPLAY_HATCH,
@@ -140,3 +144,102 @@ def all_metric_bars(table, outdir, select=None, force=False):
         plotted.skipped.append(f'{links} per-GPU-pair TransferBench metrics '
                                f'have no bar chart: the heat maps show them')
     return plotted
+
+
+def benchmark_multiples(table, benchmark, outdir, force=False, select=None):
+    """Small multiples: one figure per benchmark comparing every column,
+    a panel per row that two or more columns have (measurement and metric;
+    per-GPU-pair rows are left to the heat maps), bars coloured by verdict, hatched for replays, the
+    reference dashed, values in the unit that suits their magnitude.
+    More than PANELS_PER_FIGURE rows continue in a second figure;
+    ``select`` keeps rows as in all_metric_bars.  Returns Plotted."""
+    plotted, keep = Plotted(), _selector(select)
+    # a figure of one system compares nothing: its table says it all
+    rows = [r for r in table.rows if r.benchmark == benchmark and keep(r)
+            and not LINK_METRIC.search(r.metric)
+            and sum(1 for c in table.columns
+                    if (table.cells.get((r, c)) or _EMPTY).values) > 1]
+    for part, start in enumerate(range(0, len(rows), PANELS_PER_FIGURE)):
+        _multiples(table, benchmark, rows[start:start + PANELS_PER_FIGURE],
+                   part, outdir, force, plotted)
+    return plotted
+
+
+class _EMPTY:
+    values = ()
+
+
+def _multiples(table, benchmark, rows, part, outdir, force, plotted):
+    ncols = min(4, len(rows))
+    nrows = -(-len(rows) // ncols)
+    shown = max(len([c for c in table.columns
+                     if (table.cells.get((r, c)) or _EMPTY).values])
+                for r in rows)
+    width = max(2.8, 0.55 * shown + 1.4)
+    fig = new_figure(width * ncols, 2.9 * nrows + 0.9)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    cells_all = []
+    for ax, row in zip(axes.flat, rows):
+        cells_all += _panel(ax, table, row)
+    for ax in list(axes.flat)[len(rows):]:
+        ax.set_axis_off()
+    cols = [c for c in table.columns
+            if any((table.cells.get((r, c)) or _EMPTY).values for r in rows)]
+    more = f' (part {part + 1})' if part else ''
+    fig.suptitle(f'{benchmark}: every figure by system{more}', fontsize=11)
+    fig.legend(handles=_legend(cells_all, cols, band=False), fontsize=7,
+               loc='outside lower center', ncols=5)
+    save(fig, outdir, slug('multiples', benchmark, part or None), plotted,
+         force)
+
+
+def _panel(ax, table, row):
+    cols = [c for c in table.columns
+            if (table.cells.get((row, c)) or _EMPTY).values]
+    cells = [table.cells[(row, c)] for c in cols]
+    unit = numbers.scaled_unit(row.unit, [c.mean for c in cells])
+
+    def scaled(x):
+        return numbers.scale(x, row.unit, unit)
+
+    top = _top([_Scaled(c, scaled) for c in cells])
+    for x, (col, cell) in enumerate(zip(cols, cells)):
+        replay = col.endswith('(replay)')
+        ax.bar(x, scaled(cell.mean), width=0.6,
+               color=VERDICT_COLOURS[cell.verdict]
+               if cell.verdict in VERDICT_COLOURS else '#8c8c8c',
+               hatch=REPLAY_HATCH if replay else None, edgecolor='black',
+               linewidth=0.5, alpha=0.6 if replay else 0.9, zorder=2)
+        if cell.std is not None:
+            ax.errorbar(x, scaled(cell.mean), yerr=scaled(cell.std),
+                        color='black', capsize=3, linewidth=0.8, zorder=3)
+        ax.annotate(numbers.sig(scaled(cell.mean), 3),
+                    (x, scaled(cell.mean) + scaled(cell.std or 0)),
+                    xytext=(0, 2), textcoords='offset points', ha='center',
+                    va='bottom', fontsize=6.5, zorder=4)
+        if cell.reference is not None:
+            ax.hlines(scaled(cell.reference.value), x - 0.4, x + 0.4,
+                      colors=REFERENCE_COLOUR, linestyles='--',
+                      linewidth=1.4, zorder=3)
+    ax.set_ylim(0, top)
+    ax.set_xlim(-0.6, len(cols) - 0.4)
+    ax.set_xticks(range(len(cols)), [_wrapped(c, 12) for c in cols],
+                  fontsize=6.5)
+    ax.tick_params(axis='y', labelsize=7)
+    ax.set_ylabel(f'{unit} {ARROWS.get(row.better, "?")}', fontsize=7)
+    ax.set_title(_wrapped(f'{row.test}: {row.metric}', 34), fontsize=7.5)
+    ax.grid(axis='y', alpha=0.3, zorder=0)
+    return cells
+
+
+ARROWS = {'higher': '↑', 'lower': '↓'}
+
+
+class _Scaled:
+    """A cell seen in another unit (for the axis limits)."""
+
+    def __init__(self, cell, scaled):
+        self.mean, self.std = scaled(cell.mean), scaled(cell.std)
+        ref = cell.reference
+        self.reference = None if ref is None else comparison.Reference(
+            scaled(ref.value), ref.lower, ref.upper)

@@ -1,9 +1,11 @@
 """nccl-tests / rccl-tests bus bandwidth against message size.
 
 The table keeps one number per run (busbw at the largest size, its
-maximum, Avg bus bandwidth); the curve needs every size, so it is read
-again from the job output that ReFrame kept in the case's output folder,
-with the parser the check used.
+maximum, Avg bus bandwidth); the curve needs every size: the check stores
+it in its report (``hpcval_plot_data``, hpcval.publish.plotdata), so a report
+from another site draws it.  Reports without it are read again from the
+job output that ReFrame kept in the case's output folder, where that is on
+this machine, with the parser the check used.
 """
 import math
 import statistics
@@ -12,11 +14,12 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from hpcval.parsers import ParseError
 from hpcval.parsers.nccl_tests import IN_PLACE, OUT_OF_PLACE, parse_nccl_tests
+from hpcval.publish import plotdata
 from hpcval.publish.comparison import columns
 from hpcval.units import AXIS_SIZES, size_label
 from hpcval.publish.plots.common import (Plotted, better_label, describe,
-                                         kept_output, new_figure, not_passed, save,
-                                         slug, unique_cases)
+                                 kept_output, new_figure, not_passed, save,
+                                 slug, unique_cases)
 
 BENCHMARK = 'nccl_tests'
 _LINESTYLES = ('-', '--', ':', '-.')
@@ -38,15 +41,28 @@ def _byte_axis(ax, sizes):
     ax.set_xlim(2.0 ** low / 1.3, 2.0 ** high * 1.3)
 
 
-def _busbw_by_size(result, place):
-    """{size: mean busbw} of one run (repeats of a size, -N, averaged);
-    zero-byte rows (all_gather under ranks x element size) dropped."""
-    by_size = {}
-    for row in result.rows:
-        block = getattr(row, place)
-        if row.size > 0 and block is not None:
-            by_size.setdefault(row.size, []).append(block.busbw)
-    return {s: statistics.fmean(v) for s, v in by_size.items()}
+def _run_curve(case, place):
+    """(curve {size: busbw}, None) of one run, or (None, message): from the
+    plot data its report carries, else from its kept output, parsed
+    again."""
+    stored = plotdata.read(case, plotdata.CURVES)
+    if stored is None:
+        text, why = kept_output(case)
+        if text is None:
+            return None, why
+        try:
+            # the check judged this output already; a replayed excerpt
+            # (a quoted table) has no footer, and needs none to be drawn
+            result = parse_nccl_tests(text, require_footer=False)
+        except ParseError as err:
+            return None, (f'{describe(case)}: its kept output does not '
+                          f'parse ({err}); not plotted')
+        stored = plotdata.check(plotdata.collective(result), plotdata.CURVES)
+    curve = (stored or {}).get(place)
+    if not curve:
+        return None, (f'{describe(case)}: no {place.replace("_", "-")} rows '
+                      f'with a non-zero size; not plotted')
+    return curve, None
 
 
 def _collect(cases, place):
@@ -60,27 +76,13 @@ def _collect(cases, place):
         if why is not None:
             skipped.extend([why] if why else [])
             continue
-        text, why = kept_output(case)
-        if text is None:
+        curve, why = _run_curve(case, place)
+        if curve is None:
             skipped.append(why)
             continue
-        try:
-            # the check judged this output already; a replayed excerpt
-            # (a quoted table) has no footer, and needs none to be drawn
-            result = parse_nccl_tests(text, require_footer=False)
-        except ParseError as err:
-            skipped.append(f'{describe(case)}: its kept output does not '
-                           f'parse ({err}); not plotted')
-            continue
-        collective = (dict(case.params).get('collective')
-                      or result.collective.replace('_perf', '') or case.check)
-        curve = _busbw_by_size(result, place)
-        if not curve:
-            skipped.append(f'{describe(case)}: no {place.replace("_", "-")} '
-                           f'rows with a non-zero size; not plotted')
-        else:
-            curves.setdefault(collective, {}).setdefault(
-                (label[case], case.check), []).append(curve)
+        collective = dict(case.params).get('collective') or case.check
+        curves.setdefault(collective, {}).setdefault(
+            (label[case], case.check), []).append(curve)
     return curves, skipped
 
 

@@ -1,44 +1,71 @@
 """TransferBench a2a and p2p bandwidth matrices as heat maps.
 
 The table keeps the averages and one metric per GPU pair; the matrix
-(with its N/A cells and, for p2p, the CPU rows) is read again from the
-job output ReFrame kept, with the parser the check used.
+(with its N/A cells and, for p2p, the CPU rows) is what the check stores
+in its report (``hpcval_plot_data``, hpcval.publish.plotdata), so a report from
+another site draws it.  Older reports: the job output ReFrame kept, parsed
+again where it is on this machine, else the GPU pairs of the report's
+per-pair metrics.
 """
 import datetime
 import math
+import re
 
 import numpy as np
 
 from hpcval.parsers import ParseError
 from hpcval.parsers.transferbench import parse_a2a, parse_p2p
+from hpcval.publish import plotdata
 from hpcval.publish.comparison import columns
-from hpcval.publish.plots.common import (Plotted, describe, kept_output, new_figure,
-                                         not_passed, save, slug, unique_cases)
+from hpcval.publish.plots.common import (Plotted, describe, kept_output,
+                                         new_figure, not_passed, save, slug,
+                                         unique_cases)
 
 BENCHMARK = 'transferbench'
 PRESETS = {'a2a': parse_a2a, 'p2p': parse_p2p}
+_PAIR = re.compile(r'(?:(?P<dir>uni|bidir)_)?gpu(?P<src>\d+)_to_gpu(?P<dst>\d+)')
 
 
-def _matrix(devices, links):
-    grid = np.full((len(devices), len(devices)), np.nan)
-    for (src, dst), bw in links.items():
-        if bw is not None:
-            grid[devices.index(src), devices.index(dst)] = bw
-    return grid
+def _date(ts):
+    try:
+        return datetime.datetime.fromtimestamp(
+            ts, datetime.timezone.utc).strftime('%Y-%m-%d')
+    except (TypeError, ValueError, OverflowError, OSError):
+        return 'undated'
 
 
-def _panels(preset, result):
-    """[(title, devices, grid)] of one parsed run."""
-    if preset == 'a2a':
-        return [('all-to-all, every pair at once', list(result.gpus),
-                 _matrix(list(result.gpus), result.links))]
-    out = []
-    for m, what in ((result.uni, 'unidirectional'),
-                    (result.bidir, 'bidirectional, each direction')):
-        if m is not None:
-            out.append((f'p2p {what}', list(m.devices),
-                        _matrix(list(m.devices), m.links)))
-    return out
+def _from_output(case, preset):
+    """(panels, None) from the kept output, or (None, message)."""
+    text, why = kept_output(case)
+    if text is None:
+        return None, why
+    try:
+        result = PRESETS[preset](text)
+    except ParseError as err:
+        return None, (f'{describe(case)}: its kept output does not parse '
+                      f'({err}); not plotted')
+    return plotdata.check(plotdata.transferbench(preset, result),
+                          plotdata.MATRICES), None
+
+
+def _from_metrics(samples):
+    """Panels of the GPU pairs among a run's metrics (no CPU rows, no N/A
+    cells: the report keeps only the measured GPU pairs)."""
+    by_dir = {}
+    for s in samples:
+        m = _PAIR.fullmatch(s.metric)
+        if m:
+            by_dir.setdefault(m['dir'] or '', {})[
+                (f'GPU {int(m["src"]):02d}', f'GPU {int(m["dst"]):02d}')] = \
+                s.value
+    titles = {'': 'all-to-all, every pair at once',
+              'uni': 'p2p unidirectional', 'bidir': 'p2p bidirectional'}
+    panels = []
+    for d, links in sorted(by_dir.items(), key=lambda kv: kv[0] != 'uni'):
+        devices = sorted({x for pair in links for x in pair})
+        panels.append((titles[d] + ' (GPU pairs of the report)', devices,
+                       plotdata._grid(devices, links)))
+    return panels or None
 
 
 def _latest(cases):
@@ -64,22 +91,29 @@ def _latest(cases):
 def transferbench_heatmaps(cases, outdir, force=False):
     """A heat map (GB/s in each cell) per column, check and preset, of the
     latest passed a2a or p2p run; grey cells: not measured (the diagonal,
-    N/A pairs).  Cases or Samples; runs whose output is not on this machine
-    are left out with a message.  Returns Plotted."""
-    chosen, skipped = _latest(unique_cases(cases))
+    N/A pairs).  Cases or Samples (Samples let a report without plot data
+    or kept output still show its GPU pairs).  Returns Plotted."""
+    items = list(cases)
+    samples = {}
+    for s in items:
+        if hasattr(s, 'case'):
+            samples.setdefault(s.case, []).append(s)
+    chosen, skipped = _latest(unique_cases(items))
     plotted = Plotted(skipped=skipped)
     for (col, check, preset), (case, runs) in sorted(chosen.items()):
-        text, why = kept_output(case)
-        if text is None:
-            plotted.skipped.append(why)
-            continue
-        try:
-            panels = _panels(preset, PRESETS[preset](text))
-        except ParseError as err:
-            plotted.skipped.append(f'{describe(case)}: its kept output does '
-                                   f'not parse ({err}); not plotted')
-            continue
-        _figure(case, col, preset, panels, runs, outdir, plotted, force)
+        panels = plotdata.read(case, plotdata.MATRICES)
+        if panels is None:
+            panels, why = _from_output(case, preset)
+            if panels is None:
+                panels = _from_metrics(samples.get(case, ()))
+            if panels is None:
+                plotted.skipped.append(why)
+                continue
+        grids = [(t, d, np.array([[np.nan if v is None else v for v in r]
+                                  for r in g], dtype=float).reshape(
+                                      len(d), len(d)))
+                 for t, d, g in panels]
+        _figure(case, col, preset, grids, runs, outdir, plotted, force)
     return plotted
 
 
@@ -99,9 +133,7 @@ def _figure(case, col, preset, panels, runs, outdir, plotted, force):
     for ax, (title, devices, grid) in zip(axes, panels):
         image = _panel(ax, title, devices, grid, span)
     fig.colorbar(image, ax=list(axes), label='GB/s', shrink=0.8)
-    when = datetime.datetime.fromtimestamp(
-        case.time, datetime.timezone.utc).strftime('%Y-%m-%d') \
-        if case.time else 'undated'
+    when = _date(case.time)
     latest = f', latest of {runs} runs' if runs > 1 else ''
     fig.suptitle(f'TransferBench {preset} (GB/s): {col}\n{case.check}, '
                  f'{when}{latest}', fontsize=10)

@@ -1,0 +1,251 @@
+"""The committed comparison (docs/comparison/, made by
+tests/make_comparison.py): current, NVIDIA and AMD in the same rows, its
+figures drawn from the reports alone, its HTML page rendered by headless
+Chromium within the size and height budgets, its LaTeX compiled by
+pdflatex.
+"""
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import browser
+import make_comparison as mc
+from hpcval import cli
+
+PAGE_BYTES = 2 * 2**20          # the page with every figure inside
+PAGE_HEIGHT = 25_000            # px at 1400 px wide
+PASS_RGB, FAIL_RGB = (0xe3, 0xf4, 0xe3), (0xf8, 0xdc, 0xdc)
+_URI = re.compile(r'data:image/png;base64,[A-Za-z0-9+/=]+')
+
+
+@pytest.fixture(scope='module')
+def rebuilt(tmp_path_factory):
+    """The comparison made again from the committed inputs."""
+    out = tmp_path_factory.mktemp('comparison')
+    assert cli.main(['report', *mc.report_args(out)]) == 0
+    return out
+
+
+def test_committed_comparison_is_current(rebuilt):
+    stale = 'is stale: run .venv/bin/python tests/make_comparison.py'
+    for name in ('comparison.md', 'comparison.csv', 'comparison.tex'):
+        assert (rebuilt / name).read_text() == \
+            (mc.OUT / name).read_text(), f'docs/comparison/{name} {stale}'
+    # the figures' pixels depend on matplotlib's and FreeType's versions:
+    # the page is compared without them, the figures by name
+    page = _URI.sub('data:', (rebuilt / 'comparison.html').read_text())
+    assert page == _URI.sub('data:', (mc.OUT / 'comparison.html')
+                            .read_text()), f'comparison.html {stale}'
+    assert sorted(p.name for p in (rebuilt / 'plots').glob('*.png')) == \
+        sorted(p.name for p in (mc.OUT / 'plots').glob('*.png'))
+
+
+def _figures(report):
+    return {(tc['display_name'], key.rsplit(':', 1)[-1]):
+            (vals[0], vals[5]) for run in report['runs']
+            for tc in run['testcases'] if not tc['fixture']
+            for key, vals in (tc.get('perfvalues') or {}).items()}
+
+
+def test_committed_replays_are_what_the_checks_make_now(tmp_path):
+    for name, path in mc.replay_reports(tmp_path).items():
+        fresh = json.loads(path.read_text())
+        kept = json.loads((mc.REPORTS / name).read_text())
+        assert _figures(fresh) == _figures(kept), \
+            f'docs/comparison/reports/{name} is stale: run ' \
+            f'tests/make_comparison.py'
+        plot_data = [[tc.get('hpcval_plot_data') for tc in r['testcases']]
+                     for r in (fresh, kept) for r in r['runs']]
+        assert plot_data[0] == plot_data[1]
+
+
+def test_mi300x_and_h200_share_rows():
+    """MI300X (replayed, labelled) and H200 (measured) in the same
+    BabelStream, collective and TransferBench rows."""
+    rows = list(csv.DictReader(io.StringIO(
+        (mc.OUT / 'comparison.csv').read_text())))
+    columns = {}
+    for r in rows:
+        columns.setdefault((r['benchmark'], r['test'], r['metric']),
+                           set()).add(r['column'])
+    for bench, metric in (('babelstream', 'copy'),
+                          ('nccl_tests', 'busbw_inplace_largest'),
+                          ('transferbench', 'avg_bw')):
+        shared = [key for key, cols in columns.items()
+                  if key[0] == bench and key[2] == metric
+                  and {'h200x2', 'mi300x (replay)'} <= cols]
+        assert shared, f'no {bench} {metric} row holds both systems'
+    md = (mc.OUT / 'comparison.md').read_text()
+    assert 'BabelStreamCudaCheck (h200x2); BabelStreamHipCheck ' \
+           '(mi300x (replay))' in md
+
+
+def test_figures_come_from_the_reports_alone():
+    """The replays' output folders are gone (they were made in a temporary
+    folder): their curves, heat maps and per-GPU bars come from the
+    plot data their reports carry."""
+    for _, name in mc.REPLAYED:
+        report = json.loads((mc.REPORTS / name).read_text())
+        for run in report['runs']:
+            for tc in run['testcases']:
+                assert not os.path.exists(tc.get('outputdir') or '')
+    names = {p.name for p in (mc.OUT / 'plots').glob('*.png')}
+    for expected in ('curve-nccl_tests-all_reduce-in_place.png',
+                     'heatmap-transferbench-mi300x-replay-'
+                     'transferbenchcheck-p2p.png',
+                     'bars-babelstream-per-gpu-mi300x-replay-'
+                     'babelstreamhipcheck.png'):
+        assert expected in names
+
+
+def _need(tool, package):
+    if shutil.which(tool) is None:
+        if os.environ.get('CI') == 'true':
+            pytest.fail(f'CI=true and {tool} is missing (Debian {package}; '
+                        f'bootstrap.sh --tests installs it)')
+        pytest.skip(f'{tool} (Debian {package}) not installed')
+
+
+def test_page_renders_in_chromium(tmp_path):
+    _need('chromium', 'chromium')
+    from PIL import Image
+    page = mc.OUT / 'comparison.html'
+    assert page.stat().st_size < PAGE_BYTES
+    layout = browser.layout(page, tmp_path)
+    assert 3000 < layout['height'] < PAGE_HEIGHT
+    # nothing wider than the window: no table or figure cut at the edge
+    assert layout['width'] <= browser.WIDTH
+    png = browser.screenshot(page, tmp_path / 'page.png', layout['height'])
+    image = Image.open(png).convert('RGB')
+    assert image.size == (browser.WIDTH, layout['height'])
+    assert len(layout['images']) >= 8
+    for x, y, w, h, natural in layout['images']:
+        assert x + w <= browser.WIDTH and natural > 0
+        figure = image.crop((int(x), int(y), int(x + w), int(y + h)))
+        grey = figure.convert('L')
+        extrema = grey.getextrema()
+        dark = sum(n for v, n in enumerate(grey.histogram()) if v < 200)
+        assert extrema[1] - extrema[0] > 100, f'blank figure at y={y}'
+        assert dark > 0.01 * w * h, f'almost nothing drawn at y={y}'
+    colours = {rgb for _, rgb in image.getcolors(maxcolors=1 << 24)}
+    assert PASS_RGB in colours, 'no pass cell drawn'
+    assert FAIL_RGB in colours, 'no fail cell drawn'
+
+
+def _pdflatex(tex, workdir):
+    proc = subprocess.run(['pdflatex', '-interaction=nonstopmode',
+                           '-halt-on-error', tex.name], cwd=workdir,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert tex.with_suffix('.pdf').stat().st_size > 10_000
+    pages = re.search(r'Output written on \S+ \((\d+) pages?',
+                      proc.stdout.replace('\n', ''))
+    return int(pages[1])
+
+
+def test_latex_compiles_with_pdflatex(tmp_path):
+    _need('pdflatex', 'texlive-latex-base')
+    tex = tmp_path / 'comparison.tex'
+    shutil.copy(mc.OUT / 'comparison.tex', tex)
+    assert _pdflatex(tex, tmp_path) >= 3
+
+
+def test_latex_of_unicode_names_compiles(tmp_path):
+    """A system, test and unit outside ASCII: written as LaTeX, not
+    passed through to break the compile."""
+    _need('pdflatex', 'texlive-latex-base')
+    report = json.loads(sorted(mc.H200.glob('*.json'))[0].read_text())
+    for run in report['runs']:
+        for tc in run['testcases']:
+            tc['system'] = 'Zürich–Ωmega ☃ 東京 & 100%'
+            for vals in (tc.get('perfvalues') or {}).values():
+                vals[4] = 'µs' if vals[4] == 'us' else vals[4]
+    path = tmp_path / 'unicode.json'
+    path.write_text(json.dumps(report))
+    out = tmp_path / 'out'
+    assert cli.main(['report', str(path), '--format', 'tex', '--out',
+                     str(out)]) == 0
+    tex = out / 'comparison.tex'
+    assert tex.read_text().isascii()
+    assert 'Z' in tex.read_text() and r'\&' in tex.read_text()
+    assert _pdflatex(tex, out) >= 1
+
+
+PLOTS = mc.ROOT / 'tests' / 'fixtures' / 'reports' / 'plots'
+
+
+def _table(paths, **kw):
+    from hpcval.publish import comparison, results
+    loaded = results.load(paths)
+    assert loaded.problems == []
+    return loaded, comparison.build(loaded.samples, cases=loaded.cases, **kw)
+
+
+def _cell(table, test, metric, column):
+    [row] = [r for r in table.rows if r.test == test and r.metric == metric]
+    return table.cells[(row, column)]
+
+
+def test_a_failed_run_fails_the_cell_and_is_counted():
+    """Three real local runs, two of which failed the 4 MiB bandwidth
+    bound: the mean passes nothing, the cell says 1 of 3 runs passed."""
+    from hpcval.publish import formats
+    _, table = _table(sorted(PLOTS.glob('local-*.json')))
+    cell = _cell(table, 'on_node, numpy arrays', 'bandwidth_4MiB',
+                 'local@vm')
+    assert (cell.n, cell.runs, cell.passed_runs) == (3, 3, 1)
+    assert cell.verdict == 'fail'
+    assert '1 of 3 runs passed' in formats.measured(cell)
+    # a metric every run passed is not failed by another metric's failure
+    assert _cell(table, 'on_node, numpy arrays', 'latency_8B',
+                 'local@vm').verdict == 'pass'
+
+
+def test_a_run_without_figures_still_counts(tmp_path):
+    """A run that failed sanity has no figure: its column still shows the
+    measurement's rows, failed, 'no figure (0 of 1 runs passed)'."""
+    from hpcval.publish import formats
+    report = json.loads(sorted(PLOTS.glob('local-*.json'))[0].read_text())
+    for run in report['runs']:
+        for tc in run['testcases']:
+            if tc['display_name'].startswith('BabelStreamCpuCheck'):
+                tc.update(result='failure', perfvalues={},
+                          system='siteb', fail_phase='sanity')
+    path = tmp_path / 'sanity-failed.json'
+    path.write_text(json.dumps(report))
+    _, table = _table([path, sorted(PLOTS.glob('local-*.json'))[1]])
+    cell = _cell(table, 'CPU, one node', 'copy', 'siteb')
+    assert cell.values == [] and cell.verdict == 'fail'
+    assert formats.measured(cell) == 'no figure (0 of 1 runs passed)'
+
+
+def test_repeats_share_one_row(tmp_path):
+    """``--repeat 2`` names its runs %.repeat_no=0 and 1: one row, n=2."""
+    report = json.loads(sorted(PLOTS.glob('local-*.json'))[1].read_text())
+    tcs = [tc for run in report['runs'] for tc in run['testcases']
+           if tc['display_name'].startswith('BabelStreamCpuCheck')]
+    [tc] = tcs
+    twin = json.loads(json.dumps(tc))
+    for n, t in enumerate((tc, twin)):
+        t['display_name'] += f' %.repeat_no={n}'
+    report['runs'][0]['testcases'].append(twin)
+    path = tmp_path / 'repeat.json'
+    path.write_text(json.dumps(report))
+    _, table = _table([path])
+    rows = [r for r in table.rows if r.metric == 'copy']
+    assert [r.test for r in rows] == ['CPU, one node']
+    assert table.cells[(rows[0], 'local@vm')].n == 2
+
+
+def test_per_node_columns():
+    _, table = _table(sorted(PLOTS.glob('*.json')), per_node=True)
+    assert table.columns == ['local@vm [vm]', 'minicluster [n1,n2]',
+                             'minicluster [n1]']
+    assert cli.main(['report', *map(str, sorted(PLOTS.glob('*.json'))),
+                     '--per-node', '--format', 'csv']) == 0

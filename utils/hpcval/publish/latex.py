@@ -1,0 +1,92 @@
+"""The comparison as a LaTeX document that ``pdflatex`` compiles with
+Debian's texlive-latex-base alone: a ``longtable`` per benchmark (it breaks
+across pages), in landscape where it has more than three system columns,
+fixed-width columns that wrap, and every character outside ASCII written
+as a LaTeX command or transliterated (a system named "Zürich" or a unit
+"µs" never stops the compile).
+"""
+import unicodedata
+
+from hpcval.publish import formats
+
+_TEX = {'\\': r'\textbackslash{}', '&': r'\&', '%': r'\%', '$': r'\$',
+        '#': r'\#', '_': r'\_', '{': r'\{', '}': r'\}',
+        '~': r'\textasciitilde{}', '^': r'\textasciicircum{}',
+        '<': r'\textless{}', '>': r'\textgreater{}', '|': r'\textbar{}',
+        '"': "''",
+        '±': r'$\pm$', '·': r'$\cdot$', '↑': r'$\uparrow$',
+        '↓': r'$\downarrow$', '≥': r'$\geq$', '≤': r'$\leq$',
+        '→': r'$\rightarrow$', '—': '---', '–': '--', 'µ': r'$\mu$',
+        'μ': r'$\mu$', '×': r'$\times$', '…': r'\ldots{}'}
+
+
+def tex(text):
+    """``text`` safe in a pdflatex document (OT1 fonts, no inputenc)."""
+    out = []
+    for ch in str(text):
+        if ch in _TEX:
+            out.append(_TEX[ch])
+        elif ch.isascii():
+            out.append(ch if ch.isprintable() else ' ')
+        else:
+            plain = unicodedata.normalize('NFKD', ch).encode(
+                'ascii', 'ignore').decode()
+            out.append(''.join(_TEX.get(c, c) for c in plain) or '?')
+    return ''.join(out)
+
+
+_PREAMBLE = r"""\documentclass[10pt]{article}
+\usepackage[margin=1.5cm]{geometry}
+\usepackage{longtable,lscape,array}
+\setlength{\LTcapwidth}{\linewidth}
+\renewcommand{\arraystretch}{1.15}
+\begin{document}
+"""
+
+
+def _longtable(table, bench, rows):
+    cols = formats.columns_of(table, rows)
+    landscape = len(cols) > 3
+    width = 24.0 if landscape else 17.0        # usable cm
+    fixed = 3.0 + 3.2
+    each = max(1.8, (width - fixed) / max(1, len(cols)) - 0.3)
+    size = r'\footnotesize' if len(cols) <= 5 else r'\scriptsize'
+    spec = 'p{3.0cm}p{3.2cm}' + ''.join(f'p{{{each:.1f}cm}}' for _ in cols)
+    head = ' & '.join(['test', 'metric'] + [tex(c) for c in cols]) + r' \\'
+    out = [r'\begin{landscape}' if landscape else '', size,
+           rf'\begin{{longtable}}{{{spec}}}',
+           rf'\caption{{{tex(table.title)}: {tex(bench)}}}\\',
+           r'\hline', head, r'\hline', r'\endfirsthead',
+           r'\hline', head, r'\hline', r'\endhead', r'\hline', r'\endfoot']
+    for test, row in formats.labelled_rows(rows):
+        shown = formats.Shown(table, row, cols)
+        cells = []
+        for cell in shown.cells:
+            lines = [] if cell is None else [shown.measured(cell),
+                                             shown.judged(cell)]
+            cells.append(r' \newline '.join(tex(x) for x in lines if x))
+        out.append(' & '.join([tex(test), tex(shown.label())] + cells) +
+                   r' \\')
+    out += [r'\end{longtable}', r'\normalsize',
+            r'\end{landscape}' if landscape else '']
+    return [line for line in out if line]
+
+
+def document(tables, title=None):
+    """A complete document of ``tables`` (comparison Tables)."""
+    title = title or tables[0].title
+    out = [_PREAMBLE.rstrip('\n'), rf'\section*{{{tex(title)}}}',
+           tex(formats.legend(tables)) + r'\par']
+    for table in tables:
+        if len(tables) > 1:
+            out.append(rf'\subsection*{{{tex(table.title)}}}')
+        for bench, rows in table.groups(links=False):
+            note = formats.checks_note(table, bench)
+            if note:
+                out.append(rf'\noindent\textit{{{tex(bench)}: measured by '
+                           rf'{tex(note)}.}}\par')
+            out += _longtable(table, bench, rows)
+        for note in table.notes:
+            out.append(tex(note) + r'\par')
+    out.append(r'\end{document}')
+    return '\n'.join(out) + '\n'

@@ -1,0 +1,62 @@
+"""What a row of the comparison measures: the benchmark and its mode,
+collective or preset, not the check class (nor the vendor tool) that
+measured it.
+
+NVIDIA and AMD run the same measurement through different classes
+(BabelStreamCudaCheck and BabelStreamHipCheck, NcclTestsNodeCheck and
+RcclTestsNodeCheck, TransferBenchCudaCheck and TransferBenchCheck): the
+vendor words are dropped from the class name, so both land in one row, and
+the classes are named in a note instead.  Repeats (``%repeat_no``) and
+build parameters (``%build.model``) do not change what is measured.
+"""
+import re
+
+_VENDOR = re.compile(r'Cuda|Hip|Rocm|Nccl|Rccl')
+_HIDDEN = re.compile(r'repeat_no|build\..*')
+#: test variables (report fields) that change what is measured
+LAYOUT_FIELDS = ('mode', 'num_nodes', 'array')
+#: readable names of vendor-neutral classes whose parameters say nothing
+_NAMES = {'BabelStreamCheck': 'GPU, every GPU of a node (the slowest)',
+          'BabelStreamCpuCheck': 'CPU, one node'}
+
+
+def kind(check):
+    """The vendor-neutral class: TransferBenchCudaCheck -> TransferBenchCheck."""
+    return _VENDOR.sub('', check)
+
+
+def key_and_label(case):
+    """(hashable key, readable label) of what ``case`` measured."""
+    params = tuple((k, v) for k, v in case.params if not _HIDDEN.fullmatch(k))
+    fields = dict(case.fields)
+    words = [v for _, v in params]
+    mode = fields.get('mode')
+    if mode:
+        words.append(str(mode).replace('_', ' '))
+        nodes = fields.get('num_nodes')
+        if mode == 'rank_per_gpu' and nodes:
+            words.append(f'{nodes} node{"s" if nodes != 1 else ""}')
+    if fields.get('array'):
+        words.append(f'{fields["array"]} arrays')
+    name = kind(case.check)
+    label = ', '.join(str(w) for w in words) or _NAMES.get(name, name)
+    return (name, params, tuple(sorted(fields.items()))), label
+
+
+def labels(cases):
+    """{case: label}; two measurements of one benchmark that would read
+    the same get their vendor-neutral class appended."""
+    known = {}          # the many runs of one test: worked out once
+    keyed = {}
+    for c in cases:
+        what = (c.check, c.params, c.fields)
+        got = known.get(what)
+        if got is None:
+            got = known[what] = key_and_label(c)
+        keyed[c] = got
+    seen = {}
+    for c, (key, label) in keyed.items():
+        seen.setdefault((c.benchmark, label), set()).add(key)
+    return {c: label if len(seen[(c.benchmark, label)]) == 1
+            else f'{label} ({_NAMES.get(key[0], key[0])})'
+            for c, (key, label) in keyed.items()}

@@ -1,0 +1,42 @@
+"""Numbers as a publication prints them: a unit scaled to the magnitude
+(3.539 TB/s, not 3,538,648 MB/s; 17.0 us, not 0.000017 s) and 4
+significant digits."""
+import math
+
+from hpcval import units
+
+# each ladder in increasing size; a unit off every ladder is kept as it is
+_LADDERS = (('B/s', 'KB/s', 'MB/s', 'GB/s', 'TB/s'),
+            ('KiB/s', 'MiB/s', 'GiB/s', 'TiB/s'),
+            ('ns', 'us', 'ms', 's'),
+            ('GFLOP/s', 'TFLOP/s'))
+
+
+def sig(x, digits=4):
+    """``x`` with ``digits`` significant digits (more for large integers),
+    thousands separated: 3538.6 -> '3,539', 0.94241 -> '0.9424'."""
+    if x is None:
+        return ''
+    if x == 0 or not math.isfinite(x):
+        return f'{x:g}'
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
+    return f'{x:,.{decimals}f}'
+
+
+def scaled_unit(unit, values):
+    """The unit of ``unit``'s ladder in which the largest of ``values``
+    (given in ``unit``) reads between 1 and 1000."""
+    ladder = next((lad for lad in _LADDERS if unit in lad), None)
+    peak = max((abs(v) for v in values if v is not None and math.isfinite(v)),
+               default=0)
+    if ladder is None or peak == 0:
+        return unit
+    best = ladder[0]
+    for candidate in ladder:
+        if units.convert(peak, unit, candidate) >= 1:
+            best = candidate
+    return best
+
+
+def scale(x, unit, to_unit):
+    return None if x is None else units.convert(x, unit, to_unit)

@@ -1,0 +1,267 @@
+"""The comparison as one self-contained HTML page that reads as a
+publication: title and date, the systems with their provenance, a summary
+of pass / fail / unjudged per system, a table of contents, then one section
+per benchmark (its table, then its figures), notes, and the inputs named by
+file name or label only (never the paths of the machine that made the
+page).  Plots arrive as data URIs: the page needs no other file.
+"""
+import datetime
+import html
+import os
+import re
+
+from hpcval.publish import formats
+from hpcval.publish.comparison import FAIL, PASS, PUBLISHED
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1500px;
+padding:0 1.5em;color:#222;line-height:1.35}
+h1{margin-bottom:.2em} .meta{color:#555;margin-top:0}
+nav ol{columns:3;color:#333} nav a{text-decoration:none}
+.wrap{overflow-x:auto;margin-bottom:1.5em}
+table{border-collapse:collapse}
+th,td{border:1px solid #bbb;padding:.3em .6em;vertical-align:top;
+text-align:left}
+th{background:#eee} td.test,td.metric{font-family:monospace;font-size:85%}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.legend,.checks{color:#555}
+td.pass{background:#e3f4e3} td.fail{background:#f8dcdc}
+td.replay{background-image:repeating-linear-gradient(45deg,transparent 0,
+transparent 6px,rgba(0,0,0,.05) 6px,rgba(0,0,0,.05) 12px)}
+.ref{color:#555;font-size:85%} .fail .ref{color:#900;font-weight:bold}
+ul.notes{color:#555}
+figure{margin:1em 0} figure img{max-width:100%;height:auto;
+border:1px solid #ddd} figcaption{color:#555;font-size:90%}
+"""
+_FIGURE = re.compile(r'^(?:bars|curve|heatmap|multiples)-(?P<bench>[a-z0-9_]+)')
+
+
+def _anchor(text):
+    return 'b-' + re.sub(r'[^a-z0-9_]+', '-', text.lower()).strip('-')
+
+
+def _date(ts):
+    """The UTC date of unix time ``ts``; 'undated' for none or nonsense
+    (reports come from anywhere)."""
+    try:
+        return datetime.datetime.fromtimestamp(
+            ts, datetime.timezone.utc).strftime('%Y-%m-%d')
+    except (TypeError, ValueError, OverflowError, OSError):
+        return 'undated'
+
+
+def input_name(source):
+    """A report's file name (its label, for LABEL=REPORT), or the results
+    database's file name and session: never a path of this machine."""
+    text = str(source)
+    db, sep, session = text.partition('#')
+    return (os.path.basename(db) + sep + session) if sep else \
+        os.path.basename(text)
+
+
+def _problem(problem):
+    name = input_name(problem.source)
+    reason = str(problem.reason).replace(str(problem.source), name)
+    return without_paths(f'{name}: {reason}')
+
+
+_PATH = re.compile(r'(?<![\w.])/(?:[^\s/]+/)+([^\s/()]+)')
+
+
+def without_paths(text):
+    """``text`` with each absolute path cut to its last part."""
+    return _PATH.sub(lambda m: m[1], text)
+
+
+def systems(table):
+    """[(column, {what: text})] of the table's columns: where and when its
+    runs were made, and what the nodes reported about themselves."""
+    from hpcval.publish.comparison import columns
+    label = columns(table.cases)
+    by_col = {}
+    for case in table.cases:
+        by_col.setdefault(label[case], []).append(case)
+    out = []
+    for col in table.columns:
+        cases = by_col.get(col, [])
+        if not cases:
+            continue
+        times = [c.time for c in cases
+                 if c.time and _date(c.time) != 'undated']
+        prov = {}
+        for c in cases:
+            for key, val in (c.provenance or {}).items():
+                prov.setdefault(str(key), set()).add(str(val))
+        ran = [c for c in cases if c.result != 'skip']
+        out.append((col, {
+            'kind': 'replay of recorded output' if cases[0].replay
+                    else 'measured',
+            'system': ', '.join(sorted({f'{c.system}:{c.partition}'
+                                        for c in cases})),
+            'nodes': ', '.join(sorted({n for c in cases for n in c.nodes}))
+                     or 'not recorded',
+            'runs': f'{sum(c.result == "pass" for c in ran)} of {len(ran)} '
+                    f'passed' + (f', {len(cases) - len(ran)} skipped'
+                                 if len(cases) > len(ran) else ''),
+            'dates': (f'{_date(min(times))} to {_date(max(times))}'
+                      if times and _date(min(times)) != _date(max(times))
+                      else _date(max(times, default=0))),
+            'ReFrame': ', '.join(sorted({c.version for c in cases
+                                         if c.version})) or 'not recorded',
+            'provenance': '; '.join(f'{k}: {", ".join(sorted(v))}'
+                                    for k, v in sorted(prov.items()))
+                          or 'not recorded',
+        }))
+    return out
+
+
+def summary(table):
+    """{column: {'pass': n, 'fail': n, 'unjudged': n}} over the figures the
+    tables show (per-GPU-pair figures are in the heat maps)."""
+    out = {col: {PASS: 0, FAIL: 0, formats.UNJUDGED: 0}
+           for col in table.columns}
+    for bench, rows in table.groups(links=False):
+        for row in rows:
+            for col in table.columns:
+                cell = table.cells.get((row, col))
+                if cell is not None and cell.verdict != PUBLISHED:
+                    out[col][formats.verdict_word(cell)] += 1
+    return out
+
+
+def _table(table, rows, esc):
+    cols = formats.columns_of(table, rows)
+    parts = ['<div class="wrap"><table><tr><th>test</th><th>metric</th>' +
+             ''.join(f'<th>{esc(c)}</th>' for c in cols) + '</tr>']
+    for test, row in formats.labelled_rows(rows):
+        shown = formats.Shown(table, row, cols)
+        span = sum(r.test == row.test for r in rows)
+        parts.append('<tr>' + (f'<td class="test" rowspan="{span}">'
+                               f'{esc(test)}</td>' if test else '') +
+                     f'<td class="metric">{esc(shown.label())}</td>')
+        for col, cell in zip(cols, shown.cells):
+            if cell is None:
+                parts.append('<td></td>')
+                continue
+            cls = cell.verdict if cell.verdict in (PASS, FAIL) else ''
+            if col.endswith('(replay)'):
+                cls += ' replay'
+            parts.append(f'<td class="num {cls.strip()}">'
+                         f'{esc(shown.measured(cell))}<div class="ref">'
+                         f'{esc(shown.judged(cell))}</div></td>')
+        parts.append('</tr>')
+    parts.append('</table></div>')
+    return parts
+
+
+def _figures(items, esc):
+    return [f'<figure><img src="{uri}" alt="{esc(caption)}">'
+            f'<figcaption>{esc(caption)}</figcaption></figure>'
+            for caption, uri in items]
+
+
+def _by_benchmark(images):
+    out = {}
+    for caption, uri in images:
+        m = _FIGURE.match(caption)
+        out.setdefault(m['bench'] if m else '', []).append((caption, uri))
+    return out
+
+
+def render(tables, inputs=(), problems=(), images=(), title=None,
+           unplotted=()):
+    """The page; ``images``: [(file name, data URI)], placed under the
+    benchmark their name starts with (``curve-nccl_tests-...``);
+    ``unplotted``: why figures were not drawn."""
+    tables = tables if isinstance(tables, (list, tuple)) else [tables]
+    esc = html.escape
+    main = tables[0]
+    title = title or main.title
+    figures = _by_benchmark(images)
+    runs = [c for c in main.cases if c.result != 'skip']
+    latest = max((c.time for c in main.cases
+                  if c.time and _date(c.time) != 'undated'), default=None)
+    parts = ['<!DOCTYPE html><html><head><meta charset="utf-8">',
+             f'<title>{esc(title)}</title><style>{_CSS}</style></head><body>',
+             f'<h1>{esc(title)}</h1>']
+    if main.cases:
+        parts.append(f'<p class="meta">Runs up to {_date(latest)}: '
+                     f'{len(runs)} runs of {len(main.columns)} systems; '
+                     f'made by <code>hpcval report</code>.</p>')
+    toc = []
+    body = []
+    sys_rows = systems(main) if main.cases else []
+    if sys_rows:
+        toc.append(('systems', 'Systems'))
+        keys = list(sys_rows[0][1])
+        body.append('<h2 id="systems">Systems</h2><div class="wrap"><table>'
+                    '<tr><th>column</th>' +
+                    ''.join(f'<th>{esc(k)}</th>' for k in keys) + '</tr>' +
+                    ''.join(f'<tr><td>{esc(col)}</td>' +
+                            ''.join(f'<td>{esc(info[k])}</td>' for k in keys)
+                            + '</tr>' for col, info in sys_rows) +
+                    '</table></div>')
+        toc.append(('summary', 'Summary'))
+        counts = summary(main)
+        body.append('<h2 id="summary">Summary</h2><p class="legend">Figures '
+                    'in the tables below, per system: passed, failed (a run '
+                    'failed or the mean is out of its band), unjudged (no '
+                    'reference).</p><div class="wrap"><table><tr><th>column'
+                    '</th><th>pass</th><th>fail</th><th>unjudged</th></tr>' +
+                    ''.join(f'<tr><td>{esc(col)}</td>'
+                            f'<td class="num{" pass" if n[PASS] else ""}">'
+                            f'{n[PASS]}</td>'
+                            f'<td class="num{" fail" if n[FAIL] else ""}">'
+                            f'{n[FAIL]}</td>'
+                            f'<td class="num">{n[formats.UNJUDGED]}</td></tr>'
+                            for col, n in counts.items()) +
+                    '</table></div>')
+
+    body.append(f'<p class="legend">{esc(formats.legend(tables))}</p>')
+    for table in tables:
+        if len(tables) > 1:
+            body.append(f'<h2>{esc(table.title)}</h2>')
+        for bench, rows in table.groups(links=False):
+            anchor = _anchor(f'{table.title}-{bench}' if table is not main
+                             else bench)
+            toc.append((anchor, bench if table is main
+                        else f'{bench} ({table.title})'))
+            body.append(f'<h3 id="{anchor}">{esc(bench)}</h3>')
+            note = formats.checks_note(table, bench)
+            if note:
+                body.append(f'<p class="checks">Measured by {esc(note)}.</p>')
+            body += _table(table, rows, esc)
+            links = formats.link_count(table, bench)
+            if links:
+                body.append(f'<p class="checks">{links} per-GPU and '
+                            f'per-GPU-pair figures: in the figures below '
+                            f'(all in the CSV).</p>')
+            if table is main:
+                body += _figures(figures.pop(bench, []), esc)
+        if table.notes:
+            body.append('<ul class="notes">' + ''.join(
+                f'<li>{esc(n)}</li>' for n in table.notes) + '</ul>')
+
+    rest = [item for items in figures.values() for item in items]
+    if rest:
+        toc.append(('figures', 'Other figures'))
+        body.append('<h2 id="figures">Other figures</h2>')
+        body += _figures(rest, esc)
+    for anchor, heading, items in (
+            ('inputs', 'Inputs', [input_name(i) if not isinstance(i, tuple)
+                                  else i[0] for i in inputs]),
+            ('left-out', 'Inputs left out', [_problem(p) for p in problems]),
+            ('not-drawn', 'Figures not drawn',
+             [without_paths(why) for why in unplotted])):
+        if items:
+            toc.append((anchor, heading))
+            body.append(f'<h2 id="{anchor}">{heading}</h2><ul class="notes">'
+                        + ''.join(f'<li>{esc(str(i))}</li>' for i in items)
+                        + '</ul>')
+
+    parts.append('<nav><h2>Contents</h2><ol>' + ''.join(
+        f'<li><a href="#{a}">{esc(t)}</a></li>' for a, t in toc) +
+        '</ol></nav>')
+    parts += body
+    parts.append('</body></html>\n')
+    return '\n'.join(parts)

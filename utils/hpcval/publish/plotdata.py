@@ -1,0 +1,150 @@
+"""The data of a run's figures, as the check stores it in its run report.
+
+A check keeps one number per metric in the report; the figures need more
+(busbw at every message size, TransferBench's matrices, each GPU's
+BabelStream figures).  The benchmark bases put that here, in the loggable
+variable ``hpcval_plot_data`` (plain JSON: lists, numbers, strings), so that a
+report copied to another machine draws every figure without the job's
+output folder.  The same functions turn a kept output, parsed again, into
+the same data for reports made before the variable existed.
+
+Reports come from anywhere: ``read`` checks every value and gives None
+with a reason rather than a traceback.
+"""
+import math
+
+from hpcval.parsers.nccl_tests import IN_PLACE, OUT_OF_PLACE
+
+CURVES = 'busbw_by_size'        # {place: [[bytes, GB/s], ...]}
+MATRICES = 'matrices'           # [{title, devices, gbps: [[GB/s | None]]}]
+PER_GPU = 'per_gpu'             # [{host, gpu, gbps: {kernel: GB/s}}]
+
+
+def _number(x):
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) \
+        and math.isfinite(x) else None
+
+
+def collective(result):
+    """busbw by message size of a parsed nccl-tests / rccl-tests run, per
+    in-place and out-of-place block; repeats of a size (-N) averaged,
+    zero-byte rows (nothing on a log axis) dropped."""
+    out = {}
+    for place in (IN_PLACE, OUT_OF_PLACE):
+        by_size = {}
+        for row in result.rows:
+            block = getattr(row, place)
+            if row.size > 0 and block is not None \
+                    and _number(block.busbw) is not None:
+                by_size.setdefault(row.size, []).append(block.busbw)
+        if by_size:
+            out[place] = [[size, sum(v) / len(v)]
+                          for size, v in sorted(by_size.items())]
+    return {CURVES: out} if out else {}
+
+
+def _grid(devices, links):
+    index = {d: i for i, d in enumerate(devices)}
+    grid = [[None] * len(devices) for _ in devices]
+    for (src, dst), bw in links.items():
+        if bw is not None and src in index and dst in index:
+            grid[index[src]][index[dst]] = bw
+    return grid
+
+
+def transferbench(preset, result):
+    """The matrices of a parsed a2a or p2p run (p2p: unidirectional and
+    bidirectional, CPUs included)."""
+    if preset == 'a2a':
+        gpus = list(result.gpus)
+        return {MATRICES: [{'title': 'all-to-all, every pair at once',
+                            'devices': gpus,
+                            'gbps': _grid(gpus, result.links)}]}
+    if preset != 'p2p':
+        return {}
+    panels = []
+    for m, what in ((result.uni, 'unidirectional'),
+                    (result.bidir, 'bidirectional, each direction')):
+        if m is not None:
+            panels.append({'title': f'p2p {what}', 'devices': list(m.devices),
+                           'gbps': _grid(list(m.devices), m.links)})
+    return {MATRICES: panels} if panels else {}
+
+
+def babelstream(results, kernels):
+    """Each GPU's kernels in GB/s; ``results``: {'<host>.gpu<N>': parsed
+    BabelStream output}."""
+    out = []
+    for key, result in sorted(results.items()):
+        host, _, gpu = key.rpartition('.gpu')
+        if not gpu.isdigit():
+            continue
+        out.append({'host': host, 'gpu': int(gpu),
+                    'gbps': {k.lower(): result.bandwidth(k) / 1e3
+                             for k in kernels}})
+    return {PER_GPU: out} if out else {}
+
+
+def read(case, kind):
+    """The ``kind`` data of ``case``'s report, checked, or None."""
+    return check(case.plot_data, kind)
+
+
+def check(data, kind):
+    """The ``kind`` part of plot data ``data``, checked, or None."""
+    if not isinstance(data, dict) or kind not in data:
+        return None
+    return {CURVES: _curves, MATRICES: _matrices, PER_GPU: _per_gpu}[kind](
+        data[kind])
+
+
+def _curves(data):
+    if not isinstance(data, dict):
+        return None
+    out = {}
+    for place in (IN_PLACE, OUT_OF_PLACE):
+        points = data.get(place)
+        if not isinstance(points, list):
+            continue
+        curve = {}
+        for p in points:
+            if isinstance(p, list) and len(p) == 2 and \
+                    _number(p[0]) and p[0] > 0 and _number(p[1]) is not None:
+                curve[p[0]] = p[1]
+        if curve:
+            out[place] = curve
+    return out or None
+
+
+def _matrices(data):
+    if not isinstance(data, list):
+        return None
+    panels = []
+    for panel in data:
+        if not isinstance(panel, dict):
+            return None
+        devices, grid = panel.get('devices'), panel.get('gbps')
+        if not (isinstance(devices, list) and isinstance(grid, list)
+                and all(isinstance(d, str) for d in devices)
+                and len(grid) == len(devices)
+                and all(isinstance(r, list) and len(r) == len(devices)
+                        for r in grid)):
+            return None
+        panels.append((str(panel.get('title', '')), devices,
+                       [[_number(v) for v in r] for r in grid]))
+    return panels or None
+
+
+def _per_gpu(data):
+    if not isinstance(data, list):
+        return None
+    found = {}
+    for gpu in data:
+        if not (isinstance(gpu, dict) and isinstance(gpu.get('host'), str)
+                and isinstance(gpu.get('gpu'), int)
+                and isinstance(gpu.get('gbps'), dict)):
+            return None
+        found[(gpu['host'], gpu['gpu'])] = {
+            str(k): v for k, v in gpu['gbps'].items()
+            if _number(v) is not None}
+    return found or None
