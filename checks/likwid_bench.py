@@ -1,4 +1,4 @@
-"""CPU memory bandwidth with likwid-bench: copy and STREAM triad."""
+"""CPU memory bandwidth (copy, STREAM triad) and peak flop rate with likwid-bench."""
 import reframe as rfm
 
 from hpcval import features as ft

@@ -1,5 +1,6 @@
 """likwid-bench parser on this project's captures (likwid 5.2.2, copy_avx and
-stream_avx on one thread of a CI VM) and on broken copies of them."""
+stream_avx on one thread of a CI VM, peakflops_avx on two) and on broken
+copies of them."""
 import pathlib
 
 import pytest
@@ -10,6 +11,7 @@ from hpcval.parsers.likwid_bench import parse_likwid_bench
 CAPTURED = pathlib.Path(__file__).parent / 'fixtures' / 'captured'
 COPY = CAPTURED / 'likwid522_copy_avx_N2GB1.txt'
 STREAM = CAPTURED / 'likwid522_stream_avx_N2GB1.txt'
+PEAKFLOPS = CAPTURED / 'likwid522_peakflops_avx_N32kB2_i20000.txt'
 
 
 @pytest.fixture(scope='module')
@@ -63,3 +65,49 @@ def test_real_output(path, test, bandwidth, time, volume):
 def test_broken(copy, make, message):
     with pytest.raises(ParseError, match=message):
         parse_likwid_bench(make(copy))
+
+
+@pytest.fixture(scope='module')
+def peakflops():
+    return PEAKFLOPS.read_text()
+
+
+def test_real_peakflops_output(peakflops):
+    r = parse_likwid_bench(peakflops, test='peakflops_avx', figure='MFlops/s')
+    assert (r.mflops, r.time, r.threads) == (19998.74, 0.06000378, 2)
+    assert r.fields['Iterations per thread'] == '20000'
+    # MFlops/s is the flop count over the time
+    assert r.mflops == pytest.approx(
+        int(r.fields['Number of Flops']) / r.time / 1e6, rel=1e-5)
+
+
+def test_copy_has_no_flop_rate(copy):
+    """copy prints MFlops/s 0.00: asked for as a flop rate, it is refused."""
+    assert parse_likwid_bench(copy).mflops == 0.0
+    with pytest.raises(ParseError, match='MFlops/s 0: copy_avx measured '
+                                         'nothing'):
+        parse_likwid_bench(copy, figure='MFlops/s')
+
+
+@pytest.mark.parametrize('make, message', [
+    (lambda t: drop_line(t, 'MFlops/s:'), 'printed no MFlops/s line'),
+    (lambda t: t[:t.index('Cycles:')], 'printed no MFlops/s, Time line'),
+    (lambda t: t[:len(t) // 3], 'printed no MFlops/s, Time line'),
+    (lambda t: set_field(t, 'MFlops/s', '-nan'),
+     "MFlops/s: '-nan' is not a finite number"),
+    (lambda t: set_field(t, 'MFlops/s', '0.00'), 'MFlops/s 0: '),
+    (lambda t: drop_line(t, 'Using 2 threads'), "no 'Using N threads' line"),
+    (lambda t: '', 'printed no MFlops/s, Time line'),
+], ids=['no-MFlops/s', 'cut-before-results', 'truncated', '-nan', 'zero',
+        'no-threads', 'empty'])
+def test_broken_peakflops(peakflops, make, message):
+    with pytest.raises(ParseError, match=message):
+        parse_likwid_bench(make(peakflops), test='peakflops_avx',
+                           figure='MFlops/s')
+
+
+def test_wrong_kernel(copy):
+    """A copy run where peakflops was asked for is named, not judged."""
+    with pytest.raises(ParseError, match="ran 'copy_avx', not "
+                                         "'peakflops_avx'"):
+        parse_likwid_bench(copy, test='peakflops_avx', figure='MFlops/s')

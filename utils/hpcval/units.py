@@ -11,7 +11,7 @@ _FAMILIES = {
         'KiB/s': 2**10, 'MiB/s': 2**20, 'GiB/s': 2**30, 'TiB/s': 2**40,
     },
     'time': {'s': 1.0, 'ms': 1e-3, 'us': 1e-6, 'ns': 1e-9},
-    'flops': {'GFLOP/s': 1e9, 'TFLOP/s': 1e12},
+    'flops': {'MFLOP/s': 1e6, 'GFLOP/s': 1e9, 'TFLOP/s': 1e12},
     'rate': {'IOPS': 1.0, 'op/s': 1.0},
 }
 _FAMILY_OF = {u: f for f, units in _FAMILIES.items() for u in units}

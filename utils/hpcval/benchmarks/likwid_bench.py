@@ -1,10 +1,14 @@
-"""CPU memory bandwidth with ``likwid-bench`` (Debian/Ubuntu ``likwid``).
+"""CPU memory bandwidth and peak flop rate with ``likwid-bench``
+(Debian/Ubuntu ``likwid``).
 
-One thread per physical core over the whole node (affinity domain ``N``),
-on a working set far larger than the caches; reports MByte/s as likwid
-counts it (the kernel's loads and stores).  The kernel's instruction-set
-variant (``copy_avx``, ``copy_avx512``, ...) comes from ``isa``; the test
-checks that this likwid build offers it before running.
+One thread per physical core over the whole node (affinity domain ``N``).
+copy and stream run on a working set far larger than the caches and report
+MByte/s as likwid counts it (the kernel's loads and stores); peakflops runs
+on a working set inside the L1 caches, so it is bound by the cores' FMA
+units only, and reports MFlops/s: the CPU figure a node screen compares
+between peers.  The kernel's instruction-set variant (``copy_avx``,
+``peakflops_avx512``, ...) comes from ``isa``; the test checks that this
+likwid build offers it before running.
 """
 import shutil
 import subprocess
@@ -34,15 +38,31 @@ def likwid_kernels():
 class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     """``likwid-bench -t <kernel>_<isa> -W N:<working_set>:<cores>``."""
 
-    #: Kernel family: copy or stream (STREAM triad); likwid also has load,
-    #: triad (four streams) and update.
-    kernel = parameter(['copy', 'stream'])
+    #: Kernel family: copy, stream (STREAM triad) or peakflops (FMAs on
+    #: data in L1); likwid also has load, triad (four streams) and update.
+    kernel = parameter(['copy', 'stream', 'peakflops'])
 
     #: Instruction-set suffix: 'avx', 'avx512', 'sse', or '' for scalar.
     isa = variable(str, value='avx')
 
-    #: Total working set, likwid syntax (kB, MB, GB): well above the caches.
-    working_set = variable(str, value='2GB')
+    #: Total working set, likwid syntax (kB, MB, GB); '' = the kernel's
+    #: default (KERNEL_DEFAULTS).
+    working_set = variable(str, value='')
+
+    #: Iterations per thread (-i); 0 = likwid's own choice (it sizes the run
+    #: to about a second per thread count, ~7 s in all); None = the
+    #: kernel's default.
+    iterations = variable(int, type(None), value=None)
+
+    #: kernel: (working set, iterations, the result line it reports).
+    #: copy/stream: far above the caches, likwid's own iteration count.
+    #: peakflops: 32 kB in all (inside two L1 caches), 20000 iterations:
+    #: about 0.1 s of compute, so a 64-node screen stays within minutes.
+    KERNEL_DEFAULTS = {
+        'copy': ('2GB', 0, 'MByte/s'),
+        'stream': ('2GB', 0, 'MByte/s'),
+        'peakflops': ('32kB', 20000, 'MFlops/s'),
+    }
 
     executable = 'likwid-bench'
     num_tasks = 1
@@ -54,7 +74,11 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     @run_before('run')
     def set_command(self):
-        checked_token(self.working_set, 'working_set')
+        default_set, default_iters, _ = self.KERNEL_DEFAULTS[self.kernel]
+        working_set = self.working_set or default_set
+        checked_token(working_set, 'working_set')
+        iterations = (default_iters if self.iterations is None
+                      else self.iterations)
         if not replay.active(self):     # a replay runs no likwid-bench
             self.skip_if(shutil.which('likwid-bench') is None,
                          'likwid-bench not found (Debian/Ubuntu package '
@@ -66,10 +90,17 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         # likwid pins itself; a launcher would pin it again
         self.job.launcher = getlauncher('local')()
         self.executable_opts = ['-t', self.test_name,
-                                '-W', f'N:{self.working_set}:{cores}']
+                                '-W', f'N:{working_set}:{cores}']
+        if iterations:
+            self.executable_opts += ['-i', str(int(iterations))]
 
     def parse(self):
-        return parse_likwid_bench(read_text(self.stdout.evaluate()))
+        figure = self.KERNEL_DEFAULTS[self.kernel][2]
+        return parse_likwid_bench(read_text(self.stdout.evaluate()),
+                                  test=self.test_name, figure=figure)
 
     def metrics(self, result):
+        if self.kernel == 'peakflops':
+            return {'peakflops_rate': (result.mflops, 'MFLOP/s')}
+
         return {f'{self.kernel}_bandwidth': (result.bandwidth, 'MB/s')}

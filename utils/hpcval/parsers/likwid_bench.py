@@ -1,8 +1,10 @@
 """``likwid-bench -t KERNEL -W DOMAIN:SIZE:THREADS``.
 
-The result block lists ``Key:<tabs>value`` lines; the figure we need is
+The result block lists ``Key:<tabs>value`` lines; the figures are
 ``MByte/s:`` (10^6 bytes per second, counting the kernel's loads and
-stores).  One block per run; several ``-W`` groups still print one total.
+stores) and ``MFlops/s:`` (10^6 floating-point operations per second; 0.00
+for kernels without arithmetic, such as copy).  One block per run; several
+``-W`` groups still print one total.
 """
 import re
 from dataclasses import dataclass
@@ -19,12 +21,18 @@ class LikwidResult:
     bandwidth: float      # MByte/s
     threads: int
     time: float           # seconds
+    mflops: float         # MFlops/s (10^6 flop/s)
     fields: dict          # every "Key: value" line, as printed
 
 
-def parse_likwid_bench(text):
+def parse_likwid_bench(text, test=None, figure='MByte/s'):
+    """``test``: the kernel asked for (``Test:`` must name it); ``figure``:
+    the result line the caller needs (``MByte/s`` or ``MFlops/s``)."""
     fields = {m['key'].strip(): m['value'] for m in _FIELD.finditer(text)}
-    missing = [k for k in ('MByte/s', 'Time') if k not in fields]
+    if test is not None and fields.get('Test', test) != test:
+        raise ParseError(f"likwid-bench ran {fields['Test']!r}, not {test!r}")
+    missing = [k for k in dict.fromkeys((figure, 'Time'))
+               if k not in fields]
     if missing:
         raise ParseError(f'likwid-bench printed no {", ".join(missing)} '
                          f'line: the kernel did not run to completion')
@@ -33,9 +41,17 @@ def parse_likwid_bench(text):
     if not m:
         raise ParseError("no 'Using N threads' line")
 
-    return LikwidResult(
-        bandwidth=number(fields['MByte/s'].split()[0], 'MByte/s'),
+    result = LikwidResult(
+        bandwidth=number(fields['MByte/s'].split()[0], 'MByte/s')
+        if 'MByte/s' in fields else 0.0,
         threads=int(m.group(1)),
         time=number(fields['Time'].split()[0], 'Time'),
+        mflops=number(fields['MFlops/s'].split()[0], 'MFlops/s')
+        if 'MFlops/s' in fields else 0.0,
         fields=fields
     )
+    value = result.mflops if figure == 'MFlops/s' else result.bandwidth
+    if value <= 0:
+        raise ParseError(f'likwid-bench printed {figure} {value:g}: '
+                         f'{fields.get("Test", "the kernel")} measured nothing')
+    return result
