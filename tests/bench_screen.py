@@ -4,9 +4,9 @@ minicluster.
     .venv/bin/python tests/bench_screen.py [--nodes 64] [--healthy 1] [--planted 1]
 
 Starts a minicluster of ``--nodes`` nodes (as root), then runs
-``CpuDgemmCheck --distribute=all`` ``--healthy`` times on the healthy
-cluster and ``--planted`` times with n7 under a 5 % CPU quota and n42's
-Python broken, each judged by ``hpcval verdict``.  Prints per screen the
+``LikwidBenchCheck%kernel=peakflops --distribute=all`` ``--healthy`` times
+on the healthy cluster and ``--planted`` times with n7 under a 5 % CPU
+quota and n42 without likwid-bench (PATH points nowhere), each judged by ``hpcval verdict``.  Prints per screen the
 wall time, jobs per minute, the nodes the verdict named and, for healthy
 nodes, how many of their figures failed against their peers (false
 alarms), with the spread of the figures around the median.  Figures:
@@ -35,11 +35,12 @@ def one_screen(cluster, folder, planted):
     cluster.clear_faults()
     if planted:
         cluster.slow_node('n7', 5)
-        cluster.inject_fault('n42', 'export PYTHONHOME=/nonexistent')
+        cluster.inject_fault('n42', 'export PATH=/nonexistent')
     start = time.monotonic()
     _, report = reframe('-r', '--system', 'minicluster', '--distribute=all',
-                        '-n', 'CpuDgemmCheck', tmp_path=folder,
-                        checks=('checks/cpu_dgemm.py',), env=cluster.env())
+                        '-n', 'LikwidBenchCheck%kernel=peakflops',
+                        tmp_path=folder, checks=('checks/likwid_bench.py',),
+                        env=cluster.env())
     wall = time.monotonic() - start
     proc = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict', '--format',
                            'json', str(folder / 'report.json')],
@@ -49,9 +50,9 @@ def one_screen(cluster, folder, planted):
     bad = PLANTED if planted else set()
     healthy = [tc for tc in cases(report) if tc['perfvalues'] and
                tc['display_name'].rsplit('=', 1)[-1] not in bad]
-    figures = len(healthy) * 2
+    figures = len(healthy)
     spread = {}
-    for metric in ('gflops_min', 'gflops_node'):
+    for metric in ('peakflops_rate',):
         vals = [v[0] for tc in healthy
                 for k, v in tc['perfvalues'].items() if k.endswith(metric)]
         med = statistics.median(vals)

@@ -331,12 +331,16 @@ def test_a_45_s_controller_outage(faults, tmp_path):
     faults.inject_fault('n1', f'export PYTHONPATH={slow_start}')
     ctld = faults.running()['slurmctld']
     with concurrent.futures.ThreadPoolExecutor() as pool:
+        # the ping-pong's ranks are Python started by srun: the outage
+        # meets both the job and its step
         run = pool.submit(reframe, '-r', '--system', 'minicluster', '-n',
-                          'CpuDgemmCheck', '-J', 'nodelist=n1',
-                          tmp_path=tmp_path, checks=('checks/cpu_dgemm.py',),
+                          'Mpi4pyPingPongCheck%placement=on_node',
+                          '-S', 'Mpi4pyPingPongCheck.max_size=65536',
+                          '-J', 'nodelist=n1', tmp_path=tmp_path,
+                          checks=('checks/mpi4py_pingpong.py',),
                           env=faults.env())
         wait_until('the job on n1 to run', lambda: job_in_state(
-            faults, 'CpuDgemmCheck', 'RUNNING'))
+            faults, 'Mpi4pyPingPongCheck', 'RUNNING'))
         os.kill(ctld, signal.SIGSTOP)
         try:
             time.sleep(45)

@@ -2,10 +2,12 @@
 ``hpcval verdict``: every node accounted for, a slow node found by its
 peers, a broken node named, nothing else blamed.
 
-The screen is ``CpuDgemmCheck`` (DGEMM GFLOP/s on every core of a node)
-under ReFrame's ``--distribute``.  A node is made slow honestly: its slurmd,
-and so every job step it starts, is put under a CPU quota (a cgroup); a node
-is broken by its task prolog (PYTHONHOME points nowhere).
+The screen is ``LikwidBenchCheck %kernel=peakflops`` (likwid-bench's flop
+rate on every core of a node) under ReFrame's ``--distribute``.  A node is
+made slow honestly: its slurmd, and so every job it starts, is put under a
+CPU quota (a cgroup); a node is broken by its task prolog, whose exports
+reach the batch script too: PATH points nowhere, so likwid-bench cannot be
+run there.
 """
 import json
 import subprocess
@@ -16,8 +18,10 @@ import pytest
 from hpcval.testing.minicluster import MiniCluster, missing_prerequisites
 from rfmrun import ROOT, VENV_BIN, cases, reframe
 
-SCREEN = ('--distribute=all', '-n', 'CpuDgemmCheck')
-DGEMM = ('checks/cpu_dgemm.py',)
+PEAKFLOPS = 'LikwidBenchCheck%kernel=peakflops'
+SCREEN = ('--distribute=all', '-n', PEAKFLOPS)
+LIKWID = ('checks/likwid_bench.py',)
+NO_LIKWID = 'export PATH=/nonexistent'
 # tight enough to show through a loaded 2-core host (where every healthy
 # node gets well under one core), still a quota: the node runs, slowly
 SLOW_PERCENT = 5
@@ -33,7 +37,7 @@ def verdict(report_path):
 def screen(cluster, tmp_path, *args):
     start = time.monotonic()
     proc, report = reframe('-r', '--system', 'minicluster', *SCREEN, *args,
-                           tmp_path=tmp_path, checks=DGEMM,
+                           tmp_path=tmp_path, checks=LIKWID,
                            env=cluster.env())
     assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
     return report, time.monotonic() - start
@@ -58,7 +62,7 @@ def test_64_node_screen_names_exactly_the_two_bad_nodes(cluster64, tmp_path):
     """n7 slowed by a CPU quota, n42 broken: the verdict names those two
     and no other, covers 64 of 64 nodes and exits 1."""
     cluster64.slow_node('n7', SLOW_PERCENT)
-    cluster64.inject_fault('n42', 'export PYTHONHOME=/nonexistent')
+    cluster64.inject_fault('n42', NO_LIKWID)
     report, wall = screen(cluster64, tmp_path)
     assert len(cases(report)) == 64
 
@@ -71,8 +75,9 @@ def test_64_node_screen_names_exactly_the_two_bad_nodes(cluster64, tmp_path):
     assert len(cov['partition_nodes']) == 64 and len(cov['tested']) == 64
     assert cov['untested'] == {}
     slow = result['failures_by_node']['n7']
-    assert any('gflops' in line and 'peer median' in line for line in slow)
-    assert any('no result from rank' in line
+    assert any('peakflops_rate' in line and 'peer median' in line
+               for line in slow)
+    assert any('printed no MFlops/s' in line
                for line in result['failures_by_node']['n42'])
     text = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict',
                            str(tmp_path / 'report.json')],
@@ -108,8 +113,8 @@ def test_a_drained_node_leaves_the_screen_incomplete(faults, tmp_path):
                'reason=after maintenance')
     try:
         proc, report = reframe('-r', '--system', 'minicluster',
-                               '--distribute', '-n', 'CpuDgemmCheck',
-                               tmp_path=tmp_path, checks=DGEMM,
+                               '--distribute', '-n', PEAKFLOPS,
+                               tmp_path=tmp_path, checks=LIKWID,
                                env=faults.env())
     finally:
         faults.run('scontrol', 'update', 'nodename=n2', 'state=resume')
@@ -162,7 +167,7 @@ def test_quick_suite_with_a_source_unreachable_is_incomplete(faults,
     names = {tc['display_name'].split()[0] for tc in cases(report)
              if not tc.get('fixture')}
     assert {'BabelStreamCpuCheck', 'Mpi4pyPingPongCheck',
-            'CpuDgemmCheck'} <= names, names
+            'LikwidBenchCheck'} <= names, names
 
     status, result, out = verdict(tmp_path / 'report.json')
     assert status == 2, out.stdout
@@ -202,7 +207,7 @@ def test_status_restart_node_and_start_after_a_crash(tmp_path):
 
         cluster.run('scontrol', 'update', 'nodename=n3', 'state=drain',
                     'reason=left over')
-        cluster.inject_fault('n1', 'export PYTHONHOME=/nonexistent')
+        cluster.inject_fault('n1', NO_LIKWID)
         for name in ('slurmctld', 'slurmd-n1'):
             os.kill(cluster.running()[name], signal.SIGKILL)
         started = cli('start')

@@ -5,7 +5,8 @@ from types import SimpleNamespace
 from hpcval import screen
 
 
-def case(node, result='pass', reason='', extras=None, test='CpuDgemmCheck'):
+def case(node, result='pass', reason='', extras=None,
+         test='LikwidBenchCheck %kernel=peakflops'):
     return SimpleNamespace(
         test=f'{test} %.part=mc:cpu %.nid={node}', system='mc',
         partition='cpu', environ='gnu', result=result, reason=reason,
@@ -16,7 +17,7 @@ def sample(metric, value, unit):
     return SimpleNamespace(metric=metric, value=value, unit=unit)
 
 
-def judge(values, unit='GFLOP/s', metric='gflops_min',
+def judge(values, unit='MFLOP/s', metric='peakflops_rate',
           factor=screen.PEER_FACTOR):
     cases = [case(node) for node in values]
     figures = {id(c): [sample(metric, values[screen.node_of(c)], unit)]

@@ -264,7 +264,6 @@ POLICY = {
     'link_fraction': _number(0, 1, low_open=True), 'num_gpus': COUNT,
     'gpu_index': COUNT, 'bidirectional': FLAG, 'duration': COUNT,
     'size': COUNT, 'pci_lanes': POSITIVE,
-    'seconds': _number(0, 3600, low_open=True),
     # validation (hpcval.benchmarks.validation, hpcval.verdict)
     'strict': FLAG,
     # what a test records for hpcval verdict: written by the test, read as

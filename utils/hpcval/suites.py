@@ -20,8 +20,9 @@ QUICK = ('^(BabelStream(Cpu|Cuda|Hip)Check'
          '|(Nccl|Rccl)TestsNodeCheck'
          '|TransferBench(Cuda)?Check%preset=p2p'
          '|Mpi4pyPingPongCheck%placement=on_node'
-         # every core's DGEMM rate: the CPU figure a screen compares
-         '|CpuDgemmCheck)')
+         # every core's flop rate (likwid-bench peakflops): the CPU figure
+         # a screen compares
+         '|LikwidBenchCheck%kernel=peakflops)')
 
 MODES = [
     {
