@@ -23,7 +23,8 @@ def judge(values, unit='MFLOP/s', metric='peakflops_rate',
     figures = {id(c): [sample(metric, values[screen.node_of(c)], unit)]
                for c in cases}
     found = screen.peer_comparison(cases, lambda c: figures[id(c)], factor)
-    return {screen.node_of(c): found[(id(c), metric)] for c in cases}
+    return {screen.node_of(c): found[(id(c), metric)] for c in cases
+            if (id(c), metric) in found}
 
 
 def test_a_node_at_a_fifth_of_its_peers_fails_and_no_other():
@@ -36,9 +37,6 @@ def test_a_node_at_a_fifth_of_its_peers_fails_and_no_other():
 
 def test_two_nodes_the_slow_one_fails_the_fast_one_passes():
     result = judge({'n1': 20.0, 'n2': 4.0})
-    assert not result['n2'].passed and result['n1'].passed
-    # a time: higher is worse
-    result = judge({'n1': 1.0, 'n2': 5.0}, unit='us', metric='latency_8B')
     assert not result['n2'].passed and result['n1'].passed
     # a site with quiet nodes asks for less: half as fast fails
     result = judge({'n1': 20.0, 'n2': 9.0}, factor=2)
@@ -97,3 +95,15 @@ def test_multinode_cases_are_excluded_not_blamed():
                                 test='Mpi4pyPingPongCheck')])
     assert cov.excluded == [('Mpi4pyPingPongCheck', why)]
     assert cov.tested == []
+
+
+def test_times_are_compared_only_among_enough_peers():
+    # two healthy nodes of a loaded host: 6.5 us against 1.5 us is noise
+    # that one peer cannot measure (seen in a real 2-node screen)
+    assert judge({'n1': 6.45, 'n2': 1.54}, unit='us',
+                 metric='latency_8B') == {}
+    # among five peers and more a time is compared, higher is worse
+    values = {f'n{i}': 1.0 + 0.05 * i for i in range(1, 7)}
+    values['n7'] = 6.0
+    result = judge(values, unit='us', metric='latency_8B')
+    assert [n for n, r in result.items() if not r.passed] == ['n7']

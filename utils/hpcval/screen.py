@@ -16,8 +16,11 @@ quarter of the median for bandwidths, rates and FLOP/s, above four times
 the median for times) and, where there are at least
 ``MIN_PEERS_FOR_MAD`` peers, also beyond ``MAD_K`` robust standard
 deviations (1.4826 x the median absolute deviation of the peers'
-log-values) from it, so that a noisy figure widens its own bound.  Spreads
-(``*_std``) and figures of unknown direction are not compared.
+log-values) from it, so that a noisy figure widens its own bound.  Times
+(latencies) are compared only among at least ``MIN_PEERS_FOR_MAD`` peers:
+on fewer, a healthy node's tiny-message latency is often four times its
+one peer's.  Spreads (``*_std``) and figures of unknown direction are not
+compared.
 """
 import math
 import re
@@ -178,6 +181,10 @@ def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
         for node, case, value in entries:
             peers = [v for n, _, v in entries if n != node and v > 0]
             if not peers or value <= 0:
+                continue
+            if direction == 'lower' and len(peers) < MIN_PEERS_FOR_MAD:
+                # a time (latency) is the noisy kind: with too few peers
+                # to measure its spread, noise cannot be told from a fault
                 continue
             median = statistics.median(peers)
             worse = _worse(value, median, direction)
