@@ -33,7 +33,11 @@ def test_local_job_scripts(tmp_path):
         line = script.read_text().splitlines()[-1]
         # likwid pins its own threads: no MPI launcher in front of it
         assert line.startswith('likwid-bench -t '), line
-        assert ' -W N:2GB:' in line
+        if 'peakflops' in line:
+            # inside L1, a fixed iteration count: a second, not seven
+            assert line.endswith(' -W N:32kB:2 -i 20000'), line
+        else:
+            assert ' -W N:2GB:' in line and ' -i ' not in line, line
 
 
 def test_check_tags_select_benchmarks(tmp_path):
