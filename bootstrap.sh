@@ -25,13 +25,14 @@ fi
 # Debian packages, installed only where we are root on Debian/Ubuntu:
 # likwid for its CPU bandwidth check (skipped without it); with --tests also
 # what the test suite drives for real: Lmod (job scripts of the module-based
-# systems, a site's module stack), Slurm with munge (the two-node
-# minicluster), Chromium (the report's HTML page rendered headless to an
+# systems, a site's module stack), Slurm with munge, slurmdbd and MariaDB
+# (the minicluster and its accounting), Chromium (the report's HTML page rendered headless to an
 # image), texlive-latex-base (pdflatex compiles the report's LaTeX) and
 # victoria-metrics (perflogs sent to a time-series database).
 packages=(likwid)
 if [ "${1:-}" = --tests ]; then
-    packages+=(lmod slurm-wlm munge chromium texlive-latex-base victoria-metrics)
+    packages+=(lmod slurm-wlm munge slurmdbd mariadb-server chromium
+               texlive-latex-base victoria-metrics)
 fi
 missing=()
 for pkg in "${packages[@]}"; do

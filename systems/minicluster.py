@@ -9,8 +9,9 @@ Partition ``cpu``: nodes n1 and n2 of Slurm partition ``debug``, each
 declaring ``CPUS_PER_NODE`` CPUs; jobs go through ``sbatch`` and ranks
 through ``srun --mpi=pmi2`` (set as ``SLURM_MPI_TYPE``, which srun reads),
 the PMI the PyPI MPICH wheel talks to.  The scheduler is ReFrame's
-``squeue`` backend: its ``slurm`` backend polls ``sacct``, which needs
-slurmdbd and a database that the minicluster does not run.
+``slurm`` backend, which polls ``sacct``: the minicluster runs slurmdbd on
+its own MariaDB, so a finished job's state (TIMEOUT, CANCELLED, ...) and
+nodes reach ReFrame as on a site with accounting.
 
 With ``HPCVAL_MINICLUSTER_LAUNCH_GPUS=N`` (for launch-path tests only) a
 second partition, ``gpu-launch``, declares N NVIDIA GPUs per node that do
@@ -37,10 +38,13 @@ def _partition(name, descr, features, environs, devices=()):
     return {
         'name': name,
         'descr': descr,
-        'scheduler': 'squeue',
+        # sacct, as sites with accounting: the minicluster runs slurmdbd
+        'scheduler': 'slurm',
         'launcher': 'srun',
         'access': [f'--partition={minicluster.PARTITION}'],
         'sched_options': {
+            # --nodes in every job script, as sites expect to read it
+            'use_nodes_option': True,
             # Slurm 22.05 gives a job waiting on a DOWN or DRAINED node this
             # reason, not ReqNodeNotAvail (ReFrame's default): cancel it and
             # fail the test instead of waiting for the node to come back
@@ -52,11 +56,13 @@ def _partition(name, descr, features, environs, devices=()):
         'env_vars': [['SLURM_MPI_TYPE', 'pmi2']],
         'environs': environs,
         'features': features,
+        # what each slurmd declares (Sockets, CoresPerSocket, ThreadsPerCore)
         'processor': {
             'num_cpus': minicluster.CPUS_PER_NODE,
-            'num_cpus_per_core': 1,
-            'num_sockets': 1,
-            'num_cpus_per_socket': minicluster.CPUS_PER_NODE,
+            'num_cpus_per_core': minicluster.THREADS_PER_CORE,
+            'num_sockets': minicluster.SOCKETS,
+            'num_cpus_per_socket': (minicluster.CPUS_PER_NODE //
+                                    minicluster.SOCKETS),
         },
         'devices': list(devices),
         # a stuck job must not hold the suite: Slurm ends it
@@ -67,8 +73,8 @@ def _partition(name, descr, features, environs, devices=()):
 
 
 _partitions = [
-    _partition('cpu', f'nodes {", ".join(minicluster.NODES)} (Slurm '
-               f'partition {minicluster.PARTITION}), srun --mpi=pmi2',
+    _partition('cpu', f'nodes n1 ... nN (Slurm partition '
+               f'{minicluster.PARTITION}), srun --mpi=pmi2',
                [ft.CPU, ft.MPI, ft.MULTINODE], ['gnu']),
 ]
 if _launch_gpus():
@@ -81,7 +87,7 @@ if _launch_gpus():
 
 system = {
     'name': 'minicluster',
-    'descr': 'Two-node Slurm cluster on this host (python -m '
+    'descr': 'Slurm cluster of N nodes on this host (python -m '
              'hpcval.testing.minicluster start)',
     'hostnames': [_NEVER],
     'modules_system': 'nomod',

@@ -54,6 +54,17 @@ def minicluster(tmp_path_factory):
     cluster.stop()
 
 
+@pytest.fixture
+def faults(minicluster):
+    """The session's minicluster, without planted faults before and after
+    (started again if a test stopped it: stop, then start, must work)."""
+    if not minicluster.running():
+        minicluster.start()
+    minicluster.clear_faults()
+    yield minicluster
+    minicluster.clear_faults()
+
+
 @pytest.fixture(scope='session')
 def local_run(tmp_path_factory):
     """``reframe -r --system local``, the README's first command, once."""

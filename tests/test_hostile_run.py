@@ -111,8 +111,7 @@ class TestNewlineAndShellInValues:
                       checks=('checks/nccl_tests.py',),
                       env={'HPCVAL_NCCL_NET_PLUGIN_DIR': '/opt/ofi\n'})
         assert proc.returncode != 0
-        assert "HPCVAL_NCCL_NET_PLUGIN_DIR='/opt/ofi\\n'" in \
-            proc.stdout + proc.stderr
+        refused(proc, "HPCVAL_NCCL_NET_PLUGIN_DIR='/opt/ofi\\n'")
 
     @pytest.mark.parametrize('name,good', [
         ('HPCVAL_ACCOUNT', 'abc123'), ('HPCVAL_ROOT', '/srv/hpcval'),
@@ -146,7 +145,7 @@ class TestNewlineAndShellInValues:
                                else object())
         assert set(ENVIRONMENT) >= {'HPCVAL_ACCOUNT', 'HPCVAL_ROOT',
                                     'HPCVAL_SITE', 'HPCVAL_PERFLOG_URL',
-                                    'HPCVAL_PERFLOG_SITE',
+                                    'HPCVAL_PERFLOG_SITE', 'HPCVAL_DEBUG',
                                     'HPCVAL_NCCL_NET_PLUGIN_DIR',
                                     'HPCVAL_MINICLUSTER_LAUNCH_GPUS'}
 

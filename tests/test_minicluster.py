@@ -20,6 +20,7 @@ file system).
 """
 import concurrent.futures
 import math
+import os
 import pathlib
 import re
 import stat
@@ -117,13 +118,6 @@ def job_in_state(cluster, name_part, state):
             if name_part in job[0] and job[1] == state]
 
 
-@pytest.fixture
-def faults(minicluster):
-    minicluster.clear_faults()
-    yield minicluster
-    minicluster.clear_faults()
-
-
 def broken_python(cluster, node):
     cluster.inject_fault(node, 'export PYTHONHOME=/nonexistent')
 
@@ -151,6 +145,7 @@ def test_pingpong_on_one_node_and_across_two(minicluster,
     assert allocated(minicluster, across) == 'n[1-2]'
     script = job_file(across, 'job_stdout').with_name('rfm_job.sh').read_text()
     for line in ('#SBATCH --ntasks=2', '#SBATCH --ntasks-per-node=1',
+                 '#SBATCH --nodes=2',
                  '#SBATCH --partition=debug', 'export SLURM_MPI_TYPE=pmi2',
                  'srun python3 -m mpi4py.bench pingpong -a numpy -n 65536'):
         assert line in script, script
@@ -285,10 +280,82 @@ def test_time_limit_and_node_down_while_waiting(faults, tmp_path):
     tc = only(limit_report, PINGPONG_ON_NODE)
     assert tc['result'] == 'fail' and tc['fail_phase'] == 'sanity'
     assert allocated(faults, tc) == 'n1'
+    # Slurm's account (sacct) first, then what the output lacks
+    assert re.search(r'error: job \d+ on n1 TIMEOUT: killed at its time limit '
+                     r'\(0:01:00\)[ ;]', tc['fail_reason']), tc['fail_reason']
     assert 'did not start' in tc['fail_reason']
     assert 'DUE TO TIME LIMIT' in job_file(tc, 'job_stderr').read_text()
     wait_until('both nodes idle again', lambda: set(
         faults.node_states().values()) == {'idle'})
+
+
+def test_scancel_is_named_as_such(faults, tmp_path):
+    """A job cancelled while it runs fails as CANCELLED on its node, not
+    as a benchmark that did not start."""
+    hanging_python(faults, 'n2')
+    with concurrent.futures.ThreadPoolExecutor() as pool:
+        run = pool.submit(run_on, faults, tmp_path, '-n',
+                          select(PINGPONG_ON_NODE), '-J', 'nodelist=n2',
+                          *QUICK)
+        [job] = wait_until('the job on n2 to run', lambda: job_in_state(
+            faults, 'Mpi4pyPingPongCheck', 'RUNNING'))
+        faults.run('scancel', '-n', job[0])
+        _, report = run.result(timeout=120)
+
+    tc = only(report, PINGPONG_ON_NODE)
+    assert tc['result'] == 'fail'
+    assert re.search(r'error: job \d+ on n2 CANCELLED: cancelled \(scancel',
+                     tc['fail_reason']), tc['fail_reason']
+
+
+def test_a_time_limit_below_slurms_minimum_is_refused(minicluster, tmp_path):
+    """Slurm counts time limits in minutes: 5 s would silently become one
+    minute, so the test fails before submitting, saying so."""
+    _, report = run_on(minicluster, tmp_path, '-n', select(PINGPONG_ON_NODE),
+                       '-S', 'time_limit=5s')
+    tc = only(report, PINGPONG_ON_NODE)
+    assert tc['result'] == 'fail' and tc['jobid'] is None
+    assert "time_limit=0:00:05 is below Slurm's shortest time limit, one " \
+        "minute" in tc['fail_reason']
+
+
+def test_a_45_s_controller_outage(faults, tmp_path):
+    """slurmctld stops answering for 45 s (SIGSTOP) as soon as a job runs
+    on n1: ReFrame keeps asking sacct (slurmdbd stays up) and the run ends
+    with a clear result, and nothing is left in the queue or on the node."""
+    import signal
+    slow_start = faults.faults / 'slow-start'
+    slow_start.mkdir(exist_ok=True)
+    (slow_start / 'sitecustomize.py').write_text(
+        'import time\ntime.sleep(10)\n')
+    faults.inject_fault('n1', f'export PYTHONPATH={slow_start}')
+    ctld = faults.running()['slurmctld']
+    with concurrent.futures.ThreadPoolExecutor() as pool:
+        run = pool.submit(reframe, '-r', '--system', 'minicluster', '-n',
+                          'CpuDgemmCheck', '-J', 'nodelist=n1',
+                          tmp_path=tmp_path, checks=('checks/cpu_dgemm.py',),
+                          env=faults.env())
+        wait_until('the job on n1 to run', lambda: job_in_state(
+            faults, 'CpuDgemmCheck', 'RUNNING'))
+        os.kill(ctld, signal.SIGSTOP)
+        try:
+            time.sleep(45)
+        finally:
+            os.kill(ctld, signal.SIGCONT)
+        proc, report = run.result(timeout=300)
+
+    assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    [tc] = cases(report)
+    assert 'Traceback' not in (tc['fail_reason'] or '')
+    # the job either lived through it (its step had started) or srun lost
+    # its controller: then Slurm's account and srun's own error say so
+    if tc['result'] != 'pass':
+        assert re.search(r'job \d+ on n1 FAILED: ended with a non-zero exit '
+                         r'code \(srun: error: ', tc['fail_reason']), \
+            tc['fail_reason']
+    wait_until('an empty queue', lambda: not faults.run(
+        'squeue', '-h', '-t', 'PD,R,CG').stdout.strip())
+    assert job_processes(faults.conf) == []
 
 
 # -- last: nothing left behind ------------------------------------------------

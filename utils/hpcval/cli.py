@@ -121,6 +121,17 @@ def _calibrate(args):
     return 0
 
 
+def _peer_factor(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 1.0 or value == float('inf'):
+        raise argparse.ArgumentTypeError(f'{text!r}: expected a number '
+                                         f'above 1 (2: half as fast)')
+    return value
+
+
 def _verdict(args):
     from hpcval import verdict
     from hpcval.publish import results
@@ -139,10 +150,13 @@ def _verdict(args):
                 and (args.until is None or case.time <= args.until))
 
     result = verdict.judge(loaded, keep, strict=args.strict,
-                           allow_unjudged=args.allow_unjudged)
-    render = verdict.render_json if args.format == 'json' \
-        else verdict.render_text
-    sys.stdout.write(render(result))
+                           allow_unjudged=args.allow_unjudged,
+                           peer_factor=args.peer_factor)
+    if args.format == 'json':
+        sys.stdout.write(verdict.render_json(result))
+    else:
+        sys.stdout.write(verdict.render_text(result,
+                                             per_node=args.per_node))
     return result.status
 
 
@@ -313,6 +327,13 @@ def _main(argv):
     ver.add_argument('--allow-unjudged', action='store_true',
                      help='figures without a reference are logged only, '
                           'not a reason for exit 2')
+    ver.add_argument('--peer-factor', type=_peer_factor, default=4.0,
+                     help='in a node screen, a figure this many times worse '
+                          'than its peers\' median fails (default 4; '
+                          'docs/screening.md)')
+    ver.add_argument('--per-node', action='store_true',
+                     help='in a node screen, every node\'s figures beside '
+                          'their peers\' median')
     ver.set_defaults(func=_verdict)
     where = sub.add_parser('paths', help='where hpcval\'s configuration, '
                                          'checks, systems and references are')

@@ -264,12 +264,14 @@ POLICY = {
     'link_fraction': _number(0, 1, low_open=True), 'num_gpus': COUNT,
     'gpu_index': COUNT, 'bidirectional': FLAG, 'duration': COUNT,
     'size': COUNT, 'pci_lanes': POSITIVE,
+    'seconds': _number(0, 3600, low_open=True),
     # validation (hpcval.benchmarks.validation, hpcval.verdict)
     'strict': FLAG,
     # what a test records for hpcval verdict: written by the test, read as
     # data from the report, never put into a command
     'hpcval_skip_reason': RECORD, 'hpcval_components': RECORD,
     'hpcval_unjudged': RECORD, 'hpcval_provenance': RECORD,
+    'hpcval_partition_nodes': RECORD, 'hpcval_screen_excluded': RECORD,
     # the data of the run's figures (hpcval.publish.plotdata)
     'hpcval_plot_data': RECORD,
 }

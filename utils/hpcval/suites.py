@@ -1,4 +1,4 @@
-"""The validation suites, as ReFrame modes (``reframe -m <mode>``).
+"""The validation suites, as ReFrame modes (``reframe --mode <mode>``).
 
 - ``quick``: one node's health in minutes: memory bandwidth of every GPU
   (and the CPUs), the collectives over all of the node's GPUs, every GPU
@@ -19,7 +19,9 @@ measured on real nodes are in docs/after-maintenance.md.
 QUICK = ('^(BabelStream(Cpu|Cuda|Hip)Check'
          '|(Nccl|Rccl)TestsNodeCheck'
          '|TransferBench(Cuda)?Check%preset=p2p'
-         '|Mpi4pyPingPongCheck%placement=on_node)')
+         '|Mpi4pyPingPongCheck%placement=on_node'
+         # every core's DGEMM rate: the CPU figure a screen compares
+         '|CpuDgemmCheck)')
 
 MODES = [
     {

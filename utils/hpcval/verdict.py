@@ -28,6 +28,8 @@ one without a reference.
 import json
 from dataclasses import asdict, dataclass, field
 
+from hpcval import screen
+
 EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = 0, 1, 2
 STATUS = {EXIT_OK: 'PASSED', EXIT_FAILED: 'FAILED',
           EXIT_INCOMPLETE: 'INCOMPLETE'}
@@ -83,6 +85,12 @@ class Group:
     provenance: dict = field(default_factory=dict)  # key: [values]
     sessions: int = 0
     replays: int = 0
+    # a node screen (--distribute): nodes tested of the partition's, and
+    # figures judged against their peers (hpcval.screen)
+    coverage: object = None
+    peer_judged: int = 0
+    # (test, metric, unit, node, value, peer median, 'pass'|'FAIL'|'')
+    per_node: list = field(default_factory=list)
 
     @property
     def name(self):
@@ -143,7 +151,10 @@ def bound_text(sample):
 
 
 def node_label(case):
-    return '+'.join(case.nodes)
+    # a screen pins each case to one node; the squeue backend may record
+    # no node list ('None')
+    return screen.node_of(case) or '+'.join(n for n in case.nodes
+                                            if n != 'None')
 
 
 def _component(case, metric):
@@ -201,7 +212,8 @@ def _key(case):
             case.environ, case.time)
 
 
-def judge(loaded, select=None, strict=False, allow_unjudged=False):
+def judge(loaded, select=None, strict=False, allow_unjudged=False,
+          peer_factor=screen.PEER_FACTOR):
     """The Verdict of ``loaded`` (hpcval.publish.results.Loaded).
 
     ``select(case)`` keeps a test case (default: all); ``strict`` makes a
@@ -214,6 +226,11 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False):
     samples = {}
     for s in loaded.samples:
         samples.setdefault(id(s.case), []).append(s)
+    screened = [c for c in loaded.cases
+                if select(c) and screen.node_of(c) is not None]
+    peer = screen.peer_comparison(screened,
+                                  lambda c: samples.get(id(c), []),
+                                  peer_factor)
 
     def group(case):
         key = (case.label or case.system, case.partition)
@@ -227,8 +244,11 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False):
         seen.add(_key(case))
         g = group(case)
         sessions.setdefault(g.name, set()).add(case.session)
+        if screen.node_of(case) and (case.extras.get('screen_excluded') or
+                                     screen.not_started(case)):
+            continue        # not a node's result: counted by coverage
         g.replays += case.replay
-        for node in case.nodes:
+        for node in node_label(case).split('+') if node_label(case) else ():
             if node not in g.nodes:
                 g.nodes.append(node)
         _provenance(g, case)
@@ -241,16 +261,31 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False):
 
         failed_figure = False
         for s in samples.get(id(case), []):
+            by_peers = peer.get((id(case), s.metric))
+            if by_peers is not None:
+                g.peer_judged += 1
+                if not by_peers.passed:
+                    failed_figure = True
+                    g.failures.append(Failure(
+                        case.system, case.partition, node_label(case),
+                        'vs peers', case.test, s.metric, s.value, s.unit,
+                        by_peers.bound, session=case.session))
             if is_judged(s):
-                if passes(s):
+                if passes(s) and (by_peers is None or by_peers.passed):
                     g.judged_passed += 1
                     continue
                 g.judged_failed += 1
+                if passes(s):
+                    continue        # named above, against its peers
                 failed_figure = True
                 g.failures.append(Failure(
                     case.system, case.partition, node_label(case),
                     _component(case, s.metric), case.test, s.metric,
                     s.value, s.unit, bound_text(s), session=case.session))
+                continue
+            if by_peers is not None:
+                g.judged_passed += by_peers.passed
+                g.judged_failed += not by_peers.passed
                 continue
             why = _unjudged_reason(case, s.metric)
             if why.startswith(DIAGNOSTIC):
@@ -288,6 +323,14 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False):
 
     for g in groups.values():
         g.sessions = len(sessions.get(g.name, ()))
+        mine = [c for c in screened
+                if ((c.label or c.system), c.partition) ==
+                (g.system, g.partition)]
+        if mine:
+            g.coverage = screen.coverage(mine)
+            g.per_node = screen.per_node(mine,
+                                         lambda c: samples.get(id(c), []),
+                                         peer_factor)
 
     ordered = [groups[k] for k in sorted(groups)]
     incomplete = _incomplete(ordered, allow_unjudged)
@@ -316,6 +359,9 @@ def _incomplete(groups, allow_unjudged):
                        f'(calibrate them, or declare them diagnostic)')
         if g.judged_passed + g.judged_failed == 0 and g.cases_failed == 0:
             why.append(f'{g.name}: no figure was judged')
+        if g.coverage is not None and (g.coverage.untested or
+                                       not g.coverage.known):
+            why.append(f'{g.name}: node screen: {g.coverage.line()}')
     return why
 
 
@@ -354,9 +400,11 @@ def _provenance_line(g):
     return '; '.join(f'{k} {" | ".join(g.provenance[k])}' for k in keys)
 
 
-def render_text(verdict, most=20):
+def render_text(verdict, most=20, per_node=False):
     """The verdict on one screen: a headline, per partition its counts,
-    failures, skips and unjudged figures (``most`` of each)."""
+    failures, skips and unjudged figures (``most`` of each); with
+    ``per_node``, every node's figures of a screen beside their peers'
+    median."""
     lines = [f'hpcval verdict: {verdict.word} (exit {verdict.status})']
     for g in verdict.groups:
         nodes = ', '.join(g.nodes[:8]) + (
@@ -373,11 +421,24 @@ def render_text(verdict, most=20):
             f'{g.logged} logged without a reference, {g.diagnostic} '
             f'diagnostic (logged on purpose)',
         ]
+        if g.coverage is not None:
+            lines.append(f'  node screen: {g.coverage.line()}; '
+                         f'{g.peer_judged} figures compared with their '
+                         f'peers\' median')
+            lines += _capped([f'  EXCLUDED {t}: {w}'
+                              for t, w in g.coverage.excluded], most)
         if g.provenance:
             lines.append(f'  provenance: {_provenance_line(g)}')
         lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
         lines += _capped([f'  SKIP {t}: {r}' for t, r in g.skips], most)
         lines += _capped(_unjudged_lines(g.unjudged), most)
+        if per_node and g.per_node:
+            lines.append('  per node (figure, peers\' median, verdict):')
+            lines += [f'    {node} {test}: {metric} = {_num(value)} {unit}'
+                      + (f', peers {_num(median)}' if median else '')
+                      + (f' {mark}' if mark else '')
+                      for test, metric, unit, node, value, median, mark
+                      in g.per_node]
 
     nodes = by_node(verdict)
     if verdict.distributed or len(nodes) > 1:

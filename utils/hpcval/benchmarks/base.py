@@ -20,6 +20,8 @@ from reframe.core.builtins import (run_after, run_before, sanity_function,
 from reframe.core.exceptions import SanityError
 
 from hpcval import coverage, paths, provenance, references, replay, stacks
+from hpcval.benchmarks import fates
+from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text, stderr_reason
@@ -30,7 +32,7 @@ def _reference_files():
     return references.load_layered(paths.references_dirs())
 
 
-class ParsedBenchmark(SourceSettings):
+class ParsedBenchmark(ScreenRecord, SourceSettings):
     """Mixin for tests whose output is judged by an hpcval parser.
 
     Subclasses implement ``parse()`` (returning any result object, raising
@@ -126,14 +128,18 @@ class ParsedBenchmark(SourceSettings):
         except OSError:
             return {}
 
+    def _job_stderr(self):
+        try:
+            with open(os.path.join(self.stagedir, self.stderr.evaluate()),
+                      encoding='utf-8', errors='replace') as fp:
+                return fp.read(65536)
+        except OSError:
+            return ''
+
     def _exit_status(self):
         notes = []
         if self.job.exitcode not in (0, None):
             notes.append(f'exit code {self.job.exitcode}')
-        # how the job ended where no exit code reaches ReFrame (squeue backend)
-        if self.job.state in ('TIMEOUT', 'FAILED', 'NODE_FAIL',
-                              'OUT_OF_MEMORY', 'CANCELLED'):
-            notes.append(f'job state {self.job.state}')
         return f' ({", ".join(notes)})' if notes else ''
 
     @run_after('init')
@@ -166,6 +172,10 @@ class ParsedBenchmark(SourceSettings):
         if replay.active(self):
             replay.stage(self)
 
+    @run_before('run')
+    def refuse_short_time_limit(self):
+        fates.check_time_limit(self)
+
     @property
     def result(self):
         """The parsed output, parsed once on first use: by sanity, or by the
@@ -181,15 +191,26 @@ class ParsedBenchmark(SourceSettings):
         return self._parsed
 
     def _parse_once(self):
+        # how Slurm ended the job comes first: the output's faults follow
+        fate = self._fate()
         try:
             return self.parse()
         except ParseError as err:
-            return SanityError(f'{err}{self._exit_status()}'
-                               f'{self._stderr_note(str(err))}')
+            return SanityError(f'{fate}{err}{self._exit_status()}'
+                               f'{self._stderr_note(fate + str(err))}')
         except FileNotFoundError as err:
-            return SanityError(f'output file missing: {err.filename}'
+            missing = err.filename or ''
+            return SanityError(f'{fate}output file missing: {missing}'
                                f'{self._exit_status()}'
-                               f'{self._stderr_note(err.filename or "")}')
+                               f'{self._stderr_note(fate + missing)}')
+
+    def _fate(self):
+        """'job 8 on n1 TIMEOUT: ... (srun's error); ' or ''."""
+        fate = fates.job_fate(self.job)
+        if not fate:
+            return ''
+        why = fates.slurm_error(self._job_stderr())
+        return f'{fate} ({why}); ' if why else f'{fate}; '
 
     def _stderr_note(self, reason):
         """'; stderr: <why>' from the job's standard error, unless the

@@ -1,26 +1,33 @@
-"""A two-node Slurm cluster on this host, for the test suite and by hand.
+"""A Slurm cluster of N nodes on this host, for the test suite and by hand.
 
-    python -m hpcval.testing.minicluster start  --dir DIR   # prints: export SLURM_CONF=...
+    python -m hpcval.testing.minicluster start  --dir DIR [--nodes N]
+                                                   # prints: export SLURM_CONF=...
     python -m hpcval.testing.minicluster status --dir DIR
+    python -m hpcval.testing.minicluster restart-node --dir DIR NODE
     python -m hpcval.testing.minicluster stop   --dir DIR
 
 Debian's ``slurm-wlm`` and ``munge``, run as root: one ``munged`` with its
-own key and socket, one ``slurmctld`` and two ``slurmd`` (``-N n1``, ``-N
-n2``) on free ports picked at start.  Configuration, state, logs, spool
-and the munge key live under DIR; the system's /etc/munge, /etc/slurm and
-any munged or Slurm someone else runs are left alone.  ``stop`` ends
-exactly the daemons ``start`` recorded (by PID, checking that the PID is
-still the daemon started here), then any job process left over from them.
+own key and socket, one ``slurmctld`` and one ``slurmd`` per node (``-N n1``
+... ``-N nN``, each on its own port, picked free at start).  Configuration,
+state, logs, spool and the munge key live under DIR; the system's
+/etc/munge, /etc/slurm and any munged or Slurm someone else runs are left
+alone.  ``stop`` ends exactly the daemons ``start`` recorded (by PID,
+checking that the PID is still the daemon started here), then any job
+process left over from them; ``start`` after a crash does the same with
+what the crashed cluster left, and begins from empty state.
 
 Faults for tests: every task launched on node N first goes through a task
 prolog that emits the lines of ``DIR/faults/N`` (Slurm's TaskProlog
 protocol: ``export NAME=value``), so a test can break one node's
-environment the way a broken software stack does.
+environment the way a broken software stack does; ``slow_node`` puts one
+node's slurmd, and so every job step it starts from then on, under a CPU
+quota (a cgroup, as a throttled or failing CPU would be).
 """
 import argparse
 import json
 import os
 import pathlib
+import re
 import secrets
 import shlex
 import shutil
@@ -30,14 +37,27 @@ import subprocess
 import sys
 import time
 
-NODES = ('n1', 'n2')
-#: CPUs each slurmd declares: two ranks fit on one node (ping-pong on_node)
-CPUS_PER_NODE = 2
+DEFAULT_NODE_COUNT = 2
+#: the most nodes one host runs (one slurmd each, about 5 MB and a port)
+MAX_NODE_COUNT = 256
+#: topology each slurmd declares: 1 socket x 2 cores x 1 thread, so that two
+#: ranks fit on one node (ping-pong on_node); systems/minicluster.py's
+#: processor entry says the same
+SOCKETS, CORES_PER_SOCKET, THREADS_PER_CORE = 1, 2, 1
+CPUS_PER_NODE = SOCKETS * CORES_PER_SOCKET * THREADS_PER_CORE
 REAL_MEMORY_MB = 1000
 PARTITION = 'debug'
-DAEMONS = ('munged', 'slurmctld', 'slurmd')
 # unix socket paths are limited to 108 bytes (sun_path)
 _MAX_SOCKET_PATH = 100
+
+
+def node_names(count):
+    """n1 ... n<count>."""
+    return tuple(f'n{i}' for i in range(1, count + 1))
+
+
+#: the nodes of a default (two-node) cluster
+NODES = node_names(DEFAULT_NODE_COUNT)
 
 
 class MiniClusterError(RuntimeError):
@@ -49,12 +69,14 @@ def missing_prerequisites():
     if os.geteuid() != 0:
         return 'the minicluster runs its Slurm and munge daemons as root'
 
-    tools = [t for t in ('munged', 'slurmctld', 'slurmd', 'srun', 'sbatch',
-                         'scontrol', 'sinfo', 'squeue', 'sacct', 'scancel')
+    tools = [t for t in ('munged', 'slurmctld', 'slurmd', 'slurmdbd',
+                         'srun', 'sbatch', 'scontrol', 'sinfo', 'squeue',
+                         'sacct', 'scancel', 'mariadbd', 'mariadb-install-db')
              if shutil.which(t) is None]
     if tools:
         return (f'not installed: {" ".join(tools)} (./bootstrap.sh --tests '
-                f'installs Debian\'s slurm-wlm and munge)')
+                f'installs Debian\'s slurm-wlm, slurmdbd, mariadb-server '
+                f'and munge)')
 
     return ''
 
@@ -164,15 +186,100 @@ def _terminate(pids, timeout):
         raise MiniClusterError(f'processes {pids} survived SIGKILL')
 
 
-class MiniCluster:
-    """The cluster whose files live under ``root``."""
+class CpuQuota:
+    """CPU quotas for one cluster's nodes: a cgroup per node under a folder
+    named after the cluster, in cgroup v2 (``cpu.max``) or v1's ``cpu``
+    hierarchy (``cpu.cfs_quota_us``), whichever this host mounts."""
 
-    def __init__(self, root):
+    PERIOD_US = 100000
+
+    def __init__(self, cluster_root):
+        tag = 'hpcval-mc-' + re.sub(r'[^A-Za-z0-9]', '_',
+                                    str(cluster_root))[-60:]
+        v2 = pathlib.Path('/sys/fs/cgroup')
+        v1 = v2 / 'cpu'
+        if (v2 / 'cgroup.controllers').exists():
+            self.version, self.base = 2, v2 / tag
+        elif (v1 / 'cpu.cfs_quota_us').exists():
+            self.version, self.base = 1, v1 / tag
+        else:
+            self.version, self.base = None, None
+
+    def limit(self, node, percent, pids):
+        """Hold ``pids`` (and every process they start from now) to
+        ``percent`` % of one CPU."""
+        if self.base is None:
+            raise MiniClusterError('no cgroup cpu controller mounted at '
+                                   '/sys/fs/cgroup: cannot slow a node')
+
+        quota = max(1000, int(self.PERIOD_US * percent / 100))
+        group = self.base / node
+        try:
+            if self.version == 2:
+                self._enable_v2_cpu()
+                group.mkdir(exist_ok=True)
+                (group / 'cpu.max').write_text(f'{quota} {self.PERIOD_US}')
+            else:
+                group.mkdir(parents=True, exist_ok=True)
+                (group / 'cpu.cfs_period_us').write_text(str(self.PERIOD_US))
+                (group / 'cpu.cfs_quota_us').write_text(str(quota))
+            for pid in pids:
+                (group / 'cgroup.procs').write_text(str(pid))
+        except OSError as err:
+            raise MiniClusterError(f'cannot set a CPU quota in {group}: '
+                                   f'{err}') from None
+
+    def _enable_v2_cpu(self):
+        # a controller reaches a child only through its parent's
+        # subtree_control; the cluster's folder holds no process itself
+        root = self.base.parent
+        if 'cpu' not in (root / 'cgroup.subtree_control').read_text().split():
+            (root / 'cgroup.subtree_control').write_text('+cpu')
+        self.base.mkdir(exist_ok=True)
+        (self.base / 'cgroup.subtree_control').write_text('+cpu')
+
+    def lift(self, node):
+        """No quota for ``node`` any more (its processes stay grouped)."""
+        group = self.base / node if self.base else None
+        if group is None or not group.exists():
+            return
+        if self.version == 2:
+            (group / 'cpu.max').write_text(f'max {self.PERIOD_US}')
+        else:
+            (group / 'cpu.cfs_quota_us').write_text('-1')
+
+    def remove(self):
+        """Remove the cluster's groups (once their processes have ended)."""
+        if self.base is None or not self.base.exists():
+            return
+        for group in [*self.base.iterdir(), self.base]:
+            if group.is_dir():
+                try:
+                    group.rmdir()
+                except OSError:
+                    pass        # a process still in it: left for the kernel
+
+
+class MiniCluster:
+    """The cluster whose files live under ``root``; ``nodes``: how many
+    slurmd ``start`` runs (default: as many as the cluster last started
+    there, else two)."""
+
+    def __init__(self, root, nodes=None):
         self.root = pathlib.Path(root).resolve()
         self.conf = self.root / 'etc' / 'slurm.conf'
         self.munge_socket = self.root / 'munge' / 'munge.socket'
+        self.db_socket = self.root / 'db' / 'mysqld.sock'
         self.faults = self.root / 'faults'
         self._pid_file = self.root / 'daemons.json'
+        self._layout_file = self.root / 'cluster.json'
+        if nodes is None:
+            nodes = self._recorded_layout().get('nodes', DEFAULT_NODE_COUNT)
+        if not isinstance(nodes, int) or not 1 <= nodes <= MAX_NODE_COUNT:
+            raise MiniClusterError(f'--nodes {nodes}: expected 1 to '
+                                   f'{MAX_NODE_COUNT}')
+        self.nodes = node_names(nodes)
+        self.quota = CpuQuota(self.root)
 
     # -- what a shell or a test needs ---------------------------------------
 
@@ -200,28 +307,72 @@ class MiniCluster:
         out = self.run('sinfo', '-h', '-N', '-o', '%N %t').stdout
         return dict(line.split() for line in out.splitlines() if line.strip())
 
+    def _check_node(self, node):
+        if node not in self.nodes:
+            shown = (', '.join(self.nodes) if len(self.nodes) < 5
+                     else f'{self.nodes[0]} ... {self.nodes[-1]}')
+            raise MiniClusterError(f'no node {node!r}: {shown}')
+
     def inject_fault(self, node, *prolog_lines):
         """Every task started on ``node`` from now gets these TaskProlog
         lines (``export NAME=value``, ``unset NAME``)."""
-        if node not in NODES:
-            raise MiniClusterError(f'no node {node!r}: {", ".join(NODES)}')
-
+        self._check_node(node)
         (self.faults / node).write_text(''.join(f'{line}\n'
                                                 for line in prolog_lines))
 
+    def slow_node(self, node, percent):
+        """Every job step ``node`` starts from now runs under a quota of
+        ``percent`` % of one CPU (the node's slurmd is moved into a cgroup
+        with that quota; its job steps inherit it)."""
+        self._check_node(node)
+        pid = self.running().get(f'slurmd-{node}')
+        if pid is None:
+            raise MiniClusterError(f'slurmd of {node} is not running')
+
+        self.quota.limit(node, percent, [pid])
+
     def clear_faults(self):
-        for node in NODES:
+        for node in self.nodes:
             (self.faults / node).unlink(missing_ok=True)
+            self.quota.lift(node)
 
     # -- configuration ------------------------------------------------------
 
-    def _slurm_conf(self, ctld_port, node_ports):
+    def _slurmdbd_conf(self, dbd_port, db_port):
+        host = socket.gethostname().split('.')[0]
+        return '\n'.join([
+            'AuthType=auth/munge',
+            f'AuthInfo=socket={self.munge_socket}',
+            f'DbdHost={host}',
+            'DbdAddr=127.0.0.1',
+            f'DbdPort={dbd_port}',
+            'SlurmUser=root',
+            f'PidFile={self.root / "state" / "slurmdbd.pid"}',
+            f'LogFile={self.root / "log" / "slurmdbd.log"}',
+            'DebugLevel=info',
+            'StorageType=accounting_storage/mysql',
+            'StorageHost=127.0.0.1',
+            f'StoragePort={db_port}',
+            # the database's own root, on 127.0.0.1 only, empty password:
+            # the database is this cluster's and lives under DIR/db
+            'StorageUser=root',
+            'StorageLoc=slurm_acct_db',
+        ]) + '\n'
+
+    def _slurm_conf(self, ctld_port, node_ports, dbd_port):
         host = socket.gethostname().split('.')[0]
         state = self.root / 'state'
         log = self.root / 'log'
         auth = f'socket={self.munge_socket}'
         lines = [
             'ClusterName=minicluster',
+            # accounting, as real sites run it: sacct answers for finished
+            # jobs (ReFrame's slurm backend), with their state and nodes
+            'AccountingStorageType=accounting_storage/slurmdbd',
+            'AccountingStorageHost=127.0.0.1',
+            f'AccountingStoragePort={dbd_port}',
+            # for slurmdbd connections Slurm takes munge's socket from here
+            f'AccountingStoragePass={self.munge_socket}',
             f'SlurmctldHost={host}(127.0.0.1)',
             f'SlurmctldPort={ctld_port}',
             'SlurmUser=root',
@@ -231,6 +382,10 @@ class MiniCluster:
             'CredType=cred/munge',
             # no cgroups: several slurmd share this host and its hierarchy
             'ProctrackType=proctrack/linuxproc',
+            # no task/affinity: every node's cores are the same host cores,
+            # and Slurm confines a one-core-per-node job's ranks to "core 0"
+            # of each node, the same host core (a ping-pong across nodes
+            # then takes turns on it: minutes instead of a second)
             'TaskPlugin=task/none',
             'JobAcctGatherType=jobacct_gather/none',
             'SelectType=select/cons_tres',
@@ -251,6 +406,8 @@ class MiniCluster:
             'SlurmdTimeout=30',
             'InactiveLimit=0',
             'MinJobAge=600',
+            # many nodes answer the controller's pings on two cores
+            'TreeWidth=64',
             'MailProg=/bin/true',
             f'TaskProlog={self.root / "etc" / "task_prolog.sh"}',
             f'StateSaveLocation={state / "ctld"}',
@@ -262,13 +419,15 @@ class MiniCluster:
             'SlurmctldDebug=info',
             'SlurmdDebug=info',
         ]
-        for node, port in zip(NODES, node_ports):
+        for node, port in zip(self.nodes, node_ports):
             lines.append(f'NodeName={node} NodeHostname={host} '
                          f'NodeAddr=127.0.0.1 Port={port} '
-                         f'CPUs={CPUS_PER_NODE} '
+                         f'Sockets={SOCKETS} '
+                         f'CoresPerSocket={CORES_PER_SOCKET} '
+                         f'ThreadsPerCore={THREADS_PER_CORE} '
                          f'RealMemory={REAL_MEMORY_MB} State=UNKNOWN')
 
-        lines.append(f'PartitionName={PARTITION} Nodes={",".join(NODES)} '
+        lines.append(f'PartitionName={PARTITION} Nodes=ALL '
                      f'Default=YES MaxTime=INFINITE State=UP')
         return '\n'.join(lines) + '\n'
 
@@ -281,27 +440,58 @@ class MiniCluster:
                 'exit 0\n')
 
     def _write_files(self):
+        # state and faults of an earlier cluster here never carry over
+        for sub in ('state', 'faults'):
+            shutil.rmtree(self.root / sub, ignore_errors=True)
         for sub in ('etc', 'munge', 'state/ctld', 'log', 'faults',
-                    *(f'state/spool/{n}' for n in NODES)):
+                    *(f'state/spool/{n}' for n in self.nodes)):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
 
         # munged wants its key folder writable by its owner only, and
         # searchable by all for the socket
         os.chmod(self.root / 'munge', 0o711)
         key = self.root / 'munge' / 'munge.key'
+        key.unlink(missing_ok=True)
         key.write_bytes(secrets.token_bytes(1024))
         os.chmod(key, 0o400)
         prolog = self.root / 'etc' / 'task_prolog.sh'
         prolog.write_text(self._task_prolog())
         os.chmod(prolog, 0o755)
-        ports = free_ports(1 + len(NODES))
-        self.conf.write_text(self._slurm_conf(ports[0], ports[1:]))
+        ctld_port, dbd_port, db_port, *node_ports = free_ports(
+            3 + len(self.nodes))
+        self.db_port = db_port
+        self.conf.write_text(self._slurm_conf(ctld_port, node_ports,
+                                              dbd_port))
+        dbd_conf = self.conf.with_name('slurmdbd.conf')
+        dbd_conf.unlink(missing_ok=True)
+        # slurmdbd refuses a configuration others can read
+        fd = os.open(dbd_conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, 'w') as fp:
+            fp.write(self._slurmdbd_conf(dbd_port, db_port))
+        self._install_db()
+        self._layout_file.write_text(json.dumps({'nodes': len(self.nodes)}))
+
+    def _install_db(self):
+        """A fresh MariaDB data folder: job ids restart at 1 with the
+        controller's state, so an old accounting record must not remain."""
+        data = self.root / 'db' / 'data'
+        shutil.rmtree(self.root / 'db', ignore_errors=True)
+        data.mkdir(parents=True)
+        proc = subprocess.run(
+            ['mariadb-install-db', '--no-defaults', f'--datadir={data}',
+             '--user=root', '--auth-root-authentication-method=normal',
+             '--skip-test-db'], capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise MiniClusterError(f'mariadb-install-db failed: '
+                                   f'{proc.stdout[-1000:]}{proc.stderr}')
 
     # -- daemons ------------------------------------------------------------
 
+    def _slurmd_cmd(self, node):
+        return ['slurmd', '-D', '-N', node, '-f', str(self.conf)]
+
     def _daemon_cmds(self):
         munge = self.root / 'munge'
-        conf = str(self.conf)
         return [
             ('munged', ['munged', '--foreground', '--force',
                         f'--socket={self.munge_socket}',
@@ -309,36 +499,84 @@ class MiniCluster:
                         f'--pid-file={munge / "munged.pid"}',
                         f'--seed-file={munge / "munged.seed"}',
                         f'--log-file={self.root / "log" / "munged.log"}']),
-            ('slurmctld', ['slurmctld', '-D', '-i', '-f', conf]),
-            *((f'slurmd-{node}', ['slurmd', '-D', '-N', node, '-f', conf])
-              for node in NODES),
+            ('mariadbd', ['mariadbd', '--no-defaults',
+                          f'--datadir={self.root / "db" / "data"}',
+                          '--user=root', '--bind-address=127.0.0.1',
+                          f'--port={self.db_port}', '--skip-name-resolve',
+                          f'--socket={self.db_socket}',
+                          f'--pid-file={self.root / "db" / "mysqld.pid"}',
+                          f'--log-error={self.root / "log" / "mariadb.log"}',
+                          '--innodb-buffer-pool-size=32M']),
+            ('slurmdbd', ['slurmdbd', '-D']),
+            ('slurmctld', ['slurmctld', '-D', '-i', '-f', str(self.conf)]),
+            *((f'slurmd-{node}', self._slurmd_cmd(node))
+              for node in self.nodes),
         ]
 
     def _recorded(self):
-        if not self._pid_file.exists():
+        try:
+            return json.loads(self._pid_file.read_text())
+        except (OSError, ValueError):
             return {}
 
-        return json.loads(self._pid_file.read_text())
+    def _recorded_layout(self):
+        try:
+            return json.loads(self._layout_file.read_text())
+        except (OSError, ValueError):
+            return {}
 
     def _is_ours(self, pid):
         """The PID still runs a daemon whose command line names this
         cluster's files (a PID reused by another process is not ours)."""
         cmdline = _proc_field(pid, 'cmdline')
-        return (_alive(pid) and cmdline is not None and
-                str(self.root).encode() in cmdline)
+        if not _alive(pid) or cmdline is None:
+            return False
+        if str(self.root).encode() in cmdline:
+            return True
+        # slurmdbd takes no file argument: it has our SLURM_CONF
+        environ = _proc_field(pid, 'environ') or b''
+        return f'SLURM_CONF={self.conf}\0'.encode() in environ
 
     def running(self):
         """{daemon: pid} of the recorded daemons still running."""
         return {name: pid for name, pid in self._recorded().items()
                 if self._is_ours(pid)}
 
-    def start(self, timeout=60):
+    def dead(self):
+        """Recorded daemons that are no longer running."""
+        return sorted(name for name, pid in self._recorded().items()
+                      if not _alive(pid))
+
+    def _spawn(self, name, cmd):
+        env = dict(os.environ, **self.env())
+        with open(self.root / 'log' / f'{name}.out', 'ab') as log:
+            proc = subprocess.Popen(cmd, env=env, stdout=log,
+                                    stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        pids = self._recorded()
+        pids[name] = proc.pid
+        self._pid_file.write_text(json.dumps(pids, indent=1))
+        return proc.pid
+
+    def clean_stale(self):
+        """What a crashed cluster here left: its job steps, daemons still
+        recorded, its cgroups; returns the PIDs ended."""
+        leftovers = list(self.running().values())
+        leftovers += job_processes(self.conf)
+        _terminate(leftovers, 10)
+        self._pid_file.unlink(missing_ok=True)
+        self.quota.remove()
+        return leftovers
+
+    def start(self, timeout=None):
         """Start the daemons and wait until every node is idle."""
         why = missing_prerequisites()
         if why:
             raise MiniClusterError(why)
 
-        if self.running():
+        running = self.running()
+        if running and not self.dead():
             raise MiniClusterError(f'a minicluster already runs from '
                                    f'{self.root}; stop it first')
 
@@ -346,40 +584,62 @@ class MiniCluster:
             raise MiniClusterError(f'{self.root}: path too long for the munge '
                                    f'socket; choose a shorter --dir')
 
+        self.clean_stale()
         self._write_files()
-        pids = {}
-        env = dict(os.environ, **self.env())
+        if timeout is None:
+            timeout = 60 + len(self.nodes)
         try:
             for name, cmd in self._daemon_cmds():
-                log = open(self.root / 'log' / f'{name}.out', 'ab')
-                with log:
-                    proc = subprocess.Popen(cmd, env=env, stdout=log,
-                                            stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL,
-                                            start_new_session=True)
-                pids[name] = proc.pid
-                self._pid_file.write_text(json.dumps(pids, indent=1))
-                # until exec, the child's command line is still ours
-                self._wait_for(lambda: self._is_ours(proc.pid), 10,
-                               f'{name} to start')
+                pid = self._spawn(name, cmd)
                 if name == 'munged':
+                    # until exec, the child's command line is still ours
+                    self._wait_for(lambda: self._is_ours(pid), 10,
+                                   f'{name} to start')
                     self._wait_for(self.munge_socket.exists, 10,
                                    'munged socket')
+                elif name == 'mariadbd':
+                    self._wait_for(self.db_socket.exists, 60,
+                                   'MariaDB socket')
+                elif name == 'slurmdbd':
+                    self._wait_for(self._dbd_answers, 60,
+                                   'slurmdbd answering')
                 elif name == 'slurmctld':
-                    self._wait_for(self._controller_answers, 20,
+                    self._wait_for(self._controller_answers, 30,
                                    'slurmctld answering')
 
-            self._wait_for(self._all_idle, timeout, 'both nodes idle')
+            self._wait_for(self._all_idle, timeout, 'every node idle')
         except Exception:
             self.stop()
             raise
+
+    def restart_node(self, node, timeout=60):
+        """End ``node``'s slurmd (if it runs) and start it again, with a
+        clean spool; returns once the node is back in service."""
+        self._check_node(node)
+        name = f'slurmd-{node}'
+        pid = self.running().get(name)
+        if pid is not None:
+            _terminate([pid], 10)
+        spool = self.root / 'state' / 'spool' / node
+        shutil.rmtree(spool, ignore_errors=True)
+        spool.mkdir(parents=True)
+        self._spawn(name, self._slurmd_cmd(node))
+        self._wait_for(lambda: not self.node_states().get(
+            node, 'down').startswith(('down', 'unk')), timeout,
+            f'{node} back in service')
+        if self.node_states()[node].startswith('down'):
+            self.run('scontrol', 'update', f'nodename={node}', 'state=resume')
+
+    def _dbd_answers(self):
+        return self.run('sacctmgr', '-n', 'show', 'cluster',
+                        check=False).returncode == 0
 
     def _controller_answers(self):
         return self.run('scontrol', 'ping', check=False).returncode == 0
 
     def _all_idle(self):
         states = self.node_states()
-        return all(states.get(node) == 'idle' for node in NODES)
+        return all(states.get(node) == 'idle' for node in self.nodes)
 
     def _no_jobs(self):
         return not self.run('squeue', '-h', '-t', 'PD,R,CG,S',
@@ -388,8 +648,7 @@ class MiniCluster:
     def _wait_for(self, ready, timeout, what):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            dead = [name for name, pid in self._recorded().items()
-                    if not _alive(pid)]
+            dead = self.dead()
             if dead:
                 raise MiniClusterError(f'{", ".join(dead)} exited; see '
                                        f'{self.root / "log"}')
@@ -417,47 +676,69 @@ class MiniCluster:
             except MiniClusterError:
                 pass        # their processes are ended below
 
-
-        order = sorted(running, key=lambda name: (
-            not name.startswith('slurmd'), name == 'munged'))
-        for name in order:
-            _terminate([running[name]], timeout)
-            ended.append(running[name])
+        slurmds = [pid for name, pid in running.items()
+                   if name.startswith('slurmd-')]
+        # the others in the reverse of their start: munged last
+        others = [name for name in reversed(list(running))
+                  if not name.startswith('slurmd-')]
+        for group in (slurmds, *([running[name]] for name in others)):
+            _terminate(group, timeout)
+            ended += group
 
         leftovers = job_processes(self.conf)
         _terminate(leftovers, timeout)
         ended += leftovers
         self._pid_file.unlink(missing_ok=True)
+        self.quota.remove()
         return ended
 
     def status(self):
-        running = self.running()
+        """(text, healthy): every daemon with its PID or DEAD, every
+        node's state."""
+        running, dead = self.running(), self.dead()
         lines = [f'{name}: pid {pid}' for name, pid in running.items()]
+        lines += [f'{name}: DEAD (exited; see {self.root / "log"})'
+                  for name in dead]
         if 'slurmctld' in running:
             lines += [f'node {node}: {state}'
                       for node, state in self.node_states().items()]
 
-        return '\n'.join(lines) or f'no minicluster running from {self.root}'
+        if not lines:
+            return f'no minicluster running from {self.root}', False
+        return '\n'.join(lines), not dead
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog='python -m hpcval.testing.minicluster',
-        description='A two-node Slurm cluster (n1, n2) on this host.')
-    parser.add_argument('action', choices=('start', 'stop', 'status'))
+        description='A Slurm cluster of N nodes (n1 ... nN) on this host.')
+    parser.add_argument('action', choices=('start', 'stop', 'status',
+                                           'restart-node'))
+    parser.add_argument('node', nargs='?',
+                        help='restart-node: the node (n1, n2, ...)')
     parser.add_argument('--dir', required=True,
                         help='folder for configuration, state and logs')
+    parser.add_argument('--nodes', type=int, default=None,
+                        help=f'start: how many nodes (default '
+                             f'{DEFAULT_NODE_COUNT})')
     args = parser.parse_args(argv)
-    cluster = MiniCluster(args.dir)
+    if (args.action == 'restart-node') != (args.node is not None):
+        parser.error('a NODE goes with restart-node, and only with it')
     try:
+        cluster = MiniCluster(args.dir, args.nodes)
         if args.action == 'start':
             cluster.start()
             print(cluster.shell_exports())
         elif args.action == 'stop':
             ended = cluster.stop()
             print(f'stopped {len(ended)} processes', file=sys.stderr)
+        elif args.action == 'restart-node':
+            cluster.restart_node(args.node)
+            print(f'{args.node}: slurmd restarted', file=sys.stderr)
         else:
-            print(cluster.status())
+            text, healthy = cluster.status()
+            print(text)
+            return 0 if healthy else 1
     except MiniClusterError as err:
         print(f'minicluster: {err}', file=sys.stderr)
         return 1

@@ -1,0 +1,107 @@
+"""What a test records when ReFrame's ``--distribute`` runs it once per node
+(a node screen), for hpcval.screen to judge coverage later, anywhere:
+
+- ``hpcval_partition_nodes``: the partition's nodes as Slurm lists them at
+  run time (``sinfo``), ``{'partition': P, 'nodes': 'n[1-64]',
+  'unavailable': {node: 'drained: reason', ...}}``;
+- ``hpcval_screen_excluded``: why a multi-node layout is not screened.  A
+  test that needs more than one node, pinned to one node, would also run
+  on another and blame the pinned one; it is skipped with this reason.
+"""
+import functools
+import itertools
+import shlex
+import subprocess
+
+import reframe as rfm
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import run_after, run_before, variable
+from reframe.utility import nodelist_abbrev
+
+# node states in which a node takes no screening job (sinfo %T, long form)
+_USABLE = {'idle', 'mixed', 'allocated', 'completing'}
+
+
+def _partition_option(options):
+    words = list(itertools.chain.from_iterable(shlex.split(o)
+                                               for o in options))
+    for i, word in enumerate(words):
+        if word.startswith('--partition='):
+            return word.split('=', 1)[1]
+        if word in ('-p', '--partition') and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith('-p') and len(word) > 2:
+            return word[2:]
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def slurm_partition_nodes(options):
+    """The nodes of the Slurm partition named in ``options`` (a job's
+    ``--partition``; else the default partition), or {} when sinfo cannot
+    tell."""
+    partition = _partition_option(options)
+    cmd = ['sinfo', '-h', '-N', '-o', '%N|%T|%E|%P']
+    if partition:
+        cmd += ['-p', partition]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True,
+                             timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+
+    nodes, unavailable = [], {}
+    for line in out.splitlines():
+        parts = line.split('|')
+        if len(parts) != 4:
+            continue
+        node, state, reason, part = parts
+        if not partition and not part.endswith('*'):
+            continue        # not the default partition
+        if node in nodes:
+            continue
+        nodes.append(node)
+        state = state.rstrip('*~#!%$@^-')
+        if state not in _USABLE:
+            unavailable[node] = (f'{state}: {reason}'
+                                 if reason and reason != 'none' else state)
+    if not nodes:
+        return {}
+
+    return {'partition': partition or part.rstrip('*'),
+            'nodes': nodelist_abbrev(nodes), 'unavailable': unavailable}
+
+
+class ScreenRecord(rfm.RegressionTestPlugin):
+    """Mixin of hpcval's benchmark bases: the records above, only in a
+    ``--distribute`` run on a Slurm partition."""
+
+    #: The partition's nodes at run time, in a node screen (see above).
+    hpcval_partition_nodes = variable(typ.Dict[str, object], value={},
+                                      loggable=True)
+
+    #: Why this test is not part of a node screen ('' when it is).
+    hpcval_screen_excluded = variable(str, value='', loggable=True)
+
+    def _screened(self):
+        return hasattr(self, '.nid') and not self.local and \
+            self.current_partition.scheduler.registered_name in ('slurm',
+                                                                 'squeue')
+
+    @run_after('setup')
+    def record_partition_nodes(self):
+        if self._screened():
+            self.hpcval_partition_nodes = slurm_partition_nodes(
+                tuple(self.current_partition.access))
+
+    @run_before('run', always_last=True)
+    def exclude_multinode_from_screen(self):
+        if not self._screened() or self.is_dry_run():
+            return
+        per_node = self.num_tasks_per_node or self.num_tasks
+        if self.num_tasks and per_node and self.num_tasks > per_node:
+            self.hpcval_screen_excluded = (
+                f'needs {-(-self.num_tasks // per_node)} nodes: a node '
+                f'screen pins one node per test case, so the other node '
+                f'would be blamed on it; run it without --distribute')
+            self.skip(self.hpcval_screen_excluded)
