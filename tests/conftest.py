@@ -7,11 +7,12 @@ cannot pass by skipping the only real Slurm runs it has.
 import collections
 import os
 import pathlib
+import shutil
 
 import pytest
 
 from hpcval.testing.minicluster import MiniCluster, missing_prerequisites
-from rfmrun import reframe
+from rfmrun import ROOT, reframe
 
 # a real ReFrame run: its process, its JSON report, the report's path
 Run = collections.namedtuple('Run', 'proc report path')
@@ -36,6 +37,14 @@ def snapshot(paths=SYSTEM_PATHS):
             found[str(path)] = (stat.st_size, stat.st_mtime_ns)
 
     return found
+
+
+@pytest.fixture
+def ref_dir(tmp_path):
+    """A copy of the built-in references/ that a test may change."""
+    target = tmp_path / 'references'
+    shutil.copytree(ROOT / 'references', target)
+    return target
 
 
 @pytest.fixture(scope='session')

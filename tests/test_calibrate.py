@@ -61,13 +61,6 @@ def loaded(tmp_path_factory, unjudged_root):
     return data
 
 
-@pytest.fixture
-def ref_dir(tmp_path):
-    target = tmp_path / 'references'
-    shutil.copytree(ROOT / 'references', target)
-    return target
-
-
 def _calibrate(samples, ref_dir, **kw):
     # these tests check the file handling with the fixed k rule and three
     # runs; test_calibrate_rule.py checks the default statistics

@@ -5,7 +5,6 @@ from the real 2 x H200 baseline (tests/fixtures/captured/h200x2/validation)
 and changed in one place each."""
 import dataclasses
 import pathlib
-import shutil
 
 import pytest
 
@@ -56,13 +55,6 @@ def test_floors_per_kind_of_metric(metric, direction, floor):
 def baseline():
     return results.load(sorted(str(p) for p in
                                (V / 'reports').glob('baseline*.json')))
-
-
-@pytest.fixture
-def ref_dir(tmp_path):
-    target = tmp_path / 'references'
-    shutil.copytree(ROOT / 'references', target)
-    return target
 
 
 def _calibrate(samples, ref_dir, **kw):

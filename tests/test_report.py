@@ -92,7 +92,10 @@ def test_every_format_from_real_reports(real_reports, every_format,
     label = {c.test: lab for c, lab in measures.labels(
         results.load(real_reports).cases).items()}
     by_key = {(r['column'], r['test'], r['metric']): r for r in rows}
-    assert len(by_key) == len(measured)
+    expected = {(system, label[test], metric)
+                for system, test, metric in measured}
+    assert set(by_key) == expected, (sorted(set(by_key) - expected),
+                                     sorted(expected - set(by_key)))
     for (system, test, metric), (value, result) in measured.items():
         row = by_key[(system, label[test], metric)]
         assert float(row['mean']) == pytest.approx(value, rel=1e-12)

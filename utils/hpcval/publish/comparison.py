@@ -239,16 +239,18 @@ def build(samples, title='Cross-system comparison', cases=None,
             table.cells[(row, col)] = _cell(table, row, col, pairs, runs.get(
                 (bench, test, col), []))
 
-    # a column whose runs of a test all failed still shows that test's rows
+    # a column whose runs of a test failed without a figure still shows
+    # that test's rows (a passed run without the metric measured another
+    # size: no cell)
     rows_of = {}
     for row, _ in table.cells:
         rows_of.setdefault((row.benchmark, row.test), set()).add(row)
     for (bench, test, col), got in runs.items():
-        for row in rows_of.get((bench, test), ()):
+        failed = sum(c.result != 'pass' for c in got)
+        for row in rows_of.get((bench, test), ()) if failed else ():
             if (row, col) not in table.cells:
-                table.cells[(row, col)] = _judged(Cell([], runs=len(got),
-                                                       failed_runs=sum(
-                    c.result != 'pass' for c in got)))
+                table.cells[(row, col)] = _judged(Cell([], runs=failed,
+                                                       failed_runs=failed))
 
     table.rows = sorted({r for r, _ in table.cells},
                         key=lambda r: (r.benchmark, r.test, r.metric))
