@@ -83,7 +83,8 @@ def fill(db, total):
 
 
 def timed(cmd, env):
-    """(wall seconds, peak RSS MiB of this process, stdout)."""
+    """(wall seconds, CPU seconds (user and system), peak RSS MiB of this
+    process, stdout)."""
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, cwd=ROOT, text=True,
@@ -97,7 +98,8 @@ def timed(cmd, env):
             raise SystemExit(f'{cmd[0]} failed ({proc.returncode}):\n'
                              f'{err.read()[-2000:].decode()}')
 
-    return wall, usage.ru_maxrss / 1024, out
+    return (wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+            out)
 
 
 def main():
@@ -136,9 +138,11 @@ def main():
              f'{period}/{period}/mean:+system/+system'],
     }
     for label, cmd in runs.items():
-        wall, rss, out = timed(cmd, env)
-        print(f'{label}: {wall:.1f} s wall, peak RSS {rss:.0f} MiB, '
-              f'{len(out.splitlines())} output lines')
+        wall, cpu, rss, out = timed(cmd, env)
+        # CPU time as well: on a shared machine the wall time says as much
+        # about the other jobs as about this one
+        print(f'{label}: {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS '
+              f'{rss:.0f} MiB, {len(out.splitlines())} output lines')
 
 
 if __name__ == '__main__':

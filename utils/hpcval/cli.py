@@ -26,11 +26,26 @@
                                       incomplete (hpcval.verdict)
 """
 import argparse
+import importlib
 import os
 import shutil
 import sys
 
-from hpcval import inputs, paths, references
+from hpcval import references
+
+
+class _Imported:
+    """A module imported at its first use: hpcval.inputs and hpcval.paths
+    import ReFrame (half a second), which `hpcval report` never needs."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        return getattr(importlib.import_module(self._name), attr)
+
+
+inputs, paths = _Imported('hpcval.inputs'), _Imported('hpcval.paths')
 
 from hpcval.publish import reference_table, report
 

@@ -210,15 +210,15 @@ def build(samples, title='Cross-system comparison', cases=None,
         if metrics is None:
             metrics = groups[(case.benchmark, test, col)] = {}
         for s in ss:
-            unit = units_of.get(s.metric)
+            key, value, given = s.metric, s.value, s.unit
+            unit = units_of.get(key)
             if unit is None:
-                unit = units_of[s.metric] = s.unit
-            key, value = s.metric, s.value
-            if s.unit != unit:
+                unit = units_of[key] = given
+            if given != unit:
                 try:
-                    value = units.convert(value, s.unit, unit)
+                    value = units.convert(value, given, unit)
                 except ValueError:      # another family: a row of its own
-                    key = (s.metric, s.unit)
+                    key = (key, given)
             pairs = metrics.get(key)
             if pairs is None:
                 pairs = metrics[key] = []

@@ -245,6 +245,63 @@ def _named(display, filename):
 
 
 def _case(tc, major, source, session, where, label):
+    return (major == 4 and _usual_case(tc, source, session, where, label)) \
+        or _checked_case(tc, major, source, session, where, label)
+
+
+def _usual_case(tc, source, session, where, label):
+    """_checked_case of a ReFrame 4.x test case whose fields are all of
+    the usual type, checked in one go; None for any other (that one then
+    says what is wrong).  A large database holds 100,000s."""
+    get = tc.get
+    display, system, partition, environ, result, filename = (
+        get('display_name'), get('system'), get('partition'),
+        get('environ'), get('result'), get('filename'))
+    nodes, tags, when = get('job_nodelist'), get('tags'), \
+        get('job_completion_time_unix')
+    outputdir, stdout, phase, name = (get('outputdir'), get('job_stdout'),
+                                      get('fail_phase'), get('unique_name'))
+    if not (type(display) is str and display
+            and type(system) is str and system
+            and type(partition) is str and partition
+            and type(environ) is str and environ
+            and type(result) is str and result
+            and type(filename) is str and filename
+            and type(nodes) is list and type(tags) is list
+            and (type(when) is float or type(when) is int)
+            and 0 <= when < 1e11
+            and (outputdir is None or type(outputdir) is str)
+            and (stdout is None or type(stdout) is str)
+            and (phase is None or type(phase) is str)
+            and (name is None or type(name) is str)):
+        return None
+    for text in nodes:
+        if type(text) is not str:
+            return None
+    for text in tags:
+        if type(text) is not str:
+            return None
+    check, params, benchmark = _named(display, filename)
+    return _new_case(
+        source=source, session=session['uuid'],
+        check=check, test=display, params=params, benchmark=benchmark,
+        system=system, partition=partition, environ=environ,
+        result=_RESULTS.get(result, result),
+        time=when or session['time'] or 0.0,
+        hostname=session['hostname'], nodes=tuple(nodes),
+        version=session['version'],
+        replay=REPLAY_TAG in tags,
+        outputdir=outputdir or None, stdout=stdout or None,
+        label=label, fields=_layout(tc, where),
+        reason=_first_line(get('fail_reason')),
+        phase=phase or '',
+        extras=_extras(tc),
+        fixture=bool(get('fixture')),
+        name=name or '',
+        deps=_deps(tc))
+
+
+def _checked_case(tc, major, source, session, where, label):
     display = (_text(tc, 'display_name', where)
                or _text(tc, 'name', where, required=True))
     if major == 3:
@@ -261,7 +318,7 @@ def _case(tc, major, source, session, where, label):
                      else 'nodelist', where)
     check, params, benchmark = _named(display,
                                       _text(tc, 'filename', where) or '')
-    return Case(
+    return _new_case(
         source=source, session=session['uuid'],
         check=check, test=display, params=params, benchmark=benchmark,
         system=system, partition=partition, environ=environ,
@@ -280,6 +337,14 @@ def _case(tc, major, source, session, where, label):
         fixture=bool(tc.get('fixture')),
         name=_field(tc, 'unique_name', str, where) or '',
         deps=_deps(tc))
+
+
+def _new_case(**values):
+    """Case(**values) of checked values (every field given), made without
+    the frozen dataclass's per-field setattr."""
+    case = object.__new__(Case)
+    case.__dict__.update(values)
+    return case
 
 
 def _first_line(text):
@@ -344,22 +409,40 @@ def _samples(tc, major, case, where):
     values = tc.get('perfvalues') if major == 4 else None
     if type(values) is dict:
         # ReFrame 4.7+: {"sys:part:metric": [value, ref, lower, upper,
-        # unit, ...]}; the usual case checked in one go, per value
-        out = []
+        # unit, ...]}; the usual case checked in one go, per value, inline
+        # (a large database holds millions)
+        out, new, flt, big = [], object.__new__, float, LARGEST
         for key, t in values.items():
-            if not (type(t) is list and len(t) >= 5 and type(key) is str
-                    and _plain(t[0]) and type(t[4]) is str and t[4]
-                    and (t[1] is None or _plain(t[1]))
-                    and (t[2] is None or _plain(t[2]))
-                    and (t[3] is None or _plain(t[3]))):
+            if type(t) is not list or len(t) < 5 or type(key) is not str:
                 break
-            metric = key.rsplit(':', 1)[-1]
+            v, ref, lo, hi, unit = t[:5]
+            if not ((type(v) is flt or type(v) is int) and -big <= v <= big
+                    and type(unit) is str and unit):
+                break
+            if ref is not None:
+                if not ((type(ref) is flt or type(ref) is int)
+                        and -big <= ref <= big):
+                    break
+                ref = flt(ref)
+            if lo is not None:
+                if not ((type(lo) is flt or type(lo) is int)
+                        and -big <= lo <= big):
+                    break
+                lo = flt(lo)
+            if hi is not None:
+                if not ((type(hi) is flt or type(hi) is int)
+                        and -big <= hi <= big):
+                    break
+                hi = flt(hi)
+            metric = key[key.rfind(':') + 1:]
             if not metric:
                 break
-            out.append(_sample(case, metric, float(t[0]), t[4],
-                               None if t[1] is None else float(t[1]),
-                               None if t[2] is None else float(t[2]),
-                               None if t[3] is None else float(t[3])))
+            # Sample(...) without the frozen dataclass's per-field setattr
+            sample = new(Sample)
+            sample.__dict__.update(case=case, metric=metric, value=flt(v),
+                                   unit=unit, reference=ref, lower=lo,
+                                   upper=hi)
+            out.append(sample)
         else:
             return out
     return _checked_samples(tc, major, case, where)
