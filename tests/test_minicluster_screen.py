@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from hpcval.testing.minicluster import MiniCluster, missing_prerequisites
+from hpcval.testing.minicluster import MiniCluster
+from conftest import require_minicluster
 from rfmrun import ROOT, VENV_BIN, cases, reframe
 
 PEAKFLOPS = 'LikwidBenchCheck%kernel=peakflops'
@@ -45,13 +46,7 @@ def screen(cluster, tmp_path, *args):
 
 @pytest.fixture(scope='module')
 def cluster64(tmp_path_factory):
-    why = missing_prerequisites()
-    if why:
-        import os
-        if os.environ.get('CI') == 'true':
-            pytest.fail(f'CI=true, and the minicluster cannot run: {why}')
-        pytest.skip(f'minicluster: {why}')
-
+    require_minicluster()
     cluster = MiniCluster(tmp_path_factory.mktemp('mc64'), nodes=64)
     cluster.start()
     yield cluster
@@ -133,8 +128,7 @@ def test_a_drained_node_leaves_the_screen_incomplete(faults, tmp_path):
 def test_readme_minicluster_lines_work_from_a_fresh_shell(tmp_path):
     """The README's minicluster block, as written, in a login shell with
     nothing exported (only its --dir moved under tmp_path)."""
-    if missing_prerequisites():
-        pytest.skip(f'minicluster: {missing_prerequisites()}')
+    require_minicluster()
     readme = (ROOT / 'README.md').read_text()
     block = readme.split('```sh\n. .venv/bin/activate && eval', 1)[1]
     block = '. .venv/bin/activate && eval' + block.split('```', 1)[0]
@@ -183,8 +177,7 @@ def test_status_restart_node_and_start_after_a_crash(tmp_path):
     restart-node; after a crash (controller and a node killed) start
     cleans what was left and every node comes back idle, without the old
     cluster's drain or faults."""
-    if missing_prerequisites():
-        pytest.skip(f'minicluster: {missing_prerequisites()}')
+    require_minicluster()
     import os
     import signal
 
