@@ -89,23 +89,21 @@ class Cell:
     def n(self):
         return len(self.values)
 
-    @property
-    def mean(self):
-        if not self.values:
-            return None
+    def _mean_std(self):
+        # once per cell: tables of a hundred thousand runs ask repeatedly
         if self._stats is None:
             self._stats = _mean_std(self.values)
-        return self._stats[0]
+        return self._stats
+
+    @property
+    def mean(self):
+        return self._mean_std()[0] if self.values else None
 
     @property
     def std(self):
         if self.spread is not None:
             return self.spread
-        if self.n < 2:
-            return None
-        if self._stats is None:
-            self._stats = _mean_std(self.values)
-        return self._stats[1]
+        return self._mean_std()[1] if self.n >= 2 else None
 
     @property
     def passed_runs(self):
