@@ -46,6 +46,9 @@ setup(
         'PyYAML>=6.0',
         # hpcval report: the results database's JSON, several times faster
         'orjson>=3.10',
+        # hpcval report: the usual stored session decoded straight into typed
+        # records of only the fields read (hpcval.publish.typed_sessions)
+        'msgspec>=0.18',
     ],
     extras_require={
         # MPI from PyPI wheels: works offline, no system MPI needed

@@ -5,12 +5,12 @@ ping-pong, and of BabelStream's CPU check where HPCVAL_BABELSTREAM_MIRROR
 names a copy of its source) give three runs per metric; local is then
 calibrated into a copy of references/ and the check rerun against it.
 """
-import dataclasses
 import math
 import os
 import shutil
 import statistics
 
+import msgspec
 import pytest
 import yaml
 
@@ -157,7 +157,7 @@ def test_written_only_when_asked_and_recalibration_rewrites_the_section(
 
     # a later calibration of one metric keeps the others it calibrated
     one = [s for s in loaded.samples if s.metric == 'latency_1KiB']
-    later = _calibrate([dataclasses.replace(s, value=s.value * 2)
+    later = _calibrate([msgspec.structs.replace(s, value=s.value * 2)
                         for s in one], ref_dir)
     changed = [line for line in later.diff.splitlines()
                if line.startswith('+') and 'value:' in line]
@@ -193,7 +193,7 @@ def test_too_few_samples_are_refused(loaded, ref_dir):
 def test_only_passed_runs_of_the_system_and_no_replays(loaded, ref_dir,
                                                        tmp_path):
     ping = [s for s in loaded.samples if s.metric == 'latency_8B']
-    odd = [dataclasses.replace(s, value=1e6, case=dataclasses.replace(
+    odd = [msgspec.structs.replace(s, value=1e6, case=msgspec.structs.replace(
         s.case, **change)) for s, change in zip(ping, (
             {'result': 'fail'}, {'system': 'frontier'}, {'replay': True}))]
     result = _calibrate(ping + odd, ref_dir)

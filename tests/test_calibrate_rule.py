@@ -3,9 +3,9 @@ the prediction bound and its false-alarm rate, the floors per kind of
 metric, and what calibrate leaves out or warns about.  Samples are taken
 from the real 2 x H200 baseline (tests/fixtures/captured/h200x2/validation)
 and changed in one place each."""
-import dataclasses
 import pathlib
 
+import msgspec
 import pytest
 
 from hpcval import references
@@ -91,7 +91,7 @@ def test_bounds_follow_the_prediction_rule_and_the_floors(
     assert value == pytest.approx(statistics.fmean(bw), rel=1e-5)
     assert -lower == pytest.approx(want, abs=1e-4) and upper is None
     # a tighter spread than the floor allows: the floor
-    quiet = [dataclasses.replace(s, value=100.0 + 0.01 * i)
+    quiet = [msgspec.structs.replace(s, value=100.0 + 0.01 * i)
              for i, s in enumerate(baseline.samples)
              if s.metric == 'time_outofplace_smallest']
     result = _calibrate(quiet, ref_dir)

@@ -4,11 +4,11 @@ another site), and the replays of the seeds' example outputs for mi300x,
 kestrel and local (tests/replays.py), whose outputs ReFrame kept.  Every
 figure is checked as an image (size, not blank) and as SVG (parses, holds
 the labels it must)."""
-import dataclasses
 import pathlib
 import shutil
 import xml.etree.ElementTree as ET
 
+import msgspec
 import pytest
 from matplotlib import image as mpimg
 
@@ -207,7 +207,7 @@ def _h200_case(loaded, folder, check, params, capture):
     folder.mkdir()
     shutil.copy(H200 / capture, folder / 'rfm_job.out')
     test = ' '.join([check, *(f'%{k}={v}' for k, v in params)])
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         loaded.cases[0], source='h200x2 capture', check=check, test=test,
         params=params, system='local', hostname='h200x2',
         partition='default', environ='cuda',
@@ -244,12 +244,12 @@ def _moved(samples, outdir, plot_data=True):
     cases = {}
     for s in samples:
         if s.case not in cases:
-            cases[s.case] = dataclasses.replace(
+            cases[s.case] = msgspec.structs.replace(
                 s.case, outputdir=outdir and f'{outdir}/{len(cases)}',
                 extras=s.case.extras if plot_data else {
                     k: v for k, v in s.case.extras.items()
                     if k != 'plot_data'})
-    return [dataclasses.replace(s, case=cases[s.case]) for s in samples]
+    return [msgspec.structs.replace(s, case=cases[s.case]) for s in samples]
 
 
 def test_a_report_from_elsewhere_draws_every_figure(loaded, tmp_path):
@@ -292,7 +292,7 @@ def test_damaged_kept_output_gives_a_message(loaded, tmp_path):
     shutil.copytree(case.outputdir, copy)
     out = copy / case.stdout
     out.write_text(cut_after(out.read_text(), '# nThread'))
-    broken = dataclasses.replace(case, outputdir=str(copy), extras={})
+    broken = msgspec.structs.replace(case, outputdir=str(copy), extras={})
     plotted = plots.collective_curves([broken], tmp_path)
     assert list(plotted) == []
     [msg] = plotted.skipped

@@ -208,6 +208,11 @@ def build(samples, title='Cross-system comparison', cases=None,
         if metrics is None:
             metrics = groups[(case.benchmark, test, col)] = {}
         for s in ss:
+            # the usual sample: a metric seen before, in the same unit
+            pairs = metrics.get(s.metric)
+            if pairs is not None and units_of[s.metric] == s.unit:
+                pairs.append((s.value, s))
+                continue
             key, value, given = s.metric, s.value, s.unit
             unit = units_of.get(key)
             if unit is None:
@@ -223,19 +228,25 @@ def build(samples, title='Cross-system comparison', cases=None,
             pairs.append((value, s))
 
     table = Table(title, [], [], {})
-    runs = {}
+    runs, failed_of, checks = {}, {}, set()
     for case in cases:
         col, test = where[id(case)]
+        key = (case.benchmark, test, col)
         if case.result != 'skip':
-            runs.setdefault((case.benchmark, test, col), []).append(case)
-        table.checks.setdefault((case.benchmark, col), set()).add(case.check)
+            runs[key] = runs.get(key, 0) + 1
+            if case.result != 'pass':
+                failed_of.setdefault(key, []).append(case)
+        checks.add((case.benchmark, col, case.check))
+    for bench, col, check in checks:
+        table.checks.setdefault((bench, col), set()).add(check)
     for (bench, test, col), metrics in groups.items():
         for key, pairs in metrics.items():
             metric, unit = (key, unit_of[(bench, test)][key]) \
                 if isinstance(key, str) else key
             row = Row(bench, test, metric, unit)
-            table.cells[(row, col)] = _cell(table, row, col, pairs, runs.get(
-                (bench, test, col), []))
+            table.cells[(row, col)] = _cell(
+                table, row, col, pairs, runs.get((bench, test, col), 0),
+                failed_of.get((bench, test, col), []))
 
     # a column whose runs of a test failed without a figure still shows
     # that test's rows (a passed run without the metric measured another
@@ -243,9 +254,9 @@ def build(samples, title='Cross-system comparison', cases=None,
     rows_of = {}
     for row, _ in table.cells:
         rows_of.setdefault((row.benchmark, row.test), set()).add(row)
-    for (bench, test, col), got in runs.items():
-        failed = sum(c.result != 'pass' for c in got)
-        for row in rows_of.get((bench, test), ()) if failed else ():
+    for (bench, test, col), got in failed_of.items():
+        failed = len(got)
+        for row in rows_of.get((bench, test), ()):
             if (row, col) not in table.cells:
                 table.cells[(row, col)] = _judged(Cell([], runs=failed,
                                                        failed_runs=failed))
@@ -263,9 +274,21 @@ def _placed(cases, per_node, among=None):
     among ``among`` (default: the cases themselves); keyed by identity, as
     hashing a Case a million times costs seconds."""
     among = cases if among is None else list(among) + list(cases)
-    column = columns(among, per_node)
-    label = measures.labels(among)
-    return {id(c): (column[c], label[c]) for c in cases}
+    # the runs of one test in one column are many: each kind once
+    first = {}
+    for c in among:
+        first.setdefault(_kind(c, per_node), c)
+    kinds = list(first.values())
+    column, label = columns(kinds, per_node), measures.labels(kinds)
+    place = {k: (column[c], label[c]) for k, c in first.items()}
+    return {id(c): place[_kind(c, per_node)] for c in cases}
+
+
+def _kind(case, per_node):
+    """What decides a case's column and measurement label."""
+    return (case.label, case.system, case.hostname, case.replay,
+            case.partition, per_node and case.nodes, case.benchmark,
+            case.check, case.params, case.fields)
 
 
 def _by_case(samples):
@@ -280,35 +303,40 @@ def _by_case(samples):
     return out
 
 
-def _cell(table, row, col, pairs, runs):
-    # the reference each run was judged against (None: ReFrame's default,
-    # no reference); inline, as this runs once per sample
-    keys = [None if not s.reference or (s.lower is None and s.upper is None)
-            else (s.reference, s.lower, s.upper) for _, s in pairs]
-    refs = set(keys)
+def _cell(table, row, col, pairs, runs, failed_runs):
+    """The Cell of ``pairs`` ((value in the row's unit, Sample)) among
+    ``runs`` runs of its test, ``failed_runs`` of them failed."""
+    # one pass over the runs (once per sample of a large database): the
+    # values, the references they were judged against (a reference of 0 or
+    # no bound: ReFrame's default, none) and the runs outside their bounds
+    values, bounds, unreferenced, outside = [], {}, False, 0
+    for value, s in pairs:
+        values.append(value)
+        if not s.reference or (s.lower is None and s.upper is None):
+            unreferenced = True
+            continue
+        key = (s.reference, s.lower, s.upper)
+        got = bounds.get(key)
+        if got is None:
+            got = bounds[key] = Reference(*key).bounds()
+        lo, hi = got
+        outside += (lo is not None and s.value < lo) or \
+            (hi is not None and s.value > hi)
     latest = _reference(pairs[-1][1])
-    if len(refs) > 1:
+    if len(bounds) + unreferenced > 1:
         table.notes.append(
             f'{col}, {row.test} {row.metric}: the runs were judged '
-            f'against {len(refs)} different references; the latest, '
-            f'{_describe(latest)}, is used')
+            f'against {len(bounds) + unreferenced} different references; '
+            f'the latest, {_describe(latest)}, is used')
     ref = None if latest is None else Reference(
         units.convert(latest.value, pairs[-1][1].unit, row.unit),
         latest.lower, latest.upper)
     # a run failed here: it failed and has no figure for this metric, or
     # its figure is outside the bounds it was judged against
-    failed_runs = [c for c in runs if c.result != 'pass']
     with_figure = {s.case for _, s in pairs} if failed_runs else ()
     failed = sum(1 for c in failed_runs if c not in with_figure)
-    bounds = {k: Reference(*k).bounds() for k in refs if k is not None}
-    for (_, s), k in zip(pairs, keys):
-        if k is not None:
-            lo, hi = bounds[k]
-            failed += (lo is not None and s.value < lo) or \
-                (hi is not None and s.value > hi)
-    return _judged(Cell([v for v, _ in pairs], ref,
-                        runs=max(len(runs), len(pairs)),
-                        failed_runs=failed))
+    return _judged(Cell(values, ref, runs=max(runs, len(pairs)),
+                        failed_runs=failed + outside))
 
 
 def _judged(cell):

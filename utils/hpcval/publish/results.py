@@ -24,6 +24,9 @@ import stat
 import urllib.parse
 from dataclasses import dataclass, field
 
+import msgspec
+
+from hpcval.publish import typed_sessions
 from hpcval.publish.measures import LAYOUT_FIELDS
 
 try:                    # several times faster on a large results database
@@ -48,8 +51,9 @@ class Problem:
         return f'{self.source}: {self.reason}'
 
 
-@dataclass(frozen=True)
-class Case:
+# Case and Sample are made in C and never tracked by the cyclic garbage
+# collector (they hold no cycles): a large database makes millions of them
+class Case(msgspec.Struct, frozen=True, gc=False):
     """One test case of one run: where and how a sample was taken."""
     source: str          # report file, or "DB#session-uuid"
     session: str         # ReFrame session uuid
@@ -75,7 +79,7 @@ class Case:
     phase: str = ''
     # what hpcval's checks record beside the figures (hpcval.judgement):
     # components, unjudged metrics, provenance, plot data; {} if none
-    extras: dict = field(default_factory=dict, compare=False, hash=False)
+    extras: dict = {}
     fixture: bool = False
     name: str = ''       # ReFrame's unique name (fixtures' dependants cite it)
     deps: tuple = ()     # unique names of the fixtures it depended on
@@ -94,19 +98,12 @@ class Case:
         return val if isinstance(val, dict) else None
 
     def __hash__(self):
-        # computed once: a case keys several dicts per sample of a large
-        # database; equal cases agree on these fields, so on the hash
-        try:
-            return self.__dict__['_hash']
-        except KeyError:
-            h = hash((self.source, self.session, self.test, self.time,
-                      self.system, self.partition, self.environ))
-            object.__setattr__(self, '_hash', h)
-            return h
+        # extras (a mapping) cannot be hashed; equal cases agree on these
+        return hash((self.source, self.session, self.test, self.time,
+                     self.system, self.partition, self.environ))
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(msgspec.Struct, frozen=True, gc=False):
     case: Case
     metric: str
     value: float
@@ -166,8 +163,7 @@ def _strings(data, key, where):
     return tuple(vals)
 
 
-# no benchmark figure comes near; sums and spreads of larger ones overflow
-LARGEST = 1e300
+LARGEST = typed_sessions.LARGEST
 
 
 def _finite(val):
@@ -245,63 +241,6 @@ def _named(display, filename):
 
 
 def _case(tc, major, source, session, where, label):
-    return (major == 4 and _usual_case(tc, source, session, where, label)) \
-        or _checked_case(tc, major, source, session, where, label)
-
-
-def _usual_case(tc, source, session, where, label):
-    """_checked_case of a ReFrame 4.x test case whose fields are all of
-    the usual type, checked in one go; None for any other (that one then
-    says what is wrong).  A large database holds 100,000s."""
-    get = tc.get
-    display, system, partition, environ, result, filename = (
-        get('display_name'), get('system'), get('partition'),
-        get('environ'), get('result'), get('filename'))
-    nodes, tags, when = get('job_nodelist'), get('tags'), \
-        get('job_completion_time_unix')
-    outputdir, stdout, phase, name = (get('outputdir'), get('job_stdout'),
-                                      get('fail_phase'), get('unique_name'))
-    if not (type(display) is str and display
-            and type(system) is str and system
-            and type(partition) is str and partition
-            and type(environ) is str and environ
-            and type(result) is str and result
-            and type(filename) is str and filename
-            and type(nodes) is list and type(tags) is list
-            and (type(when) is float or type(when) is int)
-            and 0 <= when < 1e11
-            and (outputdir is None or type(outputdir) is str)
-            and (stdout is None or type(stdout) is str)
-            and (phase is None or type(phase) is str)
-            and (name is None or type(name) is str)):
-        return None
-    for text in nodes:
-        if type(text) is not str:
-            return None
-    for text in tags:
-        if type(text) is not str:
-            return None
-    check, params, benchmark = _named(display, filename)
-    return _new_case(
-        source=source, session=session['uuid'],
-        check=check, test=display, params=params, benchmark=benchmark,
-        system=system, partition=partition, environ=environ,
-        result=_RESULTS.get(result, result),
-        time=when or session['time'] or 0.0,
-        hostname=session['hostname'], nodes=tuple(nodes),
-        version=session['version'],
-        replay=REPLAY_TAG in tags,
-        outputdir=outputdir or None, stdout=stdout or None,
-        label=label, fields=_layout(tc, where),
-        reason=_first_line(get('fail_reason')),
-        phase=phase or '',
-        extras=_extras(tc),
-        fixture=bool(get('fixture')),
-        name=name or '',
-        deps=_deps(tc))
-
-
-def _checked_case(tc, major, source, session, where, label):
     display = (_text(tc, 'display_name', where)
                or _text(tc, 'name', where, required=True))
     if major == 3:
@@ -318,7 +257,7 @@ def _checked_case(tc, major, source, session, where, label):
                      else 'nodelist', where)
     check, params, benchmark = _named(display,
                                       _text(tc, 'filename', where) or '')
-    return _new_case(
+    return Case(
         source=source, session=session['uuid'],
         check=check, test=display, params=params, benchmark=benchmark,
         system=system, partition=partition, environ=environ,
@@ -339,38 +278,29 @@ def _checked_case(tc, major, source, session, where, label):
         deps=_deps(tc))
 
 
-def _new_case(**values):
-    """Case(**values) of checked values (every field given), made without
-    the frozen dataclass's per-field setattr."""
-    case = object.__new__(Case)
-    case.__dict__.update(values)
-    return case
-
-
 def _first_line(text):
     return text.strip().splitlines()[0] if isinstance(text, str) \
         and text.strip() else ''
 
 
-EXTRA_PREFIX = 'hpcval_'
-_EXTRA_KEYS = {}    # a test case's keys -> those of them named hpcval_*
+# what hpcval's checks log beside their figures, as hpcval_<name>; a
+# value of a wrong type is left out, never trusted (reports come from
+# anywhere)
+EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
+          'skip_reason', 'partition_nodes', 'screen_excluded')
+_EXTRA_TYPES = (dict, str, list)
 
 
 def _extras(tc):
-    # loggable variables named hpcval_*; a wrong type is left out, never
-    # trusted (reports come from anywhere).  The keys are looked for once
-    # per layout of test case, not once per test case of a large database
-    keys = tuple(tc)
-    names = _EXTRA_KEYS.get(keys)
-    if names is None:
-        names = _EXTRA_KEYS[keys] = [k for k in keys if isinstance(k, str)
-                                     and k.startswith(EXTRA_PREFIX)]
-    return {key[len(EXTRA_PREFIX):]: tc[key] for key in names
-            if isinstance(tc[key], (dict, str, list))}
+    return {name: tc[f'hpcval_{name}'] for name in EXTRAS
+            if isinstance(tc.get(f'hpcval_{name}'), _EXTRA_TYPES)}
 
 
 def _deps(tc):
-    deps = tc.get('dependencies_actual')
+    return _fixtures_used(tc.get('dependencies_actual'))
+
+
+def _fixtures_used(deps):
     if not isinstance(deps, list):
         return ()
     return tuple(d[0] for d in deps
@@ -390,79 +320,10 @@ def _layout(tc, where):
     return tuple(out)
 
 
-def _sample(case, metric, value, unit, reference, lower, upper):
-    """Sample(...) of checked values, made without the frozen dataclass's
-    per-field setattr (millions of them in a large database)."""
-    s = object.__new__(Sample)
-    s.__dict__.update(case=case, metric=metric, value=value, unit=unit,
-                      reference=reference, lower=lower, upper=upper)
-    return s
-
-
-def _plain(x):
-    """_finite for the usual case: a float or int in bounds (NaN fails
-    the comparison), checked without a call into math."""
-    return (type(x) is float or type(x) is int) and -LARGEST <= x <= LARGEST
-
-
 def _samples(tc, major, case, where):
-    values = tc.get('perfvalues') if major == 4 else None
-    if type(values) is dict:
-        # ReFrame 4.7+: {"sys:part:metric": [value, ref, lower, upper,
-        # unit, ...]}; the usual case checked in one go, per value, inline
-        # (a large database holds millions)
-        out, new, flt, big = [], object.__new__, float, LARGEST
-        for key, t in values.items():
-            if type(t) is not list or len(t) < 5 or type(key) is not str:
-                break
-            v, ref, lo, hi, unit = t[:5]
-            if not ((type(v) is flt or type(v) is int) and -big <= v <= big
-                    and type(unit) is str and unit):
-                break
-            if ref is not None:
-                if not ((type(ref) is flt or type(ref) is int)
-                        and -big <= ref <= big):
-                    break
-                ref = flt(ref)
-            if lo is not None:
-                if not ((type(lo) is flt or type(lo) is int)
-                        and -big <= lo <= big):
-                    break
-                lo = flt(lo)
-            if hi is not None:
-                if not ((type(hi) is flt or type(hi) is int)
-                        and -big <= hi <= big):
-                    break
-                hi = flt(hi)
-            metric = key[key.rfind(':') + 1:]
-            if not metric:
-                break
-            # Sample(...) without the frozen dataclass's per-field setattr
-            sample = new(Sample)
-            sample.__dict__.update(case=case, metric=metric, value=flt(v),
-                                   unit=unit, reference=ref, lower=lo,
-                                   upper=hi)
-            out.append(sample)
-        else:
-            return out
-    return _checked_samples(tc, major, case, where)
-
-
-def _checked_samples(tc, major, case, where):
     out = []
     for metric, value, ref, lower, upper, unit in _perf_entries(tc, major,
                                                                 where):
-        if type(metric) is str and metric and type(unit) is str and unit \
-                and _plain(value) and (ref is None or _plain(ref)) \
-                and (lower is None or _plain(lower)) \
-                and (upper is None or _plain(upper)):
-            # the usual case, checked in one go
-            out.append(Sample(case, metric, float(value), unit,
-                              None if ref is None else float(ref),
-                              None if lower is None else float(lower),
-                              None if upper is None else float(upper)))
-            continue
-
         what = f'{where} ({case.test}) metric {metric!r}'
         if not isinstance(metric, str) or not metric \
                 or not isinstance(unit, str) or not unit:
@@ -477,6 +338,45 @@ def _checked_samples(tc, major, case, where):
                           _number_or_none(upper, f'{what} upper bound')))
 
     return out
+
+
+def _typed_case(tc, source, session, label):
+    """_case of a typed_sessions.TestCase: its types and ranges are
+    checked already."""
+    check, params, benchmark = _named(tc.display_name, tc.filename or '')
+    extras = {}
+    for name in EXTRAS:
+        val = getattr(tc, f'hpcval_{name}')
+        if isinstance(val, _EXTRA_TYPES):
+            extras[name] = val
+    return Case(
+        source=source, session=session['uuid'],
+        check=check, test=tc.display_name, params=params,
+        benchmark=benchmark, system=tc.system, partition=tc.partition,
+        environ=tc.environ, result=_RESULTS.get(tc.result, tc.result),
+        time=tc.job_completion_time_unix or session['time'] or 0.0,
+        hostname=session['hostname'], nodes=tuple(tc.job_nodelist),
+        version=session['version'],
+        replay=bool(tc.tags) and REPLAY_TAG in tc.tags,
+        outputdir=tc.outputdir or None, stdout=tc.job_stdout or None,
+        label=label,
+        fields=tuple((name, val) for name in LAYOUT_FIELDS
+                     if (val := getattr(tc, name)) is not None
+                     and val != ''),
+        reason=_first_line(tc.fail_reason),
+        phase=tc.fail_phase or '',
+        extras=extras,
+        fixture=bool(tc.fixture),
+        name=tc.unique_name or '',
+        deps=_fixtures_used(tc.dependencies_actual))
+
+
+def _typed_samples(tc, case):
+    """_samples of a typed_sessions.TestCase."""
+    return [Sample(case, key[key.rfind(':') + 1:], value, unit, ref, lower,
+                   upper)
+            for key, (value, ref, lower, upper, unit, _) in
+            (tc.perfvalues or {}).items()]
 
 
 def _major(report):
@@ -528,10 +428,6 @@ class _Collector:
             return
 
         self.loaded.sources.append(source)
-        # a session is its uuid (reports of ReFrame < 4.7 have none: its
-        # host and start time then)
-        session_id = session['uuid'] or (session['hostname'],
-                                         session['time'])
         for r, run in enumerate(report['runs']):
             tcs = run.get('testcases') if isinstance(run, dict) else None
             if not isinstance(tcs, list):
@@ -561,16 +457,48 @@ class _Collector:
                     self.problem(source, str(err))
                     continue
 
-                # the same session given twice (two copies of a report, a
-                # report and --db) is one measurement, not two
-                key = (session_id, r, case.test, case.system, case.partition,
-                       case.environ)
-                if key in self.seen:
-                    self.loaded.duplicates += 1
-                    continue
-                self.seen.add(key)
-                self.loaded.cases.append(case)
-                self.loaded.samples.extend(samples)
+                self._add(session, r, case, samples)
+
+    def typed(self, report, source, label=''):
+        """report() of a typed_sessions.Report."""
+        info = report.session_info
+        session = {'uuid': info.uuid or '', 'hostname': info.hostname or '',
+                   'version': info.version or '',
+                   'time': info.time_start_unix}
+        self.loaded.sources.append(source)
+        for r, run in enumerate(report.runs):
+            for tc in run.testcases:
+                case = _typed_case(tc, source, session, label)
+                if case.fixture:
+                    self.loaded.fixtures.append(case)
+                else:
+                    self._add(session, r, case, _typed_samples(tc, case))
+
+    def _add(self, session, run, case, samples):
+        # the same session given twice (two copies of a report, a report
+        # and --db) is one measurement, not two.  A session is its uuid
+        # (reports of ReFrame < 4.7 have none: its host and start time)
+        key = (session['uuid'] or (session['hostname'], session['time']),
+               run, case.test, case.system, case.partition, case.environ)
+        if key in self.seen:
+            self.loaded.duplicates += 1
+            return
+        self.seen.add(key)
+        self.loaded.cases.append(case)
+        self.loaded.samples.extend(samples)
+
+
+def _read(text, source, col, label=''):
+    """One report's test cases into ``col``: typed where the report is of
+    the usual shape (fast), else checked value by value."""
+    report = typed_sessions.decode(text) \
+        if isinstance(text, (str, bytes)) else None
+    if report is not None:
+        col.typed(report, source, label)
+        return
+    report = _json(text, source, col)
+    if report is not None:
+        col.report(report, source, label)
 
 
 def _json(text, source, collector):
@@ -664,16 +592,11 @@ def _load(report_files, db, on_error, since, until):
                               f'{getattr(err, "strerror", None) or err}')
             continue
 
-        report = _json(text, path, col)
-        if report is not None:
-            col.report(report, path, label)
+        _read(text, path, col, label)
 
     if db is not None:
         for uuid, blob in _db_sessions(db, since, until, col):
-            source = f'{db}#{uuid}'
-            report = _json(blob, source, col)
-            if report is not None:
-                col.report(report, source)
+            _read(blob, f'{db}#{uuid}', col)
 
     return col.loaded
 

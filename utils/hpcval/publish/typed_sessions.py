@@ -1,0 +1,89 @@
+"""The usual ReFrame 4.7+ run report, decoded straight into typed records.
+
+Only the fields hpcval reads are built, and their types and ranges are
+checked by the decoder (msgspec) while it parses: a stored session of a
+thousand test cases costs a few milliseconds, not the tens that a dict of
+everything and a check of each value in Python cost.  A report that does
+not fit this schema in every detail (another data version, a NaN, a value
+of an odd type, a field missing) is not read here: ``decode`` gives None,
+and the checked reading of hpcval.publish.results reads it and names what
+is wrong.  Both readings give the same samples (tests/test_typed_sessions).
+"""
+from typing import Annotated, Any, Optional, Union
+
+import msgspec
+from msgspec import Meta, Struct
+
+# no benchmark figure comes near; sums and spreads of larger ones overflow
+LARGEST = 1e300
+
+_Text = Annotated[str, Meta(min_length=1)]
+_Number = Annotated[float, Meta(ge=-LARGEST, le=LARGEST)]
+_UnixTime = Annotated[float, Meta(ge=0, lt=1e11)]
+# "sys:part:metric": a metric name after the last colon
+_PerfKey = Annotated[str, Meta(pattern=r'[^:]$')]
+# [value, reference, lower, upper, unit, result]
+_PerfValue = tuple[_Number, Optional[_Number], Optional[_Number],
+                   Optional[_Number], _Text, Any]
+_LayoutValue = Optional[Union[str, int]]
+
+
+class TestCase(Struct):
+    display_name: _Text
+    system: _Text
+    partition: _Text
+    environ: _Text
+    result: _Text
+    job_nodelist: list[str]
+    filename: Optional[str] = None
+    tags: Optional[list[str]] = None
+    job_completion_time_unix: Optional[_UnixTime] = None
+    perfvalues: Optional[dict[_PerfKey, _PerfValue]] = None
+    outputdir: Optional[str] = None
+    job_stdout: Optional[str] = None
+    fail_phase: Optional[str] = None
+    fail_reason: Any = None
+    unique_name: Optional[str] = None
+    fixture: Any = None
+    dependencies_actual: Any = None
+    # hpcval.publish.measures.LAYOUT_FIELDS
+    mode: _LayoutValue = None
+    num_nodes: _LayoutValue = None
+    array: _LayoutValue = None
+    # hpcval.publish.results.EXTRAS, as the checks log them (hpcval_*)
+    hpcval_components: Any = None
+    hpcval_unjudged: Any = None
+    hpcval_provenance: Any = None
+    hpcval_plot_data: Any = None
+    hpcval_skip_reason: Any = None
+    hpcval_partition_nodes: Any = None
+    hpcval_screen_excluded: Any = None
+
+
+class Run(Struct):
+    testcases: list[TestCase]
+
+
+class SessionInfo(Struct):
+    data_version: Annotated[str, Meta(pattern=r'^4\.')]
+    uuid: Optional[str] = None
+    hostname: Optional[str] = None
+    version: Optional[str] = None
+    time_start_unix: Optional[_UnixTime] = None
+
+
+class Report(Struct):
+    session_info: SessionInfo
+    runs: list[Run]
+
+
+_DECODER = msgspec.json.Decoder(Report)
+
+
+def decode(text):
+    """The Report of ``text`` (JSON, str or bytes), or None where the
+    checked reading must read it."""
+    try:
+        return _DECODER.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return None
