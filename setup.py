@@ -44,10 +44,8 @@ setup(
         # the lowest and the newest 4.x allowed are tested (tests/test_wheel.py)
         'reframe-hpc>=4.10,<5',
         'PyYAML>=6.0',
-        # hpcval report: the results database's JSON, several times faster
-        'orjson>=3.10',
-        # hpcval report: the usual stored session decoded straight into typed
-        # records of only the fields read (hpcval.publish.typed_sessions)
+        # hpcval report: the results database's JSON decoded straight into
+        # typed records of only the fields read (hpcval.publish.typed_sessions)
         'msgspec>=0.18',
     ],
     extras_require={

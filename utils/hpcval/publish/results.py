@@ -29,11 +29,6 @@ import msgspec
 from hpcval.publish import typed_sessions
 from hpcval.publish.measures import LAYOUT_FIELDS
 
-try:                    # several times faster on a large results database
-    from orjson import loads as _loads
-except ImportError:     # pragma: no cover - orjson is a dependency
-    _loads = json.loads
-
 REPLAY_TAG = 'replay'
 _PARAM = re.compile(r'\s%(\w+)=(\S+)')
 
@@ -507,12 +502,13 @@ def _json(text, source, collector):
                                   f'text')
         return None
     try:
-        return _loads(text)
-    except ValueError:
+        return msgspec.json.decode(text)
+    except (ValueError, RecursionError):
         pass
     try:
-        # orjson refuses NaN and Infinity, which ReFrame writes for a
-        # benchmark that printed nan: the values, not the file, are bad
+        # msgspec refuses NaN and Infinity, which ReFrame writes for a
+        # benchmark that printed nan (the values, not the file, are bad),
+        # and integers beyond 64 bits
         return json.loads(text)
     except ValueError as err:   # number too long, not UTF-8, not JSON
         collector.problem(source, f'not valid JSON (truncated?): '
@@ -607,7 +603,7 @@ def _db_sessions(path, since, until, col):
                           'file)')
         return
 
-    # the blob as bytes: orjson reads UTF-8 directly, no str made first
+    # the blob as bytes: msgspec reads UTF-8 directly, no str made first
     query, args = 'SELECT uuid, CAST(json_blob AS BLOB) FROM sessions', []
     bounds = [('session_start_unix >= ?', since),
               ('session_start_unix <= ?', until)]
