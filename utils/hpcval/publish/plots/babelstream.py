@@ -10,6 +10,7 @@ output (``stream.<host>.gpu<N>.out``, kept by the check in its output
 folder, where that is on this machine) parsed with the check's parser.
 """
 import glob
+import math
 import os
 import re
 import statistics
@@ -119,7 +120,9 @@ def _grouped(bars, title, note, outdir, stem, plotted, force):
         ns = sorted({n for _, _, n in got})
         n = f'n={ns[0]}' if len(ns) == 1 else f'n={ns[0]}-{ns[-1]}'
         ax.bar(xs, [m for m, _, _ in got], width * 0.92,
-               yerr=[s for _, s, _ in got], capsize=2, color=f'C{i % 10}',
+               # no whisker where one run gives no spread
+               yerr=[s if n > 1 else math.nan for _, s, n in got],
+               capsize=2, color=f'C{i % 10}',
                edgecolor='black', linewidth=0.5, zorder=2,
                hatch=REPLAY_HATCH if replay else None, label=f'{label} ({n})')
         for x, k in zip(xs, ks):
