@@ -134,3 +134,13 @@ def test_odd_report_shapes_read_as_the_checked_reading():
         change(report)
         _, used, checked = _readings(report)
         assert used == checked
+
+
+def test_every_record_a_check_logs_is_read_both_ways():
+    """A new hpcval_* record must be read by both readings, or a report
+    would silently lose it."""
+    from hpcval import inputs
+    logged = {name for name, kind in inputs.POLICY.items()
+              if kind is inputs.RECORD}
+    assert logged == {f'hpcval_{name}' for name in results.EXTRAS}
+    assert logged <= set(typed_sessions.TestCase.__struct_fields__)
