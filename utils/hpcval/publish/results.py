@@ -7,6 +7,8 @@ database (``storage`` in config/settings.py), whose ``sessions`` table holds
 the same reports as JSON.  The database is opened read-only: nothing is
 ever written to an input.
 
+A report of the usual shape is read through typed records
+(hpcval.publish.typed_sessions); any other is read field by field here.
 A bad input never stops the others silently: every problem is a
 ``Problem`` naming the file (or database session) and the reason.  With
 ``on_error='skip'`` the damaged part is left out (the whole file when it is
@@ -72,7 +74,7 @@ class Case(msgspec.Struct, frozen=True, gc=False):
     # why it failed or was skipped (first line), in which ReFrame stage
     reason: str = ''
     phase: str = ''
-    # what hpcval's checks record beside the figures (hpcval.judgement):
+    # what hpcval's checks record beside the figures (EXTRAS):
     # components, unjudged metrics, provenance, plot data; {} if none
     extras: dict = {}
     fixture: bool = False
