@@ -130,9 +130,13 @@ def test_calibrated_file_holds_means_bounds_and_provenance(
     assert entry.spread == pytest.approx(
         statistics.stdev(s.value for s in samples), rel=1e-5)
     case = samples[0].case
+    values = [s.value for s in samples]
+    # a quiet machine's ping-pong varies by less than the floor allows
+    how = 'bound 3 std / mean' if 3 * statistics.stdev(values) / \
+        statistics.fmean(values) >= 0.05 else 'bound floor 0.05'
     for stamp in ('from 3 passed runs', f'ReFrame {case.version} on '
                   f'{case.hostname}', f'job nodes {case.nodes[0]}',
-                  'bound 3 std / mean', ' UTC',
+                  how, ' UTC',
                   *(c.session[:8] for c in loaded.cases)):
         assert stamp in entry.source, stamp
 
