@@ -47,6 +47,7 @@ class _Imported:
 
 inputs, paths = _Imported('hpcval.inputs'), _Imported('hpcval.paths')
 
+from hpcval import screen
 from hpcval.publish import reference_table, report
 
 
@@ -327,7 +328,8 @@ def _main(argv):
     ver.add_argument('--allow-unjudged', action='store_true',
                      help='figures without a reference are logged only, '
                           'not a reason for exit 2')
-    ver.add_argument('--peer-factor', type=_peer_factor, default=4.0,
+    ver.add_argument('--peer-factor', type=_peer_factor,
+                     default=screen.PEER_FACTOR,
                      help='in a node screen, a figure this many times worse '
                           'than its peers\' median fails (default 4; '
                           'docs/screening.md)')

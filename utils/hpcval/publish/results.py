@@ -16,6 +16,7 @@ not a run report; one test case or one value otherwise); with
 ``on_error='reject'`` the first problem raises ``InputRejected``.
 """
 import contextlib
+import functools
 import gc
 import json
 import math
@@ -266,13 +267,13 @@ def _case(tc, major, source, session, where, label):
         replay=REPLAY_TAG in _strings(tc, 'tags', where),
         outputdir=_text(tc, 'outputdir', where),
         stdout=_text(tc, 'job_stdout', where),
-        label=label, fields=_layout(tc, where),
+        label=label, fields=_layout(tc.get, where),
         reason=_first_line(tc.get('fail_reason')),
         phase=_field(tc, 'fail_phase', str, where) or '',
-        extras=_extras(tc),
+        extras=_extras(tc.get),
         fixture=bool(tc.get('fixture')),
         name=_field(tc, 'unique_name', str, where) or '',
-        deps=_deps(tc))
+        deps=_fixtures_used(tc.get('dependencies_actual')))
 
 
 def _first_line(text):
@@ -288,13 +289,15 @@ EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
 _EXTRA_TYPES = (dict, str, list)
 
 
-def _extras(tc):
-    return {name: tc[f'hpcval_{name}'] for name in EXTRAS
-            if isinstance(tc.get(f'hpcval_{name}'), _EXTRA_TYPES)}
-
-
-def _deps(tc):
-    return _fixtures_used(tc.get('dependencies_actual'))
+def _extras(value_of):
+    """{name: value} of the EXTRAS that ``value_of('hpcval_<name>')``
+    gives (a test case's ``get``, or getattr of a typed one)."""
+    out = {}
+    for name in EXTRAS:
+        val = value_of(f'hpcval_{name}')
+        if isinstance(val, _EXTRA_TYPES):
+            out[name] = val
+    return out
 
 
 def _fixtures_used(deps):
@@ -304,10 +307,12 @@ def _fixtures_used(deps):
                  if isinstance(d, list) and d and isinstance(d[0], str))
 
 
-def _layout(tc, where):
+def _layout(value_of, where):
+    """((name, value), ...) of the LAYOUT_FIELDS that ``value_of(name)``
+    gives, as _extras."""
     out = []
     for name in LAYOUT_FIELDS:
-        val = tc.get(name)
+        val = value_of(name)
         if val is None or val == '':
             continue
         if isinstance(val, bool) or not isinstance(val, (str, int)):
@@ -341,11 +346,7 @@ def _typed_case(tc, source, session, label):
     """_case of a typed_sessions.TestCase: its types and ranges are
     checked already."""
     check, params, benchmark = _named(tc.display_name, tc.filename or '')
-    extras = {}
-    for name in EXTRAS:
-        val = getattr(tc, f'hpcval_{name}')
-        if isinstance(val, _EXTRA_TYPES):
-            extras[name] = val
+    value_of = functools.partial(getattr, tc)
     return Case(
         source=source, session=session['uuid'],
         check=check, test=tc.display_name, params=params,
@@ -356,13 +357,10 @@ def _typed_case(tc, source, session, label):
         version=session['version'],
         replay=bool(tc.tags) and REPLAY_TAG in tc.tags,
         outputdir=tc.outputdir or None, stdout=tc.job_stdout or None,
-        label=label,
-        fields=tuple((name, val) for name in LAYOUT_FIELDS
-                     if (val := getattr(tc, name)) is not None
-                     and val != ''),
+        label=label, fields=_layout(value_of, ''),
         reason=_first_line(tc.fail_reason),
         phase=tc.fail_phase or '',
-        extras=extras,
+        extras=_extras(value_of),
         fixture=bool(tc.fixture),
         name=tc.unique_name or '',
         deps=_fixtures_used(tc.dependencies_actual))
