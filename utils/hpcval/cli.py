@@ -217,6 +217,10 @@ def _paths(args):
 
     for name, path in where.items():
         print(f'{name:<11}{path or f"(none: set {paths.SITE_VAR})"}')
+    # what the site layer puts in place of hpcval's own files
+    for kind, builtin, site in paths.replacements():
+        print(f'{"replaced":<11}{kind}/{os.path.basename(builtin)} by '
+              f'{site}')
     return 0
 
 

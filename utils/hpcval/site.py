@@ -5,12 +5,19 @@ $HPCVAL_SITE and layered over the built-in ones (docs/site.md).  ``init``
 makes its three folders and a README; ``--from SYSTEM`` copies a built-in
 system's module and reference file into it, where they replace the
 built-in ones and can be edited.  Nothing existing is overwritten.
+
+The folder is made by the running user and writable by it alone (an
+existing empty one only when it is already so): hpcval loads code from it
+(hpcval.trust, docs/security.md).
 """
 import os
-import shutil
+import re
 
-from hpcval import paths
+from hpcval import paths, trust
 from hpcval.inputs import is_safe_path
+
+# a built-in system's name, as its module's file is named
+_SYSTEM_NAME = re.compile(r'[a-z0-9][a-z0-9_-]*')
 
 README = """\
 # hpcval site folder
@@ -45,30 +52,46 @@ def init(folder, from_system=None):
         raise SiteInitError(f'{folder} exists and is not an empty folder; '
                             f'nothing written')
 
-    sources = []
-    if from_system:
-        root = paths.repo_root()
-        sources = [(os.path.join(root, 'systems', f'{from_system}.py'),
-                    'systems'),
-                   (os.path.join(root, 'references', f'{from_system}.yaml'),
-                    'references')]
-        if not os.path.isfile(sources[0][0]):
-            known = sorted(f[:-3] for f in os.listdir(
-                os.path.join(root, 'systems'))
-                if f.endswith('.py') and not f.startswith('_'))
-            raise SiteInitError(f'--from {from_system}: no built-in system '
-                                f'of that name (known: {", ".join(known)})')
+    sources = _sources(from_system) if from_system else []
+    try:
+        os.makedirs(os.path.dirname(folder), 0o755, exist_ok=True)
+        trust.own_folder(folder, 0o755)
+    except trust.UntrustedPath as err:
+        raise SiteInitError(f'{folder}: {err}; hpcval would load code from '
+                            f'it (docs/security.md); nothing written'
+                            ) from None
 
     written = []
     for kind in paths.KINDS:
-        os.makedirs(os.path.join(folder, kind), exist_ok=True)
+        os.mkdir(os.path.join(folder, kind), 0o755)
     readme = os.path.join(folder, 'README.md')
-    with open(readme, 'x', encoding='utf-8') as fp:
-        fp.write(README.format(path=folder))
+    _write_new(readme, README.format(path=folder).encode())
     written.append(readme)
     for source, kind in sources:
         if os.path.isfile(source):
             target = os.path.join(folder, kind, os.path.basename(source))
-            shutil.copyfile(source, target)
+            with open(source, 'rb') as fp:
+                _write_new(target, fp.read())
             written.append(target)
     return written
+
+
+def _sources(name):
+    """The built-in system ``name``'s module and reference file."""
+    root = paths.repo_root()
+    known = sorted(f[:-3] for f in os.listdir(os.path.join(root, 'systems'))
+                   if f.endswith('.py') and not f.startswith('_'))
+    if not _SYSTEM_NAME.fullmatch(name) or name not in known:
+        raise SiteInitError(f'--from {name!r}: not the name of a built-in '
+                            f'system (known: {", ".join(known)})')
+    return [(os.path.join(root, 'systems', f'{name}.py'), 'systems'),
+            (os.path.join(root, 'references', f'{name}.yaml'), 'references')]
+
+
+def _write_new(path, data):
+    # a new file, never through a link, never writable by others whatever
+    # the umask
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                 0o644)
+    with os.fdopen(fd, 'wb') as fp:
+        fp.write(data)
