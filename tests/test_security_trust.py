@@ -416,3 +416,7 @@ class TestFixedModes:
         quick = argparse.Namespace(mode='quick', vars=['working_set=16kB'],
                                    names=['x', suites.QUICK], prgenv=['.*'])
         inputs.check_command_line(quick)
+        repeated = argparse.Namespace(mode='acceptance',
+                                      vars=['strict=yes', 'strict=yes'],
+                                      names=[], prgenv=['.*'])
+        inputs.check_command_line(repeated)

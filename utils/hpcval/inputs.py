@@ -451,11 +451,8 @@ def _mode_given(mode):
 
 
 def _less(values, taken):
-    rest = list(values or [])
-    for value in taken:
-        if value in rest:
-            rest.remove(value)
-    return rest
+    # the mode's own values, also where the user repeats them
+    return [value for value in values or [] if value not in taken]
 
 
 def check_command_line(options):

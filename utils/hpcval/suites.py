@@ -10,6 +10,10 @@
 - ``acceptance``: every check, multi-node collectives and latencies
   included, and nothing may be skipped (``-S strict=yes``).
 
+``screen`` and ``acceptance`` are statements about the system: ReFrame
+refuses to start them with a narrowed selection or a ``-S`` that changes
+what a check measures (hpcval.inputs.check_command_line).
+
 Read the result with ``hpcval verdict`` (exit 0 / 1 / 2).  Durations
 measured on real nodes are in docs/after-maintenance.md.
 """
