@@ -10,7 +10,9 @@ reach the batch script too: PATH points nowhere, so likwid-bench cannot be
 run there.
 """
 import json
+import shutil
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -127,17 +129,23 @@ def test_a_drained_node_leaves_the_screen_incomplete(faults, tmp_path):
 
 def test_readme_minicluster_lines_work_from_a_fresh_shell(tmp_path):
     """The README's minicluster block, as written, in a login shell with
-    nothing exported (only its --dir moved under tmp_path)."""
+    nothing exported (its mktemp -d under a TMPDIR of this test's)."""
     require_minicluster()
     readme = (ROOT / 'README.md').read_text()
-    block = readme.split('```sh\n. .venv/bin/activate && eval', 1)[1]
-    block = '. .venv/bin/activate && eval' + block.split('```', 1)[0]
-    assert '/tmp/mc' in block
-    script = block.replace('/tmp/mc', str(tmp_path / 'mc'))
-    proc = subprocess.run(['env', '-i', 'PATH=/usr/sbin:/usr/bin:/sbin:/bin',
-                           f'HOME={tmp_path}', 'bash', '-c', script],
-                          cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+    block = readme.split('```sh\n. .venv/bin/activate && MC=', 1)[1]
+    script = '. .venv/bin/activate && MC=' + block.split('```', 1)[0]
+    assert 'MC=$(mktemp -d)' in script
+    # short: the munge socket's path must fit in 108 bytes
+    tmp = tempfile.mkdtemp(prefix='mc-', dir='/tmp')
+    try:
+        proc = subprocess.run(['env', '-i',
+                               'PATH=/usr/sbin:/usr/bin:/sbin:/bin',
+                               f'HOME={tmp_path}', f'TMPDIR={tmp}', 'bash',
+                               '-c', script],
+                              cwd=ROOT, capture_output=True, text=True,
+                              timeout=600)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     out = proc.stdout + proc.stderr
     assert 'Ran 4/4 test case(s)' in out, out[-3000:]
     assert '4 of 4 nodes tested' in out, out[-3000:]

@@ -484,14 +484,16 @@ def check_command_line(options):
         if value:
             shown = flag if isinstance(value, bool) else \
                 ' '.join(f'{flag} {v!r}' for v in value)
-            raise InputError(f'--mode {mode}: {shown}: a narrowed selection '
-                             f'is not the {mode} suite; run without --mode {mode} '
-                             f'to test a part')
+            raise _narrowed(mode, shown)
     prgenv = [p for p in getattr(options, 'prgenv', None) or [] if p != '.*']
     if prgenv:
-        raise InputError(f'--mode {mode}: -p {prgenv[0]!r}: a narrowed '
-                         f'selection is not the {mode} suite; run without --mode '
-                         f'{mode} to test a part')
+        raise _narrowed(mode, f'-p {prgenv[0]!r}')
+
+
+def _narrowed(mode, shown):
+    return InputError(f'--mode {mode}: {shown}: a narrowed selection is not '
+                      f'the {mode} suite; run without --mode {mode} to test '
+                      f'a part')
 
 
 _CHECKED = []

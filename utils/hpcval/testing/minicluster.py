@@ -1,7 +1,7 @@
 """A Slurm cluster of N nodes on this host, for the test suite and by hand.
 
     python -m hpcval.testing.minicluster start  [--dir DIR] [--nodes N]
-                                                   # prints: export SLURM_CONF=...
+                                           # prints: export SLURM_CONF=...
     python -m hpcval.testing.minicluster status --dir DIR
     python -m hpcval.testing.minicluster restart-node --dir DIR NODE
     python -m hpcval.testing.minicluster stop   --dir DIR
@@ -694,15 +694,15 @@ class MiniCluster:
             raise
 
     def _stop_after_failure(self):
-        # a second Ctrl-C must not cut the cleanup short
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) \
-            if _main_thread() else None
+        # a second Ctrl-C or SIGTERM must not cut the cleanup short
+        signals = (signal.SIGINT, signal.SIGTERM) if _main_thread() else ()
+        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in signals}
         try:
             self.stop()
             _terminate(self._children(), 10)
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def restart_node(self, node, timeout=60):
         """End ``node``'s slurmd (if it runs) and start it again, with a
