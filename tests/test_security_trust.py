@@ -382,6 +382,10 @@ class TestFixedModes:
          ("--mode screen: -x 'LikwidBenchCheck'",)),
         (('--mode=acceptance', '--setv', 'strict=no'),
          ('-S strict=',)),
+        (('--mode', 'acceptance', '--skip-performance-check'),
+         ('--mode acceptance: --skip-performance-check',)),
+        (('--mode', 'screen', '--max-retries', '3'),
+         ('--mode screen: --max-retries=3: a failure retried',)),
     ])
     def test_refused(self, tmp_path, args, words):
         proc, report = reframe('-r', *args, tmp_path=tmp_path, checks=LIKWID,
@@ -399,7 +403,10 @@ class TestFixedModes:
         ('tags', ['gpu'], '-t'), ('exclude_tags', ['x'], '-T'),
         ('filter_expr', ['x'], '-E'), ('maintainers', ['x'], '--maintainer'),
         ('cpu_only', True, '--cpu-only'), ('gpu_only', True, '--gpu-only'),
-        ('failed', True, '--failed'), ('prgenv', ['.*', 'gnu'], '-p')])
+        ('failed', True, '--failed'), ('prgenv', ['.*', 'gnu'], '-p'),
+        ('skip_sanity_check', True, '--skip-sanity-check'),
+        ('skip_system_check', True, '--skip-system-check'),
+        ('skip_prgenv_check', True, '--skip-prgenv-check')])
     def test_every_narrowing_option(self, field, value, flag):
         options = argparse.Namespace(mode='acceptance', vars=['strict=yes'],
                                      names=[], prgenv=['.*'])

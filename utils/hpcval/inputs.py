@@ -424,6 +424,14 @@ _SELECTION = (('names', '-n'), ('exclude_names', '-x'), ('tags', '-t'),
               ('gpu_only', '--gpu-only'), ('failed', '--failed'))
 
 
+#: ReFrame's options that leave out a sanity or performance check, or run
+#: a check where it is not valid
+_UNCHECKED = (('skip_sanity_check', '--skip-sanity-check'),
+              ('skip_performance_check', '--skip-performance-check'),
+              ('skip_system_check', '--skip-system-check'),
+              ('skip_prgenv_check', '--skip-prgenv-check'))
+
+
 def reframe_options():
     """The options of the ``reframe`` command this process runs, as ReFrame
     parsed them (abbreviations resolved, its mode's options added), or None
@@ -477,6 +485,17 @@ def check_command_line(options):
                 f'and tools come from: {", ".join(sorted(WHERE_FROM))})')
     if not fixed:
         return
+    for field, flag in _UNCHECKED:
+        if getattr(options, field, None):
+            raise InputError(f'--mode {mode}: {flag}: the {mode} suite '
+                             f'judges what it measures, on the systems and '
+                             f'environments each check is valid for; run '
+                             f'without --mode {mode}')
+    if getattr(options, 'max_retries', 0):
+        raise InputError(f'--mode {mode}: --max-retries='
+                         f'{options.max_retries}: a failure retried until it '
+                         f'passes is not the {mode} suite; run without '
+                         f'--mode {mode}')
     for field, flag in _SELECTION:
         value = getattr(options, field, None)
         if field == 'names':
