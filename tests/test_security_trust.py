@@ -166,11 +166,13 @@ def _ours(folder):
                        mc._proc_field(pid, 'environ') or b''))})
 
 
-def test_ctrl_c_during_start_stops_what_was_started(tmp_path):
+def test_ctrl_c_during_start_stops_what_was_started(shared_tmp, other_user):
     """Ctrl-C during start left munged, mariadbd, slurmdbd and slurmctld
-    running as root."""
+    running as root; an unprivileged process read the munge key while
+    start ran."""
     require_minicluster()
-    folder = tmp_path / 'mc'
+    # in a folder every user reaches: only the cluster's own 0700 protects
+    folder = shared_tmp / 'mc'
     proc = subprocess.Popen([str(VENV_BIN / 'python'), '-m',
                              'hpcval.testing.minicluster', 'start', '--dir',
                              str(folder)], stdout=subprocess.PIPE,
@@ -187,8 +189,11 @@ def test_ctrl_c_during_start_stops_what_was_started(tmp_path):
                 pass
         assert 'slurmdbd' in started, proc.stderr
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-        assert stat.S_IMODE((folder / 'munge' / 'munge.key').stat()
-                            .st_mode) == 0o400
+        key = folder / 'munge' / 'munge.key'
+        assert stat.S_IMODE(key.stat().st_mode) == 0o400
+        with pytest.raises(subprocess.CalledProcessError) as read:
+            as_user(other_user, 'cat', str(key))
+        assert 'Permission denied' in read.value.stderr
         assert _ours(folder)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
