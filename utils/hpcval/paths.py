@@ -87,7 +87,8 @@ def _private_names(folder):
 
 def site_folders(kind):
     """[the site's ``kind`` folder] where it has one, else []; SiteError
-    when it is not trusted or shadows a private module of hpcval's."""
+    when it is not trusted, a site system takes a private module's name
+    or a site check a built-in check's class name."""
     site = site_dir()
     folder = os.path.join(site, kind) if site else ''
     if not (folder and os.path.isdir(folder)):
@@ -98,11 +99,12 @@ def site_folders(kind):
         raise SiteError(f'{SITE_VAR}: {kind}/ not used: {err} (a site '
                         f'folder is code hpcval runs; docs/security.md)'
                         ) from None
-    private = _private_names(folder) if kind != 'references' else []
+    private = _private_names(folder) if kind == 'systems' else []
     if private:
         raise SiteError(f'{os.path.join(folder, private[0])}: names starting '
-                        f'with _ are hpcval\'s own modules; a site module '
-                        f'cannot replace them (rename it)')
+                        f'with _ are hpcval\'s own modules (systems/_site.py '
+                        f'is every built-in system\'s helper); a site '
+                        f'module cannot replace them (rename it)')
     if kind == 'checks':
         _refuse_shadowing_checks(folder)
     return [folder]

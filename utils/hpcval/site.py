@@ -60,6 +60,8 @@ def init(folder, from_system=None):
         raise SiteInitError(f'{folder}: {err}; hpcval would load code from '
                             f'it (docs/security.md); nothing written'
                             ) from None
+    except OSError as err:
+        raise SiteInitError(f'{folder}: {err.strerror}') from None
 
     written = []
     for kind in paths.KINDS:
