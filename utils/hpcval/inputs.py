@@ -436,6 +436,9 @@ def reframe_options():
     """The options of the ``reframe`` command this process runs, as ReFrame
     parsed them (abbreviations resolved, its mode's options added), or None
     outside one."""
+    # ReFrame hands tests the -S values it parsed but not the rest of the
+    # command line (mode, selection); its main() holds them all, and a
+    # re-parse of sys.argv here could read an option differently
     frame = sys._getframe(1)
     while frame is not None:
         if (frame.f_code.co_name == 'main' and
@@ -524,11 +527,11 @@ def check_this_command_line():
     options = reframe_options()
     if options is None or any(o is options for o in _CHECKED):
         return
-    _CHECKED.append(options)
     try:
         check_command_line(options)
     except InputError as err:
         raise SystemExit(f'ERROR: {err}; nothing was run') from None
+    _CHECKED.append(options)
 
 
 @contextlib.contextmanager
