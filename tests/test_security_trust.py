@@ -166,10 +166,12 @@ def _ours(folder):
                        mc._proc_field(pid, 'environ') or b''))})
 
 
-def test_ctrl_c_during_start_stops_what_was_started(shared_tmp, other_user):
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_during_start_stops_what_was_started(shared_tmp, other_user,
+                                                    sig):
     """Ctrl-C during start left munged, mariadbd, slurmdbd and slurmctld
     running as root; an unprivileged process read the munge key while
-    start ran."""
+    start ran.  SIGTERM (a CI job's timeout) is handled as Ctrl-C."""
     require_minicluster()
     # in a folder every user reaches: only the cluster's own 0700 protects
     folder = shared_tmp / 'mc'
@@ -195,7 +197,7 @@ def test_ctrl_c_during_start_stops_what_was_started(shared_tmp, other_user):
             as_user(other_user, 'cat', str(key))
         assert 'Permission denied' in read.value.stderr
         assert _ours(folder)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
         assert 'interrupted' in err and 'Traceback' not in err
