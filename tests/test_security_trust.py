@@ -21,7 +21,7 @@ import time
 import pytest
 
 from conftest import require_minicluster
-from hpcval import inputs
+from hpcval import inputs, trust
 from hpcval.testing import minicluster as mc
 from rfmrun import ROOT, VENV_BIN, reframe
 
@@ -434,3 +434,38 @@ class TestFixedModes:
                                       vars=['strict=yes', 'strict=yes'],
                                       names=[], prgenv=['.*'])
         inputs.check_command_line(repeated)
+
+
+# -- the rule itself (hpcval.trust) ------------------------------------------
+
+class TestTrustRule:
+
+    def test_a_folder_of_ours_in_a_sticky_shared_folder_is_trusted(
+            self, shared_tmp):
+        (shared_tmp / 'mine').mkdir(mode=0o755)
+        trust.check_tree(shared_tmp / 'mine')
+
+    def test_a_world_writable_folder_above_is_not(self, shared_tmp):
+        shared_tmp.chmod(0o777)         # no sticky bit: entries replaceable
+        (shared_tmp / 'mine').mkdir(mode=0o755)
+        with pytest.raises(trust.UntrustedPath, match='mode 0777'):
+            trust.check_path(shared_tmp / 'mine')
+
+    def test_a_link_of_another_user_is_not_followed(self, shared_tmp,
+                                                    other_user):
+        (shared_tmp / 'mine').mkdir(mode=0o755)
+        link = shared_tmp / 'link'
+        as_user(other_user, 'ln', '-s', str(shared_tmp / 'mine'), str(link))
+        with pytest.raises(trust.UntrustedPath,
+                           match=f'{link} is owned by uid'):
+            trust.check_path(link)
+
+    def test_a_link_inside_leading_to_another_users_file(self, shared_tmp,
+                                                         other_user):
+        theirs = shared_tmp / 'theirs.py'
+        as_user(other_user, 'touch', str(theirs))
+        (shared_tmp / 'mine').mkdir(mode=0o755)
+        (shared_tmp / 'mine' / 'x.py').symlink_to(theirs)
+        with pytest.raises(trust.UntrustedPath,
+                           match=f'{theirs} is owned by uid'):
+            trust.check_tree(shared_tmp / 'mine')
