@@ -182,8 +182,10 @@ def announce_replacements(stream):
     """One line on ``stream`` for every built-in file a site file
     replaces."""
     for kind, builtin, site in replacements():
+        # -c names the check files itself: the search path is not used
+        when = ' (in runs without -c)' if kind == 'checks' else ''
         print(f'hpcval: site {kind}: {site} replaces the built-in '
-              f'{kind}/{os.path.basename(builtin)}', file=stream)
+              f'{kind}/{os.path.basename(builtin)}{when}', file=stream)
 
 
 def references_dirs():
