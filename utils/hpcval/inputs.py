@@ -271,7 +271,7 @@ POLICY = {
     'hpcval_skip_reason': RECORD, 'hpcval_components': RECORD,
     'hpcval_unjudged': RECORD, 'hpcval_provenance': RECORD,
     'hpcval_partition_nodes': RECORD, 'hpcval_screen_excluded': RECORD,
-    # the data of the run's figures (hpcval.publish.plotdata)
+    # the data of the run's figures (hpcval.plotdata)
     'hpcval_plot_data': RECORD,
 }
 

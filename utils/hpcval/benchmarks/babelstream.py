@@ -27,7 +27,7 @@ from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import (CLASSIC_KERNELS, check_run,
                                         parse_babelstream)
 from hpcval.parsers.common import read_text
-from hpcval.publish import plotdata
+from hpcval import plotdata
 
 MODELS = ('omp', 'cuda', 'hip')
 GPU_MODELS = ('cuda', 'hip')

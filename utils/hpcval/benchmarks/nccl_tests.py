@@ -28,7 +28,7 @@ from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, at_load, checked_path, checked_token
 from hpcval.parsers.common import read_text
-from hpcval.publish import plotdata
+from hpcval import plotdata
 from hpcval.parsers.nccl_tests import (IN_PLACE, OUT_OF_PLACE,
                                        check_collective, check_devices,
                                        check_gpus_per_process, check_sizes,

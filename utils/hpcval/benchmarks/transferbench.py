@@ -30,7 +30,7 @@ from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, at_load, checked_path, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
-from hpcval.publish import plotdata
+from hpcval import plotdata
 from hpcval.parsers.transferbench import (AVERAGE_KINDS, config_tests,
                                           parse_a2a, parse_config_run,
                                           parse_p2p, weak_links)
