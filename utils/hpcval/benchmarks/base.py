@@ -17,7 +17,7 @@ from reframe.core.builtins import (run_after, run_before, sanity_function,
                                    variable)
 from reframe.core.exceptions import SanityError
 
-from hpcval import provenance, reference_service, replay, stacks
+from hpcval import inputs, provenance, reference_service, replay, stacks, suites
 from hpcval.benchmarks import fates
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
@@ -55,6 +55,13 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     #: GPU model, driver, CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU of the
     #: node that ran the job (hpcval.provenance)
     hpcval_provenance = variable(dict, value={})
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'hpcval_plot_data': inputs.RECORD,
+        'hpcval_components': inputs.RECORD,
+        'hpcval_unjudged': inputs.RECORD,
+        'hpcval_provenance': inputs.RECORD,
+    }
 
     #: Variables the run shares with its ``build`` fixture (``model``,
     #: ``accelerator``): a leaf sets them once, in the fixture declaration.
@@ -106,6 +113,14 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     def provenance_of_output(self, result):
         """Versions the benchmark printed itself ({key: value})."""
         return {}
+
+    def suites(self):
+        """The suites (hpcval.suites' tags) this test belongs to."""
+        return set()
+
+    @run_after('init')
+    def join_suites(self):
+        self.tags = self.tags | self.suites()
 
     @run_before('run', always_last=True)
     def record_provenance(self):
