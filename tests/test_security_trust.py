@@ -424,11 +424,15 @@ class TestFixedModes:
 
     def test_the_modes_own_options_are_not_the_users(self):
         from hpcval import suites
-        options = argparse.Namespace(mode='screen', vars=[],
-                                     names=[suites.SCREEN], prgenv=['.*'])
+        options = argparse.Namespace(mode='screen', vars=[], names=[],
+                                     tags=[suites.SCREEN[1]], prgenv=['.*'])
         inputs.check_command_line(options)
+        options.tags.append('gpu')
+        with pytest.raises(inputs.InputError, match="-t 'gpu'"):
+            inputs.check_command_line(options)
         quick = argparse.Namespace(mode='quick', vars=['working_set=16kB'],
-                                   names=['x', suites.QUICK], prgenv=['.*'])
+                                   names=['x'], tags=[suites.QUICK[1]],
+                                   prgenv=['.*'])
         inputs.check_command_line(quick)
         repeated = argparse.Namespace(mode='acceptance',
                                       vars=['strict=yes', 'strict=yes'],
