@@ -107,3 +107,139 @@ def test_times_are_compared_only_among_enough_peers():
     values['n7'] = 6.0
     result = judge(values, unit='us', metric='latency_8B')
     assert [n for n, r in result.items() if not r.passed] == ['n7']
+
+
+# -- blame only what is broken, and what the admin does next ----------------
+
+from hpcval import verdict  # noqa: E402
+
+# ReFrame's reason when sbatch could not reach the controller (several
+# lines, read whole by hpcval.publish.results)
+SBATCH_DOWN = ("command 'sbatch rfm_job.sh' failed with exit code 1: | "
+               "--- stdout --- | --- stdout --- | --- stderr --- | "
+               "sbatch: error: Batch job submission failed: Unable to "
+               "contact slurm controller (connect failure) | --- stderr ---")
+RECORDED = {'partition_nodes': {'partition': 'debug', 'nodes': 'n[1-4]',
+                                'unavailable': {}}}
+
+
+def screen_case(node, value=None, result='pass', reason='', time=1.0,
+                session='s1', extras=None):
+    c = case(node, result=result, reason=reason,
+             extras=dict(RECORDED, **(extras or {})))
+    c.session, c.time, c.label, c.phase = session, time, '', 'sanity'
+    c.replay, c.deps = False, ()
+    c.samples = [] if value is None else [
+        SimpleNamespace(metric='peakflops_rate', value=value,
+                        unit='MFLOP/s', reference=None, lower=None,
+                        upper=None, case=c)]
+    return c
+
+
+def judge_cases(cases, **kw):
+    loaded = SimpleNamespace(cases=cases, fixtures=[], problems=[],
+                             samples=[s for c in cases for s in c.samples])
+    return verdict.judge(loaded, **kw)
+
+
+def test_not_the_nodes_fault_is_not_tested_not_failed():
+    reasons = {
+        'n2': SBATCH_DOWN,
+        'n3': ("run: usage error: time_limit=0:00:30 is below Slurm's "
+               "shortest time limit, one minute"),
+        'n4': ('sanity: sanity error: job 31 on n4 CANCELLED: cancelled '
+               '(scancel, or an administrator); likwid-bench printed no '
+               'MFlops/s'),
+    }
+    cases = [screen_case('n1', 20.0)] + [
+        screen_case(n, result='fail', reason=r) for n, r in reasons.items()]
+    v = judge_cases(cases)
+    assert v.status == verdict.EXIT_INCOMPLETE and v.failures() == []
+    cov = v.groups[0].coverage
+    assert cov.untested == {
+        'n2': 'not tested: controller unreachable',
+        'n3': 'not tested: usage error',
+        'n4': 'not tested: cancelled (scancel, or an administrator)'}
+
+
+def test_a_broken_node_still_fails_and_a_timeout_is_the_node_s():
+    hung = ('sanity: job 40 on n2 TIMEOUT: killed at its time limit '
+            '(0:01:00); output file missing')
+    v = judge_cases([screen_case('n1', 20.0),
+                     screen_case('n2', result='fail', reason=hung)])
+    assert v.status == verdict.EXIT_FAILED
+    assert list(verdict.by_node(v)) == ['n2']
+
+
+def test_a_multinode_job_names_every_node_it_ran_on():
+    c = case('n1', result='fail', reason='sanity: rank 1 died',
+             test='Mpi4pyPingPongCheck %layout=across_nodes')
+    c.test = 'Mpi4pyPingPongCheck %layout=across_nodes'     # not pinned
+    c.extras = {'job_nodes': ['n1', 'n2']}
+    c.nodes = ('n1',)       # ReFrame's list: the batch host only
+    c.session, c.time, c.label, c.phase, c.replay, c.deps = \
+        's1', 1.0, '', 'sanity', False, ()
+    c.samples = []
+    v = judge_cases([c])
+    assert [f.node for f in v.failures()] == ['n1+n2']
+    # a name that is not a plain node name is not trusted
+    c.extras = {'job_nodes': ['n1', 'n2; rm -rf /']}
+    assert [f.node for f in judge_cases([c]).failures()] == ['n1']
+
+
+def test_drain_line_and_rescreen_only_the_failed_nodes():
+    cases = [screen_case(n, v) for n, v in
+             (('n1', 20.0), ('n2', 21.0), ('n3', 2.0), ('n4', 20.5))]
+    v = judge_cases(cases)
+    steps = screen.next_steps(v)
+    [drain] = steps['drain']
+    assert drain.startswith('scontrol update nodename=n3 state=drain '
+                            'reason="hpcval: LikwidBenchCheck peakflops_rate '
+                            '2 MFLOP/s')
+    assert drain.count('"') == 2 and '$' not in drain
+    assert steps['rescreen'][0] == (
+        "reframe -r --system mc:cpu --distribute=all -J "
+        "exclude='n[1-2,4]' -n LikwidBenchCheck%kernel=peakflops "
+        "--report-file rescreen.json")
+    text = verdict.render_text(v)
+    assert drain in text and 'exclude=' in text
+    assert verdict.as_dict(v)['next_steps'] == steps
+
+
+def test_drain_reason_keeps_no_shell_character():
+    f = verdict.Failure('mc', 'cpu', 'n3', '', 'X %.nid=n3', '',
+                        reason='sanity: `reboot` $(id) "q" \\ \'s\' ; & |')
+    reason = screen.drain_reason(f)
+    assert not set(reason) & set('`$"\\\';&|')
+    assert reason.startswith('hpcval: X sanity: reboot (id) q s')
+
+
+def test_a_rescreen_read_with_the_first_judges_by_the_latest_run():
+    first = [screen_case(n, v) for n, v in
+             (('n1', 20.0), ('n2', 21.0), ('n3', 2.0), ('n4', 20.5))]
+    again = [screen_case('n3', 20.8, time=9.0, session='s2')]
+    assert judge_cases(first).status == verdict.EXIT_FAILED
+    assert judge_cases(again).status == verdict.EXIT_INCOMPLETE
+    v = judge_cases(first + again)
+    assert v.status == verdict.EXIT_OK, verdict.render_text(v)
+    # a later run that did not test the node does not hide the failure
+    lost = [screen_case('n3', result='fail', reason=SBATCH_DOWN, time=9.0,
+                        session='s2')]
+    assert judge_cases(first + lost).status == verdict.EXIT_FAILED
+
+
+def test_accepted_out_nodes_let_the_rest_pass():
+    recorded = {'partition_nodes': {
+        'partition': 'debug', 'nodes': 'n[1-4]',
+        'unavailable': {'n4': 'drained: DIMM replaced'}}}
+    cases = [screen_case(n, v, extras=recorded) for n, v in
+             (('n1', 20.0), ('n2', 21.0), ('n3', 20.4))]
+    assert judge_cases(cases).status == verdict.EXIT_INCOMPLETE
+    v = judge_cases(cases, accept_out=('n4',))
+    assert v.status == verdict.EXIT_OK
+    assert 'accepted as out: n4 (drained: DIMM replaced)' in \
+        verdict.render_text(v)
+    # accepting a node does not hide its failure
+    bad = cases + [screen_case('n4', 1.0, extras=recorded)]
+    assert judge_cases(bad, accept_out=('n4',)).status == \
+        verdict.EXIT_FAILED

@@ -271,6 +271,9 @@ POLICY = {
     'hpcval_skip_reason': RECORD, 'hpcval_components': RECORD,
     'hpcval_unjudged': RECORD, 'hpcval_provenance': RECORD,
     'hpcval_partition_nodes': RECORD, 'hpcval_screen_excluded': RECORD,
+    'hpcval_job_nodes': RECORD,
+    # a screen job's time limit (hpcval.benchmarks.screening)
+    'screen_expected_s': POSITIVE, 'screen_time_limit': COUNT,
     # the data of the run's figures (hpcval.publish.plotdata)
     'hpcval_plot_data': RECORD,
 }

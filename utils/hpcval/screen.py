@@ -24,6 +24,7 @@ compared.
 """
 import math
 import re
+import shlex
 import statistics
 from dataclasses import dataclass, field
 
@@ -36,6 +37,22 @@ MAD_K = 3.0
 # tested (ReFrame's words, then Slurm's)
 _UNAVAILABLE = re.compile(r'blocked due to reason: (ReqNodeNotAvail|Nodes '
                           r'required for job are DOWN|.*Reserv)')
+# what ends a job without saying anything about its node: Slurm's
+# controller or accounting out of reach (sbatch, sacct or srun saying so),
+# a usage error of the run (hpcval.benchmarks.fates), an operator's scancel
+_NOT_THE_NODE = (
+    ('controller unreachable', re.compile(
+        r'Unable to contact slurm controller|Socket timed out on send/recv|'
+        r'slurm_load_(jobs|partitions|node) error|Zero Bytes were '
+        r'transmitted or received|Batch job submission failed: (Unable|'
+        r'Socket)')),
+    ('accounting unreachable', re.compile(
+        r'Problem talking to the database|slurmdbd|failed to open '
+        r'persistent connection|command .sacct\b')),
+    ('usage error', re.compile(r'\busage error: ')),
+    ('cancelled (scancel, or an administrator)', re.compile(
+        r'\bCANCELLED: cancelled')),
+)
 _NID = re.compile(r'\s%\.nid=(\S+)')
 _SCREEN_PARAMS = re.compile(r'\s%\.(nid|part)=\S+')
 
@@ -48,11 +65,26 @@ def node_of(case):
     return m.group(1).strip("[]'\"") if m else None
 
 
-def not_started(case):
-    """Slurm's reason when a distributed case's job never started because
-    its node could not take it (drained, down, reserved), else ''."""
-    m = _UNAVAILABLE.search(case.reason or '')
-    return m.group(1) if m else ''
+def not_tested(case):
+    """Why a distributed case says nothing about its node, or '': its job
+    never started because the node could not take it (drained, down,
+    reserved), or it ended for a reason that is not the node's (the
+    controller or accounting out of reach, a usage error, an operator's
+    cancel)."""
+    reason = case.reason or ''
+    m = _UNAVAILABLE.search(reason)
+    if m:
+        return f'job not started: {m.group(1)}'
+    if case.result not in ('fail', 'abort'):
+        return ''
+    for what, pattern in _NOT_THE_NODE:
+        if pattern.search(reason):
+            return f'not tested: {what}'
+    return ''
+
+
+#: the name verdict calls: any reason a case is not the node's result
+not_started = not_tested
 
 
 def screen_test(case):
@@ -73,6 +105,7 @@ class Coverage:
     tested: list
     untested: dict                 # node: why
     excluded: list = field(default_factory=list)   # (test, why)
+    accepted: dict = field(default_factory=dict)   # node: why, out by intent
 
     @property
     def known(self):
@@ -83,6 +116,10 @@ class Coverage:
         head = (f'{len(self.tested)} of {total} nodes tested' if self.known
                 else f'{len(self.tested)} nodes tested, the partition\'s '
                      f'node list was not recorded')
+        if self.accepted:
+            head += '; accepted as out: ' + ', '.join(
+                f'{n} ({why})' for n, why in sorted(
+                    self.accepted.items(), key=lambda kv: _natural(kv[0])))
         if not self.untested:
             return head
         shown = [f'{n} ({why})' for n, why in sorted(
@@ -110,6 +147,7 @@ def _natural(name):
 def coverage(cases):
     """The Coverage of the distributed ``cases`` of one partition."""
     recorded, tested, untested, excluded = {}, set(), {}, []
+    tests = {screen_test(c) for c in cases}
     for case in cases:
         nodes = case.extras.get('partition_nodes')
         if isinstance(nodes, dict) and isinstance(nodes.get('nodes'), str):
@@ -121,11 +159,13 @@ def coverage(cases):
         if isinstance(excl, str) and excl:
             excluded.append((screen_test(case), excl))
             continue
-        why = not_started(case)
         if case.result == 'skip':
             continue
+        why = not_tested(case)
         if why:
-            untested.setdefault(node, f'job not started: {why}')
+            # one case of the node not run is enough: its screen is partial
+            untested.setdefault(node, f'{screen_test(case)}: {why}'
+                                if len(tests) > 1 else why)
         else:
             tested.add(node)
 
@@ -145,8 +185,7 @@ def coverage(cases):
                 untested[node] = why        # Slurm's state says most
             elif node not in untested:
                 untested[node] = 'no test case ran there'
-    for node in tested:
-        untested.pop(node, None)
+    tested -= set(untested)
     return Coverage(sorted(partition_nodes, key=_natural),
                     sorted(tested, key=_natural), untested,
                     sorted(set(excluded)))
@@ -220,3 +259,139 @@ def per_node(cases, samples_of, factor=PEER_FACTOR):
                          p.median if p else None,
                          '' if p is None else 'pass' if p.passed else 'FAIL'))
     return sorted(rows, key=lambda r: (r[0], r[1], _natural(r[3])))
+
+
+# a node name that may reach a shell line: Slurm's plain host names
+_NODE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
+# what a drain reason keeps of a failure line: no quote, $, ` or backslash
+_REASON_UNSAFE = re.compile(r'[^A-Za-z0-9 ._:,/+<>%()-]+')
+_REASON_CHARS = 120
+
+
+def plain_node(name):
+    """Whether ``name`` is a plain node name, safe on a command line."""
+    return isinstance(name, str) and bool(_NODE_NAME.fullmatch(name))
+
+
+def job_nodes(case):
+    """Every node the case's job ran on, as Slurm's accounting recorded it
+    (hpcval.benchmarks.screening), or []."""
+    nodes = case.extras.get('job_nodes')
+    if isinstance(nodes, list) and nodes and all(plain_node(n)
+                                                 for n in nodes):
+        return nodes
+    return []
+
+
+def superseded(cases):
+    """ids of the distributed ``cases`` that a later run of the same test
+    on the same node replaces: a re-screen read with the first screen
+    judges each node by its latest run that tested it."""
+    best = {}
+    for case in cases:
+        node = node_of(case)
+        if node is None or case.result == 'skip':
+            continue
+        key = (case.system, case.partition, case.environ,
+               screen_test(case), node)
+        rank = (not not_tested(case), case.time or 0.0)
+        if key not in best or rank >= best[key][0]:
+            best[key] = (rank, case)
+    keep = {id(c) for _, c in best.values()}
+    return {id(c) for c in cases if node_of(c) is not None
+            and c.result != 'skip' and id(c) not in keep}
+
+
+def accept_out(coverage, nodes):
+    """Move the untested ``nodes`` (known to be out: drained for repair)
+    from ``coverage.untested`` to ``coverage.accepted``; a tested node
+    stays judged."""
+    for node in nodes:
+        if node in coverage.untested:
+            coverage.accepted[node] = coverage.untested.pop(node)
+    return coverage
+
+
+def drain_reason(failure):
+    """'hpcval: <what failed>' for Slurm's node reason, without a
+    character a shell or scontrol would read."""
+    test = screen_test(failure).split()[0] if failure.test else ''
+    if failure.metric:
+        what = (f'{test} {failure.metric} {_short(failure.value)} '
+                f'{failure.unit} {failure.component} bound '
+                f'{failure.bound}')
+    else:
+        what = f'{test} {failure.reason}'
+    text = _REASON_UNSAFE.sub(' ', f'hpcval: {what}')
+    text = ' '.join(text.split())
+    return text if len(text) <= _REASON_CHARS else \
+        text[:_REASON_CHARS - 3].rstrip() + '...'
+
+
+def _short(value):
+    return f'{value:.4g}' if isinstance(value, (int, float)) else str(value)
+
+
+def next_steps(verdict):
+    """What the admin does next: {'drain': [scontrol line, ...],
+    'rescreen': [command, ...], 'notes': [...]} for the failed nodes of a
+    verdict (hpcval.verdict.Verdict)."""
+    alone, pairs = {}, {}
+    for f in verdict.failures():
+        nodes = f.node.split('+') if f.node else []
+        if len(nodes) == 1:
+            alone.setdefault(nodes[0], f)
+        elif nodes:
+            pairs.setdefault(f.node, f)
+    drain, notes = [], []
+    for node in sorted(alone, key=_natural):
+        if not plain_node(node):
+            notes.append(f'not a plain node name, no drain line: {node!r}')
+            continue
+        drain.append(f'scontrol update nodename={node} state=drain '
+                     f'reason="{drain_reason(alone[node])}"')
+    for nodes in sorted(pairs):
+        if not any(n in alone for n in nodes.split('+')):
+            notes.append(f'nodes {nodes} failed together in one job: '
+                         f'screen each alone before draining either')
+    return {'drain': drain, 'rescreen': _rescreen(verdict, alone),
+            'notes': notes}
+
+
+def _rescreen(verdict, failed):
+    """reframe lines that run the failed screen tests again on the
+    ``failed`` nodes only, and the verdict that reads them with the first
+    screen.  The other nodes are excluded (``-J exclude``): a list given
+    as ``-J nodelist`` would join every pinned job to all of its nodes."""
+    lines = []
+    for g in verdict.groups:
+        mine = {n: f for n, f in failed.items()
+                if plain_node(n) and any(f is x for x in g.failures)}
+        nodes = sorted(mine, key=_natural)
+        if not nodes or g.coverage is None:
+            continue
+        first = mine[nodes[0]]
+        head = (f'reframe -r --system '
+                f'{shlex.quote(first.system + ":" + first.partition)} '
+                f'--distribute=all')
+        names = ' '.join(f'-n {shlex.quote(t)}' for t in sorted(
+            {screen_test(f).replace(' %', '%') for f in mine.values()}))
+        others = [n for n in g.coverage.partition_nodes if n not in mine]
+        if others:
+            lines.append(f'{head} -J exclude={shlex.quote(_abbrev(others))} '
+                         f'{names} --report-file rescreen.json')
+        elif g.coverage.known:      # every node of the partition failed
+            lines.append(f'{head} {names} --report-file rescreen.json')
+        else:       # the partition's nodes unknown: one run per node
+            lines += [f'{head} -J nodelist={n} {names} --report-file '
+                      f'rescreen-{n}.json' for n in nodes]
+    if lines:
+        lines.append('hpcval verdict SCREEN.json rescreen*.json  '
+                     '# SCREEN.json: the first screen\'s report; each node '
+                     'is judged by its latest run')
+    return lines
+
+
+def _abbrev(nodes):
+    from reframe.utility import nodelist_abbrev
+    return nodelist_abbrev(list(nodes))

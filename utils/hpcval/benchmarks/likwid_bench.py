@@ -15,7 +15,7 @@ import subprocess
 
 import reframe as rfm
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import parameter, run_before, variable
+from reframe.core.builtins import parameter, run_after, run_before, variable
 
 from hpcval import replay
 from hpcval.benchmarks.base import ParsedBenchmark
@@ -64,6 +64,11 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         'peakflops': ('32kB', 20000, 'MFlops/s'),
     }
 
+    #: seconds one node's run takes, for a screen's time limit
+    #: (hpcval.benchmarks.screening): copy/stream ~7 s of likwid's own
+    #: sizing, peakflops well under one
+    SCREEN_SECONDS = {'copy': 15, 'stream': 15, 'peakflops': 5}
+
     executable = 'likwid-bench'
     num_tasks = 1
     tags = {'likwid', 'cpu-bandwidth'}
@@ -71,6 +76,11 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     @property
     def test_name(self):
         return f'{self.kernel}_{self.isa}' if self.isa else self.kernel
+
+    @run_after('init')
+    def set_screen_duration(self):
+        if self.screen_expected_s is None:
+            self.screen_expected_s = self.SCREEN_SECONDS[self.kernel]
 
     @run_before('run')
     def set_command(self):

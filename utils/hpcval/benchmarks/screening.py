@@ -10,16 +10,22 @@
 """
 import functools
 import itertools
+import math
+import re
 import shlex
 import subprocess
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, variable
-from reframe.utility import nodelist_abbrev
+from reframe.utility import nodelist_abbrev, nodelist_expand
 
 # node states in which a node takes no screening job (sinfo %T, long form)
 _USABLE = {'idle', 'mixed', 'allocated', 'completing'}
+_JOBID = re.compile(r'[0-9]+')
+_NODE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
+#: Slurm counts time limits in whole minutes
+_MINUTE = 60
 
 
 def _partition_option(options):
@@ -72,6 +78,34 @@ def slurm_partition_nodes(options):
             'nodes': nodelist_abbrev(nodes), 'unavailable': unavailable}
 
 
+def slurm_job_nodes(jobid):
+    """Every node of job ``jobid`` as Slurm's accounting records it, or []
+    when sacct cannot tell."""
+    if not _JOBID.fullmatch(str(jobid or '')):
+        return []
+    try:
+        out = subprocess.run(['sacct', '-X', '-n', '-P', '-j', str(jobid),
+                              '-o', 'NodeList'], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    spec = out.strip().splitlines()[0].strip() if out.strip() else ''
+    if not spec or spec.startswith('None'):
+        return []
+    try:
+        nodes = nodelist_expand(spec)
+    except Exception:       # not Slurm's syntax: nothing trusted
+        return []
+    return nodes if all(_NODE.fullmatch(n) for n in nodes) else []
+
+
+def time_limit_for(expected_s):
+    """A screen job's time limit: three times the benchmark's expected
+    duration and half a minute to start, in whole minutes, at least one."""
+    return max(_MINUTE,
+               math.ceil((3 * expected_s + 30) / _MINUTE) * _MINUTE)
+
+
 class ScreenRecord(rfm.RegressionTestPlugin):
     """Mixin of hpcval's benchmark bases: the records above, only in a
     ``--distribute`` run on a Slurm partition."""
@@ -83,10 +117,45 @@ class ScreenRecord(rfm.RegressionTestPlugin):
     #: Why this test is not part of a node screen ('' when it is).
     hpcval_screen_excluded = variable(str, value='', loggable=True)
 
-    def _screened(self):
-        return hasattr(self, '.nid') and not self.local and \
+    #: Every node the job ran on, from Slurm's accounting (see above).
+    hpcval_job_nodes = variable(typ.List[str], value=[], loggable=True)
+
+    #: The benchmark's expected duration on one node, in seconds (None:
+    #: unknown, the job keeps its time limit in a screen).
+    screen_expected_s = variable(float, int, type(None), value=None)
+
+    #: A screen job's time limit in seconds (None: from
+    #: ``screen_expected_s``); -S screen_time_limit=600 gives a slow node
+    #: more.
+    screen_time_limit = variable(int, type(None), value=None)
+
+    def _on_slurm(self):
+        return not self.local and \
             self.current_partition.scheduler.registered_name in ('slurm',
                                                                  'squeue')
+
+    def _screened(self):
+        return hasattr(self, '.nid') and self._on_slurm()
+
+    @run_before('run')
+    def no_requeue(self):
+        if self._on_slurm() and '--no-requeue' not in self.job.options:
+            self.job.options += ['--no-requeue']
+
+    @run_before('run')
+    def screen_limit(self):
+        if not self._screened():
+            return
+        limit = self.screen_time_limit
+        if limit is None and self.screen_expected_s:
+            limit = time_limit_for(self.screen_expected_s)
+        if limit is not None:
+            self.time_limit = limit
+
+    @run_before('sanity')
+    def record_job_nodes(self):
+        if self._on_slurm() and not self.is_dry_run():
+            self.hpcval_job_nodes = slurm_job_nodes(self.job.jobid)
 
     @run_after('setup')
     def record_partition_nodes(self):

@@ -399,6 +399,9 @@ class MiniCluster:
             # one failed rank ends the step instead of leaving its peers
             # blocked in MPI until the time limit
             'KillOnBadExit=1',
+            # a job is never requeued after a node failure: it would outlive
+            # the screen and run again when the node is resumed
+            'JobRequeue=0',
             # time limits and cancellations take effect in seconds
             'KillWait=2',
             'OverTimeLimit=0',
