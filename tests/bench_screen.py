@@ -26,7 +26,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rfmrun import ROOT, VENV_BIN, cases, reframe  # noqa: E402
 
-from hpcval.screen import MAD_K, PEER_FACTOR  # noqa: E402
+from hpcval.screen import PEER_FACTOR, k_of_peers  # noqa: E402
 from hpcval.testing.minicluster import MiniCluster  # noqa: E402
 
 PLANTED = {'n7', 'n42'}
@@ -70,7 +70,7 @@ def one_screen(cluster, folder, planted):
     for metric, (lo, hi, mad) in spread.items():
         print(f'  {metric}: healthy nodes {lo:.2f} to {hi:.2f} x median, '
               f'MAD of log-values {mad:.3f} (bound x'
-              f'{max(PEER_FACTOR, math.exp(MAD_K * 1.4826 * mad)):.2f})')
+              f'{max(PEER_FACTOR, math.exp(k_of_peers(len(vals) - 1) * 1.4826 * mad)):.2f})')
     for node in sorted(named):
         for line in verdict['failures_by_node'][node]:
             print(f'  {line}')

@@ -7,21 +7,20 @@ Slurm gave it at run time (``hpcval_partition_nodes``, see
 hpcval.benchmarks.screening), so a verdict read anywhere later knows which
 nodes were not tested, and why (drained, down, reserved).
 
-Peer comparison (the rule, documented in docs/screening.md): within one
-system, partition, environment and test (all parameters but the node), each
-node's figure is compared with the median of the same figure on the other
-nodes.  It fails when it is worse than the peers' median by more than
-``PEER_FACTOR`` (4 by default, ``hpcval verdict --peer-factor``: below a
-quarter of the median for bandwidths, rates and FLOP/s, above four times
-the median for times) and, where there are at least
-``MIN_PEERS_FOR_MAD`` peers, also beyond ``MAD_K`` robust standard
-deviations (1.4826 x the median absolute deviation of the peers'
-log-values) from it, so that a noisy figure widens its own bound.  Times
-(latencies) are compared only among at least ``MIN_PEERS_FOR_MAD`` peers:
-on fewer, a healthy node's tiny-message latency is often four times its
-one peer's.  Spreads (``*_std``) and figures of unknown direction are not
-compared.
+The peer rule (``peer_judgements``/``peer_outliers``, documented in
+docs/screening.md), for nodes of a screen and for GPUs or links inside a
+node alike: each value is compared with the median of the others of its
+group; it fails when it is worse by more than a floor (per figure kind,
+PEER_RULES; ``hpcval verdict --peer-factor`` sets it for a screen) and by
+more than k(n) robust standard deviations of the others' log-values, k(n)
+chosen so that a healthy figure fails once in 1/PEER_ALARM.  Spreads
+(``*_std``) and figures of unknown direction are not compared.
+
+After a screen (``next_steps``): scontrol lines that drain the failed
+nodes and a re-screen of only those; a re-screen read with the first
+screen judges each node by its latest run (``superseded``).
 """
+import bisect
 import math
 import re
 import shlex
@@ -30,9 +29,9 @@ from dataclasses import dataclass, field
 
 from hpcval.publish.comparison import better
 
+#: the verdict's floor as a factor while the minicluster's screen figure
+#: is the short peakflops run on a shared host (docs/screening.md)
 PEER_FACTOR = 4.0
-MIN_PEERS_FOR_MAD = 5
-MAD_K = 3.0
 # a job cancelled because its node could not take it: the node was not
 # tested (ReFrame's words, then Slurm's)
 _UNAVAILABLE = re.compile(r'blocked due to reason: (ReqNodeNotAvail|Nodes '
@@ -191,17 +190,158 @@ def coverage(cases):
                     sorted(set(excluded)))
 
 
-def _worse(value, median, direction):
-    """How many times worse than ``median`` ``value`` is (1: equal)."""
-    if direction == 'higher':
-        return median / value if value > 0 else math.inf
-    return value / median if median > 0 else math.inf
+# -- the peer rule ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PeerRule:
+    """How one kind of figure is judged against its peers: it fails when it
+    is worse than the median of the others by more than ``floor`` (0.05:
+    5 % below for a rate, 5 % above for a time) and by more than
+    ``k(n)`` robust standard deviations of the others' log-values;
+    ``min_peers``: fewer peers, and the figure is not judged."""
+    floor: float
+    min_peers: int
+    better: str             # 'higher' or 'lower'
+
+
+#: per figure kind (hpcval.units families).  Floors: the smallest
+#: slowdown a screen can name where the nodes' healthy spread is below it
+#: (a wrong BIOS setting, a missing DIMM, a throttled GPU cost 10-20 %);
+#: times (latencies) are the noisy kind and need five peers
+PEER_RULES = {
+    'flops': PeerRule(0.05, 1, 'higher'),
+    'bandwidth': PeerRule(0.05, 1, 'higher'),
+    'rate': PeerRule(0.05, 1, 'higher'),
+    'time': PeerRule(0.20, 5, 'lower'),
+}
+#: false alarms the spread term is built for: one healthy figure in
+#: 10,000 fails (log-normal healthy figures, the median and MAD of n
+#: peers); docs/screening.md
+PEER_ALARM = 1e-4
+# k(n): the 1 - PEER_ALARM quantile of (median - x) / (1.4826 MAD) of n
+# normal peers (Monte Carlo, 2e6 draws for n <= 32, 1e6 above:
+# tests/bench_screen.py --rule draws them again).  Below 4 peers the
+# spread is not measured and the floor alone judges.
+_K_OF_PEERS = ((4, 112.9), (5, 110.1), (6, 32.2), (7, 30.8), (8, 17.9),
+               (10, 13.0), (12, 10.4), (16, 7.85), (24, 6.01), (32, 5.29),
+               (64, 4.44), (128, 4.00), (1 << 30, 3.72))
+# leave-one-out MAD is exact up to this many peers; above, one node moves
+# the MAD of all by less than a rank: the MAD of all is used (fast at
+# 1,000 nodes)
+_EXACT_MAD_PEERS = 128
+
+
+def k_of_peers(n):
+    """Robust standard deviations a figure may be off among ``n`` peers at
+    PEER_ALARM (None: too few peers to measure a spread)."""
+    if n < _K_OF_PEERS[0][0]:
+        return None
+    for (n0, k0), (n1, k1) in zip(_K_OF_PEERS, _K_OF_PEERS[1:]):
+        if n0 <= n < n1:
+            # linear in log n between the simulated points
+            t = (math.log(n) - math.log(n0)) / (math.log(n1) - math.log(n0))
+            return k0 + t * (k1 - k0)
+    return _K_OF_PEERS[-1][1]
+
+
+def rule_for(kind):
+    """The PeerRule of ``kind``: a PEER_RULES key or a unit ('MB/s')."""
+    if kind in PEER_RULES:
+        return PEER_RULES[kind]
+    try:
+        from hpcval import units
+        return PEER_RULES[units.family(kind)]
+    except (ValueError, KeyError):
+        raise ValueError(f'no peer rule for {kind!r} (kinds: '
+                         f'{", ".join(PEER_RULES)}, or a known unit)') \
+            from None
+
+
+@dataclass(frozen=True)
+class PeerJudgement:
+    """One value against the others of its group."""
+    name: str
+    value: float
+    median: float           # of the others
+    peers: int
+    factor: float           # the bound, as a factor on the median
+    limit: float            # the value at the bound
+    passed: bool
+
+    @property
+    def worse(self):
+        """How many times worse than the median (1: equal)."""
+        if self.limit <= self.median:       # higher is better
+            return self.median / self.value if self.value > 0 else math.inf
+        return self.value / self.median if self.median > 0 else math.inf
+
+
+def peer_judgements(values, kind, floor=None):
+    """{name: PeerJudgement} of each of ``values`` ({name: positive
+    number}: nodes, GPUs or links of one figure) against the median of the
+    others, by the rule of ``kind`` (PEER_RULES key or unit); ``floor``
+    replaces the kind's.  Values <= 0 and groups with too few peers are
+    not judged (absent from the result)."""
+    rule = rule_for(kind)
+    floor = rule.floor if floor is None else floor
+    if not 0 <= floor < 1:
+        raise ValueError(f'floor {floor!r}: expected 0 <= floor < 1')
+    sign = 1.0 if rule.better == 'higher' else -1.0
+    good = {n: v for n, v in values.items()
+            if isinstance(v, (int, float)) and v > 0 and math.isfinite(v)}
+    peers = len(good) - 1
+    if peers < max(rule.min_peers, 1):
+        return {}
+    # log-values, oriented so that lower is worse
+    logs = {n: sign * math.log(v) for n, v in good.items()}
+    ordered = sorted(logs.values())
+    k = k_of_peers(peers)
+    floor_log = -math.log(1 - floor)
+    whole_mad = None
+    if k is not None and peers > _EXACT_MAD_PEERS:
+        mid = statistics.median(ordered)
+        whole_mad = statistics.median(abs(x - mid) for x in ordered)
+    out = {}
+    for name, x in logs.items():
+        i = bisect.bisect_left(ordered, x)
+        others = ordered[:i] + ordered[i + 1:] if whole_mad is None \
+            else None
+        mid = _median_without(ordered, i)
+        bound = floor_log
+        if k is not None:
+            mad = whole_mad if whole_mad is not None else \
+                statistics.median(abs(y - mid) for y in others)
+            bound = max(bound, k * 1.4826 * mad)
+        median = math.exp(sign * mid)
+        limit = math.exp(sign * (mid - bound))
+        out[name] = PeerJudgement(name, good[name], median, peers,
+                                  math.exp(bound), limit,
+                                  mid - x <= bound)
+    return out
+
+
+def peer_outliers(values, kind, floor=None):
+    """The judgements of ``values`` that fail (peer_judgements)."""
+    return {n: j for n, j in peer_judgements(values, kind, floor).items()
+            if not j.passed}
+
+
+def _median_without(ordered, i):
+    """The median of sorted ``ordered`` without its element ``i``."""
+    n = len(ordered) - 1
+
+    def at(j):          # j-th of the list without element i
+        return ordered[j + 1] if j >= i else ordered[j]
+    if n % 2:
+        return at(n // 2)
+    return (at(n // 2 - 1) + at(n // 2)) / 2
 
 
 def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
     """{(id(case), metric): PeerResult} for the distributed ``cases``
     (``samples_of(case)``: its samples, objects with metric, value, unit);
-    ``factor``: how many times worse than the peers' median fails."""
+    ``factor``: how many times worse than the peers' median fails at
+    least (None: the figure kind's floor, PEER_RULES)."""
     groups = {}
     for case in cases:
         node = node_of(case)
@@ -214,32 +354,25 @@ def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
                    screen_test(case), s.metric, s.unit)
             groups.setdefault(key, []).append((node, case, s.value))
 
+    floor = None if factor is None else 1 - 1 / factor
     out = {}
     for key, entries in groups.items():
-        direction = better(key[-1])
-        for node, case, value in entries:
-            peers = [v for n, _, v in entries if n != node and v > 0]
-            if not peers or value <= 0:
+        unit = key[-1]
+        try:
+            rule_for(unit)
+        except ValueError:
+            continue
+        values = {(node, id(case)): value for node, case, value in entries}
+        judged = peer_judgements(values, unit, floor)
+        cmp = '>=' if rule_for(unit).better == 'higher' else '<='
+        for node, case, _ in entries:
+            j = judged.get((node, id(case)))
+            if j is None:
                 continue
-            if direction == 'lower' and len(peers) < MIN_PEERS_FOR_MAD:
-                # a time (latency) is the noisy kind: with too few peers
-                # to measure its spread, noise cannot be told from a fault
-                continue
-            median = statistics.median(peers)
-            worse = _worse(value, median, direction)
-            bound = factor
-            if len(peers) >= MIN_PEERS_FOR_MAD:
-                logs = [math.log(v) for v in peers]
-                mid = statistics.median(logs)
-                mad = statistics.median(abs(x - mid) for x in logs)
-                bound = max(bound, math.exp(MAD_K * 1.4826 * mad))
-            limit = median / bound if direction == 'higher' \
-                else median * bound
-            cmp = '>=' if direction == 'higher' else '<='
             out[(id(case), key[4])] = PeerResult(
-                node, value, key[-1], median, len(peers), worse <= bound,
-                f'{cmp} {limit:.6g} {key[-1]} (peer median {median:.6g} '
-                f'of {len(peers)} nodes, x{bound:.3g})')
+                node, j.value, unit, j.median, j.peers, j.passed,
+                f'{cmp} {j.limit:.6g} {unit} (peer median {j.median:.6g} '
+                f'of {j.peers} nodes, x{j.factor:.3g})')
     return out
 
 
