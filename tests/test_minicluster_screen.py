@@ -359,7 +359,10 @@ def test_a_two_node_job_names_both_nodes(faults, tmp_path):
                            env=faults.env())
     assert report is not None, proc.stdout[-3000:]
     [tc] = cases(report)
-    assert tc['result'] == 'fail' and tc['hpcval_job_nodes'] == ['n1', 'n2']
+    assert tc['result'] == 'fail' and tc['hpcval_job_nodes'] == ['n1', 'n2'], \
+        (tc['jobid'], tc['job_nodelist'], tc['fail_reason'],
+         faults.run('sacct', '-P', '-j', tc['jobid'], '-o',
+                    'JobID,State,NodeList,Submit').stdout)
     status, result, out = verdict(tmp_path / 'report.json')
     assert status == 1
     assert [f['node'] for f in result['partitions'][0]['failures']] == \
@@ -367,3 +370,37 @@ def test_a_two_node_job_names_both_nodes(faults, tmp_path):
     assert result['next_steps']['drain'] == []
     assert any('n1+n2 failed together' in n
                for n in result['next_steps']['notes'])
+
+
+# -- faults of a set size ---------------------------------------------------
+
+def test_faults_of_a_set_size_meet_their_node_only(faults):
+    """n2 20 % slow (a quota of 0.8 of its two CPUs, every 10 ms) with a
+    64 MiB memory stream beside its tasks: a task on n2 runs in the
+    quota's group and beside the stream, which ends with the task; a task
+    on n1 meets neither."""
+    from hpcval.testing.minicluster import processes_naming
+    faults.slow_node_by('n2', 0.2)
+    faults.compete('n2', 'memory', 64)
+    # the stream runs dd after dd: look a few times
+    probe = ('cat /proc/self/cgroup; for i in 1 2 3 4 5 6; do sleep 0.3; '
+             'ps -eo args | grep "^dd if=/dev/zero of=/dev/null bs=64M"; '
+             'done; echo "streams: $(ps -eo args | grep -c "^dd if=/dev/z")"')
+    out = faults.run('srun', '-w', 'n2', '-N1', '-n1', 'sh', '-c', probe,
+                     timeout=120).stdout
+    group = faults.quota.base / 'n2'
+    # v2: '0::/<base>/n2'; v1: '<k>:cpu,...:/<base>/n2'
+    assert f'/{faults.quota.base.name}/n2\n' in out, out
+    if faults.quota.version == 2:
+        assert (group / 'cpu.max').read_text().split() == ['16000', '10000']
+    else:
+        assert (group / 'cpu.cfs_quota_us').read_text().strip() == '16000'
+        assert (group / 'cpu.cfs_period_us').read_text().strip() == '10000'
+    assert 'dd if=/dev/zero of=/dev/null bs=64M' in out, out
+    wait_until('the stream to end with its step', lambda: not [
+        p for p in processes_naming(faults.faults)])
+
+    out = faults.run('srun', '-w', 'n1', '-N1', '-n1', 'sh', '-c', probe,
+                     timeout=120).stdout
+    assert f'/{faults.quota.base.name}/n2' not in out
+    assert 'dd if=' not in out and out.strip().endswith('streams: 0'), out

@@ -79,24 +79,32 @@ def slurm_partition_nodes(options):
 
 
 def slurm_job_nodes(jobid):
-    """Every node of job ``jobid`` as Slurm's accounting records it, or []
-    when sacct cannot tell."""
+    """Every node of job ``jobid`` as Slurm's accounting records it: its
+    allocation and every step's nodes (the allocation's record alone has
+    been seen naming only the batch host of a two-node job whose step ran
+    on both), or [] when sacct cannot tell."""
     if not _JOBID.fullmatch(str(jobid or '')):
         return []
     try:
-        out = subprocess.run(['sacct', '-X', '-n', '-P', '-j', str(jobid),
-                              '-o', 'NodeList'], capture_output=True,
+        out = subprocess.run(['sacct', '-n', '-P', '-j', str(jobid),
+                              '-o', 'JobID,NodeList'], capture_output=True,
                              text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    spec = out.strip().splitlines()[0].strip() if out.strip() else ''
-    if not spec or spec.startswith('None'):
-        return []
-    try:
-        nodes = nodelist_expand(spec)
-    except Exception:       # not Slurm's syntax: nothing trusted
-        return []
-    return nodes if all(_NODE.fullmatch(n) for n in nodes) else []
+    nodes = []
+    for line in out.splitlines():
+        step, _, spec = line.strip().partition('|')
+        if step.split('.')[0] != str(jobid) or not spec or \
+                spec.startswith('None'):
+            continue
+        try:
+            found = nodelist_expand(spec)
+        except Exception:       # not Slurm's syntax: nothing trusted
+            return []
+        if not all(_NODE.fullmatch(n) for n in found):
+            return []
+        nodes += [n for n in found if n not in nodes]
+    return nodes
 
 
 def time_limit_for(expected_s):
