@@ -323,3 +323,17 @@ def test_leave_one_out_median_is_exact():
     # of an even count, the geometric mean of the middle two (log-values)
     j = screen.peer_judgements(dict(values, e=20.0), 'flops')
     assert j['e'].median == pytest.approx(math.sqrt(2.0 * 3.0))
+
+
+def test_slurm_node_lists_expand_and_abbreviate_without_reframe():
+    assert screen.expand('n[1-3,5],x7') == ['n1', 'n2', 'n3', 'n5', 'x7']
+    assert screen.expand('g[08-10]-ib') == ['g08-ib', 'g09-ib', 'g10-ib']
+    assert screen.expand('r[1-2]n[1-2]') == ['r1n1', 'r1n2', 'r2n1', 'r2n2']
+    for bad in ('n[1-', 'n[3-1]', 'n[a]', 'n1,,n2', 'n]1['):
+        with pytest.raises(ValueError):
+            screen.expand(bad)
+    names = [f'n{i}' for i in (1, 2, 3, 5, 9, 10)] + ['g08', 'g09', 'x']
+    assert screen.abbrev(names) == 'g[08-09],n[1-3,5,9-10],x'
+    assert screen.expand(screen.abbrev(names)) == sorted(
+        names[6:8]) + names[:6] + ['x']
+    assert screen.abbrev(['n4']) == 'n4'

@@ -134,10 +134,9 @@ def _peer_factor(text):
 
 
 def _node_list(text):
-    from reframe.utility import nodelist_expand
     try:
-        nodes = nodelist_expand(text)
-    except Exception:
+        nodes = screen.expand(text)
+    except ValueError:
         nodes = []
     if not nodes or not all(screen.plain_node(n) for n in nodes):
         raise argparse.ArgumentTypeError(f'{text!r}: expected node names '
