@@ -12,6 +12,7 @@ run there.
 import concurrent.futures
 import json
 import os
+import pathlib
 import shlex
 import signal
 import subprocess
@@ -382,10 +383,12 @@ def test_faults_of_a_set_size_meet_their_node_only(faults):
     from hpcval.testing.minicluster import processes_naming
     faults.slow_node_by('n2', 0.2)
     faults.compete('n2', 'memory', 64)
-    # the stream runs dd after dd: look a few times
-    probe = ('cat /proc/self/cgroup; for i in 1 2 3 4 5 6; do sleep 0.3; '
-             'ps -eo args | grep "^dd if=/dev/zero of=/dev/null bs=64M"; '
-             'done; echo "streams: $(ps -eo args | grep -c "^dd if=/dev/z")"')
+    # the stream runs dd after dd: look for up to 10 s
+    probe = ('cat /proc/self/cgroup; for i in $(seq 20); do sleep 0.5; '
+             'ps -eo args | grep "^dd if=/dev/zero of=/dev/null bs=64M" && '
+             'break; done; ps -eo pid,ppid,args | grep -e compete -e "dd if" '
+             '| grep -v grep; echo "streams: $(ps -eo args | grep -c '
+             '"^dd if=/dev/z")"')
     out = faults.run('srun', '-w', 'n2', '-N1', '-n1', 'sh', '-c', probe,
                      timeout=120).stdout
     group = faults.quota.base / 'n2'
@@ -396,7 +399,9 @@ def test_faults_of_a_set_size_meet_their_node_only(faults):
     else:
         assert (group / 'cpu.cfs_quota_us').read_text().strip() == '16000'
         assert (group / 'cpu.cfs_period_us').read_text().strip() == '10000'
-    assert 'dd if=/dev/zero of=/dev/null bs=64M' in out, out
+    assert 'dd if=/dev/zero of=/dev/null bs=64M' in out, (
+        out, (faults.root / 'etc' / 'task_prolog.sh').read_text(),
+        sorted(p.name for p in faults.faults.iterdir()))
     wait_until('the stream to end with its step', lambda: not [
         p for p in processes_naming(faults.faults)])
 
@@ -404,3 +409,21 @@ def test_faults_of_a_set_size_meet_their_node_only(faults):
                      timeout=120).stdout
     assert f'/{faults.quota.base.name}/n2' not in out
     assert 'dd if=' not in out and out.strip().endswith('streams: 0'), out
+
+
+def test_a_screen_figure_is_the_median_of_repeated_runs(faults, tmp_path):
+    """-S repeats=3: each node's job runs likwid-bench three times; the
+    figure is the median, its spread a declared diagnostic that neither
+    fails nor leaves the screen incomplete."""
+    _, _ = screen(faults, tmp_path, '-S', 'LikwidBenchCheck.repeats=3')
+    report = json.loads((tmp_path / 'report.json').read_text())
+    for tc in cases(report):
+        script = (pathlib.Path(tc['stagedir'] if tc['result'] == 'fail'
+                               else tc['outputdir']) / 'rfm_job.sh')
+        assert script.read_text().count('likwid-bench -t peakflops') == 3
+        names = {k.rsplit(':', 1)[-1] for k in tc['perfvalues']}
+        assert names == {'peakflops_rate', 'peakflops_rate_std'}, names
+    status, result, proc = verdict(tmp_path / 'report.json')
+    [part] = result['partitions']
+    assert part['diagnostic'] == 2 and part['unjudged'] == [], proc.stdout
+    assert part['peer_judged'] == 2, proc.stdout

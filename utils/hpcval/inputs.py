@@ -258,6 +258,7 @@ POLICY = {
     'warmup_iters': COUNT, 'check_results': _number(0, 1),
     'max_size': POSITIVE, 'latency_sizes': _numbers(0), 'loops': COUNT,
     'iterations': COUNT, 'warmup': COUNT, 'validate': FLAG,
+    'repeats': POSITIVE,
     'pin_ranks': FLAG, 'threads': COUNT, 'iodepth': POSITIVE,
     'direct_io': FLAG, 'latency_log2': COUNT, 'bandwidth_log2': COUNT,
     'repetitions': _number(1, 100), 'numa_node': COUNT, 'a2a_cus': COUNT,
