@@ -27,7 +27,7 @@ import shlex
 import statistics
 from dataclasses import dataclass, field
 
-from hpcval.publish.comparison import better
+from hpcval.units import better
 
 #: the verdict's floor as a factor while the minicluster's screen figure
 #: is the short peakflops run on a shared host (docs/screening.md)

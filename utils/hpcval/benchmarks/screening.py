@@ -20,6 +20,8 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, variable
 from reframe.utility import nodelist_abbrev, nodelist_expand
 
+from hpcval import inputs
+
 # node states in which a node takes no screening job (sinfo %T, long form)
 _USABLE = {'idle', 'mixed', 'allocated', 'completing'}
 _JOBID = re.compile(r'[0-9]+')
@@ -124,6 +126,14 @@ class ScreenRecord(rfm.RegressionTestPlugin):
 
     #: Why this test is not part of a node screen ('' when it is).
     hpcval_screen_excluded = variable(str, value='', loggable=True)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'hpcval_partition_nodes': inputs.RECORD,
+        'hpcval_screen_excluded': inputs.RECORD,
+        'hpcval_job_nodes': inputs.RECORD,
+        'screen_expected_s': inputs.POSITIVE,
+        'screen_time_limit': inputs.POSITIVE,
+    }
 
     #: Every node the job ran on, from Slurm's accounting (see above).
     hpcval_job_nodes = variable(typ.List[str], value=[], loggable=True)
