@@ -30,7 +30,10 @@ prolog that emits the lines of ``DIR/faults/N`` (Slurm's TaskProlog
 protocol: ``export NAME=value``), so a test can break one node's
 environment the way a broken software stack does; ``slow_node`` puts one
 node's slurmd, and so every job step it starts from then on, under a CPU
-quota (a cgroup, as a throttled or failing CPU would be).
+quota (a cgroup, as a throttled or failing CPU would be); ``slow_node_by``
+makes a node a set fraction slower (a quota of the node's CPUs enforced
+every 10 ms); ``compete`` runs a competing memory stream or busy
+processes of a set size beside each task of a node (cgroup v2 and v1).
 """
 import argparse
 import json
@@ -55,6 +58,17 @@ from hpcval.minicluster_shape import (  # noqa: F401 (the cluster's shape)
 DEFAULT_NODE_COUNT = 2
 #: the most nodes one host runs (one slurmd each, about 5 MB and a port)
 MAX_NODE_COUNT = 256
+#: slow_node_by's CPU quota period: short, so that it acts within a run
+QUOTA_PERIOD_US = 10000
+#: compete(): shell loops that end when the step ($STEP) ends
+COMPETITORS = {
+    'memory': ('#!/bin/sh\nwhile kill -0 "$STEP" 2>/dev/null; do\n'
+               '  dd if=/dev/zero of=/dev/null bs={size}M count=32 '
+               '2>/dev/null\ndone\n'),
+    'cpu': ('#!/bin/sh\nfor i in $(seq {size}); do\n'
+            '  (while kill -0 "$STEP" 2>/dev/null; do :; done) &\n'
+            'done\nwait\n'),
+}
 # unix socket paths are limited to 108 bytes (sun_path)
 _MAX_SOCKET_PATH = 100
 
@@ -229,23 +243,27 @@ class CpuQuota:
         else:
             self.version, self.base = None, None
 
-    def limit(self, node, percent, pids):
+    def limit(self, node, percent, pids, period_us=None):
         """Hold ``pids`` (and every process they start from now) to
-        ``percent`` % of one CPU."""
+        ``percent`` % of one CPU (above 100: of several), enforced every
+        ``period_us`` (a short period acts within a short run)."""
         if self.base is None:
             raise MiniClusterError('no cgroup cpu controller mounted at '
                                    '/sys/fs/cgroup: cannot slow a node')
 
-        quota = max(1000, int(self.PERIOD_US * percent / 100))
+        period = period_us or self.PERIOD_US
+        quota = max(1000, int(period * percent / 100))
         group = self.base / node
         try:
             if self.version == 2:
                 self._enable_v2_cpu()
                 group.mkdir(exist_ok=True)
-                (group / 'cpu.max').write_text(f'{quota} {self.PERIOD_US}')
+                (group / 'cpu.max').write_text(f'{quota} {period}')
             else:
                 group.mkdir(parents=True, exist_ok=True)
-                (group / 'cpu.cfs_period_us').write_text(str(self.PERIOD_US))
+                # v1 refuses a quota below the period's: quota off first
+                (group / 'cpu.cfs_quota_us').write_text('-1')
+                (group / 'cpu.cfs_period_us').write_text(str(period))
                 (group / 'cpu.cfs_quota_us').write_text(str(quota))
             for pid in pids:
                 (group / 'cgroup.procs').write_text(str(pid))
@@ -393,9 +411,43 @@ class MiniCluster:
 
         self.quota.limit(node, percent, [pid])
 
+    def slow_node_by(self, node, fraction):
+        """``node`` ``fraction`` slower on CPU (0.1: 10 %): its slurmd and
+        every job step it starts get (1 - fraction) of the node's
+        declared CPUs, enforced every 10 ms, so that a run of a second
+        meets the quota a hundred times."""
+        if not 0 < fraction < 1:
+            raise MiniClusterError(f'slow_node_by {fraction!r}: expected a '
+                                   f'fraction between 0 and 1')
+        self._check_node(node)
+        pid = self.running().get(f'slurmd-{node}')
+        if pid is None:
+            raise MiniClusterError(f'slurmd of {node} is not running')
+        self.quota.limit(node, 100 * CPUS_PER_NODE * (1 - fraction), [pid],
+                         period_us=QUOTA_PERIOD_US)
+
+    def compete(self, node, kind, size):
+        """While a task of ``node`` runs, a competitor runs beside it:
+        ``kind`` 'memory': a stream of ``size`` MiB buffers (dd from
+        /dev/zero), 'cpu': ``size`` busy processes.  Started by the task
+        prolog, it ends when the task's step ends.  Measure with
+        ``--exec-policy=serial``: on this host every node shares the same
+        cores and memory, so only then does the competitor meet one node
+        alone."""
+        self._check_node(node)
+        if kind not in COMPETITORS or not isinstance(size, int) or \
+                not 1 <= size <= 4096:
+            raise MiniClusterError(f'compete {kind!r} {size!r}: expected '
+                                   f'{" or ".join(COMPETITORS)} and a size '
+                                   f'of 1 to 4096')
+        script = self.faults / f'{node}.compete'
+        script.write_text(COMPETITORS[kind].format(size=size))
+        script.chmod(0o700)
+
     def clear_faults(self):
         for node in self.nodes:
             (self.faults / node).unlink(missing_ok=True)
+            (self.faults / f'{node}.compete').unlink(missing_ok=True)
             self.quota.lift(node)
 
     # -- configuration ------------------------------------------------------
@@ -461,6 +513,9 @@ class MiniCluster:
             # one failed rank ends the step instead of leaving its peers
             # blocked in MPI until the time limit
             'KillOnBadExit=1',
+            # a job is never requeued after a node failure: it would outlive
+            # the screen and run again when the node is resumed
+            'JobRequeue=0',
             # time limits and cancellations take effect in seconds
             'KillWait=2',
             'OverTimeLimit=0',
@@ -494,11 +549,16 @@ class MiniCluster:
         return '\n'.join(lines) + '\n'
 
     def _task_prolog(self):
+        # slurmstepd ends the prolog's process group when it exits: the
+        # competitor runs in a session of its own, watches the step (the
+        # prolog's parent) and ends with it
         return ('#!/bin/sh\n'
                 '# minicluster fault hook: lines of faults/<node> reach the '
                 'task\n'
                 f'f={shlex.quote(str(self.faults))}/"$SLURMD_NODENAME"\n'
                 '[ -r "$f" ] && cat "$f"\n'
+                '[ -x "$f.compete" ] && STEP=$PPID setsid -f "$f.compete" '
+                '</dev/null >/dev/null 2>&1\n'
                 'exit 0\n')
 
     def _write_files(self):
