@@ -13,6 +13,8 @@ partition gains the GPU features and, where ``nvcc`` is on PATH, a ``cuda``
 environment, so the same ``--system local`` validates a single GPU node.
 """
 import collections
+import glob
+import os
 import shutil
 import subprocess
 
@@ -32,10 +34,44 @@ def _query(cmd):
         return ''
 
 
+def _pci_display_devices(vendor):
+    """How many PCI display controllers (class 0x03xxxx) of ``vendor``
+    ('0x10de': NVIDIA) the kernel lists: GPUs whose driver may be broken."""
+    count = 0
+    for dev in glob.glob('/sys/bus/pci/devices/*'):
+        try:
+            with open(os.path.join(dev, 'vendor')) as fp:
+                ven = fp.read().strip()
+            with open(os.path.join(dev, 'class')) as fp:
+                cls = fp.read().strip()
+        except OSError:
+            continue
+        count += ven == vendor and cls.startswith('0x03')
+    return count
+
+
+def _nvidia_smi_fails():
+    if not shutil.which('nvidia-smi'):
+        return False
+    try:
+        run = subprocess.run(['nvidia-smi', '-L'], capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return True
+    return run.returncode != 0 and 'No devices were found' not in run.stdout
+
+
 def nvidia_gpus():
-    """[(name, 'sm_XY')] of the NVIDIA GPUs nvidia-smi lists."""
+    """[(name, 'sm_XY')] of the NVIDIA GPUs nvidia-smi lists.  When
+    nvidia-smi is installed but fails (a driver that did not load), the
+    NVIDIA GPUs on the PCI bus, with no architecture: the GPU checks then
+    run and fail, and the health probe names the failure, rather than the
+    node passing as one without GPUs."""
     out = _query(['nvidia-smi', '--query-gpu=name,compute_cap',
                   '--format=csv,noheader'])
+    if not out.strip() and _nvidia_smi_fails():
+        return [('NVIDIA GPU (nvidia-smi failed)', '')] * \
+            _pci_display_devices('0x10de')
     gpus = []
     for line in out.splitlines():
         name, _, cap = line.rpartition(',')
@@ -70,7 +106,8 @@ def _gpu_partition_extras():
         return [], [], []
 
     by_arch = collections.Counter(arch for _, arch in gpus)
-    devices = [{'type': 'gpu', 'arch': arch, 'num_devices': n}
+    devices = [{'type': 'gpu', 'num_devices': n, **({'arch': arch} if arch
+                                                   else {})}
                for arch, n in by_arch.items()]
     envs = []
     if vendor == ft.NVGPU and shutil.which('nvcc'):

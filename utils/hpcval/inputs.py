@@ -266,11 +266,14 @@ POLICY = {
     'size': COUNT, 'pci_lanes': POSITIVE,
     # validation (hpcval.benchmarks.validation, hpcval.verdict)
     'strict': FLAG,
+    # the health probe and its sampler (hpcval.health)
+    'health_probe': FLAG, 'health_sampler': FLAG,
     # what a test records for hpcval verdict: written by the test, read as
     # data from the report, never put into a command
     'hpcval_skip_reason': RECORD, 'hpcval_components': RECORD,
     'hpcval_unjudged': RECORD, 'hpcval_provenance': RECORD,
     'hpcval_partition_nodes': RECORD, 'hpcval_screen_excluded': RECORD,
+    'hpcval_health': RECORD,
     # the data of the run's figures (hpcval.publish.plotdata)
     'hpcval_plot_data': RECORD,
 }

@@ -19,8 +19,10 @@ from reframe.core.builtins import (run_after, run_before, sanity_function,
                                    variable)
 from reframe.core.exceptions import SanityError
 
-from hpcval import coverage, paths, provenance, references, replay, stacks
+from hpcval import (coverage, features, paths, provenance, references, replay,
+                    stacks)
 from hpcval.benchmarks import fates
+from hpcval.health import probe as health_probe
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
@@ -62,6 +64,15 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     #: GPU model, driver, CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU of the
     #: node that ran the job (hpcval.provenance)
     hpcval_provenance = variable(dict, value={})
+
+    #: GPU inventory and health of the node before and after the job, and
+    #: its GPUs sampled at ~1 Hz during GPU benchmarks (hpcval.health):
+    #: ``-S health_probe=no`` leaves the probe out, ``-S health_sampler=no``
+    #: only the sampler.
+    health_probe = variable(bool, value=True)
+    health_sampler = variable(bool, value=True)
+    #: The probe's record (hpcval.health.probe.read), for ``hpcval verdict``
+    hpcval_health = variable(dict, value={})
 
     #: Variables the run shares with its ``build`` fixture (``model``,
     #: ``accelerator``): a leaf sets them once, in the fixture declaration.
@@ -119,6 +130,25 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         # last: hooks of the benchmarks may set prerun_cmds themselves
         if not replay.active(self):
             self.prerun_cmds = [provenance.command(), *self.prerun_cmds]
+
+    def uses_gpus(self):
+        """Whether the test selects GPU partitions (its sampler runs)."""
+        gpu = {f'+{f}' for f in (features.GPU, features.NVGPU,
+                                 features.AMDGPU, features.GAUDI)}
+        return any(gpu & set(spec.split()) for spec in self.valid_systems)
+
+    @run_before('run', always_last=True)
+    def add_health_probe(self):
+        # last: closest to the benchmark, after the stack and the
+        # benchmark's own prerun commands
+        if replay.active(self) or not self.health_probe:
+            return
+        health_probe.write(self.stagedir)
+        before, after = health_probe.commands(
+            self.health_sampler and self.uses_gpus())
+        self.prerun_cmds = [*self.prerun_cmds, before]
+        self.postrun_cmds = [after, *self.postrun_cmds]
+        self.keep_files = [*self.keep_files, f'{health_probe.PREFIX}*']
 
     def _read_provenance(self):
         try:
@@ -225,6 +255,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     def validate_output(self):
         # first: what the node ran with is worth keeping when sanity fails
         self.hpcval_provenance = self._read_provenance()
+        self.hpcval_health = health_probe.read(self.stagedir)
         self.result     # noqa: B018 (parses, or raises the reason)
         if self.job.exitcode not in (0, None):
             raise SanityError(f'the benchmark printed complete results but '

@@ -285,7 +285,7 @@ def _first_line(text):
 # value of a wrong type is left out, never trusted (reports come from
 # anywhere)
 EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
-          'skip_reason', 'partition_nodes', 'screen_excluded')
+          'skip_reason', 'partition_nodes', 'screen_excluded', 'health')
 _EXTRA_TYPES = (dict, str, list)
 
 
