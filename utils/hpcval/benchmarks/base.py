@@ -15,6 +15,7 @@ import re
 import reframe.core.runtime as rt
 import reframe.utility.osext as osext
 import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import (run_after, run_before, sanity_function,
                                    variable)
 from reframe.core.exceptions import SanityError
@@ -69,8 +70,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     #: its GPUs sampled at ~1 Hz during GPU benchmarks (hpcval.health):
     #: ``-S health_probe=no`` leaves the probe out, ``-S health_sampler=no``
     #: only the sampler.
-    health_probe = variable(bool, value=True)
-    health_sampler = variable(bool, value=True)
+    # typ.Bool: from the command line 'false' / 'no' / '0' is False
+    health_probe = variable(typ.Bool, value=True)
+    health_sampler = variable(typ.Bool, value=True)
     #: The probe's record (hpcval.health.probe.read), for ``hpcval verdict``
     hpcval_health = variable(dict, value={})
 
