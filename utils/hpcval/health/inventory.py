@@ -61,8 +61,8 @@ def validate(path, data):
             _fail(path, f'{key}.partition', f'{part!r} is given twice')
         seen.add(part)
         gpus = _int(path, f'{key}.gpus', entry.get('gpus'), 0)
-        _text(path, f'{key}.source', entry.get('source'))
-        rec = {'partition': part, 'gpus': gpus}
+        rec = {'partition': part, 'gpus': gpus,
+               'source': _text(path, f'{key}.source', entry.get('source'))}
         if gpus:
             vendor = entry.get('vendor')
             if vendor not in TOOLS:

@@ -33,6 +33,8 @@ def _gpus(snap):
 
 def _tool_failed(record, snap):
     rc = snap.get('rc')
+    if snap.get('error'):
+        return f'{record.get("tool")}: {snap["error"]}'
     if rc == 0:
         return ''
     if _NO_DEVICES in snap.get('message', ''):
@@ -120,7 +122,7 @@ def failures(record, expected=None):
         failed = _tool_failed(record, snap)
         if failed and not want and record.get('tool') == 'none':
             continue            # no tool, and no GPU expected
-        if not failed and expected is not None \
+        if not failed and expected is not None and 'unparsed' not in snap \
                 and len(_gpus(snap)) != want:
             failed = (f'{len(_gpus(snap))} of {want} GPUs (expected '
                       f'{want} x {model})')

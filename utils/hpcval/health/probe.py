@@ -25,6 +25,9 @@ PREFIX = 'hpcval_health_'
 #: Tools in the order the probe looks for them.
 TOOLS = ('nvidia-smi', 'amd-smi', 'rocm-smi', 'hl-smi')
 _MAX_READ = 4 * 1024 * 1024
+#: Tools whose output hpcval parses into GPU records (the others' are kept
+#: in the record as text, and only their exit code is judged).
+PARSED = ('nvidia-smi',)
 
 _TEMPLATE = r'''#!/bin/bash
 # hpcval health probe (hpcval.health.probe): GPU inventory and health
@@ -188,13 +191,16 @@ def _snapshot(stagedir, phase, tool):
     if rc != 0:
         snap['message'] = first_line(text) or 'no output'
         return snap
+    if tool not in PARSED:
+        # recorded for the reader; judged once hpcval parses the tool
+        snap['unparsed'] = clean(text, 2000)
+        return snap
     try:
         snap['gpus'] = parse_gpus(tool, text)
         snap['apps'] = parse_apps(tool, _read(stagedir, f'{phase}_apps.txt')
                                   or '')
     except ValueError as err:
-        snap['rc'] = snap['rc'] if snap['rc'] else None
-        snap['message'] = f'unreadable output: {clean(err)}'
+        snap['error'] = f'unreadable output: {clean(err)}'
     return snap
 
 
@@ -202,8 +208,7 @@ def parse_gpus(tool, text, lenient=False):
     """GPU records of ``tool``'s output."""
     if tool == 'nvidia-smi':
         return nvidia.gpus(text, lenient)
-    from hpcval.health import vendors
-    return vendors.gpus(tool, text, lenient)
+    raise nvidia.ToolError(f'hpcval reads no {tool} output yet')
 
 
 def parse_apps(tool, text):
@@ -284,7 +289,7 @@ def read(stagedir):
         if node.get(key, '').isdigit():
             rec[key] = int(node[key])
     samples = _read(stagedir, 'samples.txt')
-    if samples is not None and tool != 'none':
+    if samples is not None and tool in PARSED:
         try:
             rec['samples'] = summarize(parse_gpus(tool, samples,
                                                   lenient=True))
