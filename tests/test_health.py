@@ -333,6 +333,19 @@ def test_each_defect_fails_the_verdict(tmp_path, site, capsys, defect,
     assert out.count(line) == 1, out     # once per node, not per test case
 
 
+@pytest.mark.parametrize('record', [
+    {'node': 'vm', 'tool': 'nvidia-smi', 'before': ['not', 'a', 'dict']},
+    {'node': 'vm', 'tool': 'nvidia-smi', 'before': {'rc': 0, 'gpus': [1]}},
+    {'node': 'vm', 'samples': {'0': {'throttle': 'x'}}},
+])
+def test_a_malformed_record_is_named_not_a_traceback(tmp_path, site, capsys,
+                                                     record):
+    status, out = _verdict(capsys, '--allow-unjudged',
+                           _report_with(tmp_path, record))
+    assert status == 1, out
+    assert 'FAIL node vm: health record unreadable' in out
+
+
 # -- the inventory in the reference files ----------------------------------
 
 def test_the_six_systems_expect_their_gpus():

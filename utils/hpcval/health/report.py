@@ -5,6 +5,7 @@ One ``Judge`` per verdict: a node's failure is named once, however many of
 its test cases recorded it.
 """
 from hpcval.health import inventory, judge
+from hpcval.health.common import clean
 
 
 class Judge:
@@ -33,9 +34,15 @@ class Judge:
         """[(node, component, text)] of ``case``'s health record not named
         before; ``node`` is the verdict's name of the case's node."""
         rec = self._record(case)
-        node = node or str(rec.get('node', ''))
+        node = node or clean(rec.get('node', ''))
+        try:
+            found = judge.failures(rec, self._expected(case))
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            # a report is data from anywhere: a record of the wrong shape
+            # is not a healthy node
+            found = [('', f'health record unreadable ({type(err).__name__})')]
         out = []
-        for comp, text in judge.failures(rec, self._expected(case)):
+        for comp, text in found:
             key = (case.system, case.partition, node, comp, text)
             if key not in self._named:
                 self._named.add(key)
@@ -44,4 +51,7 @@ class Judge:
 
     def cause(self, case, component):
         """Why a figure of ``component`` of ``case`` may be low ('')."""
-        return judge.cause(self._record(case), component)
+        try:
+            return judge.cause(self._record(case), component)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return ''
