@@ -146,10 +146,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         if replay.active(self) or not self.health_probe:
             return
         health_probe.write(self.stagedir)
-        before, after = health_probe.commands(
-            self.health_sampler and self.uses_gpus())
-        self.prerun_cmds = [*self.prerun_cmds, before]
-        self.postrun_cmds = [after, *self.postrun_cmds]
+        self.prerun_cmds = [*self.prerun_cmds, *health_probe.commands(
+            self.health_sampler and self.uses_gpus())]
         self.keep_files = [*self.keep_files, f'{health_probe.PREFIX}*']
 
     def _read_provenance(self):

@@ -2,7 +2,7 @@
 
 ``script()`` is a bash script the check writes into its stage directory as
 ``SCRIPT``; the job runs ``bash ./hpcval_health_probe.sh before [sample]``
-before the benchmark and ``... after`` after it.  ``before`` asks the
+before the benchmark and ``... after`` from an EXIT trap, after it.  ``before`` asks the
 node's GPU tool for every GPU's inventory and health, the processes on the
 GPUs and the kernel log's last time stamp, and with ``sample`` starts the
 ~1 Hz sampler (the vendor tool's own loop, one small process of the job,
@@ -151,9 +151,11 @@ def write(stagedir):
 
 
 def commands(sample):
-    """(prerun line, postrun line) of a job."""
-    return (f'bash ./{SCRIPT} before{" sample" if sample else ""}',
-            f'bash ./{SCRIPT} after')
+    """The job's prerun lines: the probe before the benchmark, and a trap
+    that runs it after, however the job script ends (the benchmark stays
+    the script's last line)."""
+    return [f'bash ./{SCRIPT} before{" sample" if sample else ""}',
+            f"trap 'bash ./{SCRIPT} after' EXIT"]
 
 
 def _read(stagedir, name):
