@@ -408,3 +408,50 @@ def test_local_run_with_a_failing_driver_never_passes(tmp_path, capsys):
         assert status == 1, out
         assert (f'FAIL node {report["session_info"]["hostname"]}: '
                 f'nvidia-smi failed (exit 9): {DRIVER_FAILED}') in out
+
+
+# -- the probe script itself, with an nvidia-smi that replays the captures --
+
+REPLAY_SMI = """#!/bin/sh
+# replays the H100's captured outputs (tests/fixtures/captured/h100_health)
+case "$*" in
+*--query-compute-apps*) cat '{smi}/apps_loaded.csv' ;;
+*-lms*) while :; do cat '{smi}/samples_loaded.csv'; sleep 0.2; done ;;
+*--query-gpu*) cat '{smi}/query_idle.csv' ;;
+*) exit 2 ;;
+esac
+"""
+
+
+def test_probe_script_before_sampler_after(tmp_path):
+    import os
+    import subprocess
+    import time
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'nvidia-smi').write_text(REPLAY_SMI.format(smi=SMI))
+    (bindir / 'nvidia-smi').chmod(0o755)
+    stage = tmp_path / 'stage'
+    stage.mkdir()
+    probe.write(str(stage))
+    env = dict(os.environ, PATH=f'{bindir}{os.pathsep}{os.environ["PATH"]}')
+    before, trap = probe.commands(sample=True)
+    # the job script's lines, as ReFrame writes them
+    script = f'{before}\n{trap}\nsleep 1\n'
+    subprocess.run(['bash', '-c', script], cwd=stage, env=env, check=True,
+                   timeout=60)
+    pid = int((stage / 'hpcval_health_sampler.pid').read_text())
+    time.sleep(0.3)
+    try:        # gone, or a zombie left for an init that does not reap
+        state = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0]
+    except OSError:
+        state = 'gone'
+    assert state in ('gone', 'Z'), f'the sampler outlived the job: {state}'
+    rec = probe.read(str(stage))
+    assert rec['tool'] == 'nvidia-smi'
+    assert [g['uuid'] for g in rec['before']['gpus']] == \
+        ['GPU-5cec1e9f-080f-51a8-14e6-8ec0aa0c921e']
+    assert rec['before']['apps'][0]['pid'] == 854
+    assert rec['samples']['0']['n'] >= 1
+    assert judge.failures(rec, H100) == []
+    assert 'python3 (pid 854)' in judge.cause(rec, 'GPU 0')
