@@ -22,9 +22,7 @@ _PROBES = (
     'echo "cpu=$(sed -n "s/^model name[[:space:]]*: //p" /proc/cpuinfo '
     '| sort | uniq -c | sed "s/^ *\\([0-9]*\\) \\(.*\\)/\\2 x\\1/" '
     '| head -n 1)"',
-    # a failing nvidia-smi prints its message on stdout: no gpu= then
-    'command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 '
-    '&& echo "gpu=$(nvidia-smi '
+    'command -v nvidia-smi >/dev/null && echo "gpu=$(nvidia-smi '
     '--query-gpu=name --format=csv,noheader | sort | uniq -c '
     '| sed "s/^ *\\([0-9]*\\) \\(.*\\)/\\2 x\\1/" | paste -sd, -)" '
     '&& echo "driver=$(nvidia-smi --query-gpu=driver_version '
