@@ -50,26 +50,23 @@ def _pci_display_devices(vendor):
     return count
 
 
-def _nvidia_smi_fails():
-    if not shutil.which('nvidia-smi'):
-        return False
-    try:
-        run = subprocess.run(['nvidia-smi', '-L'], capture_output=True,
-                             text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return True
-    return run.returncode != 0 and 'No devices were found' not in run.stdout
-
-
 def nvidia_gpus():
     """[(name, 'sm_XY')] of the NVIDIA GPUs nvidia-smi lists.  When
     nvidia-smi is installed but fails (a driver that did not load), the
     NVIDIA GPUs on the PCI bus, with no architecture: the GPU checks then
     run and fail, and the health probe names the failure, rather than the
     node passing as one without GPUs."""
-    out = _query(['nvidia-smi', '--query-gpu=name,compute_cap',
-                  '--format=csv,noheader'])
-    if not out.strip() and _nvidia_smi_fails():
+    if not shutil.which('nvidia-smi'):
+        return []
+    try:
+        run = subprocess.run(['nvidia-smi', '--query-gpu=name,compute_cap',
+                              '--format=csv,noheader'], capture_output=True,
+                             text=True, timeout=30)
+        out, failed = run.stdout, (run.returncode != 0 and
+                                   'No devices were found' not in run.stdout)
+    except (OSError, subprocess.SubprocessError):
+        out, failed = '', True
+    if failed:
         return [('NVIDIA GPU (nvidia-smi failed)', '')] * \
             _pci_display_devices('0x10de')
     gpus = []

@@ -455,3 +455,20 @@ def test_probe_script_before_sampler_after(tmp_path):
     assert rec['samples']['0']['n'] >= 1
     assert judge.failures(rec, H100) == []
     assert 'python3 (pid 854)' in judge.cause(rec, 'GPU 0')
+
+
+def test_local_counts_gpus_on_the_bus_when_nvidia_smi_fails(tmp_path,
+                                                           monkeypatch):
+    import os
+    from systems import local
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'nvidia-smi').write_text(FAKE_SMI)
+    (bindir / 'nvidia-smi').chmod(0o755)
+    monkeypatch.setenv('PATH', f'{bindir}{os.pathsep}{os.environ["PATH"]}')
+    monkeypatch.setattr(local, '_pci_display_devices',
+                        lambda vendor: 4 if vendor == '0x10de' else 0)
+    gpus = local.nvidia_gpus()
+    assert gpus == [('NVIDIA GPU (nvidia-smi failed)', '')] * 4
+    _, devices, _ = local._gpu_partition_extras()
+    assert devices == [{'type': 'gpu', 'num_devices': 4}]
