@@ -472,3 +472,20 @@ def test_local_counts_gpus_on_the_bus_when_nvidia_smi_fails(tmp_path,
     assert gpus == [('NVIDIA GPU (nvidia-smi failed)', '')] * 4
     _, devices, _ = local._gpu_partition_extras()
     assert devices == [{'type': 'gpu', 'num_devices': 4}]
+
+
+def test_an_earlier_exit_trap_still_runs():
+    """elbencho removes its scratch folder from an EXIT trap: the probe's
+    trap replaces it with one that runs both."""
+    import subprocess
+    prerun = ['ELB_DIR=$(mktemp -d)', 'trap \'rm -rf "$ELB_DIR"\' EXIT']
+    lines = probe.commands(False, prerun)
+    assert lines[1] == ("trap 'bash ./hpcval_health_probe.sh after; "
+                        "rm -rf \"$ELB_DIR\"' EXIT")
+    script = '\n'.join([*prerun, lines[1].replace(
+        'bash ./hpcval_health_probe.sh after', 'echo probed'),
+        'echo "$ELB_DIR"'])
+    out = subprocess.run(['bash', '-c', script], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[1] == 'probed'
+    assert not Path(out[0]).exists()

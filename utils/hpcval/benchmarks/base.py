@@ -147,7 +147,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
             return
         health_probe.write(self.stagedir)
         self.prerun_cmds = [*self.prerun_cmds, *health_probe.commands(
-            self.health_sampler and self.uses_gpus())]
+            self.health_sampler and self.uses_gpus(), self.prerun_cmds)]
         self.keep_files = [*self.keep_files, f'{health_probe.PREFIX}*']
 
     def _read_provenance(self):

@@ -16,6 +16,7 @@ code and message, and judged by hpcval.health.judge).
 record (plain JSON, carried by the run report).
 """
 import os
+import re
 
 from hpcval.health import kernel_log, nvidia
 from hpcval.health.common import clean, first_line
@@ -150,12 +151,19 @@ def write(stagedir):
     return path
 
 
-def commands(sample):
-    """The job's prerun lines: the probe before the benchmark, and a trap
-    that runs it after, however the job script ends (the benchmark stays
-    the script's last line)."""
+_EXIT_TRAP = re.compile(r"trap '([^']*(?:'\\''[^']*)*)' EXIT")
+
+
+def commands(sample, prerun=()):
+    """The job's last prerun lines: the probe before the benchmark, and an
+    EXIT trap that runs it after, however the job script ends (the
+    benchmark stays the script's last line).  An EXIT trap among
+    ``prerun`` (a cleanup) is kept: the new trap runs the probe, then it."""
+    earlier = [m.group(1) for line in prerun
+               for m in [_EXIT_TRAP.fullmatch(line.strip())] if m]
+    body = f'bash ./{SCRIPT} after' + (f'; {earlier[-1]}' if earlier else '')
     return [f'bash ./{SCRIPT} before{" sample" if sample else ""}',
-            f"trap 'bash ./{SCRIPT} after' EXIT"]
+            f"trap '{body}' EXIT"]
 
 
 def _read(stagedir, name):
