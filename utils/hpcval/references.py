@@ -21,6 +21,10 @@ Schema (every key is checked; unknown keys are rejected so a typo such as
             rule: floor               # a key of ``rules``
             spread: 0.2               # optional: published std, same unit
             source: "Sandia Cluster 2023 poster Table 3 (...)" or "measured on HOST, DATE, by CMD"
+    inventory:                    # optional: each partition's expected GPUs
+      - partition: gpu            # (hpcval.health.inventory)
+        gpus: 4
+        ...
 
 The loader turns the matching entries into ReFrame's reference tuples
 ``(value, lower, upper, unit)``, converting each value into the unit the
@@ -38,7 +42,7 @@ import yaml
 
 from hpcval import units
 
-_TOP_KEYS = {'system', 'description', 'rules', 'entries'}
+_TOP_KEYS = {'system', 'description', 'rules', 'entries', 'inventory'}
 _ENTRY_KEYS = {'check', 'partition', 'where', 'metrics', 'absent', 'notes'}
 _METRIC_KEYS = {'value', 'lower', 'upper', 'unit', 'rule', 'source', 'notes',
                 'spread'}
@@ -240,6 +244,10 @@ def load(path, text=None):
                               f'got {data.get("system")!r}')
 
     _text(path, 'description', data.get('description'))
+    # the nodes' expected GPUs: read by hpcval.health, checked here so that
+    # a broken inventory stops the run like any other reference error
+    from hpcval.health import inventory
+    inventory.validate(path, data.get('inventory'))
     rules = data.get('rules') or {}
     if not isinstance(rules, dict):
         _fail(path, 'rules', 'must be a mapping of name to text')

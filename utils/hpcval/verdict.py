@@ -29,6 +29,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from hpcval import judgement, screen
+from hpcval.health import report as health
 from hpcval.judgement import Band
 
 EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = 0, 1, 2
@@ -54,6 +55,7 @@ class Failure:
     bound: str = ''       # '>= 3166830 MB/s (ref 3518700, -10%)'
     reason: str = ''      # the failure's message, for non-figures
     session: str = ''
+    cause: str = ''       # what the node's health record shows (hpcval.health)
 
     def where(self):
         node = f'node {self.node}' if self.node and '+' not in self.node \
@@ -61,10 +63,13 @@ class Failure:
         return f'{node} {self.component}'.strip()
 
     def line(self):
+        why = f': {self.cause}' if self.cause else ''
         if self.metric:
             return (f'{self.where()}: {self.test}: {self.metric} = '
-                    f'{_num(self.value)} {self.unit}, bound {self.bound}')
-        return f'{self.where()}: {self.test}: {self.reason}'
+                    f'{_num(self.value)} {self.unit}, bound {self.bound}'
+                    f'{why}')
+        test = f'{self.test}: ' if self.test else ''
+        return f'{self.where()}: {test}{self.reason}'
 
 
 @dataclass
@@ -224,6 +229,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
                                   lambda c: samples.get(id(c), []),
                                   peer_factor)
 
+    healths = health.Judge()
+
     def group(case):
         key = (case.label or case.system, case.partition)
         if key not in groups:
@@ -244,6 +251,11 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
             if node not in g.nodes:
                 g.nodes.append(node)
         _provenance(g, case)
+        # the node's inventory and health first (hpcval.health)
+        for node, comp, text in healths.failures(case, node_label(case)):
+            g.failures.append(Failure(case.system, case.partition, node,
+                                      comp, '', '', reason=text,
+                                      session=case.session))
         # fail_deps: not run, a fixture it needs failed (that fixture is
         # counted as the failure, below)
         if case.result in ('skip', 'fail_deps'):
@@ -273,7 +285,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
                 g.failures.append(Failure(
                     case.system, case.partition, node_label(case),
                     _component(case, s.metric), case.test, s.metric,
-                    s.value, s.unit, bound_text(s), session=case.session))
+                    s.value, s.unit, bound_text(s), session=case.session,
+                    cause=healths.cause(case, _component(case, s.metric))))
                 continue
             if by_peers is not None:
                 g.judged_passed += by_peers.passed

@@ -13,12 +13,15 @@ import os
 import reframe.core.runtime as rt
 import reframe.utility.osext as osext
 import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import (run_after, run_before, sanity_function,
                                    variable)
 from reframe.core.exceptions import SanityError
 
-from hpcval import inputs, provenance, reference_service, replay, stacks, suites
+from hpcval import (features, inputs, provenance, reference_service, replay,
+                    stacks, suites)
 from hpcval.benchmarks import fates
+from hpcval.health import probe as health_probe
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
@@ -61,7 +64,20 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         'hpcval_components': inputs.RECORD,
         'hpcval_unjudged': inputs.RECORD,
         'hpcval_provenance': inputs.RECORD,
+        'health_probe': inputs.FLAG,
+        'health_sampler': inputs.FLAG,
+        'hpcval_health': inputs.RECORD,
     }
+
+    #: GPU inventory and health of the node before and after the job, and
+    #: its GPUs sampled at ~1 Hz during GPU benchmarks (hpcval.health):
+    #: ``-S health_probe=no`` leaves the probe out, ``-S health_sampler=no``
+    #: only the sampler.
+    # typ.Bool: from the command line 'false' / 'no' / '0' is False
+    health_probe = variable(typ.Bool, value=True)
+    health_sampler = variable(typ.Bool, value=True)
+    #: The probe's record (hpcval.health.probe.read), for ``hpcval verdict``
+    hpcval_health = variable(dict, value={})
 
     #: Variables the run shares with its ``build`` fixture (``model``,
     #: ``accelerator``): a leaf sets them once, in the fixture declaration.
@@ -127,6 +143,23 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         # last: hooks of the benchmarks may set prerun_cmds themselves
         if not replay.active(self):
             self.prerun_cmds = [provenance.command(), *self.prerun_cmds]
+
+    def uses_gpus(self):
+        """Whether the test selects GPU partitions (its sampler runs)."""
+        gpu = {f'+{f}' for f in (features.GPU, features.NVGPU,
+                                 features.AMDGPU, features.GAUDI)}
+        return any(gpu & set(spec.split()) for spec in self.valid_systems)
+
+    @run_before('run', always_last=True)
+    def add_health_probe(self):
+        # last: closest to the benchmark, after the stack and the
+        # benchmark's own prerun commands
+        if replay.active(self) or not self.health_probe:
+            return
+        health_probe.write(self.stagedir)
+        self.prerun_cmds = [*self.prerun_cmds, *health_probe.commands(
+            self.health_sampler and self.uses_gpus(), self.prerun_cmds)]
+        self.keep_files = [*self.keep_files, f'{health_probe.PREFIX}*']
 
     def _read_provenance(self):
         try:
@@ -233,6 +266,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     def validate_output(self):
         # first: what the node ran with is worth keeping when sanity fails
         self.hpcval_provenance = self._read_provenance()
+        self.hpcval_health = health_probe.read(self.stagedir)
         self.result     # noqa: B018 (parses, or raises the reason)
         if self.job.exitcode not in (0, None):
             raise SanityError(f'the benchmark printed complete results but '

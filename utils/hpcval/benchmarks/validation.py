@@ -7,6 +7,7 @@ report).  With ``-S strict=yes`` a test or fixture that would be skipped
 fails instead: a validation run must not pass what it did not test.
 """
 import reframe as rfm
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import variable
 from reframe.core.exceptions import ReframeError
 
@@ -20,7 +21,8 @@ class NotValidated(ReframeError):
 class Validation(rfm.RegressionTestPlugin):
     #: A check that cannot run (no source, no GPU, no tool) fails instead
     #: of being skipped.
-    strict = variable(bool, value=False)
+    # typ.Bool: from the command line "no" / "false" / "0" is False
+    strict = variable(typ.Bool, value=False)
 
     #: Why the test was skipped; in the run report for ``hpcval verdict``.
     hpcval_skip_reason = variable(str, value='')

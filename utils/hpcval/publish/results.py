@@ -291,7 +291,8 @@ def _whole_reason(text):
 # value of a wrong type is left out, never trusted (reports come from
 # anywhere)
 EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
-          'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes')
+          'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
+          'health')
 _EXTRA_TYPES = (dict, str, list)
 
 
