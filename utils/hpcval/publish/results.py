@@ -488,6 +488,8 @@ class _Collector:
         """A test case left out: named as a problem, and kept as Damaged
         so that a verdict never passes what it could not read."""
         self.problem(source, reason)
+        if reason.startswith(where):
+            reason = reason[len(where):].lstrip(': ')
         result = tc.get('result') if isinstance(tc, dict) else None
         self.loaded.damaged.append(Damaged(
             source, where,
