@@ -60,10 +60,31 @@ def screen_test(case):
     return _SCREEN_PARAMS.sub('', case.test)
 
 
+# more nodes than any partition has: a list naming more is not expanded
+MAX_NODES = 200_000
+_RANGE = re.compile(r'(\d+)(?:-(\d+))?')
+
+
 def expand(nodelist):
-    """'n[1-3],x7' -> ['n1', 'n2', 'n3', 'x7'] (Slurm's syntax)."""
+    """'n[1-3],x7' -> ['n1', 'n2', 'n3', 'x7'] (Slurm's syntax); a
+    ValueError for a list of more than MAX_NODES names, counted before
+    any is made (a report from elsewhere may say ``n[1-300000000]``)."""
     from reframe.utility import nodelist_expand
+    if nodelist_size(nodelist) > MAX_NODES:
+        raise ValueError(f'node list of more than {MAX_NODES} nodes')
     return nodelist_expand(nodelist)
+
+
+def nodelist_size(nodelist):
+    """How many names a Slurm node list expands to, without expanding."""
+    total = 0
+    for item in re.findall(r'(?:[^,\[]|\[[^\]]*\])+', nodelist):
+        size = 1
+        for group in re.findall(r'\[([^\]]*)\]', item):
+            size *= sum(int(m.group(2) or m.group(1)) - int(m.group(1)) + 1
+                        for m in _RANGE.finditer(group)) or 1
+        total += size
+    return total
 
 
 @dataclass
