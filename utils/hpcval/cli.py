@@ -108,7 +108,8 @@ def _calibrate(args):
             allow_replays=args.allow_replays,
             include_absent=args.include_absent,
             accept_performance_failures=args.accept_performance_failures,
-            ref_dir=ref_dir, write=args.write, base_dir=base_dir)
+            ref_dir=ref_dir, write=args.write, base_dir=base_dir,
+            keep_outliers=args.keep_outliers)
     except (references.ReferenceFileError, calibrate.CalibrationError,
             report.results.InputRejected, paths.SiteError) as err:
         print(f'hpcval calibrate: {err}', file=sys.stderr)
@@ -363,6 +364,10 @@ def _main(argv):
                      help='also calibrate metrics the file marks absent')
     cal.add_argument('--accept-performance-failures', action='store_true',
                      help='also take runs that failed the old bounds')
+    cal.add_argument('--keep-outliers', action='store_true',
+                     help='also take runs that sit apart from the rest of '
+                          'their metric (left out with a warning by '
+                          'default; docs/calibrate.md)')
     cal.add_argument('--write', action='store_true',
                      help='replace references/<system>.yaml')
     cal.set_defaults(func=_calibrate)
