@@ -23,7 +23,8 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-H200 = ROOT / 'tests/fixtures/reports/h200x2/nccl-transferbench-babelstream.json'
+H200 = ROOT / 'tests/fixtures/reports/h200x2' / \
+    'nccl-transferbench-babelstream.json'
 HPCVAL = ROOT / '.venv/bin/hpcval'
 
 

@@ -83,8 +83,8 @@ def test_a_failed_figure_names_node_metric_value_and_bound(tmp_path, capsys):
     assert status == verdict.EXIT_FAILED
     line = next(l for l in out.splitlines() if l.startswith('  FAIL'))
     assert line == ('  FAIL node vm: NcclTestsNodeCheck %collective=all_reduce'
-                    ': busbw_outofplace_largest = 27.1 GB/s, -92.2% vs ref 349, '
-                    'bound >= 314.1 and '
+                    ': busbw_outofplace_largest = 27.1 GB/s, -92.2% vs ref '
+                    '349, bound >= 314.1 and '
                     '<= 383.9 GB/s (ref 349, -10.0%, +10.0%)')
     assert '(4 passed, 1 failed, 0 skipped)' in out
 

@@ -91,7 +91,8 @@ def _number(path, key, val, sign=None, allow_null=True):
     if isinstance(val, bool) or not isinstance(val, (int, float)) \
             or not _finite(val):
         _fail(path, key, f'must be a finite number'
-                         f'{" or null" if allow_null else ""}, got {_shown(val)}')
+                         f'{" or null" if allow_null else ""}, '
+                         f'got {_shown(val)}')
 
     if sign == '+' and val < 0:
         _fail(path, key, f'must be >= 0, got {val}')

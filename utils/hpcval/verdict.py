@@ -376,7 +376,8 @@ def _figure_failure(case, s):
 def _case_failure(case):
     phase = f'{case.phase}: ' if case.phase else ''
     return Failure(case.system, case.partition, node_label(case), '',
-                   case.test, '', reason=f'{phase}{case.reason or case.result}',
+                   case.test, '',
+                   reason=f'{phase}{case.reason or case.result}',
                    session=case.session)
 
 
