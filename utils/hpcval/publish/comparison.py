@@ -18,21 +18,11 @@ import re
 from dataclasses import dataclass, field
 
 from hpcval import judgement, units
+from hpcval.units import better  # noqa: F401 (a Row's direction)
 from hpcval.publish import measures
 
 PASS, FAIL = judgement.PASS, judgement.FAIL
 NO_REFERENCE, PUBLISHED = 'no reference', 'published'
-
-
-def better(unit):
-    """'lower' for times, 'higher' for everything else hpcval measures,
-    'unknown' for a unit hpcval does not know (a report from elsewhere)."""
-    try:
-        fam = units.family(unit)
-    except ValueError:
-        return 'unknown'
-
-    return 'lower' if fam == 'time' else 'higher'
 
 
 # per-component metrics: TransferBench's GPU pairs (gpu00_to_gpu01,
