@@ -293,8 +293,8 @@ def _entries(groups, old_refs, rule, include_absent, notes,
     """New calibrated entries: [(key, {metric: spec})], only for checks
     that exist (a report naming another class would make an entry that
     fails every test of the system in setup)."""
-    from hpcval import coverage
-    known = coverage.known_checks()
+    from hpcval import reference_service
+    known = reference_service.known_checks()
     out = []
     for (check, partition, params), metrics in groups.items():
         if check not in known:
