@@ -491,6 +491,12 @@ def render_text(verdict, most=20, per_node=False):
         lines.append('(an input could not be read or trusted: see "inputs '
                      'left out")')
     for g in verdict.groups:
+        if (g.system, g.partition) == INPUT:
+            lines += ['', f'inputs that cannot be trusted: '
+                          f'{len(g.failures)} test case(s)']
+            lines += _capped([f'  FAIL {f.line()}' for f in g.failures],
+                             most)
+            continue
         nodes = ', '.join(g.nodes[:8]) + (
             f' and {len(g.nodes) - 8} more' if len(g.nodes) > 8 else '')
         lines += [
