@@ -256,3 +256,16 @@ def test_a_passing_rerun_is_judged_alone(tmp_path, capsys):
     status, _, err = _run(capsys, '--db', db, '--session', 'nosuch')
     assert status == verdict.EXIT_INPUT
     assert 'no such session among the inputs: nosuch' in err
+
+
+# --- a missing per-GPU output is named -------------------------------------
+
+def test_missing_per_gpu_outputs_are_named():
+    from hpcval.benchmarks.babelstream import missing_gpu_outputs
+    seven = [f'stream.gpu-07.gpu{i}.out' for i in range(8) if i != 5]
+    assert missing_gpu_outputs(seven, 8, 8) == \
+        ': missing stream.gpu-07.gpu5.out'
+    assert missing_gpu_outputs(seven[:3], 8, 16) == (
+        ': missing stream.gpu-07.gpu3.out, stream.gpu-07.gpu4.out, '
+        'stream.gpu-07.gpu5.out, stream.gpu-07.gpu6.out, '
+        'stream.gpu-07.gpu7.out; 1 node(s) wrote none')
