@@ -142,6 +142,7 @@ def screen_case(node, value=None, result='pass', reason='', time=1.0,
 
 def judge_cases(cases, **kw):
     loaded = SimpleNamespace(cases=cases, fixtures=[], problems=[],
+                             damaged=[], conflicts=[],
                              samples=[s for c in cases for s in c.samples])
     return verdict.judge(loaded, **kw)
 

@@ -23,7 +23,8 @@
                                       healthy or not: counts per partition,
                                       one line per failure naming the node,
                                       GPU or link; exit 0 / 1 failed / 2
-                                      incomplete (hpcval.verdict)
+                                      incomplete / 3 input unreadable
+                                      (hpcval.verdict)
 """
 import argparse
 import importlib
@@ -109,7 +110,8 @@ def _calibrate(args):
             allow_replays=args.allow_replays,
             include_absent=args.include_absent,
             accept_performance_failures=args.accept_performance_failures,
-            ref_dir=ref_dir, write=args.write, base_dir=base_dir)
+            ref_dir=ref_dir, write=args.write, base_dir=base_dir,
+            keep_outliers=args.keep_outliers)
     except (references.ReferenceFileError, calibrate.CalibrationError,
             report.results.InputRejected, paths.SiteError) as err:
         print(f'hpcval calibrate: {err}', file=sys.stderr)
@@ -149,20 +151,22 @@ def _node_list(text):
 def _verdict(args):
     from hpcval import verdict
     from hpcval.publish import results
+    if not args.reports and args.db is None:
+        print('hpcval verdict: nothing to judge: give run reports '
+              '(--report-file) or --db', file=sys.stderr)
+        return verdict.EXIT_INPUT
     try:
         loaded = results.load(args.reports, db=args.db,
                               on_error=args.on_error, since=args.since,
                               until=args.until)
     except results.InputRejected as err:
         print(f'hpcval verdict: {err}', file=sys.stderr)
-        return verdict.EXIT_FAILED
+        return verdict.EXIT_INPUT
 
-    def keep(case):
-        return ((not args.system or case.system in args.system)
-                and (args.name is None or args.name.search(case.test))
-                and (args.since is None or case.time >= args.since)
-                and (args.until is None or case.time <= args.until))
-
+    keep = _verdict_selection(args, loaded)
+    if isinstance(keep, str):
+        print(f'hpcval verdict: {verdict.escape(keep)}', file=sys.stderr)
+        return verdict.EXIT_INPUT
     result = verdict.judge(loaded, keep, strict=args.strict,
                            allow_unjudged=args.allow_unjudged,
                            peer_factor=args.peer_factor,
@@ -173,6 +177,52 @@ def _verdict(args):
         sys.stdout.write(verdict.render_text(result,
                                              per_node=args.per_node))
     return result.status
+
+
+def _verdict_selection(args, loaded):
+    """The test cases the verdict judges, as a filter; or, where --db
+    holds more than one system and partition and the arguments do not
+    choose, the one-line question that names what it found."""
+    def chosen(case):
+        return ((not args.system or case.system in args.system)
+                and (not args.partition or case.partition in args.partition)
+                and (args.name is None or args.name.search(case.test))
+                and (args.since is None or case.time >= args.since)
+                and (args.until is None or case.time <= args.until))
+
+    cases = [c for c in loaded.cases + loaded.fixtures if chosen(c)]
+    if args.session:
+        found = {c.session for c in cases}
+        missing = [u for u in args.session if u not in found]
+        if missing:
+            return f'no such session among the inputs: {", ".join(missing)}'
+        wanted = set(args.session)
+    elif args.latest:
+        ends = {}
+        for c in cases:
+            ends[c.session] = max(ends.get(c.session, 0.0), c.time)
+        if not ends:
+            return 'no session to judge among the inputs'
+        wanted = {max(ends, key=ends.get)}
+    else:
+        wanted = None
+    if wanted is not None:
+        cases = [c for c in cases if c.session in wanted]
+
+    if args.db is not None:
+        found = {}
+        for c in cases:
+            where = f'{c.system}:{c.partition}'
+            found.setdefault(where, set()).add(c.session)
+        if len(found) > 1 and not (args.system and args.partition):
+            listed = ', '.join(f'{w} ({len(n)} session(s))'
+                               for w, n in sorted(found.items()))
+            return (f'--db holds {len(found)} systems and partitions: '
+                    f'{listed}; judge one with --system NAME --partition '
+                    f'NAME (and --latest or --session UUID for one run)')
+
+    return lambda case: chosen(case) and (wanted is None or
+                                          case.session in wanted)
 
 
 def _run(args):
@@ -332,6 +382,10 @@ def _main(argv):
                      help='also calibrate metrics the file marks absent')
     cal.add_argument('--accept-performance-failures', action='store_true',
                      help='also take runs that failed the old bounds')
+    cal.add_argument('--keep-outliers', action='store_true',
+                     help='also take runs that sit apart from the rest of '
+                          'their metric (left out with a warning by '
+                          'default; docs/calibrate.md)')
     cal.add_argument('--write', action='store_true',
                      help='replace references/<system>.yaml')
     cal.set_defaults(func=_calibrate)
@@ -339,6 +393,15 @@ def _main(argv):
                                          'failed, skipped, unjudged, and '
                                          'which node, GPU or link failed')
     report.add_input_arguments(ver)
+    ver.add_argument('--partition', action='append', default=[],
+                     help='only these partitions (repeatable)')
+    one = ver.add_mutually_exclusive_group()
+    one.add_argument('--latest', action='store_true',
+                     help='judge only the latest session (by its last test '
+                          'case\'s end): a passing rerun, alone')
+    one.add_argument('--session', action='append', default=[],
+                     metavar='UUID', help='judge only this ReFrame session '
+                                          '(repeatable)')
     ver.add_argument('--format', choices=('text', 'json'), default='text')
     ver.add_argument('--strict', action='store_true',
                      help='a skip or a figure without a reference fails '
@@ -375,7 +438,15 @@ def _main(argv):
     init.add_argument('--from', dest='from_system', metavar='SYSTEM',
                       help='copy this built-in system and its references')
     init.set_defaults(func=_site_init)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:
+        # argparse's usage errors exit 2, the verdict's "incomplete":
+        # `hpcval verdict --typo` exits with its input-error code instead
+        if done.code == 2 and argv[:1] == ['verdict']:
+            from hpcval import verdict
+            return verdict.EXIT_INPUT
+        raise
     return _run(args)
 
 

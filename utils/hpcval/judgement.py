@@ -16,8 +16,9 @@ from reframe.utility.sanity import reference_bounds
 PASS, FAIL = 'pass', 'fail'
 
 
-def _num(value):
-    return f'{value:.6g}' if isinstance(value, (int, float)) else str(value)
+def _num(value, digits=6):
+    return f'{value:.{digits}g}' if isinstance(value, (int, float)) \
+        else str(value)
 
 
 @dataclass(frozen=True)
@@ -68,16 +69,46 @@ class Band:
             return None
         return (value - self.reference) / abs(self.reference)
 
-    def bound_text(self):
-        """'>= 3.16683e+06 MB/s (ref 3.5187e+06, -10.0%)'."""
+    def digits(self, value):
+        """Significant digits (6 at least) that print ``value`` unlike
+        each limit it is not equal to: a figure failing by a hair must
+        not print equal to its bound."""
+        limits = [x for x in self.limits() if x is not None and x == x]
+        if not isinstance(value, (int, float)) or value != value:
+            return 6
+        for digits in range(6, 18):
+            if all(x == value or _num(x, digits) != _num(value, digits)
+                   for x in limits):
+                return digits
+        return 17
+
+    def value_text(self, value, digits=None):
+        """``value`` with the digits that set it apart from its bound."""
+        return _num(value, digits or self.digits(value))
+
+    def deviation_text(self, value):
+        """'+717% vs ref 0.706': the signed deviation of ``value`` from
+        the reference ('' for a reference of 0 or a value not a number)."""
+        if not isinstance(value, (int, float)) or value != value:
+            return ''
+        dev = self.deviation(value)
+        if dev is None:
+            return ''
+        pct = dev * 100
+        text = f'{pct:+.0f}%' if abs(pct) >= 100 else f'{pct:+.1f}%'
+        return f'{text} vs ref {_num(self.reference)}'
+
+    def bound_text(self, digits=6):
+        """'>= 3.16683e+06 MB/s (ref 3.5187e+06, -10.0%)': the limits
+        with ``digits`` significant digits, then the tolerance."""
         if self.problem():
             return f'invalid ({self.problem()})'
         low, high = self.limits()
         parts = []
         if low is not None:
-            parts.append(f'>= {_num(low)}')
+            parts.append(f'>= {_num(low, digits)}')
         if high is not None:
-            parts.append(f'<= {_num(high)}')
+            parts.append(f'<= {_num(high, digits)}')
         tol = ', '.join(f'{t:+.1%}' for t in (self.lower, self.upper)
                         if t is not None)
         return (f'{" and ".join(parts)} {self.unit} (ref '

@@ -36,6 +36,7 @@ import difflib
 import math
 import os
 import re
+import reprlib
 from dataclasses import dataclass, field
 
 import yaml
@@ -77,6 +78,16 @@ def _fail(path, key, msg):
     raise ReferenceFileError(f'{path}: {key}: {msg}')
 
 
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 2, 60, 60
+
+
+def _shown(val):
+    """``repr(val)`` cut short: YAML aliases can make a small file's value
+    of billions of elements, which an error message must not expand."""
+    return _SHOWN.repr(val)
+
+
 def _number(path, key, val, sign=None, allow_null=True):
     if val is None and allow_null:
         return None
@@ -84,7 +95,8 @@ def _number(path, key, val, sign=None, allow_null=True):
     if isinstance(val, bool) or not isinstance(val, (int, float)) \
             or not _finite(val):
         _fail(path, key, f'must be a finite number'
-                         f'{" or null" if allow_null else ""}, got {val!r}')
+                         f'{" or null" if allow_null else ""}, '
+                         f'got {_shown(val)}')
 
     if sign == '+' and val < 0:
         _fail(path, key, f'must be >= 0, got {val}')
@@ -104,15 +116,16 @@ def _finite(val):
 
 def _text(path, key, val):
     if not isinstance(val, str) or not val.strip():
-        _fail(path, key, f'must be a non-empty string, got {val!r}')
+        _fail(path, key, f'must be a non-empty string, got {_shown(val)}')
 
     return val
 
 
 def _unknown(path, key, data, allowed):
-    extra = sorted(set(data) - allowed)
+    extra = sorted(set(data) - allowed, key=str)
     if extra:
-        _fail(path, key, f'unknown key(s) {", ".join(extra)} '
+        _fail(path, key, f'unknown key(s) '
+                         f'{", ".join(str(k)[:60] for k in extra)} '
                          f'(allowed: {", ".join(sorted(allowed))})')
 
 
@@ -127,7 +140,7 @@ def _metric(path, key, data, rules):
 
     unit = _text(path, f'{key}.unit', data['unit'])
     if unit not in units.KNOWN_UNITS:
-        _fail(path, f'{key}.unit', f'unknown unit {unit!r}')
+        _fail(path, f'{key}.unit', f'unknown unit {_shown(unit)}')
 
     value = _number(path, f'{key}.value', data['value'], '+')
     lower = _number(path, f'{key}.lower', data.get('lower'), '-')
@@ -139,7 +152,7 @@ def _metric(path, key, data, rules):
     rule = data.get('rule', '')
     if value is not None:
         if rule not in rules:
-            _fail(path, f'{key}.rule', f'{rule!r} is not one of the '
+            _fail(path, f'{key}.rule', f'{_shown(rule)} is not one of the '
                                        f'file\'s rules: {sorted(rules)}')
         if lower is None and upper is None:
             _fail(path, key, 'a reference with neither bound judges '
@@ -220,11 +233,11 @@ def _where(path, key, where):
 
     for name, val in where.items():
         if not isinstance(name, str) or not _WHERE_KEY.fullmatch(name):
-            _fail(path, key, f'{name!r} is not a test attribute name')
+            _fail(path, key, f'{_shown(name)} is not a test attribute name')
         # null would match any test lacking the attribute
         if isinstance(val, (dict, list)) or val is None:
             _fail(path, f'{key}.{name}', f'must be a string, number or '
-                                         f'boolean, got {val!r}')
+                                         f'boolean, got {_shown(val)}')
     return where
 
 
@@ -241,7 +254,7 @@ def load(path, text=None):
     stem = os.path.splitext(os.path.basename(path))[0]
     if data.get('system') != stem:
         _fail(path, 'system', f'must be {stem!r} (the file name), '
-                              f'got {data.get("system")!r}')
+                              f'got {_shown(data.get("system"))}')
 
     _text(path, 'description', data.get('description'))
     # the nodes' expected GPUs: read by hpcval.health, checked here so that

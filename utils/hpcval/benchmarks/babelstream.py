@@ -33,6 +33,26 @@ MODELS = ('omp', 'cuda', 'hip')
 GPU_MODELS = ('cuda', 'hip')
 
 
+
+_GPU_OUT = re.compile(r'stream\.(.+)\.gpu(\d+)\.out')
+
+
+def missing_gpu_outputs(names, per_node, expected):
+    """': missing stream.n1.gpu3.out, ...' for the per-GPU outputs a node
+    that wrote some did not write, and the nodes that wrote none."""
+    by_host = {}
+    for name in names:
+        m = _GPU_OUT.fullmatch(name)
+        if m:
+            by_host.setdefault(m.group(1), set()).add(int(m.group(2)))
+    missing = [f'stream.{host}.gpu{gpu}.out'
+               for host, gpus in sorted(by_host.items())
+               for gpu in range(per_node) if gpu not in gpus]
+    silent = max(expected // max(per_node, 1) - len(by_host), 0)
+    parts = ([f'missing {", ".join(missing)}'] if missing else []) + \
+        ([f'{silent} node(s) wrote none'] if silent else [])
+    return f': {"; ".join(parts)}' if parts else ''
+
 class BabelStreamSource(UpstreamSource):
     repo_url = 'https://github.com/UoB-HPC/BabelStream.git'
     version = 'v5.0'
@@ -164,7 +184,11 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         # an excerpt (hpcval.replay) shows some GPUs: judge those
         if len(outs) != expected and not (self.replay_excerpt and outs):
             raise ParseError(f'expected {expected} per-GPU outputs '
-                             f'(stream.<host>.gpu<N>.out), found {len(outs)}')
+                             f'(stream.<host>.gpu<N>.out), found {len(outs)}'
+                             + missing_gpu_outputs(
+                                 [os.path.basename(o) for o in outs],
+                                 self.num_tasks_per_node or expected,
+                                 expected))
 
         results = {}
         for out in outs:

@@ -9,6 +9,7 @@ overwritten without ``--force``.
 import argparse
 import base64
 import datetime
+import math
 import os
 import re
 import sys
@@ -21,19 +22,32 @@ EXIT_OK, EXIT_REJECTED, EXIT_EMPTY = 0, 1, 2
 
 
 def timestamp(text):
-    """Unix time of an ISO date/time (local time) or ``now-<N><d|h|m>``."""
+    """Unix time of an ISO date/time (local time) or ``now-<N><d|h|m>``,
+    from 1970 on."""
+    shown = text if len(text) <= 40 else f'{text[:40]}... ({len(text)} ' \
+                                         f'characters)'
     match = re.fullmatch(r'now(?:-(\d+)([dhm]))?', text)
     if match:
-        ago = int(match.group(1) or 0) * {'d': 86400, 'h': 3600, 'm': 60,
-                                          None: 0}[match.group(2)]
-        return time.time() - ago
+        digits = (match.group(1) or '0').lstrip('0') or '0'
+        now = time.time()
+        ago = int(digits) * {'d': 86400, 'h': 3600, 'm': 60,
+                             None: 0}[match.group(2)] \
+            if len(digits) <= 12 else math.inf
+        if ago > now:
+            raise argparse.ArgumentTypeError(
+                f'{shown!r} is before 1970: no run is that old')
+        return now - ago
 
     try:
-        return datetime.datetime.fromisoformat(text).timestamp()
-    except ValueError:
+        when = datetime.datetime.fromisoformat(text).timestamp()
+    except (ValueError, OverflowError, OSError):
         raise argparse.ArgumentTypeError(
-            f'{text!r} is neither an ISO date (2026-11-01, '
+            f'{shown!r} is neither an ISO date (2026-11-01, '
             f'2026-11-01T08:00) nor now-<N>d|h|m') from None
+    if when < 0:
+        raise argparse.ArgumentTypeError(
+            f'{shown!r} is before 1970: no run is that old')
+    return when
 
 
 def _compiled(text):

@@ -112,6 +112,27 @@ class Sample(msgspec.Struct, frozen=True, gc=False):
     result: object = None  # ReFrame's own 'pass' / 'fail' for the figure
 
 
+@dataclass(frozen=True)
+class Damaged:
+    """A test case (or fixture) left out because a field of it cannot be
+    trusted: what it is called and what it claims, as far as readable."""
+    source: str
+    test: str           # its display name, or its place in the report
+    result: str         # pass, fail, skip, abort, or '' when unreadable
+    reason: str
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """One test case of one session given twice with different contents
+    (a report and --db, two copies of a report)."""
+    test: str
+    session: str
+    first: str          # the two sources
+    second: str
+    differs: str        # which part differs: 'result', 'figures', 'nodes'
+
+
 @dataclass
 class Loaded:
     samples: list = field(default_factory=list)
@@ -120,6 +141,8 @@ class Loaded:
     sources: list = field(default_factory=list)
     duplicates: int = 0  # test cases given more than once, counted once
     fixtures: list = field(default_factory=list)   # Cases of fixtures
+    damaged: list = field(default_factory=list)    # Damaged
+    conflicts: list = field(default_factory=list)  # Conflict
 
 
 _RESULTS = {'success': 'pass', 'failure': 'fail', 'skipped': 'skip',
@@ -333,7 +356,7 @@ def _samples(tc, major, case, where):
     out = []
     for metric, value, ref, lower, upper, unit, result in _perf_entries(
             tc, major, where):
-        what = f'{where} ({case.test}) metric {metric!r}'
+        what = f'{where} metric {metric!r}'
         if not isinstance(metric, str) or not metric \
                 or not isinstance(unit, str) or not unit:
             raise _Bad(f'{what}: no name or unit')
@@ -419,7 +442,7 @@ class _Collector:
 
         self.on_error = on_error
         self.loaded = Loaded()
-        self.seen = set()
+        self.seen = {}      # case key: (source, fingerprint)
 
     def problem(self, source, reason):
         if self.on_error == 'reject':
@@ -445,27 +468,38 @@ class _Collector:
             for t, tc in enumerate(tcs):
                 where = f'runs[{r}].testcases[{t}]'
                 if not isinstance(tc, dict):
-                    self.problem(source, f'{where}: not a mapping')
+                    self.damaged(source, where, {}, f'{where}: not a mapping')
                     continue
 
-                if tc.get('fixture'):
-                    # kept for what failed or skipped beneath the tests;
-                    # a damaged one is left out as before, unreported
-                    try:
-                        self.loaded.fixtures.append(
-                            _case(tc, major, source, session, where, label))
-                    except _Bad:
-                        pass
-                    continue
-
+                where = _named_where(tc, where)
                 try:
                     case = _case(tc, major, source, session, where, label)
-                    samples = _samples(tc, major, case, where)
+                    samples = [] if case.fixture else \
+                        _samples(tc, major, case, where)
                 except _Bad as err:
-                    self.problem(source, str(err))
+                    # a fixture too: a failed build with one odd field
+                    # must not vanish
+                    self.damaged(source, where, tc, str(err))
+                    continue
+
+                if case.fixture:
+                    # kept for what failed or skipped beneath the tests
+                    self.loaded.fixtures.append(case)
                     continue
 
                 self._add(session, r, case, samples)
+
+    def damaged(self, source, where, tc, reason):
+        """A test case left out: named as a problem, and kept as Damaged
+        so that a verdict never passes what it could not read."""
+        self.problem(source, reason)
+        if reason.startswith(where):
+            reason = reason[len(where):].lstrip(': ')
+        result = tc.get('result') if isinstance(tc, dict) else None
+        self.loaded.damaged.append(Damaged(
+            source, where,
+            _RESULTS.get(result, result) if isinstance(result, str) else '',
+            reason))
 
     def typed(self, report, source, label=''):
         """report() of a typed_sessions.Report."""
@@ -488,12 +522,39 @@ class _Collector:
         # (reports of ReFrame < 4.7 have none: its host and start time)
         key = (session['uuid'] or (session['hostname'], session['time']),
                run, case.test, case.system, case.partition, case.environ)
-        if key in self.seen:
+        mark = _fingerprint(case, samples)
+        first = self.seen.get(key)
+        if first is not None:
             self.loaded.duplicates += 1
+            if first[1] != mark:
+                self.loaded.conflicts.append(Conflict(
+                    case.test, session['uuid'] or case.hostname, first[0],
+                    case.source, _differs(first[1], mark)))
             return
-        self.seen.add(key)
+        self.seen[key] = (case.source, mark)
         self.loaded.cases.append(case)
         self.loaded.samples.extend(samples)
+
+
+def _fingerprint(case, samples):
+    """What two copies of one test case must agree on."""
+    return (case.result, case.nodes,
+            tuple((s.metric, s.value, s.unit, s.reference, s.lower, s.upper,
+                   s.result) for s in samples))
+
+
+def _differs(first, second):
+    return ', '.join(what for what, a, b in zip(
+        ('result', 'nodes', 'figures'), first, second) if a != b)
+
+
+def _named_where(tc, where):
+    """'runs[0].testcases[3] (name)': the place and, if readable, the
+    display name, so that a damaged case is named."""
+    name = tc.get('display_name') or tc.get('name')
+    if isinstance(name, str) and name:
+        return f'{where} ({name if len(name) <= 200 else name[:200] + "..."})'
+    return where
 
 
 def _read(text, source, col, label=''):
