@@ -19,14 +19,16 @@ import reframe as rfm
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
 from hpcval import layouts
+from hpcval.benchmarks import siblings
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.layouts import gpu_count
+from hpcval.layouts import gpu_arch, gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import checked_token
+from hpcval.inputs import at_load, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import (CLASSIC_KERNELS, check_run,
                                         parse_babelstream)
 from hpcval.parsers.common import read_text
+from hpcval.parsers.devices import check_names
 from hpcval.publish import plotdata
 
 MODELS = ('omp', 'cuda', 'hip')
@@ -91,11 +93,20 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: 'main'; both print "Version: 5.0" but measure differently.
     expected_format = variable(str, value='v5')
 
+    #: A GPU this many times slower than its siblings' median on the node
+    #: fails (hpcval.benchmarks.siblings; docs/benchmarks/babelstream.md).
+    sibling_factor = variable(float, value=1.1)
+
     tags = {'babelstream'}
 
     @property
     def is_gpu(self):
         return self.model in GPU_MODELS
+
+    @run_after('init')
+    def check_sibling_factor(self):
+        with at_load(self):
+            siblings.check_factor(self.sibling_factor)
 
     @run_before('run')
     def set_command(self):
@@ -150,7 +161,8 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         # an excerpt (hpcval.replay) shows some GPUs: judge those
         if len(outs) != expected and not (self.replay_excerpt and outs):
             raise ParseError(f'expected {expected} per-GPU outputs '
-                             f'(stream.<host>.gpu<N>.out), found {len(outs)}')
+                             f'(stream.<host>.gpu<N>.out), found {len(outs)}'
+                             f'{_missing(outs, expected)}')
 
         results = {}
         for out in outs:
@@ -185,8 +197,20 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                     f'the references were made with); check src_mirror or '
                     f'prebuilt_dir, or set -S expected_format'
                 )
+            if self.is_gpu and result.device:
+                check_names([result.device], gpu_arch(self.current_partition),
+                            f'{key}: the output')
 
+        if self.is_gpu:
+            self._compare_siblings(results)
         return results
+
+    def _compare_siblings(self, results):
+        failures = siblings.compare(gpu_groups(results), self.sibling_factor)
+        if failures:
+            raise ParseError(f'{len(failures)} figure(s) of a GPU slower '
+                             f'than its siblings on the node: '
+                             + '; '.join(failures))
 
     def figure_data(self, results):
         return plotdata.babelstream(results, CLASSIC_KERNELS) \
@@ -219,6 +243,30 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             out.update({f'{name}@{_gpu(key)}': _gpu_label(key)
                         for key in results})
         return out
+
+
+def gpu_groups(results):
+    """{kernel: {'GPU 1': (MB/s, 'MB/s')}} of one node's per-GPU results
+    ({'<host>.gpu1': result}); the host is named where there are several."""
+    labels = {key: _gpu_label(key) for key in results}
+    if len({key.rsplit('.', 1)[0] for key in results}) > 1:
+        labels = {key: f'{key.rsplit(".", 1)[0]} {label}'
+                  for key, label in labels.items()}
+    return {kernel.lower(): {labels[key]: (r.bandwidth(kernel), 'MB/s')
+                             for key, r in results.items()}
+            for kernel in CLASSIC_KERNELS}
+
+
+def _missing(outs, expected):
+    """' (GPU 3, GPU 5 missing)' where one host's outputs leave gaps."""
+    keys = [re.sub(r'^stream\.|\.out$', '', os.path.basename(o))
+            for o in outs]
+    if len({k.rsplit('.', 1)[0] for k in keys}) > 1:
+        return ''
+    seen = {int(m.group(1)) for k in keys
+            for m in [re.search(r'\.gpu(\d+)$', k)] if m}
+    gone = [f'GPU {n}' for n in range(expected) if n not in seen]
+    return f' ({", ".join(gone)} missing)' if gone else ''
 
 
 def _gpu(key):
