@@ -20,7 +20,7 @@ from reframe.core.builtins import (run_after, run_before, sanity_function,
 from reframe.core.exceptions import SanityError
 
 from hpcval import coverage, paths, provenance, references, replay, stacks
-from hpcval.benchmarks import fates
+from hpcval.benchmarks import fates, nodeuse
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
@@ -62,6 +62,10 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     #: GPU model, driver, CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU of the
     #: node that ran the job (hpcval.provenance)
     hpcval_provenance = variable(dict, value={})
+
+    #: The node's load and busiest processes at job start, and whether it
+    #: was busy (hpcval.benchmarks.nodeuse)
+    hpcval_node_load = variable(dict, value={})
 
     #: Variables the run shares with its ``build`` fixture (``model``,
     #: ``accelerator``): a leaf sets them once, in the fixture declaration.
@@ -118,13 +122,27 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     def record_provenance(self):
         # last: hooks of the benchmarks may set prerun_cmds themselves
         if not replay.active(self):
-            self.prerun_cmds = [provenance.command(), *self.prerun_cmds]
+            self.prerun_cmds = [*nodeuse.measurement_commands(self),
+                                provenance.command(), *self.prerun_cmds]
+
+    @run_after('init')
+    def use_whole_nodes(self):
+        # a measurement shares its nodes with no other job
+        self.exclusive_access = True
 
     def _read_provenance(self):
         try:
             with open(os.path.join(self.stagedir, provenance.FILE),
                       encoding='utf-8', errors='replace') as fp:
                 return provenance.read(fp.read())
+        except OSError:
+            return {}
+
+    def _read_node_load(self):
+        try:
+            with open(os.path.join(self.stagedir, nodeuse.LOAD_FILE),
+                      encoding='utf-8', errors='replace') as fp:
+                return nodeuse.read(fp.read(65536))
         except OSError:
             return {}
 
@@ -197,12 +215,18 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
             return self.parse()
         except ParseError as err:
             return SanityError(f'{fate}{err}{self._exit_status()}'
-                               f'{self._stderr_note(fate + str(err))}')
+                               f'{self._stderr_note(fate + str(err))}'
+                               f'{self._busy_note()}')
         except FileNotFoundError as err:
             missing = err.filename or ''
             return SanityError(f'{fate}output file missing: {missing}'
                                f'{self._exit_status()}'
                                f'{self._stderr_note(fate + missing)}')
+
+    def _busy_note(self):
+        load = self._read_node_load()
+        return f'; the node was busy: {load["why"]}' if load.get('busy') \
+            else ''
 
     def _fate(self):
         """'job 8 on n1 TIMEOUT: ... (srun's error); ' or ''."""
@@ -225,6 +249,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     def validate_output(self):
         # first: what the node ran with is worth keeping when sanity fails
         self.hpcval_provenance = self._read_provenance()
+        self.hpcval_node_load = self._read_node_load()
         self.result     # noqa: B018 (parses, or raises the reason)
         if self.job.exitcode not in (0, None):
             raise SanityError(f'the benchmark printed complete results but '
