@@ -11,6 +11,7 @@ config/replay.py the run stage replays a recording instead (hpcval.replay).
 import functools
 import os
 import re
+import shlex
 
 import reframe.core.runtime as rt
 import reframe.utility.osext as osext
@@ -25,6 +26,10 @@ from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text, stderr_reason
+
+
+#: launchers that are programs of their own, asked for their version
+LAUNCHER_PROGRAMS = ('srun', 'mpirun', 'mpiexec', 'jsrun')
 
 
 @functools.lru_cache(maxsize=None)
@@ -123,7 +128,19 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         # last: hooks of the benchmarks may set prerun_cmds themselves
         if not replay.active(self):
             self.prerun_cmds = [*nodeuse.measurement_commands(self),
-                                provenance.command(), *self.prerun_cmds]
+                                provenance.command(*self._started_with()),
+                                *self.prerun_cmds]
+
+    def _started_with(self):
+        """(the benchmark's program, the launcher's program) for the
+        provenance of the MPI the job runs."""
+        try:
+            exe = shlex.split(self.executable or '')[:1]
+        except ValueError:
+            exe = []
+        launcher = getattr(type(self.job.launcher), 'registered_name', '')
+        return (exe[0] if exe else '',
+                launcher if launcher in LAUNCHER_PROGRAMS else '')
 
     @run_after('init')
     def use_whole_nodes(self):
