@@ -97,6 +97,16 @@ def _calibrate(args):
     if len(args.system) != 1:
         print('hpcval calibrate: give exactly one --system', file=sys.stderr)
         return 2
+    if args.write and not args.ref_dir and paths.site_dir() is None and \
+            _installed():
+        print(f'hpcval calibrate: --write needs a site folder: the '
+              f'built-in references of an installed hpcval '
+              f'({paths.references_dir()}) are replaced by its next '
+              f'upgrade; make one with `hpcval site init DIR --from '
+              f'{args.system[0]}` and `export {paths.SITE_VAR}=DIR`, or '
+              f'name a folder with --ref-dir; nothing was written',
+              file=sys.stderr)
+        return 1
 
     try:
         ref_dir, base_dir, by_system = _calibrated_dirs(args.ref_dir)
@@ -120,6 +130,12 @@ def _calibrate(args):
         print(f'hpcval calibrate: not written; rerun with --write to '
               f'replace {result.path}', file=sys.stderr)
     return 0
+
+
+def _installed():
+    """Whether the suite is the copy inside an installed package, not a
+    checkout (which has its setup.py)."""
+    return not os.path.isfile(os.path.join(paths.repo_root(), 'setup.py'))
 
 
 def _peer_factor(text):
