@@ -15,7 +15,7 @@ from hpcval.parsers.transferbench import parse_a2a, parse_p2p
 from mi300x_guide import guide_outputs
 
 H200 = pathlib.Path(__file__).parent / 'fixtures' / 'captured' / 'h200x2'
-LINK_FACTOR, GPU_FACTOR = 1.5, 1.1      # the checks' defaults
+LINK_FACTOR, GPU_FACTOR = 1.6, 1.1      # the checks' defaults
 # the guide's p2p unidirectional row of GPU 02 (GB/s to CPU 00..GPU 07)
 ROW = 'GPU 02 -> 54.52 37.48 46.19 46.18 N/A 46.29 46.54'
 
@@ -56,7 +56,7 @@ class TestLinks:
                                     LINK_FACTOR)
         assert failures == [
             'link GPU 02 -> GPU 01: bidir_gpu_to_gpu 27.74 GB/s is 60% of '
-            'its 55 siblings\' median 46.23 (bound >= 30.82 GB/s, x1.5)']
+            'its 55 siblings\' median 46.23 (bound >= 28.8937 GB/s, x1.6)']
 
     def test_the_guide_a2a_matrix_passes(self, guide):
         assert siblings.compare(link_groups(parse_a2a(guide['a2a'])),
@@ -65,7 +65,7 @@ class TestLinks:
     @pytest.mark.parametrize('which', ['check', 'hand'])
     def test_two_h200_links_pass(self, which):
         # the two directions of one NVLink pair differ by up to 1.37x in
-        # these healthy captures: the factor 1.5 leaves them room
+        # these healthy captures (1.46 in the validation runs): 1.6 leaves room
         text = (H200 / 'transferbench' / f'{which}_tb152_p2p.txt').read_text()
         assert siblings.compare(link_groups(parse_p2p(text)),
                                 LINK_FACTOR) == []
@@ -95,3 +95,37 @@ def test_the_factor_must_be_above_one():
         with pytest.raises(InputError, match='sibling_factor'):
             siblings.check_factor(bad)
     siblings.check_factor(1.1)
+
+
+def test_no_false_alarm_in_the_h200_validation_runs():
+    """The lent H200 node's 18 healthy runs (baselines and healthy runs of
+    tests/fixtures/captured/h200x2/validation): every per-GPU BabelStream
+    kernel and every p2p link against its sibling, through the rule."""
+    import json
+    runs = sorted((H200 / 'validation' / 'reports').glob('*.json'))
+    runs = [p for p in runs if 'loaded' not in p.name]
+    compared = {'gpu': 0, 'link': 0}
+    for path in runs:
+        for run in json.loads(path.read_text())['runs']:
+            for tc in run['testcases']:
+                values = {k.rsplit(':', 1)[-1]: v[0]
+                          for k, v in (tc.get('perfvalues') or {}).items()}
+                name = tc['display_name']
+                if name.startswith('BabelStreamCudaCheck'):
+                    groups = {k: {f'GPU {g}': (values[f'{k}@gpu{g}'], 'MB/s')
+                                  for g in (0, 1)}
+                              for k in ('copy', 'mul', 'add', 'triad', 'dot')
+                              if f'{k}@gpu1' in values}
+                    factor, kind = GPU_FACTOR, 'gpu'
+                elif name.startswith('TransferBenchCudaCheck %preset=p2p'):
+                    groups = {d: {pair: (values[f'{d}_{pair}'], 'GB/s')
+                                  for pair in ('gpu00_to_gpu01',
+                                               'gpu01_to_gpu00')}
+                              for d in ('uni', 'bidir')
+                              if f'{d}_gpu01_to_gpu00' in values}
+                    factor, kind = LINK_FACTOR, 'link'
+                else:
+                    continue
+                assert siblings.compare(groups, factor) == [], (path, name)
+                compared[kind] += 2 * len(groups)
+    assert compared['gpu'] >= 90 and compared['link'] >= 36, compared

@@ -21,7 +21,7 @@ def check_factor(value):
     """Raise InputError unless ``value`` is a finite factor above 1."""
     if not 1 < value < float('inf'):
         raise InputError(f'-S sibling_factor={value}: must be a number '
-                         f'above 1 (1.5: two thirds of the siblings\' '
+                         f'above 1 (1.6: under 62.5% of the siblings\' '
                          f'median fails)')
 
 

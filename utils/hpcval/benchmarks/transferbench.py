@@ -117,7 +117,7 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: a2a/p2p: a GPU link this many times slower than its siblings' median
     #: on the node fails (hpcval.benchmarks.siblings;
     #: docs/benchmarks/transferbench.md).
-    sibling_factor = variable(float, value=1.5)
+    sibling_factor = variable(float, value=1.6)
 
     #: GPUs the node must show; 0: the partition's GPU count.
     num_gpus = variable(int, value=0)
