@@ -3,8 +3,8 @@
 As NREL documents it (https://nrel.github.io/HPC/): Slurm and
 ``srun``; ``--account`` (from $HPCVAL_ACCOUNT) and ``--time`` on every job;
 partitions are routed from the request.  GPU nodes are shared by default,
-so every measurement asks for its nodes alone (the checks' ``exclusive_access``:
-``--exclusive``) and here also ``--mem=0`` (all of the node's memory;
+so every measurement asks for its nodes alone (the checks'
+``exclusive_access``: ``--exclusive``) and here also ``--mem=0`` (all of the node's memory;
 ``--exclusive`` alone grants only the memory requested) and
 ``--gres=gpu:h100:4`` (NREL's own example).  Build on the GPU login nodes.
 
