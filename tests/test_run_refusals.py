@@ -75,6 +75,12 @@ def test_option_values(argv, expected):
     assert preflight.values(argv, '-n', '--name') == expected
 
 
+def test_a_dry_run_or_listing_of_another_system_is_allowed():
+    for extra in (['--dry-run'], ['-l'], ['--list-detailed=T']):
+        assert preflight.refusal_before(['--system', 'frontier', *extra],
+                                        {}, 'vm') == ''
+
+
 def test_boxes_and_the_test_cluster_run_anywhere():
     for name in ('mi300x', 'gaudi2', 'minicluster', 'local'):
         assert preflight.refusal_before(['--system', name], {}, 'vm') == ''

@@ -2,7 +2,8 @@
 
 Before: the system and mode it names exist (a typo lists the valid names),
 and this host is one of the named system's (its ``hostnames`` patterns), so
-that nothing is submitted from the wrong machine.  A system without host
+that nothing is submitted from the wrong machine (``--dry-run`` and the
+listings submit nothing: they may read any system anywhere).  A system without host
 patterns (a standalone box, the test cluster) is selected by name only and
 runs anywhere.  After: a selection of no test case at all (``-n`` matching
 nothing, ``-t nccl`` on a node without GPUs) ran nothing, which ReFrame
@@ -26,6 +27,9 @@ _FILTERS = (('-n', '--name'), ('-x', '--exclude'), ('-t', '--tag'),
             ('-p', '--prgenv'), ('-E', '--filter-expr'),
             ('--mode', '--mode'), ('--system', '--system'),
             ('-c', '--checkpath'))
+# options under which nothing is submitted: any system may be read anywhere
+_NOTHING_SUBMITTED = ('--dry-run', '-l', '-L', '--list', '--list-detailed',
+                      '--describe', '--list-tags', '--ci-generate')
 # what ReFrame prints when the selection is empty
 ZERO = re.compile(r'Ran 0/0 test case\(s\)|Found 0 check\(s\)')
 
@@ -90,7 +94,10 @@ def refusal_before(argv, environ, hostname):
                     f'{", ".join(known)}')
         patterns = [p for p in _systems()[name].get('hostnames', [])
                     if p != NEVER]
-        if patterns and not any(re.match(p, hostname) for p in patterns):
+        submits = not any(a.split('=', 1)[0] in _NOTHING_SUBMITTED
+                          for a in argv)
+        if submits and patterns and \
+                not any(re.match(p, hostname) for p in patterns):
             return (f'--system {name} is for hosts matching '
                     f'{" or ".join(patterns)}; this host is {hostname!r}: '
                     f'nothing was submitted (run it on {name}, or name '
