@@ -264,6 +264,11 @@ POLICY = {
     'link_fraction': _number(0, 1, low_open=True), 'num_gpus': COUNT,
     'gpu_index': COUNT, 'bidirectional': FLAG, 'duration': COUNT,
     'size': COUNT, 'pci_lanes': POSITIVE,
+    # a GPU or link this many times worse than its siblings fails (> 1;
+    # hpcval.benchmarks.siblings checks it too)
+    'sibling_factor': _number(1, low_open=True),
+    # the tool whose output a collectives check reads
+    'tool': TOKEN,
     # validation (hpcval.benchmarks.validation, hpcval.verdict)
     'strict': FLAG,
     # what a test records for hpcval verdict: written by the test, read as
@@ -271,6 +276,7 @@ POLICY = {
     'hpcval_skip_reason': RECORD, 'hpcval_components': RECORD,
     'hpcval_unjudged': RECORD, 'hpcval_provenance': RECORD,
     'hpcval_partition_nodes': RECORD, 'hpcval_screen_excluded': RECORD,
+    'hpcval_node_load': RECORD,
     # the data of the run's figures (hpcval.publish.plotdata)
     'hpcval_plot_data': RECORD,
 }

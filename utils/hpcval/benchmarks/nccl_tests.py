@@ -144,6 +144,7 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def require_layout_features(self):
         with at_load(self):
             checked_token(self.mode, 'mode', MODES)
+            checked_token(self.tool, 'tool', ('nccl-tests', 'rccl-tests'))
         if self.mode == 'rank_per_gpu':
             # one node is a valid size (the MPI path on a single GPU node)
             self.require_features(ft.MPI, *([ft.MULTINODE]
