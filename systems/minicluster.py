@@ -22,7 +22,7 @@ they launch there cannot be the benchmark, and they fail sanity.
 
 from hpcval import features as ft
 from hpcval.inputs import environment
-from hpcval.testing import minicluster
+from hpcval import minicluster_shape as minicluster
 from systems import local
 
 # (?!) matches no string: this system is chosen by --system only

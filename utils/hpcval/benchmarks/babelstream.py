@@ -18,7 +18,7 @@ import shlex
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
-from hpcval import layouts
+from hpcval import inputs, layouts, suites
 from hpcval.benchmarks import siblings
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_arch, gpu_count
@@ -28,8 +28,8 @@ from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import (CLASSIC_KERNELS, check_run,
                                         parse_babelstream)
 from hpcval.parsers.common import read_text
+from hpcval import plotdata
 from hpcval.parsers.devices import check_names
-from hpcval.publish import plotdata
 
 MODELS = ('omp', 'cuda', 'hip')
 GPU_MODELS = ('cuda', 'hip')
@@ -45,6 +45,10 @@ class BabelStreamBuild(UpstreamBuild):
 
     #: omp, cuda or hip.
     model = variable(str, value='omp')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'model': inputs.TOKEN,
+    }
 
     source = fixture(BabelStreamSource, scope='session')
 
@@ -92,12 +96,23 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: Output format the references were made with: 'v5' (v4.0/v5.0) or
     #: 'main'; both print "Version: 5.0" but measure differently.
     expected_format = variable(str, value='v5')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'array_size': inputs.POSITIVE,
+        'num_times': inputs.POSITIVE,
+        'model': inputs.TOKEN,
+        'expected_format': inputs.TOKEN,
+        'sibling_factor': inputs.number(1, low_open=True),
+    }
 
     #: A GPU this many times slower than its siblings' median on the node
     #: fails (hpcval.benchmarks.siblings; docs/benchmarks/babelstream.md).
     sibling_factor = variable(float, value=1.1)
 
     tags = {'babelstream'}
+
+    def suites(self):
+        return {suites.QUICK_TAG, suites.SCREEN_TAG}
 
     @property
     def is_gpu(self):

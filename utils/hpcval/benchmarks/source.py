@@ -30,7 +30,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
-from hpcval import replay, stacks
+from hpcval import inputs, replay, stacks
 from hpcval.benchmarks import nodeuse
 from hpcval.benchmarks.validation import Validation
 from hpcval.layouts import gpu_arch
@@ -68,6 +68,14 @@ class SourceSettings(ValidatedInputs, Validation):
     #: Spack spec of an installed build of the benchmark (hpcval.stacks);
     #: nothing is fetched or built.
     spack_spec = variable(str, value='')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'src_mirror': inputs.PATH,
+        'prebuilt_dir': inputs.PATH,
+        'replay_dir': inputs.PATH,
+        'stack_modules': inputs.MODULE_NAMES,
+        'spack_spec': inputs.SPACK_SPEC_KIND,
+    }
 
 
 def _is_git_repo(path):
@@ -101,6 +109,12 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
 
     #: Clone submodules too (Comm|Scope needs them).
     submodules = variable(bool, value=False)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'repo_url': inputs.URL,
+        'version': inputs.TOKEN,
+        'submodules': inputs.FLAG,
+    }
 
     local = True
     valid_systems = ['*']
@@ -227,6 +241,12 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
     #: CUDA architecture of a CUDA build, e.g. sm_90; default: the
     #: partition's GPU arch.
     cuda_arch = variable(str, value='')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'executables': inputs.TOKENS,
+        'build_bin': inputs.RELATIVE_PATH,
+        'cuda_arch': inputs.TOKEN,
+    }
 
     build_system = 'CustomBuild'
     sourcesdir = None
