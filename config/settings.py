@@ -67,8 +67,29 @@ except (paths.SiteError, layouts.SystemConfigError,
     raise ConfigError(str(_err)) from None
 selection.detect_selected(systems.ALL)
 
+
+def _state_dir():
+    """Where an installed hpcval's runs go: $XDG_STATE_HOME/hpcval, by
+    default ~/.local/state/hpcval (the XDG base directory rules, which
+    ignore a relative $XDG_STATE_HOME)."""
+    base = os.environ.get('XDG_STATE_HOME', '')
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser('~'), '.local', 'state')
+    return os.path.join(base, 'hpcval')
+
+
+def _with_prefix(system):
+    # a checkout keeps ReFrame's own default (the working folder);
+    # an installed package never writes there nor into site-packages;
+    # --prefix, $RFM_PREFIX and a system's own prefix still win
+    installed = not os.path.isfile(os.path.join(_ROOT, 'setup.py'))
+    if not installed or 'prefix' in system:
+        return system
+    return {**system, 'prefix': _state_dir()}
+
+
 site_configuration = {
-    'systems': [mod.system for mod in systems.ALL],
+    'systems': [_with_prefix(mod.system) for mod in systems.ALL],
     'environments': [env for mod in systems.ALL for env in mod.environments],
     # validation suites: reframe -c checks/ --mode quick|screen|acceptance
     'modes': suites.MODES,

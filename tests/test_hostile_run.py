@@ -292,10 +292,13 @@ def wrong_outputs(tmp_path_factory):
     """{display name prefix: test case} of two replays (perlmutter: 4 GPUs
     a node; frontier: OSU on host buffers) of outputs that must fail."""
     root = tmp_path_factory.mktemp('wrong')
+    # the H200 captures as perlmutter's A100s would print them: the
+    # devices must be the partition's (tests/test_tool_identity.py)
+    on_a100 = ALL_GATHER.replace('NVIDIA H200', 'NVIDIA A100-SXM4-40GB')
     nccl = {
-        'NcclTestsNodeCheck%collective=all_reduce': {'stdout': ALL_GATHER},
+        'NcclTestsNodeCheck%collective=all_reduce': {'stdout': on_a100},
         'NcclTestsNodeCheck%collective=all_gather': {
-            'stdout': reduced_run(ALL_GATHER, 2**30)},
+            'stdout': reduced_run(on_a100, 2**30)},
         'NcclTestsMultiNodeCheck%collective=all_reduce': {
             'stdout': NCCL_REFUSED, 'stderr': NCCL_TOO_FEW_GPUS,
             'exit_code': '1'},

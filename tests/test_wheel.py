@@ -152,3 +152,46 @@ def test_reframe_variables_refused_with_the_lowest_reframe(installed):
         out = proc.stdout + proc.stderr
         assert proc.returncode == 1 and 'nothing was run' in out, out[-2000:]
         assert 'Traceback' not in out
+
+
+RUN_DIRS = ('stage', 'output', 'perflogs')
+
+
+def test_a_run_from_root_leaves_nothing_there(installed, tmp_path):
+    """Stage, output and perflogs go to the per-user state folder
+    ($XDG_STATE_HOME/hpcval, default ~/.local/state/hpcval), never into the
+    working folder or site-packages."""
+    if any(os.path.exists(os.path.join('/', d)) for d in RUN_DIRS):
+        pytest.skip('/ already holds a stage, output or perflogs folder')
+    venv, _, env, _ = installed
+    home = tmp_path / 'home'
+    home.mkdir()
+    proc = subprocess.run(
+        [str(venv / 'bin' / 'hpcval'), 'run', '-r', '--system', 'local',
+         '-t', 'mpi4py', '-S', 'loops=1000'], cwd='/',
+        env={**env, 'HOME': str(home)}, capture_output=True, text=True,
+        timeout=600)
+    assert 'Ran ' in proc.stdout, proc.stdout[-3000:] + proc.stderr
+    assert not [d for d in RUN_DIRS if os.path.exists(os.path.join('/', d))]
+    state = home / '.local' / 'state' / 'hpcval'
+    assert {d for d in RUN_DIRS if (state / d).is_dir()} == set(RUN_DIRS)
+    package = next((venv / 'lib').glob('python*/site-packages/hpcval'))
+    assert not [p for p in package.rglob('*')
+                if p.name in RUN_DIRS or p.suffix == '.db']
+
+
+def test_calibrate_write_without_a_site_folder_refuses(installed, tmp_path):
+    venv, work, env, _ = installed
+    report = next(ROOT.glob('tests/fixtures/reports/h200x2/*.json'))
+    package = next((venv / 'lib').glob('python*/site-packages/hpcval'))
+    before = {p: p.stat().st_mtime for p in
+              (package / 'suite' / 'references').iterdir()}
+    proc = _hpcval(installed, 'calibrate', '--system', 'local', str(report),
+                   '--write')
+    assert proc.returncode == 1
+    [line] = proc.stderr.splitlines()
+    assert line.startswith('hpcval calibrate: --write needs a site folder')
+    assert '`hpcval site init DIR --from local`' in line
+    assert line.endswith('nothing was written')
+    assert before == {p: p.stat().st_mtime for p in
+                      (package / 'suite' / 'references').iterdir()}

@@ -100,6 +100,16 @@ def _calibrate(args):
     if len(args.system) != 1:
         print('hpcval calibrate: give exactly one --system', file=sys.stderr)
         return 2
+    if args.write and not args.ref_dir and paths.site_dir() is None and \
+            _installed():
+        print(f'hpcval calibrate: --write needs a site folder: the '
+              f'built-in references of an installed hpcval '
+              f'({paths.references_dir()}) are replaced by its next '
+              f'upgrade; make one with `hpcval site init DIR --from '
+              f'{args.system[0]}` and `export {paths.SITE_VAR}=DIR`, or '
+              f'name a folder with --ref-dir; nothing was written',
+              file=sys.stderr)
+        return 1
 
     try:
         ref_dir, base_dir, by_system = _calibrated_dirs(args.ref_dir)
@@ -124,6 +134,12 @@ def _calibrate(args):
         print(f'hpcval calibrate: not written; rerun with --write to '
               f'replace {result.path}', file=sys.stderr)
     return 0
+
+
+def _installed():
+    """Whether the suite is the copy inside an installed package, not a
+    checkout (which has its setup.py)."""
+    return not os.path.isfile(os.path.join(paths.repo_root(), 'setup.py'))
 
 
 def _peer_factor(text):
@@ -290,11 +306,20 @@ def _paths(args):
 
 def run_reframe(reframe_args):
     """``reframe`` with hpcval's configuration first in RFM_CONFIG_FILES
-    (after it, the files already named there: a site's logging, say)."""
+    (after it, the files already named there: a site's logging, say),
+    after hpcval.preflight's checks; a selection of no test case is
+    refused after the fact (exit preflight.REFUSED)."""
+    import socket
+    from hpcval import preflight
     config = paths.config_file()
     given = [f for f in os.environ.get('RFM_CONFIG_FILES', '').split(':')
              if f and os.path.abspath(f) != config]
     env = dict(os.environ, RFM_CONFIG_FILES=':'.join([config, *given]))
+    refusal = preflight.refusal_before(reframe_args, os.environ,
+                                       socket.gethostname())
+    if refusal:
+        print(f'hpcval run: {refusal}', file=sys.stderr)
+        return preflight.REFUSED
     here = os.path.dirname(sys.executable)
     exe = shutil.which('reframe', path=os.pathsep.join(
         [here, env.get('PATH', '')]))
@@ -302,7 +327,38 @@ def run_reframe(reframe_args):
         print('hpcval run: no reframe executable next to this Python or on '
               'PATH', file=sys.stderr)
         return 1
-    os.execve(exe, [exe, *reframe_args], env)
+    status, saw_zero = _passthrough([exe, *reframe_args], env,
+                                    preflight.ZERO)
+    refusal = preflight.refusal_after(reframe_args, saw_zero)
+    if refusal and status == 0:
+        print(f'hpcval run: {refusal}', file=sys.stderr)
+        return preflight.REFUSED
+    return status
+
+
+def _passthrough(cmd, env, pattern):
+    """Run ``cmd``, copying its standard output line by line; (exit
+    status, whether a line matched ``pattern``).  Ctrl-C reaches ReFrame
+    (same process group), which ends its jobs; this waits for it."""
+    import subprocess
+    seen = False
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
+    out = sys.stdout.buffer
+    while True:
+        try:
+            line = proc.stdout.readline()
+        except KeyboardInterrupt:
+            continue
+        if not line:
+            break
+        out.write(line)
+        out.flush()
+        seen = seen or bool(pattern.search(line.decode('utf-8', 'replace')))
+    while True:
+        try:
+            return proc.wait(), seen
+        except KeyboardInterrupt:
+            continue
 
 
 def _site_init(args):

@@ -19,15 +19,17 @@ import reframe as rfm
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
 from hpcval import inputs, layouts, suites
+from hpcval.benchmarks import siblings
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.layouts import gpu_count
+from hpcval.layouts import gpu_arch, gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import checked_token
+from hpcval.inputs import at_load, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import (CLASSIC_KERNELS, check_run,
                                         parse_babelstream)
 from hpcval.parsers.common import read_text
 from hpcval import plotdata
+from hpcval.parsers.devices import check_names
 
 MODELS = ('omp', 'cuda', 'hip')
 GPU_MODELS = ('cuda', 'hip')
@@ -120,7 +122,12 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         'num_times': inputs.POSITIVE,
         'model': inputs.TOKEN,
         'expected_format': inputs.TOKEN,
+        'sibling_factor': inputs.number(1, low_open=True),
     }
+
+    #: A GPU this many times slower than its siblings' median on the node
+    #: fails (hpcval.benchmarks.siblings; docs/benchmarks/babelstream.md).
+    sibling_factor = variable(float, value=1.1)
 
     tags = {'babelstream'}
 
@@ -130,6 +137,11 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     @property
     def is_gpu(self):
         return self.model in GPU_MODELS
+
+    @run_after('init')
+    def check_sibling_factor(self):
+        with at_load(self):
+            siblings.check_factor(self.sibling_factor)
 
     @run_before('run')
     def set_command(self):
@@ -223,8 +235,20 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                     f'the references were made with); check src_mirror or '
                     f'prebuilt_dir, or set -S expected_format'
                 )
+            if self.is_gpu and result.device:
+                check_names([result.device], gpu_arch(self.current_partition),
+                            f'{key}: the output')
 
+        if self.is_gpu:
+            self._compare_siblings(results)
         return results
+
+    def _compare_siblings(self, results):
+        failures = siblings.compare(gpu_groups(results), self.sibling_factor)
+        if failures:
+            raise ParseError(f'{len(failures)} figure(s) of a GPU slower '
+                             f'than its siblings on the node: '
+                             + '; '.join(failures))
 
     def figure_data(self, results):
         return plotdata.babelstream(results, CLASSIC_KERNELS) \
@@ -257,6 +281,18 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             out.update({f'{name}@{_gpu(key)}': _gpu_label(key)
                         for key in results})
         return out
+
+
+def gpu_groups(results):
+    """{kernel: {'GPU 1': (MB/s, 'MB/s')}} of one node's per-GPU results
+    ({'<host>.gpu1': result}); the host is named where there are several."""
+    labels = {key: _gpu_label(key) for key in results}
+    if len({key.rsplit('.', 1)[0] for key in results}) > 1:
+        labels = {key: f'{key.rsplit(".", 1)[0]} {label}'
+                  for key, label in labels.items()}
+    return {kernel.lower(): {labels[key]: (r.bandwidth(kernel), 'MB/s')
+                             for key, r in results.items()}
+            for kernel in CLASSIC_KERNELS}
 
 
 def _gpu(key):

@@ -9,6 +9,7 @@ up their references in references/<system>.yaml.  On a partition of
 config/replay.py the run stage replays a recording instead (hpcval.replay).
 """
 import os
+import shlex
 
 import reframe.core.runtime as rt
 import reframe.utility.osext as osext
@@ -19,13 +20,17 @@ from reframe.core.builtins import (run_after, run_before, sanity_function,
 from reframe.core.exceptions import SanityError
 
 from hpcval import (features, inputs, provenance, reference_service, replay,
-                    stacks, suites)
-from hpcval.benchmarks import fates
+                    stacks)
+from hpcval.benchmarks import fates, nodeuse
 from hpcval.health import probe as health_probe
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text, stderr_reason
+
+
+#: launchers that are programs of their own, asked for their version
+LAUNCHER_PROGRAMS = ('srun', 'mpirun', 'mpiexec', 'jsrun')
 
 
 class ParsedBenchmark(ScreenRecord, SourceSettings):
@@ -67,6 +72,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         'health_probe': inputs.FLAG,
         'health_sampler': inputs.FLAG,
         'hpcval_health': inputs.RECORD,
+        'hpcval_node_load': inputs.RECORD,
     }
 
     #: GPU inventory and health of the node before and after the job, and
@@ -78,6 +84,10 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     health_sampler = variable(typ.Bool, value=True)
     #: The probe's record (hpcval.health.probe.read), for ``hpcval verdict``
     hpcval_health = variable(dict, value={})
+
+    #: The node's load and busiest processes at job start, and whether it
+    #: was busy (hpcval.benchmarks.nodeuse)
+    hpcval_node_load = variable(dict, value={})
 
     #: Variables the run shares with its ``build`` fixture (``model``,
     #: ``accelerator``): a leaf sets them once, in the fixture declaration.
@@ -142,7 +152,25 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     def record_provenance(self):
         # last: hooks of the benchmarks may set prerun_cmds themselves
         if not replay.active(self):
-            self.prerun_cmds = [provenance.command(), *self.prerun_cmds]
+            self.prerun_cmds = [*nodeuse.measurement_commands(self),
+                                provenance.command(*self._started_with()),
+                                *self.prerun_cmds]
+
+    def _started_with(self):
+        """(the benchmark's program, the launcher's program) for the
+        provenance of the MPI the job runs."""
+        try:
+            exe = shlex.split(self.executable or '')[:1]
+        except ValueError:
+            exe = []
+        launcher = getattr(type(self.job.launcher), 'registered_name', '')
+        return (exe[0] if exe else '',
+                launcher if launcher in LAUNCHER_PROGRAMS else '')
+
+    @run_after('init')
+    def use_whole_nodes(self):
+        # a measurement shares its nodes with no other job
+        self.exclusive_access = True
 
     def uses_gpus(self):
         """Whether the test selects GPU partitions (its sampler runs)."""
@@ -166,6 +194,14 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
             with open(os.path.join(self.stagedir, provenance.FILE),
                       encoding='utf-8', errors='replace') as fp:
                 return provenance.read(fp.read())
+        except OSError:
+            return {}
+
+    def _read_node_load(self):
+        try:
+            with open(os.path.join(self.stagedir, nodeuse.LOAD_FILE),
+                      encoding='utf-8', errors='replace') as fp:
+                return nodeuse.read(fp.read(65536))
         except OSError:
             return {}
 
@@ -238,12 +274,18 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
             return self.parse()
         except ParseError as err:
             return SanityError(f'{fate}{err}{self._exit_status()}'
-                               f'{self._stderr_note(fate + str(err))}')
+                               f'{self._stderr_note(fate + str(err))}'
+                               f'{self._busy_note()}')
         except FileNotFoundError as err:
             missing = err.filename or ''
             return SanityError(f'{fate}output file missing: {missing}'
                                f'{self._exit_status()}'
                                f'{self._stderr_note(fate + missing)}')
+
+    def _busy_note(self):
+        load = self._read_node_load()
+        return f'; the node was busy: {load["why"]}' if load.get('busy') \
+            else ''
 
     def _fate(self):
         """'job 8 on n1 TIMEOUT: ... (srun's error); ' or ''."""
@@ -267,6 +309,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         # first: what the node ran with is worth keeping when sanity fails
         self.hpcval_provenance = self._read_provenance()
         self.hpcval_health = health_probe.read(self.stagedir)
+        self.hpcval_node_load = self._read_node_load()
         self.result     # noqa: B018 (parses, or raises the reason)
         if self.job.exitcode not in (0, None):
             raise SanityError(f'the benchmark printed complete results but '

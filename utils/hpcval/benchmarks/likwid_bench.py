@@ -131,6 +131,8 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                          f'this likwid-bench has no {self.test_name} kernel')
         proc = self.current_partition.processor
         cores = proc.num_cores or 1
+        # the scheduler must grant the cores likwid starts threads on
+        self.num_cpus_per_task = proc.num_cpus or cores
         # likwid pins itself; a launcher would pin it again
         self.job.launcher = getlauncher('local')()
         self.executable_opts = ['-t', self.test_name,

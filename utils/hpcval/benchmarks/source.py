@@ -31,6 +31,7 @@ from reframe.core.builtins import run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
 from hpcval import inputs, replay, stacks
+from hpcval.benchmarks import nodeuse
 from hpcval.benchmarks.validation import Validation
 from hpcval.layouts import gpu_arch
 from hpcval.inputs import (InputError, ValidatedInputs, checked_path,
@@ -332,6 +333,9 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
             self.build_system.commands = self.build_commands(
                 shlex.quote(self.source.src_dir)
             )
+            # no measurement on this host while it compiles
+            self.prebuild_cmds = [*nodeuse.build_commands(self),
+                                  *self.prebuild_cmds]
 
     @sanity_function
     def validate_build(self):

@@ -80,10 +80,12 @@ def add_input_arguments(parser):
                         help='ReFrame JSON run reports (--report-file), '
                              'from any system or site; LABEL= shows its '
                              'runs in column LABEL instead of their system')
-    parser.add_argument('--db', nargs='?', const=results.default_db(),
+    parser.add_argument('--db', nargs='?', const=results.DEFAULT_DB,
                         metavar='PATH',
                         help='also read ReFrame\'s results database '
-                             '(default path: %(const)s)')
+                             '(default: ReFrame\'s storage/sqlite_db_file, '
+                             '$RFM_SQLITE_DB_FILE or ~/.reframe/reports/'
+                             'results.db)')
     parser.add_argument('--since', type=timestamp,
                         help='only runs from this time on')
     parser.add_argument('--until', type=timestamp,

@@ -665,6 +665,7 @@ def _load(report_files, db, on_error, since, until):
         _read(text, path, col, label)
 
     if db is not None:
+        db = db or default_db()
         for uuid, blob in _db_sessions(db, since, until, col):
             _read(blob, f'{db}#{uuid}', col)
 
@@ -704,7 +705,31 @@ def _db_sessions(path, since, until, col):
         conn.close()
 
 
+#: ``--db`` without a path: ReFrame's own database (default_db())
+DEFAULT_DB = ''
+
+
 def default_db():
-    """ReFrame's results database: $RFM_SQLITE_DB_FILE or its default."""
-    return os.environ.get('RFM_SQLITE_DB_FILE') or os.path.join(os.path.expanduser('~'), '.reframe', 'reports',
-                        'results.db')
+    """ReFrame's results database: $RFM_SQLITE_DB_FILE, else the
+    ``storage/sqlite_db_file`` of the configuration ReFrame reads
+    (hpcval's, then the files of $RFM_CONFIG_FILES), else its default."""
+    given = os.environ.get('RFM_SQLITE_DB_FILE')
+    if given:
+        return given
+    fallback = os.path.join(os.path.expanduser('~'), '.reframe', 'reports',
+                            'results.db')
+    try:
+        from reframe.core import config
+        from reframe.utility import osext
+        from hpcval import paths
+        ours = paths.config_file()
+        files = [ours, *[f for f in os.environ.get('RFM_CONFIG_FILES',
+                                                   '').split(':')
+                         if f and os.path.abspath(f) != ours]]
+        site = config.load_config(*files)
+        site.select_subconfig(os.environ.get('RFM_SYSTEM') or None,
+                              ignore_resolve_errors=True)
+        return osext.expandvars(site.get('storage/0/sqlite_db_file')) or \
+            fallback
+    except Exception:       # a configuration ReFrame itself would refuse
+        return fallback
