@@ -291,7 +291,8 @@ def test_loaded_gpu_failure_names_the_process(site, capsys):
     status, out = _verdict(capsys, str(FIX / 'reports' / 'gpu0_loaded.json'))
     assert status == 1
     assert ('FAIL node vm GPU 0: BabelStreamCudaCheck %build.model=cuda: '
-            'copy@gpu0 = 1.08203e+06 MB/s, bound >= 2.59907e+06 MB/s (ref '
+            'copy@gpu0 = 1.08203e+06 MB/s, -60.5% vs ref 2.73586e+06, '
+            'bound >= 2.59907e+06 MB/s (ref '
             '2.73586e+06, -5.0%): another process, python3 (pid 5504), held '
             '8710 MiB on GPU 0 at 100% utilization before the benchmark '
             'started') in out
