@@ -3,9 +3,11 @@ references and checks, driven through the real ``hpcval site init``,
 ``reframe`` and ``hpcval calibrate``.
 
 The site made here has one new system (``sitebox``: this host, local
-scheduler, using the built-in helpers of systems/_site.py), its reference
-file, a reference file overriding the built-in ``local.yaml`` with a bound
-no machine meets (so a failure proves which file judged), and one check.
+scheduler, using the public helpers of hpcval.sitesystem), its reference
+file, a reference file replacing the built-in ``local.yaml`` whole
+(``replace: true``) with a bound no machine meets (so a failure proves
+which file judged), and one check.  A site file changing single entries
+(an overlay) is tested in test_site_overlay.py.
 """
 import hashlib
 import os
@@ -21,7 +23,7 @@ PINGPONG = ('-n', 'Mpi4pyPingPongCheck', '-S', 'Mpi4pyPingPongCheck.loops=1000')
 SITEBOX = '''\
 """sitebox: a site's own system, this host run by the local scheduler."""
 from hpcval import features as ft
-from systems._site import detect_host_cpu
+from hpcval.sitesystem import detect_host_cpu
 
 detect = detect_host_cpu
 
@@ -95,7 +97,7 @@ def site(tmp_path_factory):
     (folder / 'references' / 'sitebox.yaml').write_text(
         REFS.format(system='sitebox', value=1.0))
     (folder / 'references' / 'local.yaml').write_text(
-        REFS.format(system='local', value=1.0e9))
+        'replace: true\n' + REFS.format(system='local', value=1.0e9))
     (folder / 'checks' / 'site_echo.py').write_text(SITE_CHECK)
     return folder
 

@@ -68,11 +68,39 @@ def _references(args):
         judged = sum(r.value is not None for r in refs)
         print(f'{system}: {judged} references, {len(refs) - judged} '
               f'explicitly absent')
+        if system in args.system:
+            _effective(refs)
         if not args.schema_only and (not args.system or
                                      system in args.system):
             failed |= _unmatched(system, refs, args.dir)
+    for system in args.system:
+        if system not in by_system:
+            print(f'hpcval references: --system {system}: no reference file '
+                  f'of that name (known: {", ".join(sorted(by_system))})',
+                  file=sys.stderr)
+            failed = True
 
     return 1 if failed else 0
+
+
+def _effective(refs):
+    """Each judged figure as the layers give it, where it came from, and
+    a warning per site figure breaking the rule it names."""
+    from hpcval import site
+    rows = [('check', 'where', 'metric', 'value', 'unit', 'lower', 'upper',
+             'rule', 'origin'), *site.effective(refs)]
+    rows = [[_printable(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print('  ' + '  '.join(c.ljust(w) for c, w in zip(row, widths))
+              + '  ' + row[-1])
+    for warning in site.rule_warnings(refs):
+        print(f'hpcval: warning: {_printable(warning)}', file=sys.stderr)
+
+
+def _printable(text):
+    # names and texts of a site's file are data: no terminal escapes
+    return ''.join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _unmatched(system, refs, ref_dir):
@@ -283,7 +311,9 @@ def _main(argv):
                       help='print every reference as a Markdown table')
     refs.add_argument('--system', action='append', default=[],
                       help='match only these systems\' entries against '
-                           'their tests (repeatable; default: all)')
+                           'their tests, and show each judged figure with '
+                           'where it came from (built-in, site, '
+                           'calibrated) (repeatable; default: all)')
     refs.add_argument('--schema-only', action='store_true',
                       help='check the files\' schema only, without loading '
                            'the checks to match every entry to a test')

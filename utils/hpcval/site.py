@@ -9,7 +9,7 @@ built-in ones and can be edited.  Nothing existing is overwritten.
 import os
 import shutil
 
-from hpcval import paths
+from hpcval import paths, references
 from hpcval.inputs import is_safe_path
 
 README = """\
@@ -72,3 +72,96 @@ def init(folder, from_system=None):
             shutil.copyfile(source, target)
             written.append(target)
     return written
+
+
+# Rules whose bounds follow from a figure's value and spread, as their text
+# in references/ says; a site figure citing one is checked against it.
+# Bounds in the files are rounded to three decimals.
+_ROUNDING = 0.0005 + 1e-9
+
+
+def _sandia_spread(value, spread):
+    """sandia-spread: lower = -max(3 std / mean, 0.05) for a bandwidth,
+    upper = max(3 std / mean, 0.10) for a latency."""
+    ratio = 3 * spread / value
+    return -max(ratio, 0.05), max(ratio, 0.10)
+
+
+RULE_BOUNDS = {'sandia-spread': (_sandia_spread,
+                                 'lower = -max(3 x spread / value, 0.05), '
+                                 'upper = max(3 x spread / value, 0.10)')}
+
+
+def rule_warnings(refs):
+    """One message per site figure whose bound breaks the rule it names:
+    a rule of RULE_BOUNDS computed from its value and spread, else a
+    built-in rule whose built-in bound it changed without changing the
+    value or spread the bound was derived from."""
+    out = []
+    for ref in refs:
+        origin = ref.origin
+        if ref.value is None or origin is None or \
+                origin.layer == references.BUILT_IN:
+            continue
+        where = (f'{origin.path}: entries[{origin.entry}] ({ref.check}, '
+                 f'{_place(ref)}) {ref.metric}')
+        for bound, want, how in _broken(ref, origin):
+            out.append(f'{where}: {bound} {_frac(getattr(ref, bound))} '
+                       f'breaks rule {ref.rule!r}, which gives '
+                       f'{_frac(want)} ({how}); name the site\'s own rule '
+                       f'under rules: if the change is meant')
+    return out
+
+
+def _broken(ref, origin):
+    formula = RULE_BOUNDS.get(ref.rule)
+    if formula:
+        if ref.spread is None or not ref.value:
+            return [(b, None, f'needs value and spread: {formula[1]}')
+                    for b in ('lower', 'upper') if getattr(ref, b) is not None]
+        lower, upper = formula[0](ref.value, ref.spread)
+        return [(b, want, formula[1]) for b, want in (('lower', lower),
+                                                      ('upper', upper))
+                if getattr(ref, b) is not None and
+                abs(getattr(ref, b) - want) > _ROUNDING]
+    before = origin.before
+    if not isinstance(before, dict) or before.get('rule') != ref.rule or \
+            before.get('value') != ref.value or \
+            before.get('spread') != ref.spread:
+        return []
+    return [(b, before.get(b), f'the bound of {origin.before_path} for the '
+             f'same value under the same rule')
+            for b in ('lower', 'upper') if before.get(b) != getattr(ref, b)]
+
+
+def _frac(value):
+    return 'unbounded' if value is None else f'{value:+g}'
+
+
+def _place(ref):
+    where = ''.join(f', {k}={v}' for k, v in ref.where.items())
+    return f'partition {ref.partition}{where}'
+
+
+def effective(refs):
+    """Rows (check, place, metric, value, unit, lower, upper, rule,
+    origin) of every judged figure of one system, as the layers give it;
+    origin names the layer, and for a site change the fields it changed
+    and the file."""
+    rows = []
+    for ref in refs:
+        if ref.value is None:
+            continue
+        origin = ref.origin
+        if origin is None:
+            said = ''
+        elif origin.layer == references.BUILT_IN or \
+                origin.changed == ('*',):
+            said = f'{origin.layer} ({origin.path})'
+        else:
+            said = (f'{origin.layer}: {", ".join(origin.changed) or "nothing"}'
+                    f' changed ({origin.path}) over {origin.before_path}')
+        rows.append((ref.check, _place(ref), ref.metric, f'{ref.value:g}',
+                     ref.unit, _frac(ref.lower), _frac(ref.upper), ref.rule,
+                     said))
+    return rows
