@@ -3,8 +3,10 @@
 A site keeps its systems, references and checks in one folder, named by
 $HPCVAL_SITE and layered over the built-in ones (docs/site.md).  ``init``
 makes its three folders and a README; ``--from SYSTEM`` copies a built-in
-system's module and reference file into it, where they replace the
-built-in ones and can be edited.  Nothing existing is overwritten.
+system's module into it, where it replaces the built-in one and can be
+edited.  Its reference file is not copied: a site reference file holds
+only the entries it changes, so that upstream corrections to the others
+still reach the site.  Nothing existing is overwritten.
 """
 import os
 import shutil
@@ -21,9 +23,12 @@ Layered over hpcval's built-in systems, references and checks when
     export HPCVAL_SITE={path}
 
 - `systems/<name>.py`: a system module (`system`, `environments`), exactly as
-  in hpcval's systems/; the same name as a built-in system replaces it.
-- `references/<name>.yaml`: the references of system `<name>`; the same
-  name as a built-in file replaces it.  `hpcval calibrate --write` writes here.
+  in hpcval's systems/, built on `hpcval.sitesystem`; the same name as a
+  built-in system replaces it.
+- `references/<name>.yaml`: the references of system `<name>`; for a
+  built-in system, only the entries and metrics the site changes (or
+  `replace: true` for a whole file).  `hpcval references --system <name>`
+  shows where each figure comes from.  `hpcval calibrate --write` writes here.
 - `checks/`: the site's own checks, found by ReFrame next to hpcval's.
 """
 
@@ -49,9 +54,7 @@ def init(folder, from_system=None):
     if from_system:
         root = paths.repo_root()
         sources = [(os.path.join(root, 'systems', f'{from_system}.py'),
-                    'systems'),
-                   (os.path.join(root, 'references', f'{from_system}.yaml'),
-                    'references')]
+                    'systems')]
         if not os.path.isfile(sources[0][0]):
             known = sorted(f[:-3] for f in os.listdir(
                 os.path.join(root, 'systems'))
