@@ -13,9 +13,10 @@
                                       shown as a diff; written on --write
                                       (into the site's references/ under
                                       $HPCVAL_SITE)
-    hpcval paths [config|checks|references|systems|monitoring|site]
-                                      where hpcval's suite is (installed or
-                                      the checkout) and the site layer
+    hpcval paths [config|checks|references|systems|monitoring|docs|site]
+                                      where hpcval's suite and its docs are
+                                      (installed or the checkout) and the
+                                      site layer
     hpcval run [REFRAME ARGS ...]     reframe with hpcval's configuration
     hpcval site init DIR [--from SYSTEM]
                                       a site folder (docs/site.md)
@@ -238,6 +239,7 @@ def _paths(args):
              'systems': os.path.join(paths.repo_root(), 'systems'),
              'monitoring': os.path.join(paths.repo_root(), 'config',
                                         'monitoring.py'),
+             'docs': os.path.join(paths.repo_root(), 'docs'),
              'site': paths.site_dir() or ''}
     if args.what:
         print(where[args.what])
@@ -370,7 +372,8 @@ def _main(argv):
     where = sub.add_parser('paths', help='where hpcval\'s configuration, '
                                          'checks, systems and references are')
     where.add_argument('what', nargs='?', choices=[
-        'config', 'checks', 'references', 'systems', 'monitoring', 'site'])
+        'config', 'checks', 'references', 'systems', 'monitoring', 'docs',
+        'site'])
     where.set_defaults(func=_paths)
     sub.add_parser('run', help='reframe with hpcval\'s configuration: '
                                'hpcval run -r --system local')

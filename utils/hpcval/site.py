@@ -18,7 +18,8 @@ README = """\
 # hpcval site folder
 
 Layered over hpcval's built-in systems, references and checks when
-`HPCVAL_SITE` names this folder (docs/site.md, "Your site without a fork"):
+`HPCVAL_SITE` names this folder ({docs}/site.md, "Your site without a
+fork"; `hpcval paths docs` prints that folder):
 
     export HPCVAL_SITE={path}
 
@@ -67,7 +68,8 @@ def init(folder, from_system=None):
         os.makedirs(os.path.join(folder, kind), exist_ok=True)
     readme = os.path.join(folder, 'README.md')
     with open(readme, 'x', encoding='utf-8') as fp:
-        fp.write(README.format(path=folder))
+        fp.write(README.format(path=folder, docs=os.path.join(
+            paths.repo_root(), 'docs')))
     written.append(readme)
     for source, kind in sources:
         if os.path.isfile(source):
