@@ -17,7 +17,10 @@
                                       where hpcval's suite and its docs are
                                       (installed or the checkout) and the
                                       site layer
-    hpcval run [REFRAME ARGS ...]     reframe with hpcval's configuration
+    hpcval run [REFRAME ARGS ...]     reframe with hpcval's configuration;
+                                      with --ci-generate=FILE a GitLab
+                                      pipeline for any host with hpcval
+                                      (hpcval.ci, docs/ci.md)
     hpcval site init DIR [--from SYSTEM]
                                       a site folder (docs/site.md)
     hpcval verdict [REPORT ...] [--db [PATH]] [--since T] [--format json]
@@ -264,6 +267,14 @@ def run_reframe(reframe_args):
         print('hpcval run: no reframe executable next to this Python or on '
               'PATH', file=sys.stderr)
         return 1
+    if any(a == '--ci-generate' or a.startswith('--ci-generate=')
+           for a in reframe_args):
+        from hpcval import ci
+        try:
+            return ci.generate(reframe_args, exe, env)
+        except (ci.CiError, OSError) as err:
+            print(f'hpcval run: {err}', file=sys.stderr)
+            return 1
     os.execve(exe, [exe, *reframe_args], env)
 
 
