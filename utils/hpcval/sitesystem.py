@@ -10,14 +10,21 @@ within a major version (CHANGELOG.md).  Values a site sets through environment v
 they are checked when the configuration loads and a bad one stops ReFrame
 with the variable named.
 """
+import re
+
 from reframe.utility.cpuinfo import cpuinfo
 
 from hpcval.inputs import EnvironmentValueError, environment
 from hpcval.layouts import SystemConfigError
 
 __all__ = ['account', 'account_access', 'box_partition', 'detect_host_cpu',
-           'environ', 'nccl_net_env', 'processor', 'site_path',
+           'environ', 'mpi', 'nccl_net_env', 'processor', 'site_path',
            'slurm_partition']
+
+# srun --mpi plugin names (`srun --mpi=list` of Slurm 22.05 to 24.11)
+PMI_TYPES = ('pmi2', 'pmix', 'pmix_v3', 'pmix_v4', 'pmix_v5', 'cray_shasta',
+             'none')
+_MODULE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.+/@%:=-]*')
 
 
 def _environment(system, var):
@@ -63,9 +70,34 @@ def processor(arch, cores, threads_per_core, sockets):
             'num_cpus_per_socket': cpus // sockets}
 
 
+def mpi(system, pmi=None, modules=()):
+    """The partition keys (ReFrame's partition ``modules`` and
+    ``env_vars``) that make every job of a partition use the site's MPI:
+    ``modules`` loaded in each build and run job (the MPI, or an mpi4py
+    built over it), and under ``srun`` the PMI its ranks need as
+    ``SLURM_MPI_TYPE``, which srun reads as ``--mpi``.  The MPI ping-pong
+    and the OSU checks then run on that MPI, not on the PyPI MPICH wheel."""
+    out = {}
+    if pmi is not None:
+        if pmi not in PMI_TYPES:
+            raise SystemConfigError(
+                f'systems/{system}.py: mpi(pmi={pmi!r}): not an srun --mpi '
+                f'type (known: {", ".join(PMI_TYPES)})')
+        out['env_vars'] = [['SLURM_MPI_TYPE', pmi]]
+    for name in modules:
+        if not isinstance(name, str) or not _MODULE.fullmatch(name):
+            raise SystemConfigError(
+                f'systems/{system}.py: mpi(modules=...): {name!r} is not a '
+                f'module name (letters, digits and _ . + / @ % : = -)')
+    if modules:
+        out['modules'] = list(modules)
+    return out
+
+
 def slurm_partition(name, descr, access, environs, features, cpu, **rest):
     """A Slurm partition launched with ``srun``: whole nodes counted with
-    ``--nodes``, 30-minute jobs (inside every site's debug and short caps)."""
+    ``--nodes``, 30-minute jobs (inside every site's debug and short caps).
+    ``rest`` may hold ``**mpi(...)``: the site's MPI and PMI."""
     return {'name': name, 'descr': descr, 'scheduler': 'slurm',
             'sched_options': {'use_nodes_option': True}, 'launcher': 'srun',
             'access': access, 'time_limit': '30m', 'environs': environs,
