@@ -372,14 +372,25 @@ def load_layered(dirs):
         layer = BUILT_IN if depth == 0 else SITE
         for name in _yaml_names(dirname):
             path = os.path.join(dirname, name)
-            system = name[:-5]
-            data = _document(path)
-            if system in layers and not data.get('replace'):
-                layers[system] = _overlay(layers[system], path, data)
-            else:
-                _head(path, data)
-                layers[system] = _Layered.whole(path, data, layer)
+            layers[name[:-5]] = _layer_on(layers.get(name[:-5]), path,
+                                          _document(path), layer)
     return {system: lay.references() for system, lay in layers.items()}
+
+
+def load_over(below_path, path, text=None):
+    """The references of the file ``path`` (or its ``text``, a text
+    being checked before it is written) layered over the file
+    ``below_path``, as load_layered layers a site file over the built-in
+    one."""
+    below = _layer_on(None, below_path, _document(below_path), BUILT_IN)
+    return _layer_on(below, path, _document(path, text), SITE).references()
+
+
+def _layer_on(below, path, data, layer):
+    if below is not None and not data.get('replace'):
+        return _overlay(below, path, data)
+    _head(path, data)
+    return _Layered.whole(path, data, layer)
 
 
 def _yaml_names(dirname):
