@@ -22,7 +22,8 @@ import sys
 
 from reframe.core.exceptions import ConfigError
 
-from hpcval import launchers, layouts, paths, references, selection  # noqa: F401
+from hpcval import (launchers, layouts, paths, reference_service,  # noqa: F401
+                    references, selection)
 from hpcval import suites
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,7 +49,7 @@ def _shown(path):
 
 try:
     systems = _import_systems()
-    references.load_layered(paths.references_dirs())
+    reference_service.files()      # validated once, kept for the run
     for _mod in systems.ALL:
         _origin = _shown(_mod.__file__)
         _stem = os.path.basename(_mod.__file__)[:-3]

@@ -22,8 +22,8 @@ they launch there cannot be the benchmark, and they fail sanity.
 
 from hpcval import features as ft
 from hpcval.inputs import environment
+from hpcval import minicluster_shape as minicluster
 from hpcval.sitesystem import mpi
-from hpcval.testing import minicluster
 from systems import local
 
 # (?!) matches no string: this system is chosen by --system only

@@ -35,7 +35,7 @@ import os
 import shutil
 import sys
 
-from hpcval import references
+from hpcval import reference_service, references
 
 
 class _Imported:
@@ -67,6 +67,11 @@ def _references(args):
         print(reference_table.markdown(by_system), end='')
         return 0
 
+    selected = {} if args.schema_only else {
+        system: (refs, reference_service.reference_path(system, args.dir))
+        for system, refs in by_system.items()
+        if not args.system or system in args.system}
+    problems = reference_service.problems_of_systems(selected)
     failed = False
     for system, refs in by_system.items():
         judged = sum(r.value is not None for r in refs)
@@ -74,9 +79,9 @@ def _references(args):
               f'explicitly absent')
         if system in args.system:
             _effective(refs)
-        if not args.schema_only and (not args.system or
-                                     system in args.system):
-            failed |= _unmatched(system, refs, args.dir)
+        if system in problems:
+            failed |= _unmatched(system, selected[system][1],
+                                 problems[system])
     for system in args.system:
         if system not in by_system:
             print(f'hpcval references: --system {system}: no reference file '
@@ -107,16 +112,13 @@ def _printable(text):
     return ''.join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def _unmatched(system, refs, ref_dir):
+def _unmatched(system, path, found):
     """Say which entries of ``system``'s file match no test; True if any."""
-    from hpcval import coverage
-    path = coverage.reference_path(system, ref_dir)
-    try:
-        errors, notes = coverage.problems_of_system(system, refs, path)
-    except Exception as err:     # ReFrame's own errors: say, don't trace
+    if isinstance(found, Exception):     # ReFrame's own errors: say
         print(f'hpcval: {path}: cannot load the checks for system '
-              f'{system!r} to match its entries: {err}', file=sys.stderr)
+              f'{system!r} to match its entries: {found}', file=sys.stderr)
         return True
+    errors, notes = found
     for note in notes:
         print(f'hpcval: note: {note}', file=sys.stderr)
     for error in errors:

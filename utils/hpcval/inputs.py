@@ -2,8 +2,9 @@
 environment variable, checked in one place before any script is written.
 
 Values end up in job scripts, command lines and file paths, so each
-variable of every hpcval test and fixture has a kind in ``POLICY`` (and
-every environment variable one in ``ENVIRONMENT``):
+variable of every hpcval test and fixture has a kind, declared by its
+class beside the variable (``input_policy``, read by ``policy_of``), and
+every environment variable one in ``ENVIRONMENT``:
 
 - a value is matched as a whole (``re.fullmatch``: ``$`` of ``re.match``
   would accept a final newline, which splits a command line);
@@ -107,7 +108,8 @@ def checked_pattern(value, name, pattern, what):
     return value
 
 
-# the kinds of POLICY: each takes (value, name) and raises InputError
+# the kinds of an input_policy: each takes (value, name) and raises
+# InputError
 
 
 def _path(value, name):
@@ -221,9 +223,6 @@ SHELL_PATH, GPU_IDS, CARDS, TOKENS, FLAG = (
     _shell_path, _gpu_ids, _cards, _tokens, _flag)
 COUNT, POSITIVE = _number(0), _number(1)
 
-#: Every variable hpcval's tests and fixtures declare, by name, and its
-#: kind.  Choices among fixed values (``mode``, ``model``) are checked by
-#: the benchmark as well; here they must first be safe words.
 def _record(value, name):
     # written by the test itself after it ran; nothing sets it from outside
     if value:
@@ -231,49 +230,19 @@ def _record(value, name):
 
 
 RECORD = _record
+number, numbers = _number, _numbers
+MODULE_NAMES, SPACK_SPEC_KIND = _module_names, _spack_spec
 
-POLICY = {
-    # source acquisition and builds (hpcval.benchmarks.source)
-    'src_mirror': PATH, 'prebuilt_dir': PATH, 'replay_dir': PATH,
-    'repo_url': URL, 'version': TOKEN, 'submodules': FLAG,
-    'submodule_root': PATH, 'executables': TOKENS,
-    'stack_modules': _module_names, 'spack_spec': _spack_spec,
-    'build_bin': RELATIVE_PATH, 'cuda_arch': TOKEN,
-    'nccl_home': PATH, 'mpi_home': PATH, 'mpi': FLAG,
-    'mpicc': WORD_OR_PATH, 'mpicxx': WORD_OR_PATH,
-    'cuda13_compat': FLAG, 'cuda': FLAG,
-    # choices of the benchmarks
-    'model': TOKEN, 'mode': TOKEN, 'accelerator': TOKEN, 'array': TOKEN,
-    'buffers': TOKEN, 'expected_format': TOKEN, 'generation': TOKEN,
-    'plugin': TOKEN, 'pci_gen': TOKEN, 'isa': TOKEN, 'subsets': TOKENS,
-    # commands and files
-    'python': WORD_OR_PATH, 'hl_qual': PATH, 'config_file': PATH,
-    'scratch_dir': SHELL_PATH, 'gpu_ids': GPU_IDS, 'cards': CARDS,
-    # sizes given in the tools' own syntax
-    'min_bytes': SIZE, 'max_bytes': SIZE, 'num_bytes': SIZE,
-    'file_size': SIZE, 'rand_amount': SIZE, 'working_set': SIZE,
-    # numbers
-    'array_size': POSITIVE, 'num_times': POSITIVE, 'num_nodes': POSITIVE,
-    'gpus_per_node': COUNT, 'step_factor': POSITIVE, 'iters': POSITIVE,
-    'warmup_iters': COUNT, 'check_results': _number(0, 1),
-    'max_size': POSITIVE, 'latency_sizes': _numbers(0), 'loops': COUNT,
-    'iterations': COUNT, 'warmup': COUNT, 'validate': FLAG,
-    'pin_ranks': FLAG, 'threads': COUNT, 'iodepth': POSITIVE,
-    'direct_io': FLAG, 'latency_log2': COUNT, 'bandwidth_log2': COUNT,
-    'repetitions': _number(1, 100), 'numa_node': COUNT, 'a2a_cus': COUNT,
-    'link_fraction': _number(0, 1, low_open=True), 'num_gpus': COUNT,
-    'gpu_index': COUNT, 'bidirectional': FLAG, 'duration': COUNT,
-    'size': COUNT, 'pci_lanes': POSITIVE,
-    # validation (hpcval.benchmarks.validation, hpcval.verdict)
-    'strict': FLAG,
-    # what a test records for hpcval verdict: written by the test, read as
-    # data from the report, never put into a command
-    'hpcval_skip_reason': RECORD, 'hpcval_components': RECORD,
-    'hpcval_unjudged': RECORD, 'hpcval_provenance': RECORD,
-    'hpcval_partition_nodes': RECORD, 'hpcval_screen_excluded': RECORD,
-    # the data of the run's figures (hpcval.publish.plotdata)
-    'hpcval_plot_data': RECORD,
-}
+
+def policy_of(cls):
+    """{variable: kind} of a test class: the ``input_policy`` that each
+    class of its hierarchy declares beside its variables, a subclass's
+    entry over its base's."""
+    policy = {}
+    for klass in reversed(cls.__mro__):
+        policy.update(vars(klass).get('input_policy', {}))
+    return policy
+
 
 #: Environment variables hpcval reads, and their kinds.
 ENVIRONMENT = {
@@ -338,7 +307,7 @@ def hpcval_variables(cls):
 
 
 def _unlisted(value, name):
-    # a variable POLICY does not list yet (tests/test_hostile_run.py fails
+    # a variable no input_policy lists yet (tests/test_hostile_run.py fails
     # on it): its strings must be safe words all the same
     if isinstance(value, str):
         checked_token(value, name)
@@ -347,11 +316,12 @@ def _unlisted(value, name):
             _unlisted(item, name)
 
 
-def check_variable(name, value):
-    """Apply the policy to one variable (an empty one is unset)."""
+def check_variable(name, value, policy):
+    """Apply ``policy`` (policy_of a test class) to one variable (an
+    empty one is unset)."""
     if value is None or value == '':
         return
-    POLICY.get(name, _unlisted)(value, name)
+    policy.get(name, _unlisted)(value, name)
 
 
 @contextlib.contextmanager
@@ -366,14 +336,16 @@ def at_load(test):
 
 
 class ValidatedInputs(rfm.RegressionTestPlugin):
-    """Applies POLICY to every hpcval variable of a test or fixture."""
+    """Applies its class's policy to every hpcval variable of a test or
+    fixture."""
 
     @run_after('init')
     def validate_inputs(self):
+        policy = policy_of(type(self))
         with at_load(self):
             for name in hpcval_variables(type(self)):
                 try:
                     value = getattr(self, name)
                 except AttributeError:
                     continue        # required, set by a later hook
-                check_variable(name, value)
+                check_variable(name, value, policy)

@@ -16,6 +16,9 @@ nodes and, per variable, metric, unit and result.  ``extras`` of the handler
 become labels of every series (a site's cluster or instance name).
 """
 import json
+import math
+
+from hpcval.judgement import Band
 
 _CASE_LABELS = {'test': 'check_display_name', 'system': 'check_system',
                 'partition': 'check_partition', 'environ': 'check_environ'}
@@ -36,13 +39,6 @@ def _line(name, labels, value, millis):
                        'values': [value], 'timestamps': [millis]})
 
 
-def _bound(ref, fraction):
-    if ref is None or fraction is None:
-        return None
-    # ReFrame: bounds are relative to the reference, absolute when it is 0
-    return ref + fraction if ref == 0 else ref * (1 + fraction)
-
-
 def victoriametrics(record, extras, ignore_keys):
     """VictoriaMetrics JSON lines of one perflog record."""
     when = getattr(record, 'check_job_completion_time_unix', None) or \
@@ -60,10 +56,11 @@ def victoriametrics(record, extras, ignore_keys):
         series = {**labels, 'metric': var.split(':')[-1],
                   'unit': str(unit or ''), 'result': str(result or '')}
         lines.append(_line('hpcval_perf_value', series, value, millis))
+        band = Band.of(ref, lower, upper)
+        low, high = band.limits() if band else (None, None)
         for name, figure in (('reference', ref if ref else None),
-                             ('lower_bound', _bound(ref, lower)),
-                             ('upper_bound', _bound(ref, upper))):
-            if figure is not None:
+                             ('lower_bound', low), ('upper_bound', high)):
+            if figure is not None and not math.isnan(figure):
                 lines.append(_line(f'hpcval_perf_{name}', series, figure,
                                    millis))
     return '\n'.join(lines) + '\n'

@@ -27,7 +27,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
-from hpcval.publish.comparison import better
+from hpcval.units import better
 
 PEER_FACTOR = 4.0
 MIN_PEERS_FOR_MAD = 5

@@ -28,7 +28,8 @@ one without a reference.
 import json
 from dataclasses import asdict, dataclass, field
 
-from hpcval import screen
+from hpcval import judgement, screen
+from hpcval.judgement import Band
 
 EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = 0, 1, 2
 STATUS = {EXIT_OK: 'PASSED', EXIT_FAILED: 'FAILED',
@@ -118,36 +119,16 @@ def _num(value):
 
 
 def is_judged(sample):
-    """Whether ReFrame judged this figure against a reference."""
-    return bool(sample.reference) and (sample.lower is not None
-                                       or sample.upper is not None)
-
-
-def _limits(sample):
-    ref = sample.reference
-    # ReFrame's rule (sanity.assert_reference) for a positive reference
-    low = ref * (1 + sample.lower) if sample.lower is not None else None
-    high = ref * (1 + sample.upper) if sample.upper is not None else None
-    return low, high
+    """Whether a reference judges this figure."""
+    return Band.of_sample(sample) is not None
 
 
 def passes(sample):
-    low, high = _limits(sample)
-    return (low is None or sample.value >= low) and \
-        (high is None or sample.value <= high)
+    return judgement.outcome(sample) == judgement.PASS
 
 
 def bound_text(sample):
-    low, high = _limits(sample)
-    parts = []
-    if low is not None:
-        parts.append(f'>= {_num(low)}')
-    if high is not None:
-        parts.append(f'<= {_num(high)}')
-    tol = ', '.join(f'{t:+.1%}' for t in (sample.lower, sample.upper)
-                    if t is not None)
-    return (f'{" and ".join(parts)} {sample.unit} (ref '
-            f'{_num(sample.reference)}, {tol})')
+    return Band.of_sample(sample).bound_text()
 
 
 def node_label(case):

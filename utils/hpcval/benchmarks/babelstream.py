@@ -18,7 +18,7 @@ import shlex
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
-from hpcval import layouts
+from hpcval import inputs, layouts, suites
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
@@ -27,7 +27,7 @@ from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import (CLASSIC_KERNELS, check_run,
                                         parse_babelstream)
 from hpcval.parsers.common import read_text
-from hpcval.publish import plotdata
+from hpcval import plotdata
 
 MODELS = ('omp', 'cuda', 'hip')
 GPU_MODELS = ('cuda', 'hip')
@@ -43,6 +43,10 @@ class BabelStreamBuild(UpstreamBuild):
 
     #: omp, cuda or hip.
     model = variable(str, value='omp')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'model': inputs.TOKEN,
+    }
 
     source = fixture(BabelStreamSource, scope='session')
 
@@ -90,8 +94,18 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: Output format the references were made with: 'v5' (v4.0/v5.0) or
     #: 'main'; both print "Version: 5.0" but measure differently.
     expected_format = variable(str, value='v5')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'array_size': inputs.POSITIVE,
+        'num_times': inputs.POSITIVE,
+        'model': inputs.TOKEN,
+        'expected_format': inputs.TOKEN,
+    }
 
     tags = {'babelstream'}
+
+    def suites(self):
+        return {suites.QUICK_TAG, suites.SCREEN_TAG}
 
     @property
     def is_gpu(self):

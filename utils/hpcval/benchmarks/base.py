@@ -8,9 +8,7 @@ stage then publishes the parsed metrics as performance variables and looks
 up their references in references/<system>.yaml.  On a partition of
 config/replay.py the run stage replays a recording instead (hpcval.replay).
 """
-import functools
 import os
-import re
 
 import reframe.core.runtime as rt
 import reframe.utility.osext as osext
@@ -19,17 +17,12 @@ from reframe.core.builtins import (run_after, run_before, sanity_function,
                                    variable)
 from reframe.core.exceptions import SanityError
 
-from hpcval import coverage, paths, provenance, references, replay, stacks
+from hpcval import inputs, provenance, reference_service, replay, stacks, suites
 from hpcval.benchmarks import fates
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text, stderr_reason
-
-
-@functools.lru_cache(maxsize=None)
-def _reference_files():
-    return references.load_layered(paths.references_dirs())
 
 
 class ParsedBenchmark(ScreenRecord, SourceSettings):
@@ -44,7 +37,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     replay_excerpt = ''
 
     #: The data of this run's figures (curves, matrices, per-GPU figures;
-    #: hpcval.publish.plotdata), set from the parsed output: a loggable
+    #: hpcval.plotdata), set from the parsed output: a loggable
     #: variable, so the run report carries it to wherever it is read.
     hpcval_plot_data = variable(dict, value={})
     #: Metrics logged on purpose, not health signals: {regex: why}.  They
@@ -62,6 +55,13 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     #: GPU model, driver, CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU of the
     #: node that ran the job (hpcval.provenance)
     hpcval_provenance = variable(dict, value={})
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'hpcval_plot_data': inputs.RECORD,
+        'hpcval_components': inputs.RECORD,
+        'hpcval_unjudged': inputs.RECORD,
+        'hpcval_provenance': inputs.RECORD,
+    }
 
     #: Variables the run shares with its ``build`` fixture (``model``,
     #: ``accelerator``): a leaf sets them once, in the fixture declaration.
@@ -114,6 +114,14 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         """Versions the benchmark printed itself ({key: value})."""
         return {}
 
+    def suites(self):
+        """The suites (hpcval.suites' tags) this test belongs to."""
+        return set()
+
+    @run_after('init')
+    def join_suites(self):
+        self.tags = self.tags | self.suites()
+
     @run_before('run', always_last=True)
     def record_provenance(self):
         # last: hooks of the benchmarks may set prerun_cmds themselves
@@ -144,13 +152,13 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
 
     @run_after('init')
     def register_loaded(self):
-        coverage.register(self)
+        reference_service.register(self)
 
     @run_before('setup')
     def check_reference_entries(self):
         # every test is loaded by now: an entry meant for this check that
         # matches none of them (a misspelt where, say) fails it here
-        coverage.check_loaded(self)
+        reference_service.check_loaded(self)
 
     @run_after('setup')
     def label_replay(self):
@@ -239,7 +247,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
 
         values = self.metrics(self.result)
         self.hpcval_plot_data = self.figure_data(self.result)
-        coverage.check_metrics(self, values)
+        reference_service.check_metrics(self, values)
         if self.replay_excerpt:     # figures the excerpt does not show
             values = {name: vu for name, vu in values.items()
                       if vu[0] is not None}
@@ -257,38 +265,10 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
                                   **self.provenance_of_output(self.result)}
 
     def _references(self, metric_units):
-        """ReFrame reference tuples of ``metric_units``.  A metric
-        ``name@component`` (one GPU's figure, say) is judged against the
-        reference of ``name``."""
-        refs = _reference_files().get(self.current_system.name, [])
-        names = [cls.__name__ for cls in type(self).__mro__]
-        found = references.select(
-            refs, names, self.current_partition.name, _Attrs(self),
-            {m.partition('@')[0]: u for m, u in metric_units.items()})
-        return {m: found[m.partition('@')[0]] for m in metric_units
-                if m.partition('@')[0] in found}
+        return reference_service.for_test(self, metric_units)
 
     def _unjudged(self, metrics):
-        refs = _reference_files().get(self.current_system.name, [])
-        names = [cls.__name__ for cls in type(self).__mro__]
-        absent = references.absent(
-            refs, names, self.current_partition.name, _Attrs(self),
-            {m.partition('@')[0] for m in metrics})
-        out = {}
-        for metric in metrics:
-            name = metric.partition('@')[0]
-            declared = next((why for pattern, why in self.diagnostics.items()
-                             if re.fullmatch(pattern, name)), None)
-            if declared:
-                out[metric] = f'diagnostic: {declared}'
-            elif name in absent:
-                out[metric] = (f'diagnostic: explicitly absent in references/'
-                               f'{self.current_system.name}.yaml: '
-                               f'{absent[name]}')
-            else:
-                out[metric] = (f'no reference in references/'
-                               f'{self.current_system.name}.yaml')
-        return out
+        return reference_service.unjudged(self, metrics, self.diagnostics)
 
     def reference_value(self, metric, unit):
         """This system's reference value of ``metric`` in ``unit``, or None
@@ -296,12 +276,3 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         found = self._references({metric: unit})
         return found[metric][0] if metric in found else None
 
-
-class _Attrs:
-    """Read test attributes lazily for the references' ``where`` clauses."""
-
-    def __init__(self, test):
-        self._test = test
-
-    def get(self, key):
-        return getattr(self._test, key, None)

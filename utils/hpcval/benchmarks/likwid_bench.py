@@ -17,7 +17,7 @@ import reframe as rfm
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import parameter, run_before, variable
 
-from hpcval import replay
+from hpcval import inputs, replay, suites
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.inputs import checked_token
 from hpcval.parsers.common import read_text
@@ -53,6 +53,12 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: to about a second per thread count, ~7 s in all); None = the
     #: kernel's default.
     iterations = variable(int, type(None), value=None)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'isa': inputs.TOKEN,
+        'working_set': inputs.SIZE,
+        'iterations': inputs.COUNT,
+    }
 
     #: kernel: (working set, iterations, the result line it reports).
     #: copy/stream: far above the caches, likwid's own iteration count.
@@ -67,6 +73,11 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     executable = 'likwid-bench'
     num_tasks = 1
     tags = {'likwid', 'cpu-bandwidth'}
+
+    def suites(self):
+        # every core's flop rate: the CPU figure a screen compares
+        return {suites.QUICK_TAG, suites.SCREEN_TAG} \
+            if self.kernel == 'peakflops' else set()
 
     @property
     def test_name(self):

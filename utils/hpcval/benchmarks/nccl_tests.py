@@ -21,14 +21,14 @@ import reframe as rfm
 from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    variable)
 
-from hpcval import features as ft
+from hpcval import features as ft, inputs, suites
 from hpcval import layouts, provenance
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, at_load, checked_path, checked_token
 from hpcval.parsers.common import read_text
-from hpcval.publish import plotdata
+from hpcval import plotdata
 from hpcval.parsers.nccl_tests import (IN_PLACE, OUT_OF_PLACE,
                                        check_collective, check_devices,
                                        check_gpus_per_process, check_sizes,
@@ -60,6 +60,12 @@ class _CollectivesBuild(UpstreamBuild):
 
     #: MPI installation for MPI=1; default: $MPI_HOME of the environment.
     mpi_home = variable(str, value='')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'mpi': inputs.FLAG,
+        'nccl_home': inputs.PATH,
+        'mpi_home': inputs.PATH,
+    }
 
     executables = [f'{c}_perf' for c in COLLECTIVES]
 
@@ -130,6 +136,23 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Validate results (-c 1); 0 only to time without checking.
     check_results = variable(int, value=1)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'mode': inputs.TOKEN,
+        'num_nodes': inputs.POSITIVE,
+        'gpus_per_node': inputs.COUNT,
+        'min_bytes': inputs.SIZE,
+        'max_bytes': inputs.SIZE,
+        'step_factor': inputs.POSITIVE,
+        'iters': inputs.POSITIVE,
+        'warmup_iters': inputs.COUNT,
+        'check_results': inputs.number(0, 1),
+    }
+
+    def suites(self):
+        # the collectives over all of one node's GPUs
+        return {suites.QUICK_TAG, suites.SCREEN_TAG} \
+            if self.mode == 'single_process' else set()
 
     @run_after('init')
     def require_layout_features(self):

@@ -18,6 +18,8 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, variable
 from reframe.utility import nodelist_abbrev
 
+from hpcval import inputs
+
 # node states in which a node takes no screening job (sinfo %T, long form)
 _USABLE = {'idle', 'mixed', 'allocated', 'completing'}
 
@@ -82,6 +84,11 @@ class ScreenRecord(rfm.RegressionTestPlugin):
 
     #: Why this test is not part of a node screen ('' when it is).
     hpcval_screen_excluded = variable(str, value='', loggable=True)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'hpcval_partition_nodes': inputs.RECORD,
+        'hpcval_screen_excluded': inputs.RECORD,
+    }
 
     def _screened(self):
         return hasattr(self, '.nid') and not self.local and \

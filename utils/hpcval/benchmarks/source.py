@@ -31,7 +31,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
-from hpcval import replay, stacks
+from hpcval import inputs, replay, stacks
 from hpcval.benchmarks.validation import Validation
 from hpcval.layouts import gpu_arch
 from hpcval.inputs import (InputError, ValidatedInputs, checked_path,
@@ -70,6 +70,14 @@ class SourceSettings(ValidatedInputs, Validation):
     #: Spack spec of an installed build of the benchmark (hpcval.stacks);
     #: nothing is fetched or built.
     spack_spec = variable(str, value='')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'src_mirror': inputs.PATH,
+        'prebuilt_dir': inputs.PATH,
+        'replay_dir': inputs.PATH,
+        'stack_modules': inputs.MODULE_NAMES,
+        'spack_spec': inputs.SPACK_SPEC_KIND,
+    }
 
     #: With spack_spec: install the spec through ReFrame's Spack build
     #: system, in a Spack environment of the build's stage folder
@@ -108,6 +116,12 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
 
     #: Clone submodules too (Comm|Scope needs them).
     submodules = variable(bool, value=False)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'repo_url': inputs.URL,
+        'version': inputs.TOKEN,
+        'submodules': inputs.FLAG,
+    }
 
     local = True
     valid_systems = ['*']
@@ -234,6 +248,12 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
     #: CUDA architecture of a CUDA build, e.g. sm_90; default: the
     #: partition's GPU arch.
     cuda_arch = variable(str, value='')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'executables': inputs.TOKENS,
+        'build_bin': inputs.RELATIVE_PATH,
+        'cuda_arch': inputs.TOKEN,
+    }
 
     build_system = 'CustomBuild'
     sourcesdir = None

@@ -23,14 +23,14 @@ import reframe as rfm
 from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    variable)
 
-from hpcval import replay
+from hpcval import inputs, replay, suites
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, at_load, checked_path, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
-from hpcval.publish import plotdata
+from hpcval import plotdata
 from hpcval.parsers.transferbench import (AVERAGE_KINDS, config_tests,
                                           parse_a2a, parse_config_run,
                                           parse_p2p, weak_links)
@@ -52,6 +52,10 @@ class TransferBenchBuild(UpstreamBuild):
 
     #: 'hip' (TransferBench) or 'cuda' (TransferBenchCuda).
     model = variable(str, value='hip')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'model': inputs.TOKEN,
+    }
 
     source = fixture(TransferBenchSource, scope='session')
 
@@ -115,10 +119,24 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: GPUs the node must show; 0: the partition's GPU count.
     num_gpus = variable(int, value=0)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'model': inputs.TOKEN,
+        'num_bytes': inputs.SIZE,
+        'a2a_cus': inputs.COUNT,
+        'config_file': inputs.PATH,
+        'link_fraction': inputs.number(0, 1, low_open=True),
+        'num_gpus': inputs.COUNT,
+    }
 
     num_tasks = 1
     num_tasks_per_node = 1
     tags = {'transferbench'}
+
+    def suites(self):
+        # every GPU pair's copy bandwidth
+        return {suites.QUICK_TAG, suites.SCREEN_TAG} \
+            if self.preset == 'p2p' else set()
 
     @run_after('init')
     def check_inputs(self):

@@ -10,6 +10,8 @@ import reframe as rfm
 from reframe.core.builtins import variable
 from reframe.core.exceptions import ReframeError
 
+from hpcval import inputs
+
 
 class NotValidated(ReframeError):
     """A check that would be skipped, under ``-S strict=yes``."""
@@ -22,6 +24,11 @@ class Validation(rfm.RegressionTestPlugin):
 
     #: Why the test was skipped; in the run report for ``hpcval verdict``.
     hpcval_skip_reason = variable(str, value='')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'strict': inputs.FLAG,
+        'hpcval_skip_reason': inputs.RECORD,
+    }
 
     def skip(self, msg=None):
         self.hpcval_skip_reason = msg or 'skipped (no reason given)'

@@ -17,22 +17,12 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from hpcval import units
+from hpcval import judgement, units
+from hpcval.units import better  # noqa: F401 (a Row's direction)
 from hpcval.publish import measures
 
-PASS, FAIL, NO_REFERENCE, PUBLISHED = 'pass', 'fail', 'no reference', \
-    'published'
-
-
-def better(unit):
-    """'lower' for times, 'higher' for everything else hpcval measures,
-    'unknown' for a unit hpcval does not know (a report from elsewhere)."""
-    try:
-        fam = units.family(unit)
-    except ValueError:
-        return 'unknown'
-
-    return 'lower' if fam == 'time' else 'higher'
+PASS, FAIL = judgement.PASS, judgement.FAIL
+NO_REFERENCE, PUBLISHED = 'no reference', 'published'
 
 
 # per-component metrics: TransferBench's GPU pairs (gpu00_to_gpu01,
@@ -58,21 +48,18 @@ class Row:
         return better(self.unit)
 
 
-@dataclass(frozen=True)
-class Reference:
-    value: float
-    lower: object        # fraction or None: unbounded
-    upper: object
+class Reference(judgement.Band):
+    """A cell's reference, in the row's unit."""
+
+    @property
+    def value(self):
+        return self.reference
 
     def bounds(self):
-        mag = abs(self.value)
-        return (None if self.lower is None else self.value + self.lower * mag,
-                None if self.upper is None else self.value + self.upper * mag)
+        return self.limits()
 
     def judge(self, value):
-        lo, hi = self.bounds()
-        ok = (lo is None or value >= lo) and (hi is None or value <= hi)
-        return PASS if ok else FAIL
+        return PASS if self.passes(value) else FAIL
 
 
 @dataclass
@@ -176,8 +163,7 @@ def columns(cases, per_node=False):
 
 
 def _reference(sample):
-    if not sample.reference or (sample.lower is None
-                                and sample.upper is None):
+    if judgement.Band.of_sample(sample) is None:
         # ReFrame's default (0, None, None): the run had no reference
         return None
 
@@ -307,21 +293,17 @@ def _cell(table, row, col, pairs, runs, failed_runs):
     """The Cell of ``pairs`` ((value in the row's unit, Sample)) among
     ``runs`` runs of its test, ``failed_runs`` of them failed."""
     # one pass over the runs (once per sample of a large database): the
-    # values, the references they were judged against (a reference of 0 or
-    # no bound: ReFrame's default, none) and the runs outside their bounds
-    values, bounds, unreferenced, outside = [], {}, False, 0
+    # values, the references they were judged against (no bound: ReFrame's
+    # default, none) and the runs that failed theirs
+    values, bounds, unreferenced, outside = [], set(), False, 0
     for value, s in pairs:
         values.append(value)
-        if not s.reference or (s.lower is None and s.upper is None):
+        verdict = judgement.outcome(s)
+        if verdict is None:
             unreferenced = True
             continue
-        key = (s.reference, s.lower, s.upper)
-        got = bounds.get(key)
-        if got is None:
-            got = bounds[key] = Reference(*key).bounds()
-        lo, hi = got
-        outside += (lo is not None and s.value < lo) or \
-            (hi is not None and s.value > hi)
+        bounds.add((s.reference, s.lower, s.upper))
+        outside += verdict == FAIL
     latest = _reference(pairs[-1][1])
     if len(bounds) + unreferenced > 1:
         table.notes.append(

@@ -109,6 +109,7 @@ class Sample(msgspec.Struct, frozen=True, gc=False):
     reference: object    # float or None
     lower: object        # fraction or None
     upper: object        # fraction or None
+    result: object = None  # ReFrame's own 'pass' / 'fail' for the figure
 
 
 @dataclass
@@ -206,7 +207,7 @@ def _perf_entries(tc, major, where):
                 raise _Bad(f'{where}: perfvars[{i}] is {pv!r}, not a mapping')
             yield (pv.get('name'), pv.get('value'), pv.get('reference'),
                    pv.get('thres_lower'), pv.get('thres_upper'),
-                   pv.get('unit'))
+                   pv.get('unit'), pv.get('result'))
         return
 
     for key, tup in (_field(tc, 'perfvalues', dict, where) or {}).items():
@@ -214,7 +215,8 @@ def _perf_entries(tc, major, where):
             raise _Bad(f'{where}: perfvalues[{key!r}] is {tup!r}, not '
                        f'[value, ref, lower, upper, unit, ...]')
 
-        yield (key.rsplit(':', 1)[-1], *tup[:5])
+        yield (key.rsplit(':', 1)[-1], *tup[:5],
+               tup[5] if len(tup) > 5 else None)
 
 
 def _text(tc, key, where, required=False):
@@ -324,8 +326,8 @@ def _layout(value_of, where):
 
 def _samples(tc, major, case, where):
     out = []
-    for metric, value, ref, lower, upper, unit in _perf_entries(tc, major,
-                                                                where):
+    for metric, value, ref, lower, upper, unit, result in _perf_entries(
+            tc, major, where):
         what = f'{where} ({case.test}) metric {metric!r}'
         if not isinstance(metric, str) or not metric \
                 or not isinstance(unit, str) or not unit:
@@ -337,9 +339,15 @@ def _samples(tc, major, case, where):
         out.append(Sample(case, metric, _number_or_none(value, f'{what} value'),
                           unit, _number_or_none(ref, f'{what} reference'),
                           _number_or_none(lower, f'{what} lower bound'),
-                          _number_or_none(upper, f'{what} upper bound')))
+                          _number_or_none(upper, f'{what} upper bound'),
+                          _figure_result(result)))
 
     return out
+
+
+def _figure_result(result):
+    # anything else a report says of a figure is no record of ReFrame's
+    return result if result in ('pass', 'fail') else None
 
 
 def _typed_case(tc, source, session, label):
@@ -369,8 +377,8 @@ def _typed_case(tc, source, session, label):
 def _typed_samples(tc, case):
     """_samples of a typed_sessions.TestCase."""
     return [Sample(case, key[key.rfind(':') + 1:], value, unit, ref, lower,
-                   upper)
-            for key, (value, ref, lower, upper, unit, _) in
+                   upper, _figure_result(result))
+            for key, (value, ref, lower, upper, unit, result) in
             (tc.perfvalues or {}).items()]
 
 

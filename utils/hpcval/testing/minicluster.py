@@ -37,16 +37,13 @@ import subprocess
 import sys
 import time
 
+from hpcval.minicluster_shape import (  # noqa: F401 (the cluster's shape)
+    CORES_PER_SOCKET, CPUS_PER_NODE, PARTITION, REAL_MEMORY_MB, SOCKETS,
+    THREADS_PER_CORE)
+
 DEFAULT_NODE_COUNT = 2
 #: the most nodes one host runs (one slurmd each, about 5 MB and a port)
 MAX_NODE_COUNT = 256
-#: topology each slurmd declares: 1 socket x 2 cores x 1 thread, so that two
-#: ranks fit on one node (ping-pong on_node); systems/minicluster.py's
-#: processor entry says the same
-SOCKETS, CORES_PER_SOCKET, THREADS_PER_CORE = 1, 2, 1
-CPUS_PER_NODE = SOCKETS * CORES_PER_SOCKET * THREADS_PER_CORE
-REAL_MEMORY_MB = 1000
-PARTITION = 'debug'
 # unix socket paths are limited to 108 bytes (sun_path)
 _MAX_SOCKET_PATH = 100
 

@@ -2,7 +2,7 @@
 
 The table keeps the averages and one metric per GPU pair; the matrix
 (with its N/A cells and, for p2p, the CPU rows) is what the check stores
-in its report (``hpcval_plot_data``, hpcval.publish.plotdata), so a report from
+in its report (``hpcval_plot_data``, hpcval.plotdata), so a report from
 another site draws it.  Older reports: the job output ReFrame kept, parsed
 again where it is on this machine, else the GPU pairs of the report's
 per-pair metrics.
@@ -15,7 +15,7 @@ import numpy as np
 
 from hpcval.parsers import ParseError
 from hpcval.parsers.transferbench import parse_a2a, parse_p2p
-from hpcval.publish import plotdata
+from hpcval import plotdata
 from hpcval.publish.comparison import columns
 from hpcval.publish.plots.common import (Plotted, describe, kept_output,
                                          new_figure, not_passed, save, slug,
