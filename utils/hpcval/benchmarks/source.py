@@ -70,6 +70,12 @@ class SourceSettings(ValidatedInputs, Validation):
     #: Spack spec of an installed build of the benchmark (hpcval.stacks);
     #: nothing is fetched or built.
     spack_spec = variable(str, value='')
+
+    #: With spack_spec: install the spec through ReFrame's Spack build
+    #: system, in a Spack environment of the build's stage folder
+    #: (reusing what the site's Spack has installed).
+    spack_install = variable(bool, value=False)
+
     #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'src_mirror': inputs.PATH,
@@ -77,12 +83,8 @@ class SourceSettings(ValidatedInputs, Validation):
         'replay_dir': inputs.PATH,
         'stack_modules': inputs.MODULE_NAMES,
         'spack_spec': inputs.SPACK_SPEC_KIND,
+        'spack_install': inputs.FLAG,
     }
-
-    #: With spack_spec: install the spec through ReFrame's Spack build
-    #: system, in a Spack environment of the build's stage folder
-    #: (reusing what the site's Spack has installed).
-    spack_install = variable(bool, value=False)
 
 
 def _is_git_repo(path):
