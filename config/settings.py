@@ -59,6 +59,7 @@ try:
                 f'{_origin}: system name {_mod.system["name"]!r} must be '
                 f'the module\'s name, {_stem!r}')
         layouts.validate_system(_mod.system, _origin)
+    paths.announce_replacements(sys.stderr)
 except (paths.SiteError, layouts.SystemConfigError,
         references.ReferenceFileError, ValueError, OSError) as _err:
     # ReFrame prints a ConfigError as one line, without a traceback (any
@@ -73,8 +74,9 @@ site_configuration = {
     'modes': suites.MODES,
     'general': [
         {
-            'check_search_path': [os.path.join(_ROOT, 'checks'),
-                                  *paths.site_folders('checks')],
+            # a site check file replaces the built-in one of its name
+            'check_search_path': paths.check_search_path(
+                os.path.join(_ROOT, 'checks')),
         }
     ],
     'storage': [

@@ -258,7 +258,8 @@ def test_site_init_from_a_system(tmp_path):
 
 @pytest.mark.parametrize('args, message', [
     (('site', 'init', '/tmp/a;b'), 'only letters, digits'),
-    (('site', 'init', '{tmp}', '--from', 'nowhere'), 'no built-in system'),
+    (('site', 'init', '{tmp}', '--from', 'nowhere'),
+     'not the name of a built-in system'),
 ])
 def test_site_init_refuses(tmp_path, args, message):
     args = [a.replace('{tmp}', str(tmp_path / 'new')) for a in args]

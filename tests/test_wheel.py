@@ -149,6 +149,21 @@ def test_site_folder_with_the_installed_package(installed, tmp_path):
     assert 'Mpi4pyPingPongCheck' in proc.stdout
 
 
+def test_reframe_variables_refused_with_the_lowest_reframe(installed):
+    """hpcval.inputs reads ReFrame's parsed command line from its main():
+    the lowest allowed ReFrame must expose it the same way."""
+    venv, work, env, _ = installed
+    for args in (['-S', 'LikwidBenchCheck.prerun_cmds=touch x'],
+                 ['--mode', 'acceptance', '-n', 'LikwidBenchCheck']):
+        proc = subprocess.run([str(venv / 'bin' / 'hpcval'), 'run', '-l',
+                               '--system', 'local', *args], cwd=work,
+                              env=env, capture_output=True, text=True,
+                              timeout=600)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 1 and 'nothing was run' in out, out[-2000:]
+        assert 'Traceback' not in out
+
+
 def _metadata(wheel):
     with zipfile.ZipFile(wheel) as whl:
         [meta] = [n for n in whl.namelist() if n.endswith('/METADATA')]

@@ -167,6 +167,17 @@ def _peer_factor(text):
     return value
 
 
+def _node_list(text):
+    try:
+        nodes = screen.expand(text)
+    except ValueError:
+        nodes = []
+    if not nodes or not all(screen.plain_node(n) for n in nodes):
+        raise argparse.ArgumentTypeError(f'{text!r}: expected node names '
+                                         f'in Slurm\'s syntax (n4,n[7-9])')
+    return tuple(nodes)
+
+
 def _verdict(args):
     from hpcval import verdict
     from hpcval.publish import results
@@ -186,7 +197,8 @@ def _verdict(args):
 
     result = verdict.judge(loaded, keep, strict=args.strict,
                            allow_unjudged=args.allow_unjudged,
-                           peer_factor=args.peer_factor)
+                           peer_factor=args.peer_factor,
+                           accept_out=args.accept_out)
     if args.format == 'json':
         sys.stdout.write(verdict.render_json(result))
     else:
@@ -252,6 +264,10 @@ def _paths(args):
 
     for name, path in where.items():
         print(f'{name:<11}{path or f"(none: set {paths.SITE_VAR})"}')
+    # what the site layer puts in place of hpcval's own files
+    for kind, builtin, site in paths.replacements():
+        print(f'{"replaced":<11}{kind}/{os.path.basename(builtin)} by '
+              f'{site}')
     return 0
 
 
@@ -381,6 +397,11 @@ def _main(argv):
     ver.add_argument('--per-node', action='store_true',
                      help='in a node screen, every node\'s figures beside '
                           'their peers\' median')
+    ver.add_argument('--accept-out', type=_node_list, default=(),
+                     metavar='NODES',
+                     help='in a node screen, nodes known to be out (Slurm '
+                          'syntax: n4,n[7-9]): named, not a reason for '
+                          'exit 2 (docs/screening.md)')
     ver.set_defaults(func=_verdict)
     where = sub.add_parser('paths', help='where hpcval\'s configuration, '
                                          'checks, systems and references are')

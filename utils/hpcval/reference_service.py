@@ -43,8 +43,9 @@ def _suite(*parts):
 
 
 def checks_dirs():
-    """The built-in checks/ and a site's."""
-    return [_suite('checks'), *paths.site_folders('checks')]
+    """ReFrame's check search path: the built-in checks/ less the files a
+    site replaces, and the site's."""
+    return paths.check_search_path(_suite('checks'))
 
 
 class Attrs:
@@ -122,8 +123,9 @@ def _partitions(test):
 def known_checks():
     """Every class name of the loaded tests, hpcval.benchmarks and the
     checks/ folders, read without importing them."""
-    found = [*(f for d in checks_dirs()
-               for f in glob.glob(os.path.join(d, '*.py'))),
+    found = [*(f for d in checks_dirs() for f in (
+               [d] if d.endswith('.py') else
+               glob.glob(os.path.join(d, '*.py')))),
              *glob.glob(os.path.join(_HERE, 'benchmarks', '*.py'))]
     names = {n for t in _LOADED for n in _names(t)}
     for path in found:

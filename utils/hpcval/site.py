@@ -7,12 +7,19 @@ system's module into it, where it replaces the built-in one and can be
 edited.  Its reference file is not copied: a site reference file holds
 only the entries it changes, so that upstream corrections to the others
 still reach the site.  Nothing existing is overwritten.
+
+The folder is made by the running user and writable by it alone (an
+existing empty one only when it is already so): hpcval loads code from it
+(hpcval.trust, docs/security.md).
 """
 import os
-import shutil
+import re
 
-from hpcval import paths, references
+from hpcval import paths, references, trust
 from hpcval.inputs import is_safe_path
+
+# a built-in system's name, as its module's file is named
+_SYSTEM_NAME = re.compile(r'[a-z0-9][a-z0-9_-]*')
 
 README = """\
 # hpcval site folder
@@ -51,30 +58,29 @@ def init(folder, from_system=None):
         raise SiteInitError(f'{folder} exists and is not an empty folder; '
                             f'nothing written')
 
-    sources = []
-    if from_system:
-        root = paths.repo_root()
-        sources = [(os.path.join(root, 'systems', f'{from_system}.py'),
-                    'systems')]
-        if not os.path.isfile(sources[0][0]):
-            known = sorted(f[:-3] for f in os.listdir(
-                os.path.join(root, 'systems'))
-                if f.endswith('.py') and not f.startswith('_'))
-            raise SiteInitError(f'--from {from_system}: no built-in system '
-                                f'of that name (known: {", ".join(known)})')
+    sources = _sources(from_system) if from_system else []
+    try:
+        os.makedirs(os.path.dirname(folder), 0o755, exist_ok=True)
+        trust.own_folder(folder, 0o755)
+    except trust.UntrustedPath as err:
+        raise SiteInitError(f'{folder}: {err}; hpcval would load code from '
+                            f'it (docs/security.md); nothing written'
+                            ) from None
+    except OSError as err:
+        raise SiteInitError(f'{folder}: {err.strerror}') from None
 
     written = []
     for kind in paths.KINDS:
-        os.makedirs(os.path.join(folder, kind), exist_ok=True)
+        os.mkdir(os.path.join(folder, kind), 0o755)
     readme = os.path.join(folder, 'README.md')
-    with open(readme, 'x', encoding='utf-8') as fp:
-        fp.write(README.format(path=folder, docs=os.path.join(
-            paths.repo_root(), 'docs')))
+    _write_new(readme, README.format(
+        path=folder, docs=os.path.join(paths.repo_root(), 'docs')).encode())
     written.append(readme)
     for source, kind in sources:
         if os.path.isfile(source):
             target = os.path.join(folder, kind, os.path.basename(source))
-            shutil.copyfile(source, target)
+            with open(source, 'rb') as fp:
+                _write_new(target, fp.read())
             written.append(target)
     return written
 
@@ -170,3 +176,24 @@ def effective(refs):
                      ref.unit, _frac(ref.lower), _frac(ref.upper), ref.rule,
                      said))
     return rows
+
+
+def _sources(name):
+    """The built-in system ``name``'s module (its reference file is not
+    copied: a site file holds only what it changes)."""
+    root = paths.repo_root()
+    known = sorted(f[:-3] for f in os.listdir(os.path.join(root, 'systems'))
+                   if f.endswith('.py') and not f.startswith('_'))
+    if not _SYSTEM_NAME.fullmatch(name) or name not in known:
+        raise SiteInitError(f'--from {name!r}: not the name of a built-in '
+                            f'system (known: {", ".join(known)})')
+    return [(os.path.join(root, 'systems', f'{name}.py'), 'systems')]
+
+
+def _write_new(path, data):
+    # a new file, never through a link, never writable by others whatever
+    # the umask
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                 0o644)
+    with os.fdopen(fd, 'wb') as fp:
+        fp.write(data)

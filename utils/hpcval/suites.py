@@ -13,6 +13,10 @@ hpcval.benchmarks.base, as the tags ``quick`` and ``screen``).
 - ``acceptance``: every check, multi-node collectives and latencies
   included, and nothing may be skipped (``-S strict=yes``).
 
+``screen`` and ``acceptance`` are statements about the system: ReFrame
+refuses to start them with a narrowed selection or a ``-S`` that changes
+what a check measures (hpcval.inputs.check_command_line).
+
 Read the result with ``hpcval verdict`` (exit 0 / 1 / 2).  Durations
 measured on real nodes are in docs/after-maintenance.md.
 """

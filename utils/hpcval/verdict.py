@@ -132,8 +132,12 @@ def bound_text(sample):
 
 
 def node_label(case):
-    # a screen pins each case to one node; the squeue backend may record
-    # no node list ('None')
+    # every node of a multi-node job, from Slurm's accounting where the
+    # check recorded it (hpcval.screen.job_nodes); a screen pins each case
+    # to one node; the squeue backend may record no node list ('None')
+    ran = screen.job_nodes(case)
+    if len(ran) > 1:
+        return '+'.join(ran)
     return screen.node_of(case) or '+'.join(n for n in case.nodes
                                             if n != 'None')
 
@@ -194,7 +198,7 @@ def _key(case):
 
 
 def judge(loaded, select=None, strict=False, allow_unjudged=False,
-          peer_factor=screen.PEER_FACTOR):
+          peer_factor=screen.PEER_FACTOR, accept_out=()):
     """The Verdict of ``loaded`` (hpcval.publish.results.Loaded).
 
     ``select(case)`` keeps a test case (default: all); ``strict`` makes a
@@ -202,6 +206,13 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     figures without a reference (logged, counted, not incomplete).
     """
     select = select or (lambda case: True)
+    # node screen (hpcval.screen): a re-screen read with the first screen
+    # judges each node by its latest run
+    replaced = screen.superseded(loaded.cases)
+    chosen = select
+
+    def select(case):
+        return id(case) not in replaced and chosen(case)
     fixtures = {(f.session, f.name): f for f in loaded.fixtures}
     groups, seen, sessions = {}, set(), {}
     samples = {}
@@ -308,7 +319,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
                 if ((c.label or c.system), c.partition) ==
                 (g.system, g.partition)]
         if mine:
-            g.coverage = screen.coverage(mine)
+            g.coverage = screen.accept_out(screen.coverage(mine),
+                                           accept_out)
             g.per_node = screen.per_node(mine,
                                          lambda c: samples.get(id(c), []),
                                          peer_factor)
@@ -359,6 +371,7 @@ def as_dict(verdict):
                          for t, m, r in g.unjudged]
         out['partitions'].append(d)
     out['failures_by_node'] = by_node(verdict)
+    out['next_steps'] = screen.next_steps(verdict)
     return out
 
 
@@ -427,6 +440,12 @@ def render_text(verdict, most=20, per_node=False):
         for node in sorted(nodes):
             lines.append(f'  {node}: {len(nodes[node])} failure(s)')
             lines += _capped([f'    {line}' for line in nodes[node]], most)
+    steps = screen.next_steps(verdict)     # node screen: drain, re-screen
+    if steps['drain'] or steps['notes']:
+        lines += ['', 'next steps (drain the failed nodes, fix them, then '
+                      're-screen only them):']
+        lines += [f'  {line}' for line in steps['drain'] + steps['rescreen']]
+        lines += [f'  # {note}' for note in steps['notes']]
     if verdict.incomplete:
         lines += ['', 'not validated:'] + [f'  {w}'
                                            for w in verdict.incomplete]

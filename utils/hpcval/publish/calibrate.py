@@ -443,7 +443,8 @@ def _replace(path, text):
     except FileNotFoundError:
         umask = os.umask(0)
         os.umask(umask)
-        mode = 0o666 & ~umask
+        # never group- or other-writable: the site layer refuses such files
+        mode = 0o666 & ~umask & ~0o022
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(

@@ -270,7 +270,7 @@ def _case(tc, major, source, session, where, label):
         outputdir=_text(tc, 'outputdir', where),
         stdout=_text(tc, 'job_stdout', where),
         label=label, fields=_layout(tc.get, where),
-        reason=_first_line(tc.get('fail_reason')),
+        reason=_whole_reason(tc.get('fail_reason')),
         phase=_field(tc, 'fail_phase', str, where) or '',
         extras=_extras(tc.get),
         fixture=bool(tc.get('fixture')),
@@ -278,16 +278,20 @@ def _case(tc, major, source, session, where, label):
         deps=_fixtures_used(tc.get('dependencies_actual')))
 
 
-def _first_line(text):
-    return text.strip().splitlines()[0] if isinstance(text, str) \
-        and text.strip() else ''
+def _whole_reason(text):
+    # every line: the cause (sbatch's "Unable to contact slurm controller")
+    # is often not the first
+    if not isinstance(text, str):
+        return ''
+    return ' | '.join(line.strip() for line in text.splitlines()
+                      if line.strip())
 
 
 # what hpcval's checks log beside their figures, as hpcval_<name>; a
 # value of a wrong type is left out, never trusted (reports come from
 # anywhere)
 EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
-          'skip_reason', 'partition_nodes', 'screen_excluded')
+          'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes')
 _EXTRA_TYPES = (dict, str, list)
 
 
@@ -366,7 +370,7 @@ def _typed_case(tc, source, session, label):
         replay=bool(tc.tags) and REPLAY_TAG in tc.tags,
         outputdir=tc.outputdir or None, stdout=tc.job_stdout or None,
         label=label, fields=_layout(value_of, ''),
-        reason=_first_line(tc.fail_reason),
+        reason=_whole_reason(tc.fail_reason),
         phase=tc.fail_phase or '',
         extras=_extras(value_of),
         fixture=bool(tc.fixture),
