@@ -13,10 +13,14 @@
                                       shown as a diff; written on --write
                                       (into the site's references/ under
                                       $HPCVAL_SITE)
-    hpcval paths [config|checks|references|systems|monitoring|site]
-                                      where hpcval's suite is (installed or
-                                      the checkout) and the site layer
-    hpcval run [REFRAME ARGS ...]     reframe with hpcval's configuration
+    hpcval paths [config|checks|references|systems|monitoring|docs|site]
+                                      where hpcval's suite and its docs are
+                                      (installed or the checkout) and the
+                                      site layer
+    hpcval run [REFRAME ARGS ...]     reframe with hpcval's configuration;
+                                      with --ci-generate=FILE a GitLab
+                                      pipeline for any host with hpcval
+                                      (hpcval.ci, docs/ci.md)
     hpcval site init DIR [--from SYSTEM]
                                       a site folder (docs/site.md)
     hpcval verdict [REPORT ...] [--db [PATH]] [--since T] [--format json]
@@ -74,11 +78,39 @@ def _references(args):
         judged = sum(r.value is not None for r in refs)
         print(f'{system}: {judged} references, {len(refs) - judged} '
               f'explicitly absent')
+        if system in args.system:
+            _effective(refs)
         if system in problems:
             failed |= _unmatched(system, selected[system][1],
                                  problems[system])
+    for system in args.system:
+        if system not in by_system:
+            print(f'hpcval references: --system {system}: no reference file '
+                  f'of that name (known: {", ".join(sorted(by_system))})',
+                  file=sys.stderr)
+            failed = True
 
     return 1 if failed else 0
+
+
+def _effective(refs):
+    """Each judged figure as the layers give it, where it came from, and
+    a warning per site figure breaking the rule it names."""
+    from hpcval import site
+    rows = [('check', 'where', 'metric', 'value', 'unit', 'lower', 'upper',
+             'rule', 'origin'), *site.effective(refs)]
+    rows = [[_printable(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print('  ' + '  '.join(c.ljust(w) for c, w in zip(row, widths))
+              + '  ' + row[-1])
+    for warning in site.rule_warnings(refs):
+        print(f'hpcval: warning: {_printable(warning)}', file=sys.stderr)
+
+
+def _printable(text):
+    # names and texts of a site's file are data: no terminal escapes
+    return ''.join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _unmatched(system, path, found):
@@ -290,6 +322,7 @@ def _paths(args):
              'systems': os.path.join(paths.repo_root(), 'systems'),
              'monitoring': os.path.join(paths.repo_root(), 'config',
                                         'monitoring.py'),
+             'docs': os.path.join(paths.repo_root(), 'docs'),
              'site': paths.site_dir() or ''}
     if args.what:
         print(where[args.what])
@@ -327,6 +360,14 @@ def run_reframe(reframe_args):
         print('hpcval run: no reframe executable next to this Python or on '
               'PATH', file=sys.stderr)
         return 1
+    if any(a == '--ci-generate' or a.startswith('--ci-generate=')
+           for a in reframe_args):
+        from hpcval import ci
+        try:
+            return ci.generate(reframe_args, exe, env)
+        except (ci.CiError, OSError) as err:
+            print(f'hpcval run: {err}', file=sys.stderr)
+            return 1
     status, saw_zero = _passthrough([exe, *reframe_args], env,
                                     preflight.ZERO)
     refusal = preflight.refusal_after(reframe_args, saw_zero)
@@ -407,7 +448,9 @@ def _main(argv):
                       help='print every reference as a Markdown table')
     refs.add_argument('--system', action='append', default=[],
                       help='match only these systems\' entries against '
-                           'their tests (repeatable; default: all)')
+                           'their tests, and show each judged figure with '
+                           'where it came from (built-in, site, '
+                           'calibrated) (repeatable; default: all)')
     refs.add_argument('--schema-only', action='store_true',
                       help='check the files\' schema only, without loading '
                            'the checks to match every entry to a test')
@@ -482,7 +525,8 @@ def _main(argv):
     where = sub.add_parser('paths', help='where hpcval\'s configuration, '
                                          'checks, systems and references are')
     where.add_argument('what', nargs='?', choices=[
-        'config', 'checks', 'references', 'systems', 'monitoring', 'site'])
+        'config', 'checks', 'references', 'systems', 'monitoring', 'docs',
+        'site'])
     where.set_defaults(func=_paths)
     sub.add_parser('run', help='reframe with hpcval\'s configuration: '
                                'hpcval run -r --system local')

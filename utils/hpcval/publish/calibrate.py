@@ -448,11 +448,30 @@ def _append(head, entries, path):
     return body + textwrap.indent(_SECTION + dumped, indent)
 
 
-def _check_loads(text, system, new_entries, path):
-    """references.load accepts ``text``, and each calibrated test gets the
-    calibrated tuples from it."""
+def _below(base_dir, path, system):
+    """The file a site file ``path`` is layered over, or None."""
+    if not base_dir:
+        return None
+    below = os.path.join(base_dir, f'{system}.yaml')
+    same = os.path.abspath(below) == os.path.abspath(path)
+    return None if same or not os.path.isfile(below) else below
+
+
+def _loaded(below, path, text):
+    """The references as judged: ``text`` of ``path`` (None: no file)
+    layered over the file ``below`` (None: none)."""
+    if text is None:
+        return references.load(below) if below else []
+    if below:
+        return references.load_over(below, path, text)
+    return references.load(path, text=text)
+
+
+def _check_loads(text, system, new_entries, path, below=None):
+    """references.load accepts ``text`` (layered over ``below``), and each
+    calibrated test gets the calibrated tuples from it."""
     try:        # in memory: nothing is written before --write
-        refs = references.load(path, text=text)
+        refs = _loaded(below, path, text)
     except references.ReferenceFileError as err:
         raise CalibrationError(f'{path}: the calibrated text does not '
                                f'load: {err}') from None
@@ -560,9 +579,9 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     old file marks absent (value: null) stay so unless ``include_absent``;
     runs apart from the rest of their metric (``outliers``) are left out
     with a warning naming them, unless ``keep_outliers``.
-    ``base_dir``: where the file is read from while ``ref_dir`` has none
-    (a site's references/ calibrating a built-in system): the new file
-    starts as its copy.  Returns a
+    ``base_dir``: the built-in folder a site's ``ref_dir`` is layered
+    over (references.load_layered): a new site file holds the calibrated
+    entries only.  Returns a
     Calibration: the new file text and its unified diff against the old,
     with notes.  With ``write=True`` the file is replaced, unless it changed
     since ``by_system_refs`` was read.
@@ -581,16 +600,13 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     if ref_dir is None:
         from hpcval import paths
         ref_dir = paths.references_dir()
-    path = read_from = os.path.join(ref_dir, f'{system}.yaml')
+    path = os.path.join(ref_dir, f'{system}.yaml')
     old = _read(path)
-    if old is None and base_dir:
-        read_from = os.path.join(base_dir, f'{system}.yaml')
-    base = old if read_from == path else _read(read_from)
+    below = _below(base_dir, path, system)
     old_refs = by_system_refs.get(system, [])
-    if base is not None and references.load(read_from) != old_refs:
-        raise CalibrationError(f'{read_from} changed since it was read')
-    if base is None and old_refs:
-        raise CalibrationError(f'{read_from} was removed since it was read')
+    if _loaded(below, path, old) != old_refs:
+        raise CalibrationError(f'{path if old is not None else below} '
+                               f'changed since it was read')
 
     notes = []
     selected = _select(samples, system, allow_replays,
@@ -598,7 +614,10 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     new_entries = _entries(_groups(selected), old_refs, rule,
                            include_absent, notes, keep_outliers)
     rule_text = _rule_text(rule)
-    head, previous = _split(base, read_from) if base is not None else \
+    # a new site file holds the calibrated entries only, layered over the
+    # built-in file (references.load_layered), so that upstream
+    # corrections of the other entries still reach the site
+    head, previous = _split(old, path) if old is not None else \
         (_new_file(system, rule_text), [])
     if not new_entries:
         notes.append(f'nothing to calibrate for {system}: the file is left '
@@ -607,7 +626,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
 
     text = _append(_with_rule(head, rule_text, path),
                    _merge(previous, new_entries), path)
-    _check_loads(text, system, new_entries, path)
+    _check_loads(text, system, new_entries, path, below)
     name = os.path.join(os.path.basename(ref_dir), f'{system}.yaml')
     diff = ''.join(difflib.unified_diff(
         (old or '').splitlines(keepends=True),
