@@ -24,7 +24,7 @@ class BuildWithSuite(build_py):
             for top, dirs, files in os.walk(folder):
                 dirs[:] = sorted(d for d in dirs if d != '__pycache__')
                 for name in sorted(files):
-                    if name.endswith(('.py', '.yaml')):
+                    if name.endswith(('.py', '.yaml', '.json')):
                         source = os.path.join(top, name)
                         target = os.path.join(self.build_lib, 'hpcval',
                                               'suite', source)

@@ -264,3 +264,157 @@ def test_file_perflog_has_them(monitored_run):
     last = log.read_text().splitlines()[-1]
     assert case['display_name'] in last and '|latency_8B=' in last
     assert 'bandwidth_4MiB=' in last and 'MB/s (ref 6000.0' in last
+
+
+class _Server:
+    """A real HTTP server on 127.0.0.1 answering every POST with
+    ``behaviour(handler)``; it records what it was sent."""
+
+    def __init__(self, behaviour):
+        self.requests = []
+        self.release = threading.Event()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers['Content-Length']))
+                server.requests.append((dict(self.headers), body))
+                behaviour(self, server)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+                                                     Handler)
+        self.httpd.daemon_threads = True
+        self.url = f'http://127.0.0.1:{self.httpd.server_port}/api/v1/import'
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _answer(code, headers=None):
+    def behaviour(handler, server):
+        handler.send_response(code)
+        for key, value in (headers or {}).items():
+            handler.send_header(key, value)
+        handler.send_header('Content-Length', '0')
+        handler.end_headers()
+    return behaviour
+
+
+def _hang(handler, server):
+    server.release.wait(60)
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(behaviour):
+        servers.append(_Server(behaviour))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def _sender(url, **kwargs):
+    opts = dict(timeout=0.5, retries=2, backoff=0.01, max_backoff=0.05,
+                queue_size=2, drain=30)
+    opts.update(kwargs)
+    return monitoring.Sender(url, **opts)
+
+
+def test_a_hanging_server_never_blocks_and_loses_count(serve):
+    server = serve(_hang)
+    sender = _sender(server.url, retries=0)
+    for i in range(10):
+        sender.submit(f'{{"n": {i}}}\n')     # returns at once: never waits
+    assert sender.flush(30)
+    assert sender.sent == 0
+    # one in the thread, two queued, seven found the queue full
+    assert sender.dropped['queue full'] >= 7
+    assert sum(sender.dropped.values()) == 10
+    assert sender.dropped['timeout after 1 tries'] >= 1
+    assert '0 records sent' in sender.summary()
+
+
+def test_429_is_retried_a_bounded_number_of_times(serve):
+    # Retry-After of an hour is capped at max_backoff
+    server = serve(_answer(429, {'Retry-After': '3600'}))
+    sender = _sender(server.url, retries=2)
+    sender.submit('{}\n')
+    assert sender.flush(30)
+    assert len(server.requests) == 3
+    assert sender.dropped == {'HTTP 429 after 3 tries': 1}
+
+
+def test_a_redirect_is_not_followed(serve):
+    elsewhere = serve(_answer(204))
+    server = serve(_answer(307, {'Location': elsewhere.url}))
+    sender = _sender(server.url)
+    sender.submit('{"secret": 1}\n')
+    assert sender.flush(30)
+    assert len(server.requests) == 1 and elsewhere.requests == []
+    assert sender.dropped == {'HTTP 307 redirect not followed': 1}
+
+
+def test_no_credentials_from_netrc_or_proxy_from_environment(
+        serve, tmp_path, monkeypatch):
+    server = serve(_answer(204))
+    proxy = serve(_answer(204))
+    netrc = tmp_path / '.netrc'
+    netrc.write_text('machine 127.0.0.1 login alice password s3cret\n')
+    netrc.chmod(0o600)
+    monkeypatch.setenv('HOME', str(tmp_path))
+    monkeypatch.setenv('NETRC', str(netrc))
+    monkeypatch.setenv('http_proxy', proxy.url.rsplit('/api', 1)[0])
+    monkeypatch.setenv('no_proxy', '')
+    sender = _sender(server.url)
+    sender.submit('{"a": 1}\n')
+    assert sender.flush(30) and sender.sent == 1
+    [(headers, body)] = server.requests
+    assert body == b'{"a": 1}\n' and proxy.requests == []
+    assert not {'Authorization', 'Proxy-Authorization'} & set(headers)
+
+
+def test_configured_headers_are_the_only_credentials(serve):
+    server = serve(_answer(204))
+    sender = _sender(server.url, headers={'Authorization': 'Bearer t0ken'})
+    sender.submit('{}\n')
+    assert sender.flush(30) and sender.sent == 1
+    assert server.requests[0][0]['Authorization'] == 'Bearer t0ken'
+
+
+@pytest.mark.parametrize('url', ['ftp://127.0.0.1/x', 'http:///x',
+                                 'http://alice:pw@127.0.0.1/x'])
+def test_a_url_with_credentials_or_no_host_is_refused(url):
+    with pytest.raises(ValueError, match='monitoring URL'):
+        monitoring.Sender(url)
+
+
+@pytest.mark.parametrize('name', ['node', 'te-st', '1x', '__name__'])
+def test_extra_labels_that_would_break_series_are_refused(name):
+    with pytest.raises(ValueError, match='monitoring label'):
+        monitoring.check_label_names({name: 'x'})
+
+
+def test_a_validation_run_finishes_while_the_server_hangs(serve, tmp_path):
+    """The ping-pong's own verdict comes back while the monitoring server
+    accepts connections and never answers (with ReFrame's handler alone the
+    run would wait forever); the lost record is said on stderr."""
+    server = serve(_hang)
+    env = _env(server.url.rsplit('/api', 1)[0])
+    proc, report = _pingpong(tmp_path, env)
+    assert report is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
+    case = one_case(report, 'Mpi4pyPingPongCheck')
+    assert case['perfvalues'], case['fail_reason']
+    # config/monitoring.py: 5 s a try, 3 tries, 10 s at exit
+    assert 1 <= len(server.requests) <= 3
+    assert 'hpcval monitoring: 0 records sent' in proc.stderr
+    assert '1 dropped' in proc.stderr
