@@ -10,6 +10,8 @@ dataframe without parsing cell text.
 """
 import csv
 import io
+import unicodedata
+import urllib.parse
 
 from hpcval.publish import numbers
 from hpcval.publish.comparison import FAIL, PASS, PUBLISHED, is_link_metric
@@ -192,20 +194,47 @@ def to_markdown(table, images=None):
             out += [f'{links} per-GPU and per-GPU-pair figures: shown in '
                     f'the figures below (every figure is in the CSV).', '']
         for caption, path in (images or {}).get(bench, ()):
-            out += [f'![{_md(caption)}]({path})', '']
+            out += [f'![{_md(caption)}]({_md_url(path)})', '']
 
     out += [f'- {_md(n)}' for n in table.notes]
     return '\n'.join(out).rstrip() + '\n'
 
 
-_MD = {'\\': '\\\\', '|': '\\|', '&': '&amp;', '<': '&lt;', '>': '&gt;',
-       '\n': ' ', '\r': ' '}
+_CONTROL = {'\n': '\\n', '\r': '\\r', '\t': '\\t'}
+
+
+def visible(text):
+    """``text`` with every control, format and line/paragraph separator
+    character written as its escape (``\\x1b``, ``\\n``, ``\\u202e``): a
+    name never moves the cursor, erases a line or starts a new one."""
+    out = []
+    for ch in str(text):
+        if unicodedata.category(ch) in ('Cc', 'Cf', 'Zl', 'Zp'):
+            out.append(_CONTROL.get(ch) or (f'\\x{ord(ch):02x}'
+                                            if ord(ch) < 0x100
+                                            else f'\\u{ord(ch):04x}'))
+        else:
+            out.append(ch)
+    return ''.join(out)
+
+
+# Markdown's backslash escapes for what would make a link, an image, code,
+# a cell break or HTML; & and < as entities
+_MD = {'\\': '\\\\', '|': '\\|', '[': '\\[', ']': '\\]', '(': '\\(',
+       ')': '\\)', '!': '\\!', '`': '\\`', '&': '&amp;', '<': '&lt;',
+       '>': '&gt;', '$': '\\$'}
 
 
 def _md(text):
-    """Text safe in a Markdown table cell: no cell break, no raw HTML
-    (names in reports come from anywhere)."""
-    return ''.join(_MD.get(ch, ch) for ch in str(text))
+    """Text safe in a Markdown table cell: no cell break, no link, image,
+    code span or raw HTML, no control character (names in reports come
+    from anywhere)."""
+    return ''.join(_MD.get(ch, ch) for ch in visible(text))
+
+
+def _md_url(path):
+    # a file name of ours, quoted so that no character ends the link
+    return urllib.parse.quote(str(path), safe='/')
 
 
 CSV_FIELDS = ('benchmark', 'test', 'metric', 'unit', 'better', 'column',
@@ -243,9 +272,8 @@ def _text_cell(text):
     """A text cell no spreadsheet takes for a formula: names in reports
     come from anywhere, and ``=``, ``+``, ``-``, ``@``, tab or CR first
     would make one (a leading ' shows it as text)."""
-    text = str(text)
-    return f"'{text}" if text[:1] in ('=', '+', '-', '@', '\t', '\r') \
-        else text
+    text = visible(text)
+    return f"'{text}" if text[:1] in ('=', '+', '-', '@') else text
 
 
 def _opt(x):

@@ -13,7 +13,7 @@ _TEX = {'\\': r'\textbackslash{}', '&': r'\&', '%': r'\%', '$': r'\$',
         '#': r'\#', '_': r'\_', '{': r'\{', '}': r'\}',
         '~': r'\textasciitilde{}', '^': r'\textasciicircum{}',
         '<': r'\textless{}', '>': r'\textgreater{}', '|': r'\textbar{}',
-        '"': "''",
+        '"': "''", '[': '{[}', ']': '{]}',
         '±': r'$\pm$', '·': r'$\cdot$', '↑': r'$\uparrow$',
         '↓': r'$\downarrow$', '≥': r'$\geq$', '≤': r'$\leq$',
         '→': r'$\rightarrow$', '—': '---', '–': '--', 'µ': r'$\mu$',
@@ -21,9 +21,11 @@ _TEX = {'\\': r'\textbackslash{}', '&': r'\&', '%': r'\%', '$': r'\$',
 
 
 def tex(text):
-    """``text`` safe in a pdflatex document (OT1 fonts, no inputenc)."""
+    """``text`` safe in a pdflatex document (OT1 fonts, no inputenc);
+    brackets braced (a row starting with one would be read as ``\\[...]``
+    after the row above), control characters shown as their escapes."""
     out = []
-    for ch in str(text):
+    for ch in formats.visible(text):
         if ch in _TEX:
             out.append(_TEX[ch])
         elif ch.isascii():

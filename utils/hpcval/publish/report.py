@@ -253,10 +253,18 @@ def run(args):
         if args.plots and samples:
             # refused as a link even where no figure comes to be drawn
             output.check_folder(os.path.join(args.out, 'plots'))
-            drawn = _draw(tables[0], samples, args.out, args.plots_select,
-                          args.force)
-            pngs = [p for p in drawn.files if p.endswith('.png')]
-            unplotted = [why for why in drawn.skipped if why]
+            try:
+                drawn = _draw(tables[0], samples, args.out,
+                              args.plots_select, args.force)
+            except (ValueError, RuntimeError) as err:
+                # a figure that cannot be drawn costs the figures, never
+                # the tables
+                print(f'hpcval report: plots not drawn: '
+                      f'{formats.visible(err)}', file=sys.stderr)
+                unplotted = [f'plots not drawn: {formats.visible(err)}']
+            else:
+                pngs = [p for p in drawn.files if p.endswith('.png')]
+                unplotted = [why for why in drawn.skipped if why]
         for fmt in fmts:
             path = os.path.join(args.out, f'comparison.{fmt}')
             images = [(os.path.basename(p)[:-4],
