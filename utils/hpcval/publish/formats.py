@@ -13,14 +13,20 @@ import io
 import unicodedata
 import urllib.parse
 
-from hpcval.publish import numbers
-from hpcval.publish.comparison import FAIL, PASS, PUBLISHED, is_link_metric
+from hpcval.publish import numbers, sources
+from hpcval.publish.comparison import (FAIL, NOT_ITS_OWN, PASS, PUBLISHED,
+                                      is_link_metric)
 
 ARROW = {'higher': '↑', 'lower': '↓', 'unknown': '?'}
 LEGEND = ('↑ higher is better, ↓ lower is better (? a unit hpcval does not '
-          'know); a cell is mean ± standard deviation (n figures; how many '
-          'runs passed), then the reference, its pass band and the verdict: '
-          'fail when any run failed, else the mean against the band')
+          'know).  A cell is mean ± sample standard deviation of its n '
+          'figures (n=1: one figure, no spread, not a basis for a '
+          'difference), how many runs passed, then the reference, its pass '
+          'band and the verdict: fail when any run failed, else the mean '
+          'against the band.  Pass/fail is given only against references '
+          'made for the column\'s own system; a replay of a published '
+          'recording is never a pass: it reproduces the published figure or '
+          'differs from it')
 PUBLISHED_LEGEND = ('↑ higher is better, ↓ lower is better; a cell is the '
                     'published figure ± its published standard deviation, '
                     'as references/ holds them')
@@ -102,7 +108,7 @@ def measured(cell, scale=lambda x: x):
     text = num(scale(cell.mean))
     if cell.std is not None:
         text += f' ± {num(scale(cell.std))}'
-    counts = f'n={cell.n}'
+    counts = f'n={cell.n}' + (', no spread' if cell.n == 1 else '')
     if cell.runs and (cell.failed_runs or cell.runs != cell.n):
         counts += f'; {runs_text(cell)}'
     return f'{text} ({counts})'
@@ -118,6 +124,9 @@ def judged(cell, scale=lambda x: x):
         return ''
     if cell.reference is None:
         return verdict_word(cell)
+    if cell.verdict == NOT_ITS_OWN:
+        return f'not judged (the runs had {cell.judged_by}\'s references, ' \
+               f'not this system\'s)'
 
     return f'ref {num(scale(cell.reference.value))} ' \
            f'[{_band(cell.reference, scale)}]: {cell.verdict}'
@@ -230,6 +239,15 @@ def _md(text):
     code span or raw HTML, no control character (names in reports come
     from anywhere)."""
     return ''.join(_MD.get(ch, ch) for ch in visible(text))
+
+
+def bibliography_md(tables):
+    """'## Sources' with each cited document in full, or ''."""
+    docs = sources.cited(tables)
+    if not docs:
+        return ''
+    return '\n'.join(['## Sources', ''] + [
+        f'{i}. {_md(d.text())}' for i, d in enumerate(docs, 1)]) + '\n'
 
 
 def _md_url(path):

@@ -7,7 +7,7 @@ as a LaTeX command or transliterated (a system named "Zürich" or a unit
 """
 import unicodedata
 
-from hpcval.publish import formats
+from hpcval.publish import formats, sources
 
 _TEX = {'\\': r'\textbackslash{}', '&': r'\&', '%': r'\%', '$': r'\$',
         '#': r'\#', '_': r'\_', '{': r'\{', '}': r'\}',
@@ -90,5 +90,11 @@ def document(tables, title=None):
             out += _longtable(table, bench, rows)
         for note in table.notes:
             out.append(tex(note) + r'\par')
+    docs = sources.cited(tables)
+    if docs:
+        # the same entries as comparison.bib, typeset without a bibtex run
+        out.append(r'\begin{thebibliography}{9}')
+        out += [rf'\bibitem{{{d.key}}} {tex(d.text())}' for d in docs]
+        out.append(r'\end{thebibliography}')
     out.append(r'\end{document}')
     return '\n'.join(out) + '\n'

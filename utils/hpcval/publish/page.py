@@ -10,7 +10,7 @@ import html
 import os
 import re
 
-from hpcval.publish import formats
+from hpcval.publish import formats, sources
 from hpcval.publish.comparison import FAIL, PASS, PUBLISHED
 
 _CSS = """
@@ -168,6 +168,10 @@ def _by_benchmark(images):
     return out
 
 
+def _no_url(doc):
+    return doc.text().replace(f'. {doc.url}', '')
+
+
 def render(tables, inputs=(), problems=(), images=(), title=None,
            unplotted=()):
     """The page; ``images``: [(file name, data URI)], placed under the
@@ -259,6 +263,13 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
                         + ''.join(f'<li>{esc(str(i))}</li>' for i in items)
                         + '</ul>')
 
+    docs = sources.cited(tables)
+    if docs:
+        toc.append(('sources', 'Sources'))
+        body.append('<h2 id="sources">Sources</h2><ol class="notes">' +
+                    ''.join(f'<li id="{esc(d.key)}">{esc(_no_url(d))} '
+                            f'<a href="{esc(d.url)}">{esc(d.url)}</a></li>'
+                            for d in docs) + '</ol>')
     parts.append('<nav><h2>Contents</h2><ol>' + ''.join(
         f'<li><a href="#{a}">{esc(t)}</a></li>' for a, t in toc) +
         '</ol></nav>')

@@ -14,7 +14,7 @@ import re
 import sys
 import time
 
-from hpcval.publish import comparison, formats, output, results
+from hpcval.publish import comparison, formats, output, results, sources
 from hpcval.references import ReferenceFileError
 
 EXIT_OK, EXIT_REJECTED, EXIT_EMPTY = 0, 1, 2
@@ -197,8 +197,10 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
         for name, path in images:
             bench = name.split('-')[1] if name.count('-') else ''
             by_bench.setdefault(bench, []).append((name, path))
-        return '\n'.join(formats.to_markdown(t, by_bench if i == 0 else None)
-                         for i, t in enumerate(tables))
+        bib = formats.bibliography_md(tables)
+        return '\n'.join([formats.to_markdown(t, by_bench if i == 0 else None)
+                          for i, t in enumerate(tables)] +
+                         ([bib] if bib else []))
 
     return '\n'.join(formats.RENDER[fmt](t) for t in tables)
 
@@ -273,6 +275,11 @@ def run(args):
             _write(path, render(tables, fmt, inputs, problems, images,
                                 args.title, unplotted), args.force)
             print(path)
+            if fmt == 'tex' and sources.cited(tables):
+                bib = os.path.join(args.out, 'comparison.bib')
+                _write(bib, sources.bibtex(sources.cited(tables)),
+                       args.force)
+                print(bib)
     except OSError as err:      # exists, a link, not writable: say so
         print(f'hpcval report: {_said(err)}', file=sys.stderr)
         return EXIT_REJECTED
