@@ -168,10 +168,6 @@ def _by_benchmark(images):
     return out
 
 
-def _no_url(doc):
-    return doc.text().replace(f'. {doc.url}', '')
-
-
 def render(tables, inputs=(), problems=(), images=(), title=None,
            unplotted=()):
     """The page; ``images``: [(file name, data URI)], placed under the
@@ -267,8 +263,8 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
     if docs:
         toc.append(('sources', 'Sources'))
         body.append('<h2 id="sources">Sources</h2><ol class="notes">' +
-                    ''.join(f'<li id="{esc(d.key)}">{esc(_no_url(d))} '
-                            f'<a href="{esc(d.url)}">{esc(d.url)}</a></li>'
+                    # the address as text: the page loads and links nothing
+                    ''.join(f'<li id="{esc(d.key)}">{esc(d.text())}</li>'
                             for d in docs) + '</ol>')
     parts.append('<nav><h2>Contents</h2><ol>' + ''.join(
         f'<li><a href="#{a}">{esc(t)}</a></li>' for a, t in toc) +

@@ -191,7 +191,7 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
                            unplotted)
     if fmt == 'tex':
         from hpcval.publish import latex
-        return latex.document(tables, title)
+        return latex.document(tables, title, images)
     if fmt == 'md':
         by_bench = {}
         for name, path in images:
