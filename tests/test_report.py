@@ -303,7 +303,7 @@ def test_a_unit_hpcval_does_not_know_has_no_direction(local_run, tmp_path,
     [row] = [r for r in rows if r['unit'] == 'furlongs/fortnight']
     assert row['better'] == 'unknown'
     assert hpcval(path) == 0
-    assert '[furlongs/fortnight] ?' in capsys.readouterr().out
+    assert '\\[furlongs/fortnight\\] ?' in capsys.readouterr().out
 
 
 _WEIRD = [None, 1, 'x', [], {}, float('nan'), True, -1.5, [1, 2]]
