@@ -361,3 +361,16 @@ def test_every_source_is_cited_in_full(rebuilt):
         # the table or column that shows its figures names it
         assert formats._md(doc.short) in md, doc.short
     assert 'doi = {10.1145/3624062.3624203}' in bib
+
+
+def test_whole_node_figures_say_their_gpus_and_per_gpu():
+    """TransferBench's aggregate of a 2-GPU H200 node beside an 8-GPU
+    MI300X node: each cell says its GPU count and the per-GPU figure."""
+    md = (mc.OUT / 'comparison.md').read_text()
+    [line] = [x for x in md.splitlines() if 'aggregate_gpu_bw' in x]
+    h200, mi300x = line.split(' | ')[2:4]
+    assert '2 GPUs' in h200 and '8 GPUs' in mi300x
+    for cell, gpus in ((h200, 2), (mi300x, 8)):
+        whole, per_gpu = re.findall(r'(\d+\.\d+)[^|]*?; (\d+\.\d+) per GPU',
+                                    cell)[0]
+        assert float(per_gpu) == pytest.approx(float(whole) / gpus, rel=2e-3)

@@ -95,6 +95,7 @@ class Cell:
     replay: bool = False
     judged_by: str = ''          # the system whose references the runs had,
                                  # where it is not the column's own
+    gpus: object = None          # GPUs the runs used, where they name them
     _stats: object = field(default=None, repr=False, compare=False)
 
     @property
@@ -372,7 +373,32 @@ def _cell(table, row, col, pairs, runs, failed_runs):
         outside = 0
     return _judged(Cell(values, ref, runs=max(runs, len(pairs)),
                         failed_runs=failed + outside, replay=replay,
-                        judged_by=judged_by))
+                        judged_by=judged_by,
+                        gpus=gpus_used({s.case for _, s in pairs})))
+
+
+_GPU = re.compile(r'\bGPU (\d+)\b')
+
+
+def gpus_used(cases):
+    """How many GPUs the runs used, from the components their checks
+    record ('link GPU 00 -> GPU 01', 'GPU 0 (the slowest of 2)'); None
+    where they record none."""
+    found = set()
+    for case in cases:
+        components = (case.extras or {}).get('components')
+        for text in (components or {}).values() \
+                if isinstance(components, dict) else ():
+            found.update(int(n) for n in _GPU.findall(str(text)))
+            slowest = re.search(r'the slowest of (\d+)', str(text))
+            if slowest:
+                found.update(range(int(slowest[1])))
+    return len(found) or None
+
+
+#: whole-node figures (a sum over the node's GPUs): shown per GPU as well
+#: where the columns of a row used different numbers of GPUs
+WHOLE_NODE = re.compile(r'^aggregate_')
 
 
 def _judged(cell):

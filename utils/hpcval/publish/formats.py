@@ -15,13 +15,16 @@ import urllib.parse
 
 from hpcval.publish import numbers, sources
 from hpcval.publish.comparison import (FAIL, NOT_ITS_OWN, PASS, PUBLISHED,
-                                      is_link_metric)
+                                      WHOLE_NODE, is_link_metric)
 
 ARROW = {'higher': '↑', 'lower': '↓', 'unknown': '?'}
 LEGEND = ('↑ higher is better, ↓ lower is better (? a unit hpcval does not '
           'know).  A cell is mean ± sample standard deviation of its n '
           'figures (n=1: one figure, no spread, not a basis for a '
-          'difference), how many runs passed, then the reference, its pass '
+          'difference), the GPUs the runs used where their check names '
+          'them (a whole-node aggregate of columns with different GPU '
+          'counts is also given per GPU), how many runs passed, then the '
+          'reference, its pass '
           'band and the verdict: fail when any run failed, else the mean '
           'against the band.  Pass/fail is given only against references '
           'made for the column\'s own system; a replay of a published '
@@ -65,6 +68,10 @@ class Shown:
         else:
             self.unit = numbers.scaled_unit(row.unit, [
                 c.mean for c in cells if c is not None])
+        # a whole-node figure of columns that used different GPU counts
+        gpus = {c.gpus for c in cells if c is not None and c.values}
+        self.per_gpu = bool(WHOLE_NODE.search(row.metric)) and \
+            len(gpus) > 1 and None not in gpus
 
     def value(self, x):
         return numbers.scale(x, self.row.unit, self.unit)
@@ -73,7 +80,10 @@ class Shown:
         return f'{self.row.metric} [{self.unit}] {ARROW[self.row.better]}'
 
     def measured(self, cell):
-        return measured(cell, self.value)
+        text = measured(cell, self.value)
+        if self.per_gpu and cell.gpus and cell.values:
+            text += f'; {num(self.value(cell.mean / cell.gpus))} per GPU'
+        return text
 
     def judged(self, cell):
         return judged(cell, self.value)
@@ -109,6 +119,8 @@ def measured(cell, scale=lambda x: x):
     if cell.std is not None:
         text += f' ± {num(scale(cell.std))}'
     counts = f'n={cell.n}' + (', no spread' if cell.n == 1 else '')
+    if getattr(cell, 'gpus', None):
+        counts += f'; {cell.gpus} GPU{"s" if cell.gpus != 1 else ""}'
     if cell.runs and (cell.failed_runs or cell.runs != cell.n):
         counts += f'; {runs_text(cell)}'
     return f'{text} ({counts})'
