@@ -11,8 +11,8 @@ import os
 import re
 
 from hpcval.publish import formats, sources
-from hpcval.publish.comparison import (FAIL, NOT_ITS_OWN, PASS, PUBLISHED,
-                                      REPRODUCES)
+from hpcval.publish.comparison import (DIFFERS, FAIL, NOT_ITS_OWN, PASS,
+                                      PUBLISHED, REPRODUCES)
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1500px;
@@ -130,7 +130,8 @@ def summary(table):
     return out
 
 
-SUMMARY_KEYS = (PASS, FAIL, 'reproduces', NOT_ITS_OWN, formats.UNJUDGED)
+SUMMARY_KEYS = (PASS, FAIL, 'reproduces', 'differs', NOT_ITS_OWN,
+                formats.UNJUDGED)
 
 
 def _class(key, n):
@@ -140,6 +141,8 @@ def _class(key, n):
 def _summary_key(cell):
     if cell.verdict == REPRODUCES:
         return 'reproduces'
+    if cell.verdict == DIFFERS:
+        return 'differs'
     if cell.verdict == NOT_ITS_OWN:
         return NOT_ITS_OWN
     return formats.verdict_word(cell)
@@ -222,8 +225,8 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
         body.append('<h2 id="summary">Summary</h2><p class="legend">Figures '
                     'in the tables below, per system: passed and failed '
                     '(a run failed or the mean is out of its band) against '
-                    'references made for that system; reproduce the '
-                    'published figure (replays); not judged (the runs had '
+                    'references made for that system; reproduce or differ '
+                    'from the published figure (replays); not judged (the runs had '
                     'another system\'s references); unjudged (no '
                     'reference).</p><div class="wrap"><table><tr><th>column'
                     '</th>' + ''.join(f'<th>{esc(k)}</th>'
