@@ -374,3 +374,34 @@ def test_whole_node_figures_say_their_gpus_and_per_gpu():
         whole, per_gpu = re.findall(r'(\d+\.\d+)[^|]*?; (\d+\.\d+) per GPU',
                                     cell)[0]
         assert float(per_gpu) == pytest.approx(float(whole) / gpus, rel=2e-3)
+
+
+def test_differences_are_flagged_only_beyond_both_spreads(tmp_path):
+    """Three real local runs shown as 'a', the same with BabelStream's
+    copy doubled as 'b' (n=3 each), one doubled run as 'c' (n=1): only
+    copy differs between a and b; c is never flagged."""
+    from hpcval.publish import formats
+    runs = sorted(PLOTS.glob('local-*.json'))
+    inputs = [('a', p) for p in runs]
+    for i, path in enumerate(runs):
+        for label in ('b', 'c')[:1 + (i == 0)]:
+            report = json.loads(path.read_text())
+            # another session: copies of one session are one session
+            report['session_info']['uuid'] = f'{label}{i}'
+            for run in report['runs']:
+                for tc in run['testcases']:
+                    for key, vals in (tc.get('perfvalues') or {}).items():
+                        if key.endswith(':copy'):
+                            vals[0] *= 2
+            doubled = tmp_path / f'{label}{i}.json'
+            doubled.write_text(json.dumps(report))
+            inputs.append((label, doubled))
+    _, table = _table(inputs)
+    flagged = {}
+    for row in table.rows:
+        shown = formats.Shown(table, row)
+        for col, cell in zip(table.columns, shown.cells):
+            if cell is not None and 'differs from' in shown.measured(cell):
+                flagged[(row.metric, col)] = shown.measured(cell)
+    assert set(flagged) == {('copy', 'a'), ('copy', 'b')}, flagged
+    assert flagged[('copy', 'a')].endswith('; differs from b')

@@ -23,7 +23,10 @@ LEGEND = ('↑ higher is better, ↓ lower is better (? a unit hpcval does not '
           'figures (n=1: one figure, no spread, not a basis for a '
           'difference), the GPUs the runs used where their check names '
           'them (a whole-node aggregate of columns with different GPU '
-          'counts is also given per GPU), how many runs passed, then the '
+          'counts is also given per GPU), how many runs passed, a '
+          'difference from another column where the means differ by '
+          'more than both standard deviations together (n >= 2 each), '
+          'then the '
           'reference, its pass '
           'band and the verdict: fail when any run failed, else the mean '
           'against the band.  Pass/fail is given only against references '
@@ -72,6 +75,8 @@ class Shown:
         gpus = {c.gpus for c in cells if c is not None and c.values}
         self.per_gpu = bool(WHOLE_NODE.search(row.metric)) and \
             len(gpus) > 1 and None not in gpus
+        names = table.columns if columns is None else columns
+        self.differs = differences(dict(zip(names, cells)))
 
     def value(self, x):
         return numbers.scale(x, self.row.unit, self.unit)
@@ -83,10 +88,30 @@ class Shown:
         text = measured(cell, self.value)
         if self.per_gpu and cell.gpus and cell.values:
             text += f'; {num(self.value(cell.mean / cell.gpus))} per GPU'
+        others = self.differs.get(id(cell))
+        if others:
+            text += f'; differs from {", ".join(others)}'
         return text
 
     def judged(self, cell):
         return judged(cell, self.value)
+
+
+def differences(cells):
+    """{id(cell): [other columns]} where two cells of a row differ by more
+    than both their spreads together (|mean_a - mean_b| > std_a + std_b,
+    each from n >= 2 figures); a cell of n=1 is never flagged, and
+    published figures are not compared."""
+    spread = {col: c for col, c in cells.items()
+              if c is not None and c.verdict != PUBLISHED and c.n >= 2
+              and c.std is not None}
+    out = {}
+    for col, c in spread.items():
+        others = [o for o, d in spread.items() if o != col and
+                  abs(c.mean - d.mean) > c.std + d.std]
+        if others:
+            out[id(c)] = others
+    return out
 
 
 def _band(ref, scale):
