@@ -14,7 +14,7 @@ from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 SUITE = ('checks', 'config', 'references', 'systems', 'docs')
-SUITE_FILES = ('.py', '.yaml', '.md')
+SUITE_FILES = ('.py', '.yaml', '.md', '.json')
 
 
 def _version():

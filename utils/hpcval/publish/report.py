@@ -15,7 +15,7 @@ import re
 import sys
 import time
 
-from hpcval.publish import comparison, formats, output, results
+from hpcval.publish import comparison, formats, output, results, sources
 from hpcval.references import ReferenceFileError
 
 EXIT_OK, EXIT_REJECTED, EXIT_EMPTY = 0, 1, 2
@@ -207,14 +207,16 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
                            unplotted)
     if fmt == 'tex':
         from hpcval.publish import latex
-        return latex.document(tables, title)
+        return latex.document(tables, title, images)
     if fmt == 'md':
         by_bench = {}
         for name, path in images:
             bench = name.split('-')[1] if name.count('-') else ''
             by_bench.setdefault(bench, []).append((name, path))
-        return '\n'.join(formats.to_markdown(t, by_bench if i == 0 else None)
-                         for i, t in enumerate(tables))
+        bib = formats.bibliography_md(tables)
+        return '\n'.join([formats.to_markdown(t, by_bench if i == 0 else None)
+                          for i, t in enumerate(tables)] +
+                         ([bib] if bib else []))
 
     return '\n'.join(formats.RENDER[fmt](t) for t in tables)
 
@@ -269,10 +271,18 @@ def run(args):
         if args.plots and samples:
             # refused as a link even where no figure comes to be drawn
             output.check_folder(os.path.join(args.out, 'plots'))
-            drawn = _draw(tables[0], samples, args.out, args.plots_select,
-                          args.force)
-            pngs = [p for p in drawn.files if p.endswith('.png')]
-            unplotted = [why for why in drawn.skipped if why]
+            try:
+                drawn = _draw(tables[0], samples, args.out,
+                              args.plots_select, args.force)
+            except (ValueError, RuntimeError) as err:
+                # a figure that cannot be drawn costs the figures, never
+                # the tables
+                print(f'hpcval report: plots not drawn: '
+                      f'{formats.visible(err)}', file=sys.stderr)
+                unplotted = [f'plots not drawn: {formats.visible(err)}']
+            else:
+                pngs = [p for p in drawn.files if p.endswith('.png')]
+                unplotted = [why for why in drawn.skipped if why]
         for fmt in fmts:
             path = os.path.join(args.out, f'comparison.{fmt}')
             images = [(os.path.basename(p)[:-4],
@@ -281,6 +291,11 @@ def run(args):
             _write(path, render(tables, fmt, inputs, problems, images,
                                 args.title, unplotted), args.force)
             print(path)
+            if fmt == 'tex' and sources.cited(tables):
+                bib = os.path.join(args.out, 'comparison.bib')
+                _write(bib, sources.bibtex(sources.cited(tables)),
+                       args.force)
+                print(bib)
     except OSError as err:      # exists, a link, not writable: say so
         print(f'hpcval report: {_said(err)}', file=sys.stderr)
         return EXIT_REJECTED
