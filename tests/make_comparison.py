@@ -1,7 +1,8 @@
 """Regenerates docs/comparison/: the cross-vendor comparison made from the
 seeds' published figures (references/), the seeds' example outputs
 replayed through the checks (MI300X, Kestrel) and the project's own real
-runs on 2x H200 (tests/fixtures/reports/h200x2).
+runs on 2x H200 (tests/fixtures/reports/h200x2) and seven quick runs on
+one H100 (tests/fixtures/reports/h100_quick).
 
     .venv/bin/python tests/make_comparison.py
 
@@ -21,6 +22,10 @@ from rfmrun import ROOT  # noqa: E402
 OUT = ROOT / 'docs' / 'comparison'
 REPORTS = OUT / 'reports'
 H200 = ROOT / 'tests' / 'fixtures' / 'reports' / 'h200x2'
+# seven prebuilt quick runs on one H100 (its README): a column of n = 7
+H100 = ROOT / 'tests' / 'fixtures' / 'reports' / 'h100_quick'
+H100_RUNS = (*(f'prebuilt{i}.json' for i in range(1, 7)),
+             'calibrated_prebuilt.json')
 #: the replayed systems: (system, report file under REPORTS)
 REPLAYED = (('mi300x', 'mi300x-replay.json'),
             ('kestrel', 'kestrel-replay.json'))
@@ -31,6 +36,7 @@ def report_args(out, reports=REPORTS):
     """``hpcval report`` arguments that make the page under ``out`` (the
     page names its inputs by file name only)."""
     return [*(f'h200x2={p}' for p in sorted(H200.glob('*.json'))),
+            *(f'h100={H100 / name}' for name in H100_RUNS),
             *(str(reports / name) for _, name in REPLAYED),
             '--with-published', '--plots', '--format', 'md,csv,html,tex',
             '--title', TITLE, '--out', str(out), '--force']
