@@ -1,13 +1,27 @@
-"""Shared fixtures: the two-node Slurm minicluster, started once a session.
+"""Shared fixtures: the two-node Slurm minicluster, started once a session,
+and the markers that follow what a test runs.
 
 Without root, Slurm or munge the tests that use it are skipped with the
 reason; with CI=true a missing prerequisite fails them instead, so that CI
 cannot pass by skipping the only real Slurm runs it has.
+
+Markers are set here, never by hand: a test that (itself, through a helper
+of tests/ or through any fixture it uses) calls ``rfmrun.reframe`` is
+``reframe``; one that starts a ``MiniCluster`` or asks
+``require_minicluster`` is ``minicluster``; both are ``slow``, which the
+quick selection leaves out (``pytest -m "not slow"``, README).  Should the
+look at the code miss a way in, the run-time guard below fails the test
+that starts ``reframe`` or a Slurm daemon without its marker.
 """
+import builtins
 import collections
+import inspect
 import os
 import pathlib
 import shutil
+import subprocess
+import sys
+import types
 
 import pytest
 
@@ -105,3 +119,149 @@ def replay_reports(tmp_path_factory):
     the checks (tests/replays.py)."""
     from replays import make_replay_reports
     return make_replay_reports(tmp_path_factory.mktemp('replays'))
+
+
+# -- markers follow what a test runs ------------------------------------------
+
+TESTS = pathlib.Path(__file__).resolve().parent
+# what makes a test slow, and the marker it gets
+TRIGGERS = {id(reframe): 'reframe', id(MiniCluster): 'minicluster',
+            id(require_minicluster): 'minicluster'}
+SLOW = ('reframe', 'minicluster')
+
+
+def _names(code):
+    """Every global and attribute name of ``code`` and its nested code
+    (lambdas, comprehensions, inner functions)."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+def _ours(obj):
+    """A function or class defined in tests/ (whose code is followed)."""
+    try:
+        return pathlib.Path(inspect.getfile(obj)).resolve().parent == TESTS
+    except (TypeError, OSError):
+        return False
+
+
+def _reaches(func, cls=None, seen=None):
+    """The markers of what ``func`` calls, directly or through functions
+    and classes of tests/ (a static look: names the code loads, resolved
+    in its module, its closure, its class and the modules it imports)."""
+    seen = set() if seen is None else seen
+    func = inspect.unwrap(getattr(func, '__func__', func))
+    code = getattr(func, '__code__', None)
+    if code is None or code in seen:
+        return set()
+    seen.add(code)
+    names = _names(code)
+    scope = getattr(func, '__globals__', {})
+    found = [scope.get(n, getattr(builtins, n, None)) for n in names]
+    for cell in func.__closure__ or ():
+        try:
+            found.append(cell.cell_contents)
+        except ValueError:      # a cell not yet filled
+            pass
+    if cls is not None:
+        found += [getattr(cls, n, None) for n in names]
+    # ``import rfmrun`` / ``from conftest import x`` inside a function
+    modules = [m for m in (scope.get(n) or sys.modules.get(n) for n in names)
+               if isinstance(m, types.ModuleType)]
+    found += [getattr(m, n, None) for m in modules for n in names]
+
+    kinds = set()
+    for obj in found:
+        if id(obj) in TRIGGERS:
+            kinds.add(TRIGGERS[id(obj)])
+        elif isinstance(obj, (types.FunctionType, types.MethodType)) and \
+                _ours(obj):
+            kinds |= _reaches(obj, cls, seen)
+        elif isinstance(obj, type) and _ours(obj) and obj is not cls:
+            for member in vars(obj).values():
+                kinds |= _reaches(member, obj, seen)
+    return kinds
+
+
+def _fixture_kinds(item):
+    """{fixture name: (scope, markers)} of every fixture ``item`` uses."""
+    defs = item._fixtureinfo.name2fixturedefs
+    found = {}
+    for name in item.fixturenames:
+        if name in defs and defs[name]:
+            fixdef = defs[name][-1]
+            found[name] = (fixdef.scope, _reaches(fixdef.func))
+    return found
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark each test by what it runs; group tests that share a costly
+    fixture, so that pytest-xdist's ``--dist loadgroup`` runs each such
+    fixture once (session ones: one group for all)."""
+    for item in items:
+        fixtures = _fixture_kinds(item)
+        kinds = _reaches(item.obj, getattr(item, 'cls', None))
+        kinds |= {k for _, ks in fixtures.values() for k in ks}
+        kinds |= {m.name for m in item.iter_markers() if m.name in SLOW}
+        for kind in sorted(kinds):
+            item.add_marker(kind)
+        if kinds or item.get_closest_marker('slow'):
+            item.add_marker('slow')
+
+        scopes = {scope for scope, ks in fixtures.values() if ks}
+        if 'session' in scopes:
+            item.add_marker(pytest.mark.xdist_group('session'))
+        elif scopes & {'package', 'module', 'class'}:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+# -- the run-time guard --------------------------------------------------------
+
+_running = []   # the test item now running (set up, called, torn down)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item):
+    _running.append(item)
+    try:
+        yield
+    finally:
+        _running.pop()
+
+
+def _starts(args):
+    """The marker a command needs: 'reframe' for ReFrame (also through
+    ``hpcval run``), 'minicluster' for Slurm's and munge's daemons."""
+    argv = [args] if isinstance(args, (str, bytes, os.PathLike)) \
+        else list(args)
+    argv = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else
+            str(a) for a in argv]
+    if not argv:
+        return None
+    first = os.path.basename(argv[0].split()[0]) if argv[0].split() else ''
+    if first in ('slurmctld', 'slurmd', 'slurmdbd', 'munged') or \
+            any('hpcval.testing.minicluster' in a for a in argv):
+        return 'minicluster'
+    if first == 'reframe' or (first == 'hpcval' and argv[1:2] == ['run']):
+        return 'reframe'
+    return None
+
+
+class _GuardedPopen(subprocess.Popen):
+    def __init__(self, args, *rest, **kwargs):
+        need = _starts(args)
+        item = _running[-1] if _running else None
+        if need and item is not None and \
+                item.get_closest_marker(need) is None:
+            pytest.fail(f'{item.nodeid} starts {need} ({args!r:.200}) but '
+                        f'is not marked {need!r}: tests/conftest.py did not '
+                        f'see how it gets there; mark the test (or its '
+                        f'module) with @pytest.mark.{need}')
+        super().__init__(args, *rest, **kwargs)
+
+
+subprocess.Popen = _GuardedPopen

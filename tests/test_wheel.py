@@ -19,6 +19,9 @@ import pytest
 
 from rfmrun import ROOT, VENV_BIN, by_name, one_case, perf
 
+# the installed ``hpcval run`` runs reframe from the wheel's environment
+pytestmark = pytest.mark.reframe
+
 
 def _lowest_reframe(wheel):
     with zipfile.ZipFile(wheel) as whl:
