@@ -15,6 +15,7 @@ that starts ``reframe`` or a Slurm daemon without its marker.
 """
 import builtins
 import collections
+import dis
 import inspect
 import os
 import pathlib
@@ -114,6 +115,27 @@ def minicluster_pingpong(minicluster, tmp_path_factory):
 
 
 @pytest.fixture(scope='session')
+def dry_run(tmp_path_factory):
+    """``dry_run(system)``: (process, report, stage folder) of one
+    ``--dry-run`` of every check on ``system`` (Lmod over empty
+    modulefiles), made once a session for every module that reads the job
+    scripts."""
+    from lmodenv import system_env
+    runs = {}
+
+    def run(system):
+        if system not in runs:
+            tmp = tmp_path_factory.mktemp(f'dry-{system}')
+            proc, report = reframe('--dry-run', '--system', system,
+                                   tmp_path=tmp,
+                                   env=system_env(tmp / 'modulefiles'))
+            runs[system] = (proc, report, tmp / 'rfm' / 'stage' / system)
+        return runs[system]
+
+    return run
+
+
+@pytest.fixture(scope='session')
 def replay_reports(tmp_path_factory):
     """{system: report path}: the seeds' example outputs replayed through
     the checks (tests/replays.py)."""
@@ -130,14 +152,24 @@ TRIGGERS = {id(reframe): 'reframe', id(MiniCluster): 'minicluster',
 SLOW = ('reframe', 'minicluster')
 
 
+_GLOBAL = {'LOAD_GLOBAL', 'LOAD_NAME'}
+_ATTR = {'LOAD_ATTR', 'LOAD_METHOD', 'IMPORT_FROM'}
+
+
 def _names(code):
-    """Every global and attribute name of ``code`` and its nested code
-    (lambdas, comprehensions, inner functions)."""
-    names = set(code.co_names)
+    """(globals, attributes, imported modules) that ``code`` and its nested
+    code (lambdas, comprehensions, inner functions) load."""
+    found = (set(), set(), set())
+    for ins in dis.get_instructions(code):
+        slot = 0 if ins.opname in _GLOBAL else 1 if ins.opname in _ATTR \
+            else 2 if ins.opname == 'IMPORT_NAME' else None
+        if slot is not None and isinstance(ins.argval, str):
+            found[slot].add(ins.argval)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _names(const)
-    return names
+            for mine, theirs in zip(found, _names(const)):
+                mine |= theirs
+    return found
 
 
 def _ours(obj):
@@ -158,20 +190,20 @@ def _reaches(func, cls=None, seen=None):
     if code is None or code in seen:
         return set()
     seen.add(code)
-    names = _names(code)
+    loads, attrs, imports = _names(code)
     scope = getattr(func, '__globals__', {})
-    found = [scope.get(n, getattr(builtins, n, None)) for n in names]
+    found = [scope.get(n, getattr(builtins, n, None)) for n in loads]
     for cell in func.__closure__ or ():
         try:
             found.append(cell.cell_contents)
         except ValueError:      # a cell not yet filled
             pass
     if cls is not None:
-        found += [getattr(cls, n, None) for n in names]
-    # ``import rfmrun`` / ``from conftest import x`` inside a function
-    modules = [m for m in (scope.get(n) or sys.modules.get(n) for n in names)
-               if isinstance(m, types.ModuleType)]
-    found += [getattr(m, n, None) for m in modules for n in names]
+        found += [getattr(cls, n, None) for n in attrs]
+    # rfmrun.reframe, or ``from conftest import x`` inside a function
+    modules = [m for m in found if isinstance(m, types.ModuleType)]
+    modules += [sys.modules[n] for n in imports if n in sys.modules]
+    found += [getattr(m, n, None) for m in modules for n in attrs]
 
     kinds = set()
     for obj in found:
@@ -197,11 +229,32 @@ def _fixture_kinds(item):
     return found
 
 
+def _shared(item, name, scope):
+    """Which instance of a fixture ``item`` gets: one per session, module
+    or class."""
+    if scope in ('session', 'package'):
+        return (scope, name)
+    where = item.module.__name__
+    if scope == 'class' and getattr(item, 'cls', None) is not None:
+        where += '::' + item.cls.__name__
+    return (where, name)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark each test by what it runs; group tests that share a costly
-    fixture, so that pytest-xdist's ``--dist loadgroup`` runs each such
-    fixture once (session ones: one group for all)."""
+    """Mark each test by what it runs, and group the tests that share a
+    costly fixture (one that runs reframe or a minicluster, kept for a
+    class, module or session), so that pytest-xdist's ``--dist loadgroup``
+    makes each such fixture once, on one worker; tests that share nothing
+    costly are spread one by one."""
+    parent = {}
+
+    def root(key):
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    shared = {}
     for item in items:
         fixtures = _fixture_kinds(item)
         kinds = _reaches(item.obj, getattr(item, 'cls', None))
@@ -212,11 +265,21 @@ def pytest_collection_modifyitems(config, items):
         if kinds or item.get_closest_marker('slow'):
             item.add_marker('slow')
 
-        scopes = {scope for scope, ks in fixtures.values() if ks}
-        if 'session' in scopes:
-            item.add_marker(pytest.mark.xdist_group('session'))
-        elif scopes & {'package', 'module', 'class'}:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+        keys = [_shared(item, name, scope)
+                for name, (scope, ks) in fixtures.items()
+                if ks and scope != 'function']
+        for key in keys[1:]:
+            parent[root(key)] = root(keys[0])
+        shared[item] = keys
+
+    for item, keys in shared.items():
+        if keys:
+            group = '+'.join(root(keys[0]))
+            item.add_marker(pytest.mark.xdist_group(group))
+
+    # a test that stops what its group shares runs after the group's others
+    items.sort(key=lambda item: item.get_closest_marker('runs_last')
+               is not None)
 
 
 # -- the run-time guard --------------------------------------------------------
