@@ -219,13 +219,15 @@ def _reaches(func, cls=None, seen=None):
 
 
 def _fixture_kinds(item):
-    """{fixture name: (scope, markers)} of every fixture ``item`` uses."""
+    """{fixture name: (scope, markers, defined in tests/)} of every fixture
+    ``item`` uses."""
     defs = item._fixtureinfo.name2fixturedefs
     found = {}
     for name in item.fixturenames:
         if name in defs and defs[name]:
             fixdef = defs[name][-1]
-            found[name] = (fixdef.scope, _reaches(fixdef.func))
+            found[name] = (fixdef.scope, _reaches(fixdef.func),
+                           _ours(fixdef.func))
     return found
 
 
@@ -243,10 +245,11 @@ def _shared(item, name, scope):
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Mark each test by what it runs, and group the tests that share a
-    costly fixture (one that runs reframe or a minicluster, kept for a
-    class, module or session), so that pytest-xdist's ``--dist loadgroup``
-    makes each such fixture once, on one worker; tests that share nothing
-    costly are spread one by one."""
+    costly fixture (kept for a class, module or session: one that runs
+    reframe or a minicluster, or any of tests/ that a slow test uses), so
+    that pytest-xdist's ``--dist loadgroup`` makes each such fixture once,
+    on one worker; tests that share nothing costly are spread one by
+    one."""
     parent = {}
 
     def root(key):
@@ -258,16 +261,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         fixtures = _fixture_kinds(item)
         kinds = _reaches(item.obj, getattr(item, 'cls', None))
-        kinds |= {k for _, ks in fixtures.values() for k in ks}
+        kinds |= {k for _, ks, _ in fixtures.values() for k in ks}
         kinds |= {m.name for m in item.iter_markers() if m.name in SLOW}
         for kind in sorted(kinds):
             item.add_marker(kind)
-        if kinds or item.get_closest_marker('slow'):
+        slow = bool(kinds or item.get_closest_marker('slow'))
+        if slow:
             item.add_marker('slow')
 
         keys = [_shared(item, name, scope)
-                for name, (scope, ks) in fixtures.items()
-                if ks and scope != 'function']
+                for name, (scope, ks, ours) in fixtures.items()
+                if (ks or (slow and ours)) and scope != 'function']
         for key in keys[1:]:
             parent[root(key)] = root(keys[0])
         shared[item] = keys
