@@ -272,6 +272,10 @@ def pytest_collection_modifyitems(config, items):
         keys = [_shared(item, name, scope)
                 for name, (scope, ks, ours) in fixtures.items()
                 if (ks or (slow and ours)) and scope != 'function']
+        if 'minicluster' in kinds:
+            # every Slurm cluster on one worker, beside no other live run:
+            # a screen's slowed node must stand out from its peers
+            keys.append(('session', 'minicluster'))
         for key in keys[1:]:
             parent[root(key)] = root(keys[0])
         shared[item] = keys
