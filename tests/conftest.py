@@ -17,11 +17,13 @@ import builtins
 import collections
 import dis
 import inspect
+import json
 import os
 import pathlib
 import shutil
 import subprocess
 import sys
+import tempfile
 import types
 
 import pytest
@@ -280,14 +282,71 @@ def pytest_collection_modifyitems(config, items):
             parent[root(key)] = root(keys[0])
         shared[item] = keys
 
+    groups = {}
     for item, keys in shared.items():
         if keys:
-            group = '+'.join(root(keys[0]))
-            item.add_marker(pytest.mark.xdist_group(group))
+            groups[item.nodeid] = '+'.join(root(keys[0]))
+            item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    _tell_the_scheduler(config, groups)
 
     # a test that stops what its group shares runs after the group's others
     items.sort(key=lambda item: item.get_closest_marker('runs_last')
                is not None)
+
+
+# -- pytest-xdist: the groups reach the scheduler ----------------------------
+# xdist's loadgroup learns a test's group from a suffix it appends to the
+# test's id, which pytest 9 no longer lets it change (the id is silently
+# kept): here each worker writes {test id: group} to a folder the controller
+# made, and the controller's scheduler reads it.
+
+GROUPS_KEY = 'hpcval_groups'
+
+
+def _tell_the_scheduler(config, groups):
+    folder = getattr(config, 'workerinput', {}).get(GROUPS_KEY)
+    if folder:
+        path = pathlib.Path(folder, config.workerinput['workerid'])
+        path.with_suffix('.tmp').write_text(json.dumps(groups))
+        path.with_suffix('.tmp').replace(path.with_suffix('.json'))
+
+
+def pytest_configure(config):
+    if not hasattr(config, 'workerinput'):
+        config.hpcval_groups = tempfile.mkdtemp(prefix='hpcval-groups-')
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, 'hpcval_groups', None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput[GROUPS_KEY] = node.config.hpcval_groups
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue('dist') != 'loadgroup':
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Scheduling(LoadGroupScheduling):
+        """loadgroup, with the groups the workers wrote."""
+        groups = None
+
+        def _split_scope(self, nodeid):
+            if self.groups is None:
+                found = sorted(pathlib.Path(config.hpcval_groups)
+                               .glob('*.json'))
+                # every worker collects the same tests: any file will do
+                self.groups = json.loads(found[0].read_text()) if found \
+                    else {}
+            return self.groups.get(nodeid) or super()._split_scope(nodeid)
+
+    return Scheduling(config, log)
 
 
 # -- the run-time guard --------------------------------------------------------
