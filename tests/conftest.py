@@ -275,8 +275,9 @@ def pytest_collection_modifyitems(config, items):
                 for name, (scope, ks, ours) in fixtures.items()
                 if (ks or (slow and ours)) and scope != 'function']
         if 'minicluster' in kinds:
-            # every Slurm cluster on one worker, beside no other live run:
-            # a screen's slowed node must stand out from its peers
+            # every Slurm cluster on one worker, one at a time and never
+            # beside the session's local run: a screen's CPU-quota node must
+            # stand out from its peers (two screens at once failed that)
             keys.append(('session', 'minicluster'))
         for key in keys[1:]:
             parent[root(key)] = root(keys[0])
