@@ -27,12 +27,13 @@ fi
 # what the test suite drives for real: Lmod (job scripts of the module-based
 # systems, a site's module stack), Slurm with munge, slurmdbd and MariaDB
 # (the minicluster and its accounting), Chromium (the report's HTML page rendered headless to an
-# image), texlive-latex-base (pdflatex compiles the report's LaTeX) and
-# victoria-metrics (perflogs sent to a time-series database).
+# image), texlive-latex-base (pdflatex compiles the report's LaTeX),
+# poppler-utils (its PDF looked at page by page: pdftoppm, pdfimages,
+# pdftotext) and victoria-metrics (perflogs sent to a time-series database).
 packages=(likwid)
 if [ "${1:-}" = --tests ]; then
     packages+=(lmod slurm-wlm munge slurmdbd mariadb-server chromium
-               texlive-latex-base victoria-metrics)
+               texlive-latex-base poppler-utils victoria-metrics)
 fi
 missing=()
 for pkg in "${packages[@]}"; do

@@ -2,17 +2,27 @@
 
 utils/ is the source folder of the package ``hpcval`` (parsers, benchmark
 base classes, reference loader, publishing, the minicluster).  The checks,
-configuration, systems and references stay at the repository's root, used
+configuration, systems, references and docs stay at the repository's root, used
 from there in a checkout (and an editable install); a built wheel carries
 a copy of them inside the package, as ``hpcval/suite/``, so that an
 installed hpcval runs from any folder (``hpcval run``, hpcval.paths).
 """
 import os
+import re
 
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
-SUITE = ('checks', 'config', 'references', 'systems')
+SUITE = ('checks', 'config', 'references', 'systems', 'docs')
+SUITE_FILES = ('.py', '.yaml', '.md', '.json')
+
+
+def _version():
+    """The one version: utils/hpcval/__init__.py's __version__."""
+    with open(os.path.join('utils', 'hpcval', '__init__.py'),
+              encoding='utf-8') as fp:
+        return re.search(r"^__version__ = '([^']+)'", fp.read(),
+                         re.M).group(1)
 
 
 class BuildWithSuite(build_py):
@@ -24,7 +34,7 @@ class BuildWithSuite(build_py):
             for top, dirs, files in os.walk(folder):
                 dirs[:] = sorted(d for d in dirs if d != '__pycache__')
                 for name in sorted(files):
-                    if name.endswith(('.py', '.yaml')):
+                    if name.endswith(SUITE_FILES):
                         source = os.path.join(top, name)
                         target = os.path.join(self.build_lib, 'hpcval',
                                               'suite', source)
@@ -34,7 +44,7 @@ class BuildWithSuite(build_py):
 
 setup(
     name='hpcval',
-    version='0.1.0',
+    version=_version(),
     description='ReFrame validation suite for GPU and accelerator systems',
     python_requires='>=3.9',
     package_dir={'': 'utils'},
@@ -48,14 +58,17 @@ setup(
         # typed records of only the fields read (hpcval.publish.typed_sessions)
         'msgspec>=0.18',
     ],
+    # compatible ranges, not pins, so that a site's own Python stack can
+    # satisfy them: the newest of each range is what bootstrap.sh installs,
+    # the lowest is installed beside the wheel by tests/test_wheel.py
     extras_require={
         # MPI from PyPI wheels: works offline, no system MPI needed
-        'mpi': ['mpich==4.3.2', 'mpi4py==4.1.2'],
+        'mpi': ['mpich>=4.3,<5', 'mpi4py>=4.1,<5'],
         # hpcval report --plots
-        'plots': ['matplotlib==3.11.2'],
+        'plots': ['matplotlib>=3.10,<4'],
         # wheel: tests/test_wheel.py builds hpcval's wheel without build isolation
         # pytest-xdist: .ci/run's two workers (--dist loadgroup)
-        'test': ['pytest>=7', 'pytest-xdist>=3.8', 'matplotlib==3.11.2',
+        'test': ['pytest>=7', 'pytest-xdist>=3.8', 'matplotlib>=3.10,<4',
                  'wheel'],
     },
     entry_points={'console_scripts': ['hpcval=hpcval.cli:main']},

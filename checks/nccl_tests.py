@@ -35,6 +35,7 @@ class RcclTestsNodeCheck(CollectiveBandwidth):
     build = fixture(RcclTestsBuild, scope='environment')
     valid_systems = [f'+{ft.AMDGPU}']
     valid_prog_environs = [f'+{ft.ROCM}']
+    tool = 'rccl-tests'
     tags = {'rccl'}
 
 
@@ -46,4 +47,5 @@ class RcclTestsMultiNodeCheck(CollectiveBandwidth):
                     variables={'mpi': True})
     valid_systems = [f'+{ft.AMDGPU}']
     valid_prog_environs = [f'+{ft.ROCM}']
+    tool = 'rccl-tests'
     tags = {'rccl'}

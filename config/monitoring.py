@@ -11,9 +11,13 @@ section into the default one:
 file handler writes one line per test case, every performance variable
 with its reference and bounds, under
 ``perflogs/<system>/<partition>/<test>.log``; the ``httpjson`` handler,
-present only while $HPCVAL_PERFLOG_URL is set, posts each record as
-VictoriaMetrics JSON lines (hpcval.monitoring).  ReFrame drops the handler
-with a warning when the server cannot be reached at start-up.
+present only while $HPCVAL_PERFLOG_URL is set, passes each record to
+hpcval's own sender (hpcval.monitoring.Sender), which posts it as
+VictoriaMetrics JSON lines from a background thread: a timeout on every
+post, bounded retries, a bounded queue that drops and counts rather than
+wait, no redirects followed, no proxy, no credentials but the ``headers``
+a site writes below.  ReFrame drops the handler with a warning when the
+server cannot be reached at start-up.
 """
 
 from reframe.core.exceptions import ConfigError
@@ -47,13 +51,23 @@ try:
 except EnvironmentValueError as _err:
     raise ConfigError(str(_err)) from None
 if _url:
+    # a site that needs a token writes it here, e.g.
+    # headers={'Authorization': 'Bearer ' + open(TOKEN_FILE).read().strip()}
+    sender = monitoring.Sender(_url, timeout=5, retries=2, backoff=1,
+                               queue_size=1000, drain=10, headers=None)
+    _extras = {'site': _site}     # labels on every series
+    try:
+        monitoring.check_label_names(_extras)
+    except ValueError as _err:
+        raise ConfigError(str(_err)) from None
     _perflog.append({
         'type': 'httpjson',
         'url': _url,
         'level': 'info',
-        'json_formatter': monitoring.victoriametrics,
-        # labels on every series: which installation sent them
-        'extras': {'site': _site},
+        # queues the record for the sender and returns None: ReFrame's
+        # handler itself (requests, no timeout, .netrc) then posts nothing
+        'json_formatter': sender.formatter,
+        'extras': _extras,
     })
 
 site_configuration = {

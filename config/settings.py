@@ -22,7 +22,8 @@ import sys
 
 from reframe.core.exceptions import ConfigError
 
-from hpcval import launchers, layouts, paths, references, selection  # noqa: F401
+from hpcval import (launchers, layouts, paths, reference_service,  # noqa: F401
+                    references, selection)
 from hpcval import suites
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,7 +49,7 @@ def _shown(path):
 
 try:
     systems = _import_systems()
-    references.load_layered(paths.references_dirs())
+    reference_service.files()      # validated once, kept for the run
     for _mod in systems.ALL:
         _origin = _shown(_mod.__file__)
         _stem = os.path.basename(_mod.__file__)[:-3]
@@ -58,6 +59,7 @@ try:
                 f'{_origin}: system name {_mod.system["name"]!r} must be '
                 f'the module\'s name, {_stem!r}')
         layouts.validate_system(_mod.system, _origin)
+    paths.announce_replacements(sys.stderr)
 except (paths.SiteError, layouts.SystemConfigError,
         references.ReferenceFileError, ValueError, OSError) as _err:
     # ReFrame prints a ConfigError as one line, without a traceback (any
@@ -65,15 +67,37 @@ except (paths.SiteError, layouts.SystemConfigError,
     raise ConfigError(str(_err)) from None
 selection.detect_selected(systems.ALL)
 
+
+def _state_dir():
+    """Where an installed hpcval's runs go: $XDG_STATE_HOME/hpcval, by
+    default ~/.local/state/hpcval (the XDG base directory rules, which
+    ignore a relative $XDG_STATE_HOME)."""
+    base = os.environ.get('XDG_STATE_HOME', '')
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser('~'), '.local', 'state')
+    return os.path.join(base, 'hpcval')
+
+
+def _with_prefix(system):
+    # a checkout keeps ReFrame's own default (the working folder);
+    # an installed package never writes there nor into site-packages;
+    # --prefix, $RFM_PREFIX and a system's own prefix still win
+    installed = not os.path.isfile(os.path.join(_ROOT, 'setup.py'))
+    if not installed or 'prefix' in system:
+        return system
+    return {**system, 'prefix': _state_dir()}
+
+
 site_configuration = {
-    'systems': [mod.system for mod in systems.ALL],
+    'systems': [_with_prefix(mod.system) for mod in systems.ALL],
     'environments': [env for mod in systems.ALL for env in mod.environments],
     # validation suites: reframe -c checks/ --mode quick|screen|acceptance
     'modes': suites.MODES,
     'general': [
         {
-            'check_search_path': [os.path.join(_ROOT, 'checks'),
-                                  *paths.site_folders('checks')],
+            # a site check file replaces the built-in one of its name
+            'check_search_path': paths.check_search_path(
+                os.path.join(_ROOT, 'checks')),
         }
     ],
     'storage': [

@@ -3,8 +3,9 @@
 As NREL documents it (https://nrel.github.io/HPC/): Slurm and
 ``srun``; ``--account`` (from $HPCVAL_ACCOUNT) and ``--time`` on every job;
 partitions are routed from the request.  GPU nodes are shared by default,
-so GPU jobs ask for a whole node: ``--exclusive`` with ``--mem=0`` (all of
-its memory; ``--exclusive`` alone grants only the memory requested) and
+so every measurement asks for its nodes alone (the checks'
+``exclusive_access``: ``--exclusive``) and here also ``--mem=0`` (all of the node's memory;
+``--exclusive`` alone grants only the memory requested) and
 ``--gres=gpu:h100:4`` (NREL's own example).  Build on the GPU login nodes.
 
 The procurement run behind the references (NREL Kestrel collective benchmark: 64 GPUs on 16 nodes)
@@ -43,7 +44,7 @@ system = {
             'gpu-h100',
             'GPU nodes: 2x AMD Genoa (128 cores), 4x H100 SXM 80 GB, '
             '2x Slingshot 11 200 Gb/s',
-            access=['--exclusive', '--mem=0', '--gres=gpu:h100:4', *_ACCOUNT],
+            access=['--mem=0', '--gres=gpu:h100:4', *_ACCOUNT],
             environs=['PrgEnv-gnu', 'cuda'],
             features=[ft.CPU, ft.MPI, ft.MULTINODE, ft.GPU, ft.NVGPU,
                       ft.GPU_AWARE_MPI],
@@ -66,7 +67,7 @@ system = {
         slurm_partition(
             'cpu',
             'CPU nodes: 2x Xeon Sapphire Rapids (104 cores), 256 GB DDR5',
-            access=['--exclusive', '--mem=0', *_ACCOUNT],
+            access=['--mem=0', *_ACCOUNT],
             environs=['PrgEnv-gnu'],
             features=[ft.CPU, ft.MPI, ft.MULTINODE],
             cpu=processor('sapphirerapids', cores=104, threads_per_core=1,

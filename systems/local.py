@@ -13,6 +13,8 @@ partition gains the GPU features and, where ``nvcc`` is on PATH, a ``cuda``
 environment, so the same ``--system local`` validates a single GPU node.
 """
 import collections
+import glob
+import os
 import shutil
 import subprocess
 
@@ -32,10 +34,41 @@ def _query(cmd):
         return ''
 
 
+def _pci_display_devices(vendor):
+    """How many PCI display controllers (class 0x03xxxx) of ``vendor``
+    ('0x10de': NVIDIA) the kernel lists: GPUs whose driver may be broken."""
+    count = 0
+    for dev in glob.glob('/sys/bus/pci/devices/*'):
+        try:
+            with open(os.path.join(dev, 'vendor')) as fp:
+                ven = fp.read().strip()
+            with open(os.path.join(dev, 'class')) as fp:
+                cls = fp.read().strip()
+        except OSError:
+            continue
+        count += ven == vendor and cls.startswith('0x03')
+    return count
+
+
 def nvidia_gpus():
-    """[(name, 'sm_XY')] of the NVIDIA GPUs nvidia-smi lists."""
-    out = _query(['nvidia-smi', '--query-gpu=name,compute_cap',
-                  '--format=csv,noheader'])
+    """[(name, 'sm_XY')] of the NVIDIA GPUs nvidia-smi lists.  When
+    nvidia-smi is installed but fails (a driver that did not load), the
+    NVIDIA GPUs on the PCI bus, with no architecture: the GPU checks then
+    run and fail, and the health probe names the failure, rather than the
+    node passing as one without GPUs."""
+    if not shutil.which('nvidia-smi'):
+        return []
+    try:
+        run = subprocess.run(['nvidia-smi', '--query-gpu=name,compute_cap',
+                              '--format=csv,noheader'], capture_output=True,
+                             text=True, timeout=30)
+        out, failed = run.stdout, (run.returncode != 0 and
+                                   'No devices were found' not in run.stdout)
+    except (OSError, subprocess.SubprocessError):
+        out, failed = '', True
+    if failed:
+        return [('NVIDIA GPU (nvidia-smi failed)', '')] * \
+            _pci_display_devices('0x10de')
     gpus = []
     for line in out.splitlines():
         name, _, cap = line.rpartition(',')
@@ -70,7 +103,8 @@ def _gpu_partition_extras():
         return [], [], []
 
     by_arch = collections.Counter(arch for _, arch in gpus)
-    devices = [{'type': 'gpu', 'arch': arch, 'num_devices': n}
+    devices = [{'type': 'gpu', 'num_devices': n, **({'arch': arch} if arch
+                                                   else {})}
                for arch, n in by_arch.items()]
     envs = []
     if vendor == ft.NVGPU and shutil.which('nvcc'):

@@ -22,7 +22,8 @@ they launch there cannot be the benchmark, and they fail sanity.
 
 from hpcval import features as ft
 from hpcval.inputs import environment
-from hpcval.testing import minicluster
+from hpcval import minicluster_shape as minicluster
+from hpcval.sitesystem import mpi
 from systems import local
 
 # (?!) matches no string: this system is chosen by --system only
@@ -53,7 +54,7 @@ def _partition(name, descr, features, environs, devices=()):
             ],
         },
         # srun reads SLURM_MPI_TYPE as --mpi: PMI-2 for the MPICH wheel
-        'env_vars': [['SLURM_MPI_TYPE', 'pmi2']],
+        **mpi('minicluster', pmi='pmi2'),
         'environs': environs,
         'features': features,
         # what each slurmd declares (Sockets, CoresPerSocket, ThreadsPerCore)

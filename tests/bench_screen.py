@@ -1,22 +1,34 @@
-"""Wall time, job throughput and false alarms of a node screen on the
-minicluster.
+"""Detection, false alarms and wall time of a node screen on the
+minicluster; the peer rule's own figures; a 1,000-node verdict's time.
 
-    .venv/bin/python tests/bench_screen.py [--nodes 64] [--healthy 1] [--planted 1]
+    .venv/bin/python tests/bench_screen.py screen [--nodes 16] [--healthy 5]
+        [--planted 3] [--fault cpu|memory] [--slow 0.2] [--peer-factor F]
+    .venv/bin/python tests/bench_screen.py rule [--draws 200000]
+    .venv/bin/python tests/bench_screen.py verdict REPORT [--nodes 1000]
 
-Starts a minicluster of ``--nodes`` nodes (as root), then runs
-``LikwidBenchCheck%kernel=peakflops --distribute=all`` ``--healthy`` times
-on the healthy cluster and ``--planted`` times with n7 under a 5 % CPU
-quota and n42 without likwid-bench (PATH points nowhere), each judged by ``hpcval verdict``.  Prints per screen the
-wall time, jobs per minute, the nodes the verdict named and, for healthy
-nodes, how many of their figures failed against their peers (false
-alarms), with the spread of the figures around the median.  Figures:
-docs/measurements.md.  Not a pytest test: timings depend on the machine.
+``screen`` starts a minicluster of ``--nodes`` nodes (as root) and runs
+``LikwidBenchCheck%kernel=peakflops --distribute=all --exec-policy=serial``
+(each node's job has the host to itself) ``--healthy`` times, then
+``--planted`` times with n3 ``--slow`` slower: a CPU quota of (1 - slow)
+of its CPUs every 10 ms (``--fault cpu``), or a competing memory stream of
+``--stream-mib`` MiB buffers (``--fault memory``, the kernel then
+``stream``).  Per screen: wall time, the nodes the verdict named, false
+alarms (healthy nodes named) and the healthy spread; at the end the
+detection count (n3 named alone) and the false alarms over all healthy
+node figures.  ``rule`` draws the k(n) table of hpcval.screen again and
+prints the smallest slowdown the rule names at a given healthy spread.
+``verdict`` copies a real screen report's test cases to ``--nodes`` nodes
+(two of them slow) and times ``hpcval verdict`` on it.  Figures:
+docs/screening.md and docs/measurements.md.  Not a pytest test: timings
+and spreads depend on the machine and its load.
 """
 import argparse
+import copy
 import json
 import math
 import os
 import pathlib
+import random
 import statistics
 import subprocess
 import sys
@@ -26,76 +38,166 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rfmrun import ROOT, VENV_BIN, cases, reframe  # noqa: E402
 
-from hpcval.screen import MAD_K, PEER_FACTOR  # noqa: E402
-from hpcval.testing.minicluster import MiniCluster  # noqa: E402
+from hpcval import screen as rule  # noqa: E402
 
-PLANTED = {'n7', 'n42'}
+SLOW = 'n3'
 
 
-def one_screen(cluster, folder, planted):
+def one_screen(cluster, folder, args, planted):
     cluster.clear_faults()
-    if planted:
-        cluster.slow_node('n7', 5)
-        cluster.inject_fault('n42', 'export PATH=/nonexistent')
+    kernel = 'stream' if args.fault == 'memory' else 'peakflops'
+    if planted and args.fault == 'cpu':
+        cluster.slow_node_by(SLOW, args.slow)
+    elif planted:
+        cluster.compete(SLOW, 'memory', args.stream_mib)
     start = time.monotonic()
     _, report = reframe('-r', '--system', 'minicluster', '--distribute=all',
-                        '-n', 'LikwidBenchCheck%kernel=peakflops',
+                        '--exec-policy=serial',
+                        '-n', f'LikwidBenchCheck%kernel={kernel}',
                         tmp_path=folder, checks=('checks/likwid_bench.py',),
                         env=cluster.env())
     wall = time.monotonic() - start
-    proc = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict', '--format',
-                           'json', str(folder / 'report.json')],
-                          capture_output=True, text=True, cwd=ROOT)
+    if args.keep:
+        pathlib.Path(args.keep).mkdir(parents=True, exist_ok=True)
+        (pathlib.Path(args.keep) / f'{folder.name}.json').write_text(
+            (folder / 'report.json').read_text())
+    cmd = [str(VENV_BIN / 'hpcval'), 'verdict', '--format', 'json',
+           str(folder / 'report.json')]
+    if args.peer_factor:
+        cmd += ['--peer-factor', str(args.peer_factor)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     verdict = json.loads(proc.stdout)
     named = set(verdict['failures_by_node'])
-    bad = PLANTED if planted else set()
-    healthy = [tc for tc in cases(report) if tc['perfvalues'] and
-               tc['display_name'].rsplit('=', 1)[-1] not in bad]
-    figures = len(healthy)
-    spread = {}
-    for metric in ('peakflops_rate',):
-        vals = [v[0] for tc in healthy
-                for k, v in tc['perfvalues'].items() if k.endswith(metric)]
-        med = statistics.median(vals)
-        logs = [math.log(v) for v in vals]
-        mid = statistics.median(logs)
-        mad = statistics.median(abs(x - mid) for x in logs)
-        spread[metric] = (min(vals) / med, max(vals) / med, mad)
-    print(f'{"planted" if planted else "healthy"} screen of '
-          f'{len(cases(report))} nodes: {wall:.0f} s wall, '
-          f'{len(cases(report)) / wall * 60:.1f} jobs/min; verdict exit '
-          f'{proc.returncode}, nodes named: {sorted(named)}; false alarms: '
-          f'{len(named - bad)} node(s) of {len(healthy)} healthy '
-          f'({figures} figures)')
-    for metric, (lo, hi, mad) in spread.items():
-        print(f'  {metric}: healthy nodes {lo:.2f} to {hi:.2f} x median, '
-              f'MAD of log-values {mad:.3f} (bound x'
-              f'{max(PEER_FACTOR, math.exp(MAD_K * 1.4826 * mad)):.2f})')
-    for node in sorted(named):
-        for line in verdict['failures_by_node'][node]:
-            print(f'  {line}')
+    bad = {SLOW} if planted else set()
+    values = {tc['display_name'].rsplit('=', 1)[-1]: v[0]
+              for tc in cases(report) if tc['perfvalues']
+              for k, v in tc['perfvalues'].items()
+              if not k.endswith('_std')}
+    healthy = [v for n, v in values.items() if n not in bad]
+    med = statistics.median(healthy)
+    logs = [math.log(v / med) for v in healthy]
+    mad = statistics.median(abs(x) for x in logs)
+    ratio = values.get(SLOW, 0) / med if planted else None
+    print(f'{"planted" if planted else "healthy"} screen of {len(values)} '
+          f'nodes: {wall:.0f} s wall; exit {proc.returncode}; named '
+          f'{sorted(named)}; healthy {min(healthy) / med:.3f} to '
+          f'{max(healthy) / med:.3f} x median, MAD of logs {mad:.4f}'
+          + (f'; {SLOW} at {ratio:.3f} x median' if planted else ''),
+          flush=True)
+    return named - bad, len(healthy), SLOW in named and named <= bad
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--nodes', type=int, default=64)
-    parser.add_argument('--healthy', type=int, default=1)
-    parser.add_argument('--planted', type=int, default=1)
-    args = parser.parse_args()
+def screens(args):
+    from hpcval.testing.minicluster import MiniCluster
+    false, figures, found = 0, 0, 0
     with tempfile.TemporaryDirectory(prefix='screen-') as tmp:
         cluster = MiniCluster(os.path.join(tmp, 'mc'), nodes=args.nodes)
-        start = time.monotonic()
         cluster.start()
-        print(f'{args.nodes}-node minicluster started in '
-              f'{time.monotonic() - start:.1f} s')
         try:
             for i in range(args.healthy + args.planted):
                 folder = pathlib.Path(tmp, f'run{i}')
                 folder.mkdir()
-                one_screen(cluster, folder,
-                           planted=i >= args.healthy)
+                wrong, n, hit = one_screen(cluster, folder, args,
+                                           planted=i >= args.healthy)
+                false += len(wrong)
+                figures += n
+                found += hit and i >= args.healthy
         finally:
             cluster.stop()
+    print(f'{args.fault} {args.slow:.0%} slow {SLOW}: named alone in '
+          f'{found} of {args.planted} screens; false alarms {false} in '
+          f'{figures} healthy node figures')
+
+
+def rule_figures(args):
+    import numpy as np
+    rng = np.random.default_rng(1)
+    print(f'k(n) at {rule.PEER_ALARM:g} per figure (table | drawn again):')
+    for n in (4, 8, 16, 32, 64):
+        x = rng.standard_normal((args.draws, n + 1))
+        med = np.median(x[:, 1:], axis=1)
+        mad = 1.4826 * np.median(np.abs(x[:, 1:] - med[:, None]), axis=1)
+        t = (med - x[:, 0]) / mad
+        print(f'  {n:3d} peers: {rule.k_of_peers(n):7.2f} | '
+              f'{np.quantile(t, 1 - rule.PEER_ALARM):7.2f}')
+    print('smallest slowdown named in 99 % of screens, 63 peers '
+          '(flops floor 5 %):')
+    for sigma in (0.005, 0.01, 0.02, 0.05, 0.1):
+        for slow in [s / 100 for s in range(1, 100)]:
+            hits = 0
+            for _ in range(200):
+                vals = {f'n{i}': math.exp(rng.normal(0, sigma))
+                        for i in range(63)}
+                vals['x'] = (1 - slow) * math.exp(rng.normal(0, sigma))
+                hits += 'x' in rule.peer_outliers(vals, 'flops')
+            if hits >= 198:
+                print(f'  healthy spread {sigma:.1%}: {slow:.0%}')
+                break
+
+
+def verdict_time(args):
+    src = json.loads(pathlib.Path(args.report).read_text())
+    templates = [tc for tc in cases(src) if '%.nid=' in tc['display_name']]
+    if not templates:
+        sys.exit(f'{args.report}: no screen test case (%.nid=)')
+    rng = random.Random(1)
+    spec = f'n[1-{args.nodes}]'
+    out = copy.deepcopy(src)
+    tcs = []
+    for i in range(1, args.nodes + 1):
+        tc = copy.deepcopy(templates[i % len(templates)])
+        old = tc['display_name'].rsplit('=', 1)[-1]
+        node = f'n{i}'
+        for key in ('display_name', 'name', 'unique_name', 'short_name'):
+            if isinstance(tc.get(key), str):
+                tc[key] = tc[key].replace(f'%.nid={old}', f'%.nid={node}')
+        tc['job_nodelist'] = [node]
+        tc['hpcval_job_nodes'] = [node]
+        nodes = tc.get('hpcval_partition_nodes') or {}
+        tc['hpcval_partition_nodes'] = dict(nodes, nodes=spec,
+                                            unavailable={})
+        scale = 0.2 if i in (7, 42) else math.exp(rng.gauss(0, 0.02))
+        for vals in (tc.get('perfvalues') or {}).values():
+            vals[0] = vals[0] * scale
+        tcs.append(tc)
+    out['runs'] = [dict(src['runs'][0], testcases=tcs,
+                        num_cases=len(tcs))]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp, 'screen-1000.json')
+        path.write_text(json.dumps(out))
+        start = time.monotonic()
+        proc = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict', str(path)],
+                              capture_output=True, text=True, cwd=ROOT)
+        wall = time.monotonic() - start
+    head = proc.stdout.splitlines()[0] if proc.stdout else proc.stderr
+    print(f'hpcval verdict of a {args.nodes}-node screen report '
+          f'({path.name}, {len(tcs)} test cases): {wall:.2f} s wall, '
+          f'exit {proc.returncode}: {head}')
+    for line in proc.stdout.splitlines():
+        if 'scontrol' in line or 'nodes tested' in line:
+            print(f'  {line.strip()}')
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest='what', required=True)
+    s = sub.add_parser('screen')
+    s.add_argument('--nodes', type=int, default=16)
+    s.add_argument('--healthy', type=int, default=5)
+    s.add_argument('--planted', type=int, default=3)
+    s.add_argument('--fault', choices=('cpu', 'memory'), default='cpu')
+    s.add_argument('--slow', type=float, default=0.2)
+    s.add_argument('--stream-mib', type=int, default=256)
+    s.add_argument('--peer-factor', type=float, default=None)
+    s.add_argument('--keep', help='copy each screen\'s report here')
+    r = sub.add_parser('rule')
+    r.add_argument('--draws', type=int, default=200000)
+    v = sub.add_parser('verdict')
+    v.add_argument('report')
+    v.add_argument('--nodes', type=int, default=1000)
+    args = parser.parse_args()
+    {'screen': screens, 'rule': rule_figures, 'verdict': verdict_time}[
+        args.what](args)
 
 
 if __name__ == '__main__':

@@ -20,6 +20,7 @@ import inspect
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -159,9 +160,10 @@ _ATTR = {'LOAD_ATTR', 'LOAD_METHOD', 'IMPORT_FROM'}
 
 
 def _names(code):
-    """(globals, attributes, imported modules) that ``code`` and its nested
-    code (lambdas, comprehensions, inner functions) load."""
-    found = (set(), set(), set())
+    """(globals, attributes, imported modules, string constants) that
+    ``code`` and its nested code (lambdas, comprehensions, inner functions)
+    load."""
+    found = (set(), set(), set(), set())
     for ins in dis.get_instructions(code):
         slot = 0 if ins.opname in _GLOBAL else 1 if ins.opname in _ATTR \
             else 2 if ins.opname == 'IMPORT_NAME' else None
@@ -171,7 +173,27 @@ def _names(code):
         if isinstance(const, types.CodeType):
             for mine, theirs in zip(found, _names(const)):
                 mine |= theirs
+        elif isinstance(const, str):
+            found[3].add(const)
+        elif isinstance(const, (tuple, frozenset)):     # a folded list
+            found[3].update(c for c in const if isinstance(c, str))
     return found
+
+
+def _commands(consts, values):
+    """Markers of the commands a function spells out itself:
+    ``[.../hpcval, 'run', ...]`` runs reframe, ``python -m
+    hpcval.testing.minicluster start`` a cluster."""
+    words = consts | {os.path.basename(os.fspath(v)) for v in values
+                      if isinstance(v, os.PathLike) or
+                      isinstance(v, str) and not re.search(r'\s', v)}
+    kinds = set()
+    if {'hpcval', 'run'} <= words:
+        kinds.add('reframe')
+    if 'hpcval.testing.minicluster' in words and \
+            words & {'start', 'restart-node'}:
+        kinds.add('minicluster')
+    return kinds
 
 
 def _ours(obj):
@@ -189,12 +211,15 @@ def _reaches(func, cls=None, seen=None):
     seen = set() if seen is None else seen
     func = inspect.unwrap(getattr(func, '__func__', func))
     code = getattr(func, '__code__', None)
-    if code is None or code in seen:
+    if code is None or code in seen or code.co_filename == __file__ and \
+            func.__name__.startswith('_'):
+        # (this file's own machinery spells the commands it looks for)
         return set()
     seen.add(code)
-    loads, attrs, imports = _names(code)
+    loads, attrs, imports, consts = _names(code)
     scope = getattr(func, '__globals__', {})
     found = [scope.get(n, getattr(builtins, n, None)) for n in loads]
+    kinds = _commands(consts, found)
     for cell in func.__closure__ or ():
         try:
             found.append(cell.cell_contents)
@@ -207,7 +232,6 @@ def _reaches(func, cls=None, seen=None):
     modules += [sys.modules[n] for n in imports if n in sys.modules]
     found += [getattr(m, n, None) for m in modules for n in attrs]
 
-    kinds = set()
     for obj in found:
         if id(obj) in TRIGGERS:
             kinds.add(TRIGGERS[id(obj)])
@@ -375,7 +399,8 @@ def _starts(args):
         return None
     first = os.path.basename(argv[0].split()[0]) if argv[0].split() else ''
     if first in ('slurmctld', 'slurmd', 'slurmdbd', 'munged') or \
-            any('hpcval.testing.minicluster' in a for a in argv):
+            re.search(r'hpcval\.testing\.minicluster\b.*\b(start|'
+                      r'restart-node)\b', ' '.join(argv), re.S):
         return 'minicluster'
     if first == 'reframe' or (first == 'hpcval' and argv[1:2] == ['run']):
         return 'reframe'

@@ -32,8 +32,8 @@ def mi300x_recordings():
                                  ':mark:`Dot 3927179.117')
     gpus = {}
     for n, text in enumerate(per_gpu(stream)):
-        gpus[f'stream.seed000.gpu{n}.out'] = text
-        gpus[f'stream.seed000.gpu{n}.err'] = ''
+        gpus[f'stream.guidenode.gpu{n}.out'] = text
+        gpus[f'stream.guidenode.gpu{n}.err'] = ''
     return {
         'TransferBenchCheck%preset=a2a': {'stdout': guide['a2a']},
         'TransferBenchCheck%preset=p2p': {'stdout': guide['p2p']},

@@ -677,3 +677,72 @@ class TestReportHostileFiles:
                       '--format', 'csv')
         assert proc.returncode == 0, proc.stderr
         assert 'Mpi4pyPingPongCheck' in proc.stdout
+
+
+H200 = ROOT / 'tests' / 'fixtures' / 'reports' / 'h200x2' / \
+    'nccl-transferbench-babelstream.json'
+
+
+def _screen_report(tmp_path, nodes):
+    """The H200 report's BabelStream case as a two-node screen whose
+    partition node list, as recorded, is ``nodes``."""
+    data = json.loads(H200.read_text())
+    tc = next(t for t in data['runs'][0]['testcases']
+              if t['display_name'].startswith('BabelStreamCudaCheck'))
+    copies = []
+    for node in ('n1', 'n2'):
+        c = json.loads(json.dumps(tc))
+        c['display_name'] += f" %.nid=['{node}']"
+        c['job_nodelist'] = [node]
+        c['hpcval_partition_nodes'] = {'nodes': nodes}
+        copies.append(c)
+    data['runs'][0]['testcases'] = copies
+    path = tmp_path / 'screen.json'
+    path.write_text(json.dumps(data))
+    return path
+
+
+class TestVerdictBoundedInputs:
+    """Small inputs that asked for unbounded time or memory (issue 26)."""
+
+    def test_a_huge_node_list_is_not_expanded(self, tmp_path):
+        proc = hpcval('verdict', _screen_report(tmp_path, 'n[1-300000000]'),
+                      timeout=60)
+        assert proc.returncode == 2, proc.stdout     # coverage unknown
+        assert 'node screen: 2 nodes tested, the partition\'s node list ' \
+            'was not recorded' in proc.stdout
+
+    def test_a_node_list_of_a_real_size_is_expanded(self, tmp_path):
+        proc = hpcval('verdict', _screen_report(tmp_path, 'n[1-3]'))
+        assert 'node screen: 2 of 3 nodes tested; not tested: n3' in \
+            proc.stdout
+
+    @pytest.mark.parametrize('since', ['now-' + '9' * 400 + 'd',
+                                       'now-99999d'])
+    def test_since_out_of_range_is_one_line(self, since):
+        proc = hpcval('verdict', H200, '--since', since)
+        assert proc.returncode == 3
+        assert proc.stderr.strip().splitlines()[-1].endswith(
+            'is before 1970: no run is that old')
+        assert len(proc.stderr.splitlines()[-1]) < 200
+
+    def test_yaml_alias_bomb_is_not_expanded_in_the_message(self, tmp_path):
+        lines = ['system: bomb', 'description:',
+                 '  - &a ["lol","lol","lol","lol","lol","lol","lol","lol",'
+                 '"lol"]']
+        for prev, name in zip('abcdefgh', 'bcdefghi'):
+            lines.append(f'  - &{name} [' + ','.join([f'*{prev}'] * 9) + ']')
+        lines.append('entries: []')
+        folder = tmp_path / 'refs'
+        folder.mkdir()
+        (folder / 'bomb.yaml').write_text('\n'.join(lines) + '\n')
+        # 9**9 strings if expanded: far beyond this limit
+        proc = subprocess.run(
+            ['bash', '-c', f'ulimit -v 1500000; exec {HPCVAL} references '
+                           f'--dir {folder} --schema-only'],
+            capture_output=True, text=True, timeout=60)
+        no_traceback(proc)
+        assert proc.returncode == 1
+        assert 'description: must be a non-empty string, got [[' in \
+            proc.stderr
+        assert len(proc.stderr) < 1000

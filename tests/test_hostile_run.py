@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from hpcval.benchmarks.source import _upstream_reachable
-from hpcval.inputs import (ENVIRONMENT, POLICY, EnvironmentValueError,
+from hpcval.inputs import (ENVIRONMENT, EnvironmentValueError,
                            InputError, check_variable, environment)
 from replays import replay, write_recordings
 from rfmrun import ROOT, by_name, reframe
@@ -133,16 +133,18 @@ class TestNewlineAndShellInValues:
         """Introspected, not listed: every hpcval variable of every check
         and fixture has a policy, and the policy refuses each hostile
         value (strings) or a wrong type (numbers, flags)."""
-        unlisted = sorted(f'{cls}.{name}' for cls, name, _ in every_variable
-                          if name not in POLICY)
+        unlisted = sorted(f'{cls}.{name}'
+                          for cls, name, _, policy in every_variable
+                          if name not in policy)
         assert not unlisted, f'variables without an input policy: {unlisted}'
-        for cls, name, default in every_variable:
+        for cls, name, default, policy in every_variable:
             for value in HOSTILE:
                 with pytest.raises(InputError):
-                    check_variable(name, value.format(marker='/tmp/m'))
+                    check_variable(name, value.format(marker='/tmp/m'),
+                                   policy)
             with pytest.raises(InputError):
                 check_variable(name, ['x;y'] if isinstance(default, list)
-                               else object())
+                               else object(), policy)
         assert set(ENVIRONMENT) >= {'HPCVAL_ACCOUNT', 'HPCVAL_ROOT',
                                     'HPCVAL_SITE', 'HPCVAL_PERFLOG_URL',
                                     'HPCVAL_PERFLOG_SITE', 'HPCVAL_DEBUG',
@@ -290,10 +292,13 @@ def wrong_outputs(tmp_path_factory):
     """{display name prefix: test case} of two replays (perlmutter: 4 GPUs
     a node; frontier: OSU on host buffers) of outputs that must fail."""
     root = tmp_path_factory.mktemp('wrong')
+    # the H200 captures as perlmutter's A100s would print them: the
+    # devices must be the partition's (tests/test_tool_identity.py)
+    on_a100 = ALL_GATHER.replace('NVIDIA H200', 'NVIDIA A100-SXM4-40GB')
     nccl = {
-        'NcclTestsNodeCheck%collective=all_reduce': {'stdout': ALL_GATHER},
+        'NcclTestsNodeCheck%collective=all_reduce': {'stdout': on_a100},
         'NcclTestsNodeCheck%collective=all_gather': {
-            'stdout': reduced_run(ALL_GATHER, 2**30)},
+            'stdout': reduced_run(on_a100, 2**30)},
         'NcclTestsMultiNodeCheck%collective=all_reduce': {
             'stdout': NCCL_REFUSED, 'stderr': NCCL_TOO_FEW_GPUS,
             'exit_code': '1'},
@@ -357,11 +362,12 @@ class TestWrongOutputFailsSanity:
 
 @pytest.fixture(scope='module')
 def every_variable():
-    """(class name, variable, default) of every hpcval variable of every
-    test in checks/ and of every fixture they declare, recursively."""
+    """(class name, variable, default, the class's input policy) of every
+    hpcval variable of every test in checks/ and of every fixture they
+    declare, recursively."""
     import importlib.util
 
-    from hpcval.inputs import hpcval_variables
+    from hpcval.inputs import hpcval_variables, policy_of
     import reframe as rfm
 
     classes, todo = {}, []
@@ -386,6 +392,6 @@ def every_variable():
         for var in hpcval_variables(cls):
             field = cls._rfm_var_space[var]
             default = field.default_value if field.is_defined() else None
-            found.append((name, var, default))
+            found.append((name, var, default, policy_of(cls)))
     assert len(found) > 100 and len(classes) > 25, (len(found), classes)
     return found

@@ -34,6 +34,12 @@ def same_name_other_thing():
 
 def nothing():
     return len('reframe')
+
+def hpcval_run(venv):
+    return [str(venv / 'hpcval'), 'run', '-r']
+
+def cluster_cli():
+    return ['python', '-m', 'hpcval.testing.minicluster', 'start']
 '''
 
 
@@ -49,7 +55,8 @@ def probes():
     ('helper', {'reframe'}), ('via_helper', {'reframe'}),
     ('via_module', {'reframe'}), ('local_import', {'reframe'}),
     ('in_a_lambda', {'reframe'}), ('cluster', {'minicluster'}),
-    ('same_name_other_thing', set()), ('nothing', set())])
+    ('same_name_other_thing', set()), ('nothing', set()),
+    ('hpcval_run', {'reframe'}), ('cluster_cli', {'minicluster'})])
 def test_reaches_follows_calls(probes, name, kinds):
     assert conftest._reaches(probes[name]) == kinds
 
@@ -61,6 +68,9 @@ def test_reaches_follows_calls(probes, name, kinds):
     (['slurmctld', '-D', '-f', 'slurm.conf'], 'minicluster'),
     (['munged', '--foreground'], 'minicluster'),
     (['python', '-m', 'hpcval.testing.minicluster', 'start'], 'minicluster'),
+    (['python', '-m', 'hpcval.testing.minicluster', 'stop'], None),
+    (['bash', '-c', 'eval "$(python -m hpcval.testing.minicluster start '
+      '--dir x)" && reframe -r'], 'minicluster'),
     ('ls -l', None), ([], None)])
 def test_guard_knows_what_a_command_starts(argv, need):
     assert conftest._starts(argv) == need

@@ -9,9 +9,16 @@ CPU quota (a cgroup); a node is broken by its task prolog, whose exports
 reach the batch script too: PATH points nowhere, so likwid-bench cannot be
 run there.
 """
+import concurrent.futures
 import json
 import math
+import os
+import pathlib
+import shlex
+import shutil
+import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -133,17 +140,23 @@ def test_a_drained_node_leaves_the_screen_incomplete(faults, tmp_path):
 
 def test_readme_minicluster_lines_work_from_a_fresh_shell(tmp_path):
     """The README's minicluster block, as written, in a login shell with
-    nothing exported (only its --dir moved under tmp_path)."""
+    nothing exported (its mktemp -d under a TMPDIR of this test's)."""
     require_minicluster()
     readme = (ROOT / 'README.md').read_text()
-    block = readme.split('```sh\n. .venv/bin/activate && eval', 1)[1]
-    block = '. .venv/bin/activate && eval' + block.split('```', 1)[0]
-    assert '/tmp/mc' in block
-    script = block.replace('/tmp/mc', str(tmp_path / 'mc'))
-    proc = subprocess.run(['env', '-i', 'PATH=/usr/sbin:/usr/bin:/sbin:/bin',
-                           f'HOME={tmp_path}', 'bash', '-c', script],
-                          cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+    block = readme.split('```sh\n. .venv/bin/activate && MC=', 1)[1]
+    script = '. .venv/bin/activate && MC=' + block.split('```', 1)[0]
+    assert 'MC=$(mktemp -d)' in script
+    # short: the munge socket's path must fit in 108 bytes
+    tmp = tempfile.mkdtemp(prefix='mc-', dir='/tmp')
+    try:
+        proc = subprocess.run(['env', '-i',
+                               'PATH=/usr/sbin:/usr/bin:/sbin:/bin',
+                               f'HOME={tmp_path}', f'TMPDIR={tmp}', 'bash',
+                               '-c', script],
+                              cwd=ROOT, capture_output=True, text=True,
+                              timeout=600)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     out = proc.stdout + proc.stderr
     assert 'Ran 4/4 test case(s)' in out, out[-3000:]
     assert '4 of 4 nodes tested' in out, out[-3000:]
@@ -217,3 +230,217 @@ def test_status_restart_node_and_start_after_a_crash(tmp_path):
     finally:
         cluster.stop()
     assert cluster.running() == {}
+
+
+# -- blame only what is broken; what the admin does next ---------------------
+
+def wait_until(what, predicate, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f'timed out after {timeout} s waiting for {what}')
+
+
+def hanging_likwid(cluster, node):
+    """likwid-bench on ``node`` hangs (a stand-in first on its PATH)."""
+    hang = cluster.faults / 'hang-bin'
+    hang.mkdir(exist_ok=True)
+    stand_in = hang / 'likwid-bench'
+    stand_in.write_text('#!/bin/sh\nexec sleep 3600\n')
+    stand_in.chmod(0o755)
+    cluster.inject_fault(node, f'export PATH={hang}:/usr/bin:/bin')
+
+
+def running_job_on(cluster, node):
+    out = cluster.run('squeue', '-h', '-t', 'R', '-o', '%i|%N').stdout
+    return [j for j, n in (line.split('|') for line in out.splitlines())
+            if n == node]
+
+
+def test_a_hung_node_is_cut_off_drained_and_rescreened(faults, tmp_path):
+    """likwid-bench hangs on n2: the screen's own one-minute limit ends
+    its job (not the default 10 minutes), the verdict names n2 alone and
+    prints a drain line that scontrol takes, and a re-screen of n2 alone
+    once it is fixed, read with the first screen, exits 0."""
+    hanging_likwid(faults, 'n2')
+    first = tmp_path / 'first'
+    first.mkdir()
+    _, wall = screen(faults, first)
+    # ended by the screen's one-minute limit, not the default ten minutes
+    # (the limit itself: --time and TIMEOUT below); not a bound on how fast
+    # this host is
+    assert wall < 600, wall
+    status, result, proc = verdict(first / 'report.json')
+    assert status == 1, proc.stdout
+    assert list(result['failures_by_node']) == ['n2'], proc.stdout
+    assert any('TIMEOUT: killed at its time limit (0:01:00)' in line
+               for line in result['failures_by_node']['n2']), proc.stdout
+    script = next(first.rglob('rfm_job.sh')).read_text()
+    assert '#SBATCH --no-requeue' in script and '--time=0:1:0' in script
+
+    [drain] = result['next_steps']['drain']
+    assert drain.startswith('scontrol update nodename=n2 state=drain '
+                            'reason="hpcval: LikwidBenchCheck ')
+    try:
+        ran = subprocess.run(['bash', '-c', drain], capture_output=True,
+                             text=True, timeout=30,
+                             env=dict(os.environ, **faults.env()))
+        assert ran.returncode == 0, ran.stderr
+        state, reason = faults.run('sinfo', '-h', '-n', 'n2', '-o',
+                                   '%T|%E').stdout.strip().split('|', 1)
+        assert state.startswith('drain') and reason.startswith(
+            'hpcval: LikwidBenchCheck'), (state, reason)
+    finally:
+        faults.run('scontrol', 'update', 'nodename=n2', 'state=resume')
+
+    faults.clear_faults()
+    rescreen = result['next_steps']['rescreen'][0]
+    words = shlex.split(rescreen)
+    assert words[:2] == ['reframe', '-r'] and '-J' in words
+    args = words[1:words.index('--report-file')]
+    again = tmp_path / 'again'
+    again.mkdir()
+    proc, report = reframe(*args, tmp_path=again, checks=LIKWID,
+                           env=faults.env())
+    assert [tc['display_name'][-2:] for tc in cases(report)] == ['n2']
+    both = subprocess.run(
+        [str(VENV_BIN / 'hpcval'), 'verdict', str(first / 'report.json'),
+         str(again / 'report.json')], capture_output=True, text=True,
+        cwd=ROOT, timeout=120)
+    assert both.returncode == 0, both.stdout
+
+
+def test_an_operators_scancel_is_not_the_nodes_failure(faults, tmp_path):
+    """An operator cancels n1's job while it runs: n1 is not tested (exit
+    2, the cancel named), not failed."""
+    hanging_likwid(faults, 'n1')
+    with concurrent.futures.ThreadPoolExecutor() as pool:
+        run = pool.submit(screen, faults, tmp_path)
+        [job] = wait_until('the job on n1 to run',
+                           lambda: running_job_on(faults, 'n1'))
+        faults.run('scancel', job)
+        run.result(timeout=300)
+    status, result, proc = verdict(tmp_path / 'report.json')
+    assert status == 2, proc.stdout
+    assert result['failures_by_node'] == {}, proc.stdout
+    [part] = result['partitions']
+    assert part['coverage']['untested'] == {
+        'n1': 'not tested: cancelled (scancel, or an administrator)'}
+
+
+def test_a_controller_outage_between_jobs_fails_no_node(faults, tmp_path):
+    """slurmctld stops answering for 45 s (SIGSTOP) once the screen's
+    first job has ended: the next job cannot be submitted; the verdict
+    fails no node, names the outage and exits 2."""
+    ctld = faults.running()['slurmctld']
+
+    def jobs():
+        out = faults.run('sacct', '-X', '-n', '-P', '-o', 'JobID,State',
+                         '-S', 'now-1hour').stdout
+        return [(int(j), state) for j, state in
+                (line.split('|', 1) for line in out.splitlines())]
+
+    before = max((j for j, _ in jobs()), default=0)
+
+    def ended():
+        return any(j > before and state == 'COMPLETED'
+                   for j, state in jobs())
+
+    with concurrent.futures.ThreadPoolExecutor() as pool:
+        run = pool.submit(screen, faults, tmp_path, '--exec-policy=serial')
+        wait_until('the first job to end', ended, timeout=180)
+        os.kill(ctld, signal.SIGSTOP)
+        try:
+            time.sleep(45)
+        finally:
+            os.kill(ctld, signal.SIGCONT)
+        run.result(timeout=300)
+    status, result, proc = verdict(tmp_path / 'report.json')
+    assert result['failures_by_node'] == {}, proc.stdout
+    assert status == 2, proc.stdout
+    assert 'not tested: controller unreachable' in proc.stdout or \
+        'controller unreachable' in json.dumps(result), proc.stdout
+
+
+def test_a_two_node_job_names_both_nodes(faults, tmp_path):
+    """A ping-pong across n1 and n2 whose rank on n2 cannot start: the
+    failure names the pair (Slurm's accounting), never n1 alone."""
+    faults.inject_fault('n2', 'export PYTHONHOME=/nonexistent')
+    proc, report = reframe('-r', '--system', 'minicluster', '-n',
+                           'Mpi4pyPingPongCheck%placement=across_nodes',
+                           '-S', 'max_size=1024', '-S', 'loops=1000',
+                           tmp_path=tmp_path,
+                           checks=('checks/mpi4py_pingpong.py',),
+                           env=faults.env())
+    assert report is not None, proc.stdout[-3000:]
+    [tc] = cases(report)
+    assert tc['result'] == 'fail' and tc['hpcval_job_nodes'] == ['n1', 'n2'], \
+        (tc['jobid'], tc['job_nodelist'], tc['fail_reason'],
+         faults.run('sacct', '-P', '-j', tc['jobid'], '-o',
+                    'JobID,State,NodeList,Submit').stdout)
+    status, result, out = verdict(tmp_path / 'report.json')
+    assert status == 1
+    assert [f['node'] for f in result['partitions'][0]['failures']] == \
+        ['n1+n2'], out.stdout
+    assert result['next_steps']['drain'] == []
+    assert any('n1+n2 failed together' in n
+               for n in result['next_steps']['notes'])
+
+
+# -- faults of a set size ---------------------------------------------------
+
+def test_faults_of_a_set_size_meet_their_node_only(faults):
+    """n2 20 % slow (a quota of 0.8 of its two CPUs, every 10 ms) with a
+    64 MiB memory stream beside its tasks: a task on n2 runs in the
+    quota's group and beside the stream, which ends with the task; a task
+    on n1 meets neither."""
+    from hpcval.testing.minicluster import processes_naming
+    faults.slow_node_by('n2', 0.2)
+    faults.compete('n2', 'memory', 64)
+    # the stream runs dd after dd: look for up to 10 s
+    probe = ('cat /proc/self/cgroup; for i in $(seq 20); do sleep 0.5; '
+             'ps -eo args | grep "^dd if=/dev/zero of=/dev/null bs=64M" && '
+             'break; done; ps -eo pid,ppid,args | grep -e compete -e "dd if" '
+             '| grep -v grep; echo "streams: $(ps -eo args | grep -c '
+             '"^dd if=/dev/z")"')
+    out = faults.run('srun', '-w', 'n2', '-N1', '-n1', 'sh', '-c', probe,
+                     timeout=120).stdout
+    group = faults.quota.base / 'n2'
+    # v2: '0::/<base>/n2'; v1: '<k>:cpu,...:/<base>/n2'
+    assert f'/{faults.quota.base.name}/n2\n' in out, out
+    if faults.quota.version == 2:
+        assert (group / 'cpu.max').read_text().split() == ['16000', '10000']
+    else:
+        assert (group / 'cpu.cfs_quota_us').read_text().strip() == '16000'
+        assert (group / 'cpu.cfs_period_us').read_text().strip() == '10000'
+    assert 'dd if=/dev/zero of=/dev/null bs=64M' in out, (
+        out, (faults.root / 'etc' / 'task_prolog.sh').read_text(),
+        sorted(p.name for p in faults.faults.iterdir()))
+    wait_until('the stream to end with its step', lambda: not [
+        p for p in processes_naming(faults.faults)])
+
+    out = faults.run('srun', '-w', 'n1', '-N1', '-n1', 'sh', '-c', probe,
+                     timeout=120).stdout
+    assert f'/{faults.quota.base.name}/n2' not in out
+    assert 'dd if=' not in out and out.strip().endswith('streams: 0'), out
+
+
+def test_a_screen_figure_is_the_median_of_repeated_runs(faults, tmp_path):
+    """-S repeats=3: each node's job runs likwid-bench three times; the
+    figure is the median, its spread a declared diagnostic that neither
+    fails nor leaves the screen incomplete."""
+    _, _ = screen(faults, tmp_path, '-S', 'LikwidBenchCheck.repeats=3')
+    report = json.loads((tmp_path / 'report.json').read_text())
+    for tc in cases(report):
+        script = (pathlib.Path(tc['stagedir'] if tc['result'] == 'fail'
+                               else tc['outputdir']) / 'rfm_job.sh')
+        assert script.read_text().count('likwid-bench -t peakflops') == 3
+        names = {k.rsplit(':', 1)[-1] for k in tc['perfvalues']}
+        assert names == {'peakflops_rate', 'peakflops_rate_std'}, names
+    status, result, proc = verdict(tmp_path / 'report.json')
+    [part] = result['partitions']
+    assert part['diagnostic'] == 2 and part['unjudged'] == [], proc.stdout
+    assert part['peer_judged'] == 2, proc.stdout

@@ -1,18 +1,25 @@
-"""Performance records of a real run reach a real VictoriaMetrics (Debian's
+"""Performance records of real runs reach a real VictoriaMetrics (Debian's
 ``victoria-metrics``, started here on 127.0.0.1 and a free port, stopped
-after) through ReFrame's ``httpjson`` handler as config/monitoring.py sets
-it up, and are read back through its query API; the same run's file
-perflog has them too."""
+after) through ReFrame's ``httpjson`` handler and hpcval's sender as
+config/monitoring.py sets them up, and are read back through its query API:
+one series per figure across a pass and a fail, and every query of the
+shipped Grafana dashboard returns data.  The same run's file perflog has
+them too.  The sender itself is tried against real HTTP servers on
+127.0.0.1 that hang, answer 429 and redirect."""
+import http.server
 import json
 import os
+import re
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
 
 import pytest
 
+from hpcval import monitoring
 from rfmrun import ROOT, one_case, perf, reframe
 
 VM = '/usr/bin/victoria-metrics'
@@ -62,23 +69,59 @@ def victoria(tmp_path_factory):
         proc.wait(timeout=30)
 
 
+
+def _env(victoria):
+    return {'RFM_CONFIG_FILES': f'{ROOT}/config/settings.py:'
+                                f'{ROOT}/config/monitoring.py',
+            'HPCVAL_PERFLOG_URL': f'{victoria}/api/v1/import',
+            'HPCVAL_PERFLOG_SITE': 'test-site'}
+
+
+def _pingpong(tmp, env):
+    return reframe('-r', '--system', 'local', '-n', 'Mpi4pyPingPongCheck',
+                   '-S', 'Mpi4pyPingPongCheck.loops=1000',
+                   '--perflogdir', str(tmp / 'perflogs'),
+                   tmp_path=tmp, env=env,
+                   checks=('checks/mpi4py_pingpong.py',))
+
+
+def _failing_site(tmp):
+    """A site folder whose local references ask 8-byte latency below 10 ns:
+    the same figure of the same check then fails."""
+    refs = tmp / 'site' / 'references'
+    refs.mkdir(parents=True)
+    text = (ROOT / 'references' / 'local.yaml').read_text()
+    tight, n = re.subn(r'(latency_8B:\n\s+value:) 2\.0\n(\s+upper:) 9\.0',
+                       r'\1 0.001\n\2 9.0', text)
+    assert n == 1
+    (refs / 'local.yaml').write_text(tight)
+    return tmp / 'site'
+
+
 @pytest.fixture(scope='module')
-def monitored_run(victoria, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp('monitored')
-    env = {'RFM_CONFIG_FILES': f'{ROOT}/config/settings.py:'
-                               f'{ROOT}/config/monitoring.py',
-           'HPCVAL_PERFLOG_URL': f'{victoria}/api/v1/import',
-           'HPCVAL_PERFLOG_SITE': 'test-site'}
-    proc, report = reframe('-r', '--system', 'local', '-n',
-                           'Mpi4pyPingPongCheck', '-S',
-                           'Mpi4pyPingPongCheck.loops=1000',
-                           '--perflogdir', str(tmp / 'perflogs'),
-                           tmp_path=tmp, env=env,
-                           checks=('checks/mpi4py_pingpong.py',))
-    assert report is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
-    case = one_case(report, 'Mpi4pyPingPongCheck')
-    assert case['perfvalues'], case['fail_reason']
-    return tmp, case
+def monitored_runs(victoria, tmp_path_factory):
+    """The ping-pong twice: against the built-in references, then against a
+    site's that it cannot meet."""
+    runs = []
+    for extra in ({}, 'fail'):
+        tmp = tmp_path_factory.mktemp('monitored')
+        env = _env(victoria)
+        if extra:
+            env['HPCVAL_SITE'] = str(_failing_site(tmp))
+        proc, report = _pingpong(tmp, env)
+        assert report is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert 'dropped' not in proc.stderr, proc.stderr[-2000:]
+        case = one_case(report, 'Mpi4pyPingPongCheck')
+        assert case['perfvalues'], case['fail_reason']
+        runs.append((tmp, case))
+    assert runs[1][1]['result'] == 'fail'
+    assert perf(runs[1][1])['latency_8B'][-1] == 'fail'
+    return runs
+
+
+@pytest.fixture
+def monitored_run(monitored_runs):
+    return monitored_runs[0]
 
 
 def _query(base, promql):
@@ -92,20 +135,126 @@ def _query(base, promql):
         time.sleep(0.5)
 
 
+def _range(base, promql):
+    _get(f'{base}/internal/force_flush')
+    now = time.time()
+    url = f'{base}/api/v1/query_range?' + urllib.parse.urlencode(
+        {'query': promql, 'start': now - 3600, 'end': now + 60, 'step': 1})
+    return json.loads(_get(url))['data']['result']
+
+
+def _one_series(base, promql):
+    """The labels of the one series ``promql`` finds in the last hour and
+    its values, one per run (query_range repeats a point while it is
+    fresh)."""
+    found = _range(base, promql)
+    assert len(found) == 1, (promql, [s['metric'] for s in found])
+    points = [float(v) for _, v in found[0]['values']]
+    return found[0]['metric'], [v for i, v in enumerate(points)
+                                if i == 0 or v != points[i - 1]]
+
+
 def test_records_are_queried_back(victoria, monitored_run):
     _, case = monitored_run
     value, ref, lower, upper, unit, result = perf(case)['latency_8B']
-    [series] = _query(victoria, 'hpcval_perf_value{metric="latency_8B",'
-                                'system="local",site="test-site"}')
-    labels = series['metric']
-    assert labels['test'] == case['display_name']
+    assert unit == 'us'
+    labels, values = _one_series(victoria, 'hpcval_perf_value_seconds{'
+                                 'metric="latency_8B",system="local",'
+                                 'site="test-site"}')
     assert (labels['partition'], labels['environ']) == ('default', 'gnu')
-    assert labels['unit'] == 'us' and labels['result'] == result
-    assert float(series['value'][1]) == pytest.approx(value, rel=1e-6)
-    [bound] = _query(victoria, 'hpcval_perf_upper_bound{metric="latency_8B"}')
-    assert float(bound['value'][1]) == pytest.approx(ref * (1 + upper))
-    [passed] = _query(victoria, 'hpcval_check_passed{system="local"}')
-    assert float(passed['value'][1]) == (case['result'] == 'pass')
+    assert labels['node'] == case['job_nodelist'][0]
+    assert values[0] == pytest.approx(value * 1e-6, rel=1e-6)
+    _, bound = _one_series(victoria, 'hpcval_perf_upper_bound_seconds{'
+                                     'metric="latency_8B"}')
+    assert bound[0] == pytest.approx(ref * (1 + upper) * 1e-6)
+    _, bw = _one_series(victoria, 'hpcval_perf_lower_bound_bytes_per_second'
+                                  '{metric="bandwidth_4MiB"}')
+    ref_bw, low_bw = perf(case)['bandwidth_4MiB'][1:3]
+    assert bw[0] == pytest.approx(ref_bw * (1 + low_bw) * 1e6)
+
+
+def test_one_series_per_figure_across_a_pass_and_a_fail(victoria,
+                                                        monitored_runs):
+    (_, first), (_, second) = monitored_runs
+    test = first['display_name']
+    assert second['display_name'] == test
+    results = [perf(c)['latency_8B'][-1] == 'pass' for c in (first, second)]
+    for promql, values in [
+            (f'hpcval_check_passed{{test="{test}"}}',
+             [first['result'] == 'pass', 0]),
+            (f'hpcval_perf_passed{{test="{test}",metric="latency_8B"}}',
+             results),
+            (f'hpcval_perf_value_seconds{{test="{test}",'
+             f'metric="latency_8B"}}', None),
+            (f'hpcval_perf_reference_seconds{{test="{test}",'
+             f'metric="latency_8B"}}', [2.0e-6, 0.001e-6])]:
+        labels, distinct = _one_series(victoria, promql)
+        if values is not None:
+            assert distinct == pytest.approx([float(v) for v in values]), \
+                promql
+        assert not {'result', 'fail_phase', 'nodes', 'unit'} & set(labels)
+
+
+def _dashboard():
+    return json.loads((ROOT / 'config' / 'grafana-dashboard.json')
+                      .read_text())
+
+
+def _variable_values(base, var):
+    """What Grafana's Prometheus data source asks the server for a query
+    variable, the way it asks it."""
+    query = var['query']['query']
+    names = re.fullmatch(r'metrics\((.*)\)', query)
+    if names:
+        values = json.loads(_get(f'{base}/api/v1/label/__name__/values'))
+        found = [n for n in values['data'] if re.fullmatch(names[1], n)]
+        regex = var.get('regex', '').strip('/')
+        return [re.fullmatch(regex, n)[1] for n in found] if regex else found
+    metric, label = re.fullmatch(r'label_values\((.*), *(\w+)\)',
+                                 query).groups()
+    url = (f'{base}/api/v1/label/{label}/values?' +
+           urllib.parse.urlencode({'match[]': metric.replace('$site', '.*')
+                                   .replace('$system', '.*')}))
+    return json.loads(_get(url))['data']
+
+
+def test_every_dashboard_query_returns_data(victoria, monitored_runs):
+    dash = _dashboard()
+    variables = {v['name']: v for v in dash['templating']['list']
+                 if v['type'] == 'query'}
+    values = {}
+    for name, var in variables.items():
+        values[name] = _variable_values(victoria, var)
+        assert values[name], (name, var['query'])
+    assert sorted(values['quantity']) == ['bytes_per_second', 'seconds']
+    assert values['site'] == ['test-site']
+
+    asked = 0
+    for panel in dash['panels']:
+        for quantity in values['quantity'] if panel.get('repeat') else [None]:
+            for target in panel['targets']:
+                expr = (target['expr'].replace('$site', '.*')
+                        .replace('$system', '.*').replace('$test', '.*')
+                        .replace('$__range', '1h'))
+                if quantity:
+                    expr = expr.replace('$quantity', quantity)
+                assert '$' not in expr, expr
+                found = (_query(victoria, expr) if target.get('instant')
+                         else _range(victoria, expr))
+                assert found, (panel['title'], expr)
+                asked += 1
+    assert asked >= 8
+
+
+def test_failures_panel_names_the_failed_figure(victoria, monitored_runs):
+    [panel] = [p for p in _dashboard()['panels']
+               if p['title'].startswith('Failures')]
+    expr = [t['expr'] for t in panel['targets']
+            if 'hpcval_perf_passed' in t['expr']][0]
+    found = _query(victoria, expr.replace('$site', '.*')
+                   .replace('$system', '.*').replace('$test', '.*')
+                   .replace('$__range', '1h'))
+    assert 'latency_8B' in {s['metric']['metric'] for s in found}
 
 
 def test_file_perflog_has_them(monitored_run):
@@ -115,3 +264,157 @@ def test_file_perflog_has_them(monitored_run):
     last = log.read_text().splitlines()[-1]
     assert case['display_name'] in last and '|latency_8B=' in last
     assert 'bandwidth_4MiB=' in last and 'MB/s (ref 6000.0' in last
+
+
+class _Server:
+    """A real HTTP server on 127.0.0.1 answering every POST with
+    ``behaviour(handler)``; it records what it was sent."""
+
+    def __init__(self, behaviour):
+        self.requests = []
+        self.release = threading.Event()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers['Content-Length']))
+                server.requests.append((dict(self.headers), body))
+                behaviour(self, server)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+                                                     Handler)
+        self.httpd.daemon_threads = True
+        self.url = f'http://127.0.0.1:{self.httpd.server_port}/api/v1/import'
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _answer(code, headers=None):
+    def behaviour(handler, server):
+        handler.send_response(code)
+        for key, value in (headers or {}).items():
+            handler.send_header(key, value)
+        handler.send_header('Content-Length', '0')
+        handler.end_headers()
+    return behaviour
+
+
+def _hang(handler, server):
+    server.release.wait(60)
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(behaviour):
+        servers.append(_Server(behaviour))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def _sender(url, **kwargs):
+    opts = dict(timeout=0.5, retries=2, backoff=0.01, max_backoff=0.05,
+                queue_size=2, drain=30)
+    opts.update(kwargs)
+    return monitoring.Sender(url, **opts)
+
+
+def test_a_hanging_server_never_blocks_and_loses_count(serve):
+    server = serve(_hang)
+    sender = _sender(server.url, retries=0)
+    for i in range(10):
+        sender.submit(f'{{"n": {i}}}\n')     # returns at once: never waits
+    assert sender.flush(30)
+    assert sender.sent == 0
+    # one in the thread, two queued, seven found the queue full
+    assert sender.dropped['queue full'] >= 7
+    assert sum(sender.dropped.values()) == 10
+    assert sender.dropped['timeout after 1 tries'] >= 1
+    assert '0 records sent' in sender.summary()
+
+
+def test_429_is_retried_a_bounded_number_of_times(serve):
+    # Retry-After of an hour is capped at max_backoff
+    server = serve(_answer(429, {'Retry-After': '3600'}))
+    sender = _sender(server.url, retries=2)
+    sender.submit('{}\n')
+    assert sender.flush(30)
+    assert len(server.requests) == 3
+    assert sender.dropped == {'HTTP 429 after 3 tries': 1}
+
+
+def test_a_redirect_is_not_followed(serve):
+    elsewhere = serve(_answer(204))
+    server = serve(_answer(307, {'Location': elsewhere.url}))
+    sender = _sender(server.url)
+    sender.submit('{"secret": 1}\n')
+    assert sender.flush(30)
+    assert len(server.requests) == 1 and elsewhere.requests == []
+    assert sender.dropped == {'HTTP 307 redirect not followed': 1}
+
+
+def test_no_credentials_from_netrc_or_proxy_from_environment(
+        serve, tmp_path, monkeypatch):
+    server = serve(_answer(204))
+    proxy = serve(_answer(204))
+    netrc = tmp_path / '.netrc'
+    netrc.write_text('machine 127.0.0.1 login alice password s3cret\n')
+    netrc.chmod(0o600)
+    monkeypatch.setenv('HOME', str(tmp_path))
+    monkeypatch.setenv('NETRC', str(netrc))
+    monkeypatch.setenv('http_proxy', proxy.url.rsplit('/api', 1)[0])
+    monkeypatch.setenv('no_proxy', '')
+    sender = _sender(server.url)
+    sender.submit('{"a": 1}\n')
+    assert sender.flush(30) and sender.sent == 1
+    [(headers, body)] = server.requests
+    assert body == b'{"a": 1}\n' and proxy.requests == []
+    assert not {'Authorization', 'Proxy-Authorization'} & set(headers)
+
+
+def test_configured_headers_are_the_only_credentials(serve):
+    server = serve(_answer(204))
+    sender = _sender(server.url, headers={'Authorization': 'Bearer t0ken'})
+    sender.submit('{}\n')
+    assert sender.flush(30) and sender.sent == 1
+    assert server.requests[0][0]['Authorization'] == 'Bearer t0ken'
+
+
+@pytest.mark.parametrize('url', ['ftp://127.0.0.1/x', 'http:///x',
+                                 'http://alice:pw@127.0.0.1/x'])
+def test_a_url_with_credentials_or_no_host_is_refused(url):
+    with pytest.raises(ValueError, match='monitoring URL'):
+        monitoring.Sender(url)
+
+
+@pytest.mark.parametrize('name', ['node', 'te-st', '1x', '__name__'])
+def test_extra_labels_that_would_break_series_are_refused(name):
+    with pytest.raises(ValueError, match='monitoring label'):
+        monitoring.check_label_names({name: 'x'})
+
+
+def test_a_validation_run_finishes_while_the_server_hangs(serve, tmp_path):
+    """The ping-pong's own verdict comes back while the monitoring server
+    accepts connections and never answers (with ReFrame's handler alone the
+    run would wait forever); the lost record is said on stderr."""
+    server = serve(_hang)
+    env = _env(server.url.rsplit('/api', 1)[0])
+    proc, report = _pingpong(tmp_path, env)
+    assert report is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
+    case = one_case(report, 'Mpi4pyPingPongCheck')
+    assert case['perfvalues'], case['fail_reason']
+    # config/monitoring.py: 5 s a try, 3 tries, 10 s at exit
+    assert 1 <= len(server.requests) <= 3
+    assert 'hpcval monitoring: 0 records sent' in proc.stderr
+    assert '1 dropped' in proc.stderr

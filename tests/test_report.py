@@ -9,7 +9,9 @@ import io
 import json
 import math
 import pathlib
+import shutil
 import sqlite3
+import subprocess
 
 import pytest
 
@@ -92,10 +94,11 @@ def test_every_format_from_real_reports(real_reports, every_format,
     md = (out / 'comparison.md').read_text()
     # each benchmark's table holds the systems that ran it
     assert (f'### mpi4py_pingpong\n\nMeasured by Mpi4pyPingPongCheck '
-            f'({local_column(local_run)}, minicluster).\n\n'
+            f'\\({local_column(local_run)}, minicluster\\).\n\n'
             f'| test | metric | {local_column(local_run)} | minicluster |') \
         in md
-    assert ('| test | metric | kestrel (replay) | mi300x (replay) |') in md
+    assert ('| test | metric | kestrel \\(replay\\) | mi300x \\(replay\\) |'
+            ) in md
     assert '### transferbench' in md
 
     rows = list(csv.DictReader(io.StringIO((out / 'comparison.csv')
@@ -121,7 +124,11 @@ def test_every_format_from_real_reports(real_reports, every_format,
         row = by_key[(system, label[test], metric)]
         assert float(row['mean']) == pytest.approx(value, rel=1e-12)
         assert row['n'] == '1'
-        # hpcval's verdict of one sample is ReFrame's own
+        # hpcval's verdict of one sample is ReFrame's own; a replay
+        # reproduces its document's figure or differs from it
+        if system.endswith('(replay)') and result in ('pass', 'fail'):
+            result = {'pass': comparison.REPRODUCES,
+                      'fail': comparison.DIFFERS}[result]
         assert row['verdict'] == result, row
 
     page = (out / 'comparison.html').read_text()
@@ -317,7 +324,7 @@ def test_a_unit_hpcval_does_not_know_has_no_direction(local_run, tmp_path,
     [row] = [r for r in rows if r['unit'] == 'furlongs/fortnight']
     assert row['better'] == 'unknown'
     assert hpcval(path) == 0
-    assert '[furlongs/fortnight] ?' in capsys.readouterr().out
+    assert '\\[furlongs/fortnight\\] ?' in capsys.readouterr().out
 
 
 _WEIRD = [None, 1, 'x', [], {}, float('nan'), True, -1.5, [1, 2]]
@@ -356,3 +363,98 @@ def test_any_field_of_any_type_is_a_named_problem(name, tmp_path):
                        formats.to_latex):
             render(table)
         assert all(str(path) in str(p) for p in loaded.problems)
+
+
+# Names are data: a system named as a Markdown image, a test name that
+# would move a terminal's cursor, a metric that is matplotlib mathtext.
+EVIL_SYSTEM = '![x](http://host/b.png)'
+EVIL_TEST = 'Evil\r\x1b[2K\x1b[1A`code` [a](b) <img src=x>|y\u202e'
+EVIL_METRIC = '$\\fakecmd$'
+
+
+def _hostile_report(tmp_path, system=EVIL_SYSTEM, test=EVIL_TEST,
+                    name='hostile'):
+    """A real report whose system, test names (``test`` before each; None
+    keeps them) and first metric of each case are hostile."""
+    report = json.loads((ROOT / 'tests' / 'fixtures' / 'reports' / 'plots' /
+                         'local-babelstream-mpi4py-1.json').read_text())
+    for run in report['runs']:
+        for tc in run['testcases']:
+            tc['system'] = system
+            if test:
+                tc['display_name'] = test.replace(' ', '_') + ' ' + \
+                    tc['display_name']
+            tc['perfvalues'] = {
+                (f'{system}:default:{EVIL_METRIC}'
+                 if i == 0 else key): vals
+                for i, (key, vals) in enumerate(
+                    (tc.get('perfvalues') or {}).items())}
+    path = tmp_path / f'{name}.json'
+    path.write_text(json.dumps(report))
+    return path
+
+
+def _inert(text):
+    assert not any(ch in text for ch in '\r\x1b\u202e'), repr(text[:300])
+
+
+def test_markdown_on_stdout_is_inert(tmp_path, capsys):
+    path = _hostile_report(tmp_path)
+    assert hpcval(path, '--format', 'md') == 0
+    md = capsys.readouterr().out
+    _inert(md)
+    # no image, link, code span or HTML tag survives: each is escaped
+    assert '![' not in md and '](' not in md and '<img' not in md
+    assert '\\!\\[x\\]\\(http://host/b.png\\)' in md
+    assert '\\`code\\`' in md and '&lt;img' in md
+    assert '\\$\\\\fakecmd\\$' in md
+    assert '\\x1b\\[2K' in md          # shown, escaped, not obeyed
+    for line in md.splitlines():
+        if line.startswith('| Evil'):
+            # the name's '|' does not add a cell
+            assert line.count('|') - line.count('\\|') == 4
+
+
+def test_csv_on_stdout_escapes_control_characters(tmp_path, capsys):
+    path = _hostile_report(tmp_path)
+    assert hpcval(path, '--format', 'csv') == 0
+    text = capsys.readouterr().out
+    _inert(text)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert {r['column'] for r in rows} == {EVIL_SYSTEM}
+    assert any(r['test'].startswith('Evil\\r\\x1b[2K') for r in rows)
+    assert EVIL_METRIC in {r['metric'] for r in rows}
+
+
+def test_a_mathtext_metric_name_loses_no_table(tmp_path, capsys):
+    pytest.importorskip('matplotlib')
+    # two systems: a figure of one system is not drawn
+    paths = [_hostile_report(tmp_path, system, None, f'r{i}')
+             for i, system in enumerate((EVIL_SYSTEM, 'other'))]
+    out = tmp_path / 'out'
+    assert hpcval(*paths, '--format', 'md,csv,tex', '--plots',
+                  '--out', out) == 0
+    err = capsys.readouterr().err
+    assert 'Traceback' not in err
+    for fmt in ('md', 'csv', 'tex'):
+        assert (out / f'comparison.{fmt}').stat().st_size > 0
+    svgs = list((out / 'plots').glob('*.svg'))
+    assert svgs, err
+    # drawn as written, not parsed as a (failing) formula
+    assert any(EVIL_METRIC in s.read_text() for s in svgs)
+
+
+def test_latex_escapes_every_name(tmp_path, capsys):
+    path = _hostile_report(tmp_path)
+    assert hpcval(path, '--format', 'tex') == 0
+    tex = capsys.readouterr().out
+    _inert(tex)
+    assert tex.isascii()
+    assert '!{[}x{]}(http://host/b.png)' in tex
+    assert r'\$\textbackslash{}fakecmd\$' in tex
+    if shutil.which('pdflatex'):
+        (tmp_path / 'c.tex').write_text(tex)
+        proc = subprocess.run(['pdflatex', '-interaction=nonstopmode',
+                               '-halt-on-error', 'c.tex'], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:]

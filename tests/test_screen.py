@@ -1,6 +1,9 @@
 """hpcval.screen without Slurm: the peer rule and node coverage on cases
 shaped as hpcval.publish.results makes them."""
+import math
 from types import SimpleNamespace
+
+import pytest
 
 from hpcval import screen
 
@@ -102,8 +105,236 @@ def test_times_are_compared_only_among_enough_peers():
     # that one peer cannot measure (seen in a real 2-node screen)
     assert judge({'n1': 6.45, 'n2': 1.54}, unit='us',
                  metric='latency_8B') == {}
-    # among five peers and more a time is compared, higher is worse
-    values = {f'n{i}': 1.0 + 0.05 * i for i in range(1, 7)}
-    values['n7'] = 6.0
+    # among five peers and more a time is compared, higher is worse;
+    # among 16 the spread is measured well enough to name a x6 time
+    values = {f'n{i}': 1.0 + 0.01 * i for i in range(1, 17)}
+    values['n17'] = 6.0
     result = judge(values, unit='us', metric='latency_8B')
-    assert [n for n, r in result.items() if not r.passed] == ['n7']
+    assert [n for n, r in result.items() if not r.passed] == ['n17']
+
+
+# -- blame only what is broken, and what the admin does next ----------------
+
+from hpcval import verdict  # noqa: E402
+
+# ReFrame's reason when sbatch could not reach the controller (several
+# lines, read whole by hpcval.publish.results)
+SBATCH_DOWN = ("command 'sbatch rfm_job.sh' failed with exit code 1: | "
+               "--- stdout --- | --- stdout --- | --- stderr --- | "
+               "sbatch: error: Batch job submission failed: Unable to "
+               "contact slurm controller (connect failure) | --- stderr ---")
+RECORDED = {'partition_nodes': {'partition': 'debug', 'nodes': 'n[1-4]',
+                                'unavailable': {}}}
+
+
+def screen_case(node, value=None, result='pass', reason='', time=1.0,
+                session='s1', extras=None):
+    c = case(node, result=result, reason=reason,
+             extras=dict(RECORDED, **(extras or {})))
+    c.session, c.time, c.label, c.phase = session, time, '', 'sanity'
+    c.replay, c.deps = False, ()
+    c.samples = [] if value is None else [
+        SimpleNamespace(metric='peakflops_rate', value=value,
+                        unit='MFLOP/s', reference=None, lower=None,
+                        upper=None, case=c)]
+    return c
+
+
+def judge_cases(cases, **kw):
+    loaded = SimpleNamespace(cases=cases, fixtures=[], problems=[],
+                             damaged=[], conflicts=[],
+                             samples=[s for c in cases for s in c.samples])
+    return verdict.judge(loaded, **kw)
+
+
+def test_not_the_nodes_fault_is_not_tested_not_failed():
+    reasons = {
+        'n2': SBATCH_DOWN,
+        'n3': ("run: usage error: time_limit=0:00:30 is below Slurm's "
+               "shortest time limit, one minute"),
+        'n4': ('sanity: sanity error: job 31 on n4 CANCELLED: cancelled '
+               '(scancel, or an administrator); likwid-bench printed no '
+               'MFlops/s'),
+    }
+    cases = [screen_case('n1', 20.0)] + [
+        screen_case(n, result='fail', reason=r) for n, r in reasons.items()]
+    v = judge_cases(cases)
+    assert v.status == verdict.EXIT_INCOMPLETE and v.failures() == []
+    cov = v.groups[0].coverage
+    assert cov.untested == {
+        'n2': 'not tested: controller unreachable',
+        'n3': 'not tested: usage error',
+        'n4': 'not tested: cancelled (scancel, or an administrator)'}
+
+
+def test_a_broken_node_still_fails_and_a_timeout_is_the_node_s():
+    hung = ('sanity: job 40 on n2 TIMEOUT: killed at its time limit '
+            '(0:01:00); output file missing')
+    v = judge_cases([screen_case('n1', 20.0),
+                     screen_case('n2', result='fail', reason=hung)])
+    assert v.status == verdict.EXIT_FAILED
+    assert list(verdict.by_node(v)) == ['n2']
+
+
+def test_a_multinode_job_names_every_node_it_ran_on():
+    c = case('n1', result='fail', reason='sanity: rank 1 died',
+             test='Mpi4pyPingPongCheck %layout=across_nodes')
+    c.test = 'Mpi4pyPingPongCheck %layout=across_nodes'     # not pinned
+    c.extras = {'job_nodes': ['n1', 'n2']}
+    c.nodes = ('n1',)       # ReFrame's list: the batch host only
+    c.session, c.time, c.label, c.phase, c.replay, c.deps = \
+        's1', 1.0, '', 'sanity', False, ()
+    c.samples = []
+    v = judge_cases([c])
+    assert [f.node for f in v.failures()] == ['n1+n2']
+    # a name that is not a plain node name is not trusted
+    c.extras = {'job_nodes': ['n1', 'n2; rm -rf /']}
+    assert [f.node for f in judge_cases([c]).failures()] == ['n1']
+
+
+def test_drain_line_and_rescreen_only_the_failed_nodes():
+    cases = [screen_case(n, v) for n, v in
+             (('n1', 20.0), ('n2', 21.0), ('n3', 2.0), ('n4', 20.5))]
+    v = judge_cases(cases)
+    steps = screen.next_steps(v)
+    [drain] = steps['drain']
+    assert drain.startswith('scontrol update nodename=n3 state=drain '
+                            'reason="hpcval: LikwidBenchCheck peakflops_rate '
+                            '2 MFLOP/s')
+    assert drain.count('"') == 2 and '$' not in drain
+    assert steps['rescreen'][0] == (
+        "reframe -r --system mc:cpu --distribute=all -J "
+        "exclude='n[1-2,4]' -n LikwidBenchCheck%kernel=peakflops "
+        "--report-file rescreen.json")
+    text = verdict.render_text(v)
+    assert drain in text and 'exclude=' in text
+    assert verdict.as_dict(v)['next_steps'] == steps
+
+
+def test_drain_reason_keeps_no_shell_character():
+    f = verdict.Failure('mc', 'cpu', 'n3', '', 'X %.nid=n3', '',
+                        reason='sanity: `reboot` $(id) "q" \\ \'s\' ; & |')
+    reason = screen.drain_reason(f)
+    assert not set(reason) & set('`$"\\\';&|')
+    assert reason.startswith('hpcval: X sanity: reboot (id) q s')
+
+
+def test_a_rescreen_read_with_the_first_judges_by_the_latest_run():
+    first = [screen_case(n, v) for n, v in
+             (('n1', 20.0), ('n2', 21.0), ('n3', 2.0), ('n4', 20.5))]
+    again = [screen_case('n3', 20.8, time=9.0, session='s2')]
+    assert judge_cases(first).status == verdict.EXIT_FAILED
+    assert judge_cases(again).status == verdict.EXIT_INCOMPLETE
+    v = judge_cases(first + again)
+    assert v.status == verdict.EXIT_OK, verdict.render_text(v)
+    # a later run that did not test the node does not hide the failure
+    lost = [screen_case('n3', result='fail', reason=SBATCH_DOWN, time=9.0,
+                        session='s2')]
+    assert judge_cases(first + lost).status == verdict.EXIT_FAILED
+
+
+def test_accepted_out_nodes_let_the_rest_pass():
+    recorded = {'partition_nodes': {
+        'partition': 'debug', 'nodes': 'n[1-4]',
+        'unavailable': {'n4': 'drained: DIMM replaced'}}}
+    cases = [screen_case(n, v, extras=recorded) for n, v in
+             (('n1', 20.0), ('n2', 21.0), ('n3', 20.4))]
+    assert judge_cases(cases).status == verdict.EXIT_INCOMPLETE
+    v = judge_cases(cases, accept_out=('n4',))
+    assert v.status == verdict.EXIT_OK
+    assert 'accepted as out: n4 (drained: DIMM replaced)' in \
+        verdict.render_text(v)
+    # accepting a node does not hide its failure
+    bad = cases + [screen_case('n4', 1.0, extras=recorded)]
+    assert judge_cases(bad, accept_out=('n4',)).status == \
+        verdict.EXIT_FAILED
+
+
+# -- the peer rule as a function (nodes, GPUs, links) -------------------------
+
+def quiet(n, spread=0.01, centre=100.0):
+    # a deterministic healthy spread of about ``spread`` (relative)
+    return {f'n{i}': centre * (1 + spread * math.sin(7.3 * i))
+            for i in range(1, n + 1)}
+
+
+def test_a_node_10_percent_slow_among_quiet_peers_is_the_only_outlier():
+    values = quiet(64)
+    values['n9'] = values['n9'] * 0.9
+    out = screen.peer_outliers(values, 'flops')
+    assert list(out) == ['n9']
+    j = out['n9']
+    assert j.peers == 63 and 1.10 < j.worse < 1.13 and j.limit < j.median
+    # 4 % slow is inside the 5 % floor: not named
+    values = quiet(64)
+    values['n9'] *= 0.96
+    assert screen.peer_outliers(values, 'bandwidth') == {}
+
+
+def test_a_noisy_group_widens_the_bound_and_keeps_its_false_alarms():
+    values = quiet(64, spread=0.10)
+    assert screen.peer_outliers(values, 'flops') == {}
+    j = screen.peer_judgements(values, 'flops')['n1']
+    assert j.factor > 1.2        # spread, not the 5 % floor, sets it
+
+
+def test_gpus_inside_a_node_few_peers_the_floor_judges():
+    # 8 GPUs: too few peers for the spread to narrow the bound below
+    # the floor, so a 20 % slow GPU is named, 3 % is not
+    gpus = {f'GPU {i}': 3000.0 + i for i in range(8)}
+    gpus['GPU 5'] = 2400.0
+    assert list(screen.peer_outliers(gpus, 'MB/s')) == ['GPU 5']
+    gpus['GPU 5'] = 2920.0
+    assert screen.peer_outliers(gpus, 'MB/s') == {}
+
+
+def test_times_are_worse_when_higher_and_need_five_peers():
+    assert screen.peer_judgements({'a': 1.0, 'b': 9.0, 'c': 1.1}, 'us') == {}
+    lat = {f'l{i}': 2.0 + 0.01 * i for i in range(10)}
+    lat['l3'] = 3.0
+    out = screen.peer_outliers(lat, 'time')
+    assert list(out) == ['l3'] and out['l3'].limit > out['l3'].median
+
+
+def test_the_rule_refuses_what_it_cannot_judge():
+    with pytest.raises(ValueError, match='no peer rule for'):
+        screen.peer_judgements({'a': 1.0, 'b': 1.0}, 'points')
+    with pytest.raises(ValueError, match='floor'):
+        screen.peer_judgements({'a': 1.0, 'b': 1.0}, 'flops', floor=1.5)
+    # zero, negative and non-finite values are not judged nor used
+    out = screen.peer_judgements({'a': 10.0, 'b': 0.0, 'c': float('nan'),
+                                  'd': 10.2}, 'flops')
+    assert sorted(out) == ['a', 'd']
+
+
+def test_k_of_peers_follows_the_simulated_table():
+    assert screen.k_of_peers(3) is None
+    assert screen.k_of_peers(64) == 4.44
+    assert 4.0 < screen.k_of_peers(100) < 4.44
+    assert 3.72 < screen.k_of_peers(10 ** 6) < 4.0
+    assert screen.k_of_peers(1 << 31) == 3.72
+
+
+def test_leave_one_out_median_is_exact():
+    values = {'a': 1.0, 'b': 2.0, 'c': 3.0, 'd': 10.0}
+    j = screen.peer_judgements(values, 'flops')
+    assert j['a'].median == pytest.approx(3.0)
+    assert j['d'].median == pytest.approx(2.0)
+    assert j['b'].median == pytest.approx(3.0)
+    # of an even count, the geometric mean of the middle two (log-values)
+    j = screen.peer_judgements(dict(values, e=20.0), 'flops')
+    assert j['e'].median == pytest.approx(math.sqrt(2.0 * 3.0))
+
+
+def test_slurm_node_lists_expand_and_abbreviate_without_reframe():
+    assert screen.expand('n[1-3,5],x7') == ['n1', 'n2', 'n3', 'n5', 'x7']
+    assert screen.expand('g[08-10]-ib') == ['g08-ib', 'g09-ib', 'g10-ib']
+    assert screen.expand('r[1-2]n[1-2]') == ['r1n1', 'r1n2', 'r2n1', 'r2n2']
+    for bad in ('n[1-', 'n[3-1]', 'n[a]', 'n1,,n2', 'n]1['):
+        with pytest.raises(ValueError):
+            screen.expand(bad)
+    names = [f'n{i}' for i in (1, 2, 3, 5, 9, 10)] + ['g08', 'g09', 'x']
+    assert screen.abbrev(names) == 'g[08-09],n[1-3,5,9-10],x'
+    assert screen.expand(screen.abbrev(names)) == sorted(
+        names[6:8]) + names[:6] + ['x']
+    assert screen.abbrev(['n4']) == 'n4'

@@ -3,9 +3,11 @@ references and checks, driven through the real ``hpcval site init``,
 ``reframe`` and ``hpcval calibrate``.
 
 The site made here has one new system (``sitebox``: this host, local
-scheduler, using the built-in helpers of systems/_site.py), its reference
-file, a reference file overriding the built-in ``local.yaml`` with a bound
-no machine meets (so a failure proves which file judged), and one check.
+scheduler, using the public helpers of hpcval.sitesystem), its reference
+file, a reference file replacing the built-in ``local.yaml`` whole
+(``replace: true``) with a bound no machine meets (so a failure proves
+which file judged), and one check.  A site file changing single entries
+(an overlay) is tested in test_site_overlay.py.
 """
 import hashlib
 import os
@@ -21,7 +23,7 @@ PINGPONG = ('-n', 'Mpi4pyPingPongCheck', '-S', 'Mpi4pyPingPongCheck.loops=1000')
 SITEBOX = '''\
 """sitebox: a site's own system, this host run by the local scheduler."""
 from hpcval import features as ft
-from systems._site import detect_host_cpu
+from hpcval.sitesystem import detect_host_cpu
 
 detect = detect_host_cpu
 
@@ -95,7 +97,7 @@ def site(tmp_path_factory):
     (folder / 'references' / 'sitebox.yaml').write_text(
         REFS.format(system='sitebox', value=1.0))
     (folder / 'references' / 'local.yaml').write_text(
-        REFS.format(system='local', value=1.0e9))
+        'replace: true\n' + REFS.format(system='local', value=1.0e9))
     (folder / 'checks' / 'site_echo.py').write_text(SITE_CHECK)
     return folder
 
@@ -202,15 +204,37 @@ def test_calibrate_writes_into_the_site(site, overridden_local):
                e['metrics'] for e in data['entries'])
 
 
-def test_calibrate_starts_a_site_file_from_the_built_in(overridden_local,
-                                                        tmp_path):
+def test_calibrate_starts_a_site_file_of_its_entries_only(overridden_local,
+                                                         tmp_path):
+    """A new site file holds the calibrated entries only, layered over the
+    built-in file: upstream corrections of the others still reach it."""
     empty = tmp_path / 'site2'
     assert _hpcval('site', 'init', str(empty)).returncode == 0
     new = _calibrate_into(empty, overridden_local[0])
-    # the built-in file's entries, then the calibrated section
-    old = yaml.safe_load((ROOT / 'references' / 'local.yaml').read_text())
-    assert new['entries'][:len(old['entries'])] == old['entries']
-    assert len(new['entries']) > len(old['entries'])
+    assert new['entries'] and all(
+        spec['rule'] == 'calibrated' for e in new['entries']
+        for spec in e['metrics'].values() if spec.get('value') is not None)
+    proc = _hpcval('references', '--system', 'local', '--schema-only',
+                   env=_env(empty))
+    assert proc.returncode == 0, proc.stderr
+    rows = proc.stdout.splitlines()
+    assert any('calibrated (' in r and 'latency_8B' in r for r in rows)
+    assert any('built-in (' in r and 'LikwidBenchCheck' in r for r in rows)
+
+
+def test_calibrate_over_a_site_overlay(overridden_local, tmp_path):
+    """A site file holding one changed bound takes a calibrated section."""
+    folder = tmp_path / 'site3'
+    assert _hpcval('site', 'init', str(folder)).returncode == 0
+    overlay = folder / 'references' / 'local.yaml'
+    overlay.write_text(
+        'system: local\nrules:\n  ours: "wide"\nentries:\n'
+        '  - check: Mpi4pyPingPongCheck\n    where: {placement: on_node}\n'
+        '    metrics:\n      bandwidth_4MiB: {lower: -0.9, rule: ours}\n')
+    new = _calibrate_into(folder, overridden_local[0])
+    assert new['entries'][0]['metrics']['bandwidth_4MiB'] == \
+        {'lower': -0.9, 'rule': 'ours'}
+    assert len(new['entries']) > 1
 
 
 def test_site_init_from_a_system(tmp_path):
@@ -219,7 +243,8 @@ def test_site_init_from_a_system(tmp_path):
     assert proc.returncode == 0, proc.stderr
     module = folder / 'systems' / 'frontier.py'
     assert module.read_text() == (ROOT / 'systems' / 'frontier.py').read_text()
-    assert (folder / 'references' / 'frontier.yaml').exists()
+    # a site reference file holds only what it changes: none to start
+    assert not (folder / 'references' / 'frontier.yaml').exists()
     # the copy replaces the built-in system: a site edit shows
     module.write_text(module.read_text().replace(
         "'descr': 'OLCF Frontier", "'descr': 'Our Frontier"))
@@ -233,7 +258,8 @@ def test_site_init_from_a_system(tmp_path):
 
 @pytest.mark.parametrize('args, message', [
     (('site', 'init', '/tmp/a;b'), 'only letters, digits'),
-    (('site', 'init', '{tmp}', '--from', 'nowhere'), 'no built-in system'),
+    (('site', 'init', '{tmp}', '--from', 'nowhere'),
+     'not the name of a built-in system'),
 ])
 def test_site_init_refuses(tmp_path, args, message):
     args = [a.replace('{tmp}', str(tmp_path / 'new')) for a in args]

@@ -120,7 +120,9 @@ def test_spack_command_lines(tmp_path):
     stage = tmp_path / 'rfm' / 'stage'
     [build] = stage.rglob('OsuBuild*/rfm_build.sh')
     text = build.read_text()
-    assert f"spack location -i '{spec}' ||" in text
+    assert 'if ! command -v spack >/dev/null; then echo "hpcval stack: ' \
+        'no spack command on PATH' in text
+    assert f"elif ! spack location -i '{spec}'; then" in text
     assert f"eval \"$(spack load --sh '{spec}')\"" in text
     assert 'command -v osu_latency ||' in text
     assert 'configure' not in text          # nothing built
@@ -134,6 +136,60 @@ def test_spack_command_lines(tmp_path):
         # executables by name, from the loaded stack's PATH
         assert load < run and ' osu_' in lines[run] and '/osu_' not in \
             lines[run]
+
+
+def test_spack_install_through_reframes_spack_build(tmp_path):
+    """-S spack_install=true: ReFrame's Spack build system installs the
+    spec into an environment of the build's stage, which the jobs load.
+    Spack is not on this machine: dry-run job scripts only."""
+    spec = 'osu-micro-benchmarks@7.4 ^mpich'
+    proc, _ = reframe('--dry-run', '--system', 'local', '-n',
+                      'OsuCpuCheck.*osu_latency', '-S', f'spack_spec={spec}',
+                      '-S', 'spack_install=true', tmp_path=tmp_path,
+                      checks=('checks/osu.py',))
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    stage = tmp_path / 'rfm' / 'stage'
+    [build] = stage.rglob('OsuBuild*/rfm_build.sh')
+    env = build.parent / 'rfm_spack_env'
+    lines = build.read_text().splitlines()
+    steps = ['command -v spack >/dev/null || echo "hpcval stack: no spack',
+             'spack env create -d rfm_spack_env',
+             'spack -e rfm_spack_env config add "config:install_tree:root:'
+             'opt/spack"',
+             f"spack -e rfm_spack_env add '{spec}'",
+             'spack -e rfm_spack_env install',
+             f'spack -e {env} find --long --variants',
+             f"eval \"$(spack -e {env} load --sh '{spec}')\"",
+             'command -v osu_latency ||']
+    at = [next(i for i, line in enumerate(lines) if line.startswith(step))
+          for step in steps]
+    assert at == sorted(at), lines
+    [run] = stage.rglob('OsuCpuCheck*/rfm_job.sh')
+    assert f"eval \"$(spack -e {env} load --sh '{spec}')\"" in \
+        run.read_text()
+
+
+def test_spack_install_needs_a_spec(tmp_path):
+    proc, report = reframe('--dry-run', '--system', 'local', '-n',
+                           'OsuCpuCheck.*osu_latency', '-S',
+                           'spack_install=true', tmp_path=tmp_path,
+                           checks=('checks/osu.py',))
+    build = one_case(report, 'OsuBuild')
+    out = build['fail_reason'] or ''
+    assert 'spack_install=true needs -S spack_spec=SPEC' in out, out[-2000:]
+
+
+def test_a_missing_spack_is_named(tmp_path):
+    """This machine has no Spack: the build says so, not that the spec
+    is not installed."""
+    proc, report = reframe('-r', '--system', 'local', '-n',
+                           'BabelStreamCpuCheck', '-S',
+                           'spack_spec=babelstream@5.0 +omp',
+                           tmp_path=tmp_path, checks=('checks/babelstream.py',))
+    build = one_case(report, 'BabelStreamBuild')
+    assert 'no spack command on PATH' in build['fail_reason'], \
+        build['fail_reason']
+    assert 'is not installed' not in build['fail_reason']
 
 
 @pytest.mark.parametrize('setting', ['spack_spec=osu;rm -rf /',

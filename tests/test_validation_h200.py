@@ -59,8 +59,9 @@ def test_p2p_disabled_fails_naming_all_reduce_and_all_gather():
              and 'all_reduce' in f.test]
     assert bus.node == 'vm' and bus.value == pytest.approx(26.93)
     assert bus.line() == ('node vm: NcclTestsNodeCheck %collective=all_reduce'
-                          ': busbw_outofplace_largest = 26.93 GB/s, bound '
-                          '>= 312.902 GB/s (ref 346.322, -9.7%)')
+                          ': busbw_outofplace_largest = 26.93 GB/s, -92.2% '
+                          'vs ref 346.322, bound >= 312.902 GB/s (ref '
+                          '346.322, -9.7%)')
 
 
 def test_a_loaded_gpu1_is_named_and_gpu0_is_not():
@@ -74,7 +75,8 @@ def test_a_loaded_gpu1_is_named_and_gpu0_is_not():
     assert not any('gpu0' in f.metric or 'GPU 0' in f.component
                    for f in v.failures())
     assert 'node vm GPU 1: BabelStreamCudaCheck %build.model=cuda: ' \
-        'copy@gpu1 = 2.71703e+06 MB/s, bound >= 3.30574e+06 MB/s' \
+        'copy@gpu1 = 2.71703e+06 MB/s, -21.9% vs ref 3.47973e+06, bound ' \
+        '>= 3.30574e+06 MB/s' \
         in verdict.render_text(v, most=50)
     # the per-GPU outputs the check judged say the same
     gpu = {n: parse_babelstream(
@@ -179,4 +181,5 @@ def test_the_provenance_record_the_job_wrote_parses():
     assert provenance.read('gpu=\nbogus=1\ndriver=5\x1b[31m\nmpi=x\n') == \
         {'mpi': 'x'}
     script = (V / 'gpu1_loaded_stage' / 'rfm_job.sh').read_text()
-    assert provenance.command() in script
+    # the probes of that day; the file they wrote is read the same
+    assert f'> {provenance.FILE} 2>/dev/null || true' in script

@@ -83,7 +83,8 @@ def test_a_failed_figure_names_node_metric_value_and_bound(tmp_path, capsys):
     assert status == verdict.EXIT_FAILED
     line = next(l for l in out.splitlines() if l.startswith('  FAIL'))
     assert line == ('  FAIL node vm: NcclTestsNodeCheck %collective=all_reduce'
-                    ': busbw_outofplace_largest = 27.1 GB/s, bound >= 314.1 and '
+                    ': busbw_outofplace_largest = 27.1 GB/s, -92.2% vs ref '
+                    '349, bound >= 314.1 and '
                     '<= 383.9 GB/s (ref 349, -10.0%, +10.0%)')
     assert '(4 passed, 1 failed, 0 skipped)' in out
 
@@ -106,7 +107,8 @@ def test_components_the_check_recorded_are_named(tmp_path, capsys):
     status, out, _ = _run(capsys, _write(tmp_path, report))
     assert status == verdict.EXIT_FAILED
     assert ('FAIL node vm GPU 1: BabelStreamCudaCheck %build.model=cuda: '
-            'copy@gpu1 = 1.18791e+06 MB/s, bound >= 3.16683e+06 MB/s') in out
+            'copy@gpu1 = 1.18791e+06 MB/s, -66.2% vs ref 3.5187e+06, '
+            'bound >= 3.16683e+06 MB/s') in out
 
 
 def test_a_skipped_source_is_named_with_its_reason(tmp_path, capsys):
@@ -146,17 +148,17 @@ def test_a_failed_build_fails_the_run(tmp_path, capsys):
         'NcclTestsBuild ~local:default+cuda: build system error' in out
 
 
-def test_nothing_to_judge_is_incomplete_and_bad_inputs_are_named(
-        tmp_path, capsys):
+def test_an_unreadable_input_is_unknown_and_named(tmp_path, capsys):
     bad = tmp_path / 'cut.json'
     bad.write_text(open(H200).read()[:500])
     status, out, err = _run(capsys, str(bad))
-    assert status == verdict.EXIT_INCOMPLETE
+    assert status == verdict.EXIT_INPUT
+    assert out.startswith('hpcval verdict: UNKNOWN (exit 3)')
     assert 'nothing was validated' in out
     assert f'{bad}: not valid JSON' in out
     assert 'Traceback' not in out + err
     status, out, err = _run(capsys, str(bad), '--on-error', 'reject')
-    assert status == verdict.EXIT_FAILED and 'not valid JSON' in err
+    assert status == verdict.EXIT_INPUT and 'not valid JSON' in err
 
 
 def test_the_same_session_twice_counts_once(tmp_path, capsys):

@@ -10,6 +10,7 @@ the installed configuration.
 """
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -33,13 +34,19 @@ def _lowest_reframe(wheel):
 
 
 @pytest.fixture(scope='module')
-def installed(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp('wheel')
+def wheel(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp('dist')
     subprocess.run([str(VENV_BIN / 'python'), '-m', 'pip', 'wheel', '-q',
                     '--no-deps', '--no-build-isolation', '-w',
                     str(tmp / 'dist'), str(ROOT)], check=True, cwd=tmp,
                    capture_output=True)
-    [wheel] = (tmp / 'dist').glob('hpcval-*.whl')
+    [built] = (tmp / 'dist').glob('hpcval-*.whl')
+    return built
+
+
+@pytest.fixture(scope='module')
+def installed(tmp_path_factory, wheel):
+    tmp = tmp_path_factory.mktemp('wheel')
     lowest = _lowest_reframe(wheel)
     venv = tmp / 'venv'
     subprocess.run([sys.executable, '-m', 'venv', str(venv)], check=True)
@@ -133,6 +140,9 @@ def test_site_folder_with_the_installed_package(installed, tmp_path):
     site = tmp_path / 'site'
     proc = _hpcval(installed, 'site', 'init', str(site), '--from', 'local')
     assert proc.returncode == 0, proc.stderr
+    # the README's docs are in the package
+    [docs] = re.findall(r'\((\S+)/site\.md', (site / 'README.md').read_text())
+    assert (pathlib.Path(docs) / 'site.md').is_file(), docs
     (site / 'systems' / 'sitebox.py').write_text(
         SITEBOX.replace('{EXTRAS}', '{}'))
     (site / 'references' / 'sitebox.yaml').write_text(
@@ -144,3 +154,106 @@ def test_site_folder_with_the_installed_package(installed, tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     assert 'Mpi4pyPingPongCheck' in proc.stdout
+
+
+def test_reframe_variables_refused_with_the_lowest_reframe(installed):
+    """hpcval.inputs reads ReFrame's parsed command line from its main():
+    the lowest allowed ReFrame must expose it the same way."""
+    venv, work, env, _ = installed
+    for args in (['-S', 'LikwidBenchCheck.prerun_cmds=touch x'],
+                 ['--mode', 'acceptance', '-n', 'LikwidBenchCheck']):
+        proc = subprocess.run([str(venv / 'bin' / 'hpcval'), 'run', '-l',
+                               '--system', 'local', *args], cwd=work,
+                              env=env, capture_output=True, text=True,
+                              timeout=600)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 1 and 'nothing was run' in out, out[-2000:]
+        assert 'Traceback' not in out
+
+
+RUN_DIRS = ('stage', 'output', 'perflogs')
+
+
+def test_a_run_from_root_leaves_nothing_there(installed, tmp_path):
+    """Stage, output and perflogs go to the per-user state folder
+    ($XDG_STATE_HOME/hpcval, default ~/.local/state/hpcval), never into the
+    working folder or site-packages."""
+    if any(os.path.exists(os.path.join('/', d)) for d in RUN_DIRS):
+        pytest.skip('/ already holds a stage, output or perflogs folder')
+    venv, _, env, _ = installed
+    home = tmp_path / 'home'
+    home.mkdir()
+    proc = subprocess.run(
+        [str(venv / 'bin' / 'hpcval'), 'run', '-r', '--system', 'local',
+         '-t', 'mpi4py', '-S', 'loops=1000'], cwd='/',
+        env={**env, 'HOME': str(home)}, capture_output=True, text=True,
+        timeout=600)
+    assert 'Ran ' in proc.stdout, proc.stdout[-3000:] + proc.stderr
+    assert not [d for d in RUN_DIRS if os.path.exists(os.path.join('/', d))]
+    state = home / '.local' / 'state' / 'hpcval'
+    assert {d for d in RUN_DIRS if (state / d).is_dir()} == set(RUN_DIRS)
+    package = next((venv / 'lib').glob('python*/site-packages/hpcval'))
+    assert not [p for p in package.rglob('*')
+                if p.name in RUN_DIRS or p.suffix == '.db']
+
+
+def test_calibrate_write_without_a_site_folder_refuses(installed, tmp_path):
+    venv, work, env, _ = installed
+    report = next(ROOT.glob('tests/fixtures/reports/h200x2/*.json'))
+    package = next((venv / 'lib').glob('python*/site-packages/hpcval'))
+    before = {p: p.stat().st_mtime for p in
+              (package / 'suite' / 'references').iterdir()}
+    proc = _hpcval(installed, 'calibrate', '--system', 'local', str(report),
+                   '--write')
+    assert proc.returncode == 1
+    [line] = proc.stderr.splitlines()
+    assert line.startswith('hpcval calibrate: --write needs a site folder')
+    assert '`hpcval site init DIR --from local`' in line
+    assert line.endswith('nothing was written')
+    assert before == {p: p.stat().st_mtime for p in
+                      (package / 'suite' / 'references').iterdir()}
+
+
+def _metadata(wheel):
+    with zipfile.ZipFile(wheel) as whl:
+        [meta] = [n for n in whl.namelist() if n.endswith('/METADATA')]
+        return whl.read(meta).decode(), whl.namelist()
+
+
+def test_version_and_ranges_in_the_wheel(wheel):
+    """One version (hpcval.__version__), extras as ranges, docs shipped."""
+    import hpcval
+    text, names = _metadata(wheel)
+    assert re.search(rf'^Version: {re.escape(hpcval.__version__)}$', text,
+                     re.M)
+    assert wheel.name.startswith(f'hpcval-{hpcval.__version__}-')
+    requires = re.findall(r'^Requires-Dist: (.*)$', text, re.M)
+    assert requires and not [r for r in requires
+                             if '==' in r.split(';')[0]], requires
+    assert 'hpcval/suite/docs/site.md' in names
+    assert (ROOT / 'CHANGELOG.md').read_text().count(hpcval.__version__)
+
+
+OTHER_STACK = ('mpi4py==4.1.1', 'mpich==4.3.1', 'matplotlib==3.10.8')
+
+
+def test_installs_beside_a_sites_other_versions(wheel, tmp_path):
+    """A site's Python stack with other mpi4py, MPICH and matplotlib
+    versions than bootstrap.sh's newest: pip resolves the extras to them
+    and ``pip check`` finds no conflict."""
+    venv = tmp_path / 'venv'
+    subprocess.run([sys.executable, '-m', 'venv', str(venv)], check=True)
+    pip = [str(venv / 'bin' / 'pip'), '--disable-pip-version-check']
+    proc = subprocess.run([*pip, 'install', '-q', f'{wheel}[mpi,plots]',
+                           *OTHER_STACK], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = subprocess.run([*pip, 'check'], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    frozen = subprocess.run([*pip, 'freeze'], capture_output=True,
+                            text=True).stdout.split()
+    assert set(OTHER_STACK) <= set(frozen), frozen
+    docs = subprocess.run([str(venv / 'bin' / 'hpcval'), 'paths', 'docs'],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env={'PATH': '/usr/bin:/bin',
+                               'HOME': str(tmp_path)}).stdout.strip()
+    assert os.path.isfile(os.path.join(docs, 'site.md')), docs

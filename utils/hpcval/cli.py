@@ -13,17 +13,22 @@
                                       shown as a diff; written on --write
                                       (into the site's references/ under
                                       $HPCVAL_SITE)
-    hpcval paths [config|checks|references|systems|monitoring|site]
-                                      where hpcval's suite is (installed or
-                                      the checkout) and the site layer
-    hpcval run [REFRAME ARGS ...]     reframe with hpcval's configuration
+    hpcval paths [config|checks|references|systems|monitoring|docs|site]
+                                      where hpcval's suite and its docs are
+                                      (installed or the checkout) and the
+                                      site layer
+    hpcval run [REFRAME ARGS ...]     reframe with hpcval's configuration;
+                                      with --ci-generate=FILE a GitLab
+                                      pipeline for any host with hpcval
+                                      (hpcval.ci, docs/ci.md)
     hpcval site init DIR [--from SYSTEM]
                                       a site folder (docs/site.md)
     hpcval verdict [REPORT ...] [--db [PATH]] [--since T] [--format json]
                                       healthy or not: counts per partition,
                                       one line per failure naming the node,
                                       GPU or link; exit 0 / 1 failed / 2
-                                      incomplete (hpcval.verdict)
+                                      incomplete / 3 input unreadable
+                                      (hpcval.verdict)
 """
 import argparse
 import importlib
@@ -31,7 +36,7 @@ import os
 import shutil
 import sys
 
-from hpcval import references
+from hpcval import reference_service, references
 
 
 class _Imported:
@@ -63,28 +68,58 @@ def _references(args):
         print(reference_table.markdown(by_system), end='')
         return 0
 
+    selected = {} if args.schema_only else {
+        system: (refs, reference_service.reference_path(system, args.dir))
+        for system, refs in by_system.items()
+        if not args.system or system in args.system}
+    problems = reference_service.problems_of_systems(selected)
     failed = False
     for system, refs in by_system.items():
         judged = sum(r.value is not None for r in refs)
         print(f'{system}: {judged} references, {len(refs) - judged} '
               f'explicitly absent')
-        if not args.schema_only and (not args.system or
-                                     system in args.system):
-            failed |= _unmatched(system, refs, args.dir)
+        if system in args.system:
+            _effective(refs)
+        if system in problems:
+            failed |= _unmatched(system, selected[system][1],
+                                 problems[system])
+    for system in args.system:
+        if system not in by_system:
+            print(f'hpcval references: --system {system}: no reference file '
+                  f'of that name (known: {", ".join(sorted(by_system))})',
+                  file=sys.stderr)
+            failed = True
 
     return 1 if failed else 0
 
 
-def _unmatched(system, refs, ref_dir):
+def _effective(refs):
+    """Each judged figure as the layers give it, where it came from, and
+    a warning per site figure breaking the rule it names."""
+    from hpcval import site
+    rows = [('check', 'where', 'metric', 'value', 'unit', 'lower', 'upper',
+             'rule', 'origin'), *site.effective(refs)]
+    rows = [[_printable(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print('  ' + '  '.join(c.ljust(w) for c, w in zip(row, widths))
+              + '  ' + row[-1])
+    for warning in site.rule_warnings(refs):
+        print(f'hpcval: warning: {_printable(warning)}', file=sys.stderr)
+
+
+def _printable(text):
+    # names and texts of a site's file are data: no terminal escapes
+    return ''.join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _unmatched(system, path, found):
     """Say which entries of ``system``'s file match no test; True if any."""
-    from hpcval import coverage
-    path = coverage.reference_path(system, ref_dir)
-    try:
-        errors, notes = coverage.problems_of_system(system, refs, path)
-    except Exception as err:     # ReFrame's own errors: say, don't trace
+    if isinstance(found, Exception):     # ReFrame's own errors: say
         print(f'hpcval: {path}: cannot load the checks for system '
-              f'{system!r} to match its entries: {err}', file=sys.stderr)
+              f'{system!r} to match its entries: {found}', file=sys.stderr)
         return True
+    errors, notes = found
     for note in notes:
         print(f'hpcval: note: {note}', file=sys.stderr)
     for error in errors:
@@ -97,6 +132,16 @@ def _calibrate(args):
     if len(args.system) != 1:
         print('hpcval calibrate: give exactly one --system', file=sys.stderr)
         return 2
+    if args.write and not args.ref_dir and paths.site_dir() is None and \
+            _installed():
+        print(f'hpcval calibrate: --write needs a site folder: the '
+              f'built-in references of an installed hpcval '
+              f'({paths.references_dir()}) are replaced by its next '
+              f'upgrade; make one with `hpcval site init DIR --from '
+              f'{args.system[0]}` and `export {paths.SITE_VAR}=DIR`, or '
+              f'name a folder with --ref-dir; nothing was written',
+              file=sys.stderr)
+        return 1
 
     try:
         ref_dir, base_dir, by_system = _calibrated_dirs(args.ref_dir)
@@ -107,7 +152,8 @@ def _calibrate(args):
             allow_replays=args.allow_replays,
             include_absent=args.include_absent,
             accept_performance_failures=args.accept_performance_failures,
-            ref_dir=ref_dir, write=args.write, base_dir=base_dir)
+            ref_dir=ref_dir, write=args.write, base_dir=base_dir,
+            keep_outliers=args.keep_outliers)
     except (references.ReferenceFileError, calibrate.CalibrationError,
             report.results.InputRejected, paths.SiteError) as err:
         print(f'hpcval calibrate: {err}', file=sys.stderr)
@@ -122,6 +168,12 @@ def _calibrate(args):
     return 0
 
 
+def _installed():
+    """Whether the suite is the copy inside an installed package, not a
+    checkout (which has its setup.py)."""
+    return not os.path.isfile(os.path.join(paths.repo_root(), 'setup.py'))
+
+
 def _peer_factor(text):
     try:
         value = float(text)
@@ -133,32 +185,92 @@ def _peer_factor(text):
     return value
 
 
+def _node_list(text):
+    try:
+        nodes = screen.expand(text)
+    except ValueError:
+        nodes = []
+    if not nodes or not all(screen.plain_node(n) for n in nodes):
+        raise argparse.ArgumentTypeError(f'{text!r}: expected node names '
+                                         f'in Slurm\'s syntax (n4,n[7-9])')
+    return tuple(nodes)
+
+
 def _verdict(args):
     from hpcval import verdict
     from hpcval.publish import results
+    if not args.reports and args.db is None:
+        print('hpcval verdict: nothing to judge: give run reports '
+              '(--report-file) or --db', file=sys.stderr)
+        return verdict.EXIT_INPUT
     try:
         loaded = results.load(args.reports, db=args.db,
                               on_error=args.on_error, since=args.since,
                               until=args.until)
     except results.InputRejected as err:
         print(f'hpcval verdict: {err}', file=sys.stderr)
-        return verdict.EXIT_FAILED
+        return verdict.EXIT_INPUT
 
-    def keep(case):
-        return ((not args.system or case.system in args.system)
-                and (args.name is None or args.name.search(case.test))
-                and (args.since is None or case.time >= args.since)
-                and (args.until is None or case.time <= args.until))
-
+    keep = _verdict_selection(args, loaded)
+    if isinstance(keep, str):
+        print(f'hpcval verdict: {verdict.escape(keep)}', file=sys.stderr)
+        return verdict.EXIT_INPUT
     result = verdict.judge(loaded, keep, strict=args.strict,
                            allow_unjudged=args.allow_unjudged,
-                           peer_factor=args.peer_factor)
+                           peer_factor=args.peer_factor,
+                           accept_out=args.accept_out)
     if args.format == 'json':
         sys.stdout.write(verdict.render_json(result))
     else:
         sys.stdout.write(verdict.render_text(result,
                                              per_node=args.per_node))
     return result.status
+
+
+def _verdict_selection(args, loaded):
+    """The test cases the verdict judges, as a filter; or, where --db
+    holds more than one system and partition and the arguments do not
+    choose, the one-line question that names what it found."""
+    def chosen(case):
+        return ((not args.system or case.system in args.system)
+                and (not args.partition or case.partition in args.partition)
+                and (args.name is None or args.name.search(case.test))
+                and (args.since is None or case.time >= args.since)
+                and (args.until is None or case.time <= args.until))
+
+    cases = [c for c in loaded.cases + loaded.fixtures if chosen(c)]
+    if args.session:
+        found = {c.session for c in cases}
+        missing = [u for u in args.session if u not in found]
+        if missing:
+            return f'no such session among the inputs: {", ".join(missing)}'
+        wanted = set(args.session)
+    elif args.latest:
+        ends = {}
+        for c in cases:
+            ends[c.session] = max(ends.get(c.session, 0.0), c.time)
+        if not ends:
+            return 'no session to judge among the inputs'
+        wanted = {max(ends, key=ends.get)}
+    else:
+        wanted = None
+    if wanted is not None:
+        cases = [c for c in cases if c.session in wanted]
+
+    if args.db is not None:
+        found = {}
+        for c in cases:
+            where = f'{c.system}:{c.partition}'
+            found.setdefault(where, set()).add(c.session)
+        if len(found) > 1 and not (args.system and args.partition):
+            listed = ', '.join(f'{w} ({len(n)} session(s))'
+                               for w, n in sorted(found.items()))
+            return (f'--db holds {len(found)} systems and partitions: '
+                    f'{listed}; judge one with --system NAME --partition '
+                    f'NAME (and --latest or --session UUID for one run)')
+
+    return lambda case: chosen(case) and (wanted is None or
+                                          case.session in wanted)
 
 
 def _run(args):
@@ -210,6 +322,7 @@ def _paths(args):
              'systems': os.path.join(paths.repo_root(), 'systems'),
              'monitoring': os.path.join(paths.repo_root(), 'config',
                                         'monitoring.py'),
+             'docs': os.path.join(paths.repo_root(), 'docs'),
              'site': paths.site_dir() or ''}
     if args.what:
         print(where[args.what])
@@ -217,16 +330,29 @@ def _paths(args):
 
     for name, path in where.items():
         print(f'{name:<11}{path or f"(none: set {paths.SITE_VAR})"}')
+    # what the site layer puts in place of hpcval's own files
+    for kind, builtin, site in paths.replacements():
+        print(f'{"replaced":<11}{kind}/{os.path.basename(builtin)} by '
+              f'{site}')
     return 0
 
 
 def run_reframe(reframe_args):
     """``reframe`` with hpcval's configuration first in RFM_CONFIG_FILES
-    (after it, the files already named there: a site's logging, say)."""
+    (after it, the files already named there: a site's logging, say),
+    after hpcval.preflight's checks; a selection of no test case is
+    refused after the fact (exit preflight.REFUSED)."""
+    import socket
+    from hpcval import preflight
     config = paths.config_file()
     given = [f for f in os.environ.get('RFM_CONFIG_FILES', '').split(':')
              if f and os.path.abspath(f) != config]
     env = dict(os.environ, RFM_CONFIG_FILES=':'.join([config, *given]))
+    refusal = preflight.refusal_before(reframe_args, os.environ,
+                                       socket.gethostname())
+    if refusal:
+        print(f'hpcval run: {refusal}', file=sys.stderr)
+        return preflight.REFUSED
     here = os.path.dirname(sys.executable)
     exe = shutil.which('reframe', path=os.pathsep.join(
         [here, env.get('PATH', '')]))
@@ -234,7 +360,46 @@ def run_reframe(reframe_args):
         print('hpcval run: no reframe executable next to this Python or on '
               'PATH', file=sys.stderr)
         return 1
-    os.execve(exe, [exe, *reframe_args], env)
+    if any(a == '--ci-generate' or a.startswith('--ci-generate=')
+           for a in reframe_args):
+        from hpcval import ci
+        try:
+            return ci.generate(reframe_args, exe, env)
+        except (ci.CiError, OSError) as err:
+            print(f'hpcval run: {err}', file=sys.stderr)
+            return 1
+    status, saw_zero = _passthrough([exe, *reframe_args], env,
+                                    preflight.ZERO)
+    refusal = preflight.refusal_after(reframe_args, saw_zero)
+    if refusal and status == 0:
+        print(f'hpcval run: {refusal}', file=sys.stderr)
+        return preflight.REFUSED
+    return status
+
+
+def _passthrough(cmd, env, pattern):
+    """Run ``cmd``, copying its standard output line by line; (exit
+    status, whether a line matched ``pattern``).  Ctrl-C reaches ReFrame
+    (same process group), which ends its jobs; this waits for it."""
+    import subprocess
+    seen = False
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
+    out = sys.stdout.buffer
+    while True:
+        try:
+            line = proc.stdout.readline()
+        except KeyboardInterrupt:
+            continue
+        if not line:
+            break
+        out.write(line)
+        out.flush()
+        seen = seen or bool(pattern.search(line.decode('utf-8', 'replace')))
+    while True:
+        try:
+            return proc.wait(), seen
+        except KeyboardInterrupt:
+            continue
 
 
 def _site_init(args):
@@ -283,7 +448,9 @@ def _main(argv):
                       help='print every reference as a Markdown table')
     refs.add_argument('--system', action='append', default=[],
                       help='match only these systems\' entries against '
-                           'their tests (repeatable; default: all)')
+                           'their tests, and show each judged figure with '
+                           'where it came from (built-in, site, '
+                           'calibrated) (repeatable; default: all)')
     refs.add_argument('--schema-only', action='store_true',
                       help='check the files\' schema only, without loading '
                            'the checks to match every entry to a test')
@@ -314,6 +481,10 @@ def _main(argv):
                      help='also calibrate metrics the file marks absent')
     cal.add_argument('--accept-performance-failures', action='store_true',
                      help='also take runs that failed the old bounds')
+    cal.add_argument('--keep-outliers', action='store_true',
+                     help='also take runs that sit apart from the rest of '
+                          'their metric (left out with a warning by '
+                          'default; docs/calibrate.md)')
     cal.add_argument('--write', action='store_true',
                      help='replace references/<system>.yaml')
     cal.set_defaults(func=_calibrate)
@@ -321,6 +492,15 @@ def _main(argv):
                                          'failed, skipped, unjudged, and '
                                          'which node, GPU or link failed')
     report.add_input_arguments(ver)
+    ver.add_argument('--partition', action='append', default=[],
+                     help='only these partitions (repeatable)')
+    one = ver.add_mutually_exclusive_group()
+    one.add_argument('--latest', action='store_true',
+                     help='judge only the latest session (by its last test '
+                          'case\'s end): a passing rerun, alone')
+    one.add_argument('--session', action='append', default=[],
+                     metavar='UUID', help='judge only this ReFrame session '
+                                          '(repeatable)')
     ver.add_argument('--format', choices=('text', 'json'), default='text')
     ver.add_argument('--strict', action='store_true',
                      help='a skip or a figure without a reference fails '
@@ -336,11 +516,17 @@ def _main(argv):
     ver.add_argument('--per-node', action='store_true',
                      help='in a node screen, every node\'s figures beside '
                           'their peers\' median')
+    ver.add_argument('--accept-out', type=_node_list, default=(),
+                     metavar='NODES',
+                     help='in a node screen, nodes known to be out (Slurm '
+                          'syntax: n4,n[7-9]): named, not a reason for '
+                          'exit 2 (docs/screening.md)')
     ver.set_defaults(func=_verdict)
     where = sub.add_parser('paths', help='where hpcval\'s configuration, '
                                          'checks, systems and references are')
     where.add_argument('what', nargs='?', choices=[
-        'config', 'checks', 'references', 'systems', 'monitoring', 'site'])
+        'config', 'checks', 'references', 'systems', 'monitoring', 'docs',
+        'site'])
     where.set_defaults(func=_paths)
     sub.add_parser('run', help='reframe with hpcval\'s configuration: '
                                'hpcval run -r --system local')
@@ -352,7 +538,15 @@ def _main(argv):
     init.add_argument('--from', dest='from_system', metavar='SYSTEM',
                       help='copy this built-in system and its references')
     init.set_defaults(func=_site_init)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:
+        # argparse's usage errors exit 2, the verdict's "incomplete":
+        # `hpcval verdict --typo` exits with its input-error code instead
+        if done.code == 2 and argv[:1] == ['verdict']:
+            from hpcval import verdict
+            return verdict.EXIT_INPUT
+        raise
     return _run(args)
 
 

@@ -2,8 +2,9 @@
 environment variable, checked in one place before any script is written.
 
 Values end up in job scripts, command lines and file paths, so each
-variable of every hpcval test and fixture has a kind in ``POLICY`` (and
-every environment variable one in ``ENVIRONMENT``):
+variable of every hpcval test and fixture has a kind, declared by its
+class beside the variable (``input_policy``, read by ``policy_of``), and
+every environment variable one in ``ENVIRONMENT``:
 
 - a value is matched as a whole (``re.fullmatch``: ``$`` of ``re.match``
   would accept a final newline, which splits a command line);
@@ -22,6 +23,7 @@ import contextlib
 import functools
 import os
 import re
+import sys
 
 import reframe as rfm
 from reframe.core.builtins import run_after
@@ -107,7 +109,8 @@ def checked_pattern(value, name, pattern, what):
     return value
 
 
-# the kinds of POLICY: each takes (value, name) and raises InputError
+# the kinds of an input_policy: each takes (value, name) and raises
+# InputError
 
 
 def _path(value, name):
@@ -221,9 +224,6 @@ SHELL_PATH, GPU_IDS, CARDS, TOKENS, FLAG = (
     _shell_path, _gpu_ids, _cards, _tokens, _flag)
 COUNT, POSITIVE = _number(0), _number(1)
 
-#: Every variable hpcval's tests and fixtures declare, by name, and its
-#: kind.  Choices among fixed values (``mode``, ``model``) are checked by
-#: the benchmark as well; here they must first be safe words.
 def _record(value, name):
     # written by the test itself after it ran; nothing sets it from outside
     if value:
@@ -231,49 +231,19 @@ def _record(value, name):
 
 
 RECORD = _record
+number, numbers = _number, _numbers
+MODULE_NAMES, SPACK_SPEC_KIND = _module_names, _spack_spec
 
-POLICY = {
-    # source acquisition and builds (hpcval.benchmarks.source)
-    'src_mirror': PATH, 'prebuilt_dir': PATH, 'replay_dir': PATH,
-    'repo_url': URL, 'version': TOKEN, 'submodules': FLAG,
-    'submodule_root': PATH, 'executables': TOKENS,
-    'stack_modules': _module_names, 'spack_spec': _spack_spec,
-    'build_bin': RELATIVE_PATH, 'cuda_arch': TOKEN,
-    'nccl_home': PATH, 'mpi_home': PATH, 'mpi': FLAG,
-    'mpicc': WORD_OR_PATH, 'mpicxx': WORD_OR_PATH,
-    'cuda13_compat': FLAG, 'cuda': FLAG,
-    # choices of the benchmarks
-    'model': TOKEN, 'mode': TOKEN, 'accelerator': TOKEN, 'array': TOKEN,
-    'buffers': TOKEN, 'expected_format': TOKEN, 'generation': TOKEN,
-    'plugin': TOKEN, 'pci_gen': TOKEN, 'isa': TOKEN, 'subsets': TOKENS,
-    # commands and files
-    'python': WORD_OR_PATH, 'hl_qual': PATH, 'config_file': PATH,
-    'scratch_dir': SHELL_PATH, 'gpu_ids': GPU_IDS, 'cards': CARDS,
-    # sizes given in the tools' own syntax
-    'min_bytes': SIZE, 'max_bytes': SIZE, 'num_bytes': SIZE,
-    'file_size': SIZE, 'rand_amount': SIZE, 'working_set': SIZE,
-    # numbers
-    'array_size': POSITIVE, 'num_times': POSITIVE, 'num_nodes': POSITIVE,
-    'gpus_per_node': COUNT, 'step_factor': POSITIVE, 'iters': POSITIVE,
-    'warmup_iters': COUNT, 'check_results': _number(0, 1),
-    'max_size': POSITIVE, 'latency_sizes': _numbers(0), 'loops': COUNT,
-    'iterations': COUNT, 'warmup': COUNT, 'validate': FLAG,
-    'pin_ranks': FLAG, 'threads': COUNT, 'iodepth': POSITIVE,
-    'direct_io': FLAG, 'latency_log2': COUNT, 'bandwidth_log2': COUNT,
-    'repetitions': _number(1, 100), 'numa_node': COUNT, 'a2a_cus': COUNT,
-    'link_fraction': _number(0, 1, low_open=True), 'num_gpus': COUNT,
-    'gpu_index': COUNT, 'bidirectional': FLAG, 'duration': COUNT,
-    'size': COUNT, 'pci_lanes': POSITIVE,
-    # validation (hpcval.benchmarks.validation, hpcval.verdict)
-    'strict': FLAG,
-    # what a test records for hpcval verdict: written by the test, read as
-    # data from the report, never put into a command
-    'hpcval_skip_reason': RECORD, 'hpcval_components': RECORD,
-    'hpcval_unjudged': RECORD, 'hpcval_provenance': RECORD,
-    'hpcval_partition_nodes': RECORD, 'hpcval_screen_excluded': RECORD,
-    # the data of the run's figures (hpcval.publish.plotdata)
-    'hpcval_plot_data': RECORD,
-}
+
+def policy_of(cls):
+    """{variable: kind} of a test class: the ``input_policy`` that each
+    class of its hierarchy declares beside its variables, a subclass's
+    entry over its base's."""
+    policy = {}
+    for klass in reversed(cls.__mro__):
+        policy.update(vars(klass).get('input_policy', {}))
+    return policy
+
 
 #: Environment variables hpcval reads, and their kinds.
 ENVIRONMENT = {
@@ -338,7 +308,7 @@ def hpcval_variables(cls):
 
 
 def _unlisted(value, name):
-    # a variable POLICY does not list yet (tests/test_hostile_run.py fails
+    # a variable no input_policy lists yet (tests/test_hostile_run.py fails
     # on it): its strings must be safe words all the same
     if isinstance(value, str):
         checked_token(value, name)
@@ -347,11 +317,198 @@ def _unlisted(value, name):
             _unlisted(item, name)
 
 
-def check_variable(name, value):
-    """Apply the policy to one variable (an empty one is unset)."""
+def check_variable(name, value, policy):
+    """Apply ``policy`` (policy_of a test class) to one variable (an
+    empty one is unset)."""
     if value is None or value == '':
         return
-    POLICY.get(name, _unlisted)(value, name)
+    policy.get(name, _unlisted)(value, name)
+
+
+# -S on ReFrame's own variables: ReFrame writes them into the job script as
+# they are (``export NAME=VALUE``, the launch line, ``module load``), so the
+# text given is checked before ReFrame converts it
+_SAFE_TEXT = re.compile(rf'[{_PATH_CHARS}]*')
+_ENV_ITEM = r'[A-Za-z_][A-Za-z0-9_]*:[A-Za-z0-9_.=+@%/-]*'
+_ENV_VARS = re.compile(rf'{_ENV_ITEM}(?:,{_ENV_ITEM})*')
+_OPTIONS = re.compile(r'[A-Za-z0-9_.:=+@%/-]+(?:,[A-Za-z0-9_.:=+@%/-]+)*')
+_SELECTORS = re.compile(r'[A-Za-z0-9_.,:=+%*-]+')
+#: ReFrame variables that are commands or make them: never from -S
+_COMMAND_VARIABLES = frozenset({'prerun_cmds', 'postrun_cmds',
+                                'prebuild_cmds', 'postbuild_cmds',
+                                'build_system', 'container_platform'})
+_WAY_OUT = ('a site check deriving from the check does it (docs/site.md, '
+            '"Your site without a fork")')
+
+
+def _modules_text(text, name):
+    for item in text.split(','):
+        checked_pattern(item, name, MODULE_NAME, 'module names (letters, '
+                                                 'digits, _ . + @ % / -)')
+        if item.startswith('-'):
+            _refuse(name, item, 'a module name, not first a -')
+
+
+def check_reframe_variable(name, text):
+    """The text of ``-S [TEST.]name=text`` for a variable of ReFrame itself
+    (``env_vars``, ``executable_opts``, ...), or InputError with the way
+    out."""
+    if name in _COMMAND_VARIABLES:
+        _refuse(name, text, f'commands are not given with -S (they would '
+                            f'reach the job script as they are); {_WAY_OUT}')
+    if name in ('env_vars', 'variables'):
+        checked_pattern(text, name, _ENV_VARS,
+                        'NAME:VALUE[,NAME:VALUE...] with values of letters, '
+                        'digits and _ . = + @ % / -; for anything else, ' +
+                        _WAY_OUT)
+    elif name == 'executable':
+        checked_word_or_path(text, name)
+    elif name == 'executable_opts':
+        checked_pattern(text, name, _OPTIONS,
+                        'options of letters, digits and _ . : = + @ % / -, '
+                        'separated by commas; for anything else, ' + _WAY_OUT)
+    elif name == 'modules':
+        _modules_text(text, name)
+    elif name in ('valid_systems', 'valid_prog_environs'):
+        checked_pattern(text, name, _SELECTORS, 'system:partition or '
+                                                'environment names')
+    else:
+        checked_pattern(text, name, _SAFE_TEXT,
+                        'letters, digits and _ . , : = + @ % / - only')
+
+
+#: Modes whose verdict is a statement about the system (suites.py): what
+#: their checks measure and which checks run are fixed
+FIXED_MODES = ('acceptance', 'screen')
+#: variables -S may set in those modes: where sources, builds and tools
+#: come from, and how long a job may wait or run; not what is measured
+WHERE_FROM = frozenset({
+    'src_mirror', 'prebuilt_dir', 'repo_url', 'submodules',
+    'submodule_root', 'stack_modules', 'spack_spec', 'cuda_arch',
+    'nccl_home', 'mpi_home', 'mpicc', 'mpicxx', 'python', 'hl_qual',
+    'scratch_dir', 'time_limit', 'max_pending_time'})
+#: ReFrame's options that narrow the selection, by their ``options`` field
+_SELECTION = (('names', '-n'), ('exclude_names', '-x'), ('tags', '-t'),
+              ('exclude_tags', '-T'), ('filter_expr', '-E'),
+              ('maintainers', '--maintainer'), ('cpu_only', '--cpu-only'),
+              ('gpu_only', '--gpu-only'), ('failed', '--failed'))
+
+
+#: ReFrame's options that leave out a sanity or performance check, or run
+#: a check where it is not valid
+_UNCHECKED = (('skip_sanity_check', '--skip-sanity-check'),
+              ('skip_performance_check', '--skip-performance-check'),
+              ('skip_system_check', '--skip-system-check'),
+              ('skip_prgenv_check', '--skip-prgenv-check'))
+
+
+def reframe_options():
+    """The options of the ``reframe`` command this process runs, as ReFrame
+    parsed them (abbreviations resolved, its mode's options added), or None
+    outside one."""
+    # ReFrame hands tests the -S values it parsed but not the rest of the
+    # command line (mode, selection); its main() holds them all, and a
+    # re-parse of sys.argv here could read an option differently
+    frame = sys._getframe(1)
+    while frame is not None:
+        if (frame.f_code.co_name == 'main' and
+                frame.f_globals.get('__name__') == 'reframe.frontend.cli'):
+            return frame.f_locals.get('options')
+        frame = frame.f_back
+    return None
+
+
+#: the options of a mode (suites.MODES) by the field ReFrame parses them to
+_MODE_FIELDS = {'-S': 'vars', '-n': 'names', '-x': 'exclude_names',
+                '-t': 'tags', '-T': 'exclude_tags', '-E': 'filter_expr',
+                '-p': 'prgenv'}
+
+
+def _mode_given(mode):
+    """{options field: [values]}: what the mode's own options add (written
+    as ``FLAG VALUE`` in suites.MODES)."""
+    from hpcval import suites
+    given = {field: [] for field in _MODE_FIELDS.values()}
+    for entry in suites.MODES:
+        if entry['name'] == mode:
+            opts = entry['options']
+            for flag, value in zip(opts, opts[1:]):
+                if flag in _MODE_FIELDS:
+                    given[_MODE_FIELDS[flag]].append(value)
+    return given
+
+
+def _less(values, taken):
+    # the mode's own values, also where the user repeats them
+    return [value for value in values or [] if value not in taken]
+
+
+def check_command_line(options):
+    """Apply the policy to a reframe command line (``reframe_options()``):
+    -S on ReFrame's variables, and in an acceptance or screen no -S that
+    changes what a check measures and no narrowed selection.  InputError
+    names the option."""
+    mode = getattr(options, 'mode', None)
+    fixed = mode in FIXED_MODES
+    given = _mode_given(mode)
+    for assignment in _less(options.vars, given['vars']):
+        target, sep, text = assignment.partition('=')
+        name = target.rsplit('.', 1)[-1]
+        if sep and name in _reframe_variables():
+            check_reframe_variable(name, text)
+        if fixed and name not in WHERE_FROM:
+            raise InputError(
+                f'--mode {mode}: -S {target}={text!r} changes what the '
+                f'check measures, and the run would not be the {mode} '
+                f'suite; run without --mode {mode} for a test of that '
+                f'setting (-S may give {mode} only where sources, builds '
+                f'and tools come from: {", ".join(sorted(WHERE_FROM))})')
+    if not fixed:
+        return
+    for field, flag in _UNCHECKED:
+        if getattr(options, field, None):
+            raise InputError(f'--mode {mode}: {flag}: the {mode} suite '
+                             f'judges what it measures, on the systems and '
+                             f'environments each check is valid for; run '
+                             f'without --mode {mode}')
+    if getattr(options, 'max_retries', 0):
+        raise InputError(f'--mode {mode}: --max-retries='
+                         f'{options.max_retries}: a failure retried until it '
+                         f'passes is not the {mode} suite; run without '
+                         f'--mode {mode}')
+    for field, flag in _SELECTION:
+        value = getattr(options, field, None)
+        if field in given and not isinstance(value, bool):
+            value = _less(value, given[field])
+        if value:
+            shown = flag if isinstance(value, bool) else \
+                ' '.join(f'{flag} {v!r}' for v in value)
+            raise _narrowed(mode, shown)
+    prgenv = [p for p in getattr(options, 'prgenv', None) or [] if p != '.*']
+    if prgenv:
+        raise _narrowed(mode, f'-p {prgenv[0]!r}')
+
+
+def _narrowed(mode, shown):
+    return InputError(f'--mode {mode}: {shown}: a narrowed selection is not '
+                      f'the {mode} suite; run without --mode {mode} to test '
+                      f'a part')
+
+
+_CHECKED = []
+
+
+def check_this_command_line():
+    """check_command_line() once for the reframe command this process
+    runs; a refusal stops the run before anything runs."""
+    options = reframe_options()
+    if options is None or any(o is options for o in _CHECKED):
+        return
+    try:
+        check_command_line(options)
+    except InputError as err:
+        raise SystemExit(f'ERROR: {err}; nothing was run') from None
+    _CHECKED.append(options)
 
 
 @contextlib.contextmanager
@@ -366,14 +523,17 @@ def at_load(test):
 
 
 class ValidatedInputs(rfm.RegressionTestPlugin):
-    """Applies POLICY to every hpcval variable of a test or fixture."""
+    """Applies its class's policy to every hpcval variable of a test or
+    fixture."""
 
     @run_after('init')
     def validate_inputs(self):
+        check_this_command_line()
+        policy = policy_of(type(self))
         with at_load(self):
             for name in hpcval_variables(type(self)):
                 try:
                     value = getattr(self, name)
                 except AttributeError:
                     continue        # required, set by a later hook
-                check_variable(name, value)
+                check_variable(name, value, policy)

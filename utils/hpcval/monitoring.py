@@ -1,31 +1,79 @@
-"""Performance records to a time-series database, through ReFrame's own
-``httpjson`` perflog handler (config/monitoring.py, docs/monitoring.md).
+"""Performance records to a time-series database (docs/monitoring.md).
 
-``victoriametrics(record, extras, ignore_keys)`` is the handler's
-``json_formatter``: it turns one perflog record into VictoriaMetrics' JSON
-lines for ``/api/v1/import``, one sample per series::
+``victoriametrics(record, extras, ignore_keys)`` turns one ReFrame perflog
+record into VictoriaMetrics' JSON lines for ``/api/v1/import``.  Every
+figure stays one series while it flips between pass and fail and while its
+job moves between nodes: pass/fail is a value, never a label; the node list
+is no label (``node`` is one only where the job ran on one node); each
+metric name carries one unit, normalised to its base unit as Prometheus
+advises::
 
-    hpcval_check_passed       1 or 0, per test case (a sanity failure too)
-    hpcval_perf_value         each performance variable
-    hpcval_perf_reference     its reference value, where it has one
-    hpcval_perf_lower_bound   the absolute bounds it was judged against,
-    hpcval_perf_upper_bound   where bounded
+    hpcval_check_passed                      1 or 0 per test case
+    hpcval_check_nodes                       nodes the job ran on
+    hpcval_perf_value_<unit>                 each performance variable
+    hpcval_perf_reference_<unit>             its reference value
+    hpcval_perf_lower_bound_<unit>           its limits (hpcval.judgement)
+    hpcval_perf_upper_bound_<unit>
+    hpcval_perf_passed                       1 or 0 per judged variable
 
-labelled with the test (display name), system, partition, environ, the job's
-nodes and, per variable, metric, unit and result.  ``extras`` of the handler
-become labels of every series (a site's cluster or instance name).
+``<unit>`` is ``seconds``, ``bytes_per_second``, ``flop_per_second`` or
+``operations_per_second``; a unit hpcval does not know keeps its value and
+its own name, lower-cased.
+
+``Sender`` posts them so that monitoring can never stall validation:
+ReFrame's ``httpjson`` handler posts from the test's own thread with
+``requests``, without a timeout, retrying 429 without end, reading
+``~/.netrc`` and following redirects.  ``Sender.formatter`` is given to
+that handler as its ``json_formatter`` (config/monitoring.py): it queues
+the lines and returns None, which tells the handler to send nothing itself.
 """
+import collections
 import json
+import math
+import queue
+import re
+import sys
+import threading
+import time
+import types
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from hpcval import units
+from hpcval.judgement import PASS, Band, outcome
 
 _CASE_LABELS = {'test': 'check_display_name', 'system': 'check_system',
                 'partition': 'check_partition', 'environ': 'check_environ'}
+_LABEL_NAME = re.compile(r'[a-zA-Z_][a-zA-Z0-9_]*')
+_RESERVED = frozenset({*_CASE_LABELS, 'node', 'metric', '__name__'})
+
+# family -> (unit the value is converted to, its name in the metric name)
+_BASE = {'bandwidth': ('B/s', 'bytes_per_second'),
+         'time': ('s', 'seconds'),
+         'flops': ('MFLOP/s', 'flop_per_second'),
+         'rate': ('op/s', 'operations_per_second')}
+_SCALE = {'flops': 1e6}          # MFLOP/s -> FLOP/s
+
+
+def base_unit(value, unit):
+    """(value in the base unit, the unit's part of the metric name)."""
+    try:
+        fam = units.family(unit)
+    except ValueError:
+        name = re.sub(r'[^a-z0-9]+', '_', str(unit or '').lower()).strip('_')
+        return value, name or 'value'
+
+    to, name = _BASE[fam]
+    return units.convert(value, unit, to) * _SCALE.get(fam, 1), name
 
 
 def _labels(record, extras, ignore_keys):
     labels = {name: str(getattr(record, attr, '') or '')
               for name, attr in _CASE_LABELS.items()}
-    labels['nodes'] = ','.join(getattr(record, 'check_job_nodelist', None)
-                               or [])
+    nodes = list(getattr(record, 'check_job_nodelist', None) or [])
+    if len(nodes) == 1:
+        labels['node'] = str(nodes[0])
     labels.update({str(k): str(v) for k, v in (extras or {}).items()})
     return {k: v for k, v in labels.items()
             if k not in ignore_keys and f'check_{k}' not in ignore_keys}
@@ -36,11 +84,9 @@ def _line(name, labels, value, millis):
                        'values': [value], 'timestamps': [millis]})
 
 
-def _bound(ref, fraction):
-    if ref is None or fraction is None:
-        return None
-    # ReFrame: bounds are relative to the reference, absolute when it is 0
-    return ref + fraction if ref == 0 else ref * (1 + fraction)
+def _finite(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and \
+        math.isfinite(x)
 
 
 def victoriametrics(record, extras, ignore_keys):
@@ -49,21 +95,185 @@ def victoriametrics(record, extras, ignore_keys):
         record.created
     millis = int(float(when) * 1000)
     labels = _labels(record, extras, ignore_keys)
-    passed = 1 if getattr(record, 'check_result', '') == 'pass' else 0
-    lines = [_line('hpcval_check_passed', {
-        **labels, 'fail_phase': str(getattr(record, 'check_fail_phase', '')
-                                    or '')}, passed, millis)]
+    passed = 1 if getattr(record, 'check_result', '') == PASS else 0
+    nodes = getattr(record, 'check_job_nodelist', None) or []
+    lines = [_line('hpcval_check_passed', labels, passed, millis),
+             _line('hpcval_check_nodes', labels, len(nodes), millis)]
     for var, info in (getattr(record, 'check_perfvalues', None) or {}).items():
         value, ref, lower, upper, unit, result = info
-        if value is None:
+        if not _finite(value):
             continue
-        series = {**labels, 'metric': var.split(':')[-1],
-                  'unit': str(unit or ''), 'result': str(result or '')}
-        lines.append(_line('hpcval_perf_value', series, value, millis))
-        for name, figure in (('reference', ref if ref else None),
-                             ('lower_bound', _bound(ref, lower)),
-                             ('upper_bound', _bound(ref, upper))):
-            if figure is not None:
-                lines.append(_line(f'hpcval_perf_{name}', series, figure,
-                                   millis))
+        series = {**labels, 'metric': var.split(':')[-1]}
+        base, suffix = base_unit(value, unit)
+        lines.append(_line(f'hpcval_perf_value_{suffix}', series, base,
+                           millis))
+        sample = types.SimpleNamespace(value=value, reference=ref,
+                                       lower=lower, upper=upper, unit=unit,
+                                       result=result)
+        judged = outcome(sample)
+        if judged is None:
+            continue
+        lines.append(_line('hpcval_perf_passed', series,
+                           1 if judged == PASS else 0, millis))
+        low, high = Band.of_sample(sample).limits()
+        for name, figure in (('reference', ref), ('lower_bound', low),
+                             ('upper_bound', high)):
+            if _finite(figure):
+                lines.append(_line(f'hpcval_perf_{name}_{suffix}', series,
+                                   base_unit(figure, unit)[0], millis))
     return '\n'.join(lines) + '\n'
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    # a redirect would carry the records (and any configured header) to a
+    # place nobody configured
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+class Sender:
+    """Posts JSON lines from a background thread through a bounded queue.
+
+    A record that finds the queue full is dropped and counted, never
+    waited for.  Each post has ``timeout`` seconds (connect and each read);
+    a 429, a 5xx or a network error is retried ``retries`` times after
+    ``backoff`` seconds (``Retry-After`` honoured up to ``max_backoff``),
+    then the record is dropped.  Redirects are not followed; no proxy is
+    used unless ``proxy`` is given; the only credentials sent are the
+    configured ``headers``.  At exit the queue gets ``drain`` seconds, and
+    a line on stderr says what was dropped and why.
+    """
+
+    def __init__(self, url, *, timeout=5.0, retries=2, backoff=1.0,
+                 max_backoff=5.0, queue_size=1000, drain=10.0, headers=None,
+                 proxy=None, stream=None):
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme not in ('http', 'https') or not parsed.hostname \
+                or parsed.username or parsed.password:
+            raise ValueError(f'monitoring URL {url!r}: expected '
+                             f'http(s)://HOST[:PORT][/PATH], no user or '
+                             f'password in it')
+        self.url = url
+        self.timeout, self.retries = float(timeout), int(retries)
+        self.backoff, self.max_backoff = float(backoff), float(max_backoff)
+        self.drain = float(drain)
+        self.headers = {'Content-Type': 'application/json',
+                        **(headers or {})}
+        self._opener = urllib.request.build_opener(
+            _NoRedirect, urllib.request.ProxyHandler(
+                {parsed.scheme: proxy} if proxy else {}))
+        self._queue = queue.Queue(maxsize=int(queue_size))
+        self._stream = stream
+        self._lock = threading.Lock()
+        self._thread = None
+        self.sent = 0
+        self.dropped = collections.Counter()     # reason -> records
+
+    def __deepcopy__(self, memo):
+        # ReFrame deep-copies its configuration: one sender, one queue
+        return self
+
+    def formatter(self, record, extras, ignore_keys):
+        """The ``json_formatter`` of ReFrame's httpjson handler: queues the
+        record's lines and returns None (the handler then sends nothing)."""
+        self.submit(victoriametrics(record, extras, ignore_keys))
+
+    def submit(self, body):
+        self._start()
+        try:
+            self._queue.put_nowait(body)
+        except queue.Full:
+            self._drop('queue full')
+
+    def flush(self, timeout):
+        """Wait up to ``timeout`` seconds for the queue to empty; True if it
+        did."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def summary(self):
+        lost = sum(self.dropped.values())
+        reasons = ', '.join(f'{n} {why}' for why, n in
+                            sorted(self.dropped.items()))
+        return (f'hpcval monitoring: {self.sent} records sent to '
+                f'{self.url}, {lost} dropped' +
+                (f' ({reasons})' if reasons else ''))
+
+    def close(self):
+        if self._thread is None:
+            return
+        if not self.flush(self.drain):
+            self._drop('unsent at exit', self._queue.unfinished_tasks)
+        if sum(self.dropped.values()):
+            print(self.summary(), file=self._stream or sys.stderr)
+
+    def _drop(self, why, count=1):
+        with self._lock:
+            self.dropped[why] += count
+
+    def _start(self):
+        with self._lock:
+            if self._thread is None:
+                import atexit
+                self._thread = threading.Thread(
+                    target=self._work, name='hpcval-monitoring', daemon=True)
+                self._thread.start()
+                atexit.register(self.close)
+
+    def _work(self):
+        while True:
+            body = self._queue.get()
+            try:
+                self._post(body.encode())
+            except Exception as err:    # never let the thread die
+                self._drop(f'error {type(err).__name__}')
+            finally:
+                self._queue.task_done()
+
+    def _post(self, data):
+        for attempt in range(self.retries + 1):
+            wait = self.backoff * 2 ** attempt
+            try:
+                request = urllib.request.Request(
+                    self.url, data=data, headers=self.headers, method='POST')
+                with self._opener.open(request, timeout=self.timeout):
+                    pass
+                with self._lock:
+                    self.sent += 1
+                return
+            except urllib.error.HTTPError as err:
+                err.close()
+                if 300 <= err.code < 400:
+                    return self._drop(f'HTTP {err.code} redirect not '
+                                      f'followed')
+                if err.code != 429 and err.code < 500:
+                    return self._drop(f'HTTP {err.code}')
+                why = f'HTTP {err.code}'
+                wait = _retry_after(err.headers, wait)
+            except (OSError, ValueError) as err:
+                why = ('timeout' if 'timed out' in str(err)
+                       else f'network error {type(err).__name__}')
+            if attempt < self.retries:
+                time.sleep(min(wait, self.max_backoff))
+        self._drop(f'{why} after {self.retries + 1} tries')
+
+
+def _retry_after(headers, default):
+    try:
+        return max(0.0, float(headers.get('Retry-After', default)))
+    except (TypeError, ValueError):
+        return default
+
+
+def check_label_names(extras):
+    """Refuse extra labels that are no Prometheus label names or that
+    would replace hpcval's own."""
+    for name in extras:
+        if not _LABEL_NAME.fullmatch(str(name)) or name in _RESERVED:
+            raise ValueError(f'monitoring label {name!r}: a label name is '
+                             f'[a-zA-Z_][a-zA-Z0-9_]* and not one of '
+                             f'{", ".join(sorted(_RESERVED))}')

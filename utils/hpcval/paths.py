@@ -6,12 +6,21 @@ package (``hpcval/suite/``, made by setup.py).  A site keeps its own systems,
 references and checks in one folder named by $HPCVAL_SITE (docs/site.md):
 its files are layered over the built-in ones, a file of the same name
 replacing the built-in one.
+
+The site folder is code hpcval runs (as root, often): it is used only when
+it and its ``checks/``, ``references/`` and ``systems/`` are owned by root
+or the running user and not writable by others (hpcval.trust); its
+modules cannot take the names of hpcval's own private modules, its checks
+not the class names of built-in checks in other files; what it replaces is
+announced (``replacements``) and listed by ``hpcval paths``.
 """
+import ast
 import functools
 import os
 
 from reframe.core.exceptions import ConfigError
 
+from hpcval import trust
 from hpcval.inputs import EnvironmentValueError, environment
 
 SITE_VAR = 'HPCVAL_SITE'
@@ -60,15 +69,123 @@ def site_dir():
     path = os.path.abspath(value)
     if not os.path.isdir(path):
         raise SiteError(f'{SITE_VAR}={value}: {path} is not a folder')
+    try:
+        trust.check_path(path)
+    except trust.UntrustedPath as err:
+        raise SiteError(f'{SITE_VAR}={value}: not used: {err} (a site '
+                        f'folder is code hpcval runs; docs/security.md)'
+                        ) from None
 
     return path
 
 
+def _private_names(folder):
+    # hpcval's own helpers (systems/_site.py) and the package itself
+    return sorted(name for name in os.listdir(folder)
+                  if name.startswith('_') and name != '__pycache__')
+
+
 def site_folders(kind):
-    """[the site's ``kind`` folder] where it has one, else []."""
+    """[the site's ``kind`` folder] where it has one, else []; SiteError
+    when it is not trusted, a site system takes a private module's name
+    or a site check a built-in check's class name."""
     site = site_dir()
     folder = os.path.join(site, kind) if site else ''
-    return [folder] if folder and os.path.isdir(folder) else []
+    if not (folder and os.path.isdir(folder)):
+        return []
+    try:
+        trust.check_tree(folder)
+    except trust.UntrustedPath as err:
+        raise SiteError(f'{SITE_VAR}: {kind}/ not used: {err} (a site '
+                        f'folder is code hpcval runs; docs/security.md)'
+                        ) from None
+    private = _private_names(folder) if kind == 'systems' else []
+    if private:
+        raise SiteError(f'{os.path.join(folder, private[0])}: names starting '
+                        f'with _ are hpcval\'s own modules (systems/_site.py '
+                        f'is every built-in system\'s helper); a site '
+                        f'module cannot replace them (rename it)')
+    if kind == 'checks':
+        _refuse_shadowing_checks(folder)
+    return [folder]
+
+
+def _check_classes(path):
+    """Names of the classes a check file defines (read, not imported)."""
+    try:
+        with open(path, encoding='utf-8') as fp:
+            tree = ast.parse(fp.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return []       # ReFrame reports it when it loads the file
+    return [node.name for node in tree.body
+            if isinstance(node, ast.ClassDef)]
+
+
+def _py_files(folder):
+    return sorted(f for f in os.listdir(folder) if f.endswith('.py'))
+
+
+def _refuse_shadowing_checks(folder):
+    # ReFrame would run both, under one name: a site check replaces a
+    # built-in one by its file's name only
+    builtin = builtin_folder('checks')
+    classes = {cls: name for name in _py_files(builtin)
+               for cls in _check_classes(os.path.join(builtin, name))}
+    for name in _py_files(folder):
+        for cls in _check_classes(os.path.join(folder, name)):
+            if classes.get(cls, name) != name:
+                raise SiteError(
+                    f'{os.path.join(folder, name)}: class {cls} has the name '
+                    f'of the built-in check in checks/{classes[cls]}; '
+                    f'rename it, or name the file {classes[cls]} to replace '
+                    f'that file')
+
+
+def builtin_folder(kind):
+    """The built-in ``checks/``, ``references/`` or ``systems/``."""
+    return os.path.join(repo_root(), kind)
+
+
+def _same_names(kind, suffix):
+    site = site_folders(kind)
+    if not site:
+        return []
+    builtin = builtin_folder(kind)
+    return [(kind, os.path.join(builtin, name), os.path.join(site[0], name))
+            for name in sorted(os.listdir(site[0]))
+            if name.endswith(suffix) and
+            os.path.isfile(os.path.join(builtin, name))]
+
+
+def replacements():
+    """[(kind, built-in file, site file)]: every built-in system module,
+    reference file and check file that a site file replaces."""
+    return [*_same_names('systems', '.py'),
+            *_same_names('references', '.yaml'),
+            *_same_names('checks', '.py')]
+
+
+def check_search_path(builtin):
+    """ReFrame's check search path: the built-in checks (folder
+    ``builtin``), less the files a site file of the same name replaces,
+    then the site's checks."""
+    site = site_folders('checks')
+    replaced = {os.path.basename(r[1]) for r in replacements()
+                if r[0] == 'checks'}
+    if not replaced:
+        return [builtin, *site]
+    return [*(os.path.join(builtin, name) for name in _py_files(builtin)
+              if name not in replaced), *site]
+
+
+def announce_replacements(stream):
+    """One line on ``stream`` for every built-in file a site file
+    replaces."""
+    for kind, builtin, site in replacements():
+        # -c names the check files itself: the search path is not used
+        when = ' (in runs without -c)' if kind == 'checks' else ''
+        print(f'hpcval: site {kind}: {site} replaces the built-in '
+              f'{kind}/{os.path.basename(builtin)}{when}', file=stream)
 
 
 def references_dirs():

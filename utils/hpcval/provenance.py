@@ -8,12 +8,21 @@ job.  ``read()`` turns the file into the check's ``hpcval_provenance``
 record, which the run report carries to ``hpcval verdict`` and ``hpcval
 calibrate``.  Versions the benchmark prints itself (NCCL/RCCL through
 nccl-tests) are added by the check.
+
+The MPI is the one the job ran: the MPI library the benchmark's
+executable loads (``ldd``), named by the version tool installed beside it
+(``ompi_info``, ``mpichversion``, ``impi_info``), and the launcher the job
+started it with; the first ``mpiexec`` on PATH only where neither says.
+The version banners are parsed here (``mpi_version()``), not in the shell.
 """
 import re
+import shlex
 
 FILE = 'hpcval_provenance.txt'
 KEYS = ('gpu', 'driver', 'cuda', 'rocm', 'nccl', 'rccl', 'mpi', 'kernel',
-        'cpu')
+        'cpu', 'mpi_library', 'launcher')
+# raw banner lines the record is made from, not kept themselves
+_RAW = ('mpi_banner', 'launcher_banner', 'path_mpi_banner')
 _VALUE = re.compile(r'[\x20-\x7e]{1,200}')
 
 # one line each; a tool that is missing or fails leaves its key out
@@ -35,30 +44,111 @@ _PROBES = (
     '--showproductname 2>/dev/null | sed -n "s/.*Card [Ss]eries:[[:space:]]*'
     '//p" | sort | uniq -c | sed "s/^ *\\([0-9]*\\) \\(.*\\)/\\2 x\\1/" '
     '| paste -sd, -)"',
-    'command -v mpichversion >/dev/null && echo "mpi=MPICH $(mpichversion '
-    '| sed -n "s/^MPICH Version:[[:space:]]*//p")"',
-    'command -v mpiexec >/dev/null && echo "mpi=$(mpiexec --version 2>&1 '
-    '| sed -n "/Open MPI\\|Intel(R) MPI\\|Version:/{s/^[[:space:]]*//;p;q}")"',
+    'command -v mpiexec >/dev/null && echo "path_mpi_banner=$(mpiexec '
+    '--version 2>&1 | grep -v "^[[:space:]]*$" | head -n 2 | paste -sd"|" -)"',
 )
+# each MPI's version tool, beside its library: bin/ of the library's prefix
+_MPI_TOOLS = ('ompi_info --version', 'mpichversion', 'impi_info -v')
 
 
-def command():
-    """One shell line for the job script: writes FILE, never fails."""
-    probes = '; '.join(f'{{ {p}; }}' for p in _PROBES)
+def _library_probe(executable):
+    exe = shlex.quote(executable)
+    tools = ' '.join(shlex.quote(t.split()[0]) for t in _MPI_TOOLS)
+    args = {t.split()[0]: ' '.join(t.split()[1:]) for t in _MPI_TOOLS}
+    cases = ' '.join(f'{shlex.quote(t)}) a={shlex.quote(a)};;'
+                     for t, a in args.items())
+    return (f'l=$(ldd "$(command -v {exe})" 2>/dev/null | sed -n '
+            f'"s/^[[:space:]]*libmpi[^ ]* => \\(\\/[^ ]*\\).*/\\1/p" '
+            f'| head -n 1); [ -n "$l" ] && echo "mpi_library=$l" && '
+            f'p=$(dirname "$(dirname "$(readlink -f "$l")")") && '
+            f'for t in {tools}; do [ -x "$p/bin/$t" ] || continue; '
+            f'case $t in {cases} esac; '
+            f'echo "mpi_banner=$("$p/bin/$t" $a 2>&1 | grep -v "^[[:space:]]*$" '
+            f'| head -n 2 | paste -sd"|" -)"; break; done')
+
+
+def _launcher_probe(launcher):
+    exe = shlex.quote(launcher)
+    return (f'command -v {exe} >/dev/null && echo "launcher=$(command -v '
+            f'{exe})" && echo "launcher_banner=$({exe} --version 2>&1 '
+            f'| grep -v "^[[:space:]]*$" | head -n 2 | paste -sd"|" -)"')
+
+
+def command(executable='', launcher=''):
+    """One shell line for the job script: writes FILE, never fails.
+    ``executable``: the benchmark's program (its MPI library is probed);
+    ``launcher``: the program that starts it (srun, mpirun), if any."""
+    probes = list(_PROBES)
+    if executable and re.fullmatch(r'[\w./+-]+', executable):
+        probes.insert(0, _library_probe(executable))
+    if launcher and re.fullmatch(r'[\w.+-]+', launcher):
+        probes.append(_launcher_probe(launcher))
+    probes = '; '.join(f'{{ {p}; }}' for p in probes)
     return f'{{ {probes}; }} > {FILE} 2>/dev/null || true'
 
 
 def read(text):
     """{key: value} of a FILE's text; unknown keys, empty values and
-    anything unprintable are dropped (the file comes from a job)."""
-    out = {}
+    anything unprintable are dropped (the file comes from a job).  The
+    ``mpi`` is the library's own (beside the executable's libmpi), else
+    the launcher's, else the first mpiexec on PATH."""
+    out, raw = {}, {}
     for line in text.splitlines():
         key, sep, value = line.partition('=')
         value = value.strip()
-        if sep and key in KEYS and value and _VALUE.fullmatch(value) \
-                and key not in out:
+        if not (sep and value and _VALUE.fullmatch(value)):
+            continue
+        if key in KEYS and key not in out:
             out[key] = value
+        elif key in _RAW and key not in raw:
+            raw[key] = value
+    for key in _RAW:        # in order: the library, the launcher, PATH
+        found = mpi_version(raw.get(key, ''))
+        if found:
+            out['mpi'] = found
+            break
+    if 'launcher' in out and raw.get('launcher_banner'):
+        out['launcher'] = (f'{out["launcher"]} '
+                           f'({launcher_version(raw["launcher_banner"])})')
     return out
+
+
+_MPI_BANNERS = (
+    # ompi_info --version: 'Open MPI v4.1.4'; mpirun --version: 'mpirun
+    # (Open MPI) 5.0.3'; Open MPI 4: 'mpiexec (OpenRTE) 4.1.4'
+    (re.compile(r'Open MPI v?(\d[\w.]*)|\((?:Open MPI|OpenRTE)\) '
+                r'(\d[\w.]*)'), 'Open MPI'),
+    # mpichversion: 'MPICH Version:      4.3.2'; Cray: 'MPICH Version: 8.1.28'
+    (re.compile(r'MPICH Version:\s*(\d[\w.]*)'), 'MPICH'),
+    # 'Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619'
+    (re.compile(r'Intel\(R\) MPI Library.*?Version (\d[\w.]*)'),
+     'Intel MPI'),
+    # mpiexec.hydra --version: 'HYDRA build details:|    Version: 4.3.2'
+    (re.compile(r'HYDRA build details:\|\s*Version:\s*(\d[\w.]*)'),
+     'MPICH (Hydra)'),
+)
+
+
+def mpi_version(banner):
+    """'Open MPI 4.1.4', 'MPICH 4.3.2', 'Intel MPI 2021.10' from a version
+    tool's first lines (joined by '|'), or ''."""
+    for pattern, name in _MPI_BANNERS:
+        m = pattern.search(banner)
+        if m:
+            return f'{name} {next(g for g in m.groups() if g)}'
+    return ''
+
+
+def launcher_version(banner):
+    """'slurm 23.02.7' (srun), 'Open MPI 5.0.3' (mpirun), else the
+    banner's first line."""
+    m = re.match(r'slurm(?:-wlm)? (\S+)', banner)
+    if m:
+        return f'slurm {m.group(1)}'
+    found = mpi_version(banner)
+    if found or re.search(r'\berror\b', banner, re.IGNORECASE):
+        return found or 'version unknown'
+    return banner.split('|')[0][:80]
 
 
 def nccl_version(code):

@@ -21,6 +21,10 @@ Schema (every key is checked; unknown keys are rejected so a typo such as
             rule: floor               # a key of ``rules``
             spread: 0.2               # optional: published std, same unit
             source: "Sandia Cluster 2023 poster Table 3 (...)" or "measured on HOST, DATE, by CMD"
+    inventory:                    # optional: each partition's expected GPUs
+      - partition: gpu            # (hpcval.health.inventory)
+        gpus: 4
+        ...
 
 The loader turns the matching entries into ReFrame's reference tuples
 ``(value, lower, upper, unit)``, converting each value into the unit the
@@ -32,13 +36,15 @@ import difflib
 import math
 import os
 import re
+import reprlib
 from dataclasses import dataclass, field
 
 import yaml
 
 from hpcval import units
 
-_TOP_KEYS = {'system', 'description', 'rules', 'entries'}
+_TOP_KEYS = {'system', 'description', 'rules', 'entries', 'inventory',
+             'replace'}
 _ENTRY_KEYS = {'check', 'partition', 'where', 'metrics', 'absent', 'notes'}
 _METRIC_KEYS = {'value', 'lower', 'upper', 'unit', 'rule', 'source', 'notes',
                 'spread'}
@@ -62,6 +68,7 @@ class Reference:
     source: str
     spread: object = None  # published standard deviation, in ``unit``
     entry: int = field(default=-1, compare=False)  # index in ``entries``
+    origin: object = field(default=None, compare=False)  # Origin, layered
 
     def as_tuple(self, unit):
         """ReFrame's (value, lower, upper, unit) in ``unit``."""
@@ -73,6 +80,16 @@ def _fail(path, key, msg):
     raise ReferenceFileError(f'{path}: {key}: {msg}')
 
 
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 2, 60, 60
+
+
+def _shown(val):
+    """``repr(val)`` cut short: YAML aliases can make a small file's value
+    of billions of elements, which an error message must not expand."""
+    return _SHOWN.repr(val)
+
+
 def _number(path, key, val, sign=None, allow_null=True):
     if val is None and allow_null:
         return None
@@ -80,7 +97,8 @@ def _number(path, key, val, sign=None, allow_null=True):
     if isinstance(val, bool) or not isinstance(val, (int, float)) \
             or not _finite(val):
         _fail(path, key, f'must be a finite number'
-                         f'{" or null" if allow_null else ""}, got {val!r}')
+                         f'{" or null" if allow_null else ""}, '
+                         f'got {_shown(val)}')
 
     if sign == '+' and val < 0:
         _fail(path, key, f'must be >= 0, got {val}')
@@ -100,15 +118,16 @@ def _finite(val):
 
 def _text(path, key, val):
     if not isinstance(val, str) or not val.strip():
-        _fail(path, key, f'must be a non-empty string, got {val!r}')
+        _fail(path, key, f'must be a non-empty string, got {_shown(val)}')
 
     return val
 
 
 def _unknown(path, key, data, allowed):
-    extra = sorted(set(data) - allowed)
+    extra = sorted(set(data) - allowed, key=str)
     if extra:
-        _fail(path, key, f'unknown key(s) {", ".join(extra)} '
+        _fail(path, key, f'unknown key(s) '
+                         f'{", ".join(str(k)[:60] for k in extra)} '
                          f'(allowed: {", ".join(sorted(allowed))})')
 
 
@@ -123,7 +142,7 @@ def _metric(path, key, data, rules):
 
     unit = _text(path, f'{key}.unit', data['unit'])
     if unit not in units.KNOWN_UNITS:
-        _fail(path, f'{key}.unit', f'unknown unit {unit!r}')
+        _fail(path, f'{key}.unit', f'unknown unit {_shown(unit)}')
 
     value = _number(path, f'{key}.value', data['value'], '+')
     lower = _number(path, f'{key}.lower', data.get('lower'), '-')
@@ -135,7 +154,7 @@ def _metric(path, key, data, rules):
     rule = data.get('rule', '')
     if value is not None:
         if rule not in rules:
-            _fail(path, f'{key}.rule', f'{rule!r} is not one of the '
+            _fail(path, f'{key}.rule', f'{_shown(rule)} is not one of the '
                                        f'file\'s rules: {sorted(rules)}')
         if lower is None and upper is None:
             _fail(path, key, 'a reference with neither bound judges '
@@ -216,11 +235,11 @@ def _where(path, key, where):
 
     for name, val in where.items():
         if not isinstance(name, str) or not _WHERE_KEY.fullmatch(name):
-            _fail(path, key, f'{name!r} is not a test attribute name')
+            _fail(path, key, f'{_shown(name)} is not a test attribute name')
         # null would match any test lacking the attribute
         if isinstance(val, (dict, list)) or val is None:
             _fail(path, f'{key}.{name}', f'must be a string, number or '
-                                         f'boolean, got {val!r}')
+                                         f'boolean, got {_shown(val)}')
     return where
 
 
@@ -228,6 +247,14 @@ def load(path, text=None):
     """Parse and validate one reference file; return its Reference list.
     ``text`` is the file's content when it is not to be read from
     ``path`` (a text being checked before it is written)."""
+    data = _document(path, text)
+    _head(path, data)
+    rules = _rules(path, data)
+    return _refs(path, _entries_of(path, data), rules)
+
+
+def _document(path, text=None):
+    """The top-level mapping of one file, its keys and ``system`` checked."""
     data = parse(_read(path) if text is None else text, path)
 
     if not isinstance(data, dict):
@@ -237,16 +264,22 @@ def load(path, text=None):
     stem = os.path.splitext(os.path.basename(path))[0]
     if data.get('system') != stem:
         _fail(path, 'system', f'must be {stem!r} (the file name), '
-                              f'got {data.get("system")!r}')
+                              f'got {_shown(data.get("system"))}')
+    if 'replace' in data and not isinstance(data['replace'], bool):
+        _fail(path, 'replace', f'must be true or false, got '
+                               f'{_shown(data["replace"])}')
+    return data
 
+
+def _head(path, data):
     _text(path, 'description', data.get('description'))
-    rules = data.get('rules') or {}
-    if not isinstance(rules, dict):
-        _fail(path, 'rules', 'must be a mapping of name to text')
+    # the nodes' expected GPUs: read by hpcval.health, checked here so that
+    # a broken inventory stops the run like any other reference error
+    from hpcval.health import inventory
+    inventory.validate(path, data.get('inventory'))
 
-    for name, text in rules.items():
-        _text(path, f'rules.{name}', text)
 
+def _entries_of(path, data):
     entries = data.get('entries')
     if not isinstance(entries, list):
         _fail(path, 'entries', 'must be a list')
@@ -254,18 +287,26 @@ def load(path, text=None):
         _fail(path, 'entries', 'is empty: a reference file judges and '
                                'records nothing without entries (an entry '
                                'with `absent:` says why a check has none)')
+    return entries
 
+
+def _rules(path, data):
+    rules = data.get('rules') or {}
+    if not isinstance(rules, dict):
+        _fail(path, 'rules', 'must be a mapping of name to text')
+
+    for name, text in rules.items():
+        _text(path, f'rules.{name}', text)
+    return rules
+
+
+def _refs(path, entries, rules, keys=None, origins=None):
+    """The References of ``entries``; ``keys[i]`` names entry ``i`` in
+    errors (default ``entries[i]``), ``origins(i, metric)`` its Origin."""
     refs = []
     for i, entry in enumerate(entries):
-        key = f'entries[{i}]'
-        if not isinstance(entry, dict):
-            _fail(path, key, 'must be a mapping')
-
-        _unknown(path, key, entry, _ENTRY_KEYS)
-        check = _text(path, f'{key}.check', entry.get('check'))
-        partition = _text(path, f'{key}.partition',
-                          entry.get('partition', '*'))
-        where = _where(path, f'{key}.where', entry.get('where'))
+        key = keys[i] if keys else f'entries[{i}]'
+        check, partition, where = _entry_key(path, key, entry)
 
         if 'absent' in entry:
             # no figure for any metric of the check: say why, once
@@ -274,7 +315,8 @@ def load(path, text=None):
             refs.append(Reference(check, partition, where, '*', None, None,
                                   None, '', '', _text(path, f'{key}.absent',
                                                       entry['absent']),
-                                  entry=i))
+                                  entry=i,
+                                  origin=origins and origins(i, '*')))
             continue
 
         metrics = entry.get('metrics')
@@ -284,9 +326,22 @@ def load(path, text=None):
         for name, spec in metrics.items():
             fields = _metric(path, f'{key}.metrics.{name}', spec, rules)
             refs.append(Reference(check, partition, where, name, *fields,
-                                  entry=i))
+                                  entry=i,
+                                  origin=origins and origins(i, name)))
 
     return refs
+
+
+def _entry_key(path, key, entry):
+    """(check, partition, where) of one entry: what names it."""
+    if not isinstance(entry, dict):
+        _fail(path, key, 'must be a mapping')
+
+    _unknown(path, key, entry, _ENTRY_KEYS)
+    check = _text(path, f'{key}.check', entry.get('check'))
+    partition = _text(path, f'{key}.partition', entry.get('partition', '*'))
+    where = _where(path, f'{key}.where', entry.get('where'))
+    return check, partition, where
 
 
 def load_dir(dirname):
@@ -301,14 +356,209 @@ def load_dir(dirname):
             for f in names if f.endswith('.yaml')}
 
 
+BUILT_IN, SITE, CALIBRATED = 'built-in', 'site', 'calibrated'
+_CALIBRATED_RULE = 'calibrated'     # hpcval.publish.calibrate.RULE
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where one figure of a layered reference set came from.
+
+    ``layer``: built-in (the first folder), site (a later one) or
+    calibrated (its rule is the one ``hpcval calibrate`` writes);
+    ``path`` and ``entry``: the file and entry index that last set it;
+    ``changed``: the metric fields that file changed over the layer below
+    (``('*',)``: the whole metric or entry is its own); ``before``: the
+    layer below's metric as written there, or None."""
+    layer: str
+    path: str
+    entry: int
+    changed: tuple = ()
+    before: object = None
+    before_path: str = ''
+
+
 def load_layered(dirs):
-    """``load_dir`` of each folder of ``dirs`` in order, a file of a later
-    folder replacing the one of the same name before it (a site's
-    references over the built-in ones, hpcval.paths.references_dirs)."""
-    by_system = {}
-    for dirname in dirs:
-        by_system.update(load_dir(dirname))
-    return by_system
+    """The references of each system from the folders ``dirs`` in order
+    (the built-in one, then a site's: hpcval.paths.references_dirs).
+
+    A later folder's file changes the system's earlier one entry by entry:
+    its entry with the same check, partition and ``where`` as an earlier
+    entry changes only the metrics it names, and a metric without
+    ``value`` changes only the fields it gives (a bound, its rule);
+    other entries are added after the earlier ones.  ``replace: true`` at
+    the top of the file replaces the earlier file whole.  Every
+    Reference carries its Origin."""
+    layers = {}
+    for depth, dirname in enumerate(dirs):
+        layer = BUILT_IN if depth == 0 else SITE
+        for name in _yaml_names(dirname):
+            path = os.path.join(dirname, name)
+            layers[name[:-5]] = _layer_on(layers.get(name[:-5]), path,
+                                          _document(path), layer)
+    return {system: lay.references() for system, lay in layers.items()}
+
+
+def load_over(below_path, path, text=None):
+    """The references of the file ``path`` (or its ``text``, a text
+    being checked before it is written) layered over the file
+    ``below_path``, as load_layered layers a site file over the built-in
+    one."""
+    below = _layer_on(None, below_path, _document(below_path), BUILT_IN)
+    return _layer_on(below, path, _document(path, text), SITE).references()
+
+
+def _layer_on(below, path, data, layer):
+    if below is not None and not data.get('replace'):
+        return _overlay(below, path, data)
+    _head(path, data)
+    return _Layered.whole(path, data, layer)
+
+
+def _yaml_names(dirname):
+    try:
+        names = sorted(os.listdir(dirname))
+    except OSError as err:
+        raise ReferenceFileError(f'{dirname}: cannot list the reference '
+                                 f'folder: {err.strerror}') from None
+    return [f for f in names if f.endswith('.yaml')]
+
+
+@dataclass
+class _Layered:
+    """One system's entries as layered so far: the file the last layer
+    came from (errors name it), the merged entries and rules, and per
+    entry its Origin by metric ('*' for an ``absent`` entry)."""
+    path: str
+    entries: list
+    rules: dict
+    origins: list
+    keys: list
+
+    @classmethod
+    def whole(cls, path, data, layer):
+        rules = _rules(path, data)
+        entries = _entries_of(path, data)
+        _refs(path, entries, rules)     # validated as a file of its own
+        origins = [{m: Origin(_layer(layer, spec), path, i, ('*',))
+                    for m, spec in _metric_specs(e).items()}
+                   for i, e in enumerate(entries)]
+        return cls(path, list(entries), dict(rules), origins,
+                   [f'entries[{i}]' for i in range(len(entries))])
+
+    def references(self):
+        return _refs(self.path, self.entries, self.rules, self.keys,
+                     lambda i, m: self.origins[i].get(m))
+
+
+def _metric_specs(entry):
+    if 'absent' in entry:
+        return {'*': entry}
+    metrics = entry.get('metrics')
+    return metrics if isinstance(metrics, dict) else {}
+
+
+def _layer(layer, spec):
+    rule = spec.get('rule') if isinstance(spec, dict) else None
+    return CALIBRATED if rule == _CALIBRATED_RULE else layer
+
+
+def _same_key(a, b):
+    return a[:2] == b[:2] and {k: str(v) for k, v in a[2].items()} == \
+        {k: str(v) for k, v in b[2].items()}
+
+
+def _overlay(below, path, data):
+    """``below`` changed by the site file ``path`` (its document ``data``),
+    entry by entry; the result is validated, errors naming ``path``."""
+    if 'description' in data:
+        _text(path, 'description', data['description'])
+    rules = dict(below.rules)
+    for name, text in _rules(path, data).items():
+        if name in below.rules and text != below.rules[name]:
+            _fail(path, f'rules.{name}',
+                  f'is a rule of {below.path} with another text; name the '
+                  f'site\'s rule differently (a figure citing the '
+                  f'built-in rule would otherwise cite this text)')
+        rules[name] = text
+
+    entries, origins = list(below.entries), list(below.origins)
+    site_entries = _entries_of(path, data)
+    keys = list(below.keys)
+    known = [_entry_key(below.path, k, e) for k, e in zip(keys, entries)]
+    for j, entry in enumerate(site_entries):
+        key = f'entries[{j}]'
+        ident = _entry_key(path, key, entry)
+        at = next((i for i in reversed(range(len(known)))
+                   if _same_key(known[i], ident)), None)
+        if at is None:
+            _whole_metrics(path, key, entry, below.path)
+        if at is None or _calibrated_only(entry):
+            # a new entry follows the earlier ones (a calibrated one always
+            # does: the last applicable entry wins, as in one file)
+            entries.append(entry)
+            origins.append({m: Origin(_layer(SITE, spec), path, j, ('*',))
+                            for m, spec in _metric_specs(entry).items()})
+            keys.append(key)
+            known.append(ident)
+            continue
+        entries[at], origins[at] = _merge_entry(
+            entries[at], origins[at], entry, path, j, key, below.path)
+        keys[at] = key
+    return _Layered(path, entries, rules, origins, keys)
+
+
+def _whole_metrics(path, key, entry, below_path):
+    for name, spec in _metric_specs(entry).items():
+        if name != '*' and isinstance(spec, dict) and 'value' not in spec:
+            _fail(path, f'{key}.metrics.{name}.value',
+                  f'is required: no entry of {below_path} has this check, '
+                  f'partition and where, so this entry is new and each '
+                  f'metric needs its value, unit, rule and source')
+
+
+def _calibrated_only(entry):
+    specs = _metric_specs(entry)
+    return 'absent' not in entry and bool(specs) and all(
+        isinstance(s, dict) and s.get('rule') == _CALIBRATED_RULE
+        for s in specs.values())
+
+
+def _merge_entry(old, old_origins, new, path, j, key, below_path):
+    """(entry, origins) of the earlier entry ``old`` changed by the site's
+    entry ``new`` (entry ``j`` of ``path``)."""
+    if 'absent' in new or 'absent' in old:
+        # no figure, or figures where there were none: the site's whole
+        return new, {m: Origin(_layer(SITE, s), path, j, ('*',))
+                     for m, s in _metric_specs(new).items()}
+
+    metrics = dict(old['metrics'])
+    origins = dict(old_origins)
+    new_metrics = new.get('metrics')
+    if not isinstance(new_metrics, dict) or not new_metrics:
+        _fail(path, f'{key}.metrics', 'must be a non-empty mapping')
+    for name, spec in new_metrics.items():
+        before = metrics.get(name)
+        mkey = f'{key}.metrics.{name}'
+        if before is None or not isinstance(spec, dict) or 'value' in spec:
+            metrics[name], changed = spec, ('*',)
+        else:
+            _unknown(path, mkey, spec, _METRIC_KEYS)
+            if 'unit' in spec and spec['unit'] != before.get('unit'):
+                _fail(path, f'{mkey}.unit', f'changes the unit of '
+                      f'{below_path}\'s value: give the value in it too')
+            if before.get('value') is None and \
+                    {'lower', 'upper', 'spread'} & set(spec):
+                _fail(path, mkey, f'{below_path} has no value for it '
+                      f'(value: null): a bound needs a value')
+            metrics[name] = {**before, **spec}
+            changed = tuple(k for k in spec if spec[k] != before.get(k))
+        origins[name] = Origin(_layer(SITE, metrics[name]), path, j,
+                               changed, before, below_path)
+    merged = {**old, 'metrics': metrics}
+    if 'notes' in new:
+        merged['notes'] = new['notes']
+    return merged, origins
 
 
 def _matches(ref, check_names, partition, attrs):
@@ -381,8 +631,11 @@ def unmatched(refs, tests, path, known_checks=None):
         if found:
             fatal, why = found
             where = ''.join(f', {k}={v}' for k, v in ref.where.items())
+            # a layered entry is named in the file that last changed it
+            at = (ref.origin.path, ref.origin.entry) if ref.origin \
+                else (path, i)
             (errors if fatal else notes).append(EntryProblem(
-                f'{path}: entries[{i}] ({ref.check}, partition '
+                f'{at[0]}: entries[{at[1]}] ({ref.check}, partition '
                 f'{ref.partition}{where}): {why}', ref.check))
     return errors, notes
 

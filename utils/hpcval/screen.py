@@ -7,35 +7,51 @@ Slurm gave it at run time (``hpcval_partition_nodes``, see
 hpcval.benchmarks.screening), so a verdict read anywhere later knows which
 nodes were not tested, and why (drained, down, reserved).
 
-Peer comparison (the rule, documented in docs/screening.md): within one
-system, partition, environment and test (all parameters but the node), each
-node's figure is compared with the median of the same figure on the other
-nodes.  It fails when it is worse than the peers' median by more than
-``PEER_FACTOR`` (4 by default, ``hpcval verdict --peer-factor``: below a
-quarter of the median for bandwidths, rates and FLOP/s, above four times
-the median for times) and, where there are at least
-``MIN_PEERS_FOR_MAD`` peers, also beyond ``MAD_K`` robust standard
-deviations (1.4826 x the median absolute deviation of the peers'
-log-values) from it, so that a noisy figure widens its own bound.  Times
-(latencies) are compared only among at least ``MIN_PEERS_FOR_MAD`` peers:
-on fewer, a healthy node's tiny-message latency is often four times its
-one peer's.  Spreads (``*_std``) and figures of unknown direction are not
-compared.
+The peer rule (``peer_judgements``/``peer_outliers``, documented in
+docs/screening.md), for nodes of a screen and for GPUs or links inside a
+node alike: each value is compared with the median of the others of its
+group; it fails when it is worse by more than a floor (per figure kind,
+PEER_RULES; ``hpcval verdict --peer-factor`` sets it for a screen) and by
+more than k(n) robust standard deviations of the others' log-values, k(n)
+chosen so that a healthy figure fails once in 1/PEER_ALARM.  Spreads
+(``*_std``) and figures of unknown direction are not compared.
+
+After a screen (``next_steps``): scontrol lines that drain the failed
+nodes and a re-screen of only those; a re-screen read with the first
+screen judges each node by its latest run (``superseded``).
 """
+import bisect
 import math
 import re
+import shlex
 import statistics
 from dataclasses import dataclass, field
 
-from hpcval.publish.comparison import better
+from hpcval.units import better
 
+#: the verdict's floor as a factor while the minicluster's screen figure
+#: is the short peakflops run on a shared host (docs/screening.md)
 PEER_FACTOR = 4.0
-MIN_PEERS_FOR_MAD = 5
-MAD_K = 3.0
 # a job cancelled because its node could not take it: the node was not
 # tested (ReFrame's words, then Slurm's)
 _UNAVAILABLE = re.compile(r'blocked due to reason: (ReqNodeNotAvail|Nodes '
                           r'required for job are DOWN|.*Reserv)')
+# what ends a job without saying anything about its node: Slurm's
+# controller or accounting out of reach (sbatch, sacct or srun saying so),
+# a usage error of the run (hpcval.benchmarks.fates), an operator's scancel
+_NOT_THE_NODE = (
+    ('controller unreachable', re.compile(
+        r'Unable to contact slurm controller|Socket timed out on send/recv|'
+        r'slurm_load_(jobs|partitions|node) error|Zero Bytes were '
+        r'transmitted or received|Batch job submission failed: (Unable|'
+        r'Socket)')),
+    ('accounting unreachable', re.compile(
+        r'Problem talking to the database|slurmdbd|failed to open '
+        r'persistent connection|command .sacct\b')),
+    ('usage error', re.compile(r'\busage error: ')),
+    ('cancelled (scancel, or an administrator)', re.compile(
+        r'\bCANCELLED: cancelled')),
+)
 _NID = re.compile(r'\s%\.nid=(\S+)')
 _SCREEN_PARAMS = re.compile(r'\s%\.(nid|part)=\S+')
 
@@ -48,11 +64,26 @@ def node_of(case):
     return m.group(1).strip("[]'\"") if m else None
 
 
-def not_started(case):
-    """Slurm's reason when a distributed case's job never started because
-    its node could not take it (drained, down, reserved), else ''."""
-    m = _UNAVAILABLE.search(case.reason or '')
-    return m.group(1) if m else ''
+def not_tested(case):
+    """Why a distributed case says nothing about its node, or '': its job
+    never started because the node could not take it (drained, down,
+    reserved), or it ended for a reason that is not the node's (the
+    controller or accounting out of reach, a usage error, an operator's
+    cancel)."""
+    reason = case.reason or ''
+    m = _UNAVAILABLE.search(reason)
+    if m:
+        return f'job not started: {m.group(1)}'
+    if case.result not in ('fail', 'abort'):
+        return ''
+    for what, pattern in _NOT_THE_NODE:
+        if pattern.search(reason):
+            return f'not tested: {what}'
+    return ''
+
+
+#: the name verdict calls: any reason a case is not the node's result
+not_started = not_tested
 
 
 def screen_test(case):
@@ -60,10 +91,99 @@ def screen_test(case):
     return _SCREEN_PARAMS.sub('', case.test)
 
 
+_BRACKET = re.compile(r'\[([0-9,-]+)\]')
+# more nodes than any partition has: a list naming more is not expanded
+MAX_NODES = 200_000
+_RANGE = re.compile(r'(\d+)(?:-(\d+))?')
+
+
 def expand(nodelist):
-    """'n[1-3],x7' -> ['n1', 'n2', 'n3', 'x7'] (Slurm's syntax)."""
-    from reframe.utility import nodelist_expand
-    return nodelist_expand(nodelist)
+    """'n[1-3],x7' -> ['n1', 'n2', 'n3', 'x7'] (Slurm's syntax, zero
+    padding kept: 'g[08-10]' -> g08 g09 g10).  Without ReFrame: its import
+    alone costs more than a 1,000-node verdict.  ValueError when it is not
+    that syntax, or one of more than MAX_NODES names, counted before any
+    is made (a report from elsewhere may say ``n[1-300000000]``)."""
+    if nodelist_size(nodelist) > MAX_NODES:
+        raise ValueError(f'node list of more than {MAX_NODES} nodes')
+    out, depth, word = [], 0, ''
+    for ch in nodelist.strip() + ',':
+        depth += (ch == '[') - (ch == ']')
+        if depth < 0 or depth > 1:
+            raise ValueError(f'{nodelist!r}: unbalanced brackets')
+        if ch == ',' and depth == 0:
+            if not word:
+                raise ValueError(f'{nodelist!r}: an empty name')
+            out += _expand_one(word)
+            word = ''
+        else:
+            word += ch
+    if depth:
+        raise ValueError(f'{nodelist!r}: unbalanced brackets')
+    return out
+
+
+def _expand_one(word):
+    m = _BRACKET.search(word)
+    if m is None:
+        if '[' in word or ']' in word:
+            raise ValueError(f'{word!r}: not a Slurm node range')
+        return [word]
+    head, tail = word[:m.start()], word[m.end():]
+    names = []
+    for part in m.group(1).split(','):
+        lo, _, hi = part.partition('-')
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            raise ValueError(f'{word!r}: not a Slurm node range')
+        hi = hi or lo
+        if int(hi) < int(lo) or int(hi) - int(lo) > MAX_NODES:
+            raise ValueError(f'{word!r}: range {part!r}')
+        width = len(lo) if lo.startswith('0') else 0
+        for i in range(int(lo), int(hi) + 1):
+            for rest in _expand_one(tail):
+                names.append(f'{head}{i:0{width}d}{rest}')
+    return names
+
+
+def abbrev(nodes):
+    """['n1', 'n2', 'n3', 'x7'] -> 'n[1-3],x7' (what ``expand`` reads)."""
+    groups, plain = {}, []
+    for name in nodes:
+        m = re.fullmatch(r'(.*?)(\d+)', name)
+        if m is None:
+            plain.append(name)
+            continue
+        digits = m.group(2)
+        width = len(digits) if digits.startswith('0') and \
+            len(digits) > 1 else 0
+        groups.setdefault((m.group(1), width), set()).add(int(digits))
+    parts = []
+    for (head, width), numbers in sorted(groups.items()):
+        runs, start, prev = [], None, None
+        for i in sorted(numbers):
+            if prev is not None and i == prev + 1:
+                prev = i
+                continue
+            if start is not None:
+                runs.append((start, prev))
+            start = prev = i
+        runs.append((start, prev))
+        text = ','.join(f'{a:0{width}d}' if a == b else
+                        f'{a:0{width}d}-{b:0{width}d}' for a, b in runs)
+        parts.append(f'{head}{text}' if len(numbers) == 1
+                     else f'{head}[{text}]')
+    return ','.join(parts + plain)
+
+
+def nodelist_size(nodelist):
+    """How many names a Slurm node list expands to, without expanding."""
+    total = 0
+    for item in re.findall(r'(?:[^,\[]|\[[^\]]*\])+', nodelist):
+        size = 1
+        for group in re.findall(r'\[([^\]]*)\]', item):
+            size *= sum(int(m.group(2) or m.group(1)) - int(m.group(1)) + 1
+                        for m in _RANGE.finditer(group)) or 1
+        total += size
+    return total
 
 
 @dataclass
@@ -73,6 +193,7 @@ class Coverage:
     tested: list
     untested: dict                 # node: why
     excluded: list = field(default_factory=list)   # (test, why)
+    accepted: dict = field(default_factory=dict)   # node: why, out by intent
 
     @property
     def known(self):
@@ -83,6 +204,10 @@ class Coverage:
         head = (f'{len(self.tested)} of {total} nodes tested' if self.known
                 else f'{len(self.tested)} nodes tested, the partition\'s '
                      f'node list was not recorded')
+        if self.accepted:
+            head += '; accepted as out: ' + ', '.join(
+                f'{n} ({why})' for n, why in sorted(
+                    self.accepted.items(), key=lambda kv: _natural(kv[0])))
         if not self.untested:
             return head
         shown = [f'{n} ({why})' for n, why in sorted(
@@ -110,6 +235,7 @@ def _natural(name):
 def coverage(cases):
     """The Coverage of the distributed ``cases`` of one partition."""
     recorded, tested, untested, excluded = {}, set(), {}, []
+    tests = {screen_test(c) for c in cases}
     for case in cases:
         nodes = case.extras.get('partition_nodes')
         if isinstance(nodes, dict) and isinstance(nodes.get('nodes'), str):
@@ -121,11 +247,13 @@ def coverage(cases):
         if isinstance(excl, str) and excl:
             excluded.append((screen_test(case), excl))
             continue
-        why = not_started(case)
         if case.result == 'skip':
             continue
+        why = not_tested(case)
         if why:
-            untested.setdefault(node, f'job not started: {why}')
+            # one case of the node not run is enough: its screen is partial
+            untested.setdefault(node, f'{screen_test(case)}: {why}'
+                                if len(tests) > 1 else why)
         else:
             tested.add(node)
 
@@ -145,24 +273,164 @@ def coverage(cases):
                 untested[node] = why        # Slurm's state says most
             elif node not in untested:
                 untested[node] = 'no test case ran there'
-    for node in tested:
-        untested.pop(node, None)
+    tested -= set(untested)
     return Coverage(sorted(partition_nodes, key=_natural),
                     sorted(tested, key=_natural), untested,
                     sorted(set(excluded)))
 
 
-def _worse(value, median, direction):
-    """How many times worse than ``median`` ``value`` is (1: equal)."""
-    if direction == 'higher':
-        return median / value if value > 0 else math.inf
-    return value / median if median > 0 else math.inf
+# -- the peer rule ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PeerRule:
+    """How one kind of figure is judged against its peers: it fails when it
+    is worse than the median of the others by more than ``floor`` (0.05:
+    5 % below for a rate, 5 % above for a time) and by more than
+    ``k(n)`` robust standard deviations of the others' log-values;
+    ``min_peers``: fewer peers, and the figure is not judged."""
+    floor: float
+    min_peers: int
+    better: str             # 'higher' or 'lower'
+
+
+#: per figure kind (hpcval.units families).  Floors: the smallest
+#: slowdown a screen can name where the nodes' healthy spread is below it
+#: (a wrong BIOS setting, a missing DIMM, a throttled GPU cost 10-20 %);
+#: times (latencies) are the noisy kind and need five peers
+PEER_RULES = {
+    'flops': PeerRule(0.05, 1, 'higher'),
+    'bandwidth': PeerRule(0.05, 1, 'higher'),
+    'rate': PeerRule(0.05, 1, 'higher'),
+    'time': PeerRule(0.20, 5, 'lower'),
+}
+#: false alarms the spread term is built for: one healthy figure in
+#: 10,000 fails (log-normal healthy figures, the median and MAD of n
+#: peers); docs/screening.md
+PEER_ALARM = 1e-4
+# k(n): the 1 - PEER_ALARM quantile of (median - x) / (1.4826 MAD) of n
+# normal peers (Monte Carlo, 2e6 draws for n <= 32, 1e6 above:
+# tests/bench_screen.py --rule draws them again).  Below 4 peers the
+# spread is not measured and the floor alone judges.
+_K_OF_PEERS = ((4, 112.9), (5, 110.1), (6, 32.2), (7, 30.8), (8, 17.9),
+               (10, 13.0), (12, 10.4), (16, 7.85), (24, 6.01), (32, 5.29),
+               (64, 4.44), (128, 4.00), (1 << 30, 3.72))
+# leave-one-out MAD is exact up to this many peers; above, one node moves
+# the MAD of all by less than a rank: the MAD of all is used (fast at
+# 1,000 nodes)
+_EXACT_MAD_PEERS = 128
+
+
+def k_of_peers(n):
+    """Robust standard deviations a figure may be off among ``n`` peers at
+    PEER_ALARM (None: too few peers to measure a spread)."""
+    if n < _K_OF_PEERS[0][0]:
+        return None
+    for (n0, k0), (n1, k1) in zip(_K_OF_PEERS, _K_OF_PEERS[1:]):
+        if n0 <= n < n1:
+            # linear in log n between the simulated points
+            t = (math.log(n) - math.log(n0)) / (math.log(n1) - math.log(n0))
+            return k0 + t * (k1 - k0)
+    return _K_OF_PEERS[-1][1]
+
+
+def rule_for(kind):
+    """The PeerRule of ``kind``: a PEER_RULES key or a unit ('MB/s')."""
+    if kind in PEER_RULES:
+        return PEER_RULES[kind]
+    try:
+        from hpcval import units
+        return PEER_RULES[units.family(kind)]
+    except (ValueError, KeyError):
+        raise ValueError(f'no peer rule for {kind!r} (kinds: '
+                         f'{", ".join(PEER_RULES)}, or a known unit)') \
+            from None
+
+
+@dataclass(frozen=True)
+class PeerJudgement:
+    """One value against the others of its group."""
+    name: str
+    value: float
+    median: float           # of the others
+    peers: int
+    factor: float           # the bound, as a factor on the median
+    limit: float            # the value at the bound
+    passed: bool
+
+    @property
+    def worse(self):
+        """How many times worse than the median (1: equal)."""
+        if self.limit <= self.median:       # higher is better
+            return self.median / self.value if self.value > 0 else math.inf
+        return self.value / self.median if self.median > 0 else math.inf
+
+
+def peer_judgements(values, kind, floor=None):
+    """{name: PeerJudgement} of each of ``values`` ({name: positive
+    number}: nodes, GPUs or links of one figure) against the median of the
+    others, by the rule of ``kind`` (PEER_RULES key or unit); ``floor``
+    replaces the kind's.  Values <= 0 and groups with too few peers are
+    not judged (absent from the result)."""
+    rule = rule_for(kind)
+    floor = rule.floor if floor is None else floor
+    if not 0 <= floor < 1:
+        raise ValueError(f'floor {floor!r}: expected 0 <= floor < 1')
+    sign = 1.0 if rule.better == 'higher' else -1.0
+    good = {n: v for n, v in values.items()
+            if isinstance(v, (int, float)) and v > 0 and math.isfinite(v)}
+    peers = len(good) - 1
+    if peers < max(rule.min_peers, 1):
+        return {}
+    # log-values, oriented so that lower is worse
+    logs = {n: sign * math.log(v) for n, v in good.items()}
+    ordered = sorted(logs.values())
+    k = k_of_peers(peers)
+    floor_log = -math.log(1 - floor)
+    whole_mad = None
+    if k is not None and peers > _EXACT_MAD_PEERS:
+        mid = statistics.median(ordered)
+        whole_mad = statistics.median(abs(x - mid) for x in ordered)
+    out = {}
+    for name, x in logs.items():
+        i = bisect.bisect_left(ordered, x)
+        others = ordered[:i] + ordered[i + 1:] if whole_mad is None \
+            else None
+        mid = _median_without(ordered, i)
+        bound = floor_log
+        if k is not None:
+            mad = whole_mad if whole_mad is not None else \
+                statistics.median(abs(y - mid) for y in others)
+            bound = max(bound, k * 1.4826 * mad)
+        median = math.exp(sign * mid)
+        limit = math.exp(sign * (mid - bound))
+        out[name] = PeerJudgement(name, good[name], median, peers,
+                                  math.exp(bound), limit,
+                                  mid - x <= bound)
+    return out
+
+
+def peer_outliers(values, kind, floor=None):
+    """The judgements of ``values`` that fail (peer_judgements)."""
+    return {n: j for n, j in peer_judgements(values, kind, floor).items()
+            if not j.passed}
+
+
+def _median_without(ordered, i):
+    """The median of sorted ``ordered`` without its element ``i``."""
+    n = len(ordered) - 1
+
+    def at(j):          # j-th of the list without element i
+        return ordered[j + 1] if j >= i else ordered[j]
+    if n % 2:
+        return at(n // 2)
+    return (at(n // 2 - 1) + at(n // 2)) / 2
 
 
 def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
     """{(id(case), metric): PeerResult} for the distributed ``cases``
     (``samples_of(case)``: its samples, objects with metric, value, unit);
-    ``factor``: how many times worse than the peers' median fails."""
+    ``factor``: how many times worse than the peers' median fails at
+    least (None: the figure kind's floor, PEER_RULES)."""
     groups = {}
     for case in cases:
         node = node_of(case)
@@ -175,32 +443,25 @@ def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
                    screen_test(case), s.metric, s.unit)
             groups.setdefault(key, []).append((node, case, s.value))
 
+    floor = None if factor is None else 1 - 1 / factor
     out = {}
     for key, entries in groups.items():
-        direction = better(key[-1])
-        for node, case, value in entries:
-            peers = [v for n, _, v in entries if n != node and v > 0]
-            if not peers or value <= 0:
+        unit = key[-1]
+        try:
+            rule_for(unit)
+        except ValueError:
+            continue
+        values = {(node, id(case)): value for node, case, value in entries}
+        judged = peer_judgements(values, unit, floor)
+        cmp = '>=' if rule_for(unit).better == 'higher' else '<='
+        for node, case, _ in entries:
+            j = judged.get((node, id(case)))
+            if j is None:
                 continue
-            if direction == 'lower' and len(peers) < MIN_PEERS_FOR_MAD:
-                # a time (latency) is the noisy kind: with too few peers
-                # to measure its spread, noise cannot be told from a fault
-                continue
-            median = statistics.median(peers)
-            worse = _worse(value, median, direction)
-            bound = factor
-            if len(peers) >= MIN_PEERS_FOR_MAD:
-                logs = [math.log(v) for v in peers]
-                mid = statistics.median(logs)
-                mad = statistics.median(abs(x - mid) for x in logs)
-                bound = max(bound, math.exp(MAD_K * 1.4826 * mad))
-            limit = median / bound if direction == 'higher' \
-                else median * bound
-            cmp = '>=' if direction == 'higher' else '<='
             out[(id(case), key[4])] = PeerResult(
-                node, value, key[-1], median, len(peers), worse <= bound,
-                f'{cmp} {limit:.6g} {key[-1]} (peer median {median:.6g} '
-                f'of {len(peers)} nodes, x{bound:.3g})')
+                node, j.value, unit, j.median, j.peers, j.passed,
+                f'{cmp} {j.limit:.6g} {unit} (peer median {j.median:.6g} '
+                f'of {j.peers} nodes, x{j.factor:.3g})')
     return out
 
 
@@ -220,3 +481,136 @@ def per_node(cases, samples_of, factor=PEER_FACTOR):
                          p.median if p else None,
                          '' if p is None else 'pass' if p.passed else 'FAIL'))
     return sorted(rows, key=lambda r: (r[0], r[1], _natural(r[3])))
+
+
+# a node name that may reach a shell line: Slurm's plain host names
+_NODE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
+# what a drain reason keeps of a failure line: no quote, $, ` or backslash
+_REASON_UNSAFE = re.compile(r'[^A-Za-z0-9 ._:,/+<>=%()-]+')
+_REASON_CHARS = 120
+
+
+def plain_node(name):
+    """Whether ``name`` is a plain node name, safe on a command line."""
+    return isinstance(name, str) and bool(_NODE_NAME.fullmatch(name))
+
+
+def job_nodes(case):
+    """Every node the case's job ran on, as Slurm's accounting recorded it
+    (hpcval.benchmarks.screening), or []."""
+    nodes = case.extras.get('job_nodes')
+    if isinstance(nodes, list) and nodes and all(plain_node(n)
+                                                 for n in nodes):
+        return nodes
+    return []
+
+
+def superseded(cases):
+    """ids of the distributed ``cases`` that a later run of the same test
+    on the same node replaces: a re-screen read with the first screen
+    judges each node by its latest run that tested it."""
+    best = {}
+    for case in cases:
+        node = node_of(case)
+        if node is None or case.result == 'skip':
+            continue
+        key = (case.system, case.partition, case.environ,
+               screen_test(case), node)
+        rank = (not not_tested(case), case.time or 0.0)
+        if key not in best or rank >= best[key][0]:
+            best[key] = (rank, case)
+    keep = {id(c) for _, c in best.values()}
+    return {id(c) for c in cases if node_of(c) is not None
+            and c.result != 'skip' and id(c) not in keep}
+
+
+def accept_out(coverage, nodes):
+    """Move the untested ``nodes`` (known to be out: drained for repair)
+    from ``coverage.untested`` to ``coverage.accepted``; a tested node
+    stays judged."""
+    for node in nodes:
+        if node in coverage.untested:
+            coverage.accepted[node] = coverage.untested.pop(node)
+    return coverage
+
+
+def drain_reason(failure):
+    """'hpcval: <what failed>' for Slurm's node reason, without a
+    character a shell or scontrol would read."""
+    test = screen_test(failure).split()[0] if failure.test else ''
+    if failure.metric:
+        what = (f'{test} {failure.metric} {_short(failure.value)} '
+                f'{failure.unit} {failure.component} bound '
+                f'{failure.bound}')
+    else:
+        what = f'{test} {failure.reason}'
+    text = _REASON_UNSAFE.sub(' ', f'hpcval: {what}')
+    text = ' '.join(text.split())
+    return text if len(text) <= _REASON_CHARS else \
+        text[:_REASON_CHARS - 3].rstrip() + '...'
+
+
+def _short(value):
+    return f'{value:.4g}' if isinstance(value, (int, float)) else str(value)
+
+
+def next_steps(verdict):
+    """What the admin does next: {'drain': [scontrol line, ...],
+    'rescreen': [command, ...], 'notes': [...]} for the failed nodes of a
+    verdict (hpcval.verdict.Verdict)."""
+    alone, pairs = {}, {}
+    for f in verdict.failures():
+        nodes = f.node.split('+') if f.node else []
+        if len(nodes) == 1:
+            alone.setdefault(nodes[0], f)
+        elif nodes:
+            pairs.setdefault(f.node, f)
+    drain, notes = [], []
+    for node in sorted(alone, key=_natural):
+        if not plain_node(node):
+            notes.append(f'not a plain node name, no drain line: {node!r}')
+            continue
+        drain.append(f'scontrol update nodename={node} state=drain '
+                     f'reason="{drain_reason(alone[node])}"')
+    for nodes in sorted(pairs):
+        if not any(n in alone for n in nodes.split('+')):
+            notes.append(f'nodes {nodes} failed together in one job: '
+                         f'screen each alone before draining either')
+    return {'drain': drain, 'rescreen': _rescreen(verdict, alone),
+            'notes': notes}
+
+
+def _rescreen(verdict, failed):
+    """reframe lines that run the failed screen tests again on the
+    ``failed`` nodes only, and the verdict that reads them with the first
+    screen.  The other nodes are excluded (``-J exclude``): a list given
+    as ``-J nodelist`` would join every pinned job to all of its nodes."""
+    lines = []
+    for g in verdict.groups:
+        mine = {n: f for n, f in failed.items()
+                if plain_node(n) and any(f is x for x in g.failures)}
+        nodes = sorted(mine, key=_natural)
+        if not nodes or g.coverage is None:
+            continue
+        first = mine[nodes[0]]
+        head = (f'reframe -r --system '
+                f'{shlex.quote(first.system + ":" + first.partition)} '
+                f'--distribute=all')
+        names = ' '.join(f'-n {shlex.quote(t)}' for t in sorted(
+            {screen_test(f).replace(' %', '%') for f in mine.values()}))
+        others = [n for n in g.coverage.partition_nodes if n not in mine]
+        if others:
+            lines.append(f'{head} -J exclude={shlex.quote(abbrev(others))} '
+                         f'{names} --report-file rescreen.json')
+        elif g.coverage.known:      # every node of the partition failed
+            lines.append(f'{head} {names} --report-file rescreen.json')
+        else:       # the partition's nodes unknown: one run per node
+            lines += [f'{head} -J nodelist={n} {names} --report-file '
+                      f'rescreen-{n}.json' for n in nodes]
+    if lines:
+        lines.append('hpcval verdict SCREEN.json rescreen*.json  '
+                     '# SCREEN.json: the first screen\'s report; each node '
+                     'is judged by its latest run')
+    return lines
+
+

@@ -3,27 +3,40 @@
 A site keeps its systems, references and checks in one folder, named by
 $HPCVAL_SITE and layered over the built-in ones (docs/site.md).  ``init``
 makes its three folders and a README; ``--from SYSTEM`` copies a built-in
-system's module and reference file into it, where they replace the
-built-in ones and can be edited.  Nothing existing is overwritten.
+system's module into it, where it replaces the built-in one and can be
+edited.  Its reference file is not copied: a site reference file holds
+only the entries it changes, so that upstream corrections to the others
+still reach the site.  Nothing existing is overwritten.
+
+The folder is made by the running user and writable by it alone (an
+existing empty one only when it is already so): hpcval loads code from it
+(hpcval.trust, docs/security.md).
 """
 import os
-import shutil
+import re
 
-from hpcval import paths
+from hpcval import paths, references, trust
 from hpcval.inputs import is_safe_path
+
+# a built-in system's name, as its module's file is named
+_SYSTEM_NAME = re.compile(r'[a-z0-9][a-z0-9_-]*')
 
 README = """\
 # hpcval site folder
 
 Layered over hpcval's built-in systems, references and checks when
-`HPCVAL_SITE` names this folder (docs/site.md, "Your site without a fork"):
+`HPCVAL_SITE` names this folder ({docs}/site.md, "Your site without a
+fork"; `hpcval paths docs` prints that folder):
 
     export HPCVAL_SITE={path}
 
 - `systems/<name>.py`: a system module (`system`, `environments`), exactly as
-  in hpcval's systems/; the same name as a built-in system replaces it.
-- `references/<name>.yaml`: the references of system `<name>`; the same
-  name as a built-in file replaces it.  `hpcval calibrate --write` writes here.
+  in hpcval's systems/, built on `hpcval.sitesystem`; the same name as a
+  built-in system replaces it.
+- `references/<name>.yaml`: the references of system `<name>`; for a
+  built-in system, only the entries and metrics the site changes (or
+  `replace: true` for a whole file).  `hpcval references --system <name>`
+  shows where each figure comes from.  `hpcval calibrate --write` writes here.
 - `checks/`: the site's own checks, found by ReFrame next to hpcval's.
 """
 
@@ -45,30 +58,142 @@ def init(folder, from_system=None):
         raise SiteInitError(f'{folder} exists and is not an empty folder; '
                             f'nothing written')
 
-    sources = []
-    if from_system:
-        root = paths.repo_root()
-        sources = [(os.path.join(root, 'systems', f'{from_system}.py'),
-                    'systems'),
-                   (os.path.join(root, 'references', f'{from_system}.yaml'),
-                    'references')]
-        if not os.path.isfile(sources[0][0]):
-            known = sorted(f[:-3] for f in os.listdir(
-                os.path.join(root, 'systems'))
-                if f.endswith('.py') and not f.startswith('_'))
-            raise SiteInitError(f'--from {from_system}: no built-in system '
-                                f'of that name (known: {", ".join(known)})')
+    sources = _sources(from_system) if from_system else []
+    try:
+        os.makedirs(os.path.dirname(folder), 0o755, exist_ok=True)
+        trust.own_folder(folder, 0o755)
+    except trust.UntrustedPath as err:
+        raise SiteInitError(f'{folder}: {err}; hpcval would load code from '
+                            f'it (docs/security.md); nothing written'
+                            ) from None
+    except OSError as err:
+        raise SiteInitError(f'{folder}: {err.strerror}') from None
 
     written = []
     for kind in paths.KINDS:
-        os.makedirs(os.path.join(folder, kind), exist_ok=True)
+        os.mkdir(os.path.join(folder, kind), 0o755)
     readme = os.path.join(folder, 'README.md')
-    with open(readme, 'x', encoding='utf-8') as fp:
-        fp.write(README.format(path=folder))
+    _write_new(readme, README.format(
+        path=folder, docs=os.path.join(paths.repo_root(), 'docs')).encode())
     written.append(readme)
     for source, kind in sources:
         if os.path.isfile(source):
             target = os.path.join(folder, kind, os.path.basename(source))
-            shutil.copyfile(source, target)
+            with open(source, 'rb') as fp:
+                _write_new(target, fp.read())
             written.append(target)
     return written
+
+
+# Rules whose bounds follow from a figure's value and spread, as their text
+# in references/ says; a site figure citing one is checked against it.
+# Bounds in the files are rounded to three decimals.
+_ROUNDING = 0.0005 + 1e-9
+
+
+def _sandia_spread(value, spread):
+    """sandia-spread: lower = -max(3 std / mean, 0.05) for a bandwidth,
+    upper = max(3 std / mean, 0.10) for a latency."""
+    ratio = 3 * spread / value
+    return -max(ratio, 0.05), max(ratio, 0.10)
+
+
+RULE_BOUNDS = {'sandia-spread': (_sandia_spread,
+                                 'lower = -max(3 x spread / value, 0.05), '
+                                 'upper = max(3 x spread / value, 0.10)')}
+
+
+def rule_warnings(refs):
+    """One message per site figure whose bound breaks the rule it names:
+    a rule of RULE_BOUNDS computed from its value and spread, else a
+    built-in rule whose built-in bound it changed without changing the
+    value or spread the bound was derived from."""
+    out = []
+    for ref in refs:
+        origin = ref.origin
+        if ref.value is None or origin is None or \
+                origin.layer == references.BUILT_IN:
+            continue
+        where = (f'{origin.path}: entries[{origin.entry}] ({ref.check}, '
+                 f'{_place(ref)}) {ref.metric}')
+        for bound, want, how in _broken(ref, origin):
+            out.append(f'{where}: {bound} {_frac(getattr(ref, bound))} '
+                       f'breaks rule {ref.rule!r}, which gives '
+                       f'{_frac(want)} ({how}); name the site\'s own rule '
+                       f'under rules: if the change is meant')
+    return out
+
+
+def _broken(ref, origin):
+    formula = RULE_BOUNDS.get(ref.rule)
+    if formula:
+        if ref.spread is None or not ref.value:
+            return [(b, None, f'needs value and spread: {formula[1]}')
+                    for b in ('lower', 'upper') if getattr(ref, b) is not None]
+        lower, upper = formula[0](ref.value, ref.spread)
+        return [(b, want, formula[1]) for b, want in (('lower', lower),
+                                                      ('upper', upper))
+                if getattr(ref, b) is not None and
+                abs(getattr(ref, b) - want) > _ROUNDING]
+    before = origin.before
+    if not isinstance(before, dict) or before.get('rule') != ref.rule or \
+            before.get('value') != ref.value or \
+            before.get('spread') != ref.spread:
+        return []
+    return [(b, before.get(b), f'the bound of {origin.before_path} for the '
+             f'same value under the same rule')
+            for b in ('lower', 'upper') if before.get(b) != getattr(ref, b)]
+
+
+def _frac(value):
+    return 'unbounded' if value is None else f'{value:+g}'
+
+
+def _place(ref):
+    where = ''.join(f', {k}={v}' for k, v in ref.where.items())
+    return f'partition {ref.partition}{where}'
+
+
+def effective(refs):
+    """Rows (check, place, metric, value, unit, lower, upper, rule,
+    origin) of every judged figure of one system, as the layers give it;
+    origin names the layer, and for a site change the fields it changed
+    and the file."""
+    rows = []
+    for ref in refs:
+        if ref.value is None:
+            continue
+        origin = ref.origin
+        if origin is None:
+            said = ''
+        elif origin.layer == references.BUILT_IN or \
+                origin.changed == ('*',):
+            said = f'{origin.layer} ({origin.path})'
+        else:
+            said = (f'{origin.layer}: {", ".join(origin.changed) or "nothing"}'
+                    f' changed ({origin.path}) over {origin.before_path}')
+        rows.append((ref.check, _place(ref), ref.metric, f'{ref.value:g}',
+                     ref.unit, _frac(ref.lower), _frac(ref.upper), ref.rule,
+                     said))
+    return rows
+
+
+def _sources(name):
+    """The built-in system ``name``'s module (its reference file is not
+    copied: a site file holds only what it changes)."""
+    root = paths.repo_root()
+    known = sorted(f[:-3] for f in os.listdir(os.path.join(root, 'systems'))
+                   if f.endswith('.py') and not f.startswith('_'))
+    if not _SYSTEM_NAME.fullmatch(name) or name not in known:
+        raise SiteInitError(f'--from {name!r}: not the name of a built-in '
+                            f'system (known: {", ".join(known)})')
+    return [(os.path.join(root, 'systems', f'{name}.py'), 'systems')]
+
+
+def _write_new(path, data):
+    # a new file, never through a link, never writable by others whatever
+    # the umask
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                 0o644)
+    with os.fdopen(fd, 'wb') as fp:
+        fp.write(data)

@@ -4,7 +4,12 @@
         modules to load, through the system's modules system (Lmod, ...)
     -S spack_spec=osu-micro-benchmarks@7.4
         a Spack installation: ``spack location -i`` checks that it is
-        installed, ``spack load --sh`` puts it on PATH
+        installed, ``spack load --sh`` puts it on PATH; a missing ``spack``
+        command is named as such
+    -S spack_spec=... -S spack_install=true
+        the build fixture installs the spec (reusing what the site's Spack
+        has) through ReFrame's Spack build system, in a Spack environment
+        of its stage folder, and the job loads it from there
 
 With either, the source fixture fetches nothing and the build fixture
 builds nothing: it loads the stack and checks that every executable the
@@ -30,6 +35,7 @@ PREFIX = 'hpcval stack:'
 class Stack:
     modules: tuple = ()
     spack_spec: str = ''
+    spack_env: str = ''     # the Spack environment a build installed it in
 
     def describe(self):
         parts = [f'modules {" ".join(self.modules)}'] if self.modules else []
@@ -48,11 +54,29 @@ class Stack:
             cmds += [c for m in self.modules
                      for c in modules_system.emit_load_commands(m)]
         if self.spack_spec:
-            spec = shlex.quote(self.spack_spec)
-            cmds += [f'spack location -i {spec} || echo "{PREFIX} Spack spec '
-                     f'{self.spack_spec} is not installed" >&2',
-                     f'eval "$(spack load --sh {spec})"']
+            cmds += [self.spack_check(),
+                     f'eval "$({self.spack()} load --sh '
+                     f'{shlex.quote(self.spack_spec)})"']
         return cmds
+
+    def spack(self):
+        """``spack``, in the environment the build installed into."""
+        return f'spack -e {shlex.quote(self.spack_env)}' if self.spack_env \
+            else 'spack'
+
+    def spack_check(self):
+        """A shell line that says, on stderr, why the spec cannot load:
+        no ``spack`` command, or the spec not installed."""
+        spec = shlex.quote(self.spack_spec)
+        missing = (f'echo "{PREFIX} no spack command on PATH: the system\'s '
+                   f'environment must set up the site\'s Spack (its '
+                   f'setup-env.sh or module)" >&2')
+        if self.spack_env:
+            return f'command -v spack >/dev/null || {missing}'
+        return (f'if ! command -v spack >/dev/null; then {missing}; '
+                f'elif ! spack location -i {spec}; then echo "{PREFIX} '
+                f'Spack spec {self.spack_spec} is not installed (-S '
+                f'spack_install=true installs it)" >&2; fi')
 
     def check_commands(self, executables):
         """Shell lines that name each executable found on PATH and say

@@ -55,3 +55,14 @@ def size_label(nbytes, suffixes=METRIC_SIZES, unit='B'):
             return f'{nbytes >> shift}{suffix}'
 
     return f'{nbytes}{unit}'
+
+
+def better(unit):
+    """'lower' for times, 'higher' for everything else hpcval measures,
+    'unknown' for a unit hpcval does not know (a report from elsewhere)."""
+    try:
+        fam = family(unit)
+    except ValueError:
+        return 'unknown'
+
+    return 'lower' if fam == 'time' else 'higher'

@@ -14,7 +14,10 @@ Exit status, for automation:
 - 1: something failed (a figure out of bounds, a sanity or build failure,
   an aborted case), or with ``strict`` something was not validated;
 - 2: incomplete: nothing failed, but test cases were skipped, figures had
-  no reference, or nothing at all was judged.
+  no reference, or nothing at all was judged;
+- 3: unknown: nothing failed, but an input could not be read (a missing
+  file, a folder, a file that is not a run report, a damaged test case),
+  or the command line was wrong.  3 is the monitoring plugins' UNKNOWN.
 
 What the checks record beside their figures (the ``hpcval_*`` loggable
 variables of hpcval.benchmarks.base, in the report as ``Case.extras``):
@@ -26,14 +29,21 @@ figures are attributed to the job's nodes and an unjudged figure counts as
 one without a reference.
 """
 import json
+import re
 from dataclasses import asdict, dataclass, field
 
-from hpcval import screen
+from hpcval import judgement, screen
+from hpcval.health import report as health
+from hpcval.judgement import Band
 
-EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = 0, 1, 2
+# the monitoring plugins' convention (Nagios, Icinga, Naemon: 0 OK,
+# 1 WARNING, 2 CRITICAL, 3 UNKNOWN) for 3; 1 and 2 are the verdict's own
+EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INPUT = 0, 1, 2, 3
 STATUS = {EXIT_OK: 'PASSED', EXIT_FAILED: 'FAILED',
-          EXIT_INCOMPLETE: 'INCOMPLETE'}
+          EXIT_INCOMPLETE: 'INCOMPLETE', EXIT_INPUT: 'UNKNOWN'}
 DIAGNOSTIC = 'diagnostic'
+# the group of what the inputs held but could not be trusted
+INPUT = ('(input)', '?')
 # provenance keys in the order they are shown
 PROVENANCE_KEYS = ('gpu', 'driver', 'cuda', 'rocm', 'nccl', 'rccl', 'mpi',
                    'kernel', 'cpu')
@@ -53,17 +63,26 @@ class Failure:
     bound: str = ''       # '>= 3166830 MB/s (ref 3518700, -10%)'
     reason: str = ''      # the failure's message, for non-figures
     session: str = ''
+    shown: str = ''       # the value as printed: digits apart from the bound
+    deviation: str = ''   # '+717% vs ref 0.706'
+    cause: str = ''       # what the node's health record shows (hpcval.health)
 
     def where(self):
+        if (self.system, self.partition) == INPUT:
+            return 'input'
         node = f'node {self.node}' if self.node and '+' not in self.node \
             else f'nodes {self.node}' if self.node else 'node not recorded'
         return f'{node} {self.component}'.strip()
 
     def line(self):
+        why = f': {self.cause}' if self.cause else ''
         if self.metric:
+            dev = f'{self.deviation}, ' if self.deviation else ''
             return (f'{self.where()}: {self.test}: {self.metric} = '
-                    f'{_num(self.value)} {self.unit}, bound {self.bound}')
-        return f'{self.where()}: {self.test}: {self.reason}'
+                    f'{self.shown or _num(self.value)} {self.unit}, '
+                    f'{dev}bound {self.bound}{why}')
+        test = f'{self.test}: ' if self.test else ''
+        return f'{self.where()}: {test}{self.reason}'
 
 
 @dataclass
@@ -117,42 +136,43 @@ def _num(value):
     return f'{value:.6g}' if isinstance(value, (int, float)) else str(value)
 
 
+# what can move a terminal's cursor, end a line or reorder text: C0 and C1
+# controls, DEL, line and paragraph separators, bidirectional controls;
+# the backslash too, so that an escape cannot be forged either
+_UNSAFE = re.compile('[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e'
+                     '\u2066-\u2069\ufeff\\\\]')
+_NAMED = {'\n': '\\n', '\r': '\\r', '\t': '\\t', '\\': '\\\\'}
+
+
+def escape(text):
+    """``text`` on one line with every control character shown as its
+    escape (a name from a report is data: it cannot add, erase or move a
+    line of the verdict)."""
+    return _UNSAFE.sub(lambda m: _NAMED.get(m.group()) or (
+        f'\\x{ord(m.group()):02x}' if ord(m.group()) < 0x100
+        else f'\\u{ord(m.group()):04x}'), text)
+
+
 def is_judged(sample):
-    """Whether ReFrame judged this figure against a reference."""
-    return bool(sample.reference) and (sample.lower is not None
-                                       or sample.upper is not None)
-
-
-def _limits(sample):
-    ref = sample.reference
-    # ReFrame's rule (sanity.assert_reference) for a positive reference
-    low = ref * (1 + sample.lower) if sample.lower is not None else None
-    high = ref * (1 + sample.upper) if sample.upper is not None else None
-    return low, high
+    """Whether a reference judges this figure."""
+    return Band.of_sample(sample) is not None
 
 
 def passes(sample):
-    low, high = _limits(sample)
-    return (low is None or sample.value >= low) and \
-        (high is None or sample.value <= high)
+    return judgement.outcome(sample) == judgement.PASS
 
 
 def bound_text(sample):
-    low, high = _limits(sample)
-    parts = []
-    if low is not None:
-        parts.append(f'>= {_num(low)}')
-    if high is not None:
-        parts.append(f'<= {_num(high)}')
-    tol = ', '.join(f'{t:+.1%}' for t in (sample.lower, sample.upper)
-                    if t is not None)
-    return (f'{" and ".join(parts)} {sample.unit} (ref '
-            f'{_num(sample.reference)}, {tol})')
+    return Band.of_sample(sample).bound_text()
 
 
 def node_label(case):
-    # a screen pins each case to one node; the squeue backend may record
-    # no node list ('None')
+    # every node of a multi-node job, from Slurm's accounting where the
+    # check recorded it (hpcval.screen.job_nodes); a screen pins each case
+    # to one node; the squeue backend may record no node list ('None')
+    ran = screen.job_nodes(case)
+    if len(ran) > 1:
+        return '+'.join(ran)
     return screen.node_of(case) or '+'.join(n for n in case.nodes
                                             if n != 'None')
 
@@ -212,17 +232,50 @@ def _key(case):
             case.environ, case.time)
 
 
+class _Groups(dict):
+    """{(system, partition): Group}, each made at its first case."""
+
+    def __init__(self):
+        super().__init__()
+        self.sessions = {}      # group name: {session uuid}
+        self.node_sets = {}     # group name: {node}: 100,000 nodes stay fast
+
+    def of(self, case):
+        key = (case.label or case.system, case.partition)
+        if key not in self:
+            self[key] = Group(*key)
+        return self[key]
+
+    def add_nodes(self, g, case):
+        label = node_label(case)
+        seen = self.node_sets.setdefault(g.name, set())
+        for node in label.split('+') if label else ():
+            if node not in seen:
+                seen.add(node)
+                g.nodes.append(node)
+
+
 def judge(loaded, select=None, strict=False, allow_unjudged=False,
-          peer_factor=screen.PEER_FACTOR):
+          peer_factor=screen.PEER_FACTOR, accept_out=()):
     """The Verdict of ``loaded`` (hpcval.publish.results.Loaded).
 
     ``select(case)`` keeps a test case (default: all); ``strict`` makes a
     skip or an unjudged figure a failure; ``allow_unjudged`` accepts
     figures without a reference (logged, counted, not incomplete).
+    Anything the inputs held that could not be read or trusted keeps the
+    verdict from passing: a damaged case that claims to have failed, or
+    two differing copies of one case, is a failure; any other input left
+    out makes the status EXIT_INPUT.
     """
     select = select or (lambda case: True)
+    # node screen (hpcval.screen): a re-screen read with the first screen
+    # judges each node by its latest run
+    replaced = screen.superseded(loaded.cases)
+    chosen = select
+
+    def select(case):
+        return id(case) not in replaced and chosen(case)
     fixtures = {(f.session, f.name): f for f in loaded.fixtures}
-    groups, seen, sessions = {}, set(), {}
     samples = {}
     for s in loaded.samples:
         samples.setdefault(id(s.case), []).append(s)
@@ -232,118 +285,171 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
                                   lambda c: samples.get(id(c), []),
                                   peer_factor)
 
-    def group(case):
-        key = (case.label or case.system, case.partition)
-        if key not in groups:
-            groups[key] = Group(*key)
-        return groups[key]
-
+    groups, seen = _Groups(), set()
+    healths = health.Judge()
     for case in loaded.cases:
         if not select(case) or _key(case) in seen:
             continue
         seen.add(_key(case))
-        g = group(case)
-        sessions.setdefault(g.name, set()).add(case.session)
-        if screen.node_of(case) and (case.extras.get('screen_excluded') or
-                                     screen.not_started(case)):
-            continue        # not a node's result: counted by coverage
-        g.replays += case.replay
-        for node in node_label(case).split('+') if node_label(case) else ():
-            if node not in g.nodes:
-                g.nodes.append(node)
-        _provenance(g, case)
-        # fail_deps: not run, a fixture it needs failed (that fixture is
-        # counted as the failure, below)
-        if case.result in ('skip', 'fail_deps'):
-            g.cases_skipped += 1
-            g.skips.append((case.test, _skip_reason(case, fixtures)))
-            continue
+        _judge_case(groups, case, samples.get(id(case), []), peer, fixtures,
+                    healths)
+    _failed_fixtures(groups, loaded.fixtures, select, seen)
+    _untrusted(groups, loaded)
+    _screens(groups, screened, samples, peer_factor, accept_out)
 
-        failed_figure = False
-        for s in samples.get(id(case), []):
-            by_peers = peer.get((id(case), s.metric))
-            if by_peers is not None:
-                g.peer_judged += 1
-                if not by_peers.passed:
-                    failed_figure = True
-                    g.failures.append(Failure(
-                        case.system, case.partition, node_label(case),
-                        'vs peers', case.test, s.metric, s.value, s.unit,
-                        by_peers.bound, session=case.session))
-            if is_judged(s):
-                if passes(s) and (by_peers is None or by_peers.passed):
-                    g.judged_passed += 1
-                    continue
-                g.judged_failed += 1
-                if passes(s):
-                    continue        # named above, against its peers
-                failed_figure = True
-                g.failures.append(Failure(
-                    case.system, case.partition, node_label(case),
-                    _component(case, s.metric), case.test, s.metric,
-                    s.value, s.unit, bound_text(s), session=case.session))
-                continue
-            if by_peers is not None:
-                g.judged_passed += by_peers.passed
-                g.judged_failed += not by_peers.passed
-                continue
-            why = _unjudged_reason(case, s.metric)
-            if why.startswith(DIAGNOSTIC):
-                g.diagnostic += 1
-            else:
-                g.logged += 1
-                g.unjudged.append((case.test, s.metric, why))
+    ordered = [groups[k] for k in sorted(groups)]
+    incomplete = _incomplete(ordered, allow_unjudged)
+    problems = [str(p) for p in loaded.problems]
+    distributed = any('%.nid=' in c.test for c in loaded.cases)
+    return Verdict(_status(ordered, incomplete, problems, strict), ordered,
+                   incomplete, problems, distributed)
 
-        if case.result == 'pass':
-            g.cases_passed += 1
-            continue
 
-        g.cases_failed += 1
-        if not failed_figure:
-            # a sanity failure, a crash, an abort: no figure to name
-            phase = f'{case.phase}: ' if case.phase else ''
+def _status(groups, incomplete, problems, strict):
+    if any(g.failures for g in groups) or (strict and incomplete):
+        return EXIT_FAILED
+    if problems:
+        return EXIT_INPUT
+    return EXIT_INCOMPLETE if incomplete else EXIT_OK
+
+
+def _judge_case(groups, case, samples, peer, fixtures, healths):
+    """Count one test case into its group: skipped, its figures against
+    their references and peers, and a failure without a figure."""
+    g = groups.of(case)
+    groups.sessions.setdefault(g.name, set()).add(case.session)
+    if screen.node_of(case) and (case.extras.get('screen_excluded') or
+                                 screen.not_started(case)):
+        return          # not a node's result: counted by coverage
+    g.replays += case.replay
+    groups.add_nodes(g, case)
+    _provenance(g, case)
+    # the node's inventory and health first (hpcval.health)
+    for node, comp, text in healths.failures(case, node_label(case)):
+        g.failures.append(Failure(case.system, case.partition, node, comp,
+                                  '', '', reason=text, session=case.session))
+    # fail_deps: not run, a fixture it needs failed (that fixture is
+    # counted as the failure, in _failed_fixtures)
+    if case.result in ('skip', 'fail_deps'):
+        g.cases_skipped += 1
+        g.skips.append((case.test, _skip_reason(case, fixtures)))
+        return
+
+    failed_figure = False
+    for s in samples:
+        failed_figure |= _judge_figure(g, case, s,
+                                       peer.get((id(case), s.metric)),
+                                       healths)
+    if case.result == 'pass':
+        g.cases_passed += 1
+        return
+    g.cases_failed += 1
+    if not failed_figure:
+        # a sanity failure, a crash, an abort: no figure to name
+        g.failures.append(_case_failure(case))
+
+
+def _judge_figure(g, case, s, by_peers, healths):
+    """Count one figure: against its reference (Band) and, in a node
+    screen, its peers (``by_peers``: screen.PeerResult or None); True if
+    it failed and is named."""
+    failed = False
+    if by_peers is not None:
+        g.peer_judged += 1
+        if not by_peers.passed:
+            failed = True
             g.failures.append(Failure(
-                case.system, case.partition, node_label(case), '',
-                case.test, '', reason=f'{phase}{case.reason or case.result}',
+                case.system, case.partition, node_label(case), 'vs peers',
+                case.test, s.metric, s.value, s.unit, by_peers.bound,
                 session=case.session))
+    if is_judged(s):
+        if passes(s) and (by_peers is None or by_peers.passed):
+            g.judged_passed += 1
+            return failed
+        g.judged_failed += 1
+        if passes(s):
+            return failed       # named above, against its peers
+        g.failures.append(_figure_failure(case, s, healths))
+        return True
+    if by_peers is not None:
+        g.judged_passed += by_peers.passed
+        g.judged_failed += not by_peers.passed
+        return failed
+    why = _unjudged_reason(case, s.metric)
+    if why.startswith(DIAGNOSTIC):
+        g.diagnostic += 1
+    else:
+        g.logged += 1
+        g.unjudged.append((case.test, s.metric, why))
+    return failed
 
-    # fixtures that failed (a build, a source fetch) fail the run: their
-    # tests are only reported as skipped by ReFrame
-    for fix in loaded.fixtures:
+
+def _figure_failure(case, s, healths):
+    band = Band.of_sample(s)
+    digits = band.digits(s.value)
+    component = _component(case, s.metric)
+    return Failure(case.system, case.partition, node_label(case),
+                   component, case.test, s.metric,
+                   s.value, s.unit, band.bound_text(digits),
+                   session=case.session,
+                   shown=band.value_text(s.value, digits),
+                   deviation=band.deviation_text(s.value),
+                   cause=healths.cause(case, component))
+
+
+def _case_failure(case):
+    phase = f'{case.phase}: ' if case.phase else ''
+    return Failure(case.system, case.partition, node_label(case), '',
+                   case.test, '',
+                   reason=f'{phase}{case.reason or case.result}',
+                   session=case.session)
+
+
+def _failed_fixtures(groups, fixtures, select, seen):
+    """Fixtures that failed (a build, a source fetch) fail the run: their
+    tests are only reported as skipped by ReFrame."""
+    for fix in fixtures:
         if fix.result in ('fail', 'abort') and select(fix) \
                 and _key(fix) not in seen:
             seen.add(_key(fix))
-            g = group(fix)
+            g = groups.of(fix)
             g.cases_failed += 1
-            phase = f'{fix.phase}: ' if fix.phase else ''
-            g.failures.append(Failure(
-                fix.system, fix.partition, node_label(fix), '', fix.test, '',
-                reason=f'{phase}{fix.reason or fix.result}',
-                session=fix.session))
+            g.failures.append(_case_failure(fix))
 
+
+def _untrusted(groups, loaded):
+    """What the inputs held but could not be trusted: a damaged case that
+    says it failed, and two copies of one case that differ, are failures
+    (under the partition '?', as their own may be what is damaged)."""
+    bad = [Failure(*INPUT, '', '', d.test, '',
+                   reason=f'{d.source}: says {d.result}, but cannot be '
+                          f'trusted: {d.reason}')
+           for d in loaded.damaged if d.result in ('fail', 'abort')]
+    bad += [Failure(*INPUT, '', '', c.test, '',
+                    reason=f'two copies of session {c.session} differ in '
+                           f'{c.differs}: {c.first} and {c.second}',
+                    session=c.session)
+            for c in loaded.conflicts]
+    if bad:
+        g = groups.setdefault(INPUT, Group(*INPUT))
+        g.cases_failed += len(bad)
+        g.failures.extend(bad)
+
+
+def _screens(groups, screened, samples, peer_factor, accept_out):
+    """Each group's session count and, for a node screen, its coverage
+    and every node's figures beside its peers'."""
     for g in groups.values():
-        g.sessions = len(sessions.get(g.name, ()))
+        g.sessions = len(groups.sessions.get(g.name, ()))
         mine = [c for c in screened
                 if ((c.label or c.system), c.partition) ==
                 (g.system, g.partition)]
         if mine:
-            g.coverage = screen.coverage(mine)
+            g.coverage = screen.accept_out(screen.coverage(mine),
+                                           accept_out)
             g.per_node = screen.per_node(mine,
                                          lambda c: samples.get(id(c), []),
                                          peer_factor)
-
-    ordered = [groups[k] for k in sorted(groups)]
-    incomplete = _incomplete(ordered, allow_unjudged)
-    failed = any(g.failures for g in ordered)
-    if failed or (strict and incomplete):
-        status = EXIT_FAILED
-    elif incomplete:
-        status = EXIT_INCOMPLETE
-    else:
-        status = EXIT_OK
-    distributed = any('%.nid=' in c.test for c in loaded.cases)
-    return Verdict(status, ordered, incomplete,
-                   [str(p) for p in loaded.problems], distributed)
 
 
 def _incomplete(groups, allow_unjudged):
@@ -378,6 +484,7 @@ def as_dict(verdict):
                          for t, m, r in g.unjudged]
         out['partitions'].append(d)
     out['failures_by_node'] = by_node(verdict)
+    out['next_steps'] = screen.next_steps(verdict)
     return out
 
 
@@ -406,7 +513,16 @@ def render_text(verdict, most=20, per_node=False):
     ``per_node``, every node's figures of a screen beside their peers'
     median."""
     lines = [f'hpcval verdict: {verdict.word} (exit {verdict.status})']
+    if verdict.status == EXIT_INPUT:
+        lines.append('(an input could not be read or trusted: see "inputs '
+                     'left out")')
     for g in verdict.groups:
+        if (g.system, g.partition) == INPUT:
+            lines += ['', f'inputs that cannot be trusted: '
+                          f'{len(g.failures)} test case(s)']
+            lines += _capped([f'  FAIL {f.line()}' for f in g.failures],
+                             most)
+            continue
         nodes = ', '.join(g.nodes[:8]) + (
             f' and {len(g.nodes) - 8} more' if len(g.nodes) > 8 else '')
         lines += [
@@ -446,13 +562,20 @@ def render_text(verdict, most=20, per_node=False):
         for node in sorted(nodes):
             lines.append(f'  {node}: {len(nodes[node])} failure(s)')
             lines += _capped([f'    {line}' for line in nodes[node]], most)
+    steps = screen.next_steps(verdict)     # node screen: drain, re-screen
+    if steps['drain'] or steps['notes']:
+        lines += ['', 'next steps (drain the failed nodes, fix them, then '
+                      're-screen only them):']
+        lines += [f'  {line}' for line in steps['drain'] + steps['rescreen']]
+        lines += [f'  # {note}' for note in steps['notes']]
     if verdict.incomplete:
         lines += ['', 'not validated:'] + [f'  {w}'
                                            for w in verdict.incomplete]
     if verdict.problems:
         lines += ['', 'inputs left out:'] + [f'  {p}'
                                              for p in verdict.problems]
-    return '\n'.join(lines) + '\n'
+    # every line is built as one line: what a name adds is escaped here
+    return '\n'.join(escape(line) for line in lines) + '\n'
 
 
 def _unjudged_lines(unjudged, shown=4):

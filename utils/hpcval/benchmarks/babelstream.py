@@ -18,20 +18,42 @@ import shlex
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
-from hpcval import layouts
+from hpcval import inputs, layouts, suites
+from hpcval.benchmarks import siblings
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.layouts import gpu_count
+from hpcval.layouts import gpu_arch, gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import checked_token
+from hpcval.inputs import at_load, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import (CLASSIC_KERNELS, check_run,
                                         parse_babelstream)
 from hpcval.parsers.common import read_text
-from hpcval.publish import plotdata
+from hpcval import plotdata
+from hpcval.parsers.devices import check_names
 
 MODELS = ('omp', 'cuda', 'hip')
 GPU_MODELS = ('cuda', 'hip')
 
+
+
+_GPU_OUT = re.compile(r'stream\.(.+)\.gpu(\d+)\.out')
+
+
+def missing_gpu_outputs(names, per_node, expected):
+    """': missing stream.n1.gpu3.out, ...' for the per-GPU outputs a node
+    that wrote some did not write, and the nodes that wrote none."""
+    by_host = {}
+    for name in names:
+        m = _GPU_OUT.fullmatch(name)
+        if m:
+            by_host.setdefault(m.group(1), set()).add(int(m.group(2)))
+    missing = [f'stream.{host}.gpu{gpu}.out'
+               for host, gpus in sorted(by_host.items())
+               for gpu in range(per_node) if gpu not in gpus]
+    silent = max(expected // max(per_node, 1) - len(by_host), 0)
+    parts = ([f'missing {", ".join(missing)}'] if missing else []) + \
+        ([f'{silent} node(s) wrote none'] if silent else [])
+    return f': {"; ".join(parts)}' if parts else ''
 
 class BabelStreamSource(UpstreamSource):
     repo_url = 'https://github.com/UoB-HPC/BabelStream.git'
@@ -43,6 +65,10 @@ class BabelStreamBuild(UpstreamBuild):
 
     #: omp, cuda or hip.
     model = variable(str, value='omp')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'model': inputs.TOKEN,
+    }
 
     source = fixture(BabelStreamSource, scope='session')
 
@@ -90,12 +116,32 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: Output format the references were made with: 'v5' (v4.0/v5.0) or
     #: 'main'; both print "Version: 5.0" but measure differently.
     expected_format = variable(str, value='v5')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'array_size': inputs.POSITIVE,
+        'num_times': inputs.POSITIVE,
+        'model': inputs.TOKEN,
+        'expected_format': inputs.TOKEN,
+        'sibling_factor': inputs.number(1, low_open=True),
+    }
+
+    #: A GPU this many times slower than its siblings' median on the node
+    #: fails (hpcval.benchmarks.siblings; docs/benchmarks/babelstream.md).
+    sibling_factor = variable(float, value=1.1)
 
     tags = {'babelstream'}
+
+    def suites(self):
+        return {suites.QUICK_TAG, suites.SCREEN_TAG}
 
     @property
     def is_gpu(self):
         return self.model in GPU_MODELS
+
+    @run_after('init')
+    def check_sibling_factor(self):
+        with at_load(self):
+            siblings.check_factor(self.sibling_factor)
 
     @run_before('run')
     def set_command(self):
@@ -150,7 +196,11 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         # an excerpt (hpcval.replay) shows some GPUs: judge those
         if len(outs) != expected and not (self.replay_excerpt and outs):
             raise ParseError(f'expected {expected} per-GPU outputs '
-                             f'(stream.<host>.gpu<N>.out), found {len(outs)}')
+                             f'(stream.<host>.gpu<N>.out), found {len(outs)}'
+                             + missing_gpu_outputs(
+                                 [os.path.basename(o) for o in outs],
+                                 self.num_tasks_per_node or expected,
+                                 expected))
 
         results = {}
         for out in outs:
@@ -185,8 +235,20 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                     f'the references were made with); check src_mirror or '
                     f'prebuilt_dir, or set -S expected_format'
                 )
+            if self.is_gpu and result.device:
+                check_names([result.device], gpu_arch(self.current_partition),
+                            f'{key}: the output')
 
+        if self.is_gpu:
+            self._compare_siblings(results)
         return results
+
+    def _compare_siblings(self, results):
+        failures = siblings.compare(gpu_groups(results), self.sibling_factor)
+        if failures:
+            raise ParseError(f'{len(failures)} figure(s) of a GPU slower '
+                             f'than its siblings on the node: '
+                             + '; '.join(failures))
 
     def figure_data(self, results):
         return plotdata.babelstream(results, CLASSIC_KERNELS) \
@@ -219,6 +281,18 @@ class BabelStream(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             out.update({f'{name}@{_gpu(key)}': _gpu_label(key)
                         for key in results})
         return out
+
+
+def gpu_groups(results):
+    """{kernel: {'GPU 1': (MB/s, 'MB/s')}} of one node's per-GPU results
+    ({'<host>.gpu1': result}); the host is named where there are several."""
+    labels = {key: _gpu_label(key) for key in results}
+    if len({key.rsplit('.', 1)[0] for key in results}) > 1:
+        labels = {key: f'{key.rsplit(".", 1)[0]} {label}'
+                  for key, label in labels.items()}
+    return {kernel.lower(): {labels[key]: (r.bandwidth(kernel), 'MB/s')
+                             for key, r in results.items()}
+            for kernel in CLASSIC_KERNELS}
 
 
 def _gpu(key):

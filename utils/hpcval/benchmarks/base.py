@@ -8,28 +8,29 @@ stage then publishes the parsed metrics as performance variables and looks
 up their references in references/<system>.yaml.  On a partition of
 config/replay.py the run stage replays a recording instead (hpcval.replay).
 """
-import functools
 import os
-import re
+import shlex
 
 import reframe.core.runtime as rt
 import reframe.utility.osext as osext
 import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import (run_after, run_before, sanity_function,
                                    variable)
 from reframe.core.exceptions import SanityError
 
-from hpcval import coverage, paths, provenance, references, replay, stacks
-from hpcval.benchmarks import fates
+from hpcval import (features, inputs, provenance, reference_service, replay,
+                    stacks)
+from hpcval.benchmarks import fates, nodeuse
+from hpcval.health import probe as health_probe
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text, stderr_reason
 
 
-@functools.lru_cache(maxsize=None)
-def _reference_files():
-    return references.load_layered(paths.references_dirs())
+#: launchers that are programs of their own, asked for their version
+LAUNCHER_PROGRAMS = ('srun', 'mpirun', 'mpiexec', 'jsrun')
 
 
 class ParsedBenchmark(ScreenRecord, SourceSettings):
@@ -44,7 +45,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     replay_excerpt = ''
 
     #: The data of this run's figures (curves, matrices, per-GPU figures;
-    #: hpcval.publish.plotdata), set from the parsed output: a loggable
+    #: hpcval.plotdata), set from the parsed output: a loggable
     #: variable, so the run report carries it to wherever it is read.
     hpcval_plot_data = variable(dict, value={})
     #: Metrics logged on purpose, not health signals: {regex: why}.  They
@@ -62,6 +63,31 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     #: GPU model, driver, CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU of the
     #: node that ran the job (hpcval.provenance)
     hpcval_provenance = variable(dict, value={})
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'hpcval_plot_data': inputs.RECORD,
+        'hpcval_components': inputs.RECORD,
+        'hpcval_unjudged': inputs.RECORD,
+        'hpcval_provenance': inputs.RECORD,
+        'health_probe': inputs.FLAG,
+        'health_sampler': inputs.FLAG,
+        'hpcval_health': inputs.RECORD,
+        'hpcval_node_load': inputs.RECORD,
+    }
+
+    #: GPU inventory and health of the node before and after the job, and
+    #: its GPUs sampled at ~1 Hz during GPU benchmarks (hpcval.health):
+    #: ``-S health_probe=no`` leaves the probe out, ``-S health_sampler=no``
+    #: only the sampler.
+    # typ.Bool: from the command line 'false' / 'no' / '0' is False
+    health_probe = variable(typ.Bool, value=True)
+    health_sampler = variable(typ.Bool, value=True)
+    #: The probe's record (hpcval.health.probe.read), for ``hpcval verdict``
+    hpcval_health = variable(dict, value={})
+
+    #: The node's load and busiest processes at job start, and whether it
+    #: was busy (hpcval.benchmarks.nodeuse)
+    hpcval_node_load = variable(dict, value={})
 
     #: Variables the run shares with its ``build`` fixture (``model``,
     #: ``accelerator``): a leaf sets them once, in the fixture declaration.
@@ -114,17 +140,68 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         """Versions the benchmark printed itself ({key: value})."""
         return {}
 
+    def suites(self):
+        """The suites (hpcval.suites' tags) this test belongs to."""
+        return set()
+
+    @run_after('init')
+    def join_suites(self):
+        self.tags = self.tags | self.suites()
+
     @run_before('run', always_last=True)
     def record_provenance(self):
         # last: hooks of the benchmarks may set prerun_cmds themselves
         if not replay.active(self):
-            self.prerun_cmds = [provenance.command(), *self.prerun_cmds]
+            self.prerun_cmds = [*nodeuse.measurement_commands(self),
+                                provenance.command(*self._started_with()),
+                                *self.prerun_cmds]
+
+    def _started_with(self):
+        """(the benchmark's program, the launcher's program) for the
+        provenance of the MPI the job runs."""
+        try:
+            exe = shlex.split(self.executable or '')[:1]
+        except ValueError:
+            exe = []
+        launcher = getattr(type(self.job.launcher), 'registered_name', '')
+        return (exe[0] if exe else '',
+                launcher if launcher in LAUNCHER_PROGRAMS else '')
+
+    @run_after('init')
+    def use_whole_nodes(self):
+        # a measurement shares its nodes with no other job
+        self.exclusive_access = True
+
+    def uses_gpus(self):
+        """Whether the test selects GPU partitions (its sampler runs)."""
+        gpu = {f'+{f}' for f in (features.GPU, features.NVGPU,
+                                 features.AMDGPU, features.GAUDI)}
+        return any(gpu & set(spec.split()) for spec in self.valid_systems)
+
+    @run_before('run', always_last=True)
+    def add_health_probe(self):
+        # last: closest to the benchmark, after the stack and the
+        # benchmark's own prerun commands
+        if replay.active(self) or not self.health_probe:
+            return
+        health_probe.write(self.stagedir)
+        self.prerun_cmds = [*self.prerun_cmds, *health_probe.commands(
+            self.health_sampler and self.uses_gpus(), self.prerun_cmds)]
+        self.keep_files = [*self.keep_files, f'{health_probe.PREFIX}*']
 
     def _read_provenance(self):
         try:
             with open(os.path.join(self.stagedir, provenance.FILE),
                       encoding='utf-8', errors='replace') as fp:
                 return provenance.read(fp.read())
+        except OSError:
+            return {}
+
+    def _read_node_load(self):
+        try:
+            with open(os.path.join(self.stagedir, nodeuse.LOAD_FILE),
+                      encoding='utf-8', errors='replace') as fp:
+                return nodeuse.read(fp.read(65536))
         except OSError:
             return {}
 
@@ -144,13 +221,13 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
 
     @run_after('init')
     def register_loaded(self):
-        coverage.register(self)
+        reference_service.register(self)
 
     @run_before('setup')
     def check_reference_entries(self):
         # every test is loaded by now: an entry meant for this check that
         # matches none of them (a misspelt where, say) fails it here
-        coverage.check_loaded(self)
+        reference_service.check_loaded(self)
 
     @run_after('setup')
     def label_replay(self):
@@ -197,12 +274,18 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
             return self.parse()
         except ParseError as err:
             return SanityError(f'{fate}{err}{self._exit_status()}'
-                               f'{self._stderr_note(fate + str(err))}')
+                               f'{self._stderr_note(fate + str(err))}'
+                               f'{self._busy_note()}')
         except FileNotFoundError as err:
             missing = err.filename or ''
             return SanityError(f'{fate}output file missing: {missing}'
                                f'{self._exit_status()}'
                                f'{self._stderr_note(fate + missing)}')
+
+    def _busy_note(self):
+        load = self._read_node_load()
+        return f'; the node was busy: {load["why"]}' if load.get('busy') \
+            else ''
 
     def _fate(self):
         """'job 8 on n1 TIMEOUT: ... (srun's error); ' or ''."""
@@ -225,6 +308,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
     def validate_output(self):
         # first: what the node ran with is worth keeping when sanity fails
         self.hpcval_provenance = self._read_provenance()
+        self.hpcval_health = health_probe.read(self.stagedir)
+        self.hpcval_node_load = self._read_node_load()
         self.result     # noqa: B018 (parses, or raises the reason)
         if self.job.exitcode not in (0, None):
             raise SanityError(f'the benchmark printed complete results but '
@@ -239,7 +324,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
 
         values = self.metrics(self.result)
         self.hpcval_plot_data = self.figure_data(self.result)
-        coverage.check_metrics(self, values)
+        reference_service.check_metrics(self, values)
         if self.replay_excerpt:     # figures the excerpt does not show
             values = {name: vu for name, vu in values.items()
                       if vu[0] is not None}
@@ -257,38 +342,10 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
                                   **self.provenance_of_output(self.result)}
 
     def _references(self, metric_units):
-        """ReFrame reference tuples of ``metric_units``.  A metric
-        ``name@component`` (one GPU's figure, say) is judged against the
-        reference of ``name``."""
-        refs = _reference_files().get(self.current_system.name, [])
-        names = [cls.__name__ for cls in type(self).__mro__]
-        found = references.select(
-            refs, names, self.current_partition.name, _Attrs(self),
-            {m.partition('@')[0]: u for m, u in metric_units.items()})
-        return {m: found[m.partition('@')[0]] for m in metric_units
-                if m.partition('@')[0] in found}
+        return reference_service.for_test(self, metric_units)
 
     def _unjudged(self, metrics):
-        refs = _reference_files().get(self.current_system.name, [])
-        names = [cls.__name__ for cls in type(self).__mro__]
-        absent = references.absent(
-            refs, names, self.current_partition.name, _Attrs(self),
-            {m.partition('@')[0] for m in metrics})
-        out = {}
-        for metric in metrics:
-            name = metric.partition('@')[0]
-            declared = next((why for pattern, why in self.diagnostics.items()
-                             if re.fullmatch(pattern, name)), None)
-            if declared:
-                out[metric] = f'diagnostic: {declared}'
-            elif name in absent:
-                out[metric] = (f'diagnostic: explicitly absent in references/'
-                               f'{self.current_system.name}.yaml: '
-                               f'{absent[name]}')
-            else:
-                out[metric] = (f'no reference in references/'
-                               f'{self.current_system.name}.yaml')
-        return out
+        return reference_service.unjudged(self, metrics, self.diagnostics)
 
     def reference_value(self, metric, unit):
         """This system's reference value of ``metric`` in ``unit``, or None
@@ -296,12 +353,3 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         found = self._references({metric: unit})
         return found[metric][0] if metric in found else None
 
-
-class _Attrs:
-    """Read test attributes lazily for the references' ``where`` clauses."""
-
-    def __init__(self, test):
-        self._test = test
-
-    def get(self, key):
-        return getattr(self._test, key, None)

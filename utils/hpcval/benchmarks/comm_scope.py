@@ -22,7 +22,7 @@ import shlex
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
-from hpcval import layouts
+from hpcval import inputs, layouts
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
@@ -97,6 +97,10 @@ class CommScopeSource(UpstreamSource):
     #: Folder of bare mirrors laid out as GitHub (<owner>/<name>.git) for
     #: the submodules; default: two levels above a git src_mirror.
     submodule_root = variable(str, value='')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'submodule_root': inputs.PATH,
+    }
 
     def _clone_cmd(self, origin):
         cmd = super()._clone_cmd(origin)
@@ -120,6 +124,11 @@ class CommScopeBuild(UpstreamBuild):
 
     #: Force-include the CUDA 13 overloads (see CUDA13_COMPAT).
     cuda13_compat = variable(bool, value=True)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'model': inputs.TOKEN,
+        'cuda13_compat': inputs.FLAG,
+    }
 
     executables = ['comm_scope']
     source = fixture(CommScopeSource, scope='session')
@@ -175,6 +184,14 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: NUMA node of the host buffers and launching threads.
     numa_node = variable(int, value=0)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'model': inputs.TOKEN,
+        'latency_log2': inputs.COUNT,
+        'bandwidth_log2': inputs.COUNT,
+        'repetitions': inputs.number(1, 100),
+        'numa_node': inputs.COUNT,
+    }
 
     num_tasks = 1
     tags = {'comm_scope'}

@@ -27,7 +27,7 @@ from reframe.core.builtins import (fixture, parameter, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from hpcval import features as ft
+from hpcval import features as ft, inputs
 from hpcval import replay
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_count
@@ -89,6 +89,10 @@ class ElbenchoBuild(UpstreamBuild):
 
     #: Build with CUDA_SUPPORT=1 (GPU buffers); otherwise CUDA_SUPPORT=0.
     cuda = variable(bool, value=False)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'cuda': inputs.FLAG,
+    }
 
     executables = ['elbencho']
     source = fixture(ElbenchoSource, scope='session')
@@ -188,6 +192,17 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Target folder; '': the partition's extras['scratch_dir'].
     scratch_dir = variable(str, value='')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'buffers': inputs.TOKEN,
+        'threads': inputs.COUNT,
+        'iodepth': inputs.POSITIVE,
+        'direct_io': inputs.FLAG,
+        'file_size': inputs.SIZE,
+        'rand_amount': inputs.SIZE,
+        'gpu_ids': inputs.GPU_IDS,
+        'scratch_dir': inputs.SHELL_PATH,
+    }
 
     num_tasks = 1
     tags = {'elbencho', 'storage'}

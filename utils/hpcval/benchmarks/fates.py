@@ -59,6 +59,7 @@ def check_time_limit(test):
     if scheduler in ('slurm', 'squeue') and limit and \
             limit < SLURM_MIN_TIME_LIMIT:
         raise ReframeError(
-            f'time_limit={_hms(limit)} is below Slurm\'s shortest time '
-            f'limit, one minute (Slurm counts in minutes and would run the '
-            f'job for 0:01:00): give -S time_limit=1m or more')
+            f'usage error: time_limit={_hms(limit)} is below Slurm\'s '
+            f'shortest time limit, one minute (Slurm counts in minutes and '
+            f'would run the job for 0:01:00): give -S time_limit=1m or '
+            f'more')

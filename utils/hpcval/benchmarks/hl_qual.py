@@ -19,6 +19,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import run_before, variable
 
+from hpcval import inputs
 from hpcval.benchmarks import hl_qual_criteria as crit
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.inputs import CARDS, InputError, checked_path, checked_token
@@ -158,6 +159,20 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: -c: 'all' or one card's PCI bus id.
     cards = variable(str, value='all')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'generation': inputs.TOKEN,
+        'hl_qual': inputs.PATH,
+        'plugin': inputs.TOKEN,
+        'mode': inputs.TOKEN,
+        'subsets': inputs.TOKENS,
+        'bidirectional': inputs.FLAG,
+        'duration': inputs.COUNT,
+        'size': inputs.COUNT,
+        'pci_gen': inputs.TOKEN,
+        'pci_lanes': inputs.POSITIVE,
+        'cards': inputs.CARDS,
+    }
 
     num_tasks = 1
     tags = {'hl_qual', 'gaudi'}

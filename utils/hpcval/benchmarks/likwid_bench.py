@@ -9,19 +9,33 @@ units only, and reports MFlops/s: the CPU figure a node screen compares
 between peers.  The kernel's instruction-set variant (``copy_avx``,
 ``peakflops_avx512``, ...) comes from ``isa``; the test checks that this
 likwid build offers it before running.
+
+``repeats``: the kernel runs that many times in one job (a screen's
+figure with its spread): the figure is their median and ``<figure>_std``
+their standard deviation, a diagnostic.  For a screen with signal, run
+peakflops long enough to span many CPU-quota periods, e.g. ``-S
+LikwidBenchCheck.iterations=200000 -S LikwidBenchCheck.repeats=5`` (about
+5 s of compute per node; docs/screening.md).
 """
+import re
+import shlex
 import shutil
+import statistics
 import subprocess
 
 import reframe as rfm
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import parameter, run_before, variable
+from reframe.core.builtins import parameter, run_after, run_before, variable
 
-from hpcval import replay
+from hpcval import inputs, replay, suites
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.inputs import checked_token
-from hpcval.parsers.common import read_text
+from hpcval.parsers.common import ParseError, read_text
 from hpcval.parsers.likwid_bench import parse_likwid_bench
+
+# each run's output begins with this banner
+_RUN = re.compile(r'^LIKWID MICRO BENCHMARK$', re.MULTILINE)
+
 
 def likwid_kernels():
     """Kernels this host's likwid-bench offers, or an empty set."""
@@ -53,6 +67,21 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: to about a second per thread count, ~7 s in all); None = the
     #: kernel's default.
     iterations = variable(int, type(None), value=None)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'isa': inputs.TOKEN,
+        'working_set': inputs.SIZE,
+        'iterations': inputs.COUNT,
+        'repeats': inputs.POSITIVE,
+    }
+
+    #: Runs of the kernel in the job: the figure is their median, with
+    #: their standard deviation as ``<figure>_std``.
+    repeats = variable(int, value=1)
+
+    diagnostics = {r'\w+_std': 'the spread of the repeated runs in the '
+                               'job describes the noise, no health signal '
+                               'of its own'}
 
     #: kernel: (working set, iterations, the result line it reports).
     #: copy/stream: far above the caches, likwid's own iteration count.
@@ -64,13 +93,28 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         'peakflops': ('32kB', 20000, 'MFlops/s'),
     }
 
+    #: seconds one node's run takes, for a screen's time limit
+    #: (hpcval.benchmarks.screening): copy/stream ~7 s of likwid's own
+    #: sizing, peakflops well under one
+    SCREEN_SECONDS = {'copy': 15, 'stream': 15, 'peakflops': 5}
+
     executable = 'likwid-bench'
     num_tasks = 1
     tags = {'likwid', 'cpu-bandwidth'}
 
+    def suites(self):
+        # every core's flop rate: the CPU figure a screen compares
+        return {suites.QUICK_TAG, suites.SCREEN_TAG} \
+            if self.kernel == 'peakflops' else set()
+
     @property
     def test_name(self):
         return f'{self.kernel}_{self.isa}' if self.isa else self.kernel
+
+    @run_after('init')
+    def set_screen_duration(self):
+        if self.screen_expected_s is None:
+            self.screen_expected_s = self.SCREEN_SECONDS[self.kernel]
 
     @run_before('run')
     def set_command(self):
@@ -87,20 +131,41 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                          f'this likwid-bench has no {self.test_name} kernel')
         proc = self.current_partition.processor
         cores = proc.num_cores or 1
+        # the scheduler must grant the cores likwid starts threads on
+        self.num_cpus_per_task = proc.num_cpus or cores
         # likwid pins itself; a launcher would pin it again
         self.job.launcher = getlauncher('local')()
         self.executable_opts = ['-t', self.test_name,
                                 '-W', f'N:{working_set}:{cores}']
         if iterations:
             self.executable_opts += ['-i', str(int(iterations))]
+        if not 1 <= self.repeats <= 100:
+            raise ValueError(f'repeats={self.repeats}: expected 1 to 100')
+        # the same command again, on the node the job holds (likwid pins
+        # itself; no launcher)
+        again = shlex.join([self.executable, *self.executable_opts])
+        self.postrun_cmds = [again] * (self.repeats - 1) + \
+            list(self.postrun_cmds)
 
     def parse(self):
         figure = self.KERNEL_DEFAULTS[self.kernel][2]
-        return parse_likwid_bench(read_text(self.stdout.evaluate()),
-                                  test=self.test_name, figure=figure)
+        text = read_text(self.stdout.evaluate())
+        blocks = _RUN.split(text)[1:] or [text]
+        want = 1 if self.replay_excerpt else self.repeats
+        if len(blocks) < want:
+            raise ParseError(f'likwid-bench printed {len(blocks)} of '
+                             f'{want} runs: a repetition did not run')
+        return [parse_likwid_bench(block, test=self.test_name,
+                                   figure=figure) for block in blocks]
 
     def metrics(self, result):
         if self.kernel == 'peakflops':
-            return {'peakflops_rate': (result.mflops, 'MFLOP/s')}
-
-        return {f'{self.kernel}_bandwidth': (result.bandwidth, 'MB/s')}
+            name, unit, values = 'peakflops_rate', 'MFLOP/s', \
+                [r.mflops for r in result]
+        else:
+            name, unit, values = f'{self.kernel}_bandwidth', 'MB/s', \
+                [r.bandwidth for r in result]
+        out = {name: (statistics.median(values), unit)}
+        if len(values) > 1:
+            out[f'{name}_std'] = (statistics.stdev(values), unit)
+        return out

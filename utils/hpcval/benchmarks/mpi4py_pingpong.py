@@ -11,7 +11,7 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, run_before, variable
 
-from hpcval import features as ft
+from hpcval import features as ft, inputs, suites
 from hpcval import layouts
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.inputs import checked_token, checked_word_or_path
@@ -46,9 +46,22 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Python interpreter that has mpi4py on the compute nodes.
     python = variable(str, value='python3')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'array': inputs.TOKEN,
+        'max_size': inputs.POSITIVE,
+        'loops': inputs.COUNT,
+        'latency_sizes': inputs.numbers(0),
+        'python': inputs.WORD_OR_PATH,
+    }
 
     num_tasks = 2
     tags = {'mpi4py', 'mpi'}
+
+    def suites(self):
+        # not screened: its latency and bandwidth vary by several times
+        # between healthy nodes of a shared host (docs/screening.md)
+        return {suites.QUICK_TAG} if self.placement == 'on_node' else set()
 
     diagnostics = {r'latency_\w+_std': 'the spread of the latency samples '
                                        'describes the noise, it is no health '

@@ -21,18 +21,24 @@ import reframe as rfm
 from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    variable)
 
-from hpcval import features as ft
+from hpcval import features as ft, inputs, suites
 from hpcval import layouts, provenance
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.layouts import gpu_count
+from hpcval.layouts import gpu_arch, gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, at_load, checked_path, checked_token
 from hpcval.parsers.common import read_text
-from hpcval.publish import plotdata
+from hpcval import plotdata
 from hpcval.parsers.nccl_tests import (IN_PLACE, OUT_OF_PLACE,
                                        check_collective, check_devices,
                                        check_gpus_per_process, check_sizes,
-                                       parse_nccl_tests, parse_size)
+                                       check_tool, parse_nccl_tests,
+                                       parse_size)
+
+#: bus bandwidth counts the bytes moved between GPUs: 0 on one GPU
+BUSBW = r'busbw_\w+|avg_busbw'
+ONE_GPU = ('one GPU: nccl-tests\' bus bandwidth counts bytes moved between '
+           'GPUs and is 0 by definition')
 
 COLLECTIVES = ('all_reduce', 'all_gather', 'broadcast', 'reduce',
                'reduce_scatter', 'alltoall', 'sendrecv')
@@ -60,6 +66,12 @@ class _CollectivesBuild(UpstreamBuild):
 
     #: MPI installation for MPI=1; default: $MPI_HOME of the environment.
     mpi_home = variable(str, value='')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'mpi': inputs.FLAG,
+        'nccl_home': inputs.PATH,
+        'mpi_home': inputs.PATH,
+    }
 
     executables = [f'{c}_perf' for c in COLLECTIVES]
 
@@ -130,11 +142,33 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Validate results (-c 1); 0 only to time without checking.
     check_results = variable(int, value=1)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'mode': inputs.TOKEN,
+        'num_nodes': inputs.POSITIVE,
+        'gpus_per_node': inputs.COUNT,
+        'min_bytes': inputs.SIZE,
+        'max_bytes': inputs.SIZE,
+        'step_factor': inputs.POSITIVE,
+        'iters': inputs.POSITIVE,
+        'warmup_iters': inputs.COUNT,
+        'check_results': inputs.number(0, 1),
+        'tool': inputs.TOKEN,
+    }
+
+    def suites(self):
+        # the collectives over all of one node's GPUs
+        return {suites.QUICK_TAG, suites.SCREEN_TAG} \
+            if self.mode == 'single_process' else set()
+
+    #: The tool whose output this is: 'nccl-tests' or 'rccl-tests'.
+    tool = variable(str, value='nccl-tests')
 
     @run_after('init')
     def require_layout_features(self):
         with at_load(self):
             checked_token(self.mode, 'mode', MODES)
+            checked_token(self.tool, 'tool', ('nccl-tests', 'rccl-tests'))
         if self.mode == 'rank_per_gpu':
             # one node is a valid size (the MPI path on a single GPU node)
             self.require_features(ft.MPI, *([ft.MULTINODE]
@@ -169,6 +203,8 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
         self.gpus_per_process = per_process
         self.expected_gpus = per_process * self.num_tasks
+        if self.expected_gpus == 1:
+            self.diagnostics = {**self.diagnostics, BUSBW: ONE_GPU}
         self.executable = self.build.command(f'{self.collective}_perf')
         self.executable_opts = [
             '-b', self.min_bytes, '-e', self.max_bytes,
@@ -191,6 +227,8 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         # a quoted table (hpcval.replay): no footer, no device list
         result = parse_nccl_tests(text, require_footer=not self.replay_excerpt)
         check_collective(result, self.collective)
+        check_tool(result, self.tool, gpu_arch(self.current_partition),
+                   identified=not self.replay_excerpt)
         if not self.replay_excerpt:     # a quote may end at any row
             check_sizes(result, *self._sizes(), self.step_factor,
                         self.expected_gpus)
@@ -204,8 +242,16 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         found = re.search(r'nccl-library=(\d{4,6})\b', text)
         if found:
             return {'nccl': provenance.nccl_version(found.group(1))}
-        found = re.search(r'RCCL version (\S+)', text)
-        return {'rccl': found.group(1)} if found else {}
+        lib, version = result.library
+        return {lib: version} if lib else {}
+
+    def _references(self, metric_units):
+        found = super()._references(metric_units)
+        if getattr(self, 'expected_gpus', 0) != 1:
+            return found
+        # a reference for several GPUs never judges the figure of one
+        return {m: ref for m, ref in found.items()
+                if not re.fullmatch(BUSBW, m.partition('@')[0])}
 
     def metrics(self, result):
         values = {}

@@ -25,7 +25,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    variable)
 
-from hpcval import features as ft
+from hpcval import features as ft, inputs
 from hpcval import layouts, replay
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
@@ -138,6 +138,13 @@ class OsuBuild(UpstreamBuild):
 
     #: Force-include the CUDA 13 shim (see CUDA13_COMPAT) in CUDA builds.
     cuda13_compat = variable(bool, value=True)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'accelerator': inputs.TOKEN,
+        'mpicc': inputs.WORD_OR_PATH,
+        'mpicxx': inputs.WORD_OR_PATH,
+        'cuda13_compat': inputs.FLAG,
+    }
 
     executables = list(BENCHMARKS)
     source = fixture(OsuSource, scope='session')
@@ -287,6 +294,16 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Pin the two ranks to the CPUs the placement names.
     pin_ranks = variable(bool, value=True)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'accelerator': inputs.TOKEN,
+        'max_size': inputs.POSITIVE,
+        'latency_sizes': inputs.numbers(0),
+        'iterations': inputs.COUNT,
+        'warmup': inputs.COUNT,
+        'validate': inputs.FLAG,
+        'pin_ranks': inputs.FLAG,
+    }
 
     num_tasks = 2
     tags = {'osu', 'mpi'}

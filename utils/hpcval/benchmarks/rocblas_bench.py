@@ -19,6 +19,7 @@ import shlex
 import reframe as rfm
 from reframe.core.builtins import fixture, parameter, run_before, variable
 
+from hpcval import inputs
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError
@@ -81,6 +82,11 @@ class RocblasBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: GPU to run on (rocblas-bench --device).
     gpu_index = variable(int, value=0)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'repetitions': inputs.number(1, 100),
+        'gpu_index': inputs.COUNT,
+    }
 
     num_tasks = 1
     num_tasks_per_node = 1

@@ -20,6 +20,7 @@
    upstream names.  Scope the variables to one benchmark with
    ``-S BabelStreamSource.prebuilt_dir=DIR`` when several are selected.
 """
+import dataclasses
 import os
 import shlex
 import subprocess
@@ -30,13 +31,16 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
-from hpcval import replay, stacks
+from hpcval import inputs, replay, stacks
+from hpcval.benchmarks import nodeuse
 from hpcval.benchmarks.validation import Validation
 from hpcval.layouts import gpu_arch
 from hpcval.inputs import (InputError, ValidatedInputs, checked_path,
                            checked_token)
 from hpcval.parsers.common import read_text
 
+# the Spack environment ReFrame's Spack build system makes in the stage
+SPACK_ENV = 'rfm_spack_env'
 _TARBALLS = ('.tar.gz', '.tgz', '.tar.bz2', '.tar.xz', '.tar')
 # how long the reachability probe of the upstream repository may take
 _PROBE_TIMEOUT_S = 20
@@ -67,6 +71,21 @@ class SourceSettings(ValidatedInputs, Validation):
     #: Spack spec of an installed build of the benchmark (hpcval.stacks);
     #: nothing is fetched or built.
     spack_spec = variable(str, value='')
+
+    #: With spack_spec: install the spec through ReFrame's Spack build
+    #: system, in a Spack environment of the build's stage folder
+    #: (reusing what the site's Spack has installed).
+    spack_install = variable(bool, value=False)
+
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'src_mirror': inputs.PATH,
+        'prebuilt_dir': inputs.PATH,
+        'replay_dir': inputs.PATH,
+        'stack_modules': inputs.MODULE_NAMES,
+        'spack_spec': inputs.SPACK_SPEC_KIND,
+        'spack_install': inputs.FLAG,
+    }
 
 
 def _is_git_repo(path):
@@ -100,6 +119,12 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
 
     #: Clone submodules too (Comm|Scope needs them).
     submodules = variable(bool, value=False)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'repo_url': inputs.URL,
+        'version': inputs.TOKEN,
+        'submodules': inputs.FLAG,
+    }
 
     local = True
     valid_systems = ['*']
@@ -226,6 +251,12 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
     #: CUDA architecture of a CUDA build, e.g. sm_90; default: the
     #: partition's GPU arch.
     cuda_arch = variable(str, value='')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'executables': inputs.TOKENS,
+        'build_bin': inputs.RELATIVE_PATH,
+        'cuda_arch': inputs.TOKEN,
+    }
 
     build_system = 'CustomBuild'
     sourcesdir = None
@@ -246,7 +277,17 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
     def stack(self):
         """The site's stack providing the executables (hpcval.stacks), as
         the source fixture or this build was given it, or None."""
-        return stacks.of(self.source) or stacks.of(self)
+        stack = stacks.of(self.source) or stacks.of(self)
+        if self._spack_install() and stack:
+            return dataclasses.replace(stack, spack_env=os.path.join(
+                self.stagedir, SPACK_ENV))
+        return stack
+
+    def _spack_install(self):
+        wanted = self.source.spack_install or self.spack_install
+        if wanted and not (self.source.spack_spec or self.spack_spec):
+            raise InputError('-S spack_install=true needs -S spack_spec=SPEC')
+        return wanted
 
     def executable_path(self, name):
         if self.stack:          # found on PATH once the stack is loaded
@@ -292,6 +333,10 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
             return
 
         stack = self.stack
+        if stack and stack.spack_env:
+            self._spack_build(stack)
+            return
+
         if stack:
             self.build_system.commands = [
                 *stack.load_commands(rt.runtime().modules_system),
@@ -312,6 +357,23 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
             self.build_system.commands = self.build_commands(
                 shlex.quote(self.source.src_dir)
             )
+            # no measurement on this host while it compiles
+            self.prebuild_cmds = [*nodeuse.build_commands(self),
+                                  *self.prebuild_cmds]
+
+    def _spack_build(self, stack):
+        """ReFrame's Spack build system: an environment in the stage
+        folder, the spec added and installed; then the concretised spec
+        printed into the build's output, and the executables checked."""
+        self.build_system = 'Spack'
+        self.build_system.environment = None     # ReFrame makes SPACK_ENV
+        self.build_system.specs = [shlex.quote(stack.spack_spec)]
+        self.build_system.emit_load_cmds = False
+        self.prebuild_cmds = [stack.spack_check()]
+        self.postbuild_cmds = [
+            f'{stack.spack()} find --long --variants',
+            *stack.load_commands(rt.runtime().modules_system),
+            *stack.check_commands(self.executables)]
 
     @sanity_function
     def validate_build(self):

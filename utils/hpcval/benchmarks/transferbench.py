@@ -23,14 +23,15 @@ import reframe as rfm
 from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    variable)
 
-from hpcval import replay
+from hpcval import inputs, replay, suites
+from hpcval.benchmarks import siblings
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, at_load, checked_path, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
-from hpcval.publish import plotdata
+from hpcval import plotdata
 from hpcval.parsers.transferbench import (AVERAGE_KINDS, config_tests,
                                           parse_a2a, parse_config_run,
                                           parse_p2p, weak_links)
@@ -52,6 +53,10 @@ class TransferBenchBuild(UpstreamBuild):
 
     #: 'hip' (TransferBench) or 'cuda' (TransferBenchCuda).
     model = variable(str, value='hip')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'model': inputs.TOKEN,
+    }
 
     source = fixture(TransferBenchSource, scope='session')
 
@@ -113,12 +118,32 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: reference (or of the run's average where there is none).
     link_fraction = variable(float, value=0.75)
 
+    #: a2a/p2p: a GPU link this many times slower than its siblings' median
+    #: on the node fails (hpcval.benchmarks.siblings;
+    #: docs/benchmarks/transferbench.md).
+    sibling_factor = variable(float, value=1.6)
+
     #: GPUs the node must show; 0: the partition's GPU count.
     num_gpus = variable(int, value=0)
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'model': inputs.TOKEN,
+        'num_bytes': inputs.SIZE,
+        'a2a_cus': inputs.COUNT,
+        'config_file': inputs.PATH,
+        'link_fraction': inputs.number(0, 1, low_open=True),
+        'num_gpus': inputs.COUNT,
+        'sibling_factor': inputs.number(1, low_open=True),
+    }
 
     num_tasks = 1
     num_tasks_per_node = 1
     tags = {'transferbench'}
+
+    def suites(self):
+        # every GPU pair's copy bandwidth
+        return {suites.QUICK_TAG, suites.SCREEN_TAG} \
+            if self.preset == 'p2p' else set()
 
     @run_after('init')
     def check_inputs(self):
@@ -126,6 +151,7 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             if not 0 < self.link_fraction <= 1:
                 raise InputError(f'-S link_fraction={self.link_fraction}: '
                                  f'must be in (0, 1]')
+            siblings.check_factor(self.sibling_factor)
 
     def replay_inputs(self):
         if self.preset != 'config':
@@ -175,6 +201,7 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             result = parse_a2a(text)
             self._check_gpus(result.gpus, 'a2a matrix')
             self._screen(result.links, 'avg_bw', result.average_gpu)
+            self._compare_siblings(result)
         elif self.preset == 'p2p':
             result = parse_p2p(text)
             for matrix in (result.uni, result.bidir):
@@ -186,11 +213,18 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                 self._screen(_gpu_links(matrix.links),
                              f'{matrix.direction}_gpu_to_gpu',
                              matrix.averages['gpu_to_gpu'])
+            self._compare_siblings(result)
         else:
             cfg = read_text(self._config_path())
             result = parse_config_run(text, len(config_tests(cfg)))
 
         return result
+
+    def _compare_siblings(self, result):
+        failures = siblings.compare(link_groups(result), self.sibling_factor)
+        if failures:
+            raise ParseError(f'{len(failures)} GPU link(s) slower than their '
+                             f'siblings on the node: ' + '; '.join(failures))
 
     def _check_gpus(self, gpus, what):
         if len(gpus) != self.expected_gpus:
@@ -264,6 +298,19 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                     f'test{t.number}_transfer{tr.index}'
                 values[name] = (tr.bandwidth, 'GB/s')
         return values
+
+
+def link_groups(result):
+    """{figure: {'link GPU 00 -> GPU 01': (GB/s, 'GB/s')}} of an a2a or p2p
+    result: the links that are each other's siblings."""
+    if hasattr(result, 'uni'):
+        by_figure = {f'{m.direction}_gpu_to_gpu': _gpu_links(m.links)
+                     for m in (result.uni, result.bidir)}
+    else:
+        by_figure = {'a2a': result.measured()}
+    return {figure: {f'link {src} -> {dst}': (bw, 'GB/s')
+                     for (src, dst), bw in links.items() if bw is not None}
+            for figure, links in by_figure.items()}
 
 
 def _gpu_links(links):

@@ -7,8 +7,11 @@ report).  With ``-S strict=yes`` a test or fixture that would be skipped
 fails instead: a validation run must not pass what it did not test.
 """
 import reframe as rfm
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import variable
 from reframe.core.exceptions import ReframeError
+
+from hpcval import inputs
 
 
 class NotValidated(ReframeError):
@@ -18,10 +21,16 @@ class NotValidated(ReframeError):
 class Validation(rfm.RegressionTestPlugin):
     #: A check that cannot run (no source, no GPU, no tool) fails instead
     #: of being skipped.
-    strict = variable(bool, value=False)
+    # typ.Bool: from the command line "no" / "false" / "0" is False
+    strict = variable(typ.Bool, value=False)
 
     #: Why the test was skipped; in the run report for ``hpcval verdict``.
     hpcval_skip_reason = variable(str, value='')
+    #: how -S values of these variables are checked (hpcval.inputs)
+    input_policy = {
+        'strict': inputs.FLAG,
+        'hpcval_skip_reason': inputs.RECORD,
+    }
 
     def skip(self, msg=None):
         self.hpcval_skip_reason = msg or 'skipped (no reason given)'

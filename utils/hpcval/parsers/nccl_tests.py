@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
+from hpcval.parsers import devices
 from hpcval.parsers.common import ParseError, number
 
 OUT_OF_PLACE, IN_PLACE = 'out_of_place', 'in_place'
@@ -44,6 +45,12 @@ _FAILURE = re.compile(r'^.*\bTest (?:[A-Z]+ )?(?:failure|timeout)\b.*$',
 _VERSION = re.compile(r'^# nccl-tests version (\S+)|'
                       r'^rccl-tests: Version (\S+)', re.MULTILINE)
 _COLLECTIVE = re.compile(r'^# Collective test starting: (\S+)', re.MULTILINE)
+# RCCL's banner (rccl-tests, or NCCL_DEBUG=VERSION): 'RCCL version : 2.22.3-
+# develop:f5b15f2', older 'RCCL version 2.18.3+hip5.7 ...'; NCCL's own
+# NCCL_DEBUG=VERSION line: 'NCCL version 2.21.5+cuda12.4'
+_LIBRARY = re.compile(r'^(?:.*\bNCCL INFO )?(?P<lib>RCCL|NCCL) version\s*:?\s*'
+                      r'(?P<version>\d+\.\d+\.\d+)(?P<tail>\S*)',
+                      re.MULTILINE)
 # the run's parameters, printed before anything else
 _PARAMS = re.compile(r'^#\s*nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)'
                      r'\s+minBytes\s+(?P<min>\d+)\s+maxBytes\s+(?P<max>\d+)'
@@ -135,6 +142,7 @@ class NcclTestsResult:
     out_of_bounds_ok: Optional[bool]    # None: footer line not printed
     params: Optional[Params] = None     # None: parameter line not printed
     reduced_max_bytes: Optional[int] = None  # "Reducing maxBytes to N"
+    library: Tuple[str, str] = ('', '')     # ('rccl', '2.22.3') if printed
 
     @property
     def largest_row_size(self):
@@ -375,7 +383,61 @@ def parse_nccl_tests(text, require_footer=True):
                       int(params['step']), params['kind'] == 'factor')
         if params else None,
         reduced_max_bytes=int(reduced.group(1)) if reduced else None,
+        library=library_version(text),
     )
+
+
+def library_version(text):
+    """('rccl', '2.22.3') or ('nccl', '2.21.5') from the library's own
+    banner in ``text``; ('', '') without one."""
+    m = _LIBRARY.search(text)
+    return (m['lib'].lower(), m['version']) if m else ('', '')
+
+
+#: the library each tool's output comes from, and its devices' vendor
+TOOLS = {'nccl-tests': ('nccl', 'NVIDIA'), 'rccl-tests': ('rccl', 'AMD')}
+
+
+def found_tool(result):
+    """(tool, what says so): from the tools' banners, the library's
+    banner, else the devices' vendor; ('', '') when nothing says."""
+    if result.tool:
+        banner = ('# nccl-tests version' if result.tool == 'nccl-tests'
+                  else 'rccl-tests: Version')
+        return result.tool, f'"{banner} {result.version}"'
+    lib, version = result.library
+    if lib:
+        return (f'{lib}-tests',
+                f'"{lib.upper()} version {version}"')
+    vendors = {devices.vendor_of_name(r.name) for r in result.ranks} - {''}
+    if len(vendors) == 1:
+        vendor = vendors.pop()
+        tool = next(t for t, (_, v) in TOOLS.items() if v == vendor)
+        return tool, f'{vendor} devices'
+    return '', ''
+
+
+def check_tool(result, tool, arch='', identified=True):
+    """Raise ParseError unless the output is ``tool``'s ('nccl-tests',
+    'rccl-tests') on GPUs of the partition's ``arch``, naming what was
+    found.  ``identified=False`` (a quoted excerpt) accepts an output that
+    names neither tool nor devices."""
+    found, why = found_tool(result)
+    if found and found != tool:
+        listed = devices.summary(r.name for r in result.ranks)
+        raise ParseError(f'the output is {found}\' ({why}; devices: '
+                         f'{listed or "none listed"}), this test runs '
+                         f'{tool}: another vendor\'s output')
+    if not found and identified:
+        raise ParseError(f'the output names neither nccl-tests nor '
+                         f'rccl-tests, nor devices of a known vendor: '
+                         f'cannot tell that it is {tool}\'s')
+    lib, _ = result.library
+    if lib and lib != TOOLS[tool][0]:
+        raise ParseError(f'the output loaded {lib.upper()} '
+                         f'("{lib.upper()} version {result.library[1]}"), '
+                         f'{tool} runs on {TOOLS[tool][0].upper()}')
+    devices.check_names([r.name for r in result.ranks], arch)
 
 
 def _spans(numbers):
@@ -422,11 +484,13 @@ def parse_size(text):
 
 def check_collective(result, collective):
     """Raise ParseError unless the output is of ``collective``
-    ('all_reduce'): the name in '# Collective test starting' (>= 2.17),
+    ('all_reduce'): the name in '# Collective test starting' (>= 2.17;
+    ``all_reduce_perf`` or the containers' ``all_reduce_perf_mpi``),
     else whether its rows name a reduction operator."""
     exe = f'{collective}_perf'
     if result.collective:
-        if result.collective != exe:
+        # the MPI=1 build as NGC and PyTorch containers install it
+        if result.collective not in (exe, f'{exe}_mpi'):
             raise ParseError(f'the output is of {result.collective} ("# '
                              f'Collective test starting: '
                              f'{result.collective}"), this test runs {exe}')

@@ -18,6 +18,7 @@ was read, and never a text that references.load refuses.
 import dataclasses
 import datetime
 import difflib
+import functools
 import math
 import os
 import re
@@ -29,7 +30,19 @@ import yaml
 
 from hpcval import references, units
 from hpcval.publish.comparison import better
-from hpcval.publish.stats import Rule
+from hpcval.publish.stats import Rule, prediction_factor
+
+# The outlier test: each run is set against the other runs of its metric,
+# as a new run would be against a calibration made of them: outside their
+# two-sided prediction interval, mean +- t(1 - a/2; m - 1) sqrt(1 + 1/m) s
+# of the m = n - 1 others, with a = OUTLIER_RATE / n.  Healthy runs of a
+# normal population are then left out with a chance of at most
+# OUTLIER_RATE per metric (Bonferroni over the n runs); one run among the
+# others is robust to itself (it is never part of its own yardstick).
+# A spread below OUTLIER_MIN_SPREAD of the mean is taken as that much, so
+# that sub-percent noise over identical runs never counts as apart.
+OUTLIER_RATE = 1e-3
+OUTLIER_MIN_SPREAD = 0.005
 
 RULE = 'calibrated'
 MARKER = '# hpcval calibrate:'
@@ -150,7 +163,41 @@ def _provenance(runs, mean, std, unit, how):
         f'{_listed(c.session[:8] for c in cases)}')
 
 
-def _metric(label, metric, runs, rule, notes):
+def outliers(values, rate=OUTLIER_RATE):
+    """Indices of the ``values`` that sit apart from the rest (the rule
+    above); none among fewer than 3."""
+    n = len(values)
+    if n < 3 or not all(map(math.isfinite, values)):
+        return []
+    factor = _outlier_factor(n, rate)
+    mean_all = math.fsum(values) / n
+    squares = math.fsum((v - mean_all) ** 2 for v in values)
+    apart = []
+    for i, value in enumerate(values):
+        # the mean and spread of the others, from those of all
+        mean = (mean_all * n - value) / (n - 1)
+        rest = max(squares - (value - mean_all) ** 2 * n / (n - 1), 0.0)
+        spread = max(math.sqrt(rest / (n - 2)),
+                     OUTLIER_MIN_SPREAD * abs(mean))
+        if abs(value - mean) > factor * spread:
+            apart.append(i)
+    # more than a third apart is no outlier but a spread: calibrate it
+    return apart if len(apart) * 3 <= n else []
+
+
+@functools.lru_cache(maxsize=256)
+def _outlier_factor(n, rate):
+    return prediction_factor(n - 1, rate / n / 2)
+
+
+def _run_name(s):
+    when = datetime.datetime.fromtimestamp(
+        s.case.time, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')
+    nodes = '+'.join(s.case.nodes) or 'node not recorded'
+    return f'session {s.case.session[:8]} on {nodes} at {when} UTC'
+
+
+def _metric(label, metric, runs, rule, notes, keep_outliers=False):
     """The metric spec of ``runs`` (samples of one metric), or None."""
     unit = runs[-1].unit
     try:
@@ -158,6 +205,21 @@ def _metric(label, metric, runs, rule, notes):
     except ValueError as err:
         notes.append(f'refused {label}: {err}')
         return None
+
+    apart = [] if keep_outliers else outliers(values)
+    if apart:
+        mid = statistics.median(values)
+        named = '; '.join(
+            f'{values[i]:g} {unit} ({(values[i] - mid) / abs(mid):+.1%} '
+            f'vs the median; {_run_name(runs[i])})' if mid else
+            f'{values[i]:g} {unit} ({_run_name(runs[i])})' for i in apart)
+        notes.append(f'warning: {label}: left out {len(apart)} of '
+                     f'{len(values)} run(s) apart from the rest: {named} '
+                     f'(a healthy run is left out with a chance of '
+                     f'{OUTLIER_RATE:g} per metric; check that node, or '
+                     f'keep_outliers calibrates them in)')
+        runs = [s for i, s in enumerate(runs) if i not in apart]
+        values = [v for i, v in enumerate(values) if i not in apart]
 
     if len(values) < rule.min_samples:
         notes.append(f'refused {label}: {len(values)} sample(s), fewer '
@@ -226,10 +288,20 @@ def _declared_diagnostic(runs):
     return None
 
 
-def _entries(groups, old_refs, rule, include_absent, notes):
-    """New calibrated entries: [(key, {metric: spec})]."""
+def _entries(groups, old_refs, rule, include_absent, notes,
+             keep_outliers=False):
+    """New calibrated entries: [(key, {metric: spec})], only for checks
+    that exist (a report naming another class would make an entry that
+    fails every test of the system in setup)."""
+    from hpcval import reference_service
+    known = reference_service.known_checks()
     out = []
     for (check, partition, params), metrics in groups.items():
+        if check not in known:
+            notes.append(f'refused {check}: no such check among the '
+                         f'built-in and site checks (hpcval paths checks); '
+                         f'its runs are not calibrated')
+            continue
         where = dict(params)
         test = ' '.join([check, *(f'{name}={val}' for name, val in params),
                          f'(partition {partition})'])
@@ -257,7 +329,7 @@ def _entries(groups, old_refs, rule, include_absent, notes):
                              f'diagnostic ({declared}); include_absent '
                              f'calibrates it')
                 continue
-            spec = _metric(label, metric, runs, rule, notes)
+            spec = _metric(label, metric, runs, rule, notes, keep_outliers)
             if spec:
                 specs[metric] = spec
         if specs:
@@ -376,11 +448,30 @@ def _append(head, entries, path):
     return body + textwrap.indent(_SECTION + dumped, indent)
 
 
-def _check_loads(text, system, new_entries, path):
-    """references.load accepts ``text``, and each calibrated test gets the
-    calibrated tuples from it."""
+def _below(base_dir, path, system):
+    """The file a site file ``path`` is layered over, or None."""
+    if not base_dir:
+        return None
+    below = os.path.join(base_dir, f'{system}.yaml')
+    same = os.path.abspath(below) == os.path.abspath(path)
+    return None if same or not os.path.isfile(below) else below
+
+
+def _loaded(below, path, text):
+    """The references as judged: ``text`` of ``path`` (None: no file)
+    layered over the file ``below`` (None: none)."""
+    if text is None:
+        return references.load(below) if below else []
+    if below:
+        return references.load_over(below, path, text)
+    return references.load(path, text=text)
+
+
+def _check_loads(text, system, new_entries, path, below=None):
+    """references.load accepts ``text`` (layered over ``below``), and each
+    calibrated test gets the calibrated tuples from it."""
     try:        # in memory: nothing is written before --write
-        refs = references.load(path, text=text)
+        refs = _loaded(below, path, text)
     except references.ReferenceFileError as err:
         raise CalibrationError(f'{path}: the calibrated text does not '
                                f'load: {err}') from None
@@ -424,7 +515,8 @@ def _replace(path, text):
     except FileNotFoundError:
         umask = os.umask(0)
         os.umask(umask)
-        mode = 0o666 & ~umask
+        # never group- or other-writable: the site layer refuses such files
+        mode = 0o666 & ~umask & ~0o022
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(
@@ -477,17 +569,19 @@ def check_system(system, by_system_refs):
 def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
               min_samples=5, false_alarm=1e-4, allow_replays=False,
               include_absent=False, accept_performance_failures=False,
-              ref_dir=None, write=False, base_dir=None):
+              ref_dir=None, write=False, base_dir=None, keep_outliers=False):
     """Calibrate ``system`` from ``samples`` (hpcval.publish.results.Sample).
 
     ``by_system_refs`` is references.load_dir(ref_dir) as the caller read
     it; ``ref_dir`` defaults to the repository's references/.  Only passed
     runs count, unless ``accept_performance_failures`` also takes runs that
     failed the old bounds; replays only with ``allow_replays``; metrics the
-    old file marks absent (value: null) stay so unless ``include_absent``.
-    ``base_dir``: where the file is read from while ``ref_dir`` has none
-    (a site's references/ calibrating a built-in system): the new file
-    starts as its copy.  Returns a
+    old file marks absent (value: null) stay so unless ``include_absent``;
+    runs apart from the rest of their metric (``outliers``) are left out
+    with a warning naming them, unless ``keep_outliers``.
+    ``base_dir``: the built-in folder a site's ``ref_dir`` is layered
+    over (references.load_layered): a new site file holds the calibrated
+    entries only.  Returns a
     Calibration: the new file text and its unified diff against the old,
     with notes.  With ``write=True`` the file is replaced, unless it changed
     since ``by_system_refs`` was read.
@@ -506,24 +600,24 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     if ref_dir is None:
         from hpcval import paths
         ref_dir = paths.references_dir()
-    path = read_from = os.path.join(ref_dir, f'{system}.yaml')
+    path = os.path.join(ref_dir, f'{system}.yaml')
     old = _read(path)
-    if old is None and base_dir:
-        read_from = os.path.join(base_dir, f'{system}.yaml')
-    base = old if read_from == path else _read(read_from)
+    below = _below(base_dir, path, system)
     old_refs = by_system_refs.get(system, [])
-    if base is not None and references.load(read_from) != old_refs:
-        raise CalibrationError(f'{read_from} changed since it was read')
-    if base is None and old_refs:
-        raise CalibrationError(f'{read_from} was removed since it was read')
+    if _loaded(below, path, old) != old_refs:
+        raise CalibrationError(f'{path if old is not None else below} '
+                               f'changed since it was read')
 
     notes = []
     selected = _select(samples, system, allow_replays,
                        accept_performance_failures, notes)
     new_entries = _entries(_groups(selected), old_refs, rule,
-                           include_absent, notes)
+                           include_absent, notes, keep_outliers)
     rule_text = _rule_text(rule)
-    head, previous = _split(base, read_from) if base is not None else \
+    # a new site file holds the calibrated entries only, layered over the
+    # built-in file (references.load_layered), so that upstream
+    # corrections of the other entries still reach the site
+    head, previous = _split(old, path) if old is not None else \
         (_new_file(system, rule_text), [])
     if not new_entries:
         notes.append(f'nothing to calibrate for {system}: the file is left '
@@ -532,7 +626,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
 
     text = _append(_with_rule(head, rule_text, path),
                    _merge(previous, new_entries), path)
-    _check_loads(text, system, new_entries, path)
+    _check_loads(text, system, new_entries, path, below)
     name = os.path.join(os.path.basename(ref_dir), f'{system}.yaml')
     diff = ''.join(difflib.unified_diff(
         (old or '').splitlines(keepends=True),

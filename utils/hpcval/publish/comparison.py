@@ -11,28 +11,30 @@ reference, with the direction of "better" taken from the unit's family
 (bandwidths, rates and FLOP/s: higher; times: lower).
 
 Replays (recorded outputs fed through the checks) never share a column with
-measurements: their column is labelled "<system> (replay)".
+measurements: their column is labelled "<system> (replay)", and their cells
+say whether they reproduce the published figure, never "pass".  A cell is
+marked pass or fail only against the references of its own system: runs
+shown under a label other than the system they ran as (``h200x2=`` a
+report of ``--system local``) were judged against that system's file, and
+their cells are "not judged" (a failed run still fails them).
 """
 import math
 import re
 from dataclasses import dataclass, field
 
-from hpcval import units
+from hpcval import judgement, units
+from hpcval.units import better  # noqa: F401 (a Row's direction)
 from hpcval.publish import measures
 
-PASS, FAIL, NO_REFERENCE, PUBLISHED = 'pass', 'fail', 'no reference', \
-    'published'
-
-
-def better(unit):
-    """'lower' for times, 'higher' for everything else hpcval measures,
-    'unknown' for a unit hpcval does not know (a report from elsewhere)."""
-    try:
-        fam = units.family(unit)
-    except ValueError:
-        return 'unknown'
-
-    return 'lower' if fam == 'time' else 'higher'
+PASS, FAIL = judgement.PASS, judgement.FAIL
+NO_REFERENCE, PUBLISHED = 'no reference', 'published'
+# a replay is judged against the document it replays: it can reproduce
+# that figure or differ from it, never "pass"
+REPRODUCES = 'reproduces the published figure'
+DIFFERS = 'differs from the published figure'
+# a run judged against another system's references (a node run as
+# --system local and shown as "h200x2"): no mark
+NOT_ITS_OWN = 'not judged'
 
 
 # per-component metrics: TransferBench's GPU pairs (gpu00_to_gpu01,
@@ -58,21 +60,18 @@ class Row:
         return better(self.unit)
 
 
-@dataclass(frozen=True)
-class Reference:
-    value: float
-    lower: object        # fraction or None: unbounded
-    upper: object
+class Reference(judgement.Band):
+    """A cell's reference, in the row's unit."""
+
+    @property
+    def value(self):
+        return self.reference
 
     def bounds(self):
-        mag = abs(self.value)
-        return (None if self.lower is None else self.value + self.lower * mag,
-                None if self.upper is None else self.value + self.upper * mag)
+        return self.limits()
 
     def judge(self, value):
-        lo, hi = self.bounds()
-        ok = (lo is None or value >= lo) and (hi is None or value <= hi)
-        return PASS if ok else FAIL
+        return PASS if self.passes(value) else FAIL
 
 
 @dataclass
@@ -83,6 +82,10 @@ class Cell:
     spread: object = None        # published std (references-only view)
     runs: int = 0                # runs of the row's test in the column
     failed_runs: int = 0         # of them, failed: no figure, or out of bounds
+    replay: bool = False
+    judged_by: str = ''          # the system whose references the runs had,
+                                 # where it is not the column's own
+    gpus: object = None          # GPUs the runs used, where they name them
     _stats: object = field(default=None, repr=False, compare=False)
 
     @property
@@ -129,6 +132,7 @@ class Table:
     notes: list = field(default_factory=list)
     checks: dict = field(default_factory=dict)  # (benchmark, column) -> {check}
     cases: list = field(default_factory=list)
+    sources: list = field(default_factory=list)  # hpcval.publish.sources
 
     def groups(self, links=True):
         """(benchmark, [rows]) in row order; ``links=False`` leaves out the
@@ -176,8 +180,7 @@ def columns(cases, per_node=False):
 
 
 def _reference(sample):
-    if not sample.reference or (sample.lower is None
-                                and sample.upper is None):
+    if judgement.Band.of_sample(sample) is None:
         # ReFrame's default (0, None, None): the run had no reference
         return None
 
@@ -266,7 +269,26 @@ def build(samples, title='Cross-system comparison', cases=None,
     table.columns = sorted({c for _, c in table.cells},
                            key=lambda c: (c.endswith('(replay)'), c))
     table.cases = cases
+    _cite_replays(table, cases, where)
     return table
+
+
+def _cite_replays(table, cases, where):
+    """Each replay column names the document its recordings come from."""
+    from hpcval.publish import sources
+    done = set()
+    for case in cases:
+        doc = sources.replayed_from(case.system) if case.replay else None
+        col = where[id(case)][0]
+        if doc is None or col in done or col not in table.columns:
+            continue
+        done.add(col)
+        if doc not in table.sources:
+            table.sources.append(doc)
+        table.notes.append(f'{col}: the example outputs printed in '
+                           f'{doc.short} replayed through the checks; its '
+                           f'cells say whether they reproduce the figures '
+                           f'that document publishes')
 
 
 def _placed(cases, per_node, among=None):
@@ -307,21 +329,21 @@ def _cell(table, row, col, pairs, runs, failed_runs):
     """The Cell of ``pairs`` ((value in the row's unit, Sample)) among
     ``runs`` runs of its test, ``failed_runs`` of them failed."""
     # one pass over the runs (once per sample of a large database): the
-    # values, the references they were judged against (a reference of 0 or
-    # no bound: ReFrame's default, none) and the runs outside their bounds
-    values, bounds, unreferenced, outside = [], {}, False, 0
+    # values, the references they were judged against (no bound: ReFrame's
+    # default, none) and the runs that failed theirs
+    values, bounds, unreferenced, outside = [], set(), False, 0
+    case = pairs[-1][1].case
+    replay = case.replay
+    judged_by = case.system if case.label and case.label != case.system \
+        else ''
     for value, s in pairs:
         values.append(value)
-        if not s.reference or (s.lower is None and s.upper is None):
+        verdict = judgement.outcome(s)
+        if verdict is None:
             unreferenced = True
             continue
-        key = (s.reference, s.lower, s.upper)
-        got = bounds.get(key)
-        if got is None:
-            got = bounds[key] = Reference(*key).bounds()
-        lo, hi = got
-        outside += (lo is not None and s.value < lo) or \
-            (hi is not None and s.value > hi)
+        bounds.add((s.reference, s.lower, s.upper))
+        outside += verdict == FAIL
     latest = _reference(pairs[-1][1])
     if len(bounds) + unreferenced > 1:
         table.notes.append(
@@ -335,15 +357,50 @@ def _cell(table, row, col, pairs, runs, failed_runs):
     # its figure is outside the bounds it was judged against
     with_figure = {s.case for _, s in pairs} if failed_runs else ()
     failed = sum(1 for c in failed_runs if c not in with_figure)
+    if replay or judged_by:
+        # out of another file's band, or of the replayed document's: not a
+        # failure of this system (a run that failed without a figure is)
+        outside = 0
     return _judged(Cell(values, ref, runs=max(runs, len(pairs)),
-                        failed_runs=failed + outside))
+                        failed_runs=failed + outside, replay=replay,
+                        judged_by=judged_by,
+                        gpus=gpus_used({s.case for _, s in pairs})))
+
+
+_GPU = re.compile(r'\bGPU (\d+)\b')
+
+
+def gpus_used(cases):
+    """How many GPUs the runs used, from the components their checks
+    record ('link GPU 00 -> GPU 01', 'GPU 0 (the slowest of 2)'); None
+    where they record none."""
+    found = set()
+    for case in cases:
+        components = (case.extras or {}).get('components')
+        for text in (components or {}).values() \
+                if isinstance(components, dict) else ():
+            found.update(int(n) for n in _GPU.findall(str(text)))
+            slowest = re.search(r'the slowest of (\d+)', str(text))
+            if slowest:
+                found.update(range(int(slowest[1])))
+    return len(found) or None
+
+
+#: whole-node figures (a sum over the node's GPUs): shown per GPU as well
+#: where the columns of a row used different numbers of GPUs
+WHOLE_NODE = re.compile(r'^aggregate_')
 
 
 def _judged(cell):
     if cell.failed_runs or not cell.values:
         cell.verdict = FAIL
     elif cell.reference is not None:
-        cell.verdict = cell.reference.judge(cell.mean)
+        verdict = cell.reference.judge(cell.mean)
+        if cell.judged_by:
+            verdict = NOT_ITS_OWN
+        elif cell.replay:
+            verdict = REPRODUCES if verdict == PASS else DIFFERS
+        cell.verdict = verdict
     return cell
 
 

@@ -10,15 +10,29 @@ dataframe without parsing cell text.
 """
 import csv
 import io
+import unicodedata
+import urllib.parse
 
-from hpcval.publish import numbers
-from hpcval.publish.comparison import FAIL, PASS, PUBLISHED, is_link_metric
+from hpcval.publish import numbers, sources
+from hpcval.publish.comparison import (FAIL, NOT_ITS_OWN, PASS, PUBLISHED,
+                                      WHOLE_NODE, is_link_metric)
 
 ARROW = {'higher': '↑', 'lower': '↓', 'unknown': '?'}
 LEGEND = ('↑ higher is better, ↓ lower is better (? a unit hpcval does not '
-          'know); a cell is mean ± standard deviation (n figures; how many '
-          'runs passed), then the reference, its pass band and the verdict: '
-          'fail when any run failed, else the mean against the band')
+          'know).  A cell is mean ± sample standard deviation of its n '
+          'figures (n=1: one figure, no spread, not a basis for a '
+          'difference), the GPUs the runs used where their check names '
+          'them (a whole-node aggregate of columns with different GPU '
+          'counts is also given per GPU), how many runs passed, a '
+          'difference from another column where the means differ by '
+          'more than both standard deviations together (n >= 2 each), '
+          'then the '
+          'reference, its pass '
+          'band and the verdict: fail when any run failed, else the mean '
+          'against the band.  Pass/fail is given only against references '
+          'made for the column\'s own system; a replay of a published '
+          'recording is never a pass: it reproduces the published figure or '
+          'differs from it')
 PUBLISHED_LEGEND = ('↑ higher is better, ↓ lower is better; a cell is the '
                     'published figure ± its published standard deviation, '
                     'as references/ holds them')
@@ -57,6 +71,12 @@ class Shown:
         else:
             self.unit = numbers.scaled_unit(row.unit, [
                 c.mean for c in cells if c is not None])
+        # a whole-node figure of columns that used different GPU counts
+        gpus = {c.gpus for c in cells if c is not None and c.values}
+        self.per_gpu = bool(WHOLE_NODE.search(row.metric)) and \
+            len(gpus) > 1 and None not in gpus
+        names = table.columns if columns is None else columns
+        self.differs = differences(dict(zip(names, cells)))
 
     def value(self, x):
         return numbers.scale(x, self.row.unit, self.unit)
@@ -65,10 +85,33 @@ class Shown:
         return f'{self.row.metric} [{self.unit}] {ARROW[self.row.better]}'
 
     def measured(self, cell):
-        return measured(cell, self.value)
+        text = measured(cell, self.value)
+        if self.per_gpu and cell.gpus and cell.values:
+            text += f'; {num(self.value(cell.mean / cell.gpus))} per GPU'
+        others = self.differs.get(id(cell))
+        if others:
+            text += f'; differs from {", ".join(others)}'
+        return text
 
     def judged(self, cell):
         return judged(cell, self.value)
+
+
+def differences(cells):
+    """{id(cell): [other columns]} where two cells of a row differ by more
+    than both their spreads together (|mean_a - mean_b| > std_a + std_b,
+    each from n >= 2 figures); a cell of n=1 is never flagged, and
+    published figures are not compared."""
+    spread = {col: c for col, c in cells.items()
+              if c is not None and c.verdict != PUBLISHED and c.n >= 2
+              and c.std is not None}
+    out = {}
+    for col, c in spread.items():
+        others = [o for o, d in spread.items() if o != col and
+                  abs(c.mean - d.mean) > c.std + d.std]
+        if others:
+            out[id(c)] = others
+    return out
 
 
 def _band(ref, scale):
@@ -100,7 +143,9 @@ def measured(cell, scale=lambda x: x):
     text = num(scale(cell.mean))
     if cell.std is not None:
         text += f' ± {num(scale(cell.std))}'
-    counts = f'n={cell.n}'
+    counts = f'n={cell.n}' + (', no spread' if cell.n == 1 else '')
+    if getattr(cell, 'gpus', None):
+        counts += f'; {cell.gpus} GPU{"s" if cell.gpus != 1 else ""}'
     if cell.runs and (cell.failed_runs or cell.runs != cell.n):
         counts += f'; {runs_text(cell)}'
     return f'{text} ({counts})'
@@ -116,6 +161,9 @@ def judged(cell, scale=lambda x: x):
         return ''
     if cell.reference is None:
         return verdict_word(cell)
+    if cell.verdict == NOT_ITS_OWN:
+        return f'not judged (the runs had {cell.judged_by}\'s references, ' \
+               f'not this system\'s)'
 
     return f'ref {num(scale(cell.reference.value))} ' \
            f'[{_band(cell.reference, scale)}]: {cell.verdict}'
@@ -192,20 +240,56 @@ def to_markdown(table, images=None):
             out += [f'{links} per-GPU and per-GPU-pair figures: shown in '
                     f'the figures below (every figure is in the CSV).', '']
         for caption, path in (images or {}).get(bench, ()):
-            out += [f'![{_md(caption)}]({path})', '']
+            out += [f'![{_md(caption)}]({_md_url(path)})', '']
 
     out += [f'- {_md(n)}' for n in table.notes]
     return '\n'.join(out).rstrip() + '\n'
 
 
-_MD = {'\\': '\\\\', '|': '\\|', '&': '&amp;', '<': '&lt;', '>': '&gt;',
-       '\n': ' ', '\r': ' '}
+_CONTROL = {'\n': '\\n', '\r': '\\r', '\t': '\\t'}
+
+
+def visible(text):
+    """``text`` with every control, format and line/paragraph separator
+    character written as its escape (``\\x1b``, ``\\n``, ``\\u202e``): a
+    name never moves the cursor, erases a line or starts a new one."""
+    out = []
+    for ch in str(text):
+        if unicodedata.category(ch) in ('Cc', 'Cf', 'Zl', 'Zp'):
+            out.append(_CONTROL.get(ch) or (f'\\x{ord(ch):02x}'
+                                            if ord(ch) < 0x100
+                                            else f'\\u{ord(ch):04x}'))
+        else:
+            out.append(ch)
+    return ''.join(out)
+
+
+# Markdown's backslash escapes for what would make a link, an image, code,
+# a cell break or HTML; & and < as entities
+_MD = {'\\': '\\\\', '|': '\\|', '[': '\\[', ']': '\\]', '(': '\\(',
+       ')': '\\)', '!': '\\!', '`': '\\`', '&': '&amp;', '<': '&lt;',
+       '>': '&gt;', '$': '\\$'}
 
 
 def _md(text):
-    """Text safe in a Markdown table cell: no cell break, no raw HTML
-    (names in reports come from anywhere)."""
-    return ''.join(_MD.get(ch, ch) for ch in str(text))
+    """Text safe in a Markdown table cell: no cell break, no link, image,
+    code span or raw HTML, no control character (names in reports come
+    from anywhere)."""
+    return ''.join(_MD.get(ch, ch) for ch in visible(text))
+
+
+def bibliography_md(tables):
+    """'## Sources' with each cited document in full, or ''."""
+    docs = sources.cited(tables)
+    if not docs:
+        return ''
+    return '\n'.join(['## Sources', ''] + [
+        f'{i}. {_md(d.text())}' for i, d in enumerate(docs, 1)]) + '\n'
+
+
+def _md_url(path):
+    # a file name of ours, quoted so that no character ends the link
+    return urllib.parse.quote(str(path), safe='/')
 
 
 CSV_FIELDS = ('benchmark', 'test', 'metric', 'unit', 'better', 'column',
@@ -243,9 +327,8 @@ def _text_cell(text):
     """A text cell no spreadsheet takes for a formula: names in reports
     come from anywhere, and ``=``, ``+``, ``-``, ``@``, tab or CR first
     would make one (a leading ' shows it as text)."""
-    text = str(text)
-    return f"'{text}" if text[:1] in ('=', '+', '-', '@', '\t', '\r') \
-        else text
+    text = visible(text)
+    return f"'{text}" if text[:1] in ('=', '+', '-', '@') else text
 
 
 def _opt(x):

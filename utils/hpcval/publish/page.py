@@ -10,8 +10,9 @@ import html
 import os
 import re
 
-from hpcval.publish import formats
-from hpcval.publish.comparison import FAIL, PASS, PUBLISHED
+from hpcval.publish import formats, sources
+from hpcval.publish.comparison import (DIFFERS, FAIL, NOT_ITS_OWN, PASS,
+                                      PUBLISHED, REPRODUCES)
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1500px;
@@ -116,17 +117,35 @@ def systems(table):
 
 
 def summary(table):
-    """{column: {'pass': n, 'fail': n, 'unjudged': n}} over the figures the
-    tables show (per-GPU-pair figures are in the heat maps)."""
-    out = {col: {PASS: 0, FAIL: 0, formats.UNJUDGED: 0}
-           for col in table.columns}
+    """{column: {'pass': n, 'fail': n, 'reproduces': n, 'not judged': n,
+    'unjudged': n}} over the figures the tables show (per-GPU-pair figures
+    are in the heat maps)."""
+    out = {col: dict.fromkeys(SUMMARY_KEYS, 0) for col in table.columns}
     for bench, rows in table.groups(links=False):
         for row in rows:
             for col in table.columns:
                 cell = table.cells.get((row, col))
                 if cell is not None and cell.verdict != PUBLISHED:
-                    out[col][formats.verdict_word(cell)] += 1
+                    out[col][_summary_key(cell)] += 1
     return out
+
+
+SUMMARY_KEYS = (PASS, FAIL, 'reproduces', 'differs', NOT_ITS_OWN,
+                formats.UNJUDGED)
+
+
+def _class(key, n):
+    return f' {key}' if key in (PASS, FAIL) and n else ''
+
+
+def _summary_key(cell):
+    if cell.verdict == REPRODUCES:
+        return 'reproduces'
+    if cell.verdict == DIFFERS:
+        return 'differs'
+    if cell.verdict == NOT_ITS_OWN:
+        return NOT_ITS_OWN
+    return formats.verdict_word(cell)
 
 
 def _table(table, rows, esc):
@@ -204,17 +223,18 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
         toc.append(('summary', 'Summary'))
         counts = summary(main)
         body.append('<h2 id="summary">Summary</h2><p class="legend">Figures '
-                    'in the tables below, per system: passed, failed (a run '
-                    'failed or the mean is out of its band), unjudged (no '
+                    'in the tables below, per system: passed and failed '
+                    '(a run failed or the mean is out of its band) against '
+                    'references made for that system; reproduce or differ '
+                    'from the published figure (replays); not judged (the runs had '
+                    'another system\'s references); unjudged (no '
                     'reference).</p><div class="wrap"><table><tr><th>column'
-                    '</th><th>pass</th><th>fail</th><th>unjudged</th></tr>' +
-                    ''.join(f'<tr><td>{esc(col)}</td>'
-                            f'<td class="num{" pass" if n[PASS] else ""}">'
-                            f'{n[PASS]}</td>'
-                            f'<td class="num{" fail" if n[FAIL] else ""}">'
-                            f'{n[FAIL]}</td>'
-                            f'<td class="num">{n[formats.UNJUDGED]}</td></tr>'
-                            for col, n in counts.items()) +
+                    '</th>' + ''.join(f'<th>{esc(k)}</th>'
+                                      for k in SUMMARY_KEYS) + '</tr>' +
+                    ''.join(f'<tr><td>{esc(col)}</td>' + ''.join(
+                        f'<td class="num{_class(k, n[k])}">{n[k]}</td>'
+                        for k in SUMMARY_KEYS) + '</tr>'
+                        for col, n in counts.items()) +
                     '</table></div>')
 
     body.append(f'<p class="legend">{esc(formats.legend(tables))}</p>')
@@ -259,6 +279,13 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
                         + ''.join(f'<li>{esc(str(i))}</li>' for i in items)
                         + '</ul>')
 
+    docs = sources.cited(tables)
+    if docs:
+        toc.append(('sources', 'Sources'))
+        body.append('<h2 id="sources">Sources</h2><ol class="notes">' +
+                    # the address as text: the page loads and links nothing
+                    ''.join(f'<li id="{esc(d.key)}">{esc(d.text())}</li>'
+                            for d in docs) + '</ol>')
     parts.append('<nav><h2>Contents</h2><ol>' + ''.join(
         f'<li><a href="#{a}">{esc(t)}</a></li>' for a, t in toc) +
         '</ol></nav>')

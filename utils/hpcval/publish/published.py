@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 
 from hpcval import references, units
 
-from hpcval.publish import comparison
+from hpcval.publish import comparison, sources
 
-SANDIA = 'Sandia poster (Sandia Cluster 2023 poster)'
-MI300X = 'MI300X validation guide (AMD MI300X validation guide)'
+SANDIA = sources.SANDIA_POSTER.short
+MI300X = sources.MI300X_GUIDE.short
+DOCUMENT = {SANDIA: sources.SANDIA_POSTER, MI300X: sources.MI300X_GUIDE}
 
 #: seed system name -> (hpcval system, the partition its tests run in)
 SYSTEMS = {'Frontier': ('frontier', 'batch'), 'Summit': ('summit', 'batch'),
@@ -231,6 +232,7 @@ def _cell(ref, unit):
 
 def _table(seed, by_system):
     table = comparison.Table(seed.title, [], [], {}, list(seed.notes))
+    table.sources = [DOCUMENT[seed.source]]
     for srow in seed.rows:
         for name, spec in srow.cells.items():
             if not isinstance(spec, At):

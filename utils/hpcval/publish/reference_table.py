@@ -2,6 +2,8 @@
 docs/reference-table.md publishes; ``hpcval references --markdown``)."""
 import re
 
+from hpcval.judgement import Band
+
 HEADER = ('| system | check | partition | where | metric | value | bounds '
           '| rule | source |\n|---|---|---|---|---|---|---|---|---|\n')
 
@@ -14,11 +16,8 @@ def _bounds(ref):
     if ref.value is None:
         return 'logged, not judged'
 
-    low = 'unbounded' if ref.lower is None else \
-        f'{ref.value * (1 + ref.lower):g}'
-    high = 'unbounded' if ref.upper is None else \
-        f'{ref.value * (1 + ref.upper):g}'
-    return f'{low} .. {high}'
+    return Band(ref.value, ref.lower, ref.upper).range_text(
+        lambda v: f'{v:g}')
 
 
 def _where(ref):

@@ -9,31 +9,45 @@ overwritten without ``--force``.
 import argparse
 import base64
 import datetime
+import math
 import os
 import re
 import sys
 import time
 
-from hpcval.publish import comparison, formats, output, results
+from hpcval.publish import comparison, formats, output, results, sources
 from hpcval.references import ReferenceFileError
 
 EXIT_OK, EXIT_REJECTED, EXIT_EMPTY = 0, 1, 2
 
 
 def timestamp(text):
-    """Unix time of an ISO date/time (local time) or ``now-<N><d|h|m>``."""
+    """Unix time of an ISO date/time (local time) or ``now-<N><d|h|m>``,
+    from 1970 on."""
+    shown = text if len(text) <= 40 else f'{text[:40]}... ({len(text)} ' \
+                                         f'characters)'
     match = re.fullmatch(r'now(?:-(\d+)([dhm]))?', text)
     if match:
-        ago = int(match.group(1) or 0) * {'d': 86400, 'h': 3600, 'm': 60,
-                                          None: 0}[match.group(2)]
-        return time.time() - ago
+        digits = (match.group(1) or '0').lstrip('0') or '0'
+        now = time.time()
+        ago = int(digits) * {'d': 86400, 'h': 3600, 'm': 60,
+                             None: 0}[match.group(2)] \
+            if len(digits) <= 12 else math.inf
+        if ago > now:
+            raise argparse.ArgumentTypeError(
+                f'{shown!r} is before 1970: no run is that old')
+        return now - ago
 
     try:
-        return datetime.datetime.fromisoformat(text).timestamp()
-    except ValueError:
+        when = datetime.datetime.fromisoformat(text).timestamp()
+    except (ValueError, OverflowError, OSError):
         raise argparse.ArgumentTypeError(
-            f'{text!r} is neither an ISO date (2026-11-01, '
+            f'{shown!r} is neither an ISO date (2026-11-01, '
             f'2026-11-01T08:00) nor now-<N>d|h|m') from None
+    if when < 0:
+        raise argparse.ArgumentTypeError(
+            f'{shown!r} is before 1970: no run is that old')
+    return when
 
 
 def _compiled(text):
@@ -66,10 +80,12 @@ def add_input_arguments(parser):
                         help='ReFrame JSON run reports (--report-file), '
                              'from any system or site; LABEL= shows its '
                              'runs in column LABEL instead of their system')
-    parser.add_argument('--db', nargs='?', const=results.default_db(),
+    parser.add_argument('--db', nargs='?', const=results.DEFAULT_DB,
                         metavar='PATH',
                         help='also read ReFrame\'s results database '
-                             '(default path: %(const)s)')
+                             '(default: ReFrame\'s storage/sqlite_db_file, '
+                             '$RFM_SQLITE_DB_FILE or ~/.reframe/reports/'
+                             'results.db)')
     parser.add_argument('--since', type=timestamp,
                         help='only runs from this time on')
     parser.add_argument('--until', type=timestamp,
@@ -191,14 +207,16 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
                            unplotted)
     if fmt == 'tex':
         from hpcval.publish import latex
-        return latex.document(tables, title)
+        return latex.document(tables, title, images)
     if fmt == 'md':
         by_bench = {}
         for name, path in images:
             bench = name.split('-')[1] if name.count('-') else ''
             by_bench.setdefault(bench, []).append((name, path))
-        return '\n'.join(formats.to_markdown(t, by_bench if i == 0 else None)
-                         for i, t in enumerate(tables))
+        bib = formats.bibliography_md(tables)
+        return '\n'.join([formats.to_markdown(t, by_bench if i == 0 else None)
+                          for i, t in enumerate(tables)] +
+                         ([bib] if bib else []))
 
     return '\n'.join(formats.RENDER[fmt](t) for t in tables)
 
@@ -253,10 +271,18 @@ def run(args):
         if args.plots and samples:
             # refused as a link even where no figure comes to be drawn
             output.check_folder(os.path.join(args.out, 'plots'))
-            drawn = _draw(tables[0], samples, args.out, args.plots_select,
-                          args.force)
-            pngs = [p for p in drawn.files if p.endswith('.png')]
-            unplotted = [why for why in drawn.skipped if why]
+            try:
+                drawn = _draw(tables[0], samples, args.out,
+                              args.plots_select, args.force)
+            except (ValueError, RuntimeError) as err:
+                # a figure that cannot be drawn costs the figures, never
+                # the tables
+                print(f'hpcval report: plots not drawn: '
+                      f'{formats.visible(err)}', file=sys.stderr)
+                unplotted = [f'plots not drawn: {formats.visible(err)}']
+            else:
+                pngs = [p for p in drawn.files if p.endswith('.png')]
+                unplotted = [why for why in drawn.skipped if why]
         for fmt in fmts:
             path = os.path.join(args.out, f'comparison.{fmt}')
             images = [(os.path.basename(p)[:-4],
@@ -265,6 +291,11 @@ def run(args):
             _write(path, render(tables, fmt, inputs, problems, images,
                                 args.title, unplotted), args.force)
             print(path)
+            if fmt == 'tex' and sources.cited(tables):
+                bib = os.path.join(args.out, 'comparison.bib')
+                _write(bib, sources.bibtex(sources.cited(tables)),
+                       args.force)
+                print(bib)
     except OSError as err:      # exists, a link, not writable: say so
         print(f'hpcval report: {_said(err)}', file=sys.stderr)
         return EXIT_REJECTED

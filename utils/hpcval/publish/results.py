@@ -109,6 +109,28 @@ class Sample(msgspec.Struct, frozen=True, gc=False):
     reference: object    # float or None
     lower: object        # fraction or None
     upper: object        # fraction or None
+    result: object = None  # ReFrame's own 'pass' / 'fail' for the figure
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A test case (or fixture) left out because a field of it cannot be
+    trusted: what it is called and what it claims, as far as readable."""
+    source: str
+    test: str           # its display name, or its place in the report
+    result: str         # pass, fail, skip, abort, or '' when unreadable
+    reason: str
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """One test case of one session given twice with different contents
+    (a report and --db, two copies of a report)."""
+    test: str
+    session: str
+    first: str          # the two sources
+    second: str
+    differs: str        # which part differs: 'result', 'figures', 'nodes'
 
 
 @dataclass
@@ -119,6 +141,8 @@ class Loaded:
     sources: list = field(default_factory=list)
     duplicates: int = 0  # test cases given more than once, counted once
     fixtures: list = field(default_factory=list)   # Cases of fixtures
+    damaged: list = field(default_factory=list)    # Damaged
+    conflicts: list = field(default_factory=list)  # Conflict
 
 
 _RESULTS = {'success': 'pass', 'failure': 'fail', 'skipped': 'skip',
@@ -206,7 +230,7 @@ def _perf_entries(tc, major, where):
                 raise _Bad(f'{where}: perfvars[{i}] is {pv!r}, not a mapping')
             yield (pv.get('name'), pv.get('value'), pv.get('reference'),
                    pv.get('thres_lower'), pv.get('thres_upper'),
-                   pv.get('unit'))
+                   pv.get('unit'), pv.get('result'))
         return
 
     for key, tup in (_field(tc, 'perfvalues', dict, where) or {}).items():
@@ -214,7 +238,8 @@ def _perf_entries(tc, major, where):
             raise _Bad(f'{where}: perfvalues[{key!r}] is {tup!r}, not '
                        f'[value, ref, lower, upper, unit, ...]')
 
-        yield (key.rsplit(':', 1)[-1], *tup[:5])
+        yield (key.rsplit(':', 1)[-1], *tup[:5],
+               tup[5] if len(tup) > 5 else None)
 
 
 def _text(tc, key, where, required=False):
@@ -268,7 +293,7 @@ def _case(tc, major, source, session, where, label):
         outputdir=_text(tc, 'outputdir', where),
         stdout=_text(tc, 'job_stdout', where),
         label=label, fields=_layout(tc.get, where),
-        reason=_first_line(tc.get('fail_reason')),
+        reason=_whole_reason(tc.get('fail_reason')),
         phase=_field(tc, 'fail_phase', str, where) or '',
         extras=_extras(tc.get),
         fixture=bool(tc.get('fixture')),
@@ -276,16 +301,21 @@ def _case(tc, major, source, session, where, label):
         deps=_fixtures_used(tc.get('dependencies_actual')))
 
 
-def _first_line(text):
-    return text.strip().splitlines()[0] if isinstance(text, str) \
-        and text.strip() else ''
+def _whole_reason(text):
+    # every line: the cause (sbatch's "Unable to contact slurm controller")
+    # is often not the first
+    if not isinstance(text, str):
+        return ''
+    return ' | '.join(line.strip() for line in text.splitlines()
+                      if line.strip())
 
 
 # what hpcval's checks log beside their figures, as hpcval_<name>; a
 # value of a wrong type is left out, never trusted (reports come from
 # anywhere)
 EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
-          'skip_reason', 'partition_nodes', 'screen_excluded')
+          'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
+          'health')
 _EXTRA_TYPES = (dict, str, list)
 
 
@@ -324,9 +354,9 @@ def _layout(value_of, where):
 
 def _samples(tc, major, case, where):
     out = []
-    for metric, value, ref, lower, upper, unit in _perf_entries(tc, major,
-                                                                where):
-        what = f'{where} ({case.test}) metric {metric!r}'
+    for metric, value, ref, lower, upper, unit, result in _perf_entries(
+            tc, major, where):
+        what = f'{where} metric {metric!r}'
         if not isinstance(metric, str) or not metric \
                 or not isinstance(unit, str) or not unit:
             raise _Bad(f'{what}: no name or unit')
@@ -337,9 +367,15 @@ def _samples(tc, major, case, where):
         out.append(Sample(case, metric, _number_or_none(value, f'{what} value'),
                           unit, _number_or_none(ref, f'{what} reference'),
                           _number_or_none(lower, f'{what} lower bound'),
-                          _number_or_none(upper, f'{what} upper bound')))
+                          _number_or_none(upper, f'{what} upper bound'),
+                          _figure_result(result)))
 
     return out
+
+
+def _figure_result(result):
+    # anything else a report says of a figure is no record of ReFrame's
+    return result if result in ('pass', 'fail') else None
 
 
 def _typed_case(tc, source, session, label):
@@ -358,7 +394,7 @@ def _typed_case(tc, source, session, label):
         replay=bool(tc.tags) and REPLAY_TAG in tc.tags,
         outputdir=tc.outputdir or None, stdout=tc.job_stdout or None,
         label=label, fields=_layout(value_of, ''),
-        reason=_first_line(tc.fail_reason),
+        reason=_whole_reason(tc.fail_reason),
         phase=tc.fail_phase or '',
         extras=_extras(value_of),
         fixture=bool(tc.fixture),
@@ -369,8 +405,8 @@ def _typed_case(tc, source, session, label):
 def _typed_samples(tc, case):
     """_samples of a typed_sessions.TestCase."""
     return [Sample(case, key[key.rfind(':') + 1:], value, unit, ref, lower,
-                   upper)
-            for key, (value, ref, lower, upper, unit, _) in
+                   upper, _figure_result(result))
+            for key, (value, ref, lower, upper, unit, result) in
             (tc.perfvalues or {}).items()]
 
 
@@ -406,7 +442,7 @@ class _Collector:
 
         self.on_error = on_error
         self.loaded = Loaded()
-        self.seen = set()
+        self.seen = {}      # case key: (source, fingerprint)
 
     def problem(self, source, reason):
         if self.on_error == 'reject':
@@ -432,27 +468,38 @@ class _Collector:
             for t, tc in enumerate(tcs):
                 where = f'runs[{r}].testcases[{t}]'
                 if not isinstance(tc, dict):
-                    self.problem(source, f'{where}: not a mapping')
+                    self.damaged(source, where, {}, f'{where}: not a mapping')
                     continue
 
-                if tc.get('fixture'):
-                    # kept for what failed or skipped beneath the tests;
-                    # a damaged one is left out as before, unreported
-                    try:
-                        self.loaded.fixtures.append(
-                            _case(tc, major, source, session, where, label))
-                    except _Bad:
-                        pass
-                    continue
-
+                where = _named_where(tc, where)
                 try:
                     case = _case(tc, major, source, session, where, label)
-                    samples = _samples(tc, major, case, where)
+                    samples = [] if case.fixture else \
+                        _samples(tc, major, case, where)
                 except _Bad as err:
-                    self.problem(source, str(err))
+                    # a fixture too: a failed build with one odd field
+                    # must not vanish
+                    self.damaged(source, where, tc, str(err))
+                    continue
+
+                if case.fixture:
+                    # kept for what failed or skipped beneath the tests
+                    self.loaded.fixtures.append(case)
                     continue
 
                 self._add(session, r, case, samples)
+
+    def damaged(self, source, where, tc, reason):
+        """A test case left out: named as a problem, and kept as Damaged
+        so that a verdict never passes what it could not read."""
+        self.problem(source, reason)
+        if reason.startswith(where):
+            reason = reason[len(where):].lstrip(': ')
+        result = tc.get('result') if isinstance(tc, dict) else None
+        self.loaded.damaged.append(Damaged(
+            source, where,
+            _RESULTS.get(result, result) if isinstance(result, str) else '',
+            reason))
 
     def typed(self, report, source, label=''):
         """report() of a typed_sessions.Report."""
@@ -475,12 +522,39 @@ class _Collector:
         # (reports of ReFrame < 4.7 have none: its host and start time)
         key = (session['uuid'] or (session['hostname'], session['time']),
                run, case.test, case.system, case.partition, case.environ)
-        if key in self.seen:
+        mark = _fingerprint(case, samples)
+        first = self.seen.get(key)
+        if first is not None:
             self.loaded.duplicates += 1
+            if first[1] != mark:
+                self.loaded.conflicts.append(Conflict(
+                    case.test, session['uuid'] or case.hostname, first[0],
+                    case.source, _differs(first[1], mark)))
             return
-        self.seen.add(key)
+        self.seen[key] = (case.source, mark)
         self.loaded.cases.append(case)
         self.loaded.samples.extend(samples)
+
+
+def _fingerprint(case, samples):
+    """What two copies of one test case must agree on."""
+    return (case.result, case.nodes,
+            tuple((s.metric, s.value, s.unit, s.reference, s.lower, s.upper,
+                   s.result) for s in samples))
+
+
+def _differs(first, second):
+    return ', '.join(what for what, a, b in zip(
+        ('result', 'nodes', 'figures'), first, second) if a != b)
+
+
+def _named_where(tc, where):
+    """'runs[0].testcases[3] (name)': the place and, if readable, the
+    display name, so that a damaged case is named."""
+    name = tc.get('display_name') or tc.get('name')
+    if isinstance(name, str) and name:
+        return f'{where} ({name if len(name) <= 200 else name[:200] + "..."})'
+    return where
 
 
 def _read(text, source, col, label=''):
@@ -591,6 +665,7 @@ def _load(report_files, db, on_error, since, until):
         _read(text, path, col, label)
 
     if db is not None:
+        db = db or default_db()
         for uuid, blob in _db_sessions(db, since, until, col):
             _read(blob, f'{db}#{uuid}', col)
 
@@ -630,7 +705,31 @@ def _db_sessions(path, since, until, col):
         conn.close()
 
 
+#: ``--db`` without a path: ReFrame's own database (default_db())
+DEFAULT_DB = ''
+
+
 def default_db():
-    """ReFrame's results database: $RFM_SQLITE_DB_FILE or its default."""
-    return os.environ.get('RFM_SQLITE_DB_FILE') or os.path.join(os.path.expanduser('~'), '.reframe', 'reports',
-                        'results.db')
+    """ReFrame's results database: $RFM_SQLITE_DB_FILE, else the
+    ``storage/sqlite_db_file`` of the configuration ReFrame reads
+    (hpcval's, then the files of $RFM_CONFIG_FILES), else its default."""
+    given = os.environ.get('RFM_SQLITE_DB_FILE')
+    if given:
+        return given
+    fallback = os.path.join(os.path.expanduser('~'), '.reframe', 'reports',
+                            'results.db')
+    try:
+        from reframe.core import config
+        from reframe.utility import osext
+        from hpcval import paths
+        ours = paths.config_file()
+        files = [ours, *[f for f in os.environ.get('RFM_CONFIG_FILES',
+                                                   '').split(':')
+                         if f and os.path.abspath(f) != ours]]
+        site = config.load_config(*files)
+        site.select_subconfig(os.environ.get('RFM_SYSTEM') or None,
+                              ignore_resolve_errors=True)
+        return osext.expandvars(site.get('storage/0/sqlite_db_file')) or \
+            fallback
+    except Exception:       # a configuration ReFrame itself would refuse
+        return fallback

@@ -58,6 +58,8 @@ class TestCase(Struct):
     hpcval_skip_reason: Any = None
     hpcval_partition_nodes: Any = None
     hpcval_screen_excluded: Any = None
+    hpcval_job_nodes: Any = None
+    hpcval_health: Any = None
 
 
 class Run(Struct):

@@ -1,7 +1,7 @@
 """A Slurm cluster of N nodes on this host, for the test suite and by hand.
 
-    python -m hpcval.testing.minicluster start  --dir DIR [--nodes N]
-                                                   # prints: export SLURM_CONF=...
+    python -m hpcval.testing.minicluster start  [--dir DIR] [--nodes N]
+                                           # prints: export SLURM_CONF=...
     python -m hpcval.testing.minicluster status --dir DIR
     python -m hpcval.testing.minicluster restart-node --dir DIR NODE
     python -m hpcval.testing.minicluster stop   --dir DIR
@@ -11,17 +11,29 @@ own key and socket, one ``slurmctld`` and one ``slurmd`` per node (``-N n1``
 ... ``-N nN``, each on its own port, picked free at start).  Configuration,
 state, logs, spool and the munge key live under DIR; the system's
 /etc/munge, /etc/slurm and any munged or Slurm someone else runs are left
-alone.  ``stop`` ends exactly the daemons ``start`` recorded (by PID,
+alone.
+
+DIR is made by ``start`` with mode 0700 (without ``--dir``: a new folder of
+a random name in $TMPDIR or /tmp); an existing DIR is used only when it is
+a folder of the running user that nobody else can write, and the folders
+above it are root's or the user's (hpcval.trust): its task prolog runs as
+root in every job.  Nothing under DIR is written through a symbolic link,
+and the munge key is created with mode 0400.  ``stop`` ends exactly the daemons ``start`` recorded (by PID,
 checking that the PID is still the daemon started here), then any job
 process left over from them; ``start`` after a crash does the same with
-what the crashed cluster left, and begins from empty state.
+what the crashed cluster left, and begins from empty state.  When
+``start`` fails or is interrupted (Ctrl-C, SIGTERM), what it started is
+stopped before it returns.
 
 Faults for tests: every task launched on node N first goes through a task
 prolog that emits the lines of ``DIR/faults/N`` (Slurm's TaskProlog
 protocol: ``export NAME=value``), so a test can break one node's
 environment the way a broken software stack does; ``slow_node`` puts one
 node's slurmd, and so every job step it starts from then on, under a CPU
-quota (a cgroup, as a throttled or failing CPU would be).
+quota (a cgroup, as a throttled or failing CPU would be); ``slow_node_by``
+makes a node a set fraction slower (a quota of the node's CPUs enforced
+every 10 ms); ``compete`` runs a competing memory stream or busy
+processes of a set size beside each task of a node (cgroup v2 and v1).
 """
 import argparse
 import json
@@ -35,18 +47,28 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+
+from hpcval import trust
+from hpcval.minicluster_shape import (  # noqa: F401 (the cluster's shape)
+    CORES_PER_SOCKET, CPUS_PER_NODE, PARTITION, REAL_MEMORY_MB, SOCKETS,
+    THREADS_PER_CORE)
 
 DEFAULT_NODE_COUNT = 2
 #: the most nodes one host runs (one slurmd each, about 5 MB and a port)
 MAX_NODE_COUNT = 256
-#: topology each slurmd declares: 1 socket x 2 cores x 1 thread, so that two
-#: ranks fit on one node (ping-pong on_node); systems/minicluster.py's
-#: processor entry says the same
-SOCKETS, CORES_PER_SOCKET, THREADS_PER_CORE = 1, 2, 1
-CPUS_PER_NODE = SOCKETS * CORES_PER_SOCKET * THREADS_PER_CORE
-REAL_MEMORY_MB = 1000
-PARTITION = 'debug'
+#: slow_node_by's CPU quota period: short, so that it acts within a run
+QUOTA_PERIOD_US = 10000
+#: compete(): shell loops that end when the step ($STEP) ends
+COMPETITORS = {
+    'memory': ('#!/bin/sh\nwhile kill -0 "$STEP" 2>/dev/null; do\n'
+               '  dd if=/dev/zero of=/dev/null bs={size}M count=32 '
+               '2>/dev/null\ndone\n'),
+    'cpu': ('#!/bin/sh\nfor i in $(seq {size}); do\n'
+            '  (while kill -0 "$STEP" 2>/dev/null; do :; done) &\n'
+            'done\nwait\n'),
+}
 # unix socket paths are limited to 108 bytes (sun_path)
 _MAX_SOCKET_PATH = 100
 
@@ -62,6 +84,22 @@ NODES = node_names(DEFAULT_NODE_COUNT)
 
 class MiniClusterError(RuntimeError):
     """The cluster could not be started, queried or stopped."""
+
+
+def _write_new(path, data, mode):
+    """``path`` made anew with ``mode`` from its first byte: never through
+    a symbolic link, never readable by others in between."""
+    path = pathlib.Path(path)
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                 mode)
+    with os.fdopen(fd, 'wb') as fp:
+        fp.write(data if isinstance(data, bytes) else data.encode())
+
+
+def default_dir():
+    """A new folder for a cluster, 0700, of a name nobody can guess."""
+    return tempfile.mkdtemp(prefix='hpcval-minicluster-')
 
 
 def missing_prerequisites():
@@ -205,23 +243,27 @@ class CpuQuota:
         else:
             self.version, self.base = None, None
 
-    def limit(self, node, percent, pids):
+    def limit(self, node, percent, pids, period_us=None):
         """Hold ``pids`` (and every process they start from now) to
-        ``percent`` % of one CPU."""
+        ``percent`` % of one CPU (above 100: of several), enforced every
+        ``period_us`` (a short period acts within a short run)."""
         if self.base is None:
             raise MiniClusterError('no cgroup cpu controller mounted at '
                                    '/sys/fs/cgroup: cannot slow a node')
 
-        quota = max(1000, int(self.PERIOD_US * percent / 100))
+        period = period_us or self.PERIOD_US
+        quota = max(1000, int(period * percent / 100))
         group = self.base / node
         try:
             if self.version == 2:
                 self._enable_v2_cpu()
                 group.mkdir(exist_ok=True)
-                (group / 'cpu.max').write_text(f'{quota} {self.PERIOD_US}')
+                (group / 'cpu.max').write_text(f'{quota} {period}')
             else:
                 group.mkdir(parents=True, exist_ok=True)
-                (group / 'cpu.cfs_period_us').write_text(str(self.PERIOD_US))
+                # v1 refuses a quota below the period's: quota off first
+                (group / 'cpu.cfs_quota_us').write_text('-1')
+                (group / 'cpu.cfs_period_us').write_text(str(period))
                 (group / 'cpu.cfs_quota_us').write_text(str(quota))
             for pid in pids:
                 (group / 'cgroup.procs').write_text(str(pid))
@@ -266,7 +308,8 @@ class MiniCluster:
     there, else two)."""
 
     def __init__(self, root, nodes=None):
-        self.root = pathlib.Path(root).resolve()
+        # never resolved: a symbolic link is refused, not followed
+        self.root = pathlib.Path(os.path.abspath(root))
         self.conf = self.root / 'etc' / 'slurm.conf'
         self.munge_socket = self.root / 'munge' / 'munge.socket'
         self.db_socket = self.root / 'db' / 'mysqld.sock'
@@ -280,6 +323,43 @@ class MiniCluster:
                                    f'{MAX_NODE_COUNT}')
         self.nodes = node_names(nodes)
         self.quota = CpuQuota(self.root)
+
+    def _secure_root(self, create=False):
+        """MiniClusterError unless the cluster's folder is the running
+        user's, a real folder, and writable by nobody else (made 0700 when
+        ``create`` and missing)."""
+        try:
+            if create:
+                trust.own_folder(self.root, 0o700)
+            else:
+                trust.check_path(self.root)
+                st = os.lstat(self.root)
+                if st.st_uid != os.geteuid():
+                    raise trust.UntrustedPath(
+                        f'{self.root} is owned by uid {st.st_uid}, not by '
+                        f'the running user')
+        except trust.UntrustedPath as err:
+            raise MiniClusterError(f'--dir {self.root}: {err}; not used '
+                                   f'(its files run as root; choose a new '
+                                   f'folder, or leave --dir out)') from None
+
+    def _folder(self, sub):
+        """The folder ``sub`` under the cluster's, made 0700 where missing,
+        refused where it is a link or someone else's."""
+        path = self.root
+        for part in pathlib.PurePath(sub).parts:
+            path = path / part
+            try:
+                path.mkdir(mode=0o700)
+            except FileExistsError:
+                pass
+            st = os.lstat(path)
+            if not os.path.isdir(path) or os.path.islink(path) or \
+                    st.st_uid != os.geteuid():
+                raise MiniClusterError(f'{path}: a symbolic link, not a '
+                                       f'folder or not the running user\'s;'
+                                       f' not used')
+        return path
 
     # -- what a shell or a test needs ---------------------------------------
 
@@ -331,9 +411,43 @@ class MiniCluster:
 
         self.quota.limit(node, percent, [pid])
 
+    def slow_node_by(self, node, fraction):
+        """``node`` ``fraction`` slower on CPU (0.1: 10 %): its slurmd and
+        every job step it starts get (1 - fraction) of the node's
+        declared CPUs, enforced every 10 ms, so that a run of a second
+        meets the quota a hundred times."""
+        if not 0 < fraction < 1:
+            raise MiniClusterError(f'slow_node_by {fraction!r}: expected a '
+                                   f'fraction between 0 and 1')
+        self._check_node(node)
+        pid = self.running().get(f'slurmd-{node}')
+        if pid is None:
+            raise MiniClusterError(f'slurmd of {node} is not running')
+        self.quota.limit(node, 100 * CPUS_PER_NODE * (1 - fraction), [pid],
+                         period_us=QUOTA_PERIOD_US)
+
+    def compete(self, node, kind, size):
+        """While a task of ``node`` runs, a competitor runs beside it:
+        ``kind`` 'memory': a stream of ``size`` MiB buffers (dd from
+        /dev/zero), 'cpu': ``size`` busy processes.  Started by the task
+        prolog, it ends when the task's step ends.  Measure with
+        ``--exec-policy=serial``: on this host every node shares the same
+        cores and memory, so only then does the competitor meet one node
+        alone."""
+        self._check_node(node)
+        if kind not in COMPETITORS or not isinstance(size, int) or \
+                not 1 <= size <= 4096:
+            raise MiniClusterError(f'compete {kind!r} {size!r}: expected '
+                                   f'{" or ".join(COMPETITORS)} and a size '
+                                   f'of 1 to 4096')
+        script = self.faults / f'{node}.compete'
+        script.write_text(COMPETITORS[kind].format(size=size))
+        script.chmod(0o700)
+
     def clear_faults(self):
         for node in self.nodes:
             (self.faults / node).unlink(missing_ok=True)
+            (self.faults / f'{node}.compete').unlink(missing_ok=True)
             self.quota.lift(node)
 
     # -- configuration ------------------------------------------------------
@@ -399,6 +513,9 @@ class MiniCluster:
             # one failed rank ends the step instead of leaving its peers
             # blocked in MPI until the time limit
             'KillOnBadExit=1',
+            # a job is never requeued after a node failure: it would outlive
+            # the screen and run again when the node is resumed
+            'JobRequeue=0',
             # time limits and cancellations take effect in seconds
             'KillWait=2',
             'OverTimeLimit=0',
@@ -432,51 +549,55 @@ class MiniCluster:
         return '\n'.join(lines) + '\n'
 
     def _task_prolog(self):
+        # slurmstepd ends the prolog's process group when it exits: the
+        # competitor runs in a session of its own, watches the step (the
+        # prolog's parent) and ends with it
         return ('#!/bin/sh\n'
                 '# minicluster fault hook: lines of faults/<node> reach the '
                 'task\n'
                 f'f={shlex.quote(str(self.faults))}/"$SLURMD_NODENAME"\n'
                 '[ -r "$f" ] && cat "$f"\n'
+                '[ -x "$f.compete" ] && STEP=$PPID setsid -f "$f.compete" '
+                '</dev/null >/dev/null 2>&1\n'
                 'exit 0\n')
 
     def _write_files(self):
         # state and faults of an earlier cluster here never carry over
+        # (rmtree removes a link, never what it points to)
         for sub in ('state', 'faults'):
             shutil.rmtree(self.root / sub, ignore_errors=True)
         for sub in ('etc', 'munge', 'state/ctld', 'log', 'faults',
                     *(f'state/spool/{n}' for n in self.nodes)):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+            self._folder(sub)
 
         # munged wants its key folder writable by its owner only, and
-        # searchable by all for the socket
+        # searchable for the socket (the cluster's folder itself is 0700)
         os.chmod(self.root / 'munge', 0o711)
-        key = self.root / 'munge' / 'munge.key'
-        key.unlink(missing_ok=True)
-        key.write_bytes(secrets.token_bytes(1024))
-        os.chmod(key, 0o400)
-        prolog = self.root / 'etc' / 'task_prolog.sh'
-        prolog.write_text(self._task_prolog())
-        os.chmod(prolog, 0o755)
+        self.write_key()
+        _write_new(self.root / 'etc' / 'task_prolog.sh', self._task_prolog(),
+                   0o700)
         ctld_port, dbd_port, db_port, *node_ports = free_ports(
             3 + len(self.nodes))
         self.db_port = db_port
-        self.conf.write_text(self._slurm_conf(ctld_port, node_ports,
-                                              dbd_port))
-        dbd_conf = self.conf.with_name('slurmdbd.conf')
-        dbd_conf.unlink(missing_ok=True)
+        _write_new(self.conf, self._slurm_conf(ctld_port, node_ports,
+                                               dbd_port), 0o644)
         # slurmdbd refuses a configuration others can read
-        fd = os.open(dbd_conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, 'w') as fp:
-            fp.write(self._slurmdbd_conf(dbd_port, db_port))
+        _write_new(self.conf.with_name('slurmdbd.conf'),
+                   self._slurmdbd_conf(dbd_port, db_port), 0o600)
         self._install_db()
-        self._layout_file.write_text(json.dumps({'nodes': len(self.nodes)}))
+        _write_new(self._layout_file, json.dumps({'nodes': len(self.nodes)}),
+                   0o600)
+
+    def write_key(self):
+        """A new munge key, 0400 from its creation."""
+        _write_new(self.root / 'munge' / 'munge.key',
+                   secrets.token_bytes(1024), 0o400)
 
     def _install_db(self):
         """A fresh MariaDB data folder: job ids restart at 1 with the
         controller's state, so an old accounting record must not remain."""
-        data = self.root / 'db' / 'data'
         shutil.rmtree(self.root / 'db', ignore_errors=True)
-        data.mkdir(parents=True)
+        data = self._folder('db/data')
         proc = subprocess.run(
             ['mariadb-install-db', '--no-defaults', f'--datadir={data}',
              '--user=root', '--auth-root-authentication-method=normal',
@@ -549,15 +670,29 @@ class MiniCluster:
 
     def _spawn(self, name, cmd):
         env = dict(os.environ, **self.env())
-        with open(self.root / 'log' / f'{name}.out', 'ab') as log:
+        fd = os.open(self.root / 'log' / f'{name}.out', os.O_WRONLY |
+                     os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, 'ab') as log:
             proc = subprocess.Popen(cmd, env=env, stdout=log,
                                     stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         pids = self._recorded()
         pids[name] = proc.pid
-        self._pid_file.write_text(json.dumps(pids, indent=1))
+        _write_new(self._pid_file, json.dumps(pids, indent=1), 0o600)
         return proc.pid
+
+    def _children(self):
+        """Processes this one started for the cluster, recorded or not (an
+        interrupt between a start and its record)."""
+        me = os.getpid()
+        ours = {*processes_naming(self.root), *self._with_our_conf()}
+        return [pid for pid in ours if _parent(pid) == me]
+
+    def _with_our_conf(self):
+        needle = f'SLURM_CONF={self.conf}\0'.encode()
+        return [pid for pid in _live_pids()
+                if needle in (_proc_field(pid, 'environ') or b'')]
 
     def clean_stale(self):
         """What a crashed cluster here left: its job steps, daemons still
@@ -584,11 +719,12 @@ class MiniCluster:
             raise MiniClusterError(f'{self.root}: path too long for the munge '
                                    f'socket; choose a shorter --dir')
 
+        self._secure_root(create=True)
         self.clean_stale()
-        self._write_files()
         if timeout is None:
             timeout = 60 + len(self.nodes)
         try:
+            self._write_files()
             for name, cmd in self._daemon_cmds():
                 pid = self._spawn(name, cmd)
                 if name == 'munged':
@@ -608,14 +744,27 @@ class MiniCluster:
                                    'slurmctld answering')
 
             self._wait_for(self._all_idle, timeout, 'every node idle')
-        except Exception:
-            self.stop()
+        except BaseException:
+            # an error, Ctrl-C or SIGTERM: nothing started stays running
+            self._stop_after_failure()
             raise
+
+    def _stop_after_failure(self):
+        # a second Ctrl-C or SIGTERM must not cut the cleanup short
+        signals = (signal.SIGINT, signal.SIGTERM) if _main_thread() else ()
+        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in signals}
+        try:
+            self.stop()
+            _terminate(self._children(), 10)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def restart_node(self, node, timeout=60):
         """End ``node``'s slurmd (if it runs) and start it again, with a
         clean spool; returns once the node is back in service."""
         self._check_node(node)
+        self._secure_root()
         name = f'slurmd-{node}'
         pid = self.running().get(name)
         if pid is not None:
@@ -708,6 +857,15 @@ class MiniCluster:
         return '\n'.join(lines), not dead
 
 
+def _main_thread():
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog='python -m hpcval.testing.minicluster',
@@ -716,18 +874,27 @@ def main(argv=None):
                                            'restart-node'))
     parser.add_argument('node', nargs='?',
                         help='restart-node: the node (n1, n2, ...)')
-    parser.add_argument('--dir', required=True,
-                        help='folder for configuration, state and logs')
+    parser.add_argument('--dir', default=None,
+                        help='folder for configuration, state and logs '
+                             '(start: made 0700; default: a new folder of '
+                             'a random name in $TMPDIR or /tmp)')
     parser.add_argument('--nodes', type=int, default=None,
                         help=f'start: how many nodes (default '
                              f'{DEFAULT_NODE_COUNT})')
     args = parser.parse_args(argv)
     if (args.action == 'restart-node') != (args.node is not None):
         parser.error('a NODE goes with restart-node, and only with it')
+    if args.dir is None and args.action != 'start':
+        parser.error(f'{args.action} needs the --dir that start printed')
+    # SIGTERM (a CI job's timeout) stops what start started, as Ctrl-C does
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
-        cluster = MiniCluster(args.dir, args.nodes)
+        cluster = MiniCluster(args.dir or default_dir(), args.nodes)
         if args.action == 'start':
             cluster.start()
+            print(f'minicluster: started in {cluster.root}; stop it with: '
+                  f'python -m hpcval.testing.minicluster stop --dir '
+                  f'{shlex.quote(str(cluster.root))}', file=sys.stderr)
             print(cluster.shell_exports())
         elif args.action == 'stop':
             ended = cluster.stop()
@@ -742,6 +909,10 @@ def main(argv=None):
     except MiniClusterError as err:
         print(f'minicluster: {err}', file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f'minicluster: interrupted; what {args.action} started is '
+              f'stopped', file=sys.stderr)
+        return 130
 
     return 0
 

@@ -14,6 +14,8 @@ whose kept output is not on this machine).  Names come from the figure's
 content; an existing file is never replaced unless ``force=True``
 (FileExistsError names it).  docs/reporting-plots.md describes each plot.
 """
+from matplotlib import rc_context
+
 from hpcval.publish.plots.babelstream import babelstream_kernels
 from hpcval.publish.plots.bars import (all_metric_bars, benchmark_multiples,
                                       metric_bars)
@@ -33,6 +35,12 @@ def draw_all(table, samples, outdir, select=None, force=False):
     curves, heat maps and BabelStream figures first, then one small-multiples
     figure per other benchmark; ``select`` narrows the bars (see
     all_metric_bars)."""
+    # names are data: '$\\fakecmd$' is drawn as written, never as mathtext
+    with rc_context({'text.parse_math': False}):
+        return _draw_all(table, samples, outdir, select, force)
+
+
+def _draw_all(table, samples, outdir, select, force):
     plotted = Plotted()
     plotted.add(collective_curves(samples, outdir, force=force))
     plotted.add(transferbench_heatmaps(samples, outdir, force=force))

@@ -5,7 +5,7 @@ per kernel (metrics ``copy``, ``mul``, ``add``, ``triad``, ``dot``, MB/s),
 the minimum over the GPUs: the slowest GPU sets the node's figure.  The
 cross-system figure shows those metrics from the table; the per-GPU
 figure shows each GPU's own figures, which the check stores in its report
-(``hpcval_plot_data``, hpcval.publish.plotdata); for older reports, each GPU's
+(``hpcval_plot_data``, hpcval.plotdata); for older reports, each GPU's
 output (``stream.<host>.gpu<N>.out``, kept by the check in its output
 folder, where that is on this machine) parsed with the check's parser.
 """
@@ -20,7 +20,8 @@ from matplotlib.patches import Patch
 
 from hpcval import units
 
-from hpcval.publish import comparison, numbers, plotdata
+from hpcval import plotdata
+from hpcval.publish import comparison, numbers
 from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import CLASSIC_KERNELS, parse_babelstream
 from hpcval.parsers.common import read_text

@@ -23,7 +23,9 @@ from hpcval.publish import output
 DPI = 100
 REPLAY_HATCH = '//'
 VERDICT_COLOURS = {'pass': '#4c9a2a', 'fail': '#c0392b',
-                   'no reference': '#8c8c8c'}
+                   'no reference': '#8c8c8c', 'not judged': '#8c8c8c',
+                   'reproduces the published figure': '#6f8fb0',
+                   'differs from the published figure': '#b08f6f'}
 BAND_COLOUR = '#3a6ea5'
 REFERENCE_COLOUR = '#1f3b73'
 

@@ -2,7 +2,7 @@
 
 The table keeps one number per run (busbw at the largest size, its
 maximum, Avg bus bandwidth); the curve needs every size: the check stores
-it in its report (``hpcval_plot_data``, hpcval.publish.plotdata), so a report
+it in its report (``hpcval_plot_data``, hpcval.plotdata), so a report
 from another site draws it.  Reports without it are read again from the
 job output that ReFrame kept in the case's output folder, where that is on
 this machine, with the parser the check used.
@@ -14,7 +14,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from hpcval.parsers import ParseError
 from hpcval.parsers.nccl_tests import IN_PLACE, OUT_OF_PLACE, parse_nccl_tests
-from hpcval.publish import plotdata
+from hpcval import plotdata
 from hpcval.publish.comparison import columns
 from hpcval.units import AXIS_SIZES, size_label
 from hpcval.publish.plots.common import (Plotted, better_label, describe,

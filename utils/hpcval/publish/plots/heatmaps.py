@@ -2,7 +2,7 @@
 
 The table keeps the averages and one metric per GPU pair; the matrix
 (with its N/A cells and, for p2p, the CPU rows) is what the check stores
-in its report (``hpcval_plot_data``, hpcval.publish.plotdata), so a report from
+in its report (``hpcval_plot_data``, hpcval.plotdata), so a report from
 another site draws it.  Older reports: the job output ReFrame kept, parsed
 again where it is on this machine, else the GPU pairs of the report's
 per-pair metrics.
@@ -15,7 +15,7 @@ import numpy as np
 
 from hpcval.parsers import ParseError
 from hpcval.parsers.transferbench import parse_a2a, parse_p2p
-from hpcval.publish import plotdata
+from hpcval import plotdata
 from hpcval.publish.comparison import columns
 from hpcval.publish.plots.common import (Plotted, describe, kept_output,
                                          new_figure, not_passed, save, slug,
@@ -123,12 +123,11 @@ def _figure(case, col, preset, panels, runs, outdir, plotted, force):
     fig = new_figure(side * len(panels) + 1.0, side + 0.7)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     values = np.concatenate([g[np.isfinite(g)] for _, _, g in panels])
-    # the colours span the measured range (every cell is annotated with its
-    # value), so that one weak link stands out among equal ones
-    span = (float(values.min()), float(values.max())) if values.size \
-        else (0.0, 1.0)
-    if span[0] == span[1]:
-        span = (0.0, span[1] or 1.0)
+    # the colours start at zero: a link at half the others' bandwidth stands
+    # out, a 1% difference does not look like a fault (every cell is
+    # annotated with its value)
+    top = float(values.max()) if values.size else 0.0
+    span = (0.0, top if top > 0 else 1.0)
     image = None
     for ax, (title, devices, grid) in zip(axes, panels):
         image = _panel(ax, title, devices, grid, span)

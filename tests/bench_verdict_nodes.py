@@ -1,0 +1,72 @@
+"""Speed of ``hpcval verdict`` on 100,000 test cases on distinct nodes.
+
+    .venv/bin/python tests/bench_verdict_nodes.py [--cases 100000]
+
+One real test case (the BabelStream case of the 2 x H200 report in
+tests/fixtures/reports/h200x2) is cloned into ``--cases`` test cases of
+one report, each on its own node (``n1`` .. ``nN``), every figure judged
+against its own value +-10%; one node's copy is 50% slow.  The report is
+judged by a real ``hpcval verdict`` process; its wall time, exit status
+and peak memory are printed (figures: docs/measurements.md).  Not a
+pytest test: a timing depends on the machine, so it is measured, not
+asserted.
+"""
+import argparse
+import copy
+import json
+import os
+import pathlib
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+H200 = ROOT / 'tests/fixtures/reports/h200x2' / \
+    'nccl-transferbench-babelstream.json'
+HPCVAL = ROOT / '.venv/bin/hpcval'
+
+
+def make(n, path):
+    report = json.loads(H200.read_text())
+    template = next(tc for tc in report['runs'][0]['testcases']
+                    if tc['display_name'].startswith('BabelStreamCudaCheck'))
+    for tup in template['perfvalues'].values():
+        tup[1:4] = [tup[0], -0.1, 0.1]
+    cases = []
+    for i in range(n):
+        tc = copy.deepcopy(template)
+        tc['display_name'] += f' %.repeat_no={i}'
+        tc['job_nodelist'] = [f'n{i + 1}']
+        cases.append(tc)
+    slow = cases[n // 2]
+    slow['result'] = 'failure'
+    for tup in slow['perfvalues'].values():
+        tup[0] *= 0.5
+    report['runs'] = [{'testcases': cases}]
+    path.write_text(json.dumps(report))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--cases', type=int, default=100_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / 'report.json'
+        make(args.cases, path)
+        size = os.path.getsize(path)
+        start = time.monotonic()
+        proc = subprocess.run([str(HPCVAL), 'verdict', str(path)],
+                              capture_output=True, text=True)
+        wall = time.monotonic() - start
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(f'{args.cases} test cases on distinct nodes ({size / 2**20:.0f} '
+          f'MiB report): hpcval verdict {wall:.1f} s wall, exit '
+          f'{proc.returncode}, peak {peak / 1024:.0f} MiB')
+    print('\n'.join(proc.stdout.splitlines()[:6]))
+    return 0 if proc.returncode == 1 else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

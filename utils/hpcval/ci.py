@@ -1,0 +1,198 @@
+"""``hpcval run ... --ci-generate=FILE``: a GitLab pipeline that runs on
+any host where hpcval is installed (docs/ci.md).
+
+ReFrame writes the pipeline: one job per test case, run by
+``reframe -C <configuration> -c <check folder> ... -n /<hash> -r``, with
+the absolute paths of this installation and without ``--system`` or
+``-S``.  It is rewritten here, job by job, so that each job runs
+``hpcval run`` (which finds hpcval's configuration itself) with the check
+files named through ``$(hpcval paths checks)`` or ``$HPCVAL_SITE``, and
+with the options of this run that decide how a test case runs
+(``--system``, ``-S``, ``-p``, ``-J``).  Each job hands its JUnit report
+to GitLab's test view; a last stage runs ``hpcval verdict`` over every
+job's report, and its exit status (0 healthy, 1 failed, 2 incomplete)
+gates the pipeline.
+"""
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import yaml
+
+from hpcval import paths
+
+VERDICT_STAGE = 'hpcval-verdict'
+VERDICT_JOB = 'hpcval-verdict'
+# options of the generating run that a job must repeat: ReFrame's
+# generator keeps only --mode
+_CARRIED = (('--system', False), ('-S', True), ('-p', True), ('-J', True))
+
+
+class CiError(ValueError):
+    """The pipeline cannot be made; the message says why."""
+
+
+def _carried_parser():
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument('--system')
+    parser.add_argument('-S', '--setvar', action='append', default=[])
+    parser.add_argument('-p', '--prgenv', action='append', default=[])
+    parser.add_argument('-J', '--job-option', action='append', default=[])
+    parser.add_argument('--ci-generate')
+    return parser
+
+
+def carried(reframe_args):
+    """(the pipeline file, [the options every job repeats])."""
+    known, _ = _carried_parser().parse_known_args(reframe_args)
+    out = [f'--system={known.system}'] if known.system else []
+    out += [f'-S{v}' for v in known.setvar]
+    out += [f'-p{v}' for v in known.prgenv]
+    out += [f'-J{v}' for v in known.job_option]
+    return known.ci_generate, out
+
+
+def generate(reframe_args, reframe_exe, env):
+    """Run ReFrame's generator, then rewrite its pipeline; the exit
+    status."""
+    target, options = carried(reframe_args)
+    if not target:
+        raise CiError('--ci-generate needs a file name')
+    proc = subprocess.run([reframe_exe, *reframe_args], env=env)
+    if proc.returncode != 0:
+        return proc.returncode
+    path = os.path.abspath(target)
+    try:
+        with open(path, encoding='utf-8') as fp:
+            pipeline = yaml.safe_load(fp)
+    except (OSError, yaml.YAMLError) as err:
+        raise CiError(f'{path}: cannot read ReFrame\'s pipeline: {err}'
+                      ) from None
+    rewritten = rewrite(pipeline, options, _Places(env))
+    # written next to ReFrame's file and renamed over it: no symlink
+    # followed, never half a pipeline
+    tmp = f'{path}.hpcval-tmp'
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                 0o644)
+    with os.fdopen(fd, 'w', encoding='utf-8') as fp:
+        fp.write(dump(rewritten))
+    os.replace(tmp, path)
+    print(f'hpcval run: {path}: jobs run `hpcval run` with '
+          f'{" ".join(options) or "no --system"}; a last stage '
+          f'{VERDICT_STAGE!r} gates the pipeline (docs/ci.md)',
+          file=sys.stderr)
+    return 0
+
+
+class _Places:
+    """The folders a job names through hpcval itself, not by path."""
+
+    def __init__(self, env):
+        root = paths.repo_root()
+        self.config = paths.config_file()
+        self.checks = os.path.join(root, 'checks')
+        site = env.get(paths.SITE_VAR)
+        self.site = os.path.abspath(site) if site else None
+
+    def shown(self, path, option):
+        path = os.path.abspath(path)
+        for folder, how in ((self.checks, '"$(hpcval paths checks)"'),
+                            (self.site, f'"${paths.SITE_VAR}"')):
+            if folder and (path == folder or
+                           path.startswith(folder + os.sep)):
+                rel = os.path.relpath(path, folder)
+                return how if rel == '.' else \
+                    f'{how}/{shlex.quote(rel)}'
+        raise CiError(f'{option} {path}: neither in hpcval\'s checks nor '
+                      f'under ${paths.SITE_VAR}; a pipeline for any host '
+                      f'names files only there')
+
+
+def rewrite(pipeline, options, places):
+    """ReFrame's pipeline (a mapping) with portable job commands, JUnit
+    reports and the closing verdict job."""
+    if not isinstance(pipeline, dict):
+        raise CiError('ReFrame\'s pipeline is not a mapping')
+    out = {}
+    reports = []
+    for name, job in pipeline.items():
+        if not isinstance(job, dict) or 'script' not in job:
+            out[name] = job
+            continue
+        job = dict(job)
+        job['script'] = [_command(line, options, places)
+                         for line in job['script']]
+        junit = f'{name}-report.xml'
+        artifacts = dict(job.get('artifacts') or {})
+        artifacts['paths'] = [*artifacts.get('paths', []), junit]
+        artifacts['reports'] = {**artifacts.get('reports', {}),
+                                'junit': junit}
+        artifacts['when'] = 'always'   # a failed test's report is the point
+        job['artifacts'] = artifacts
+        reports.append(f'{name}-report.json')
+        out[name] = job
+    if not reports:
+        raise CiError('ReFrame\'s pipeline has no jobs: the selection '
+                      'matched no test')
+    out['stages'] = [*out.get('stages', []), VERDICT_STAGE]
+    if places.site:
+        # the jobs' $HPCVAL_SITE: the site folder of this run, unless the
+        # CI's own variables say otherwise
+        out['variables'] = {**out.get('variables', {}),
+                            paths.SITE_VAR: places.site}
+    system = [o for o in options if o.startswith('--system=')]
+    out[VERDICT_JOB] = {
+        'stage': VERDICT_STAGE,
+        # runs after failed jobs too: it says which figure failed, and
+        # its exit status is the pipeline's
+        'when': 'always',
+        'script': [' '.join(['hpcval', 'verdict',
+                             *map(shlex.quote, system),
+                             *map(shlex.quote, reports)])],
+    }
+    return out
+
+
+def _command(line, options, places):
+    """One job's ReFrame command line as ``hpcval run``."""
+    words = line.split()
+    if not words or words[0] != 'reframe':
+        raise CiError(f'unexpected job command in ReFrame\'s pipeline: '
+                      f'{line!r}')
+    out = ['hpcval', 'run']
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word in ('-C', '-c'):
+            value = words[i + 1]
+            i += 2
+            if word == '-C':
+                extra = [p for p in value.split(':')
+                         if p and os.path.abspath(p) != places.config]
+                out += [f'-C {places.shown(p, "-C")}' for p in extra]
+            else:
+                out += [f'-c {places.shown(value, "-c")}']
+            continue
+        out.append(_word(word))
+        i += 1
+    return ' '.join([*out, *map(shlex.quote, options)])
+
+
+_CI_VARIABLE = re.compile(r'\$\{CI_[A-Z_]+\}')
+
+
+def _word(word):
+    """A word of ReFrame's command, quoted, GitLab's ``${CI_...}``
+    variables (the stage prefix) left to the job's shell."""
+    parts = _CI_VARIABLE.split(word)
+    found = _CI_VARIABLE.findall(word)
+    return ''.join(shlex.quote(p) + v if p else v
+                   for p, v in zip(parts, [*found, ''])) or "''"
+
+
+def dump(pipeline):
+    return yaml.safe_dump(pipeline, sort_keys=False, width=1 << 16,
+                          default_flow_style=False)

@@ -1,0 +1,49 @@
+"""Value helpers shared by the vendor parsers."""
+import re
+
+_NA = {'', 'n/a', '[n/a]', 'na', '[not supported]', 'not supported',
+       '[unknown error]', '[insufficient permissions]', '[gpu is lost]',
+       'unknown', 'none'}
+_NUMBER = re.compile(r'[-+]?\d+(\.\d+)?')
+_HEX = re.compile(r'0x[0-9a-fA-F]+')
+_UNIT = re.compile(r'\s*\[[^\]]*\]$')
+_PRINTABLE = re.compile(r'[^\x20-\x7e]')
+
+
+def clean(text, most=200):
+    """Printable ASCII of ``text``, at most ``most`` characters: values come
+    from a job's output and end up in reports and terminals."""
+    return _PRINTABLE.sub('?', str(text))[:most].strip()
+
+
+def value(text):
+    """A tool's field as int, float, bool or str; None when not available.
+    Units after a number (``81559 MiB``, ``71.3 W``, ``0 us``) are dropped."""
+    text = clean(text)
+    low = text.lower()
+    if low in _NA:
+        return None
+    if low in ('active', 'yes', 'enabled', 'true'):
+        return True
+    if low in ('not active', 'no', 'disabled', 'false'):
+        return False
+    if _HEX.fullmatch(text):
+        return int(text, 16)
+    head = text.split()[0] if text.split() else text
+    if _NUMBER.fullmatch(head):
+        num = float(head)
+        return int(num) if num.is_integer() and '.' not in head else num
+    return text
+
+
+def header_name(text):
+    """``memory.total [MiB]`` -> ``memory.total``."""
+    return _UNIT.sub('', text.strip()).strip()
+
+
+def first_line(text):
+    """The first non-empty line of a tool's output (its message)."""
+    for line in str(text).splitlines():
+        if line.strip():
+            return clean(line)
+    return ''

@@ -1,0 +1,275 @@
+"""What of a node's health record fails it, and why a figure was low.
+
+``failures(record, expected)`` gives (component, text) pairs: the node's
+inventory against the partition's expected one (hpcval.health.inventory),
+then each GPU's health before, during and after the benchmark.
+``notes(record)`` gives what is reported but fails nothing (correctable
+errors that grew, application Xids, another process on a GPU).
+``cause(record, component)`` gives, for a low figure of ``component``
+('GPU 1', or '' for the node's), what the same GPU's samples of the same
+run show: '' when nothing stands out.
+"""
+from hpcval.health import kernel_log
+
+#: Slow-downs a healthy GPU never shows under a benchmark: any sample with
+#: one active fails the GPU.  The software power cap is how a GPU stays
+#: inside its power limit, so it is a cause, not a failure.
+FAILING_REASONS = {
+    'hw_slowdown': 'HW slowdown', 'hw_thermal_slowdown': 'HW thermal slowdown',
+    'sw_thermal_slowdown': 'SW thermal slowdown',
+    'hw_power_brake_slowdown': 'HW power brake'}
+REASON_WORDS = {**FAILING_REASONS, 'sw_power_cap': 'power-capped'}
+#: Share of the samples under the power cap that is named as a cause.
+POWER_CAP_SHARE = 0.05
+#: GPU temperature, C, named beside a cause (HBM GPUs slow down from ~85).
+HOT_C = 85
+#: nvidia-smi's exit code and message on a node without NVIDIA GPUs.
+_NO_DEVICES = 'No devices were found'
+
+
+def _gpus(snap):
+    return snap.get('gpus', []) if isinstance(snap, dict) else []
+
+
+def _tool_failed(record, snap):
+    rc = snap.get('rc')
+    if snap.get('error'):
+        return f'{record.get("tool")}: {snap["error"]}'
+    if rc == 0:
+        return ''
+    if _NO_DEVICES in snap.get('message', ''):
+        return ''
+    tool = record.get('tool', 'the GPU tool')
+    if tool == 'none':
+        return snap.get('message') or 'no GPU tool on PATH'
+    return f'{tool} failed (exit {rc}): {snap.get("message", "")}'
+
+
+def _link(gpu, samples):
+    gens = [g for g in (gpu.get('pcie_gen'), samples.get('pcie_gen_max'))
+            if isinstance(g, int)]
+    return (max(gens) if gens else None), gpu.get('pcie_width')
+
+
+def _gpu_failures(gpu, expected, samples, phase):
+    out = []
+    model = gpu.get('model') or '?'
+    want = expected or {}
+    if want.get('model') and want['model'].lower() not in model.lower():
+        out.append(f'{model}, expected {want["model"]}')
+    mem = gpu.get('memory_total_mib')
+    if want.get('memory_gib') and isinstance(mem, (int, float)) \
+            and mem < 0.95 * want['memory_gib'] * 1024:
+        out.append(f'{mem / 1024:.1f} GiB of memory, expected '
+                   f'{want["memory_gib"]} GiB')
+    gen, width = _link(gpu, samples)
+    pcie = want.get('pcie')
+    if pcie and isinstance(width, int) and (
+            width < pcie['width'] or (isinstance(gen, int)
+                                      and gen < pcie['gen'])):
+        out.append(f'PCIe Gen{gen} x{width}, expected Gen{pcie["gen"]} '
+                   f'x{pcie["width"]}')
+    elif not pcie and isinstance(width, int) and \
+            isinstance(gpu.get('pcie_width_max'), int) and \
+            width < gpu['pcie_width_max']:
+        out.append(f'PCIe x{width}, the link can train x'
+                   f'{gpu["pcie_width_max"]}')
+    if want.get('driver') and gpu.get('driver') and \
+            gpu['driver'] != want['driver']:
+        out.append(f'driver {gpu["driver"]}, pinned {want["driver"]}')
+    n = gpu.get('ecc_uncorrected')
+    if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+        out.append(f'{n} uncorrectable ECC error(s) since the driver loaded')
+    if gpu.get('remap_failure') is True:
+        out.append('row remapping failed')
+    if gpu.get('remap_pending') is True:
+        out.append('row remapping pending (the GPU needs a reset)')
+    if gpu.get('retired_pending') is True:
+        out.append('page retirement pending (the GPU needs a reset)')
+    for why in gpu.get('throttle', []):
+        if why in FAILING_REASONS:
+            out.append(f'{FAILING_REASONS[why]} active {phase} the benchmark'
+                       f'{_temp(gpu.get("temp_c"))}')
+    return out
+
+
+def _temp(c):
+    return f', {c} C' if isinstance(c, (int, float)) else ''
+
+
+def _grown_counters(before, after):
+    grown = {}
+    for key, val in (after.get('throttle_us') or {}).items():
+        old = (before.get('throttle_us') or {}).get(key)
+        if isinstance(val, (int, float)) and isinstance(old, (int, float)) \
+                and val > old:
+            grown[key] = val - old
+    return grown
+
+
+def failures(record, expected=None):
+    """[(component, text)] of what fails the node of ``record`` (an
+    ``hpcval_health`` record, hpcval.health.probe.read) against
+    ``expected`` (its partition's inventory entry, or None)."""
+    if not record:
+        return []
+    want = (expected or {}).get('gpus', 0)
+    model = (expected or {}).get('model', 'GPU')
+    out = []
+    before, after = record.get('before', {}), record.get('after', {})
+    first = None
+    for phase, snap in (('before', before), ('after', after)):
+        failed = _tool_failed(record, snap)
+        if failed and not want and record.get('tool') == 'none':
+            continue            # no tool, and no GPU expected
+        if not failed and expected is not None and 'unparsed' not in snap \
+                and len(_gpus(snap)) != want:
+            failed = (f'{len(_gpus(snap))} of {want} GPUs (expected '
+                      f'{want} x {model})')
+        if not failed or failed == first:
+            continue
+        out.append(('', failed if phase == 'before'
+                    else f'after the benchmark: {failed}'))
+        first = failed
+    samples = record.get('samples') or {}
+    by_index = {}
+    for phase, snap in (('before', before), ('after', after)):
+        for gpu in _gpus(snap):
+            idx = gpu.get('index')
+            s = samples.get(str(idx), {})
+            for text in _gpu_failures(gpu, expected, s, phase):
+                item = (f'GPU {idx}', text)
+                if item not in out:
+                    out.append(item)
+            by_index.setdefault(idx, []).append(gpu)
+    for idx, s in sorted(samples.items()):
+        for why, share in sorted((s.get('throttle') or {}).items()):
+            if why in FAILING_REASONS:
+                out.append((f'GPU {idx}', f'{FAILING_REASONS[why]} active '
+                            f'{share:.0%} of the run'
+                            f'{_temp(s.get("temp_max"))}'))
+    for idx, snaps in by_index.items():
+        if len(snaps) == 2:
+            grown = _grown_counters(*snaps)
+            for key, us in sorted(grown.items()):
+                if key in FAILING_REASONS:
+                    out.append((f'GPU {idx}', f'{FAILING_REASONS[key]} for '
+                                f'{us / 1e6:.1f} s during the benchmark'))
+    gpus = _gpus(before) or _gpus(after)
+    for ev in record.get('kernel_events', []):
+        if not ev.get('fatal'):
+            continue
+        comp = _component_of_bus(gpus, ev.get('bus_id', ''))
+        what = {'xid': f'Xid {ev.get("code")}', 'aer': f'PCIe AER '
+                f'{ev.get("code")} error', 'amdgpu': 'amdgpu error',
+                'habanalabs': 'habanalabs error'}.get(ev.get('kind'),
+                                                      'kernel error')
+        out.append((comp, f'{what} in the kernel log: {ev.get("line", "")}'))
+    for dev, kinds in sorted((record.get('aer_grown') or {}).items()):
+        for kind in ('fatal', 'nonfatal'):
+            if kinds.get(kind):
+                out.append((_component_of_bus(gpus, dev) or f'PCI {dev}',
+                            f'{kinds[kind]} PCIe AER {kind} error(s) '
+                            f'during the benchmark'))
+    return _unique(out)
+
+
+def _unique(items):
+    seen, out = set(), []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def _component_of_bus(gpus, bus):
+    for gpu in gpus:
+        if kernel_log.same_device(gpu.get('bus_id') or '', bus):
+            return f'GPU {gpu.get("index")}'
+    return ''
+
+
+def notes(record):
+    """[(component, text)] reported but failing nothing."""
+    out = []
+    if not record:
+        return out
+    if record.get('kernel_log'):
+        out.append(('', f'kernel log {record["kernel_log"]}'))
+    before = {g.get('index'): g for g in _gpus(record.get('before', {}))}
+    for gpu in _gpus(record.get('after', {})):
+        old = before.get(gpu.get('index'), {})
+        a, b = gpu.get('ecc_corrected'), old.get('ecc_corrected')
+        if isinstance(a, int) and isinstance(b, int) and a > b:
+            out.append((f'GPU {gpu.get("index")}', f'{a - b} correctable ECC '
+                        f'error(s) during the benchmark'))
+    for ev in record.get('kernel_events', []):
+        if not ev.get('fatal'):
+            out.append(('', f'kernel log: {ev.get("line", "")}'))
+    for comp, text in _other_processes(record):
+        out.append((comp, f'{text} before the benchmark started'))
+    return out
+
+
+def _other_processes(record):
+    """Processes on a GPU before the benchmark started: not the
+    benchmark's, which had not started yet."""
+    before = record.get('before', {})
+    uuid_to_idx = {g.get('uuid'): g.get('index') for g in _gpus(before)}
+    out = []
+    for app in before.get('apps', []) if isinstance(before, dict) else []:
+        idx = uuid_to_idx.get(app.get('uuid'))
+        mem = app.get('memory_mib')
+        held = f'{mem} MiB' if isinstance(mem, (int, float)) else 'memory'
+        out.append((f'GPU {idx}' if idx is not None else '',
+                    f'another process, {app.get("name")} (pid '
+                    f'{app.get("pid")}), held {held} on GPU {idx}'))
+    return out
+
+
+def _index(component):
+    head, _, num = (component or '').partition(' ')
+    return int(num) if head == 'GPU' and num.isdigit() else None
+
+
+def cause(record, component=''):
+    """Why a figure of ``component`` may be low, from the same run's
+    health record: '' when nothing stands out."""
+    if not record:
+        return ''
+    idx = _index(component)
+    samples = record.get('samples') or {}
+    parts = []
+    for key in sorted(samples, key=lambda k: int(k) if k.isdigit() else 0):
+        if idx is not None and key != str(idx):
+            continue
+        s = samples[key]
+        shares = [f'{REASON_WORDS[w]} {v:.0%} of the time'
+                  for w, v in sorted((s.get('throttle') or {}).items(),
+                                     key=lambda kv: -kv[1])
+                  if w in REASON_WORDS and (w != 'sw_power_cap' or
+                                            v >= POWER_CAP_SHARE)]
+        hot = isinstance(s.get('temp_max'), (int, float)) and \
+            s['temp_max'] >= HOT_C
+        if shares or hot:
+            parts.append(f'during the run GPU {key} was '
+                         f'{", ".join(shares) or "hot"}'
+                         f'{_temp(s.get("temp_max"))}')
+    before = {g.get('index'): g for g in _gpus(record.get('before', {}))}
+    for comp, text in _other_processes(record):
+        if idx is None or comp == f'GPU {idx}':
+            gpu = before.get(_index(comp), {})
+            util = gpu.get('util_pct')
+            busy = f' at {util}% utilization' if isinstance(util, int) \
+                and util > 0 else ''
+            parts.append(f'{text}{busy} before the benchmark started')
+    if not parts:
+        for key, gpu in sorted(before.items(), key=lambda kv: kv[0] or 0):
+            if idx is not None and key != idx:
+                continue
+            util = gpu.get('util_pct')
+            if isinstance(util, int) and util >= 50:
+                parts.append(f'GPU {key} was {util}% busy before the '
+                             f'benchmark started')
+    return '; '.join(parts)

@@ -1,0 +1,319 @@
+"""The job-side health probe and the record it leaves.
+
+``script()`` is a bash script the check writes into its stage directory as
+``SCRIPT``; the job runs ``bash ./hpcval_health_probe.sh before [sample]``
+before the benchmark and ``... after`` from an EXIT trap, after it.  ``before`` asks the
+node's GPU tool for every GPU's inventory and health, the processes on the
+GPUs and the kernel log's last time stamp, and with ``sample`` starts the
+~1 Hz sampler (the vendor tool's own loop, one small process of the job,
+so the scheduler ends it with the job); ``after`` stops the sampler, asks
+again and keeps the kernel log lines about GPUs and PCIe since ``before``.
+Every output goes to ``hpcval_health_*`` files beside the benchmark's; the
+script never fails the job (a tool that fails is recorded with its exit
+code and message, and judged by hpcval.health.judge).
+
+``read(stagedir)`` turns those files into the check's ``hpcval_health``
+record (plain JSON, carried by the run report).
+"""
+import os
+import re
+
+from hpcval.health import kernel_log, nvidia
+from hpcval.health.common import clean, first_line
+
+SCRIPT = 'hpcval_health_probe.sh'
+PREFIX = 'hpcval_health_'
+#: Tools in the order the probe looks for them.
+TOOLS = ('nvidia-smi', 'amd-smi', 'rocm-smi', 'hl-smi')
+_MAX_READ = 4 * 1024 * 1024
+#: Tools whose output hpcval parses into GPU records (the others' are kept
+#: in the record as text, and only their exit code is judged).
+PARSED = ('nvidia-smi',)
+
+_TEMPLATE = r'''#!/bin/bash
+# hpcval health probe (hpcval.health.probe): GPU inventory and health
+# before and after the benchmark, a ~1 Hz sampler during it.  Writes
+# hpcval_health_* here; never fails the job.
+h=hpcval_health_
+phase=${1:-}
+tool=
+for t in nvidia-smi amd-smi rocm-smi hl-smi; do
+    if command -v "$t" >/dev/null 2>&1; then tool=$t; break; fi
+done
+nv_query() {    # FILE FIELDS OLD_FIELDS: the second list for old drivers
+    nvidia-smi --query-gpu="$2" --format=csv > "$1" 2>&1
+    rc=$?
+    if [ "$rc" -ne 0 ] && grep -q 'is not a valid field' "$1"; then
+        nvidia-smi --query-gpu="$3" --format=csv > "$1" 2>&1
+        rc=$?
+    fi
+    echo "$rc" > "$1.rc"
+}
+gpus() {        # FILE: every GPU's inventory and health
+    case $tool in
+    nvidia-smi) nv_query "$1" '@NV_FIELDS@' '@NV_BASIC@'
+        nvidia-smi --query-compute-apps='@NV_APPS@' --format=csv \
+            > "${1%.txt}_apps.txt" 2>&1 ;;
+    amd-smi) { amd-smi static --json; amd-smi metric --json; } > "$1" 2>&1
+        echo $? > "$1.rc"
+        amd-smi process --json > "${1%.txt}_apps.txt" 2>&1 ;;
+    rocm-smi) rocm-smi --showallinfo --showpids --json > "$1" 2>&1
+        echo $? > "$1.rc" ;;
+    hl-smi) hl-smi -Q '@HL_FIELDS@' -f csv > "$1" 2>&1
+        echo $? > "$1.rc" ;;
+    *) echo 'no GPU tool on PATH (nvidia-smi, amd-smi, rocm-smi, hl-smi)' \
+        > "$1"; echo 127 > "$1.rc" ;;
+    esac
+}
+sampler() {
+    case $tool in
+    nvidia-smi)
+        if grep -q clocks_event_reasons "${h}before.txt" 2>/dev/null; then
+            f='@NV_SAMPLE@'; else f='@NV_BASIC_SAMPLE@'; fi
+        nvidia-smi --query-gpu="$f" --format=csv,nounits -lms 1000 \
+            > "${h}samples.txt" 2>&1 & ;;
+    amd-smi) while :; do amd-smi metric -p -t -u -c --json; sleep 1
+        done > "${h}samples.txt" 2>&1 & ;;
+    rocm-smi) while :; do rocm-smi --showuse --showpower --showtemp \
+        --showclocks --json; sleep 1; done > "${h}samples.txt" 2>&1 & ;;
+    hl-smi) hl-smi -Q '@HL_SAMPLE@' -f csv -l 1 > "${h}samples.txt" 2>&1 & ;;
+    *) return ;;
+    esac
+    echo $! > "${h}sampler.pid"
+}
+kmsg_last() {   # the time stamp of the kernel log's last line
+    dmesg 2>"${h}kmsg.err" | sed -n '$s/^\[ *\([0-9.]*\)\].*/\1/p'
+}
+aer() {         # FILE: the PCIe AER counters the kernel exposes
+    grep -H TOTAL_ /sys/bus/pci/devices/*/aer_dev_* > "$1" 2>/dev/null
+}
+case $phase in
+before)
+    { echo "host=$(hostname)"; echo "tool=${tool:-none}"
+      echo "start=$(date +%s)"; echo "kmsg=$(kmsg_last)"; } > "${h}node.txt"
+    aer "${h}aer_before.txt"
+    gpus "${h}before.txt"
+    [ "${2:-}" = sample ] && sampler ;;
+after)
+    if [ -s "${h}sampler.pid" ]; then
+        pid=$(cat "${h}sampler.pid")
+        case $pid in
+        *[!0-9]*) ;;
+        *) pkill -P "$pid" 2>/dev/null; kill "$pid" 2>/dev/null ;;
+        esac
+    fi
+    gpus "${h}after.txt"
+    aer "${h}aer_after.txt"
+    t0=$(sed -n 's/^kmsg=//p' "${h}node.txt" 2>/dev/null)
+    dmesg 2>>"${h}kmsg.err" | awk -v t0="${t0:-0}" '
+        match($0, /^\[ *[0-9]+\.[0-9]+\]/) {
+            ts = substr($0, RSTART + 1, RLENGTH - 2) + 0
+            if (ts > t0 + 0 && /NVRM|amdgpu|habanalabs|AER|pcieport/) print
+        }' | head -n 200 > "${h}kmsg.txt"
+    echo "kmsg_rc=${PIPESTATUS[0]}" >> "${h}node.txt"
+    echo "end=$(date +%s)" >> "${h}node.txt" ;;
+esac
+exit 0
+'''
+
+#: hl-smi fields, from Habana's hl-smi documentation (the nvidia-smi style
+#: query interface of HL-SMI).
+HL_FIELDS = ('index', 'name', 'uuid', 'serial', 'bus_id', 'driver_version',
+             'memory.total', 'memory.used', 'power.draw', 'temperature.aip',
+             'utilization.aip', 'ecc.errors.uncorrected.volatile.total',
+             'ecc.errors.corrected.volatile.total')
+HL_SAMPLE = ('timestamp', 'index', 'power.draw', 'temperature.aip',
+             'utilization.aip', 'memory.used')
+
+
+def script():
+    """The probe script's text (fixed: nothing of the test's goes in)."""
+    out = _TEMPLATE
+    for key, fields in (('NV_FIELDS', nvidia.FIELDS),
+                        ('NV_BASIC', nvidia.BASIC_FIELDS),
+                        ('NV_APPS', nvidia.APPS_FIELDS),
+                        ('NV_SAMPLE', nvidia.SAMPLE_FIELDS),
+                        ('NV_BASIC_SAMPLE', nvidia.BASIC_SAMPLE_FIELDS),
+                        ('HL_FIELDS', HL_FIELDS), ('HL_SAMPLE', HL_SAMPLE)):
+        out = out.replace(f'@{key}@', ','.join(fields))
+    return out
+
+
+def write(stagedir):
+    """Write the script into ``stagedir`` (a regular file, never through a
+    link)."""
+    path = os.path.join(stagedir, SCRIPT)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, 'O_NOFOLLOW',
+                                                             0)
+    fd = os.open(path, flags, 0o644)
+    with os.fdopen(fd, 'w') as fp:
+        fp.write(script())
+    return path
+
+
+_EXIT_TRAP = re.compile(r"trap '([^']*(?:'\\''[^']*)*)' EXIT")
+
+
+def commands(sample, prerun=()):
+    """The job's last prerun lines: the probe before the benchmark, and an
+    EXIT trap that runs it after, however the job script ends (the
+    benchmark stays the script's last line).  An EXIT trap among
+    ``prerun`` (a cleanup) is kept: the new trap runs the probe, then it."""
+    earlier = [m.group(1) for line in prerun
+               for m in [_EXIT_TRAP.fullmatch(line.strip())] if m]
+    body = f'bash ./{SCRIPT} after' + (f'; {earlier[-1]}' if earlier else '')
+    return [f'bash ./{SCRIPT} before{" sample" if sample else ""}',
+            f"trap '{body}' EXIT"]
+
+
+def _read(stagedir, name):
+    path = os.path.join(stagedir, PREFIX + name)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, encoding='utf-8', errors='replace') as fp:
+        return fp.read(_MAX_READ)
+
+
+def _keys(text):
+    out = {}
+    for line in (text or '').splitlines():
+        key, sep, val = line.partition('=')
+        if sep and key not in out:
+            out[key] = clean(val)
+    return out
+
+
+def _rc(stagedir, name):
+    text = (_read(stagedir, name + '.rc') or '').strip()
+    return int(text) if text.isdigit() else None
+
+
+def _snapshot(stagedir, phase, tool):
+    """{rc, message, gpus, apps} of one query."""
+    text = _read(stagedir, f'{phase}.txt')
+    if text is None:
+        return {'rc': None, 'message': f'{PREFIX}{phase}.txt missing '
+                '(the probe did not run)', 'gpus': []}
+    rc = _rc(stagedir, f'{phase}.txt')
+    snap = {'rc': rc, 'message': '', 'gpus': []}
+    if rc != 0:
+        snap['message'] = first_line(text) or 'no output'
+        return snap
+    if tool not in PARSED:
+        # recorded for the reader; judged once hpcval parses the tool
+        snap['unparsed'] = clean(text, 2000)
+        return snap
+    try:
+        snap['gpus'] = parse_gpus(tool, text)
+        snap['apps'] = parse_apps(tool, _read(stagedir, f'{phase}_apps.txt')
+                                  or '')
+    except ValueError as err:
+        snap['error'] = f'unreadable output: {clean(err)}'
+    return snap
+
+
+def parse_gpus(tool, text, lenient=False):
+    """GPU records of ``tool``'s output."""
+    if tool == 'nvidia-smi':
+        return nvidia.gpus(text, lenient)
+    raise nvidia.ToolError(f'hpcval reads no {tool} output yet')
+
+
+def parse_apps(tool, text):
+    if tool == 'nvidia-smi':
+        return nvidia.apps(text)
+    return []
+
+
+def _aer(text):
+    out = {}
+    for line in (text or '').splitlines():
+        path, sep, rest = line.partition(':TOTAL_')
+        parts = rest.split()
+        if sep and len(parts) == 2 and parts[1].isdigit():
+            dev = path.split('/')[-2] if path.count('/') >= 2 else path
+            kind = parts[0].replace('ERR_', '').lower()
+            out.setdefault(clean(dev), {})[kind] = int(parts[1])
+    return out
+
+
+def _aer_growth(before, after):
+    grown = {}
+    for dev, counts in after.items():
+        for kind, n in counts.items():
+            d = n - before.get(dev, {}).get(kind, 0)
+            if d > 0:
+                grown.setdefault(dev, {})[kind] = d
+    return grown
+
+
+def summarize(samples):
+    """{gpu index: summary} of sampled GPU records: how often each
+    slow-down reason was active, peaks, mean utilization."""
+    by_gpu = {}
+    for s in samples:
+        by_gpu.setdefault(str(s['index']), []).append(s)
+    out = {}
+    for idx, rows in by_gpu.items():
+        n = len(rows)
+        reasons = {}
+        for r in rows:
+            for why in r.get('throttle', []):
+                reasons[why] = reasons.get(why, 0) + 1
+
+        def peak(key, rows=rows):
+            vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))
+                    and not isinstance(r.get(key), bool)]
+            return max(vals) if vals else None
+
+        utils = [r['util_pct'] for r in rows
+                 if isinstance(r.get('util_pct'), (int, float))]
+        widths = [r['pcie_width'] for r in rows
+                  if isinstance(r.get('pcie_width'), int)]
+        out[idx] = {
+            'n': n,
+            'throttle': {k: round(v / n, 3) for k, v in reasons.items()},
+            'temp_max': peak('temp_c'), 'temp_mem_max': peak('temp_mem_c'),
+            'power_max': peak('power_w'), 'power_limit': peak('power_limit_w'),
+            'util_mean': round(sum(utils) / len(utils), 1) if utils else None,
+            'memory_used_max': peak('memory_used_mib'),
+            'pcie_gen_max': peak('pcie_gen'),
+            'pcie_width_min': min(widths) if widths else None,
+        }
+    return out
+
+
+def read(stagedir):
+    """The ``hpcval_health`` record of the probe's files in ``stagedir``;
+    {} when the probe did not run there."""
+    node = _keys(_read(stagedir, 'node.txt'))
+    if not node:
+        return {}
+    tool = node.get('tool', 'none')
+    rec = {'node': node.get('host', ''), 'tool': tool,
+           'before': _snapshot(stagedir, 'before', tool),
+           'after': _snapshot(stagedir, 'after', tool)}
+    for key in ('start', 'end'):
+        if node.get(key, '').isdigit():
+            rec[key] = int(node[key])
+    samples = _read(stagedir, 'samples.txt')
+    if samples is not None and tool in PARSED:
+        try:
+            rec['samples'] = summarize(parse_gpus(tool, samples,
+                                                  lenient=True))
+        except ValueError as err:
+            rec['samples_error'] = f'{tool} sampler: {clean(err)}'
+    kmsg = _read(stagedir, 'kmsg.txt')
+    rc = node.get('kmsg_rc', '')
+    err = first_line(_read(stagedir, 'kmsg.err') or '')
+    if rc.isdigit() and rc != '0':
+        rec['kernel_log'] = f'not readable (dmesg exit {rc}: {err})'
+    elif kmsg is not None:
+        rec['kernel_events'] = kernel_log.events(kmsg)
+    grown = _aer_growth(_aer(_read(stagedir, 'aer_before.txt')),
+                        _aer(_read(stagedir, 'aer_after.txt')))
+    if grown:
+        rec['aer_grown'] = grown
+    return rec

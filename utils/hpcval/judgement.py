@@ -1,0 +1,150 @@
+"""Whether a figure passes its reference: decided here and nowhere else.
+
+A band is ReFrame's: a reference value and the fractions allowed below
+and above it, turned into limits by ``reframe.utility.sanity.
+reference_bounds`` (relative for a non-zero reference, inverted for a
+negative one, absolute for a reference of 0).  The verdict, the published
+tables, the dashboard bands, the reference audit and calibration all take
+their limits, pass/fail and bound text from ``Band``.
+"""
+import functools
+import math
+from dataclasses import dataclass
+
+from reframe.utility.sanity import reference_bounds
+
+PASS, FAIL = 'pass', 'fail'
+
+
+def _num(value, digits=6):
+    return f'{value:.{digits}g}' if isinstance(value, (int, float)) \
+        else str(value)
+
+
+@dataclass(frozen=True)
+class Band:
+    reference: float
+    lower: object = None        # fraction (<= 0) or None: unbounded
+    upper: object = None        # fraction (>= 0) or None: unbounded
+    unit: str = ''
+
+    @classmethod
+    def of(cls, reference, lower, upper, unit=''):
+        """The band of a recorded figure, or None where nothing judges it:
+        no reference, or no bound on either side (ReFrame records a metric
+        without a reference as (0, None, None))."""
+        if reference is None or (lower is None and upper is None):
+            return None
+        return cls(reference, lower, upper, unit)
+
+    @classmethod
+    def of_sample(cls, sample):
+        return cls.of(sample.reference, sample.lower, sample.upper,
+                      sample.unit)
+
+    def problem(self):
+        """Why ReFrame refuses these fractions for this reference, or ''."""
+        return _limits(self.reference, self.lower, self.upper)[2]
+
+    def limits(self):
+        """(low, high) in the reference's unit, as the decimals they mean
+        (900 x (1 - 0.8) is 180, not binary's 179.99999999999997); None
+        where unbounded; NaN for fractions ReFrame refuses."""
+        return tuple(None if x is None else _decimal(x)
+                     for x in _limits(self.reference, self.lower,
+                                      self.upper)[:2])
+
+    def passes(self, value):
+        """Inside ReFrame's limits, to the last bit; a NaN value or an
+        invalid band never passes."""
+        low, high, _ = _limits(self.reference, self.lower, self.upper)
+        if not isinstance(value, (int, float)) or math.isnan(value):
+            return False
+        return (low is None or value >= low) and \
+            (high is None or value <= high)
+
+    def deviation(self, value):
+        """(value - reference) / |reference|, None for a reference of 0."""
+        if not self.reference:
+            return None
+        return (value - self.reference) / abs(self.reference)
+
+    def digits(self, value):
+        """Significant digits (6 at least) that print ``value`` unlike
+        each limit it is not equal to: a figure failing by a hair must
+        not print equal to its bound."""
+        limits = [x for x in self.limits() if x is not None and x == x]
+        if not isinstance(value, (int, float)) or value != value:
+            return 6
+        for digits in range(6, 18):
+            if all(x == value or _num(x, digits) != _num(value, digits)
+                   for x in limits):
+                return digits
+        return 17
+
+    def value_text(self, value, digits=None):
+        """``value`` with the digits that set it apart from its bound."""
+        return _num(value, digits or self.digits(value))
+
+    def deviation_text(self, value):
+        """'+717% vs ref 0.706': the signed deviation of ``value`` from
+        the reference ('' for a reference of 0 or a value not a number)."""
+        if not isinstance(value, (int, float)) or value != value:
+            return ''
+        dev = self.deviation(value)
+        if dev is None:
+            return ''
+        pct = dev * 100
+        text = f'{pct:+.0f}%' if abs(pct) >= 100 else f'{pct:+.1f}%'
+        return f'{text} vs ref {_num(self.reference)}'
+
+    def bound_text(self, digits=6):
+        """'>= 3.16683e+06 MB/s (ref 3.5187e+06, -10.0%)': the limits
+        with ``digits`` significant digits, then the tolerance."""
+        if self.problem():
+            return f'invalid ({self.problem()})'
+        low, high = self.limits()
+        parts = []
+        if low is not None:
+            parts.append(f'>= {_num(low, digits)}')
+        if high is not None:
+            parts.append(f'<= {_num(high, digits)}')
+        tol = ', '.join(f'{t:+.1%}' for t in (self.lower, self.upper)
+                        if t is not None)
+        return (f'{" and ".join(parts)} {self.unit} (ref '
+                f'{_num(self.reference)}, {tol})')
+
+    def range_text(self, fmt=_num):
+        """'low .. high' with 'unbounded' on an open side."""
+        low, high = self.limits()
+        return (f'{"unbounded" if low is None else fmt(low)} .. '
+                f'{"unbounded" if high is None else fmt(high)}')
+
+
+@functools.lru_cache(maxsize=4096)
+def _limits(reference, lower, upper):
+    # cached: a database of 100,000 runs holds a few hundred bands
+    try:
+        low, high = reference_bounds(reference, lower, upper)
+    except (ValueError, TypeError) as err:
+        return math.nan, math.nan, f'reference {_num(reference)}: {err}'
+    return (None if low == -math.inf else low,
+            None if high == math.inf else high, '')
+
+
+def _decimal(limit):
+    return float(f'{limit:.15g}')
+
+
+def outcome(sample):
+    """PASS, FAIL, or None where no reference judges the figure.
+
+    A figure fails where its band says so or where the run's own record
+    (ReFrame's per-figure result, ``sample.result``) says it failed: a
+    report can only make a figure fail, never pass, against its band."""
+    band = Band.of_sample(sample)
+    if band is None:
+        return None
+    if not band.passes(sample.value):
+        return FAIL
+    return FAIL if getattr(sample, 'result', None) == FAIL else PASS

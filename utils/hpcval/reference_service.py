@@ -1,0 +1,280 @@
+"""Where a test meets its references: one place, loaded once per process.
+
+The reference files are read and validated once (``files()``); a test
+asks here for the ReFrame reference tuples of its metrics
+(``for_test``), why the others are not judged (``unjudged``), and whether
+an entry meant for it matches nothing (``check_loaded``, a misspelt
+``where`` say) or names a metric it does not report (``check_metrics``).
+``hpcval references`` asks ``problems_of_system`` the same of every
+system, loading each system's tests in its own ReFrame process.
+"""
+import ast
+import functools
+import glob
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from hpcval import paths, references
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@functools.lru_cache(maxsize=None)
+def files():
+    """{system: [Reference]} of the built-in and site reference folders."""
+    return references.load_layered(paths.references_dirs())
+
+
+def _suite(*parts):
+    """A file or folder of the suite: $HPCVAL_ROOT's where it has one,
+    else this package's own (the installed copy or the checkout; a root
+    holding only references/ is what tests give)."""
+    own = os.path.join(_HERE, 'suite')
+    if not os.path.isdir(own):
+        own = os.path.dirname(os.path.dirname(_HERE))
+    for root in (paths.repo_root(), own):
+        path = os.path.join(root, *parts)
+        if os.path.exists(path):
+            return path
+    return os.path.join(own, *parts)
+
+
+def checks_dirs():
+    """ReFrame's check search path: the built-in checks/ less the files a
+    site replaces, and the site's."""
+    return paths.check_search_path(_suite('checks'))
+
+
+class Attrs:
+    """A test's attributes as the entries' ``where`` reads them: None for
+    one it lacks or that ReFrame sets only later."""
+
+    def __init__(self, test):
+        self._test = test
+
+    def get(self, key):
+        try:
+            return getattr(self._test, key, None)
+        except Exception:    # an attribute ReFrame only sets later
+            return None
+
+
+def _names(test):
+    return [cls.__name__ for cls in type(test).__mro__]
+
+
+def _refs_of(test):
+    return files().get(test.current_system.name, [])
+
+
+def for_test(test, metric_units):
+    """ReFrame reference tuples of ``metric_units`` ({metric: unit}).  A
+    metric ``name@component`` (one GPU's figure, say) is judged against
+    the reference of ``name``."""
+    found = references.select(
+        _refs_of(test), _names(test), test.current_partition.name,
+        Attrs(test), {m.partition('@')[0]: u for m, u in metric_units.items()})
+    return {m: found[m.partition('@')[0]] for m in metric_units
+            if m.partition('@')[0] in found}
+
+
+def unjudged(test, metrics, diagnostics):
+    """{metric: why no reference judges it} of ``metrics``: declared
+    diagnostic (``diagnostics``: {regex: why}), explicitly absent in the
+    system's file, or no reference."""
+    import re
+    system = test.current_system.name
+    absent = references.absent(
+        _refs_of(test), _names(test), test.current_partition.name,
+        Attrs(test), {m.partition('@')[0] for m in metrics})
+    out = {}
+    for metric in metrics:
+        name = metric.partition('@')[0]
+        declared = next((why for pattern, why in diagnostics.items()
+                         if re.fullmatch(pattern, name)), None)
+        if declared:
+            out[metric] = f'diagnostic: {declared}'
+        elif name in absent:
+            out[metric] = (f'diagnostic: explicitly absent in references/'
+                           f'{system}.yaml: {absent[name]}')
+        else:
+            out[metric] = f'no reference in references/{system}.yaml'
+    return out
+
+
+def shape(test, partitions):
+    """references.TestShape of a loaded ReFrame test that runs on
+    ``partitions`` (names)."""
+    return references.TestShape(
+        names=tuple(_names(test)), partitions=frozenset(partitions),
+        attrs=Attrs(test), params=frozenset(type(test).param_space.params))
+
+
+def _partitions(test):
+    from reframe.core.runtime import valid_sysenv_comb
+    parts = valid_sysenv_comb(test.valid_systems, test.valid_prog_environs)
+    return [p.name for p, envs in parts.items() if envs]
+
+
+@functools.lru_cache(maxsize=None)
+def known_checks():
+    """Every class name of the loaded tests, hpcval.benchmarks and the
+    checks/ folders, read without importing them."""
+    found = [*(f for d in checks_dirs() for f in (
+               [d] if d.endswith('.py') else
+               glob.glob(os.path.join(d, '*.py')))),
+             *glob.glob(os.path.join(_HERE, 'benchmarks', '*.py'))]
+    names = {n for t in _LOADED for n in _names(t)}
+    for path in found:
+        with open(path, encoding='utf-8') as fp:
+            tree = ast.parse(fp.read(), path)
+        names |= {n.name for n in ast.walk(tree)
+                  if isinstance(n, ast.ClassDef)}
+    return frozenset(names)
+
+
+def reference_path(system, ref_dir=None):
+    """The file ``system``'s references come from: in ``ref_dir``, else
+    the last layer that has one (hpcval.paths.references_dirs)."""
+    if ref_dir:
+        return os.path.join(ref_dir, f'{system}.yaml')
+    for folder in reversed(paths.references_dirs()):
+        path = os.path.join(folder, f'{system}.yaml')
+        if os.path.isfile(path):
+            return path
+    return os.path.join(paths.references_dir(), f'{system}.yaml')
+
+
+# the tests this process loaded (the benchmark base registers each one)
+_LOADED = []
+
+
+def register(test):
+    _LOADED.append(test)
+
+
+@functools.lru_cache(maxsize=None)
+def _run_errors(system, path):
+    errors, _ = references.unmatched(
+        files().get(system, []),
+        [shape(t, _partitions(t)) for t in _LOADED], path, known_checks())
+    return tuple(errors)
+
+
+def check_loaded(test):
+    """Raise if an entry of this system's file meant for ``test``'s class
+    (or naming a class nobody defines) matches none of the tests this run
+    loaded.  Called once all are loaded: at each test's setup."""
+    system = test.current_system.name
+    names = set(_names(test))
+    mine = [e for e in _run_errors(system, reference_path(system))
+            if e.check in names or e.check not in known_checks()]
+    if mine:
+        from reframe.core.exceptions import ReframeError
+        raise ReframeError('; '.join(mine))
+
+
+def check_metrics(test, reported):
+    """Raise if an entry applying to ``test`` gives a value for a metric
+    it did not report, and that looks like a mistake (references.
+    unreported); ``reported``: its metric names."""
+    system = test.current_system.name
+    missing = references.unreported(
+        _refs_of(test), _names(test), test.current_partition.name,
+        Attrs(test), reported)
+    if missing:
+        from reframe.core.exceptions import PerformanceError
+        raise PerformanceError('; '.join(
+            f'{reference_path(system)}: entries[{i}].metrics.{metric}: '
+            f'the test reports no metric {metric!r} ('
+            f'{f"did you mean {close!r}? " if close else ""}it reports '
+            f'{", ".join(sorted(reported))})' for i, metric, close in missing))
+
+
+class _Values(dict):
+    """A test's recorded attributes, read like Attrs."""
+
+
+def problems_of_system(system, refs, path):
+    """references.unmatched of ``system``'s ``refs`` (read from ``path``)
+    against the tests of the built-in and site checks, as ReFrame loads
+    them for ``system`` with default variables: (errors, notes)."""
+    found = problems_of_systems({system: (refs, path)})[system]
+    if isinstance(found, Exception):
+        raise found
+    return found
+
+
+def problems_of_systems(by_system):
+    """problems_of_system of each {system: (refs, path)}, or the
+    ShapesError saying why ReFrame could not load its checks: each
+    system's tests are loaded by ReFrame in a process of their own (a
+    process holds one ReFrame runtime), side by side."""
+    def one(item):
+        system, (refs, path) = item
+        keys = sorted({k for r in refs for k in r.where})
+        try:
+            shapes = _shapes_in_child(system, keys)
+        except ShapesError as err:
+            return system, err
+        tests = [references.TestShape(tuple(t['names']),
+                                      frozenset(t['partitions']),
+                                      _Values(t['attrs']),
+                                      frozenset(t['params']))
+                 for t in shapes]
+        return system, references.unmatched(refs, tests, path)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(pool.map(one, by_system.items()))
+
+
+class ShapesError(RuntimeError):
+    """ReFrame could not load the checks for a system; says why."""
+
+
+def _shapes_in_child(system, keys):
+    proc = subprocess.run(
+        [sys.executable, '-m', 'hpcval.reference_service', system, *keys],
+        capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        raise ShapesError(lines[-1] if lines else
+                          f'exit code {proc.returncode}')
+    return json.loads(proc.stdout)
+
+
+def _load_shapes(system, keys):
+    """The loaded tests of ``system`` as plain data (this process's one
+    ReFrame runtime is ``system``'s)."""
+    from reframe.core import config, runtime
+    from reframe.frontend.loader import RegressionCheckLoader
+
+    site = config.load_config(_suite('config', 'settings.py'))
+    for entry in site._site_config['systems']:
+        # matching needs tests, not modules: no Lmod to ask
+        entry['modules_system'] = 'nomod'
+    site.validate()
+    site.select_subconfig(system, ignore_resolve_errors=True)
+    runtime.init_runtime(site)
+    loaded = RegressionCheckLoader(checks_dirs()).load_all(force=True)
+    out = []
+    for test in loaded:
+        if test.is_fixture():
+            continue
+        attrs = Attrs(test)
+        out.append({'names': _names(test), 'partitions': _partitions(test),
+                    'attrs': {k: _plain(attrs.get(k)) for k in keys},
+                    'params': sorted(type(test).param_space.params)})
+    return out
+
+
+def _plain(value):
+    return value if value is None or isinstance(value, (bool, int, float)) \
+        else str(value)
+
+
+if __name__ == '__main__':
+    print(json.dumps(_load_shapes(sys.argv[1], sys.argv[2:])))
