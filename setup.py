@@ -67,7 +67,9 @@ setup(
         # hpcval report --plots
         'plots': ['matplotlib>=3.10,<4'],
         # wheel: tests/test_wheel.py builds hpcval's wheel without build isolation
-        'test': ['pytest>=7', 'matplotlib>=3.10,<4', 'wheel'],
+        # pytest-xdist: .ci/run's two workers (--dist loadgroup)
+        'test': ['pytest>=7', 'pytest-xdist>=3.8', 'matplotlib>=3.10,<4',
+                 'wheel'],
     },
     entry_points={'console_scripts': ['hpcval=hpcval.cli:main']},
 )

@@ -1,13 +1,31 @@
-"""Shared fixtures: the two-node Slurm minicluster, started once a session.
+"""Shared fixtures: the two-node Slurm minicluster, started once a session,
+and the markers that follow what a test runs.
 
 Without root, Slurm or munge the tests that use it are skipped with the
 reason; with CI=true a missing prerequisite fails them instead, so that CI
 cannot pass by skipping the only real Slurm runs it has.
+
+Markers are set here, never by hand: a test that (itself, through a helper
+of tests/ or through any fixture it uses) calls ``rfmrun.reframe`` is
+``reframe``; one that starts a ``MiniCluster`` or asks
+``require_minicluster`` is ``minicluster``; both are ``slow``, which the
+quick selection leaves out (``pytest -m "not slow"``, README).  Should the
+look at the code miss a way in, the run-time guard below fails the test
+that starts ``reframe`` or a Slurm daemon without its marker.
 """
+import builtins
 import collections
+import dis
+import inspect
+import json
 import os
 import pathlib
+import re
 import shutil
+import subprocess
+import sys
+import tempfile
+import types
 
 import pytest
 
@@ -100,8 +118,306 @@ def minicluster_pingpong(minicluster, tmp_path_factory):
 
 
 @pytest.fixture(scope='session')
+def dry_run(tmp_path_factory):
+    """``dry_run(system)``: (process, report, stage folder) of one
+    ``--dry-run`` of every check on ``system`` (Lmod over empty
+    modulefiles), made once a session for every module that reads the job
+    scripts."""
+    from lmodenv import system_env
+    runs = {}
+
+    def run(system):
+        if system not in runs:
+            tmp = tmp_path_factory.mktemp(f'dry-{system}')
+            proc, report = reframe('--dry-run', '--system', system,
+                                   tmp_path=tmp,
+                                   env=system_env(tmp / 'modulefiles'))
+            runs[system] = (proc, report, tmp / 'rfm' / 'stage' / system)
+        return runs[system]
+
+    return run
+
+
+@pytest.fixture(scope='session')
 def replay_reports(tmp_path_factory):
     """{system: report path}: the seeds' example outputs replayed through
     the checks (tests/replays.py)."""
     from replays import make_replay_reports
     return make_replay_reports(tmp_path_factory.mktemp('replays'))
+
+
+# -- markers follow what a test runs ------------------------------------------
+
+TESTS = pathlib.Path(__file__).resolve().parent
+# what makes a test slow, and the marker it gets
+TRIGGERS = {id(reframe): 'reframe', id(MiniCluster): 'minicluster',
+            id(require_minicluster): 'minicluster'}
+SLOW = ('reframe', 'minicluster')
+
+
+_GLOBAL = {'LOAD_GLOBAL', 'LOAD_NAME'}
+_ATTR = {'LOAD_ATTR', 'LOAD_METHOD', 'IMPORT_FROM'}
+
+
+def _names(code):
+    """(globals, attributes, imported modules, string constants) that
+    ``code`` and its nested code (lambdas, comprehensions, inner functions)
+    load."""
+    found = (set(), set(), set(), set())
+    for ins in dis.get_instructions(code):
+        slot = 0 if ins.opname in _GLOBAL else 1 if ins.opname in _ATTR \
+            else 2 if ins.opname == 'IMPORT_NAME' else None
+        if slot is not None and isinstance(ins.argval, str):
+            found[slot].add(ins.argval)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            for mine, theirs in zip(found, _names(const)):
+                mine |= theirs
+        elif isinstance(const, str):
+            found[3].add(const)
+        elif isinstance(const, (tuple, frozenset)):     # a folded list
+            found[3].update(c for c in const if isinstance(c, str))
+    return found
+
+
+def _commands(consts, values):
+    """Markers of the commands a function spells out itself:
+    ``[.../hpcval, 'run', ...]`` runs reframe, ``python -m
+    hpcval.testing.minicluster start`` a cluster."""
+    words = consts | {os.path.basename(os.fspath(v)) for v in values
+                      if isinstance(v, os.PathLike) or
+                      isinstance(v, str) and not re.search(r'\s', v)}
+    kinds = set()
+    if {'hpcval', 'run'} <= words:
+        kinds.add('reframe')
+    if 'hpcval.testing.minicluster' in words and \
+            words & {'start', 'restart-node'}:
+        kinds.add('minicluster')
+    return kinds
+
+
+def _ours(obj):
+    """A function or class defined in tests/ (whose code is followed)."""
+    try:
+        return pathlib.Path(inspect.getfile(obj)).resolve().parent == TESTS
+    except (TypeError, OSError):
+        return False
+
+
+def _reaches(func, cls=None, seen=None):
+    """The markers of what ``func`` calls, directly or through functions
+    and classes of tests/ (a static look: names the code loads, resolved
+    in its module, its closure, its class and the modules it imports)."""
+    seen = set() if seen is None else seen
+    func = inspect.unwrap(getattr(func, '__func__', func))
+    code = getattr(func, '__code__', None)
+    if code is None or code in seen or code.co_filename == __file__ and \
+            func.__name__.startswith('_'):
+        # (this file's own machinery spells the commands it looks for)
+        return set()
+    seen.add(code)
+    loads, attrs, imports, consts = _names(code)
+    scope = getattr(func, '__globals__', {})
+    found = [scope.get(n, getattr(builtins, n, None)) for n in loads]
+    kinds = _commands(consts, found)
+    for cell in func.__closure__ or ():
+        try:
+            found.append(cell.cell_contents)
+        except ValueError:      # a cell not yet filled
+            pass
+    if cls is not None:
+        found += [getattr(cls, n, None) for n in attrs]
+    # rfmrun.reframe, or ``from conftest import x`` inside a function
+    modules = [m for m in found if isinstance(m, types.ModuleType)]
+    modules += [sys.modules[n] for n in imports if n in sys.modules]
+    found += [getattr(m, n, None) for m in modules for n in attrs]
+
+    for obj in found:
+        if id(obj) in TRIGGERS:
+            kinds.add(TRIGGERS[id(obj)])
+        elif isinstance(obj, (types.FunctionType, types.MethodType)) and \
+                _ours(obj):
+            kinds |= _reaches(obj, cls, seen)
+        elif isinstance(obj, type) and _ours(obj) and obj is not cls:
+            for member in vars(obj).values():
+                kinds |= _reaches(member, obj, seen)
+    return kinds
+
+
+def _fixture_kinds(item):
+    """{fixture name: (scope, markers, defined in tests/)} of every fixture
+    ``item`` uses."""
+    defs = item._fixtureinfo.name2fixturedefs
+    found = {}
+    for name in item.fixturenames:
+        if name in defs and defs[name]:
+            fixdef = defs[name][-1]
+            found[name] = (fixdef.scope, _reaches(fixdef.func),
+                           _ours(fixdef.func))
+    return found
+
+
+def _shared(item, name, scope):
+    """Which instance of a fixture ``item`` gets: one per session, module
+    or class."""
+    if scope in ('session', 'package'):
+        return (scope, name)
+    where = item.module.__name__
+    if scope == 'class' and getattr(item, 'cls', None) is not None:
+        where += '::' + item.cls.__name__
+    return (where, name)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark each test by what it runs, and group the tests that share a
+    costly fixture (kept for a class, module or session: one that runs
+    reframe or a minicluster, or any of tests/ that a slow test uses), so
+    that pytest-xdist's ``--dist loadgroup`` makes each such fixture once,
+    on one worker; tests that share nothing costly are spread one by
+    one."""
+    parent = {}
+
+    def root(key):
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    shared = {}
+    for item in items:
+        fixtures = _fixture_kinds(item)
+        kinds = _reaches(item.obj, getattr(item, 'cls', None))
+        kinds |= {k for _, ks, _ in fixtures.values() for k in ks}
+        kinds |= {m.name for m in item.iter_markers() if m.name in SLOW}
+        for kind in sorted(kinds):
+            item.add_marker(kind)
+        slow = bool(kinds or item.get_closest_marker('slow'))
+        if slow:
+            item.add_marker('slow')
+
+        keys = [_shared(item, name, scope)
+                for name, (scope, ks, ours) in fixtures.items()
+                if (ks or (slow and ours)) and scope != 'function']
+        if 'minicluster' in kinds:
+            # every Slurm cluster on one worker, one at a time and never
+            # beside the session's local run: a screen's CPU-quota node must
+            # stand out from its peers (two screens at once failed that)
+            keys.append(('session', 'minicluster'))
+        for key in keys[1:]:
+            parent[root(key)] = root(keys[0])
+        shared[item] = keys
+
+    groups = {}
+    for item, keys in shared.items():
+        if keys:
+            groups[item.nodeid] = '+'.join(root(keys[0]))
+            item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    _tell_the_scheduler(config, groups)
+
+    # a test that stops what its group shares runs after the group's others
+    items.sort(key=lambda item: item.get_closest_marker('runs_last')
+               is not None)
+
+
+# -- pytest-xdist: the groups reach the scheduler ----------------------------
+# xdist's loadgroup learns a test's group from a suffix it appends to the
+# test's id, which pytest 9 no longer lets it change (the id is silently
+# kept): here each worker writes {test id: group} to a folder the controller
+# made, and the controller's scheduler reads it.
+
+GROUPS_KEY = 'hpcval_groups'
+
+
+def _tell_the_scheduler(config, groups):
+    folder = getattr(config, 'workerinput', {}).get(GROUPS_KEY)
+    if folder:
+        path = pathlib.Path(folder, config.workerinput['workerid'])
+        path.with_suffix('.tmp').write_text(json.dumps(groups))
+        path.with_suffix('.tmp').replace(path.with_suffix('.json'))
+
+
+def pytest_configure(config):
+    if not hasattr(config, 'workerinput'):
+        config.hpcval_groups = tempfile.mkdtemp(prefix='hpcval-groups-')
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, 'hpcval_groups', None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput[GROUPS_KEY] = node.config.hpcval_groups
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue('dist') != 'loadgroup':
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Scheduling(LoadGroupScheduling):
+        """loadgroup, with the groups the workers wrote."""
+        groups = None
+
+        def _split_scope(self, nodeid):
+            if self.groups is None:
+                found = sorted(pathlib.Path(config.hpcval_groups)
+                               .glob('*.json'))
+                # every worker collects the same tests: any file will do
+                self.groups = json.loads(found[0].read_text()) if found \
+                    else {}
+            return self.groups.get(nodeid) or super()._split_scope(nodeid)
+
+    return Scheduling(config, log)
+
+
+# -- the run-time guard --------------------------------------------------------
+
+_running = []   # the test item now running (set up, called, torn down)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item):
+    _running.append(item)
+    try:
+        yield
+    finally:
+        _running.pop()
+
+
+def _starts(args):
+    """The marker a command needs: 'reframe' for ReFrame (also through
+    ``hpcval run``), 'minicluster' for Slurm's and munge's daemons."""
+    argv = [args] if isinstance(args, (str, bytes, os.PathLike)) \
+        else list(args)
+    argv = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else
+            str(a) for a in argv]
+    if not argv:
+        return None
+    first = os.path.basename(argv[0].split()[0]) if argv[0].split() else ''
+    if first in ('slurmctld', 'slurmd', 'slurmdbd', 'munged') or \
+            re.search(r'hpcval\.testing\.minicluster\b.*\b(start|'
+                      r'restart-node)\b', ' '.join(argv), re.S):
+        return 'minicluster'
+    if first == 'reframe' or (first == 'hpcval' and argv[1:2] == ['run']):
+        return 'reframe'
+    return None
+
+
+class _GuardedPopen(subprocess.Popen):
+    def __init__(self, args, *rest, **kwargs):
+        need = _starts(args)
+        item = _running[-1] if _running else None
+        if need and item is not None and \
+                item.get_closest_marker(need) is None:
+            pytest.fail(f'{item.nodeid} starts {need} ({args!r:.200}) but '
+                        f'is not marked {need!r}: tests/conftest.py did not '
+                        f'see how it gets there; mark the test (or its '
+                        f'module) with @pytest.mark.{need}')
+        super().__init__(args, *rest, **kwargs)
+
+
+subprocess.Popen = _GuardedPopen

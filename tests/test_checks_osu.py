@@ -15,7 +15,6 @@ import pytest
 
 import systems
 from hpcval.benchmarks.osu import CUDA13_COMPAT
-from lmodenv import system_env
 from rfmrun import by_name, reframe
 
 MIRROR = os.environ.get('HPCVAL_OSU_MIRROR')
@@ -28,13 +27,10 @@ def _job_lines(tc):
 
 
 @pytest.fixture(scope='module')
-def dry_runs(tmp_path_factory):
-    """{system: (proc, report)} of one --dry-run per system."""
-    tmp = tmp_path_factory.mktemp('dry')
-    env = system_env(tmp / 'modulefiles')
-    return {name: reframe('--dry-run', '--system', name, *SELECT,
-                          tmp_path=tmp / name, env=env)
-            for name in SYSTEMS}
+def dry_runs(dry_run):
+    """{system: (proc, report)}: the session's --dry-run of every check
+    per system (conftest), read here for the OSU checks."""
+    return {name: dry_run(name)[:2] for name in SYSTEMS}
 
 
 @pytest.mark.parametrize('system', SYSTEMS)

@@ -21,11 +21,11 @@ def test_lists_checks(tmp_path, system):
     assert 'Found 0 check' not in proc.stdout
 
 
-def test_local_job_scripts(tmp_path):
+def test_local_job_scripts(dry_run):
     """What a sysadmin reads: the launcher and binding of each local job."""
-    proc, _ = reframe('--dry-run', '--system', 'local', tmp_path=tmp_path)
+    proc, _, stage = dry_run('local')
     assert proc.returncode == 0, proc.stdout[-3000:]
-    stage = tmp_path / 'rfm' / 'stage' / 'local' / 'default'
+    stage = stage / 'default'
     [pingpong] = stage.rglob('Mpi4pyPingPongCheck*/rfm_job.sh')
     assert 'mpiexec -n 2 python3 -m mpi4py.bench pingpong -a numpy ' \
         '-n 4194304' in pingpong.read_text()

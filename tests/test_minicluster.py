@@ -364,6 +364,7 @@ def test_a_45_s_controller_outage(faults, tmp_path):
 
 # -- last: nothing left behind ------------------------------------------------
 
+@pytest.mark.runs_last
 def test_stop_leaves_no_process_and_no_file(minicluster):
     minicluster.stop()
     assert minicluster.running() == {}

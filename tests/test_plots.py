@@ -15,7 +15,6 @@ from matplotlib import image as mpimg
 from hpcval.publish import comparison, plots, results
 from hpcval.parsers.nccl_tests import parse_nccl_tests
 from mutate import cut_after
-from replays import make_replay_reports
 from rfmrun import ROOT
 
 REPORTS = ROOT / 'tests' / 'fixtures' / 'reports' / 'plots'
@@ -24,13 +23,10 @@ SVG = '{http://www.w3.org/2000/svg}'
 
 
 @pytest.fixture(scope='module')
-def replay_paths(request, tmp_path_factory):
-    """{system: report path}: conftest's session fixture where there is one,
-    else made here (about 10 s)."""
-    try:
-        return request.getfixturevalue('replay_reports')
-    except pytest.FixtureLookupError:
-        return make_replay_reports(tmp_path_factory.mktemp('replays'))
+def replay_paths(replay_reports):
+    """{system: report path}: conftest's session fixture (one set of
+    replays for every module that reads them)."""
+    return replay_reports
 
 
 @pytest.fixture(scope='module')

@@ -9,7 +9,7 @@ import pytest
 
 from mutate import cut_after
 from replays import (KESTREL, NOT_RECORDED, SYSTEMS, kestrel_recordings,
-                     make_replay_reports, mi300x_recordings, replay)
+                     mi300x_recordings, replay)
 import seedtext
 from rfmrun import ROOT, by_name, cases, reframe
 
@@ -27,13 +27,10 @@ MI300X_VERDICTS = {
 
 
 @pytest.fixture(scope='module')
-def reports(request, tmp_path_factory):
-    """{system: report path}: conftest's session fixture where there is one,
-    else made here."""
-    try:
-        return request.getfixturevalue('replay_reports')
-    except pytest.FixtureLookupError:
-        return make_replay_reports(tmp_path_factory.mktemp('replays'))
+def reports(replay_reports):
+    """{system: report path}: conftest's session fixture (one set of
+    replays for every module that reads them)."""
+    return replay_reports
 
 
 def _load(path):

@@ -15,19 +15,9 @@ SYSTEMS = [mod.system['name'] for mod in systems.ALL]
 
 
 @pytest.fixture(scope='session')
-def dry_runs(tmp_path_factory):
-    runs = {}
-
-    def run(system):
-        if system not in runs:
-            tmp = tmp_path_factory.mktemp(f'dry-{system}')
-            proc, report = reframe('--dry-run', '--system', system,
-                                   tmp_path=tmp,
-                                   env=system_env(tmp / 'modulefiles'))
-            runs[system] = (proc, report, tmp / 'rfm' / 'stage' / system)
-        return runs[system]
-
-    return run
+def dry_runs(dry_run):
+    """The session's dry run of every check per system (conftest)."""
+    return dry_run
 
 
 def script(stage, pattern):
