@@ -16,7 +16,6 @@ in front of it took the virtual environment's site-packages (and polars,
 which ReFrame's results commands need) away.  The ``systems`` package is
 imported from its file instead.
 """
-import importlib.util
 import os
 import sys
 
@@ -30,15 +29,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _import_systems():
-    if 'systems' not in sys.modules:
-        folder = os.path.join(_ROOT, 'systems')
-        spec = importlib.util.spec_from_file_location(
-            'systems', os.path.join(folder, '__init__.py'),
-            submodule_search_locations=[folder])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules['systems'] = module
-        spec.loader.exec_module(module)
-    return sys.modules['systems']
+    return paths.import_systems(_ROOT)
 
 
 def _shown(path):

@@ -57,3 +57,19 @@ def perf(tc):
     """{variable: [value, ref, lower, upper, unit, result]} of a test case."""
     return {key.rsplit(':', 1)[-1]: vals
             for key, vals in (tc['perfvalues'] or {}).items()}
+
+
+def check_modules(prefix):
+    """[(file stem, module)] of every checks/*.py, imported under
+    ``prefix_<stem>`` (a name of their own, so that ReFrame finds their
+    source)."""
+    import importlib.util
+    found = []
+    for path in sorted((ROOT / 'checks').glob('*.py')):
+        spec = importlib.util.spec_from_file_location(f'{prefix}_{path.stem}',
+                                                      path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        found.append((path.stem, module))
+    return found

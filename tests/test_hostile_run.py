@@ -6,7 +6,6 @@ and no traceback, and that the run fails.  docs/input-policy.md lists the
 classes of input refused."""
 import os
 import re
-import sys
 
 import pytest
 
@@ -365,18 +364,12 @@ def every_variable():
     """(class name, variable, default, the class's input policy) of every
     hpcval variable of every test in checks/ and of every fixture they
     declare, recursively."""
-    import importlib.util
-
     from hpcval.inputs import hpcval_variables, policy_of
     import reframe as rfm
+    from rfmrun import check_modules
 
     classes, todo = {}, []
-    for path in sorted((ROOT / 'checks').glob('*.py')):
-        spec = importlib.util.spec_from_file_location(
-            f'hostile_{path.stem}', path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module     # ReFrame finds the source
-        spec.loader.exec_module(module)
+    for _, module in check_modules('hostile'):
         todo += [obj for obj in vars(module).values()
                  if isinstance(obj, type) and
                  issubclass(obj, rfm.RegressionTest)]

@@ -2,9 +2,6 @@
 outside it (the vendor words that publishing strips to share a row across
 vendors) must know every check."""
 import collections
-import importlib.util
-import sys
-
 import pytest
 import reframe as rfm
 
@@ -12,25 +9,17 @@ from hpcval import features as ft
 from hpcval import inputs, suites
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.publish import measures
-from rfmrun import ROOT
+from rfmrun import check_modules
 
 VENDOR_ENVIRONS = {ft.CUDA: 'nvidia', ft.ROCM: 'amd'}
 
 
 def _leaves():
-    found = []
-    for path in sorted((ROOT / 'checks').glob('*.py')):
-        spec = importlib.util.spec_from_file_location(
-            f'registry_{path.stem}', path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module     # ReFrame finds the source
-        spec.loader.exec_module(module)
-        found += [(path.stem, obj) for obj in vars(module).values()
-                  if isinstance(obj, type) and
-                  issubclass(obj, rfm.RegressionTest) and
-                  obj.__module__ == spec.name and
-                  not obj.__name__.startswith('_')]
-    return found
+    return [(stem, obj) for stem, module in check_modules('registry')
+            for obj in vars(module).values()
+            if isinstance(obj, type) and issubclass(obj, rfm.RegressionTest)
+            and obj.__module__ == module.__name__
+            and not obj.__name__.startswith('_')]
 
 
 LEAVES = _leaves()

@@ -199,3 +199,19 @@ def writable_references_dir():
     under a site layer, else the built-in folder."""
     site = site_dir()
     return os.path.join(site, 'references') if site else references_dir()
+
+
+def import_systems(root):
+    """The ``systems`` package of the suite at ``root`` (its systems/
+    folder), imported once per process under that name."""
+    import importlib.util
+    import sys
+    if 'systems' not in sys.modules:
+        folder = os.path.join(root, 'systems')
+        spec = importlib.util.spec_from_file_location(
+            'systems', os.path.join(folder, '__init__.py'),
+            submodule_search_locations=[folder])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules['systems'] = module
+        spec.loader.exec_module(module)
+    return sys.modules['systems']

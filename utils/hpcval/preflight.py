@@ -13,10 +13,8 @@ filter.
 A refusal is one line and exit code ``REFUSED`` (3), never one of the
 verdict's 0/1/2: the monitoring plugins' convention, where 3 is UNKNOWN.
 """
-import importlib.util
 import os
 import re
-import sys
 
 from hpcval import paths
 
@@ -66,15 +64,8 @@ def system_names():
 
 
 def _systems():
-    if 'systems' not in sys.modules:
-        folder = os.path.join(paths.repo_root(), 'systems')
-        spec = importlib.util.spec_from_file_location(
-            'systems', os.path.join(folder, '__init__.py'),
-            submodule_search_locations=[folder])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules['systems'] = module
-        spec.loader.exec_module(module)
-    return {m.system['name']: m.system for m in sys.modules['systems'].ALL}
+    return {m.system['name']: m.system
+            for m in paths.import_systems(paths.repo_root()).ALL}
 
 
 def mode_names():
