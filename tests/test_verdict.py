@@ -196,3 +196,26 @@ def test_failures_are_grouped_by_node_under_distribute(tmp_path, capsys):
     assert status == verdict.EXIT_FAILED
     assert 'failures by node (1 node(s)):\n  n2: 1 failure(s)\n' in out
     assert 'n1:' not in out and 'n3:' not in out
+
+
+def test_a_low_figure_on_a_busy_node_says_so(tmp_path, capsys):
+    """hpcval_node_load (hpcval.benchmarks.nodeuse) of a case whose figure
+    failed: the failure line ends with what kept the node busy."""
+    import json
+    import pathlib
+
+    from hpcval import cli
+    src = pathlib.Path(__file__).resolve().parent / 'fixtures' / \
+        'captured' / 'h100_health' / 'reports' / 'gpu0_loaded.json'
+    report = json.loads(src.read_text())
+    why = '10 other runnable tasks on 16 CPUs at job start; busiest: make'
+    for run in report['runs']:
+        for tc in run['testcases']:
+            tc['hpcval_node_load'] = {'busy': True, 'why': why, 'cpus': 16}
+    path = tmp_path / 'busy.json'
+    path.write_text(json.dumps(report))
+    assert cli.main(['verdict', str(path)]) == 1
+    out = capsys.readouterr().out
+    assert f'the node was busy at job start: {why}' in out
+    assert all('busy' in line for line in out.splitlines()
+               if line.startswith('  FAIL') and ' = ' in line)

@@ -394,7 +394,19 @@ def _figure_failure(case, s, healths):
                    session=case.session,
                    shown=band.value_text(s.value, digits),
                    deviation=band.deviation_text(s.value),
-                   cause=healths.cause(case, component))
+                   cause='; '.join(c for c in (healths.cause(case, component),
+                                                _busy(case)) if c))
+
+
+def _busy(case):
+    """'the node was busy at job start: ...' where the check recorded so
+    (hpcval.benchmarks.nodeuse), else ''."""
+    load = case.extras.get('node_load')
+    if isinstance(load, dict) and load.get('busy') is True:
+        why = load.get('why')
+        return 'the node was busy at job start' + \
+            (f': {why}' if isinstance(why, str) and why else '')
+    return ''
 
 
 def _case_failure(case):

@@ -315,7 +315,7 @@ def _whole_reason(text):
 # anywhere)
 EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
           'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
-          'health')
+          'health', 'node_load')
 _EXTRA_TYPES = (dict, str, list)
 
 

@@ -59,6 +59,7 @@ class TestCase(Struct):
     hpcval_partition_nodes: Any = None
     hpcval_screen_excluded: Any = None
     hpcval_job_nodes: Any = None
+    hpcval_node_load: Any = None
     hpcval_health: Any = None
 
 
