@@ -16,6 +16,7 @@ that starts ``reframe`` or a Slurm daemon without its marker.
 import builtins
 import collections
 import dis
+import importlib
 import inspect
 import json
 import os
@@ -229,7 +230,11 @@ def _reaches(func, cls=None, seen=None):
         found += [getattr(cls, n, None) for n in attrs]
     # rfmrun.reframe, or ``from conftest import x`` inside a function
     modules = [m for m in found if isinstance(m, types.ModuleType)]
-    modules += [sys.modules[n] for n in imports if n in sys.modules]
+    # a helper module of tests/ imported inside a function: import it now,
+    # or what it reaches depends on whether another module imported it first
+    modules += [sys.modules.get(n) or importlib.import_module(n)
+                for n in imports
+                if n in sys.modules or (TESTS / f'{n}.py').is_file()]
     found += [getattr(m, n, None) for m in modules for n in attrs]
 
     for obj in found:

@@ -19,7 +19,7 @@ import make_comparison as mc
 from hpcval import cli
 
 PAGE_BYTES = 2 * 2**20          # the page with every figure inside
-PAGE_HEIGHT = 25_000            # px at 1400 px wide
+PAGE_HEIGHT = 30_000            # px at 1400 px wide (four measured or replayed columns)
 PASS_RGB, FAIL_RGB = (0xe3, 0xf4, 0xe3), (0xf8, 0xdc, 0xdc)
 _URI = re.compile(r'data:image/png;base64,[A-Za-z0-9+/=]+')
 

@@ -82,6 +82,7 @@ class Cell:
     spread: object = None        # published std (references-only view)
     runs: int = 0                # runs of the row's test in the column
     failed_runs: int = 0         # of them, failed: no figure, or out of bounds
+    diagnostic: str = ''         # why every run logged it on purpose
     replay: bool = False
     judged_by: str = ''          # the system whose references the runs had,
                                  # where it is not the column's own
@@ -361,7 +362,8 @@ def _cell(table, row, col, pairs, runs, failed_runs):
         # out of another file's band, or of the replayed document's: not a
         # failure of this system (a run that failed without a figure is)
         outside = 0
-    return _judged(Cell(values, ref, runs=max(runs, len(pairs)),
+    return _judged(Cell(values, ref, diagnostic=_diagnostic(pairs),
+                        runs=max(runs, len(pairs)),
                         failed_runs=failed + outside, replay=replay,
                         judged_by=judged_by,
                         gpus=gpus_used({s.case for _, s in pairs})))
@@ -389,6 +391,22 @@ def gpus_used(cases):
 #: whole-node figures (a sum over the node's GPUs): shown per GPU as well
 #: where the columns of a row used different numbers of GPUs
 WHOLE_NODE = re.compile(r'^aggregate_')
+
+
+def _diagnostic(pairs):
+    """The check's reason where every run declared the figure a
+    diagnostic (hpcval_unjudged: 'diagnostic: ...'), else ''."""
+    reasons = set()
+    for _, s in pairs:
+        why = (s.case.extras.get('unjudged') or {}).get(s.metric) \
+            if isinstance(s.case.extras.get('unjudged'), dict) else None
+        if not isinstance(why, str) or not why.startswith('diagnostic'):
+            return ''
+        # the reference file's own words are a citation, not a reason
+        reasons.add('diagnostic: left out on purpose by the system\'s '
+                    'reference file' if 'explicitly absent' in why else why)
+    return reasons.pop() if len(reasons) == 1 else \
+        ('diagnostic' if reasons else '')
 
 
 def _judged(cell):

@@ -160,7 +160,7 @@ def judged(cell, scale=lambda x: x):
     if cell.verdict == PUBLISHED:
         return ''
     if cell.reference is None:
-        return verdict_word(cell)
+        return cell.diagnostic or verdict_word(cell)
     if cell.verdict == NOT_ITS_OWN:
         return f'not judged (the runs had {cell.judged_by}\'s references, ' \
                f'not this system\'s)'

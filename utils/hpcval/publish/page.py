@@ -118,7 +118,7 @@ def systems(table):
 
 def summary(table):
     """{column: {'pass': n, 'fail': n, 'reproduces': n, 'not judged': n,
-    'unjudged': n}} over the figures the tables show (per-GPU-pair figures
+    'diagnostic': n, 'unjudged': n}} over the figures the tables show (per-GPU-pair figures
     are in the heat maps)."""
     out = {col: dict.fromkeys(SUMMARY_KEYS, 0) for col in table.columns}
     for bench, rows in table.groups(links=False):
@@ -131,7 +131,7 @@ def summary(table):
 
 
 SUMMARY_KEYS = (PASS, FAIL, 'reproduces', 'differs', NOT_ITS_OWN,
-                formats.UNJUDGED)
+                'diagnostic', formats.UNJUDGED)
 
 
 def _class(key, n):
@@ -145,6 +145,8 @@ def _summary_key(cell):
         return 'differs'
     if cell.verdict == NOT_ITS_OWN:
         return NOT_ITS_OWN
+    if cell.diagnostic and cell.reference is None:
+        return 'diagnostic'
     return formats.verdict_word(cell)
 
 
@@ -227,7 +229,9 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
                     '(a run failed or the mean is out of its band) against '
                     'references made for that system; reproduce or differ '
                     'from the published figure (replays); not judged (the runs had '
-                    'another system\'s references); unjudged (no '
+                    'another system\'s references); diagnostic (logged on '
+                    'purpose by the check, such as the bus bandwidth of a '
+                    'one-GPU collective, 0 by definition); unjudged (no '
                     'reference).</p><div class="wrap"><table><tr><th>column'
                     '</th>' + ''.join(f'<th>{esc(k)}</th>'
                                       for k in SUMMARY_KEYS) + '</tr>' +

@@ -81,6 +81,11 @@ def _collect(cases, place):
             skipped.append(why)
             continue
         collective = dict(case.params).get('collective') or case.check
+        if curve and not any(curve.values()):
+            # one GPU: no bytes cross between GPUs, busbw is 0 by definition
+            skipped.append(f'{label[case]} {case.check} {collective}: bus '
+                           f'bandwidth 0 at every size (one GPU); not drawn')
+            continue
         curves.setdefault(collective, {}).setdefault(
             (label[case], case.check), []).append(curve)
     return curves, skipped
