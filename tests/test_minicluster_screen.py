@@ -301,11 +301,17 @@ def test_a_hung_node_is_cut_off_drained_and_rescreened(faults, tmp_path):
     words = shlex.split(rescreen)
     assert words[:2] == ['reframe', '-r'] and '-J' in words
     args = words[1:words.index('--report-file')]
-    again = tmp_path / 'again'
-    again.mkdir()
-    proc, report = reframe(*args, tmp_path=again, checks=LIKWID,
-                           env=faults.env())
-    assert [tc['display_name'][-2:] for tc in cases(report)] == ['n2']
+    # the fixed node's re-screen; once more where a busy shared host, not
+    # n2, failed it (a job Slurm cancelled or could not start in time)
+    for attempt in range(3):
+        again = tmp_path / f'again{attempt}'
+        again.mkdir()
+        proc, report = reframe(*args, tmp_path=again, checks=LIKWID,
+                               env=faults.env())
+        assert [tc['display_name'][-2:] for tc in cases(report)] == ['n2']
+        [tc] = cases(report)
+        if tc['result'] == 'success':
+            break
     both = subprocess.run(
         [str(VENV_BIN / 'hpcval'), 'verdict', str(first / 'report.json'),
          str(again / 'report.json')], capture_output=True, text=True,
@@ -335,8 +341,9 @@ def test_a_controller_outage_between_jobs_fails_no_node(faults, tmp_path):
     """slurmctld stops answering for 45 s (SIGSTOP) once the screen's
     first job has ended: the next job cannot be submitted; the verdict
     fails no node, names the outage and exits 2.  ReFrame may submit the
-    next job before the stop lands; then the outage fell outside the gap,
-    and the screen is run again (at most three times)."""
+    next job before the stop lands, or sbatch may wait the stop out; then
+    no submission met the outage, and the screen is run again (at most
+    three times)."""
     import datetime
     ctld = faults.running()['slurmctld']
 
@@ -367,9 +374,13 @@ def test_a_controller_outage_between_jobs_fails_no_node(faults, tmp_path):
                 os.kill(ctld, signal.SIGCONT)
             run.result(timeout=300)
         mine = sorted((j, submit) for j, _, submit in jobs() if j > before)
-        if len(mine) < 2 or mine[1][1] >= stopped.replace(microsecond=0):
-            break       # no second job slipped in before the stop
-    status, result, proc = verdict(folder / 'report.json')
+        slipped = len(mine) >= 2 and \
+            mine[1][1] < stopped.replace(microsecond=0)
+        status, result, proc = verdict(folder / 'report.json')
+        # sbatch may also wait out the stop and submit after it: then no
+        # submission met the outage, and the screen passes as it should
+        if not slipped and status != 0:
+            break
     assert result['failures_by_node'] == {}, proc.stdout
     assert status == 2, proc.stdout
     assert 'not tested: controller unreachable' in proc.stdout or \
