@@ -132,14 +132,22 @@ def test_a_skipped_source_is_named_with_its_reason(tmp_path, capsys):
         verdict.EXIT_FAILED
 
 
-def test_a_failed_build_fails_the_run(tmp_path, capsys):
+def _failed_build(**fields):
+    """The H200 report with its nccl-tests build failed at compile
+    (``fields`` set on the build's case) and the tests that needed it
+    skipped, as ReFrame records them."""
     report = _judged(_report())
-    build = _case(report, 'NcclTestsBuild')
-    build.update(result='failure', fail_phase='compile',
-                 fail_reason='build system error: make: *** [all] Error 2')
+    _case(report, 'NcclTestsBuild').update(result='failure',
+                                           fail_phase='compile', **fields)
     for tc in _cases(report):
         if tc['display_name'].startswith('NcclTestsNodeCheck'):
             tc.update(result='skipped', perfvalues={})
+    return report
+
+
+def test_a_failed_build_fails_the_run(tmp_path, capsys):
+    report = _failed_build(
+        fail_reason='build system error: make: *** [all] Error 2')
     status, out, _ = _run(capsys, _write(tmp_path, report))
     assert status == verdict.EXIT_FAILED
     assert ('FAIL node not recorded: NcclTestsBuild ~local:default+cuda: '

@@ -15,7 +15,8 @@ import pytest
 from hpcval import cli, verdict
 from hpcval.judgement import Band
 
-from test_verdict import H200, _case, _cases, _judged, _report, _run, _write
+from test_verdict import (H200, _case, _cases, _failed_build, _judged,
+                          _report, _run, _write)
 
 UUID = 'ef712fff-c9c0-4e8b-a215-7f2d16d77b84'
 
@@ -142,12 +143,7 @@ def test_a_passed_case_that_cannot_be_read_is_unknown(tmp_path, capsys):
 
 
 def test_a_failed_build_with_one_malformed_field_fails(tmp_path, capsys):
-    report = _judged(_report())
-    build = _case(report, 'NcclTestsBuild')
-    build.update(result='failure', fail_phase='compile', environ=42)
-    for tc in _cases(report):
-        if tc['display_name'].startswith('NcclTestsNodeCheck'):
-            tc.update(result='skipped', perfvalues={})
+    report = _failed_build(environ=42)
     status, out, _ = _run(capsys, _write(tmp_path, report))
     assert status == verdict.EXIT_FAILED
     assert ('FAIL input: runs[0].testcases[1] (NcclTestsBuild '
