@@ -418,7 +418,7 @@ def test_faults_of_a_set_size_meet_their_node_only(faults):
     """n2 20 % slow (a quota of 0.8 of its two CPUs, every 10 ms) with a
     64 MiB memory stream beside its tasks: a task on n2 runs in the
     quota's group and beside the stream, which ends with the task; a task
-    on n1 meets neither."""
+    on n1 meets neither, and runs in its own group of the top weight."""
     from hpcval.testing.minicluster import processes_naming
     faults.slow_node_by('n2', 0.2)
     faults.compete('n2', 'memory', 64)
@@ -448,6 +448,12 @@ def test_faults_of_a_set_size_meet_their_node_only(faults):
                      timeout=120).stdout
     assert f'/{faults.quota.base.name}/n2' not in out
     assert 'dd if=' not in out and out.strip().endswith('streams: 0'), out
+    # every node's tasks get the host's CPUs first, n1's without a quota
+    assert f'/{faults.quota.base.name}/n1\n' in out, out
+    name, weight = faults.quota.WEIGHT[faults.quota.version]
+    for group in (faults.quota.base, faults.quota.base / 'n1'):
+        assert (group / name).read_text().strip() == weight
+    assert faults.dedicated == {'n1': True, 'n2': True}
 
 
 def test_a_screen_figure_is_the_median_of_repeated_runs(faults, tmp_path):
