@@ -41,13 +41,20 @@ RECORD_ERR = 'hpcval_container.err'
 # an OCI reference ([registry[:port]/]name[:tag][@sha256:hex]), with an
 # optional transport (docker://, oras://, docker-archive:), or a path to a
 # SIF file: never an option, never a shell metacharacter
-IMAGE = re.compile(r'(?:[a-z][a-z0-9-]*:(?://)?)?[A-Za-z0-9_./-]+'
+IMAGE = re.compile(r'(?:[a-z][a-z0-9-]*:(?://)?)?'
+                   r'(?:[A-Za-z0-9.-]+:[0-9]+/)?[A-Za-z0-9_./-]+'
                    r'(?::[A-Za-z0-9_.-]+)?(?:@sha256:[0-9a-f]{64})?')
 _PINNED = re.compile(r'@(sha256:[0-9a-f]{64})$')
 # an option of a container runtime: --name or --name=value of safe words
 _OPTION = re.compile(r'--[a-z][a-z0-9-]*(?:=[A-Za-z0-9_.,:=+@%/-]+)?')
 _ENV_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 _VALUE = re.compile(r'[\x20-\x7e]{1,200}')
+
+#: what a launcher gives each rank (its node-local rank, PMI, its GPUs),
+#: handed into Podman and Docker containers by name or prefix
+LAUNCHER_ENV = ('SLURM_*', 'PMI_*', 'PMIX_*', 'OMPI_*', 'MPI_LOCALRANKID',
+                'PALS_*', 'MV2_*', 'JSM_*', 'CUDA_VISIBLE_DEVICES',
+                'ROCR_VISIBLE_DEVICES', 'HIP_VISIBLE_DEVICES')
 
 #: {platform: {GPU feature: the runtime's options}}: how each platform
 #: shows the node's GPUs to the container
@@ -315,21 +322,17 @@ class ContainerRun(rfm.RegressionTestPlugin):
 
     def _env_flags(self, name):
         # Podman and Docker start from the image's environment: the test's
-        # variables (OMP_NUM_THREADS, ...) are handed in by name; Apptainer
-        # and the others pass the job's environment through
+        # variables (OMP_NUM_THREADS, ...) and what the launcher gives each
+        # rank are handed in by name; Apptainer and the others pass the
+        # job's environment through
         if name not in ('Podman', 'Docker'):
             return []
         names = [checked_token(k, 'env_vars') for k in self.env_vars]
         for key in names:
             if not _ENV_NAME.fullmatch(key):
                 raise InputError(f'env_vars: {key!r} is not a variable name')
-        return [f'--env={key}' for key in names]
-
-
-def contained_runs(test):
-    """Whether ``test`` runs from an image (for the source and build
-    fixtures: nothing to fetch or build)."""
-    return bool(image_of(test))
+        return [*(f'--env={key}' for key in names),
+                *(shlex.quote(f'--env={key}') for key in LAUNCHER_ENV)]
 
 
 # podman gives its own process no more than this many processes where it

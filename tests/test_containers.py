@@ -1,0 +1,176 @@
+"""Checks run from a container image through ReFrame's container_platform
+(hpcval.benchmarks.container).
+
+What a system and ``-S image`` may say is checked without running
+anything; then likwid-bench runs from the image bootstrap.sh --tests
+builds (a Debian bookworm root with Debian's likwid, imported into
+Podman) through Podman on this host and through Slurm on the minicluster,
+each with the image's digest in its provenance.
+"""
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import require_minicluster
+from hpcval.benchmarks import container
+from hpcval.inputs import InputError
+from hpcval.layouts import SystemConfigError, validate_system
+from rfmrun import by_name, one_case, reframe
+
+IMAGE = 'localhost/hpcval-likwid:bookworm'
+LIKWID = ('checks/likwid_bench.py',)
+PEAKFLOPS = 'LikwidBenchCheck%kernel=peakflops'
+PEAKFLOPS_CASE = 'LikwidBenchCheck %kernel=peakflops'
+DIGEST = 'sha256:' + 'ab' * 32
+
+
+def _inspect(fmt):
+    return subprocess.run(['podman', 'image', 'inspect', '--format', fmt,
+                           '--', IMAGE], capture_output=True, text=True,
+                          timeout=60)
+
+
+def _need_image():
+    if not shutil.which('podman'):
+        pytest.skip('no podman (bootstrap.sh --tests installs it)')
+    if _inspect('{{.Id}}').returncode != 0:
+        pytest.skip(f'no image {IMAGE} (bootstrap.sh --tests builds it)')
+
+
+@pytest.mark.parametrize('ref', [
+    IMAGE, 'nvcr.io/nvidia/pytorch:24.05-py3', f'docker://rocm/rccl@{DIGEST}',
+    '/scratch/images/nccl-tests.sif', 'registry.example.org:5000/hpc/osu:7.4',
+])
+def test_image_references_are_accepted(ref):
+    assert container.checked_image(ref) == ref
+
+
+@pytest.mark.parametrize('ref', [
+    'img;touch /tmp/x', '--privileged', 'img\n', 'two words', '$(id)',
+    'img`id`', 'img:tag@sha256:short', "img'",
+])
+def test_unsafe_image_references_are_refused(ref):
+    with pytest.raises(InputError, match=r'-S image=.*an image'):
+        container.checked_image(ref)
+
+
+@pytest.mark.parametrize('extras, named', [
+    ({'container_options': {'Podman': ['--ulimit=nofile=1:1;id']}},
+     "'--ulimit=nofile=1:1;id' is not an option"),
+    ({'container_options': {'Podman': '--runtime=runc'}},
+     'container_options.Podman must be a list'),
+    ({'container_images': {'LikwidBenchCheck': 'x y'}},
+     'container_images.LikwidBenchCheck'),
+    ({'container_images': ['img']}, 'container_images must map'),
+])
+def test_a_system_names_its_container_settings_well(extras, named):
+    system = {'partitions': [{'name': 'p', 'extras': extras}]}
+    with pytest.raises(SystemConfigError) as err:
+        validate_system(system, 'systems/site.py')
+    assert "systems/site.py: partition 'p': extras" in str(err.value)
+    assert named in str(err.value)
+
+
+def test_podman_options_of_a_system():
+    assert container.podman_options('runc', 20000, 32768) == [
+        '--runtime=runc', '--ulimit=nofile=20000:20000',
+        '--ulimit=nproc=32768:32768']
+    assert container.podman_options() == []
+
+
+def test_the_record_gives_the_digest_and_a_pinned_reference_its_own():
+    text = ('container_runtime=podman version 4.3.1\n'
+            f'image_id={DIGEST}\nimage_digest=not a digest\n')
+    assert container.read_record(text, IMAGE) == {
+        'image': IMAGE, 'container_runtime': 'podman version 4.3.1',
+        'image_id': DIGEST}
+    pinned = f'docker://rocm/rccl@{DIGEST}'
+    assert container.read_record('', pinned)['image_digest'] == DIGEST
+
+
+def _script(case):
+    with open(f'{case["stagedir"]}/rfm_job.sh', encoding='utf-8') as fp:
+        return fp.read()
+
+
+def test_likwid_runs_from_the_image_with_its_digest(tmp_path):
+    _need_image()
+    proc, report = reframe('-r', '--system', 'local', '-n', PEAKFLOPS,
+                           '-S', f'image={IMAGE}', '-S', 'repeats=2',
+                           '--keep-stage-files', tmp_path=tmp_path,
+                           checks=LIKWID)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    case = one_case(report, PEAKFLOPS_CASE)
+    prov = case['hpcval_provenance']
+    assert prov['image'] == IMAGE
+    assert prov['image_digest'] == _inspect('{{.Digest}}').stdout.strip()
+    assert prov['image_id'] == 'sha256:' + _inspect('{{.Id}}').stdout.strip()
+    assert prov['container_runtime'].startswith('podman version')
+    # both repeats in the image, with this host's runtime and limits
+    runs = [ln for ln in _script(case).splitlines()
+            if ln.startswith('podman run')]
+    assert len(runs) == 2
+    assert all(f' {IMAGE} likwid-bench -t peakflops_' in ln for ln in runs)
+    for opt in container.host_podman_options():
+        assert f' {opt} ' in runs[0]
+
+
+def test_a_missing_image_fails_naming_it(tmp_path):
+    _need_image()
+    missing = 'localhost/hpcval-no-such-image:none'
+    proc, report = reframe('-r', '--system', 'local', '-n', PEAKFLOPS,
+                           '-S', f'image={missing}', tmp_path=tmp_path,
+                           checks=LIKWID)
+    case = one_case(report, PEAKFLOPS_CASE)
+    assert case['result'] == 'fail'
+    assert f'image {missing}: no digest recorded on the node' in \
+        case['fail_reason']
+    assert 'image not known' in case['fail_reason']
+
+
+def test_an_unsafe_image_stops_the_run(tmp_path):
+    planted = tmp_path / 'pwned'
+    proc, report = reframe('-r', '--system', 'local', '-n', PEAKFLOPS,
+                           '-S', f'image=x;touch {planted}',
+                           tmp_path=tmp_path, checks=LIKWID)
+    assert proc.returncode != 0 and report is None
+    assert "-S image='x;touch" in proc.stderr
+    assert 'Traceback' not in proc.stdout + proc.stderr
+    assert not planted.exists()
+
+
+def test_gpu_ranks_get_the_gpus_and_their_rank(tmp_path):
+    # the minicluster's launch-path partition declares 2 GPUs per node: the
+    # job scripts are written as for a GPU node (nothing runs: dry run)
+    proc, report = reframe('--dry-run', '--system', 'minicluster', '-n',
+                           'BabelStreamCudaCheck', '-S', f'image={IMAGE}',
+                           tmp_path=tmp_path, checks=('checks/babelstream.py',),
+                           env={'HPCVAL_MINICLUSTER_LAUNCH_GPUS': '2'})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    [case] = by_name(report, 'BabelStreamCudaCheck')
+    line = next(ln for ln in _script(case).splitlines()
+                if ' podman run ' in ln)
+    assert line.startswith('srun ') and ' podman run ' in line
+    assert '--device=nvidia.com/gpu=all' in line
+    assert "'--env=SLURM_*'" in line and '--env=CUDA_VISIBLE_DEVICES' in line
+    # the image holds the benchmark: nothing fetched, nothing built
+    [build] = by_name(report, 'BabelStreamBuild')
+    with open(f'{build["stagedir"]}/rfm_build.sh', encoding='utf-8') as fp:
+        assert 'the image provides cuda-stream: nothing to build' in fp.read()
+
+
+def test_through_slurm_on_the_minicluster(minicluster, tmp_path):
+    require_minicluster()
+    _need_image()
+    proc, report = reframe('-r', '--system', 'minicluster', '-n', PEAKFLOPS,
+                           '-S', f'image={IMAGE}', '--keep-stage-files',
+                           tmp_path=tmp_path, checks=LIKWID,
+                           env=minicluster.env())
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    case = one_case(report, PEAKFLOPS_CASE)
+    assert case['scheduler'] == 'slurm' and case['jobid']
+    prov = case['hpcval_provenance']
+    assert prov['image_digest'] == _inspect('{{.Digest}}').stdout.strip()
+    assert any(ln.startswith('podman run') and IMAGE in ln
+               for ln in _script(case).splitlines())
