@@ -55,17 +55,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # With --tests: the image tests/test_containers.py runs likwid-bench from,
-# a minimal Debian bookworm root with Debian's likwid, imported into
-# Podman's store; built once, kept while it exists (HPCVAL_TEST_IMAGE).
-image=localhost/hpcval-likwid:bookworm
+# a minimal Debian bookworm root with Debian's likwid and the OpenMP
+# runtime of the suite's own CPU builds (libgomp1), imported into Podman's
+# store; built once, kept while it exists.
+image=localhost/hpcval-bench:bookworm
 if [ "${1:-}" = --tests ] && [ "$(id -u)" = 0 ] &&
         command -v podman >/dev/null && command -v debootstrap >/dev/null &&
         ! podman image exists "$image" 2>/dev/null; then
     rootfs=$(mktemp -d "${TMPDIR:-/tmp}/hpcval-image.XXXXXX")
-    if debootstrap --variant=minbase --include=likwid bookworm "$rootfs" \
+    if debootstrap --variant=minbase --include=likwid,libgomp1 bookworm "$rootfs" \
             http://deb.debian.org/debian >/dev/null 2>&1 &&
-        tar -C "$rootfs" -c . | podman import \
-            --change 'LABEL org.opencontainers.image.title=hpcval-likwid' \
+        tar -C "$rootfs" -c . | podman import --quiet \
+            --change 'LABEL org.opencontainers.image.title=hpcval-bench' \
             - "$image" >/dev/null; then
         echo "bootstrap: built $image"
     else

@@ -18,7 +18,7 @@ from hpcval.inputs import InputError
 from hpcval.layouts import SystemConfigError, validate_system
 from rfmrun import by_name, one_case, reframe
 
-IMAGE = 'localhost/hpcval-likwid:bookworm'
+IMAGE = 'localhost/hpcval-bench:bookworm'
 LIKWID = ('checks/likwid_bench.py',)
 PEAKFLOPS = 'LikwidBenchCheck%kernel=peakflops'
 PEAKFLOPS_CASE = 'LikwidBenchCheck %kernel=peakflops'
