@@ -7,6 +7,7 @@ builds (a Debian bookworm root with Debian's likwid, imported into
 Podman) through Podman on this host and through Slurm on the minicluster,
 each with the image's digest in its provenance.
 """
+import os
 import shutil
 import subprocess
 
@@ -23,6 +24,7 @@ LIKWID = ('checks/likwid_bench.py',)
 PEAKFLOPS = 'LikwidBenchCheck%kernel=peakflops'
 PEAKFLOPS_CASE = 'LikwidBenchCheck %kernel=peakflops'
 DIGEST = 'sha256:' + 'ab' * 32
+MIRROR = os.environ.get('HPCVAL_BABELSTREAM_MIRROR')
 
 
 def _inspect(fmt):
@@ -158,6 +160,47 @@ def test_gpu_ranks_get_the_gpus_and_their_rank(tmp_path):
     [build] = by_name(report, 'BabelStreamBuild')
     with open(f'{build["stagedir"]}/rfm_build.sh', encoding='utf-8') as fp:
         assert 'the image provides cuda-stream: nothing to build' in fp.read()
+
+
+@pytest.mark.skipif(not MIRROR, reason='set HPCVAL_BABELSTREAM_MIRROR to a '
+                                       'local copy of UoB-HPC/BabelStream')
+def test_babelstream_cpu_from_an_image_the_suite_built(tmp_path):
+    """The suite builds omp-stream from the mirror, the build goes into an
+    image over bootstrap's, and the CPU check runs it from there."""
+    _need_image()
+    run = ('-r', '--system', 'local', '-n', 'BabelStreamCpuCheck')
+    proc, report = reframe(*run, '-S', f'src_mirror={MIRROR}',
+                           '--keep-stage-files', tmp_path=tmp_path / 'build',
+                           checks=('checks/babelstream.py',))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    [build] = by_name(report, 'BabelStreamBuild')
+    context = tmp_path / 'context'
+    context.mkdir()
+    shutil.copy(os.path.join(build['stagedir'], 'build', 'omp-stream'),
+                context)
+    (context / 'Containerfile').write_text(
+        f'FROM {IMAGE}\nCOPY omp-stream /usr/local/bin/omp-stream\n')
+    image = 'localhost/hpcval-test-babelstream:omp'
+    subprocess.run(['podman', 'build', '--quiet', '--tag', image,
+                    str(context)], check=True, capture_output=True,
+                   timeout=300)
+    try:
+        proc, report = reframe(*run, '-S', f'image={image}',
+                               '--keep-stage-files',
+                               tmp_path=tmp_path / 'image',
+                               checks=('checks/babelstream.py',))
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        case = one_case(report, 'BabelStreamCpuCheck')
+        assert case['hpcval_provenance']['image'] == image
+        assert case['hpcval_provenance']['image_digest'].startswith('sha256:')
+        assert case['perfvalues']
+        line = next(ln for ln in _script(case).splitlines()
+                    if ' podman run ' in ln)
+        assert f' {image} omp-stream ' in line
+        assert '--env=OMP_NUM_THREADS' in line
+    finally:
+        subprocess.run(['podman', 'rmi', '--force', image],
+                       capture_output=True, timeout=120)
 
 
 def test_through_slurm_on_the_minicluster(minicluster, tmp_path):
