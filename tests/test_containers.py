@@ -203,6 +203,50 @@ def test_babelstream_cpu_from_an_image_the_suite_built(tmp_path):
                        capture_output=True, timeout=120)
 
 
+SITEGPU = '''\
+"""sitegpu: a site's GPU nodes running nccl-tests from an Apptainer image."""
+from hpcval import features as ft
+from hpcval.sitesystem import environ, processor, slurm_partition
+
+system = {
+    'name': 'sitegpu', 'descr': 'a site GPU cluster', 'hostnames': [],
+    'modules_system': 'nomod',
+    'partitions': [slurm_partition(
+        'gpu', 'GPU nodes', ['--partition=gpu'], ['cuda'],
+        [ft.GPU, ft.NVGPU, ft.MPI], processor('x86_64', 64, 1, 2),
+        devices=[{'type': 'gpu', 'arch': 'sm_90', 'num_devices': 4}],
+        container_platforms=[{'type': 'Apptainer', 'default': True}],
+        extras={'container_images': {'NcclTestsSource': 'SIF'}})],
+}
+environments = [environ('cuda', 'sitegpu', features=[ft.CUDA])]
+'''
+
+
+def test_a_site_names_its_image_per_system(tmp_path):
+    """A site's partition runs nccl-tests from its Apptainer image: --nv,
+    the SIF's sha256 on the node, nothing fetched or built (dry run)."""
+    sif = '/scratch/images/nccl-tests.sif'
+    site = tmp_path / 'site'
+    (site / 'systems').mkdir(parents=True)
+    (site / 'systems' / 'sitegpu.py').write_text(SITEGPU.replace('SIF', sif))
+    proc, report = reframe('--dry-run', '--system', 'sitegpu', '-n',
+                           'NcclTestsNodeCheck%collective=all_reduce',
+                           tmp_path=tmp_path, checks=('checks/nccl_tests.py',),
+                           env={'HPCVAL_SITE': str(site)})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    [case] = by_name(report, 'NcclTestsNodeCheck')
+    lines = _script(case).splitlines()
+    [run] = [ln for ln in lines if ' apptainer exec ' in ln]
+    assert run.startswith('srun ')
+    assert run.count(' -B') == 1 and ' --nv ' in run
+    assert run.endswith(f'{sif} all_reduce_perf -b 8 -e 8G -f 2 -g 4 -n 20 '
+                        f'-w 5 -c 1')
+    assert any(f'sha256sum -- {sif}' in ln for ln in lines)
+    [source] = by_name(report, 'NcclTestsSource')
+    with open(f'{source["stagedir"]}/rfm_job.sh', encoding='utf-8') as fp:
+        assert 'the image provides it: nothing to fetch' in fp.read()
+
+
 def test_through_slurm_on_the_minicluster(minicluster, tmp_path):
     require_minicluster()
     _need_image()

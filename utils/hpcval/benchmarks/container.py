@@ -299,7 +299,11 @@ class ContainerRun(rfm.RegressionTestPlugin):
         self.container_platform = platform
         # ReFrame puts the launch line in place of the executable; a repeat
         # of the same command must run in the image too
+        # (on a copy of the mounts: ReFrame's backends add the stage folder
+        # to the list itself, and ReFrame calls this again)
+        mounts = list(platform.mount_points)
         contained = platform.launch_command(self.stagedir)
+        platform.mount_points = mounts
         self.postrun_cmds = [contained if cmd.strip() == own else cmd
                              for cmd in self.postrun_cmds]
         self.prerun_cmds = [*self.prerun_cmds,
