@@ -222,17 +222,21 @@ environments = [environ('cuda', 'sitegpu', features=[ft.CUDA])]
 '''
 
 
+def _sitegpu_dry_run(tmp_path, sif, *args):
+    site = tmp_path / 'site'
+    (site / 'systems').mkdir(parents=True)
+    (site / 'systems' / 'sitegpu.py').write_text(SITEGPU.replace('SIF', sif))
+    return reframe('--dry-run', '--system', 'sitegpu', '-n',
+                   'NcclTestsNodeCheck%collective=all_reduce', *args,
+                   tmp_path=tmp_path, checks=('checks/nccl_tests.py',),
+                   env={'HPCVAL_SITE': str(site)})
+
+
 def test_a_site_names_its_image_per_system(tmp_path):
     """A site's partition runs nccl-tests from its Apptainer image: --nv,
     the SIF's sha256 on the node, nothing fetched or built (dry run)."""
     sif = '/scratch/images/nccl-tests.sif'
-    site = tmp_path / 'site'
-    (site / 'systems').mkdir(parents=True)
-    (site / 'systems' / 'sitegpu.py').write_text(SITEGPU.replace('SIF', sif))
-    proc, report = reframe('--dry-run', '--system', 'sitegpu', '-n',
-                           'NcclTestsNodeCheck%collective=all_reduce',
-                           tmp_path=tmp_path, checks=('checks/nccl_tests.py',),
-                           env={'HPCVAL_SITE': str(site)})
+    proc, report = _sitegpu_dry_run(tmp_path, sif)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     [case] = by_name(report, 'NcclTestsNodeCheck')
     lines = _script(case).splitlines()
@@ -245,6 +249,16 @@ def test_a_site_names_its_image_per_system(tmp_path):
     [source] = by_name(report, 'NcclTestsSource')
     with open(f'{source["stagedir"]}/rfm_job.sh', encoding='utf-8') as fp:
         assert 'the image provides it: nothing to fetch' in fp.read()
+
+
+def test_apptainer_refuses_an_unpinned_reference(tmp_path):
+    ref = 'docker://nvcr.io/nvidia/pytorch:24.05-py3'
+    proc, report = _sitegpu_dry_run(tmp_path, '/scratch/x.sif',
+                                    '-S', f'image={ref}')
+    [case] = by_name(report, 'NcclTestsNodeCheck')
+    assert case['result'] == 'fail'
+    assert (f'-S image={ref}: Apptainer runs a SIF file or a reference '
+            f'pinned by @sha256:') in case['fail_reason']
 
 
 def test_through_slurm_on_the_minicluster(minicluster, tmp_path):
