@@ -32,6 +32,7 @@ from reframe.core.containers import ContainerPlatform
 from reframe.core.exceptions import SanityError
 
 from hpcval import features as ft
+from hpcval import replay, stacks
 from hpcval.inputs import InputError, checked_pattern, checked_token
 
 #: what the job wrote about the runtime and the image, in the stage folder
@@ -61,8 +62,7 @@ LAUNCHER_ENV = ('SLURM_*', 'PMI_*', 'PMIX_*', 'OMPI_*', 'MPI_LOCALRANKID',
 GPU_FLAGS = {
     # CDI: nvidia-ctk cdi generate writes the spec on each node
     'Podman': {ft.NVGPU: ['--device=nvidia.com/gpu=all'],
-               ft.AMDGPU: ['--device=/dev/kfd', '--device=/dev/dri',
-                           '--group-add=keep-groups']},
+               ft.AMDGPU: ['--device=/dev/kfd', '--device=/dev/dri']},
     'Docker': {ft.NVGPU: ['--gpus=all'],
                ft.AMDGPU: ['--device=/dev/kfd', '--device=/dev/dri']},
     'Apptainer': {ft.NVGPU: ['--nv'], ft.AMDGPU: ['--rocm']},
@@ -99,13 +99,8 @@ class Podman(ContainerPlatform):
     and IPC, so that ranks in their containers measure the node's links,
     not a NAT bridge; never pulls (the image must be on the node)."""
 
-    def __init__(self):
-        super().__init__()
-        self.pull_image = False
-
     def emit_prepare_commands(self, stagedir):
-        return [f'podman pull -- {shlex.quote(self.image)}'] \
-            if self.pull_image else []
+        return []
 
     def launch_command(self, stagedir):
         opts = ['--rm', '--pull=never', '--network=host', '--ipc=host']
@@ -189,11 +184,13 @@ def record_command(platform, image):
         if not _PINNED.search(image):
             probes.append(f'echo "image_digest=sha256:$(sha256sum -- {ref} '
                           f'| cut -d" " -f1)"')
-    else:
-        exe = platform.name.lower()
-        probes = [f'echo "container_runtime=$({exe} --version)"',
-                  f'echo "image_digest=$({exe} image inspect --format '
+    elif platform.name == 'Docker':
+        probes = ['echo "container_runtime=$(docker --version)"',
+                  f'echo "image_digest=$(docker image inspect --format '
                   f'"{{{{index .RepoDigests 0}}}}" -- {ref})"']
+    else:       # Sarus, Shifter: the digest a pinned reference names
+        exe = platform.name.lower()
+        probes = [f'echo "container_runtime=$({exe} --version)"']
     body = '; '.join(probes)
     return f'{{ {body}; }} > {RECORD} 2> {RECORD_ERR} || true'
 
@@ -265,7 +262,6 @@ class ContainerRun(rfm.RegressionTestPlugin):
         return lines[-1][:200] if lines else 'the runtime said nothing'
 
     def _container_image(self):
-        from hpcval import replay, stacks
         if replay.active(self):
             return ''
         image = image_of(self)
@@ -275,6 +271,21 @@ class ContainerRun(rfm.RegressionTestPlugin):
                              f'cannot be given with it')
         return image
 
+    def _check_identifiable(self, name, image):
+        # a digest the node can read, or the one the reference pins
+        if _PINNED.search(image):
+            return
+        given = f'-S image={image}' if self.image else \
+            f'{self.current_partition.fullname} container_images {image}'
+        if name in ('Apptainer', 'Singularity') and '://' in image:
+            raise InputError(f'{given}: {name} runs a SIF file or a '
+                             f'reference pinned by @sha256:... (its digest '
+                             f'goes into provenance)')
+        if name not in ('Podman', 'Docker', 'Apptainer', 'Singularity'):
+            raise InputError(f'{given}: {name} runs a reference pinned by '
+                             f'@sha256:... (its digest goes into '
+                             f'provenance)')
+
     @run_before('run', always_last=True)
     def run_in_container(self):
         image = self._container_image()
@@ -282,11 +293,7 @@ class ContainerRun(rfm.RegressionTestPlugin):
             return
         partition = self.current_partition
         platform = platform_for(partition)
-        if platform.name in ('Apptainer', 'Singularity') and \
-                not _PINNED.search(image) and '://' in image:
-            raise InputError(f'-S image={image}: {platform.name} runs a SIF '
-                             f'file or a reference pinned by @sha256:... '
-                             f'(its digest goes into provenance)')
+        self._check_identifiable(platform.name, image)
         own = ' '.join([self.executable, *self.executable_opts]).strip()
         platform.image = image
         platform.command = own
