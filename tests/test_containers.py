@@ -162,19 +162,22 @@ def test_gpu_ranks_get_the_gpus_and_their_rank(tmp_path):
         assert 'the image provides cuda-stream: nothing to build' in fp.read()
 
 
-@pytest.mark.skipif(not MIRROR, reason='set HPCVAL_BABELSTREAM_MIRROR to a '
-                                       'local copy of UoB-HPC/BabelStream')
-def test_babelstream_cpu_from_an_image_the_suite_built(tmp_path):
-    """The suite builds omp-stream from the mirror, the build goes into an
-    image over bootstrap's, and the CPU check runs it from there."""
+@pytest.fixture(scope='module')
+def babelstream_image(tmp_path_factory):
+    """An image over bootstrap's holding the omp-stream the suite built
+    from HPCVAL_BABELSTREAM_MIRROR (a copy of UoB-HPC/BabelStream)."""
+    if not MIRROR:
+        pytest.skip('set HPCVAL_BABELSTREAM_MIRROR to a local copy of '
+                    'UoB-HPC/BabelStream')
     _need_image()
-    run = ('-r', '--system', 'local', '-n', 'BabelStreamCpuCheck')
-    proc, report = reframe(*run, '-S', f'src_mirror={MIRROR}',
-                           '--keep-stage-files', tmp_path=tmp_path / 'build',
+    tmp = tmp_path_factory.mktemp('babelstream-image')
+    proc, report = reframe('-r', '--system', 'local', '-n',
+                           'BabelStreamCpuCheck', '-S', f'src_mirror={MIRROR}',
+                           '--keep-stage-files', tmp_path=tmp / 'build',
                            checks=('checks/babelstream.py',))
     assert proc.returncode == 0, proc.stdout[-3000:]
     [build] = by_name(report, 'BabelStreamBuild')
-    context = tmp_path / 'context'
+    context = tmp / 'context'
     context.mkdir()
     shutil.copy(os.path.join(build['stagedir'], 'build', 'omp-stream'),
                 context)
@@ -184,23 +187,42 @@ def test_babelstream_cpu_from_an_image_the_suite_built(tmp_path):
     subprocess.run(['podman', 'build', '--quiet', '--tag', image,
                     str(context)], check=True, capture_output=True,
                    timeout=300)
-    try:
-        proc, report = reframe(*run, '-S', f'image={image}',
-                               '--keep-stage-files',
-                               tmp_path=tmp_path / 'image',
-                               checks=('checks/babelstream.py',))
-        assert proc.returncode == 0, proc.stdout[-3000:]
-        case = one_case(report, 'BabelStreamCpuCheck')
-        assert case['hpcval_provenance']['image'] == image
-        assert case['hpcval_provenance']['image_digest'].startswith('sha256:')
-        assert case['perfvalues']
-        line = next(ln for ln in _script(case).splitlines()
-                    if ' podman run ' in ln)
-        assert f' {image} omp-stream ' in line
-        assert '--env=OMP_NUM_THREADS' in line
-    finally:
-        subprocess.run(['podman', 'rmi', '--force', image],
-                       capture_output=True, timeout=120)
+    yield image
+    subprocess.run(['podman', 'rmi', '--force', image], capture_output=True,
+                   timeout=120)
+
+
+def _babelstream_from(image, system, tmp_path, env=None):
+    proc, report = reframe('-r', '--system', system, '-n',
+                           'BabelStreamCpuCheck', '-S', f'image={image}',
+                           '--keep-stage-files', tmp_path=tmp_path,
+                           checks=('checks/babelstream.py',), env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    case = one_case(report, 'BabelStreamCpuCheck')
+    assert case['hpcval_provenance']['image'] == image
+    digest = subprocess.run(['podman', 'image', 'inspect', '--format',
+                             '{{.Digest}}', '--', image], capture_output=True,
+                            text=True, timeout=60).stdout.strip()
+    assert case['hpcval_provenance']['image_digest'] == digest
+    assert case['perfvalues']
+    line = next(ln for ln in _script(case).splitlines()
+                if ' podman run ' in ln)
+    assert f' {image} omp-stream ' in line
+    assert '--env=OMP_NUM_THREADS' in line
+    return case
+
+
+def test_babelstream_cpu_from_an_image_the_suite_built(babelstream_image,
+                                                       tmp_path):
+    _babelstream_from(babelstream_image, 'local', tmp_path)
+
+
+def test_babelstream_cpu_image_through_slurm(babelstream_image, minicluster,
+                                             tmp_path):
+    require_minicluster()
+    case = _babelstream_from(babelstream_image, 'minicluster', tmp_path,
+                             env=minicluster.env())
+    assert case['scheduler'] == 'slurm'
 
 
 SITEGPU = '''\
