@@ -100,6 +100,7 @@ system = {
     'partitions': _partitions,
 }
 
+
 def detect(system):
     """This host's Podman runtime and limits, for the nodes it runs."""
     for part in system['partitions']:
