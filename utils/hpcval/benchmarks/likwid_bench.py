@@ -29,6 +29,7 @@ from reframe.core.builtins import parameter, run_after, run_before, variable
 
 from hpcval import inputs, replay, suites
 from hpcval.benchmarks.base import ParsedBenchmark
+from hpcval.benchmarks.container import image_of
 from hpcval.inputs import checked_token
 from hpcval.parsers.common import ParseError, read_text
 from hpcval.parsers.likwid_bench import parse_likwid_bench
@@ -123,7 +124,8 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         checked_token(working_set, 'working_set')
         iterations = (default_iters if self.iterations is None
                       else self.iterations)
-        if not replay.active(self):     # a replay runs no likwid-bench
+        # a replay runs no likwid-bench; an image brings its own
+        if not replay.active(self) and not image_of(self):
             self.skip_if(shutil.which('likwid-bench') is None,
                          'likwid-bench not found (Debian/Ubuntu package '
                          'likwid)')
