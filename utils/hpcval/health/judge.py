@@ -17,8 +17,17 @@ from hpcval.health import kernel_log
 FAILING_REASONS = {
     'hw_slowdown': 'HW slowdown', 'hw_thermal_slowdown': 'HW thermal slowdown',
     'sw_thermal_slowdown': 'SW thermal slowdown',
-    'hw_power_brake_slowdown': 'HW power brake'}
-REASON_WORDS = {**FAILING_REASONS, 'sw_power_cap': 'power-capped'}
+    'hw_power_brake_slowdown': 'HW power brake',
+    # amd-smi violation status (hpcval.health.amd)
+    'prochot': 'PROCHOT', 'socket_thermal': 'socket thermal violation',
+    'vr_thermal': 'VR thermal violation',
+    'hbm_thermal': 'HBM thermal violation'}
+#: Slow-downs that keep a GPU inside its power limit: named as a cause
+#: (in at least POWER_CAP_SHARE of the samples), never a failure.  amd-smi's
+#: THROTTLE_STATUS does not say which limit, so it is one of them.
+POWER_REASONS = {'sw_power_cap': 'power-capped', 'ppt': 'power-capped (PPT)',
+                 'throttled': 'throttled (amd-smi THROTTLE_STATUS)'}
+REASON_WORDS = {**FAILING_REASONS, **POWER_REASONS}
 #: Share of the samples under the power cap that is named as a cause.
 POWER_CAP_SHARE = 0.05
 #: GPU temperature, C, named beside a cause (HBM GPUs slow down from ~85).
@@ -219,7 +228,8 @@ def _other_processes(record):
     uuid_to_idx = {g.get('uuid'): g.get('index') for g in _gpus(before)}
     out = []
     for app in before.get('apps', []) if isinstance(before, dict) else []:
-        idx = uuid_to_idx.get(app.get('uuid'))
+        idx = app['index'] if isinstance(app.get('index'), int) \
+            else uuid_to_idx.get(app.get('uuid'))
         mem = app.get('memory_mib')
         held = f'{mem} MiB' if isinstance(mem, (int, float)) else 'memory'
         out.append((f'GPU {idx}' if idx is not None else '',
@@ -248,7 +258,7 @@ def cause(record, component=''):
         shares = [f'{REASON_WORDS[w]} {v:.0%} of the time'
                   for w, v in sorted((s.get('throttle') or {}).items(),
                                      key=lambda kv: -kv[1])
-                  if w in REASON_WORDS and (w != 'sw_power_cap' or
+                  if w in REASON_WORDS and (w not in POWER_REASONS or
                                             v >= POWER_CAP_SHARE)]
         hot = isinstance(s.get('temp_max'), (int, float)) and \
             s['temp_max'] >= HOT_C
