@@ -5,6 +5,9 @@ inventory against the partition's expected one (hpcval.health.inventory),
 then each GPU's health before, during and after the benchmark.
 ``notes(record)`` gives what is reported but fails nothing (correctable
 errors that grew, application Xids, another process on a GPU).
+``changes(record, expected)`` gives (component, text, key) of what
+differs from the baseline the references were calibrated on: shown as
+CHANGED, a failure where the inventory pins the key.
 ``cause(record, component)`` gives, for a low figure of ``component``
 ('GPU 1', or '' for the node's), what the same GPU's samples of the same
 run show: '' when nothing stands out.
@@ -180,7 +183,56 @@ def failures(record, expected=None):
                 out.append((_component_of_bus(gpus, dev) or f'PCI {dev}',
                             f'{kinds[kind]} PCIe AER {kind} error(s) '
                             f'during the benchmark'))
+    pins = (expected or {}).get('pin') or ()
+    for comp, text, key in changes(record, expected):
+        if key in pins:
+            out.append((comp, f'{text} (pinned)'))
     return _unique(out)
+
+
+def firmware_word(record):
+    """What the record's ``vbios`` is called: hl-smi's is the firmware."""
+    return 'firmware' if record.get('tool') == 'hl-smi' else 'VBIOS'
+
+
+def identity(record):
+    """{(component, key): value} of the versions a record shows: the
+    node's kernel and driver, each GPU's VBIOS / firmware."""
+    gpus = _gpus(record.get('before', {})) or _gpus(record.get('after', {}))
+    out = {}
+    if isinstance(record.get('kernel'), str) and record['kernel']:
+        out[('', 'kernel')] = record['kernel']
+    drivers = {g.get('driver') for g in gpus if g.get('driver')}
+    if len(drivers) == 1:
+        out[('', 'driver')] = drivers.pop()
+    for g in gpus:
+        if g.get('vbios'):
+            out[(f'GPU {g.get("index")}', 'vbios')] = str(g['vbios'])
+    return out
+
+
+def changes(record, expected):
+    """[(component, text, key)] of what differs from ``expected``'s
+    baseline: kernel, driver, each GPU's VBIOS and serial (a serial the
+    node did not have at calibration: another card)."""
+    base = (expected or {}).get('baseline') or {}
+    if not record or not base:
+        return []
+    words = {'kernel': 'kernel', 'driver': 'driver',
+             'vbios': firmware_word(record)}
+    out = []
+    for (comp, key), val in identity(record).items():
+        if base.get(key) and val != base[key]:
+            out.append((comp, f'{words[key]} {val}, baseline {base[key]}',
+                        key))
+    serials = (base.get('serials') or {}).get(record.get('node'))
+    gpus = _gpus(record.get('before', {})) or _gpus(record.get('after', {}))
+    for g in gpus if serials else ():
+        if g.get('serial') and str(g['serial']) not in serials:
+            out.append((f'GPU {g.get("index")}', f'serial {g["serial"]}, '
+                        f'not one of the node\'s {len(serials)} at '
+                        f'calibration (another card)', 'serial'))
+    return out
 
 
 def _unique(items):
