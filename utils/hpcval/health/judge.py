@@ -12,7 +12,7 @@ CHANGED, a failure where the inventory pins the key.
 ('GPU 1', or '' for the node's), what the same GPU's samples of the same
 run show: '' when nothing stands out.
 """
-from hpcval.health import kernel_log
+from hpcval.health import kernel_log, link
 
 #: Slow-downs a healthy GPU never shows under a benchmark: any sample with
 #: one active fails the GPU.  The software power cap is how a GPU stays
@@ -295,9 +295,10 @@ def _index(component):
     return int(num) if head == 'GPU' and num.isdigit() else None
 
 
-def cause(record, component=''):
+def cause(record, component='', figure=None):
     """Why a figure of ``component`` may be low, from the same run's
-    health record: '' when nothing stands out."""
+    health record: '' when nothing stands out.  ``figure`` (metric, value,
+    unit) of a host <-> device bandwidth adds its link (hpcval.health.link)."""
     if not record:
         return ''
     idx = _index(component)
@@ -334,4 +335,8 @@ def cause(record, component=''):
             if isinstance(util, int) and util >= 50:
                 parts.append(f'GPU {key} was {util}% busy before the '
                              f'benchmark started')
+    if figure:
+        on_link = link.context(record, component, *figure)
+        if on_link:
+            parts.append(on_link)
     return '; '.join(parts)

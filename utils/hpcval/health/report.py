@@ -108,9 +108,12 @@ class Judge:
                                 f'{word} {val}, other nodes {common}'))
         return out
 
-    def cause(self, case, component):
-        """Why a figure of ``component`` of ``case`` may be low ('')."""
+    def cause(self, case, component, sample=None):
+        """Why a figure of ``component`` of ``case`` (``sample``: its
+        metric, value and unit) may be low ('')."""
+        figure = (sample.metric, sample.value, sample.unit) \
+            if sample is not None else None
         try:
-            return judge.cause(self._record(case), component)
+            return judge.cause(self._record(case), component, figure)
         except (AttributeError, KeyError, TypeError, ValueError):
             return ''
