@@ -275,3 +275,59 @@ def test_the_verdict(tmp_path, site, capsys, defect, exit_line):
     else:
         assert status == 1, out
         assert out.count(exit_line) == 1, out
+
+
+# -- the probe script itself, with vendor tools that replay the outputs ----
+
+REPLAY = {
+    'amd-smi': """#!/bin/sh
+case "$1" in
+static) cat '{fix}/amd/amd-smi_static_mi210.json' ;;
+metric) cat '{fix}/amd/amd-smi_metric_power.json' ;;
+process) echo '[]' ;;
+*) exit 2 ;;
+esac
+""",
+    'hl-smi': """#!/bin/sh
+cat '{fix}/habana/hl-smi_2x_hl225.txt'
+""",
+    # without the amdgpu module: its message and exit status (SOURCE.md)
+    'amd-smi-failing': f"""#!/bin/sh
+echo '{AMD_SMI_NO_DRIVER}'
+exit 255
+""",
+}
+
+
+@pytest.mark.parametrize('tool, expected, failures', [
+    ('amd-smi', MI210, []),
+    ('hl-smi', HL225, []),
+    ('amd-smi-failing', MI210,
+     [('', f'amd-smi failed (exit 255): {AMD_SMI_NO_DRIVER}')]),
+])
+def test_probe_script_runs_the_vendor_tool(tmp_path, tool, expected,
+                                           failures):
+    import os
+    import subprocess
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    name = tool.replace('-failing', '')
+    (bindir / name).write_text(REPLAY[tool].format(fix=FIX))
+    (bindir / name).chmod(0o755)
+    stage = tmp_path / 'stage'
+    stage.mkdir()
+    probe.write(str(stage))
+    # only this tool on PATH among the four the probe looks for
+    system = '/usr/bin:/bin'
+    if any(shutil.which(t, path=system) for t in probe.TOOLS):
+        pytest.skip(f'a GPU tool is installed in {system}')
+    env = {**os.environ, 'PATH': f'{bindir}{os.pathsep}{system}'}
+    before, trap = probe.commands(False)
+    subprocess.run(['bash', '-c', f'{before}\n{trap}\ntrue\n'], cwd=stage,
+                   env=env, check=True, timeout=60)
+    rec = probe.read(str(stage))
+    assert rec['tool'] == name
+    assert rec['kernel']
+    assert judge.failures(rec, expected) == failures
+    if not failures:
+        assert len(rec['after']['gpus']) == expected['gpus']

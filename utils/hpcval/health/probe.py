@@ -73,7 +73,7 @@ sampler() {
             f='@NV_SAMPLE@'; else f='@NV_BASIC_SAMPLE@'; fi
         nvidia-smi --query-gpu="$f" --format=csv,nounits -lms 1000 \
             > "${h}samples.txt" 2>&1 & ;;
-    amd-smi) while :; do amd-smi metric -p -t -u -c --json; sleep 1
+    amd-smi) while :; do amd-smi metric -p -t -u -c -P --json; sleep 1
         done > "${h}samples.txt" 2>&1 & ;;
     rocm-smi) while :; do rocm-smi --showuse --showpower --showtemp \
         --showclocks --json; sleep 1; done > "${h}samples.txt" 2>&1 & ;;
