@@ -37,7 +37,7 @@ def test_amd_smi_static_and_metric_of_an_mi210():
     assert gpu['model'] == 'AMD Instinct MI210'
     assert gpu['memory_total_mib'] == 65520
     assert (gpu['pcie_gen_max'], gpu['pcie_width_max']) == (4, 16)
-    assert gpu['vbios'] == 'Mi200 pcie'        # the only VBIOS field it printed
+    assert gpu['vbios'] == 'Mi200 pcie'  # its only VBIOS field
     assert gpu['power_w'] == 10 and gpu['power_limit_w'] == 300
     assert gpu['throttle'] == []                # UNTHROTTLED
     assert 'bus_id' not in gpu                  # this amd-smi printed no bdf

@@ -1,4 +1,4 @@
-"""amd-smi and rocm-smi JSON into GPU records (the keys of hpcval.health.nvidia).
+"""amd-smi and rocm-smi JSON into GPU records (keys of hpcval.health.nvidia).
 
 ``amd-smi static --json`` gives what a GPU is (model, memory, the link it
 can train, driver, VBIOS, serial), ``amd-smi metric --json`` how it is
