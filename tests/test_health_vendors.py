@@ -54,6 +54,18 @@ def test_rocm_smi_of_an_mi210():
     assert gpu['model'] == 'GENERIC RM IMAGE'
 
 
+def test_rocm_smi_link_of_its_pcie_clock():
+    """rocm-smi prints the link as a clock ("pcie clock level: 1
+    (16.0GT/s, x16 619Mhz)", its text in ROCm/rocm_smi_lib issue #77); the
+    JSON splits clocks into "... clock level:" and "... clock speed:" as
+    the real fclk/mclk/sclk keys show: added here as a mutation."""
+    card = json.loads(ROCM)
+    card['card0']['pcie clock level:'] = '1'
+    card['card0']['pcie clock speed:'] = '(8.0GT/s, x8 619Mhz)'
+    (gpu,) = amd.gpus(json.dumps(card), 'rocm-smi')
+    assert (gpu['pcie_gen'], gpu['pcie_width']) == (3, 8)
+
+
 def test_hl_smi_table_of_two_hl225():
     gpus = habana.gpus(HLSMI)
     assert [(g['index'], g['model'], g['bus_id']) for g in gpus] == [

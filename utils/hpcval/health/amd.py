@@ -199,7 +199,10 @@ def _rocm_smi(doc, lenient):
         total = _num(card.get('VRAM Total Memory (B)'))
         if total is not None:
             gpu['memory_total_mib'] = round(total / 2 ** 20)
-        link = _LINK.search(str(card.get('pcie clock level', '')))
+        # its text prints "pcie clock level: 1 (16.0GT/s, x16 619Mhz)";
+        # the JSON splits each clock into "... level:" and "... speed:"
+        link = next((m for k, v in card.items() if str(k).startswith('pcie')
+                     for m in [_LINK.search(str(v))] if m), None)
         if link:
             gpu['pcie_gen'] = gen_of(float(link.group(1)))
             gpu['pcie_width'] = int(link.group(2))
