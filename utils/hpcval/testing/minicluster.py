@@ -341,7 +341,10 @@ class MiniCluster:
     slurmd ``start`` runs (default: as many as the cluster last started
     there, else two)."""
 
-    def __init__(self, root, nodes=None):
+    def __init__(self, root, nodes=None, dedicated=True):
+        """``dedicated``: each node's jobs get the host's CPUs first
+        (CpuQuota.dedicate); False for a cluster whose tests measure
+        nothing and must not take CPUs from one that does."""
         # never resolved: a symbolic link is refused, not followed
         self.root = pathlib.Path(os.path.abspath(root))
         self.conf = self.root / 'etc' / 'slurm.conf'
@@ -357,6 +360,7 @@ class MiniCluster:
                                    f'{MAX_NODE_COUNT}')
         self.nodes = node_names(nodes)
         self.quota = CpuQuota(self.root)
+        self._dedicate = dedicated
         #: {node: whether its slurmd got the host's CPUs first (dedicate)}
         self.dedicated = {}
 
@@ -716,7 +720,7 @@ class MiniCluster:
         pids = self._recorded()
         pids[name] = proc.pid
         _write_new(self._pid_file, json.dumps(pids, indent=1), 0o600)
-        if name.startswith('slurmd-'):
+        if name.startswith('slurmd-') and self._dedicate:
             # before the node registers, so every job it runs inherits it
             self.dedicated[name[len('slurmd-'):]] = self.quota.dedicate(
                 name[len('slurmd-'):], [proc.pid])
