@@ -63,8 +63,11 @@ def test_a_node_whose_gpu_tool_fails_fails_the_screen(faults, tmp_path):
     with open(site / 'minicluster.yaml', 'a') as fp:
         fp.write(INVENTORY)
     out = subprocess.run(
+        # x4: the node's figures share a busy host (test_minicluster_screen
+        # LOOSE); this test is about n2's GPU tool
         [str(VENV_BIN / 'hpcval'), 'verdict', '--format', 'json',
-         str(tmp_path / 'report.json')], capture_output=True, text=True,
+         '--peer-factor', '4', str(tmp_path / 'report.json')],
+        capture_output=True, text=True,
         cwd=ROOT, timeout=120,
         env={**os.environ, 'HPCVAL_SITE': str(tmp_path / 'site')})
     assert out.returncode == 1, out.stdout + out.stderr

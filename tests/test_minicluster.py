@@ -324,7 +324,7 @@ def test_a_45_s_controller_outage(waits, tmp_path):
     on n1: ReFrame keeps asking sacct (slurmdbd stays up) and the run ends
     with a clear result, and nothing is left in the queue or on the node."""
     import signal
-    slow_start = waits.waits / 'slow-start'
+    slow_start = waits.faults / 'slow-start'
     slow_start.mkdir(exist_ok=True)
     (slow_start / 'sitecustomize.py').write_text(
         'import time\ntime.sleep(10)\n')
