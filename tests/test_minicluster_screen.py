@@ -40,10 +40,11 @@ SLOW_PERCENT = 5
 # What the default rule finds is measured by tests/bench_screen.py on 16
 # and 64 nodes (docs/screening.md), not asserted on a shared host.
 LOOSE = ('--peer-factor', '4')
-# the 64-node screen: n7 half as fast (slow_node_by 0.5) against a bound
-# of x1.5, with room on both sides of the dips above
-SLOW_FRACTION_64 = 0.5
-CI_HOST_64 = ('--peer-factor', '1.5')
+# the 64-node screen (one run per node, not the screen mode's best of
+# three): single runs of healthy nodes dipped to 0.65x on this host; n7 at
+# a quarter of its CPUs against a bound of x2 has room on both sides
+SLOW_FRACTION_64 = 0.75
+CI_HOST_64 = ('--peer-factor', '2')
 
 
 def verdict(report_path, *args):
@@ -73,8 +74,8 @@ def cluster64(tmp_path_factory):
 
 
 def test_64_node_screen_names_exactly_the_two_bad_nodes(cluster64, tmp_path):
-    """n7 half as fast on CPU, n42 broken: the verdict names those two and
-    no other, covers 64 of 64 nodes and exits 1."""
+    """n7 at a quarter of its CPUs, n42 broken: the verdict names those two
+    and no other, covers 64 of 64 nodes and exits 1."""
     cluster64.slow_node_by('n7', SLOW_FRACTION_64)
     cluster64.inject_fault('n42', NO_LIKWID)
     report, wall = screen(cluster64, tmp_path)
@@ -463,18 +464,25 @@ def test_faults_of_a_set_size_meet_their_node_only(faults):
     assert faults.dedicated == {'n1': True, 'n2': True}
 
 
-def test_a_screen_figure_is_the_median_of_repeated_runs(faults, tmp_path):
-    """-S repeats=3: each node's job runs likwid-bench three times; the
-    figure is the median, its spread a declared diagnostic that neither
-    fails nor leaves the screen incomplete."""
+def test_a_screen_figure_is_the_best_of_repeated_runs(faults, tmp_path):
+    """-S repeats=3 (as --mode screen sets it): each node's job runs
+    likwid-bench three times; the figure is the best run, their spread a
+    declared diagnostic that neither fails nor leaves the screen
+    incomplete."""
+    import re
     _, _ = screen(faults, tmp_path, '-S', 'LikwidBenchCheck.repeats=3')
     report = json.loads((tmp_path / 'report.json').read_text())
     for tc in cases(report):
-        script = (pathlib.Path(tc['stagedir'] if tc['result'] == 'fail'
-                               else tc['outputdir']) / 'rfm_job.sh')
-        assert script.read_text().count('likwid-bench -t peakflops') == 3
-        names = {k.rsplit(':', 1)[-1] for k in tc['perfvalues']}
-        assert names == {'peakflops_rate', 'peakflops_rate_std'}, names
+        folder = pathlib.Path(tc['stagedir'] if tc['result'] == 'fail'
+                              else tc['outputdir'])
+        script = (folder / 'rfm_job.sh').read_text()
+        assert script.count('likwid-bench -t peakflops') == 3
+        names = {k.rsplit(':', 1)[-1]: v for k, v in tc['perfvalues'].items()}
+        assert set(names) == {'peakflops_rate', 'peakflops_rate_std'}, names
+        runs = [float(x) for x in re.findall(
+            r'^MFlops/s:\s+(\S+)', (folder / 'rfm_job.out').read_text(),
+            re.M)]
+        assert len(runs) == 3 and names['peakflops_rate'][0] == max(runs)
     status, result, proc = verdict(tmp_path / 'report.json', *LOOSE)
     [part] = result['partitions']
     assert part['diagnostic'] == 2 and part['unjudged'] == [], proc.stdout
