@@ -110,6 +110,10 @@ class Group:
     peer_judged: int = 0
     # (test, metric, unit, node, value, peer median, 'pass'|'FAIL'|'')
     per_node: list = field(default_factory=list)
+    # the reference file that judged, and each figure whose bound in the
+    # report differs from it (hpcval.verdict_refs.Cross)
+    references: str = ''
+    crosschecks: list = field(default_factory=list)
 
     @property
     def name(self):
@@ -256,10 +260,13 @@ class _Groups(dict):
 
 
 def judge(loaded, select=None, strict=False, allow_unjudged=False,
-          peer_factor=screen.PEER_FACTOR, accept_out=()):
+          peer_factor=screen.PEER_FACTOR, accept_out=(), bounds=None):
     """The Verdict of ``loaded`` (hpcval.publish.results.Loaded).
 
-    ``select(case)`` keeps a test case (default: all); ``strict`` makes a
+    ``bounds`` (hpcval.verdict_refs.Bounds) judges each figure by the
+    references, the report's bound a cross-check; None judges by the
+    bounds the report holds.  ``select(case)`` keeps a test case
+    (default: all); ``strict`` makes a
     skip or an unjudged figure a failure; ``allow_unjudged`` accepts
     figures without a reference (logged, counted, not incomplete).
     Anything the inputs held that could not be read or trusted keeps the
@@ -292,7 +299,7 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
             continue
         seen.add(_key(case))
         _judge_case(groups, case, samples.get(id(case), []), peer, fixtures,
-                    healths)
+                    healths, bounds)
     _failed_fixtures(groups, loaded.fixtures, select, seen)
     _untrusted(groups, loaded)
     _screens(groups, screened, samples, peer_factor, accept_out)
@@ -313,10 +320,12 @@ def _status(groups, incomplete, problems, strict):
     return EXIT_INCOMPLETE if incomplete else EXIT_OK
 
 
-def _judge_case(groups, case, samples, peer, fixtures, healths):
+def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
     """Count one test case into its group: skipped, its figures against
     their references and peers, and a failure without a figure."""
     g = groups.of(case)
+    if bounds is not None and not g.references:
+        g.references = bounds.files.get(case.system, 'none')
     groups.sessions.setdefault(g.name, set()).add(case.session)
     if screen.node_of(case) and (case.extras.get('screen_excluded') or
                                  screen.not_started(case)):
@@ -337,9 +346,14 @@ def _judge_case(groups, case, samples, peer, fixtures, healths):
 
     failed_figure = False
     for s in samples:
+        why = None
+        if bounds is not None:
+            s, cross, why = bounds.judged(case, s)
+            if cross is not None:
+                g.crosschecks.append(cross)
         failed_figure |= _judge_figure(g, case, s,
                                        peer.get((id(case), s.metric)),
-                                       healths)
+                                       healths, why)
     if case.result == 'pass':
         g.cases_passed += 1
         return
@@ -349,10 +363,11 @@ def _judge_case(groups, case, samples, peer, fixtures, healths):
         g.failures.append(_case_failure(case))
 
 
-def _judge_figure(g, case, s, by_peers, healths):
+def _judge_figure(g, case, s, by_peers, healths, why=None):
     """Count one figure: against its reference (Band) and, in a node
     screen, its peers (``by_peers``: screen.PeerResult or None); True if
-    it failed and is named."""
+    it failed and is named.  ``why``: why no reference judges it, where
+    the references say so rather than the check's record."""
     failed = False
     if by_peers is not None:
         g.peer_judged += 1
@@ -375,7 +390,7 @@ def _judge_figure(g, case, s, by_peers, healths):
         g.judged_passed += by_peers.passed
         g.judged_failed += not by_peers.passed
         return failed
-    why = _unjudged_reason(case, s.metric)
+    why = why or _unjudged_reason(case, s.metric)
     if why.startswith(DIAGNOSTIC):
         g.diagnostic += 1
     else:
@@ -494,6 +509,8 @@ def as_dict(verdict):
         d['skips'] = [{'test': t, 'reason': r} for t, r in g.skips]
         d['unjudged'] = [{'test': t, 'metric': m, 'reason': r}
                          for t, m, r in g.unjudged]
+        d['crosschecks'] = [dict(asdict(c), line=c.line())
+                            for c in g.crosschecks]
         out['partitions'].append(d)
     out['failures_by_node'] = by_node(verdict)
     out['next_steps'] = screen.next_steps(verdict)
@@ -557,6 +574,11 @@ def render_text(verdict, most=20, per_node=False):
                               for t, w in g.coverage.excluded], most)
         if g.provenance:
             lines.append(f'  provenance: {_provenance_line(g)}')
+        if g.references:
+            lines.append(f'  bounds: the references ({g.references}); '
+                         f'{len(g.crosschecks)} differ from the report\'s')
+        lines += _capped([f'  BOUND {c.line()}' for c in g.crosschecks],
+                         most)
         lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
         lines += _capped([f'  SKIP {t}: {r}' for t, r in g.skips], most)
         lines += _capped(_unjudged_lines(g.unjudged), most)

@@ -81,6 +81,9 @@ class Case(msgspec.Struct, frozen=True, gc=False):
     fixture: bool = False
     name: str = ''       # ReFrame's unique name (fixtures' dependants cite it)
     deps: tuple = ()     # unique names of the fixtures it depended on
+    # ((name, value), ...) of the test attributes load() was asked to keep
+    # (those the references' ``where`` matches), where scalar
+    attrs: tuple = ()
 
     @property
     def plot_data(self):
@@ -263,7 +266,20 @@ def _named(display, filename):
     return got
 
 
-def _case(tc, major, source, session, where, label):
+_ATTRS = {}         # one tuple per distinct attribute set, shared
+
+
+def _attrs(value_of, names):
+    """((name, value), ...) of the ``names`` that ``value_of(name)`` gives
+    as a string, number or boolean (anything else is left out)."""
+    if not names:
+        return ()
+    got = tuple((n, v) for n in names
+                if isinstance(v := value_of(n, None), (str, int, float)))
+    return _ATTRS.setdefault(got, got)
+
+
+def _case(tc, major, source, session, where, label, attrs=()):
     display = (_text(tc, 'display_name', where)
                or _text(tc, 'name', where, required=True))
     if major == 3:
@@ -298,7 +314,8 @@ def _case(tc, major, source, session, where, label):
         extras=_extras(tc.get),
         fixture=bool(tc.get('fixture')),
         name=_field(tc, 'unique_name', str, where) or '',
-        deps=_fixtures_used(tc.get('dependencies_actual')))
+        deps=_fixtures_used(tc.get('dependencies_actual')),
+        attrs=_attrs(tc.get, attrs))
 
 
 def _whole_reason(text):
@@ -378,7 +395,7 @@ def _figure_result(result):
     return result if result in ('pass', 'fail') else None
 
 
-def _typed_case(tc, source, session, label):
+def _typed_case(tc, source, session, label, attrs=()):
     """_case of a typed_sessions.TestCase: its types and ranges are
     checked already."""
     check, params, benchmark = _named(tc.display_name, tc.filename or '')
@@ -399,7 +416,8 @@ def _typed_case(tc, source, session, label):
         extras=_extras(value_of),
         fixture=bool(tc.fixture),
         name=tc.unique_name or '',
-        deps=_fixtures_used(tc.dependencies_actual))
+        deps=_fixtures_used(tc.dependencies_actual),
+        attrs=_attrs(functools.partial(getattr, tc), attrs))
 
 
 def _typed_samples(tc, case):
@@ -435,12 +453,13 @@ def _session(info):
 
 
 class _Collector:
-    def __init__(self, on_error):
+    def __init__(self, on_error, attrs=()):
         if on_error not in ('skip', 'reject'):
             raise ValueError(f'on_error must be skip or reject, not '
                              f'{on_error!r}')
 
         self.on_error = on_error
+        self.attrs = attrs
         self.loaded = Loaded()
         self.seen = {}      # case key: (source, fingerprint)
 
@@ -473,7 +492,8 @@ class _Collector:
 
                 where = _named_where(tc, where)
                 try:
-                    case = _case(tc, major, source, session, where, label)
+                    case = _case(tc, major, source, session, where, label,
+                                 self.attrs)
                     samples = [] if case.fixture else \
                         _samples(tc, major, case, where)
                 except _Bad as err:
@@ -510,7 +530,8 @@ class _Collector:
         self.loaded.sources.append(source)
         for r, run in enumerate(report.runs):
             for tc in run.testcases:
-                case = _typed_case(tc, source, session, label)
+                case = _typed_case(tc, source, session, label,
+                                   self.attrs)
                 if case.fixture:
                     self.loaded.fixtures.append(case)
                 else:
@@ -560,7 +581,7 @@ def _named_where(tc, where):
 def _read(text, source, col, label=''):
     """One report's test cases into ``col``: typed where the report is of
     the usual shape (fast), else checked value by value."""
-    report = typed_sessions.decode(text) \
+    report = typed_sessions.decode(text, col.attrs) \
         if isinstance(text, (str, bytes)) else None
     if report is not None:
         col.typed(report, source, label)
@@ -634,7 +655,8 @@ def without_gc():
             gc.enable()
 
 
-def load(report_files=(), db=None, on_error='skip', since=None, until=None):
+def load(report_files=(), db=None, on_error='skip', since=None, until=None,
+         attrs=()):
     """Samples of every report file and every stored session of ``db``.
 
     A report file may be given as ``(label, path)``: its runs are shown
@@ -642,14 +664,16 @@ def load(report_files=(), db=None, on_error='skip', since=None, until=None):
     that both ran ``--system local``, say).
 
     ``since``/``until`` (unix seconds) select database sessions by their
-    start time; report files are taken whole.
+    start time; report files are taken whole.  ``attrs``: names of test
+    attributes (identifiers) each Case keeps in ``Case.attrs``.
     """
     with without_gc():
-        return _load(report_files, db, on_error, since, until)
+        return _load(report_files, db, on_error, since, until,
+                     tuple(sorted(set(attrs))))
 
 
-def _load(report_files, db, on_error, since, until):
-    col = _Collector(on_error)
+def _load(report_files, db, on_error, since, until, attrs):
+    col = _Collector(on_error, attrs)
     for path in report_files:
         label, path = path if isinstance(path, tuple) else ('', path)
         try:

@@ -9,6 +9,7 @@ of an odd type, a field missing) is not read here: ``decode`` gives None,
 and the checked reading of hpcval.publish.results reads it and names what
 is wrong.  Both readings give the same samples (tests/test_typed_sessions).
 """
+import functools
 from typing import Annotated, Any, Optional, Union
 
 import msgspec
@@ -83,10 +84,27 @@ class Report(Struct):
 _DECODER = msgspec.json.Decoder(Report)
 
 
-def decode(text):
+@functools.lru_cache(maxsize=8)
+def _decoder(attrs):
+    """A decoder whose test cases also keep the fields ``attrs`` (test
+    attribute names: identifiers), of any type."""
+    if not attrs:
+        return _DECODER
+    case = msgspec.defstruct(
+        'TestCase', [(a, Any, None) for a in attrs
+                     if a not in TestCase.__struct_fields__],
+        bases=(TestCase,))
+    run = msgspec.defstruct('Run', [('testcases', list[case])])
+    report = msgspec.defstruct('Report', [('session_info', SessionInfo),
+                                          ('runs', list[run])])
+    return msgspec.json.Decoder(report)
+
+
+def decode(text, attrs=()):
     """The Report of ``text`` (JSON, str or bytes), or None where the
-    checked reading must read it."""
+    checked reading must read it; its test cases keep the fields named in
+    ``attrs`` (a tuple of identifiers) too."""
     try:
-        return _DECODER.decode(text)
+        return _decoder(attrs).decode(text)
     except (msgspec.DecodeError, RecursionError):
         return None
