@@ -577,10 +577,10 @@ def render_text(verdict, most=20, per_node=False):
         if g.references:
             lines.append(f'  bounds: the references ({g.references}); '
                          f'{len(g.crosschecks)} differ from the report\'s')
-        lines += _capped([f'  BOUND {c.line()}' for c in g.crosschecks],
-                         most)
         lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
         lines += _capped([f'  SKIP {t}: {r}' for t, r in g.skips], most)
+        lines += _capped([f'  BOUND {c.line()}' for c in g.crosschecks],
+                         most)
         lines += _capped(_unjudged_lines(g.unjudged), most)
         if per_node and g.per_node:
             lines.append('  per node (figure, peers\' median, verdict):')

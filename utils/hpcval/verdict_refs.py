@@ -162,7 +162,8 @@ class Bounds:
         """(the sample to judge, a Cross or None, why it is unjudged or
         None) for the figure ``s`` of ``case``."""
         ref = self._refs_of(case).get(s.metric.partition('@')[0])
-        key = (ref, case.system, s.unit, s.reference, s.lower, s.upper)
+        # by id: a Reference holds a dict; each lives as long as self
+        key = (id(ref), case.system, s.unit, s.reference, s.lower, s.upper)
         decided = self._decided.get(key)
         if decided is None:
             decided = self._decided[key] = self._decide(case.system, ref, s)
