@@ -283,9 +283,7 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     def select(case):
         return id(case) not in replaced and chosen(case)
     fixtures = {(f.session, f.name): f for f in loaded.fixtures}
-    samples = {}
-    for s in loaded.samples:
-        samples.setdefault(id(s.case), []).append(s)
+    samples = _by_case(loaded)
     screened = [c for c in loaded.cases
                 if select(c) and screen.node_of(c) is not None]
     peer = screen.peer_comparison(screened,
@@ -310,6 +308,20 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     distributed = any('%.nid=' in c.test for c in loaded.cases)
     return Verdict(_status(ordered, incomplete, problems, strict), ordered,
                    incomplete, problems, distributed)
+
+
+def _by_case(loaded):
+    """{id(case): [its samples]}: as results.load grouped them where the
+    lists are as it made them, else grouped here."""
+    made = getattr(loaded, 'by_case', None)
+    if made and len(made) == len(loaded.cases) and \
+            sum(map(len, made.values())) == len(loaded.samples) and \
+            all(id(c) in made for c in loaded.cases):
+        return made
+    samples = {}
+    for s in loaded.samples:
+        samples.setdefault(id(s.case), []).append(s)
+    return samples
 
 
 def _status(groups, incomplete, problems, strict):
@@ -345,15 +357,19 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
         return
 
     failed_figure = False
+    judged = bounds.of_case(case) if bounds is not None else None
+    outcome, passed = judgement.outcome, judgement.PASS
     for s in samples:
         why = None
-        if bounds is not None:
-            s, cross, why = bounds.judged(case, s)
+        if judged is not None:
+            s, cross, why = judged(s)
             if cross is not None:
                 g.crosschecks.append(cross)
-        failed_figure |= _judge_figure(g, case, s,
-                                       peer.get((id(case), s.metric)),
-                                       healths, why)
+        by_peers = peer.get((id(case), s.metric)) if peer else None
+        if by_peers is None and outcome(s) == passed:
+            g.judged_passed += 1        # _judge_figure's commonest case
+            continue
+        failed_figure |= _judge_figure(g, case, s, by_peers, healths, why)
     if case.result == 'pass':
         g.cases_passed += 1
         return
@@ -377,12 +393,14 @@ def _judge_figure(g, case, s, by_peers, healths, why=None):
                 case.system, case.partition, node_label(case), 'vs peers',
                 case.test, s.metric, s.value, s.unit, by_peers.bound,
                 session=case.session))
-    if is_judged(s):
-        if passes(s) and (by_peers is None or by_peers.passed):
+    outcome = judgement.outcome(s)
+    if outcome is not None:
+        if outcome == judgement.PASS and (by_peers is None or
+                                          by_peers.passed):
             g.judged_passed += 1
             return failed
         g.judged_failed += 1
-        if passes(s):
+        if outcome == judgement.PASS:
             return failed       # named above, against its peers
         g.failures.append(_figure_failure(case, s, healths))
         return True

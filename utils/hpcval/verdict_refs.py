@@ -161,15 +161,30 @@ class Bounds:
     def judged(self, case, s):
         """(the sample to judge, a Cross or None, why it is unjudged or
         None) for the figure ``s`` of ``case``."""
-        ref = self._refs_of(case).get(s.metric.partition('@')[0])
-        # by id: a Reference holds a dict; each lives as long as self
-        key = (id(ref), case.system, s.unit, s.reference, s.lower, s.upper)
-        decided = self._decided.get(key)
-        if decided is None:
-            decided = self._decided[key] = self._decide(case.system, ref, s)
-        band, bound, source, why, report = decided
-        if band is REPORT:
-            return s, None, None
+        return self.of_case(case)(s)
+
+    def of_case(self, case):
+        """judged(case, s) as a function of ``s`` alone: a case's entries
+        are found once, and each figure's bound decided once per band."""
+        refs, system = self._refs_of(case), case.system
+        decided = self._decided
+
+        def judged(s):
+            metric = s.metric
+            ref = refs.get(metric.partition('@')[0] if '@' in metric
+                           else metric)
+            # by id: a Reference holds a dict; each lives as long as self
+            key = (id(ref), system, s.unit, s.reference, s.lower, s.upper)
+            decision = decided.get(key)
+            if decision is None:
+                decision = decided[key] = self._decide(system, ref, s)
+            if decision[0] is REPORT:
+                return s, None, None
+            return self._apply(case, s, ref, decision)
+        return judged
+
+    def _apply(self, case, s, ref, decision):
+        band, bound, source, why, report = decision
         if band is None:
             if not report:      # neither judges: as recorded
                 return s, None, None

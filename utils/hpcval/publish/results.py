@@ -146,6 +146,8 @@ class Loaded:
     fixtures: list = field(default_factory=list)   # Cases of fixtures
     damaged: list = field(default_factory=list)    # Damaged
     conflicts: list = field(default_factory=list)  # Conflict
+    # {id(case): [its samples]} of ``cases`` as loaded
+    by_case: dict = field(default_factory=dict)
 
 
 _RESULTS = {'success': 'pass', 'failure': 'fail', 'skipped': 'skip',
@@ -422,10 +424,23 @@ def _typed_case(tc, source, session, label, attrs=()):
 
 def _typed_samples(tc, case):
     """_samples of a typed_sessions.TestCase."""
-    return [Sample(case, key[key.rfind(':') + 1:], value, unit, ref, lower,
-                   upper, _figure_result(result))
+    if not tc.perfvalues:
+        return []
+    names = _METRICS
+    # _figure_result inline: a report of 100,000 cases has millions
+    return [Sample(case, names.get(key) or _metric_of(key), value, unit,
+                   ref, lower, upper,
+                   result if result == 'pass' or result == 'fail' else None)
             for key, (value, ref, lower, upper, unit, result) in
-            (tc.perfvalues or {}).items()]
+            tc.perfvalues.items()]
+
+
+_METRICS = {}       # 'system:partition:metric': 'metric'
+
+
+def _metric_of(key):
+    name = _METRICS[key] = key[key.rfind(':') + 1:]
+    return name
 
 
 def _major(report):
@@ -461,7 +476,7 @@ class _Collector:
         self.on_error = on_error
         self.attrs = attrs
         self.loaded = Loaded()
-        self.seen = {}      # case key: (source, fingerprint)
+        self.seen = {}      # case key: (case, samples) of its first copy
 
     def problem(self, source, reason):
         if self.on_error == 'reject':
@@ -543,16 +558,18 @@ class _Collector:
         # (reports of ReFrame < 4.7 have none: its host and start time)
         key = (session['uuid'] or (session['hostname'], session['time']),
                run, case.test, case.system, case.partition, case.environ)
-        mark = _fingerprint(case, samples)
         first = self.seen.get(key)
         if first is not None:
             self.loaded.duplicates += 1
-            if first[1] != mark:
+            # fingerprints made only for a copy: most cases have none
+            was, mark = _fingerprint(*first), _fingerprint(case, samples)
+            if was != mark:
                 self.loaded.conflicts.append(Conflict(
-                    case.test, session['uuid'] or case.hostname, first[0],
-                    case.source, _differs(first[1], mark)))
+                    case.test, session['uuid'] or case.hostname,
+                    first[0].source, case.source, _differs(was, mark)))
             return
-        self.seen[key] = (case.source, mark)
+        self.seen[key] = (case, samples)
+        self.loaded.by_case[id(case)] = samples
         self.loaded.cases.append(case)
         self.loaded.samples.extend(samples)
 
@@ -586,6 +603,12 @@ def _read(text, source, col, label=''):
     if report is not None:
         col.typed(report, source, label)
         return
+    if isinstance(text, bytes):
+        try:
+            text = text.decode('utf-8')
+        except UnicodeDecodeError as err:
+            col.problem(source, f'cannot read: {err}')
+            return
     report = _json(text, source, col)
     if report is not None:
         col.report(report, source, label)
@@ -618,8 +641,9 @@ MAX_REPORT_BYTES = 1 << 30
 
 
 def _read_report(path):
-    """The text of a report file; only regular files are read (a FIFO
-    would block, /dev/zero never end)."""
+    """The bytes of a report file (decoded as UTF-8 by the JSON decoder,
+    not before it: a copy of a large report less); only regular files are
+    read (a FIFO would block, /dev/zero never end)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         info = os.fstat(fd)
@@ -630,7 +654,7 @@ def _read_report(path):
             raise _Bad(f'{info.st_size} bytes, more than any run report '
                        f'({MAX_REPORT_BYTES} at most): not read')
         os.set_blocking(fd, True)
-        with os.fdopen(fd, encoding='utf-8') as fp:
+        with os.fdopen(fd, 'rb') as fp:
             fd = None
             return fp.read(MAX_REPORT_BYTES + 1)
     finally:
