@@ -149,7 +149,7 @@ def outcome(sample):
         return None
     low, high, _ = _limits(reference, lower, upper)
     value = sample.value
-    if not isinstance(value, (int, float)) or math.isnan(value) or not (
+    if not isinstance(value, (int, float)) or value != value or not (
             (low is None or value >= low) and
             (high is None or value <= high)):
         return FAIL

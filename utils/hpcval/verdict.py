@@ -362,9 +362,11 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
     for s in samples:
         why = None
         if judged is not None:
-            s, cross, why = judged(s)
-            if cross is not None:
-                g.crosschecks.append(cross)
+            decided = judged(s)
+            if decided is not s:
+                s, cross, why = decided
+                if cross is not None:
+                    g.crosschecks.append(cross)
         by_peers = peer.get((id(case), s.metric)) if peer else None
         if by_peers is None and outcome(s) == passed:
             g.judged_passed += 1        # _judge_figure's commonest case

@@ -138,7 +138,8 @@ class Bounds:
         self.by_system = by_system
         self.files = files
         self._entries = {}      # case key: {metric: Reference}
-        self._decided = {}      # (Reference, unit, report band): decision
+        # {(id(entries), system): {(metric, unit, report band): decision}}
+        self._decided = {}
 
     def _refs_of(self, case):
         key = (case.system, case.partition, case.check, case.params,
@@ -159,7 +160,8 @@ class Bounds:
         return got
 
     def judged(self, case, s):
-        """(the sample to judge, a Cross or None, why it is unjudged or
+        """``s`` where the report's bound agrees with the references';
+        else (the sample to judge, a Cross or None, why it is unjudged or
         None) for the figure ``s`` of ``case``."""
         return self.of_case(case)(s)
 
@@ -167,23 +169,23 @@ class Bounds:
         """judged(case, s) as a function of ``s`` alone: a case's entries
         are found once, and each figure's bound decided once per band."""
         refs, system = self._refs_of(case), case.system
-        decided = self._decided
+        # by id: each entries dict lives in self._entries as long as self
+        decided = self._decided.setdefault((id(refs), system), {})
 
         def judged(s):
-            metric = s.metric
-            ref = refs.get(metric.partition('@')[0] if '@' in metric
-                           else metric)
-            # by id: a Reference holds a dict; each lives as long as self
-            key = (id(ref), system, s.unit, s.reference, s.lower, s.upper)
+            key = (s.metric, s.unit, s.reference, s.lower, s.upper)
             decision = decided.get(key)
             if decision is None:
-                decision = decided[key] = self._decide(system, ref, s)
+                metric = s.metric
+                decision = decided[key] = self._decide(system, refs.get(
+                    metric.partition('@')[0] if '@' in metric else metric),
+                    s)
             if decision[0] is REPORT:
-                return s, None, None
-            return self._apply(case, s, ref, decision)
+                return s
+            return self._apply(case, s, decision)
         return judged
 
-    def _apply(self, case, s, ref, decision):
+    def _apply(self, case, s, decision):
         band, bound, source, why, report = decision
         if band is None:
             if not report:      # neither judges: as recorded
