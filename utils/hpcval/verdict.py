@@ -250,8 +250,7 @@ class _Groups(dict):
             self[key] = Group(*key)
         return self[key]
 
-    def add_nodes(self, g, case):
-        label = node_label(case)
+    def add_nodes(self, g, label):
         seen = self.node_sets.setdefault(g.name, set())
         for node in label.split('+') if label else ():
             if node not in seen:
@@ -343,10 +342,11 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
                                  screen.not_started(case)):
         return          # not a node's result: counted by coverage
     g.replays += case.replay
-    groups.add_nodes(g, case)
+    label = node_label(case)
+    groups.add_nodes(g, label)
     _provenance(g, case)
     # the node's inventory and health first (hpcval.health)
-    for node, comp, text in healths.failures(case, node_label(case)):
+    for node, comp, text in healths.failures(case, label):
         g.failures.append(Failure(case.system, case.partition, node, comp,
                                   '', '', reason=text, session=case.session))
     # fail_deps: not run, a fixture it needs failed (that fixture is
@@ -357,16 +357,15 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
         return
 
     failed_figure = False
-    judged = bounds.of_case(case) if bounds is not None else None
+    judged = bounds.of_case(case) if bounds is not None else _as_recorded
     outcome, passed = judgement.outcome, judgement.PASS
     for s in samples:
         why = None
-        if judged is not None:
-            decided = judged(s)
-            if decided is not s:
-                s, cross, why = decided
-                if cross is not None:
-                    g.crosschecks.append(cross)
+        decided = judged(s)
+        if decided is not s:
+            s, cross, why = decided
+            if cross is not None:
+                g.crosschecks.append(cross)
         by_peers = peer.get((id(case), s.metric)) if peer else None
         if by_peers is None and outcome(s) == passed:
             g.judged_passed += 1        # _judge_figure's commonest case
@@ -379,6 +378,10 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
     if not failed_figure:
         # a sanity failure, a crash, an abort: no figure to name
         g.failures.append(_case_failure(case))
+
+
+def _as_recorded(s):
+    return s
 
 
 def _judge_figure(g, case, s, by_peers, healths, why=None):
