@@ -262,10 +262,17 @@ def _named(display, filename):
     got = _DISPLAY.get((display, filename))
     if got is None:
         check = display.split(' ', 1)[0]
+        stem = _STEMS.get(filename)
+        if stem is None:
+            stem = _STEMS[filename] = \
+                os.path.splitext(os.path.basename(filename))[0]
         got = _DISPLAY[(display, filename)] = (
-            check, tuple(_PARAM.findall(display)),
-            os.path.splitext(os.path.basename(filename))[0] or check)
+            check, tuple(_PARAM.findall(display)) if '%' in display else (),
+            stem or check)
     return got
+
+
+_STEMS = {}         # file name: its stem
 
 
 _ATTRS = {}         # one tuple per distinct attribute set, shared
@@ -338,12 +345,15 @@ EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
 _EXTRA_TYPES = (dict, str, list)
 
 
+_EXTRA_FIELDS = tuple((name, f'hpcval_{name}') for name in EXTRAS)
+
+
 def _extras(value_of):
     """{name: value} of the EXTRAS that ``value_of('hpcval_<name>')``
     gives (a test case's ``get``, or getattr of a typed one)."""
     out = {}
-    for name in EXTRAS:
-        val = value_of(f'hpcval_{name}')
+    for name, key in _EXTRA_FIELDS:
+        val = value_of(key)
         if isinstance(val, _EXTRA_TYPES):
             out[name] = val
     return out
@@ -710,7 +720,14 @@ def _load(report_files, db, on_error, since, until, attrs):
                               f'{getattr(err, "strerror", None) or err}')
             continue
 
-        _read(text, path, col, label)
+        report = typed_sessions.decode(text, col.attrs)
+        if report is not None:
+            # the file's bytes are not needed beside what they decode to:
+            # a large report's peak memory less its size
+            del text
+            col.typed(report, path, label)
+        else:
+            _read(text, path, col, label)
 
     if db is not None:
         db = db or default_db()
