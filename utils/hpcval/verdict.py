@@ -219,10 +219,13 @@ def _skip_reason(case, fixtures):
     return case.reason or 'skipped (the report gives no reason)'
 
 
-def _provenance(group, case):
+def _provenance(group, case, last):
+    """Add ``case``'s provenance to ``group``'s; ``last``: {group name:
+    the provenance added last}, which a case like its neighbours skips."""
     prov = case.extras.get('provenance')
-    if not isinstance(prov, dict):
+    if not isinstance(prov, dict) or prov == last.get(group.name):
         return
+    last[group.name] = prov
     for key, val in prov.items():
         if isinstance(val, str) and val:
             seen = group.provenance.setdefault(key, [])
@@ -243,6 +246,7 @@ class _Groups(dict):
         super().__init__()
         self.sessions = {}      # group name: {session uuid}
         self.node_sets = {}     # group name: {node}: 100,000 nodes stay fast
+        self.provenance = {}    # group name: the provenance added last
 
     def of(self, case):
         key = (case.label or case.system, case.partition)
@@ -344,7 +348,7 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
     g.replays += case.replay
     label = node_label(case)
     groups.add_nodes(g, label)
-    _provenance(g, case)
+    _provenance(g, case, groups.provenance)
     # the node's inventory and health first (hpcval.health)
     for node, comp, text in healths.failures(case, label):
         g.failures.append(Failure(case.system, case.partition, node, comp,
