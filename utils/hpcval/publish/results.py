@@ -605,20 +605,15 @@ def _named_where(tc, where):
     return where
 
 
-def _read(text, source, col, label=''):
+def _read(text, source, col, label='', typed=True):
     """One report's test cases into ``col``: typed where the report is of
-    the usual shape (fast), else checked value by value."""
+    the usual shape (fast; ``typed``: not tried already), else checked
+    value by value."""
     report = typed_sessions.decode(text, col.attrs) \
-        if isinstance(text, (str, bytes)) else None
+        if typed and isinstance(text, (str, bytes)) else None
     if report is not None:
         col.typed(report, source, label)
         return
-    if isinstance(text, bytes):
-        try:
-            text = text.decode('utf-8')
-        except UnicodeDecodeError as err:
-            col.problem(source, f'cannot read: {err}')
-            return
     report = _json(text, source, col)
     if report is not None:
         col.report(report, source, label)
@@ -726,8 +721,13 @@ def _load(report_files, db, on_error, since, until, attrs):
             # a large report's peak memory less its size
             del text
             col.typed(report, path, label)
-        else:
-            _read(text, path, col, label)
+            continue
+        try:
+            text = text.decode('utf-8')
+        except UnicodeDecodeError as err:
+            col.problem(path, f'cannot read: {err}')
+            continue
+        _read(text, path, col, label, typed=False)
 
     if db is not None:
         db = db or default_db()
