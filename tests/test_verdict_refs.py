@@ -156,6 +156,19 @@ def test_unusable_references_exit_3_naming_the_file(tmp_path, capsys,
     assert status == verdict.EXIT_INPUT and 'none.yaml' in err
 
 
+def test_a_fifo_given_as_references_is_not_read(tmp_path, capsys):
+    """A FIFO would block the verdict for ever; it is named and refused,
+    given itself or as a file of a given folder."""
+    import os
+    fifo = tmp_path / 'local.yaml'
+    os.mkfifo(fifo)
+    for given in (fifo, tmp_path):
+        status, out, err = _run(capsys, H200 / 'reports' /
+                                'healthy01.json', '--references', given)
+        assert status == verdict.EXIT_INPUT and out == ''
+        assert f'{fifo}: not a reference file or folder' in err
+
+
 def test_lineage_reads_base_classes_without_importing():
     assert verdict_refs.lineage('OsuCudaCheck')[:2] == \
         ('OsuCudaCheck', 'OsuBenchmark')

@@ -24,6 +24,7 @@ import functools
 import glob
 import math
 import os
+import stat
 from dataclasses import dataclass
 
 import msgspec
@@ -70,7 +71,9 @@ def load(given=()):
                 for d in dirs for name in references._yaml_names(d)}
         out, files = {}, {}
         for path in given:
-            if os.path.isdir(path):
+            if _kind(path) == 'folder':
+                for name in references._yaml_names(path):
+                    _kind(os.path.join(path, name), folder=False)
                 for system, refs in references.load_dir(path).items():
                     out[system] = refs
                     files[system] = os.path.join(path, f'{system}.yaml')
@@ -80,6 +83,21 @@ def load(given=()):
         return out, files
     except references.ReferenceFileError as err:
         raise Unusable(str(err)) from None
+
+
+def _kind(path, folder=True):
+    """'folder' or 'file'; Unusable for anything else (a FIFO would block
+    the verdict, a device never end)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as err:
+        raise Unusable(f'{path}: cannot read: {err.strerror}') from None
+    if folder and stat.S_ISDIR(mode):
+        return 'folder'
+    if stat.S_ISREG(mode):
+        return 'file'
+    raise Unusable(f'{path}: not a reference file or folder (a FIFO, '
+                   f'device or socket): not read')
 
 
 def where_keys(by_system):
