@@ -55,3 +55,53 @@ def test_reframe_under_hpcvals_configuration_refuses_it_too():
         inputs.check_command_line(options)
     options.checkpath = [str(CHECKS)]
     inputs.check_command_line(options)
+
+
+# -- the verdict of a report that says it ran a narrowed acceptance ----------
+
+HEALTH = ROOT / 'tests' / 'fixtures' / 'captured' / 'h100_health' / 'reports'
+
+
+def _verdict_of(tmp_path, capsys, cmdline):
+    """hpcval verdict of a real passing one-GPU run (its own references)
+    whose report records ``cmdline``."""
+    import json
+    from hpcval import cli
+    report = json.loads((HEALTH / 'sampler_on_off' / 'bs_on_1.json')
+                        .read_text())
+    report['session_info']['cmdline'] = cmdline
+    path = tmp_path / 'report.json'
+    path.write_text(json.dumps(report))
+    status = cli.main(['verdict', str(path), '--references',
+                       str(HEALTH / 'local.yaml')])
+    return status, capsys.readouterr().out
+
+
+@pytest.mark.parametrize('cmdline, words', [
+    ('reframe -c checks/ --mode acceptance -r -n LikwidBenchCheck',
+     '--mode acceptance narrowed (-n LikwidBenchCheck): not the acceptance '
+     'suite'),
+    ('reframe -c checks/babelstream.py --mode=screen -r',
+     '--mode screen narrowed (-c checks/babelstream.py leaves out '
+     'comm_scope.py, '),
+    ('reframe --mode acceptance -S LikwidBenchCheck.working_set=16kB -r',
+     'narrowed (-S LikwidBenchCheck.working_set=16kB)'),
+    ('reframe --mode acceptance --skip-performance-check -r',
+     'narrowed (--skip-performance-check)'),
+])
+def test_a_narrowed_acceptance_in_a_report_is_not_validated(
+        tmp_path, capsys, cmdline, words):
+    status, out = _verdict_of(tmp_path, capsys, cmdline)
+    assert status == 2 and out.startswith('hpcval verdict: INCOMPLETE')
+    assert words in out
+
+
+@pytest.mark.parametrize('cmdline', [
+    'reframe -c checks/ --mode acceptance -r -S src_mirror=/srv/m',
+    'reframe -c checks/ --mode quick -r -n LikwidBenchCheck',
+    'reframe -c checks/ -r -n LikwidBenchCheck',
+    42,
+])
+def test_the_whole_suite_or_another_mode_passes(tmp_path, capsys, cmdline):
+    status, out = _verdict_of(tmp_path, capsys, cmdline)
+    assert status == 0, out

@@ -307,6 +307,11 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
 
     ordered = [groups[k] for k in sorted(groups)]
     incomplete = _incomplete(ordered, allow_unjudged)
+    commands = getattr(loaded, 'commands', None) or {}
+    if any('--mode' in c for c in commands.values()):
+        # an acceptance or screen narrowed is not that suite
+        from hpcval import verdict_modes
+        incomplete += verdict_modes.not_the_suite(groups.sessions, commands)
     problems = [str(p) for p in loaded.problems]
     distributed = any('%.nid=' in c.test for c in loaded.cases)
     return Verdict(_status(ordered, incomplete, problems, strict), ordered,

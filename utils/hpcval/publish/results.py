@@ -148,6 +148,8 @@ class Loaded:
     conflicts: list = field(default_factory=list)  # Conflict
     # {id(case): [its samples]} of ``cases`` as loaded
     by_case: dict = field(default_factory=dict)
+    # {session uuid: ReFrame's command line, '' unknown}
+    commands: dict = field(default_factory=dict)
 
 
 _RESULTS = {'success': 'pass', 'failure': 'fail', 'skipped': 'skip',
@@ -474,7 +476,13 @@ def _session(info):
     return {'uuid': _field(info, 'uuid', str, where) or '',
             'hostname': _field(info, 'hostname', str, where) or '',
             'version': _field(info, 'version', str, where) or '',
-            'time': _time(info, 'time_start_unix', where)}
+            'time': _time(info, 'time_start_unix', where),
+            'cmdline': _command(info.get('cmdline'))}
+
+
+def _command(value):
+    # only shown and read for its mode: anything but text is no command
+    return value if isinstance(value, str) else ''
 
 
 class _Collector:
@@ -503,6 +511,7 @@ class _Collector:
             return
 
         self.loaded.sources.append(source)
+        self.loaded.commands[session['uuid']] = session['cmdline']
         for r, run in enumerate(report['runs']):
             tcs = run.get('testcases') if isinstance(run, dict) else None
             if not isinstance(tcs, list):
@@ -551,8 +560,10 @@ class _Collector:
         info = report.session_info
         session = {'uuid': info.uuid or '', 'hostname': info.hostname or '',
                    'version': info.version or '',
-                   'time': info.time_start_unix}
+                   'time': info.time_start_unix,
+                   'cmdline': _command(info.cmdline)}
         self.loaded.sources.append(source)
+        self.loaded.commands[session['uuid']] = session['cmdline']
         for r, run in enumerate(report.runs):
             for tc in run.testcases:
                 case = _typed_case(tc, source, session, label,

@@ -76,6 +76,7 @@ class SessionInfo(Struct):
     hostname: Optional[str] = None
     version: Optional[str] = None
     time_start_unix: Optional[_UnixTime] = None
+    cmdline: Any = None
 
 
 class Report(Struct):
