@@ -115,8 +115,7 @@ def narrowed_checks(mode, checkpaths):
     from hpcval import inputs
     if mode not in inputs.FIXED_MODES or not checkpaths:
         return ''
-    suite = _check_files(paths.check_search_path(
-        os.path.join(paths.repo_root(), 'checks')))
+    suite = suite_check_files()
     missing = sorted(suite - _check_files(checkpaths))
     if not missing:
         return ''
@@ -126,6 +125,13 @@ def narrowed_checks(mode, checkpaths):
             f'selection is not the {mode} suite; run without -c (the '
             f'suite\'s check search path), or without --mode {mode} to '
             f'test a part')
+
+
+def suite_check_files():
+    """The real paths of the suite's check files (ReFrame's check search
+    path: hpcval.reference_service.checks_dirs)."""
+    from hpcval import reference_service
+    return _check_files(reference_service.checks_dirs())
 
 
 def _check_files(checkpaths):

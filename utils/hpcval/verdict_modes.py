@@ -61,10 +61,8 @@ def narrowing(cmdline, suite_checks):
 def suite_checks():
     """The file names of the suite's check files (the check search path:
     built-in checks/ less what a site replaces, and the site's)."""
-    from hpcval import paths
-    found = preflight._check_files(paths.check_search_path(
-        os.path.join(paths.repo_root(), 'checks')))
-    return sorted({os.path.basename(f) for f in found})
+    return sorted({os.path.basename(f)
+                   for f in preflight.suite_check_files()})
 
 
 def not_the_suite(sessions_of, commands):
