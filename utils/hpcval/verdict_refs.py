@@ -101,9 +101,10 @@ def _kind(path, folder=True):
 
 
 def where_keys(by_system):
-    """The test attributes the references' ``where`` match on."""
+    """The test attributes the references' ``where`` match on (a name
+    starting with _ is no attribute a report records)."""
     return sorted({k for refs in by_system.values() for r in refs
-                   for k in r.where})
+                   for k in r.where if not k.startswith('_')})
 
 
 @functools.lru_cache(maxsize=None)

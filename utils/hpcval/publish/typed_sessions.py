@@ -95,7 +95,8 @@ def _decoder(attrs):
         return _DECODER
     case = msgspec.defstruct(
         'TestCase', [(a, Any, None) for a in attrs
-                     if a not in TestCase.__struct_fields__],
+                     if a not in TestCase.__struct_fields__ and
+                     not a.startswith('_')],
         bases=(TestCase,))
     run = msgspec.defstruct('Run', [('testcases', list[case])])
     report = msgspec.defstruct('Report', [('session_info', SessionInfo),
