@@ -173,3 +173,22 @@ def test_lineage_reads_base_classes_without_importing():
     assert verdict_refs.lineage('OsuCudaCheck')[:2] == \
         ('OsuCudaCheck', 'OsuBenchmark')
     assert verdict_refs.lineage('NoSuchCheck') == ('NoSuchCheck',)
+
+
+def test_a_site_others_can_write_judges_nothing(tmp_path, capsys,
+                                                monkeypatch):
+    """The site layer is trusted as code is (docs/security.md): a site
+    references/ writable by others is refused in one line, exit 3."""
+    refs = tmp_path / 'site' / 'references'
+    refs.mkdir(parents=True)
+    (refs / 'local.yaml').write_text((H200 / 'local.yaml').read_text())
+    refs.chmod(0o777)
+    monkeypatch.setenv('HPCVAL_SITE', str(tmp_path / 'site'))
+    status, out, err = _run(capsys, H200 / 'reports' / 'healthy01.json')
+    assert status == verdict.EXIT_INPUT and out == ''
+    assert f'{refs} is writable by group or others (mode 0777)' in err
+    assert len(err.splitlines()) == 1
+    refs.chmod(0o755)
+    status, out, _ = _run(capsys, H200 / 'reports' / 'healthy01.json')
+    assert status == verdict.EXIT_INCOMPLETE
+    assert f"bounds: the references ({refs / 'local.yaml'}); 0 differ" in out
