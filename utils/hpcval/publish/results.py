@@ -565,7 +565,11 @@ class _Collector:
         self.loaded.sources.append(source)
         self.loaded.commands[session['uuid']] = session['cmdline']
         for r, run in enumerate(report.runs):
-            for tc in run.testcases:
+            cases = run.testcases
+            for i, tc in enumerate(cases):
+                # each record freed once read: the memory of a large
+                # report's records is reused for its cases and samples
+                cases[i] = None
                 case = _typed_case(tc, source, session, label,
                                    self.attrs)
                 if case.fixture:
