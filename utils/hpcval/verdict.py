@@ -373,7 +373,7 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
     outcome, passed = judgement.outcome, judgement.PASS
     for s in samples:
         why = None
-        decided = judged(s)
+        decided = judged(s, case)
         if decided is not s:
             s, cross, why = decided
             if cross is not None:
@@ -395,7 +395,7 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
         g.failures.append(_case_failure(case))
 
 
-def _as_recorded(s):
+def _as_recorded(s, case):
     return s
 
 

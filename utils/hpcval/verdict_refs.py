@@ -156,55 +156,43 @@ class Bounds:
     def __init__(self, by_system, files):
         self.by_system = by_system
         self.files = files
-        self._entries = {}      # case key: {metric: Reference}
-        # {(id(entries), system): {(metric, unit, report band): decision}}
-        self._decided = {}
+        self._entries = {}      # case key: _CaseJudge
 
     def _refs_of(self, case):
-        key = (case.system, case.partition, case.check, case.params,
-               case.fields, case.attrs)
-        got = self._entries.get(key)
-        if got is None:
-            values = {**dict(case.params), **dict(case.fields),
-                      **dict(case.attrs)}
-            names = lineage(case.check)
-            got = {}
-            for ref in self.by_system.get(case.system, ()):
-                if ref.check in names and \
-                        ref.partition in ('*', case.partition) and \
-                        all(k in values and str(values[k]) == str(v)
-                            for k, v in ref.where.items()):
-                    got[ref.metric] = ref       # the last entry wins
-            self._entries[key] = got
+        """{metric: Reference} of the entries that apply to ``case``."""
+        values = {**dict(case.params), **dict(case.fields),
+                  **dict(case.attrs)}
+        names = lineage(case.check)
+        got = {}
+        for ref in self.by_system.get(case.system, ()):
+            if ref.check in names and \
+                    ref.partition in ('*', case.partition) and \
+                    all(k in values and str(values[k]) == str(v)
+                        for k, v in ref.where.items()):
+                got[ref.metric] = ref       # the last entry wins
         return got
 
     def judged(self, case, s):
         """``s`` where the report's bound agrees with the references';
         else (the sample to judge, a Cross or None, why it is unjudged or
         None) for the figure ``s`` of ``case``."""
-        return self.of_case(case)(s)
+        return self.of_case(case)(s, case)
 
     def of_case(self, case):
-        """judged(case, s) as a function of ``s`` alone: a case's entries
-        are found once, and each figure's bound decided once per band."""
-        refs, system = self._refs_of(case), case.system
-        # by id: each entries dict lives in self._entries as long as self
-        decided = self._decided.setdefault((id(refs), system), {})
+        """judged(case, s) as ``of_case(case)(s, case)``: one per distinct
+        test (class, partition, parameters, attributes), its entries
+        found once and each figure's bound decided once per band."""
+        key = (case.system, case.partition, case.check, case.params,
+               case.fields, case.attrs)
+        judge = self._entries.get(key)
+        if judge is None:
+            judge = self._entries[key] = _CaseJudge(
+                self, self._refs_of(case), case.system)
+        return judge
 
-        def judged(s):
-            key = (s.metric, s.unit, s.reference, s.lower, s.upper)
-            decision = decided.get(key)
-            if decision is None:
-                metric = s.metric
-                decision = decided[key] = self._decide(system, refs.get(
-                    metric.partition('@')[0] if '@' in metric else metric),
-                    s)
-            if decision[0] is REPORT:
-                return s
-            return self._apply(case, s, decision)
-        return judged
-
-    def _apply(self, case, s, decision):
+    def apply(self, case, s, decision):
+        """(the sample to judge, its Cross, why unjudged) of a figure whose
+        report bound is not the references' (``decision``: _decide's)."""
         band, bound, source, why, report = decision
         if band is None:
             if not report:      # neither judges: as recorded
@@ -255,3 +243,25 @@ class Bounds:
             return REPORT, '', '', None, report
         return ((value, ref.lower, ref.upper), band.bound_text(), source,
                 None, report)
+
+
+class _CaseJudge:
+    """Bounds.judged for the test cases of one test."""
+    __slots__ = ('bounds', 'refs', 'system', 'decided')
+
+    def __init__(self, bounds, refs, system):
+        self.bounds, self.refs, self.system = bounds, refs, system
+        self.decided = {}       # (metric, unit, report band): decision
+
+    def __call__(self, s, case):
+        key = (s.metric, s.unit, s.reference, s.lower, s.upper)
+        decision = self.decided.get(key)
+        if decision is None:
+            metric = s.metric
+            decision = self.decided[key] = self.bounds._decide(
+                self.system, self.refs.get(
+                    metric.partition('@')[0] if '@' in metric else metric),
+                s)
+        if decision[0] is REPORT:
+            return s
+        return self.bounds.apply(case, s, decision)
