@@ -29,11 +29,13 @@ fi
 # (the minicluster and its accounting), Chromium (the report's HTML page rendered headless to an
 # image), texlive-latex-base (pdflatex compiles the report's LaTeX),
 # poppler-utils (its PDF looked at page by page: pdftoppm, pdfimages,
-# pdftotext) and victoria-metrics (perflogs sent to a time-series database).
+# pdftotext), victoria-metrics (perflogs sent to a time-series database),
+# and podman, runc and debootstrap (a check run from an image built below).
 packages=(likwid)
 if [ "${1:-}" = --tests ]; then
     packages+=(lmod slurm-wlm munge slurmdbd mariadb-server chromium
-               texlive-latex-base poppler-utils victoria-metrics)
+               texlive-latex-base poppler-utils victoria-metrics
+               podman runc debootstrap)
 fi
 missing=()
 for pkg in "${packages[@]}"; do
@@ -50,6 +52,27 @@ if [ "${#missing[@]}" -gt 0 ]; then
     else
         echo "bootstrap: not root or no apt-get: ${missing[*]} not installed; checks and tests that need them will be skipped" >&2
     fi
+fi
+
+# With --tests: the image tests/test_containers.py runs likwid-bench from,
+# a minimal Debian bookworm root with Debian's likwid and the OpenMP
+# runtime of the suite's own CPU builds (libgomp1), imported into Podman's
+# store; built once, kept while it exists.
+image=localhost/hpcval-bench:bookworm
+if [ "${1:-}" = --tests ] && [ "$(id -u)" = 0 ] &&
+        command -v podman >/dev/null && command -v debootstrap >/dev/null &&
+        ! podman image exists "$image" 2>/dev/null; then
+    rootfs=$(mktemp -d "${TMPDIR:-/tmp}/hpcval-image.XXXXXX")
+    if debootstrap --variant=minbase --include=likwid,libgomp1 bookworm "$rootfs" \
+            http://deb.debian.org/debian >/dev/null 2>&1 &&
+        tar -C "$rootfs" -c . | podman import --quiet \
+            --change 'LABEL org.opencontainers.image.title=hpcval-bench' \
+            - "$image" >/dev/null; then
+        echo "bootstrap: built $image"
+    else
+        echo "bootstrap: could not build $image; tests/test_containers.py's runs will be skipped" >&2
+    fi
+    rm -rf --one-file-system -- "$rootfs"
 fi
 
 marker='# hpcval: ReFrame configuration'

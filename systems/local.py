@@ -11,6 +11,8 @@ runs only when ``local`` is the system ReFrame uses (hpcval.selection): NVIDIA o
 ``nvidia-smi``, AMD ones through ``rocminfo``.  With GPUs found, the
 partition gains the GPU features and, where ``nvcc`` is on PATH, a ``cuda``
 environment, so the same ``--system local`` validates a single GPU node.
+Images (``-S image=REF``) run through Podman, with the OCI runtime and
+limits this host allows (``host_podman_options``), or Apptainer.
 """
 import collections
 import glob
@@ -21,6 +23,7 @@ import subprocess
 from reframe.utility.cpuinfo import cpuinfo
 
 from hpcval import features as ft
+from hpcval.benchmarks.container import host_podman_options
 
 
 def _query(cmd):
@@ -133,6 +136,11 @@ system = {
             'devices': [],
             # benchmarks must not share the machine with each other
             'max_jobs': 1,
+            # -S image=REF runs the benchmark from an image (docs/containers.md)
+            'container_platforms': [{'type': 'Podman', 'default': True},
+                                    {'type': 'Apptainer'}],
+            # filled in by detect(): this host's runtime and limits
+            'extras': {'container_options': {}},
         }
     ]
 }
@@ -147,6 +155,7 @@ def detect(system):
     part['devices'] = devices
     part['features'] = [*part['features'], *features]
     part['environs'] = [*part['environs'], *envs]
+    part['extras'] = {'container_options': {'Podman': host_podman_options()}}
 
 
 environments = [

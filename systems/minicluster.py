@@ -21,6 +21,7 @@ they launch there cannot be the benchmark, and they fail sanity.
 """
 
 from hpcval import features as ft
+from hpcval.benchmarks.container import host_podman_options
 from hpcval.inputs import environment
 from hpcval import minicluster_shape as minicluster
 from hpcval.sitesystem import mpi
@@ -66,6 +67,10 @@ def _partition(name, descr, features, environs, devices=()):
                                     minicluster.SOCKETS),
         },
         'devices': list(devices),
+        # -S image=REF: Podman on the nodes, which are this host, with its
+        # runtime and limits (detect(); docs/containers.md)
+        'container_platforms': [{'type': 'Podman', 'default': True}],
+        'extras': {'container_options': {}},
         # a stuck job must not hold the suite: Slurm ends it
         'time_limit': '10m',
         # the nodes share this host's cores: one benchmark at a time
@@ -94,6 +99,14 @@ system = {
     'modules_system': 'nomod',
     'partitions': _partitions,
 }
+
+
+def detect(system):
+    """This host's Podman runtime and limits, for the nodes it runs."""
+    for part in system['partitions']:
+        part['extras'] = {'container_options':
+                          {'Podman': host_podman_options()}}
+
 
 # local's toolchains (this host's), for this system's partitions
 _TARGETS = {'gnu': ['minicluster'], 'cuda': ['minicluster:gpu-launch']}

@@ -3,12 +3,14 @@ minicluster; the peer rule's own figures; a 1,000-node verdict's time.
 
     .venv/bin/python tests/bench_screen.py screen [--nodes 16] [--healthy 5]
         [--planted 3] [--fault cpu|memory] [--slow 0.2] [--peer-factor F]
+        [--repeats 3]
     .venv/bin/python tests/bench_screen.py rule [--draws 200000]
     .venv/bin/python tests/bench_screen.py verdict REPORT [--nodes 1000]
 
 ``screen`` starts a minicluster of ``--nodes`` nodes (as root) and runs
 ``LikwidBenchCheck%kernel=peakflops --distribute=all --exec-policy=serial``
-(each node's job has the host to itself) ``--healthy`` times, then
+with ``-S LikwidBenchCheck.repeats=3`` (``--repeats``: the figure of
+``--mode screen``, the best of three runs) ``--healthy`` times, then
 ``--planted`` times with n3 ``--slow`` slower: a CPU quota of (1 - slow)
 of its CPUs every 10 ms (``--fault cpu``), or a competing memory stream of
 ``--stream-mib`` MiB buffers (``--fault memory``, the kernel then
@@ -54,6 +56,7 @@ def one_screen(cluster, folder, args, planted):
     _, report = reframe('-r', '--system', 'minicluster', '--distribute=all',
                         '--exec-policy=serial',
                         '-n', f'LikwidBenchCheck%kernel={kernel}',
+                        '-S', f'LikwidBenchCheck.repeats={args.repeats}',
                         tmp_path=folder, checks=('checks/likwid_bench.py',),
                         env=cluster.env())
     wall = time.monotonic() - start
@@ -189,6 +192,8 @@ def main():
     s.add_argument('--slow', type=float, default=0.2)
     s.add_argument('--stream-mib', type=int, default=256)
     s.add_argument('--peer-factor', type=float, default=None)
+    # the figure --mode screen makes: the best of three runs per node
+    s.add_argument('--repeats', type=int, default=3)
     s.add_argument('--keep', help='copy each screen\'s report here')
     r = sub.add_parser('rule')
     r.add_argument('--draws', type=int, default=200000)

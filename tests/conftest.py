@@ -99,6 +99,30 @@ def faults(minicluster):
 
 
 @pytest.fixture(scope='session')
+def waiting_cluster(tmp_path_factory):
+    """A second two-node cluster for the tests that mostly wait on Slurm
+    (time limits, controller outages, hung and cancelled jobs): they run
+    on another pytest-xdist worker than the session's cluster, beside its
+    screens.  Its nodes are not dedicated, so its jobs never take the
+    host's CPUs from a screen that measures."""
+    require_minicluster()
+    cluster = MiniCluster(tmp_path_factory.mktemp('mcw'), dedicated=False)
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def waits(waiting_cluster):
+    """The waiting cluster without planted faults before and after."""
+    if not waiting_cluster.running():
+        waiting_cluster.start()
+    waiting_cluster.clear_faults()
+    yield waiting_cluster
+    waiting_cluster.clear_faults()
+
+
+@pytest.fixture(scope='session')
 def local_run(tmp_path_factory):
     """``reframe -r --system local``, the README's first command, once."""
     tmp = tmp_path_factory.mktemp('local')
@@ -303,10 +327,13 @@ def pytest_collection_modifyitems(config, items):
         keys = [_shared(item, name, scope)
                 for name, (scope, ks, ours) in fixtures.items()
                 if (ks or (slow and ours)) and scope != 'function']
-        if 'minicluster' in kinds:
-            # every Slurm cluster on one worker, one at a time and never
-            # beside the session's local run: a screen's CPU-quota node must
-            # stand out from its peers (two screens at once failed that)
+        if 'waiting_cluster' in fixtures:
+            # tests that wait on Slurm: their own cluster and worker
+            keys.append(('session', 'waiting_cluster'))
+        elif 'minicluster' in kinds:
+            # every measuring Slurm cluster on one worker, one at a time and
+            # never beside the session's local run: a screen's slowed node
+            # must stand out from its peers (two screens at once failed that)
             keys.append(('session', 'minicluster'))
         for key in keys[1:]:
             parent[root(key)] = root(keys[0])

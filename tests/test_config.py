@@ -35,7 +35,7 @@ def test_local_job_scripts(dry_run):
         assert line.startswith('likwid-bench -t '), line
         if 'peakflops' in line:
             # inside L1, a fixed iteration count: a second, not seven
-            assert line.endswith(' -W N:32kB:2 -i 20000'), line
+            assert line.endswith(' -W N:32kB:2 -i 400000'), line
         else:
             assert ' -W N:2GB:' in line and ' -i ' not in line, line
 

@@ -243,30 +243,30 @@ def test_distribute_names_the_failing_node_and_rank_failure(faults, tmp_path):
         job_file(tc, 'job_stderr').read_text()
 
 
-def test_time_limit_and_node_down_while_waiting(faults, tmp_path):
+def test_time_limit_and_node_down_while_waiting(waits, tmp_path):
     """n1's Python hangs: a one-node ping-pong pinned there runs into its
     1-minute limit (Slurm's shortest) and Slurm kills it.  Meanwhile a
     ping-pong across n1 and n2 waits for n1; n2 is taken down, and
     ReFrame cancels the waiting job and fails it with Slurm's reason."""
-    hanging_python(faults, 'n1')
+    hanging_python(waits, 'n1')
     with concurrent.futures.ThreadPoolExecutor() as pool:
-        slow = pool.submit(run_on, faults, tmp_path / 'limit', '-n',
+        slow = pool.submit(run_on, waits, tmp_path / 'limit', '-n',
                            select(PINGPONG_ON_NODE), '-J', 'nodelist=n1',
                            '-S', 'time_limit=1m', *QUICK)
         wait_until('the job pinned to n1 to run',
-                   lambda: job_in_state(faults, 'Mpi4pyPingPongCheck',
+                   lambda: job_in_state(waits, 'Mpi4pyPingPongCheck',
                                         'RUNNING'))
-        waiting = pool.submit(run_on, faults, tmp_path / 'down', '-n',
+        waiting = pool.submit(run_on, waits, tmp_path / 'down', '-n',
                               select(PINGPONG_ACROSS), *QUICK)
         wait_until('the job across nodes to wait',
-                   lambda: job_in_state(faults, 'Mpi4pyPingPongCheck',
+                   lambda: job_in_state(waits, 'Mpi4pyPingPongCheck',
                                         'PENDING'))
-        faults.run('scontrol', 'update', 'nodename=n2', 'state=down',
+        waits.run('scontrol', 'update', 'nodename=n2', 'state=down',
                    'reason=test')
         try:
             _, down_report = waiting.result(timeout=120)
         finally:
-            wait_until('n2 to resume', lambda: resumed(faults, 'n2'))
+            wait_until('n2 to resume', lambda: resumed(waits, 'n2'))
 
         _, limit_report = slow.result(timeout=180)
 
@@ -279,27 +279,27 @@ def test_time_limit_and_node_down_while_waiting(faults, tmp_path):
 
     tc = only(limit_report, PINGPONG_ON_NODE)
     assert tc['result'] == 'fail' and tc['fail_phase'] == 'sanity'
-    assert allocated(faults, tc) == 'n1'
+    assert allocated(waits, tc) == 'n1'
     # Slurm's account (sacct) first, then what the output lacks
     assert re.search(r'error: job \d+ on n1 TIMEOUT: killed at its time limit '
                      r'\(0:01:00\)[ ;]', tc['fail_reason']), tc['fail_reason']
     assert 'did not start' in tc['fail_reason']
     assert 'DUE TO TIME LIMIT' in job_file(tc, 'job_stderr').read_text()
     wait_until('both nodes idle again', lambda: set(
-        faults.node_states().values()) == {'idle'})
+        waits.node_states().values()) == {'idle'})
 
 
-def test_scancel_is_named_as_such(faults, tmp_path):
+def test_scancel_is_named_as_such(waits, tmp_path):
     """A job cancelled while it runs fails as CANCELLED on its node, not
     as a benchmark that did not start."""
-    hanging_python(faults, 'n2')
+    hanging_python(waits, 'n2')
     with concurrent.futures.ThreadPoolExecutor() as pool:
-        run = pool.submit(run_on, faults, tmp_path, '-n',
+        run = pool.submit(run_on, waits, tmp_path, '-n',
                           select(PINGPONG_ON_NODE), '-J', 'nodelist=n2',
                           *QUICK)
         [job] = wait_until('the job on n2 to run', lambda: job_in_state(
-            faults, 'Mpi4pyPingPongCheck', 'RUNNING'))
-        faults.run('scancel', '-n', job[0])
+            waits, 'Mpi4pyPingPongCheck', 'RUNNING'))
+        waits.run('scancel', '-n', job[0])
         _, report = run.result(timeout=120)
 
     tc = only(report, PINGPONG_ON_NODE)
@@ -319,17 +319,17 @@ def test_a_time_limit_below_slurms_minimum_is_refused(minicluster, tmp_path):
         "minute" in tc['fail_reason']
 
 
-def test_a_45_s_controller_outage(faults, tmp_path):
+def test_a_45_s_controller_outage(waits, tmp_path):
     """slurmctld stops answering for 45 s (SIGSTOP) as soon as a job runs
     on n1: ReFrame keeps asking sacct (slurmdbd stays up) and the run ends
     with a clear result, and nothing is left in the queue or on the node."""
     import signal
-    slow_start = faults.faults / 'slow-start'
+    slow_start = waits.faults / 'slow-start'
     slow_start.mkdir(exist_ok=True)
     (slow_start / 'sitecustomize.py').write_text(
         'import time\ntime.sleep(10)\n')
-    faults.inject_fault('n1', f'export PYTHONPATH={slow_start}')
-    ctld = faults.running()['slurmctld']
+    waits.inject_fault('n1', f'export PYTHONPATH={slow_start}')
+    ctld = waits.running()['slurmctld']
     with concurrent.futures.ThreadPoolExecutor() as pool:
         # the ping-pong's ranks are Python started by srun: the outage
         # meets both the job and its step
@@ -338,9 +338,9 @@ def test_a_45_s_controller_outage(faults, tmp_path):
                           '-S', 'Mpi4pyPingPongCheck.max_size=65536',
                           '-J', 'nodelist=n1', tmp_path=tmp_path,
                           checks=('checks/mpi4py_pingpong.py',),
-                          env=faults.env())
+                          env=waits.env())
         wait_until('the job on n1 to run', lambda: job_in_state(
-            faults, 'Mpi4pyPingPongCheck', 'RUNNING'))
+            waits, 'Mpi4pyPingPongCheck', 'RUNNING'))
         os.kill(ctld, signal.SIGSTOP)
         try:
             time.sleep(45)
@@ -357,9 +357,9 @@ def test_a_45_s_controller_outage(faults, tmp_path):
         assert re.search(r'job \d+ on n1 FAILED: ended with a non-zero exit '
                          r'code \(srun: error: ', tc['fail_reason']), \
             tc['fail_reason']
-    wait_until('an empty queue', lambda: not faults.run(
+    wait_until('an empty queue', lambda: not waits.run(
         'squeue', '-h', '-t', 'PD,R,CG').stdout.strip())
-    assert job_processes(faults.conf) == []
+    assert job_processes(waits.conf) == []
 
 
 # -- last: nothing left behind ------------------------------------------------

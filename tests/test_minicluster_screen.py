@@ -31,20 +31,27 @@ PEAKFLOPS = 'LikwidBenchCheck%kernel=peakflops'
 SCREEN = ('--distribute=all', '-n', PEAKFLOPS)
 LIKWID = ('checks/likwid_bench.py',)
 NO_LIKWID = 'export PATH=/nonexistent'
-# tight enough to show through a loaded 2-core host (where every healthy
-# node gets well under one core), still a quota: the node runs, slowly
+# a quota of 5 % of one CPU: a node that runs, slowly
 SLOW_PERCENT = 5
-# 64 nodes' jobs share the host's two cores with each other and with
-# whatever else runs (another pytest-xdist worker): the slowed node gets a
-# quota its peers stay well above however busy the host is (it must run at
-# under a quarter of their median to fail: screen.PEER_FACTOR)
-SLOW_PERCENT_64 = 2
+# Tests of blame, coverage and next steps judge peers at x4 (LOOSE): the
+# minicluster's nodes share one busy 2-core VM, where a healthy node's
+# figure dipped to 0.85x its peers' median while other tests started
+# processes beside it (its cores are not its own as a real node's are).
+# What the default rule finds is measured by tests/bench_screen.py on 16
+# and 64 nodes (docs/screening.md), not asserted on a shared host.
+LOOSE = ('--peer-factor', '4')
+# the 64-node screen (one run per node, not the screen mode's best of
+# three): single runs of healthy nodes dipped to 0.65x on this host; n7 at
+# a quarter of its CPUs against a bound of x2 has room on both sides
+SLOW_FRACTION_64 = 0.75
+CI_HOST_64 = ('--peer-factor', '2')
 
 
-def verdict(report_path):
+def verdict(report_path, *args):
     proc = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict', '--format',
-                           'json', str(report_path)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
+                           'json', *args, str(report_path)],
+                          capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
     return proc.returncode, json.loads(proc.stdout), proc
 
 
@@ -67,14 +74,14 @@ def cluster64(tmp_path_factory):
 
 
 def test_64_node_screen_names_exactly_the_two_bad_nodes(cluster64, tmp_path):
-    """n7 slowed by a CPU quota, n42 broken: the verdict names those two
+    """n7 at a quarter of its CPUs, n42 broken: the verdict names those two
     and no other, covers 64 of 64 nodes and exits 1."""
-    cluster64.slow_node('n7', SLOW_PERCENT_64)
+    cluster64.slow_node_by('n7', SLOW_FRACTION_64)
     cluster64.inject_fault('n42', NO_LIKWID)
     report, wall = screen(cluster64, tmp_path)
     assert len(cases(report)) == 64
 
-    status, result, proc = verdict(tmp_path / 'report.json')
+    status, result, proc = verdict(tmp_path / 'report.json', *CI_HOST_64)
     assert status == 1, proc.stdout + proc.stderr
     assert sorted(result['failures_by_node']) == ['n42', 'n7'], \
         json.dumps(result['failures_by_node'], indent=1)
@@ -87,7 +94,7 @@ def test_64_node_screen_names_exactly_the_two_bad_nodes(cluster64, tmp_path):
                for line in slow)
     assert any('printed no MFlops/s' in line
                for line in result['failures_by_node']['n42'])
-    text = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict',
+    text = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict', *CI_HOST_64,
                            str(tmp_path / 'report.json')],
                           capture_output=True, text=True).stdout
     assert '64 of 64 nodes tested' in text
@@ -106,7 +113,7 @@ def test_two_node_screen_names_the_slow_node(faults, tmp_path):
     its one peer; n1 passes; exit 1."""
     faults.slow_node('n2', SLOW_PERCENT)
     screen(faults, tmp_path)
-    status, result, proc = verdict(tmp_path / 'report.json')
+    status, result, proc = verdict(tmp_path / 'report.json', *LOOSE)
     assert status == 1, proc.stdout
     assert list(result['failures_by_node']) == ['n2'], proc.stdout
     [line] = result['failures_by_node']['n2'][:1]
@@ -129,7 +136,7 @@ def test_a_drained_node_leaves_the_screen_incomplete(faults, tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert [tc['display_name'][-2:] for tc in cases(report)] == ['n1']
 
-    status, result, out = verdict(tmp_path / 'report.json')
+    status, result, out = verdict(tmp_path / 'report.json', *LOOSE)
     assert status == 2, out.stdout
     [part] = result['partitions']
     assert part['coverage']['untested'] == {
@@ -182,7 +189,7 @@ def test_quick_suite_with_a_source_unreachable_is_incomplete(faults,
     assert {'BabelStreamCpuCheck', 'Mpi4pyPingPongCheck',
             'LikwidBenchCheck'} <= names, names
 
-    status, result, out = verdict(tmp_path / 'report.json')
+    status, result, out = verdict(tmp_path / 'report.json', *LOOSE)
     assert status == 2, out.stdout
     [part] = result['partitions']
     skipped = {s['test'].split()[0]: s['reason'] for s in part['skips']}
@@ -260,20 +267,20 @@ def running_job_on(cluster, node):
             if n == node]
 
 
-def test_a_hung_node_is_cut_off_drained_and_rescreened(faults, tmp_path):
+def test_a_hung_node_is_cut_off_drained_and_rescreened(waits, tmp_path):
     """likwid-bench hangs on n2: the screen's own one-minute limit ends
     its job (not the default 10 minutes), the verdict names n2 alone and
     prints a drain line that scontrol takes, and a re-screen of n2 alone
     once it is fixed, read with the first screen, exits 0."""
-    hanging_likwid(faults, 'n2')
+    hanging_likwid(waits, 'n2')
     first = tmp_path / 'first'
     first.mkdir()
-    _, wall = screen(faults, first)
+    _, wall = screen(waits, first)
     # ended by the screen's one-minute limit, not the default ten minutes
     # (the limit itself: --time and TIMEOUT below); not a bound on how fast
     # this host is
     assert wall < 600, wall
-    status, result, proc = verdict(first / 'report.json')
+    status, result, proc = verdict(first / 'report.json', *LOOSE)
     assert status == 1, proc.stdout
     assert list(result['failures_by_node']) == ['n2'], proc.stdout
     assert any('TIMEOUT: killed at its time limit (0:01:00)' in line
@@ -287,16 +294,16 @@ def test_a_hung_node_is_cut_off_drained_and_rescreened(faults, tmp_path):
     try:
         ran = subprocess.run(['bash', '-c', drain], capture_output=True,
                              text=True, timeout=30,
-                             env=dict(os.environ, **faults.env()))
+                             env=dict(os.environ, **waits.env()))
         assert ran.returncode == 0, ran.stderr
-        state, reason = faults.run('sinfo', '-h', '-n', 'n2', '-o',
+        state, reason = waits.run('sinfo', '-h', '-n', 'n2', '-o',
                                    '%T|%E').stdout.strip().split('|', 1)
         assert state.startswith('drain') and reason.startswith(
             'hpcval: LikwidBenchCheck'), (state, reason)
     finally:
-        faults.run('scontrol', 'update', 'nodename=n2', 'state=resume')
+        waits.run('scontrol', 'update', 'nodename=n2', 'state=resume')
 
-    faults.clear_faults()
+    waits.clear_faults()
     rescreen = result['next_steps']['rescreen'][0]
     words = shlex.split(rescreen)
     assert words[:2] == ['reframe', '-r'] and '-J' in words
@@ -307,29 +314,30 @@ def test_a_hung_node_is_cut_off_drained_and_rescreened(faults, tmp_path):
         again = tmp_path / f'again{attempt}'
         again.mkdir()
         proc, report = reframe(*args, tmp_path=again, checks=LIKWID,
-                               env=faults.env())
+                               env=waits.env())
         assert [tc['display_name'][-2:] for tc in cases(report)] == ['n2']
         [tc] = cases(report)
         if tc['result'] == 'success':
             break
     both = subprocess.run(
-        [str(VENV_BIN / 'hpcval'), 'verdict', str(first / 'report.json'),
+        [str(VENV_BIN / 'hpcval'), 'verdict', *LOOSE,
+         str(first / 'report.json'),
          str(again / 'report.json')], capture_output=True, text=True,
         cwd=ROOT, timeout=120)
     assert both.returncode == 0, both.stdout
 
 
-def test_an_operators_scancel_is_not_the_nodes_failure(faults, tmp_path):
+def test_an_operators_scancel_is_not_the_nodes_failure(waits, tmp_path):
     """An operator cancels n1's job while it runs: n1 is not tested (exit
     2, the cancel named), not failed."""
-    hanging_likwid(faults, 'n1')
+    hanging_likwid(waits, 'n1')
     with concurrent.futures.ThreadPoolExecutor() as pool:
-        run = pool.submit(screen, faults, tmp_path)
+        run = pool.submit(screen, waits, tmp_path)
         [job] = wait_until('the job on n1 to run',
-                           lambda: running_job_on(faults, 'n1'))
-        faults.run('scancel', job)
+                           lambda: running_job_on(waits, 'n1'))
+        waits.run('scancel', job)
         run.result(timeout=300)
-    status, result, proc = verdict(tmp_path / 'report.json')
+    status, result, proc = verdict(tmp_path / 'report.json', *LOOSE)
     assert status == 2, proc.stdout
     assert result['failures_by_node'] == {}, proc.stdout
     [part] = result['partitions']
@@ -337,7 +345,7 @@ def test_an_operators_scancel_is_not_the_nodes_failure(faults, tmp_path):
         'n1': 'not tested: cancelled (scancel, or an administrator)'}
 
 
-def test_a_controller_outage_between_jobs_fails_no_node(faults, tmp_path):
+def test_a_controller_outage_between_jobs_fails_no_node(waits, tmp_path):
     """slurmctld stops answering for 45 s (SIGSTOP) once the screen's
     first job has ended: the next job cannot be submitted; the verdict
     fails no node, names the outage and exits 2.  ReFrame may submit the
@@ -345,10 +353,10 @@ def test_a_controller_outage_between_jobs_fails_no_node(faults, tmp_path):
     no submission met the outage, and the screen is run again (at most
     three times)."""
     import datetime
-    ctld = faults.running()['slurmctld']
+    ctld = waits.running()['slurmctld']
 
     def jobs():
-        out = faults.run('sacct', '-X', '-n', '-P', '-o',
+        out = waits.run('sacct', '-X', '-n', '-P', '-o',
                          'JobID,State,Submit', '-S', 'now-1hour').stdout
         return [(int(j), state, datetime.datetime.fromisoformat(submit))
                 for j, state, submit in
@@ -364,7 +372,7 @@ def test_a_controller_outage_between_jobs_fails_no_node(faults, tmp_path):
                        for j, state, _ in jobs())
 
         with concurrent.futures.ThreadPoolExecutor() as pool:
-            run = pool.submit(screen, faults, folder, '--exec-policy=serial')
+            run = pool.submit(screen, waits, folder, '--exec-policy=serial')
             wait_until('the first job to end', ended, timeout=180)
             os.kill(ctld, signal.SIGSTOP)
             stopped = datetime.datetime.now()
@@ -376,7 +384,7 @@ def test_a_controller_outage_between_jobs_fails_no_node(faults, tmp_path):
         mine = sorted((j, submit) for j, _, submit in jobs() if j > before)
         slipped = len(mine) >= 2 and \
             mine[1][1] < stopped.replace(microsecond=0)
-        status, result, proc = verdict(folder / 'report.json')
+        status, result, proc = verdict(folder / 'report.json', *LOOSE)
         # sbatch may also wait out the stop and submit after it: then no
         # submission met the outage, and the screen passes as it should
         if not slipped and status != 0:
@@ -403,7 +411,7 @@ def test_a_two_node_job_names_both_nodes(faults, tmp_path):
         (tc['jobid'], tc['job_nodelist'], tc['fail_reason'],
          faults.run('sacct', '-P', '-j', tc['jobid'], '-o',
                     'JobID,State,NodeList,Submit').stdout)
-    status, result, out = verdict(tmp_path / 'report.json')
+    status, result, out = verdict(tmp_path / 'report.json', *LOOSE)
     assert status == 1
     assert [f['node'] for f in result['partitions'][0]['failures']] == \
         ['n1+n2'], out.stdout
@@ -418,7 +426,7 @@ def test_faults_of_a_set_size_meet_their_node_only(faults):
     """n2 20 % slow (a quota of 0.8 of its two CPUs, every 10 ms) with a
     64 MiB memory stream beside its tasks: a task on n2 runs in the
     quota's group and beside the stream, which ends with the task; a task
-    on n1 meets neither."""
+    on n1 meets neither, and runs in its own group of the top weight."""
     from hpcval.testing.minicluster import processes_naming
     faults.slow_node_by('n2', 0.2)
     faults.compete('n2', 'memory', 64)
@@ -448,21 +456,34 @@ def test_faults_of_a_set_size_meet_their_node_only(faults):
                      timeout=120).stdout
     assert f'/{faults.quota.base.name}/n2' not in out
     assert 'dd if=' not in out and out.strip().endswith('streams: 0'), out
+    # every node's tasks get the host's CPUs first, n1's without a quota
+    assert f'/{faults.quota.base.name}/n1\n' in out, out
+    name, weight = faults.quota.WEIGHT[faults.quota.version]
+    for group in (faults.quota.base, faults.quota.base / 'n1'):
+        assert (group / name).read_text().strip() == weight
+    assert faults.dedicated == {'n1': True, 'n2': True}
 
 
-def test_a_screen_figure_is_the_median_of_repeated_runs(faults, tmp_path):
-    """-S repeats=3: each node's job runs likwid-bench three times; the
-    figure is the median, its spread a declared diagnostic that neither
-    fails nor leaves the screen incomplete."""
+def test_a_screen_figure_is_the_best_of_repeated_runs(faults, tmp_path):
+    """-S repeats=3 (as --mode screen sets it): each node's job runs
+    likwid-bench three times; the figure is the best run, their spread a
+    declared diagnostic that neither fails nor leaves the screen
+    incomplete."""
+    import re
     _, _ = screen(faults, tmp_path, '-S', 'LikwidBenchCheck.repeats=3')
     report = json.loads((tmp_path / 'report.json').read_text())
     for tc in cases(report):
-        script = (pathlib.Path(tc['stagedir'] if tc['result'] == 'fail'
-                               else tc['outputdir']) / 'rfm_job.sh')
-        assert script.read_text().count('likwid-bench -t peakflops') == 3
-        names = {k.rsplit(':', 1)[-1] for k in tc['perfvalues']}
-        assert names == {'peakflops_rate', 'peakflops_rate_std'}, names
-    status, result, proc = verdict(tmp_path / 'report.json')
+        folder = pathlib.Path(tc['stagedir'] if tc['result'] == 'fail'
+                              else tc['outputdir'])
+        script = (folder / 'rfm_job.sh').read_text()
+        assert script.count('likwid-bench -t peakflops') == 3
+        names = {k.rsplit(':', 1)[-1]: v for k, v in tc['perfvalues'].items()}
+        assert set(names) == {'peakflops_rate', 'peakflops_rate_std'}, names
+        runs = [float(x) for x in re.findall(
+            r'^MFlops/s:\s+(\S+)', (folder / 'rfm_job.out').read_text(),
+            re.M)]
+        assert len(runs) == 3 and names['peakflops_rate'][0] == max(runs)
+    status, result, proc = verdict(tmp_path / 'report.json', *LOOSE)
     [part] = result['partitions']
     assert part['diagnostic'] == 2 and part['unjudged'] == [], proc.stdout
     assert part['peer_judged'] == 2, proc.stdout

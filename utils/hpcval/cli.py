@@ -524,7 +524,9 @@ def _main(argv):
     ver.add_argument('--peer-factor', type=_peer_factor,
                      default=screen.PEER_FACTOR,
                      help='in a node screen, a figure this many times worse '
-                          'than its peers\' median fails (default 4; '
+                          'than its peers\' median fails (default: its '
+                          'kind\'s floor, 5%% for rates and 20%% for '
+                          'times, widened by the peers\' spread; '
                           'docs/screening.md)')
     ver.add_argument('--per-node', action='store_true',
                      help='in a node screen, every node\'s figures beside '

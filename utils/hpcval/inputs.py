@@ -384,7 +384,7 @@ FIXED_MODES = ('acceptance', 'screen')
 #: come from, and how long a job may wait or run; not what is measured
 WHERE_FROM = frozenset({
     'src_mirror', 'prebuilt_dir', 'repo_url', 'submodules',
-    'submodule_root', 'stack_modules', 'spack_spec', 'cuda_arch',
+    'submodule_root', 'stack_modules', 'spack_spec', 'image', 'cuda_arch',
     'nccl_home', 'mpi_home', 'mpicc', 'mpicxx', 'python', 'hl_qual',
     'scratch_dir', 'time_limit', 'max_pending_time'})
 #: ReFrame's options that narrow the selection, by their ``options`` field

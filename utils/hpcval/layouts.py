@@ -46,7 +46,7 @@ _LAYOUT_KEYS = {'launcher_options', 'cpus_per_task', 'env_vars',
                 'one_visible_gpu'}
 _SETTINGS_KEYS = {'modules', 'launcher_options', 'env_vars'}
 _EXTRAS_KEYS = {'gpu_layouts', 'multinode_collectives', 'gpu_aware_mpi',
-                'scratch_dir'}
+                'scratch_dir', 'container_images', 'container_options'}
 
 
 class SystemConfigError(ValueError):
@@ -129,6 +129,9 @@ def validate_system(system, origin):
         for key in ('multinode_collectives', 'gpu_aware_mpi'):
             if key in extras:
                 _settings(f'{where}.{key}', extras[key], _SETTINGS_KEYS)
+
+        from hpcval.benchmarks.container import validate_extras
+        validate_extras(where, extras, SystemConfigError)
 
         scratch = extras.get('scratch_dir', '/')
         if not isinstance(scratch, str) or not scratch.startswith(('/', '$')):

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 
 from hpcval.units import better
 
-#: the verdict's floor as a factor while the minicluster's screen figure
-#: is the short peakflops run on a shared host (docs/screening.md)
-PEER_FACTOR = 4.0
+#: the verdict's floor as a factor on the peers' median; None: the figure
+#: kind's floor (PEER_RULES) with the spread term, the rule whose
+#: false-alarm rate and detection limit docs/screening.md gives
+PEER_FACTOR = None
 # a job cancelled because its node could not take it: the node was not
 # tested (ReFrame's words, then Slurm's)
 _UNAVAILABLE = re.compile(r'blocked due to reason: (ReqNodeNotAvail|Nodes '

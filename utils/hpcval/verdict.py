@@ -113,6 +113,8 @@ class Group:
     peer_judged: int = 0
     # (test, metric, unit, node, value, peer median, 'pass'|'FAIL'|'')
     per_node: list = field(default_factory=list)
+    # what changed, information (hpcval.health): 'node n3 GPU 1: VBIOS ..'
+    changes: list = field(default_factory=list)
     # the reference file that judged, and each figure whose bound in the
     # report differs from it (hpcval.verdict_refs.Cross)
     references: str = ''
@@ -304,6 +306,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
         seen.add(_key(case))
         _judge_case(groups, case, samples.get(id(case), []), peer, fixtures,
                     healths, bounds)
+    for case, node, comp, text in healths.between_nodes():
+        groups.of(case).changes.append(_changed(node, comp, text))
     _failed_fixtures(groups, loaded.fixtures, select, seen)
     _untrusted(groups, loaded)
     _screens(groups, screened, samples, peer_factor, accept_out)
@@ -361,6 +365,8 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
     for node, comp, text in healths.failures(case, label):
         g.failures.append(Failure(case.system, case.partition, node, comp,
                                   '', '', reason=text, session=case.session))
+    for node, comp, text in healths.changes(case, node_label(case)):
+        g.changes.append(_changed(node, comp, text))
     # fail_deps: not run, a fixture it needs failed (that fixture is
     # counted as the failure, in _failed_fixtures)
     if case.result in ('skip', 'fail_deps'):
@@ -397,6 +403,12 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
 
 def _as_recorded(s, case):
     return s
+
+
+def _changed(node, comp, text):
+    return ' '.join(p for p in (f'node {node}' if node else
+                                'node not recorded', comp) if p) + \
+        f': {text}'
 
 
 def _judge_figure(g, case, s, by_peers, healths, why=None):
@@ -447,7 +459,8 @@ def _figure_failure(case, s, healths):
                    session=case.session,
                    shown=band.value_text(s.value, digits),
                    deviation=band.deviation_text(s.value),
-                   cause='; '.join(c for c in (healths.cause(case, component),
+                   cause='; '.join(c for c in (healths.cause(case, component,
+                                                             s),
                                                 _busy(case)) if c))
 
 
@@ -616,6 +629,7 @@ def render_text(verdict, most=20, per_node=False):
             lines.append(f'  bounds: the references ({g.references}); '
                          f'{len(g.crosschecks)} differ from the report\'s')
         lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
+        lines += _capped([f'  CHANGED {c}' for c in g.changes], most)
         lines += _capped([f'  SKIP {t}: {r}' for t, r in g.skips], most)
         lines += _capped([f'  BOUND {c.line()}' for c in g.crosschecks],
                          most)

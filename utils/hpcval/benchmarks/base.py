@@ -22,6 +22,7 @@ from reframe.core.exceptions import SanityError
 from hpcval import (features, inputs, provenance, reference_service, replay,
                     stacks)
 from hpcval.benchmarks import fates, nodeuse
+from hpcval.benchmarks.container import ContainerRun, image_of
 from hpcval.health import probe as health_probe
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
@@ -33,7 +34,7 @@ from hpcval.parsers.common import read_text, stderr_reason
 LAUNCHER_PROGRAMS = ('srun', 'mpirun', 'mpiexec', 'jsrun')
 
 
-class ParsedBenchmark(ScreenRecord, SourceSettings):
+class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     """Mixin for tests whose output is judged by an hpcval parser.
 
     Subclasses implement ``parse()`` (returning any result object, raising
@@ -162,6 +163,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         try:
             exe = shlex.split(self.executable or '')[:1]
         except ValueError:
+            exe = []
+        if image_of(self):      # its libraries are the image's
             exe = []
         launcher = getattr(type(self.job.launcher), 'registered_name', '')
         return (exe[0] if exe else '',
@@ -310,6 +313,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings):
         self.hpcval_provenance = self._read_provenance()
         self.hpcval_health = health_probe.read(self.stagedir)
         self.hpcval_node_load = self._read_node_load()
+        # the image's digest, or why the run from it cannot be trusted
+        self.hpcval_provenance = {**self.hpcval_provenance,
+                                  **self.container_record()}
         self.result     # noqa: B018 (parses, or raises the reason)
         if self.job.exitcode not in (0, None):
             raise SanityError(f'the benchmark printed complete results but '

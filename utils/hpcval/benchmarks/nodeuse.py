@@ -12,7 +12,7 @@
   the execution policy.  On a batch partition the measurements run on
   other nodes than the builds and need no lock.
 - The node's load at job start: the job samples /proc/loadavg five times
-  over a second and lists the busiest processes (``ps``), into
+  over a quarter of a second (each job of a screen pays it) and lists the busiest processes (``ps``), into
   ``LOAD_FILE``; ``read()`` makes the check's ``hpcval_node_load`` record
   of it.  The node was busy when, in the median sample, other runnable
   tasks than the job's numbered at least ``max(1, BUSY_SHARE x CPUs)``.
@@ -65,7 +65,7 @@ def measurement_commands(test):
         lines += ['hpcval_wait=$SECONDS', _flock('-x'),
                   'hpcval_wait=$((SECONDS - hpcval_wait))']
     sample = (f'for hpcval_i in {" ".join(["1"] * _SAMPLES)}; do '
-              f'echo "loadavg=$(cat /proc/loadavg)"; sleep 0.2; done')
+              f'echo "loadavg=$(cat /proc/loadavg)"; sleep 0.05; done')
     ps = (f'ps -eo pid=,ppid=,stat=,pcpu=,comm= --sort=-pcpu '
           f'| head -n {_PROCESSES + 4} | sed "s/^/ps=/"')
     lines.append(f'{{ echo "cpus=$(nproc)"; echo "self=$$"; '

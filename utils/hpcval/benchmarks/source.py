@@ -33,6 +33,7 @@ from reframe.core.exceptions import SanityError
 
 from hpcval import inputs, replay, stacks
 from hpcval.benchmarks import nodeuse
+from hpcval.benchmarks.container import ContainerSettings, image_of
 from hpcval.benchmarks.validation import Validation
 from hpcval.layouts import gpu_arch
 from hpcval.inputs import (InputError, ValidatedInputs, checked_path,
@@ -50,7 +51,7 @@ _PROBE_TIMEOUT_S = 20
 # source and build fixtures alike, so that ``-S src_mirror=...`` meets no
 # test without the variable (ReFrame warns about those).  Only the fixtures
 # below act on the first two; checks that build nothing ignore them.
-class SourceSettings(ValidatedInputs, Validation):
+class SourceSettings(ContainerSettings, ValidatedInputs, Validation):
     #: Local copy of the upstream source for air-gapped sites: a git
     #: repository (bare or not), a folder at the pinned version, or a
     #: release tarball with one top-level folder.
@@ -203,6 +204,11 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
                                 'nothing to fetch"']
             return
 
+        if image_of(self):
+            self.prerun_cmds = ['echo "the image provides it: nothing to '
+                                'fetch"']
+            return
+
         # a failed clone or copy must fail the job, not fall through
         self.prerun_cmds = ['set -e', f'mkdir -p {self.tree}']
         if self.src_mirror:
@@ -228,7 +234,7 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
             return True
 
         if not self.prebuilt_dir and not stacks.of(self) and \
-                not os.listdir(self.src_dir):
+                not image_of(self) and not os.listdir(self.src_dir):
             raise SanityError(f'{self.src_dir} is empty after the fetch')
 
         return True
@@ -289,8 +295,13 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
             raise InputError('-S spack_install=true needs -S spack_spec=SPEC')
         return wanted
 
+    def in_image(self):
+        """Whether the run takes the executables from an image."""
+        return bool(image_of(self.source) or image_of(self))
+
     def executable_path(self, name):
-        if self.stack:          # found on PATH once the stack is loaded
+        # found on PATH once the stack is loaded, or on the image's
+        if self.stack or self.in_image():
             return name
 
         return os.path.join(self.bin_dir, name)
@@ -330,6 +341,12 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
         if replay.active(self):
             self.build_system.commands = replay.skip_fixture(self,
                                                              'nothing built')
+            return
+
+        if self.in_image():
+            self.build_system.commands = ['echo "the image provides '
+                                          f'{" ".join(self.executables)}: '
+                                          'nothing to build"']
             return
 
         stack = self.stack
@@ -377,7 +394,7 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
 
     @sanity_function
     def validate_build(self):
-        if replay.active(self):
+        if replay.active(self) or self.in_image():
             return True
 
         if self.stack:

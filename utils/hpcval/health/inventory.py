@@ -11,6 +11,14 @@ hpcval.references)::
         memory_gib: 40          # optional: each GPU's memory, at least
         pcie: {gen: 4, width: 16}   # optional: each GPU's link
         driver: 580.159.04      # optional: a pinned driver version
+        baseline:               # optional: what the references were
+          driver: 580.159.04    #   calibrated on (hpcval calibrate writes
+          vbios: 96.00.74.00.0D #   it); a node that differs is CHANGED
+          kernel: 6.8.0-45-generic
+          serials: {n12: ['1752624014320']}   # per node
+        pin: [vbios]            # optional: baseline keys whose change
+                                #   fails the node (driver, vbios, kernel,
+                                #   serial)
         source: "NERSC, Perlmutter Architecture, https://..."
 
 A partition that expects GPUs and whose node cannot list them fails
@@ -20,8 +28,11 @@ import os
 
 TOOLS = {'nvidia': ('nvidia-smi',), 'amd': ('amd-smi', 'rocm-smi'),
          'habana': ('hl-smi',)}
+VENDOR_OF_TOOL = {t: v for v, tools in TOOLS.items() for t in tools}
 _KEYS = {'partition', 'gpus', 'vendor', 'model', 'memory_gib', 'pcie',
-         'driver', 'source', 'notes'}
+         'driver', 'baseline', 'pin', 'source', 'notes'}
+#: What a baseline records, and so what can be CHANGED or pinned.
+BASELINE_KEYS = ('driver', 'vbios', 'kernel', 'serial')
 
 
 def _fail(path, key, msg):
@@ -81,7 +92,42 @@ def validate(path, data):
                            for k in ('gen', 'width')}
         if 'driver' in entry:
             rec['driver'] = _text(path, f'{key}.driver', entry['driver'])
+        if 'baseline' in entry:
+            rec['baseline'] = _baseline(path, f'{key}.baseline',
+                                        entry['baseline'])
+        if 'pin' in entry:
+            pin = entry['pin']
+            if not isinstance(pin, list) or not pin or \
+                    any(p not in BASELINE_KEYS for p in pin):
+                _fail(path, f'{key}.pin', f'must be a list of '
+                      f'{", ".join(BASELINE_KEYS)}, got {pin!r}')
+            if not rec.get('baseline'):
+                _fail(path, f'{key}.pin', 'needs a baseline to pin')
+            rec['pin'] = list(pin)
         out.append(rec)
+    return out
+
+
+def _baseline(path, key, data):
+    if not isinstance(data, dict) or not data:
+        _fail(path, key, 'must be a mapping of driver, vbios, kernel, '
+                         'serials')
+    extra = sorted(set(data) - {'driver', 'vbios', 'kernel', 'serials'})
+    if extra:
+        _fail(path, key, f'unknown key(s) {", ".join(map(str, extra))} '
+                         f'(allowed: driver, kernel, serials, vbios)')
+    out = {k: _text(path, f'{key}.{k}', data[k])
+           for k in ('driver', 'vbios', 'kernel') if k in data}
+    if 'serials' in data:
+        serials = data['serials']
+        if not isinstance(serials, dict) or not serials or any(
+                not isinstance(v, list) or not v for v in serials.values()):
+            _fail(path, f'{key}.serials', 'must map each node to a '
+                                          'non-empty list of serials')
+        out['serials'] = {
+            _text(path, f'{key}.serials', str(node)):
+            [_text(path, f'{key}.serials.{node}', str(v)) for v in vals]
+            for node, vals in serials.items()}
     return out
 
 
@@ -115,3 +161,58 @@ def load_layered(dirs):
 def describe(expected):
     """'8 x AMD Instinct MI300X'-like text of an entry."""
     return f'{expected["gpus"]} x {expected.get("model", "GPU")}'
+
+
+def _common(values):
+    """The one value of ``values``, or None when they differ or are none."""
+    values = {v for v in values if v not in (None, '')}
+    return values.pop() if len(values) == 1 else None
+
+
+def from_records(records, partition, source):
+    """The inventory entry of ``partition`` that the health records of its
+    baseline runs show (``hpcval calibrate``), or None when they show no
+    GPU tool or disagree on the count.  ``baseline`` holds the versions
+    seen (one value each; a key whose nodes differ is left out)."""
+    snaps = [r.get('before') for r in records if isinstance(r, dict)]
+    tools = {r.get('tool') for r in records if isinstance(r, dict)}
+    if len(tools) != 1 or not snaps:
+        return None
+    tool = tools.pop()
+    gpus = [s.get('gpus') for s in snaps if isinstance(s, dict) and
+            s.get('rc') == 0 and isinstance(s.get('gpus'), list)]
+    counts = {len(g) for g in gpus}
+    if len(counts) != 1 or len(gpus) != len(snaps):
+        return None
+    flat = [g for node in gpus for g in node if isinstance(g, dict)]
+    entry = {'partition': partition, 'gpus': counts.pop()}
+    if not entry['gpus']:
+        entry['source'] = source
+        return entry
+    entry['vendor'] = VENDOR_OF_TOOL.get(tool)
+    entry['model'] = _common(g.get('model') for g in flat)
+    if not entry['vendor'] or not entry['model']:
+        return None
+    mem = [g.get('memory_total_mib') for g in flat]
+    if all(isinstance(m, (int, float)) for m in mem):
+        entry['memory_gib'] = max(1, int(min(mem) / 1024))
+    gen = [g.get('pcie_gen_max') for g in flat]
+    width = [g.get('pcie_width_max') for g in flat]
+    if all(isinstance(v, int) for v in gen + width):
+        entry['pcie'] = {'gen': min(gen), 'width': min(width)}
+    base = {'driver': _common(g.get('driver') for g in flat),
+            'vbios': _common(g.get('vbios') for g in flat),
+            'kernel': _common(r.get('kernel') for r in records)}
+    base = {k: v for k, v in base.items() if v}
+    serials = {}
+    for r in records:
+        node = r.get('node')
+        for g in (r.get('before') or {}).get('gpus') or ():
+            if node and isinstance(g, dict) and g.get('serial'):
+                serials.setdefault(node, set()).add(str(g['serial']))
+    if serials:
+        base['serials'] = {n: sorted(v) for n, v in sorted(serials.items())}
+    if base:
+        entry['baseline'] = base
+    entry['source'] = source
+    return entry

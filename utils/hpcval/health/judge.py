@@ -5,11 +5,14 @@ inventory against the partition's expected one (hpcval.health.inventory),
 then each GPU's health before, during and after the benchmark.
 ``notes(record)`` gives what is reported but fails nothing (correctable
 errors that grew, application Xids, another process on a GPU).
+``changes(record, expected)`` gives (component, text, key) of what
+differs from the baseline the references were calibrated on: shown as
+CHANGED, a failure where the inventory pins the key.
 ``cause(record, component)`` gives, for a low figure of ``component``
 ('GPU 1', or '' for the node's), what the same GPU's samples of the same
 run show: '' when nothing stands out.
 """
-from hpcval.health import kernel_log
+from hpcval.health import kernel_log, link
 
 #: Slow-downs a healthy GPU never shows under a benchmark: any sample with
 #: one active fails the GPU.  The software power cap is how a GPU stays
@@ -17,8 +20,17 @@ from hpcval.health import kernel_log
 FAILING_REASONS = {
     'hw_slowdown': 'HW slowdown', 'hw_thermal_slowdown': 'HW thermal slowdown',
     'sw_thermal_slowdown': 'SW thermal slowdown',
-    'hw_power_brake_slowdown': 'HW power brake'}
-REASON_WORDS = {**FAILING_REASONS, 'sw_power_cap': 'power-capped'}
+    'hw_power_brake_slowdown': 'HW power brake',
+    # amd-smi violation status (hpcval.health.amd)
+    'prochot': 'PROCHOT', 'socket_thermal': 'socket thermal violation',
+    'vr_thermal': 'VR thermal violation',
+    'hbm_thermal': 'HBM thermal violation'}
+#: Slow-downs that keep a GPU inside its power limit: named as a cause
+#: (in at least POWER_CAP_SHARE of the samples), never a failure.  amd-smi's
+#: THROTTLE_STATUS does not say which limit, so it is one of them.
+POWER_REASONS = {'sw_power_cap': 'power-capped', 'ppt': 'power-capped (PPT)',
+                 'throttled': 'throttled (amd-smi THROTTLE_STATUS)'}
+REASON_WORDS = {**FAILING_REASONS, **POWER_REASONS}
 #: Share of the samples under the power cap that is named as a cause.
 POWER_CAP_SHARE = 0.05
 #: GPU temperature, C, named beside a cause (HBM GPUs slow down from ~85).
@@ -171,7 +183,56 @@ def failures(record, expected=None):
                 out.append((_component_of_bus(gpus, dev) or f'PCI {dev}',
                             f'{kinds[kind]} PCIe AER {kind} error(s) '
                             f'during the benchmark'))
+    pins = (expected or {}).get('pin') or ()
+    for comp, text, key in changes(record, expected):
+        if key in pins:
+            out.append((comp, f'{text} (pinned)'))
     return _unique(out)
+
+
+def firmware_word(record):
+    """What the record's ``vbios`` is called: hl-smi's is the firmware."""
+    return 'firmware' if record.get('tool') == 'hl-smi' else 'VBIOS'
+
+
+def identity(record):
+    """{(component, key): value} of the versions a record shows: the
+    node's kernel and driver, each GPU's VBIOS / firmware."""
+    gpus = _gpus(record.get('before', {})) or _gpus(record.get('after', {}))
+    out = {}
+    if isinstance(record.get('kernel'), str) and record['kernel']:
+        out[('', 'kernel')] = record['kernel']
+    drivers = {g.get('driver') for g in gpus if g.get('driver')}
+    if len(drivers) == 1:
+        out[('', 'driver')] = drivers.pop()
+    for g in gpus:
+        if g.get('vbios'):
+            out[(f'GPU {g.get("index")}', 'vbios')] = str(g['vbios'])
+    return out
+
+
+def changes(record, expected):
+    """[(component, text, key)] of what differs from ``expected``'s
+    baseline: kernel, driver, each GPU's VBIOS and serial (a serial the
+    node did not have at calibration: another card)."""
+    base = (expected or {}).get('baseline') or {}
+    if not record or not base:
+        return []
+    words = {'kernel': 'kernel', 'driver': 'driver',
+             'vbios': firmware_word(record)}
+    out = []
+    for (comp, key), val in identity(record).items():
+        if base.get(key) and val != base[key]:
+            out.append((comp, f'{words[key]} {val}, baseline {base[key]}',
+                        key))
+    serials = (base.get('serials') or {}).get(record.get('node'))
+    gpus = _gpus(record.get('before', {})) or _gpus(record.get('after', {}))
+    for g in gpus if serials else ():
+        if g.get('serial') and str(g['serial']) not in serials:
+            out.append((f'GPU {g.get("index")}', f'serial {g["serial"]}, '
+                        f'not one of the node\'s {len(serials)} at '
+                        f'calibration (another card)', 'serial'))
+    return out
 
 
 def _unique(items):
@@ -219,7 +280,8 @@ def _other_processes(record):
     uuid_to_idx = {g.get('uuid'): g.get('index') for g in _gpus(before)}
     out = []
     for app in before.get('apps', []) if isinstance(before, dict) else []:
-        idx = uuid_to_idx.get(app.get('uuid'))
+        idx = app['index'] if isinstance(app.get('index'), int) \
+            else uuid_to_idx.get(app.get('uuid'))
         mem = app.get('memory_mib')
         held = f'{mem} MiB' if isinstance(mem, (int, float)) else 'memory'
         out.append((f'GPU {idx}' if idx is not None else '',
@@ -233,9 +295,10 @@ def _index(component):
     return int(num) if head == 'GPU' and num.isdigit() else None
 
 
-def cause(record, component=''):
+def cause(record, component='', figure=None):
     """Why a figure of ``component`` may be low, from the same run's
-    health record: '' when nothing stands out."""
+    health record: '' when nothing stands out.  ``figure`` (metric, value,
+    unit) of a host <-> device bandwidth adds its link (hpcval.health.link)."""
     if not record:
         return ''
     idx = _index(component)
@@ -248,7 +311,7 @@ def cause(record, component=''):
         shares = [f'{REASON_WORDS[w]} {v:.0%} of the time'
                   for w, v in sorted((s.get('throttle') or {}).items(),
                                      key=lambda kv: -kv[1])
-                  if w in REASON_WORDS and (w != 'sw_power_cap' or
+                  if w in REASON_WORDS and (w not in POWER_REASONS or
                                             v >= POWER_CAP_SHARE)]
         hot = isinstance(s.get('temp_max'), (int, float)) and \
             s['temp_max'] >= HOT_C
@@ -272,4 +335,8 @@ def cause(record, component=''):
             if isinstance(util, int) and util >= 50:
                 parts.append(f'GPU {key} was {util}% busy before the '
                              f'benchmark started')
+    if figure:
+        on_link = link.context(record, component, *figure)
+        if on_link:
+            parts.append(on_link)
     return '; '.join(parts)

@@ -18,7 +18,7 @@ record (plain JSON, carried by the run report).
 import os
 import re
 
-from hpcval.health import kernel_log, nvidia
+from hpcval.health import amd, habana, kernel_log, nvidia
 from hpcval.health.common import clean, first_line
 
 SCRIPT = 'hpcval_health_probe.sh'
@@ -26,9 +26,9 @@ PREFIX = 'hpcval_health_'
 #: Tools in the order the probe looks for them.
 TOOLS = ('nvidia-smi', 'amd-smi', 'rocm-smi', 'hl-smi')
 _MAX_READ = 4 * 1024 * 1024
-#: Tools whose output hpcval parses into GPU records (the others' are kept
-#: in the record as text, and only their exit code is judged).
-PARSED = ('nvidia-smi',)
+#: Tools whose output hpcval parses into GPU records (another's would be
+#: kept in the record as text, and only its exit code judged).
+PARSED = TOOLS
 
 _TEMPLATE = r'''#!/bin/bash
 # hpcval health probe (hpcval.health.probe): GPU inventory and health
@@ -54,12 +54,13 @@ gpus() {        # FILE: every GPU's inventory and health
     nvidia-smi) nv_query "$1" '@NV_FIELDS@' '@NV_BASIC@'
         nvidia-smi --query-compute-apps='@NV_APPS@' --format=csv \
             > "${1%.txt}_apps.txt" 2>&1 ;;
-    amd-smi) { amd-smi static --json; amd-smi metric --json; } > "$1" 2>&1
-        echo $? > "$1.rc"
+    amd-smi) { amd-smi static --json; r1=$?; amd-smi metric --json; r2=$?
+        } > "$1" 2>&1
+        echo $(( r1 ? r1 : r2 )) > "$1.rc"
         amd-smi process --json > "${1%.txt}_apps.txt" 2>&1 ;;
     rocm-smi) rocm-smi --showallinfo --showpids --json > "$1" 2>&1
         echo $? > "$1.rc" ;;
-    hl-smi) hl-smi -Q '@HL_FIELDS@' -f csv > "$1" 2>&1
+    hl-smi) hl-smi > "$1" 2>&1
         echo $? > "$1.rc" ;;
     *) echo 'no GPU tool on PATH (nvidia-smi, amd-smi, rocm-smi, hl-smi)' \
         > "$1"; echo 127 > "$1.rc" ;;
@@ -72,11 +73,11 @@ sampler() {
             f='@NV_SAMPLE@'; else f='@NV_BASIC_SAMPLE@'; fi
         nvidia-smi --query-gpu="$f" --format=csv,nounits -lms 1000 \
             > "${h}samples.txt" 2>&1 & ;;
-    amd-smi) while :; do amd-smi metric -p -t -u -c --json; sleep 1
+    amd-smi) while :; do amd-smi metric -p -t -u -c -P --json; sleep 1
         done > "${h}samples.txt" 2>&1 & ;;
     rocm-smi) while :; do rocm-smi --showuse --showpower --showtemp \
         --showclocks --json; sleep 1; done > "${h}samples.txt" 2>&1 & ;;
-    hl-smi) hl-smi -Q '@HL_SAMPLE@' -f csv -l 1 > "${h}samples.txt" 2>&1 & ;;
+    hl-smi) while :; do hl-smi; sleep 1; done > "${h}samples.txt" 2>&1 & ;;
     *) return ;;
     esac
     echo $! > "${h}sampler.pid"
@@ -90,7 +91,8 @@ aer() {         # FILE: the PCIe AER counters the kernel exposes
 case $phase in
 before)
     { echo "host=$(hostname)"; echo "tool=${tool:-none}"
-      echo "start=$(date +%s)"; echo "kmsg=$(kmsg_last)"; } > "${h}node.txt"
+      echo "start=$(date +%s)"; echo "kmsg=$(kmsg_last)"
+      echo "kernel=$(uname -r)"; } > "${h}node.txt"
     aer "${h}aer_before.txt"
     gpus "${h}before.txt"
     [ "${2:-}" = sample ] && sampler ;;
@@ -116,16 +118,6 @@ esac
 exit 0
 '''
 
-#: hl-smi fields, from Habana's hl-smi documentation (the nvidia-smi style
-#: query interface of HL-SMI).
-HL_FIELDS = ('index', 'name', 'uuid', 'serial', 'bus_id', 'driver_version',
-             'memory.total', 'memory.used', 'power.draw', 'temperature.aip',
-             'utilization.aip', 'ecc.errors.uncorrected.volatile.total',
-             'ecc.errors.corrected.volatile.total')
-HL_SAMPLE = ('timestamp', 'index', 'power.draw', 'temperature.aip',
-             'utilization.aip', 'memory.used')
-
-
 def script():
     """The probe script's text (fixed: nothing of the test's goes in)."""
     out = _TEMPLATE
@@ -133,8 +125,7 @@ def script():
                         ('NV_BASIC', nvidia.BASIC_FIELDS),
                         ('NV_APPS', nvidia.APPS_FIELDS),
                         ('NV_SAMPLE', nvidia.SAMPLE_FIELDS),
-                        ('NV_BASIC_SAMPLE', nvidia.BASIC_SAMPLE_FIELDS),
-                        ('HL_FIELDS', HL_FIELDS), ('HL_SAMPLE', HL_SAMPLE)):
+                        ('NV_BASIC_SAMPLE', nvidia.BASIC_SAMPLE_FIELDS)):
         out = out.replace(f'@{key}@', ','.join(fields))
     return out
 
@@ -207,8 +198,9 @@ def _snapshot(stagedir, phase, tool):
         return snap
     try:
         snap['gpus'] = parse_gpus(tool, text)
-        snap['apps'] = parse_apps(tool, _read(stagedir, f'{phase}_apps.txt')
-                                  or '')
+        apps_text = text if tool == habana.TOOL else \
+            _read(stagedir, f'{phase}_apps.txt') or ''
+        snap['apps'] = parse_apps(tool, apps_text)
     except ValueError as err:
         snap['error'] = f'unreadable output: {clean(err)}'
     return snap
@@ -218,12 +210,21 @@ def parse_gpus(tool, text, lenient=False):
     """GPU records of ``tool``'s output."""
     if tool == 'nvidia-smi':
         return nvidia.gpus(text, lenient)
-    raise nvidia.ToolError(f'hpcval reads no {tool} output yet')
+    if tool in amd.TOOLS:
+        return amd.gpus(text, tool, lenient)
+    if tool == habana.TOOL:
+        return habana.gpus(text, lenient)
+    raise nvidia.ToolError(f'hpcval reads no {tool} output')
 
 
 def parse_apps(tool, text):
+    """Processes on the GPUs: {uuid, pid, name, memory_mib}, or {index,
+    ...} where the tool names the GPU by index (hl-smi)."""
     if tool == 'nvidia-smi':
         return nvidia.apps(text)
+    if tool == habana.TOOL:
+        return habana.apps(text)
+    # amd-smi process --json: no real output to read it from yet
     return []
 
 
@@ -298,6 +299,8 @@ def read(stagedir):
     for key in ('start', 'end'):
         if node.get(key, '').isdigit():
             rec[key] = int(node[key])
+    if node.get('kernel'):
+        rec['kernel'] = node['kernel']
     samples = _read(stagedir, 'samples.txt')
     if samples is not None and tool in PARSED:
         try:

@@ -2,7 +2,9 @@
 (``hpcval_health``) judged against the partitions' expected inventory.
 
 One ``Judge`` per verdict: a node's failure is named once, however many of
-its test cases recorded it.
+its test cases recorded it.  What changed (driver, VBIOS, kernel, GPU
+serial) is information: against the partition's baseline
+(``changes``) and between the nodes of one verdict (``between_nodes``).
 """
 from hpcval.health import inventory, judge
 from hpcval.health.common import clean
@@ -12,6 +14,8 @@ class Judge:
     def __init__(self, inventories=None):
         self._inventories = inventories
         self._named = set()
+        # (system, partition): ({node: identity}, a case of the group)
+        self._identities = {}
 
     def _expected(self, case):
         if self._inventories is None:
@@ -49,9 +53,67 @@ class Judge:
                 out.append((node, comp, text))
         return out
 
-    def cause(self, case, component):
-        """Why a figure of ``component`` of ``case`` may be low ('')."""
+    def changes(self, case, node):
+        """[(node, component, text)] of ``case``'s record that differs from
+        its partition's baseline and is not pinned (pinned: a failure),
+        not named before."""
+        rec = self._record(case)
+        node = node or clean(rec.get('node', ''))
         try:
-            return judge.cause(self._record(case), component)
+            expected = self._expected(case)
+            found = judge.changes(rec, expected)
+            ident = judge.identity(rec)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return []       # failures() names the unreadable record
+        if ident and node:
+            nodes, _ = self._identities.setdefault(
+                (case.system, case.partition), ({}, case))
+            nodes.setdefault(node, {}).update(ident)
+        pins = (expected or {}).get('pin') or ()
+        out = []
+        for comp, text, key in found:
+            item = (case.system, case.partition, node, comp, 'base', key)
+            if item not in self._named:
+                self._named.add(item)
+                if key not in pins:
+                    out.append((node, comp, text))
+        return out
+
+    def between_nodes(self):
+        """[(case, node, component, text)]: per group of two or more
+        nodes, each node whose kernel, driver or GPU VBIOS is not the one
+        most nodes have (``case``: one of the group's, to place the line);
+        a node already shown CHANGED against its baseline for the same
+        thing is not shown again."""
+        out = []
+        for (system, partition), (nodes, case) in \
+                sorted(self._identities.items()):
+            if len(nodes) < 2:
+                continue
+            counts = {}
+            for ident in nodes.values():
+                for (comp, key), val in ident.items():
+                    counts.setdefault(key, {}).setdefault(val, 0)
+                    counts[key][val] += 1
+            for node in sorted(nodes):
+                for (comp, key), val in sorted(nodes[node].items()):
+                    common = max(sorted(counts[key]),
+                                 key=lambda v, k=key: counts[k][v])
+                    if val == common or (system, partition, node, comp,
+                                         'base', key) in self._named:
+                        continue
+                    word = judge.firmware_word(self._record(case)) \
+                        if key == 'vbios' else key
+                    out.append((case, node, comp,
+                                f'{word} {val}, other nodes {common}'))
+        return out
+
+    def cause(self, case, component, sample=None):
+        """Why a figure of ``component`` of ``case`` (``sample``: its
+        metric, value and unit) may be low ('')."""
+        figure = (sample.metric, sample.value, sample.unit) \
+            if sample is not None else None
+        try:
+            return judge.cause(self._record(case), component, figure)
         except (AttributeError, KeyError, TypeError, ValueError):
             return ''

@@ -46,6 +46,7 @@ OUTLIER_MIN_SPREAD = 0.005
 
 RULE = 'calibrated'
 MARKER = '# hpcval calibrate:'
+INVENTORY_MARKER = '# hpcval calibrate inventory:'
 _SECTION = f"""\
 {MARKER} measured on this system.  These entries follow the ones
 # above and override them for the same tests (the last applicable entry
@@ -415,6 +416,66 @@ def _with_rule(head, rule_text, path):
     return ''.join(lines)
 
 
+def _inventory(samples):
+    """The inventory entries the health records of the selected runs show
+    (hpcval.health.inventory.from_records), one per partition."""
+    from hpcval.health import inventory
+    by_part = {}
+    for s in samples:
+        rec = s.case.extras.get('health')
+        if isinstance(rec, dict) and rec.get('node'):
+            # the latest record of each node
+            by_part.setdefault(s.case.partition, {})[rec['node']] = \
+                (s.case.time, rec)
+    out = []
+    for part, nodes in sorted(by_part.items()):
+        records = [rec for _, rec in nodes.values()]
+        times = [t for t, _ in nodes.values()]
+        when = datetime.datetime.fromtimestamp(
+            max(times), datetime.timezone.utc).strftime('%Y-%m-%d')
+        entry = inventory.from_records(
+            records, part, f'hpcval calibrate: the GPU tool on '
+            f'{_listed(nodes)} in the baseline runs, {when}')
+        if entry:
+            out.append(entry)
+    return out
+
+
+def _with_inventory(head, entries, path, notes):
+    """``head`` with its ``inventory:`` block set to ``entries``: one that
+    calibrate wrote is replaced, one written by hand is kept (with a note
+    of what the runs show)."""
+    if not entries:
+        return head
+    lines = head.splitlines(keepends=True)
+    at = _top_level(lines, 'inventory')
+    dumped = 'inventory:\n' + textwrap.indent(yaml.dump(
+        entries, Dumper=_Dumper, sort_keys=False, width=72,
+        default_flow_style=None), '  ')
+    if at is not None:
+        if at == 0 or not lines[at - 1].startswith(INVENTORY_MARKER):
+            notes.append(f'{path}: kept the inventory written by hand; the '
+                         f'baseline runs show: ' + '; '.join(
+                             f'{e["partition"]}: {e["gpus"]} x '
+                             f'{e.get("model", "no GPU")}' for e in entries))
+            return head
+        end = next((i for i in range(at + 1, len(lines))
+                    if lines[i].strip() and not lines[i][0].isspace()),
+                   len(lines))
+        lines[at - 1:end] = [f'{INVENTORY_MARKER} the GPUs of the baseline '
+                             f'runs (rewritten by each calibration)\n',
+                             dumped]
+        notes.append(f'{path}: inventory rewritten from the baseline runs')
+        return ''.join(lines)
+    e = _top_level(lines, 'entries')
+    if e is None:
+        raise CalibrationError(f'{path}: no top-level entries key')
+    lines[e:e] = [f'{INVENTORY_MARKER} the GPUs of the baseline runs '
+                  f'(rewritten by each calibration)\n', dumped]
+    notes.append(f'{path}: inventory written from the baseline runs')
+    return ''.join(lines)
+
+
 def _rule_lines(indent, text):
     body = textwrap.fill(text, 76, initial_indent=indent * 2,
                          subsequent_indent=indent * 2)
@@ -624,6 +685,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
                      f'as it is')
         return Calibration(old or '', '', notes, path)
 
+    head = _with_inventory(head, _inventory(selected), path, notes)
     text = _append(_with_rule(head, rule_text, path),
                    _merge(previous, new_entries), path)
     _check_loads(text, system, new_entries, path, below)

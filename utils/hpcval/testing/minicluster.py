@@ -32,7 +32,9 @@ environment the way a broken software stack does; ``slow_node`` puts one
 node's slurmd, and so every job step it starts from then on, under a CPU
 quota (a cgroup, as a throttled or failing CPU would be); ``slow_node_by``
 makes a node a set fraction slower (a quota of the node's CPUs enforced
-every 10 ms); ``compete`` runs a competing memory stream or busy
+every 10 ms); every node's slurmd, and so each job it runs, gets the
+host's CPUs before anything outside the cluster (a cgroup of 100 times the
+default CPU weight), as a real node has its cores to itself; ``compete`` runs a competing memory stream or busy
 processes of a set size beside each task of a node (cgroup v2 and v1).
 """
 import argparse
@@ -225,11 +227,15 @@ def _terminate(pids, timeout):
 
 
 class CpuQuota:
-    """CPU quotas for one cluster's nodes: a cgroup per node under a folder
-    named after the cluster, in cgroup v2 (``cpu.max``) or v1's ``cpu``
-    hierarchy (``cpu.cfs_quota_us``), whichever this host mounts."""
+    """CPU weights and quotas for one cluster's nodes: a cgroup per node
+    under a folder named after the cluster, in cgroup v2 (``cpu.weight``,
+    ``cpu.max``) or v1's ``cpu`` hierarchy (``cpu.shares``,
+    ``cpu.cfs_quota_us``), whichever this host mounts."""
 
     PERIOD_US = 100000
+    #: a node's share of the host's CPUs against anything outside the
+    #: cluster: 100 times the default (v2 weight 100, v1 shares 1024)
+    WEIGHT = {2: ('cpu.weight', '10000'), 1: ('cpu.shares', '102400')}
 
     def __init__(self, cluster_root):
         tag = 'hpcval-mc-' + re.sub(r'[^A-Za-z0-9]', '_',
@@ -243,6 +249,36 @@ class CpuQuota:
         else:
             self.version, self.base = None, None
 
+    def dedicate(self, node, pids):
+        """Give ``pids`` (and every process they start from now) the host's
+        CPUs before anything outside the cluster: every node here shares
+        the host's cores with whatever else runs on it, where a real node
+        has its own; without it a busy host makes healthy nodes look slow.
+        False where no cgroup cpu controller can be written."""
+        if self.base is None:
+            return False
+        try:
+            group = self._group(node)
+            name, value = self.WEIGHT[self.version]
+            # a weight counts among siblings: the cluster's folder competes
+            # with the host's other work, its nodes among themselves
+            for level in (self.base, group):
+                (level / name).write_text(value)
+            for pid in pids:
+                (group / 'cgroup.procs').write_text(str(pid))
+        except OSError:
+            return False
+        return True
+
+    def _group(self, node):
+        group = self.base / node
+        if self.version == 2:
+            self._enable_v2_cpu()
+            group.mkdir(exist_ok=True)
+        else:
+            group.mkdir(parents=True, exist_ok=True)
+        return group
+
     def limit(self, node, percent, pids, period_us=None):
         """Hold ``pids`` (and every process they start from now) to
         ``percent`` % of one CPU (above 100: of several), enforced every
@@ -255,12 +291,10 @@ class CpuQuota:
         quota = max(1000, int(period * percent / 100))
         group = self.base / node
         try:
+            group = self._group(node)
             if self.version == 2:
-                self._enable_v2_cpu()
-                group.mkdir(exist_ok=True)
                 (group / 'cpu.max').write_text(f'{quota} {period}')
             else:
-                group.mkdir(parents=True, exist_ok=True)
                 # v1 refuses a quota below the period's: quota off first
                 (group / 'cpu.cfs_quota_us').write_text('-1')
                 (group / 'cpu.cfs_period_us').write_text(str(period))
@@ -307,7 +341,10 @@ class MiniCluster:
     slurmd ``start`` runs (default: as many as the cluster last started
     there, else two)."""
 
-    def __init__(self, root, nodes=None):
+    def __init__(self, root, nodes=None, dedicated=True):
+        """``dedicated``: each node's jobs get the host's CPUs first
+        (CpuQuota.dedicate); False for a cluster whose tests measure
+        nothing and must not take CPUs from one that does."""
         # never resolved: a symbolic link is refused, not followed
         self.root = pathlib.Path(os.path.abspath(root))
         self.conf = self.root / 'etc' / 'slurm.conf'
@@ -323,6 +360,9 @@ class MiniCluster:
                                    f'{MAX_NODE_COUNT}')
         self.nodes = node_names(nodes)
         self.quota = CpuQuota(self.root)
+        self._dedicate = dedicated
+        #: {node: whether its slurmd got the host's CPUs first (dedicate)}
+        self.dedicated = {}
 
     def _secure_root(self, create=False):
         """MiniClusterError unless the cluster's folder is the running
@@ -680,6 +720,10 @@ class MiniCluster:
         pids = self._recorded()
         pids[name] = proc.pid
         _write_new(self._pid_file, json.dumps(pids, indent=1), 0o600)
+        if name.startswith('slurmd-') and self._dedicate:
+            # before the node registers, so every job it runs inherits it
+            self.dedicated[name[len('slurmd-'):]] = self.quota.dedicate(
+                name[len('slurmd-'):], [proc.pid])
         return proc.pid
 
     def _children(self):

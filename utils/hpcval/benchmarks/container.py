@@ -1,0 +1,404 @@
+"""Benchmarks run from a container image through ReFrame's
+``container_platform``.
+
+    -S image=REF                  the image holding the benchmark
+    -S LikwidBenchCheck.image=REF scoped to one check
+
+or, per system, the partition's ``extras``, by the benchmark's source
+fixture (the check's class where it has none)::
+
+    'container_platforms': [{'type': 'Podman', 'default': True}],
+    'extras': {'container_images': {'LikwidBenchCheck': 'REF',
+                                    'NcclTestsSource': 'REF'},
+               'container_options': {'Podman': ['--runtime=runc']}}
+
+The partition's default container platform runs the image: ReFrame's own
+``Apptainer``, ``Singularity``, ``Docker``, ``Sarus`` and ``Shifter``, or
+``Podman`` (below; ReFrame has none).  The benchmark's command line is
+the platform's ``command``; nothing is fetched or built on the host and
+executables are called by name, from the image's PATH.  GPU access follows
+the partition's GPUs (``GPU_FLAGS``), the test's ``env_vars`` are passed
+in by name, and a postrun line that repeats the benchmark's command runs in
+the image too.  The job records the runtime's version and the image's
+digest on the node (``RECORD``); a run without a digest fails sanity.
+"""
+import os
+import re
+import shlex
+
+import reframe as rfm
+from reframe.core.builtins import run_before, variable
+from reframe.core.containers import ContainerPlatform
+from reframe.core.exceptions import SanityError
+
+from hpcval import features as ft
+from hpcval import replay, stacks
+from hpcval.inputs import InputError, checked_pattern, checked_token
+
+#: what the job wrote about the runtime and the image, in the stage folder
+RECORD = 'hpcval_container.txt'
+RECORD_ERR = 'hpcval_container.err'
+
+# an OCI reference ([registry[:port]/]name[:tag][@sha256:hex]), with an
+# optional transport (docker://, oras://, docker-archive:), or a path to a
+# SIF file: never an option, never a shell metacharacter
+IMAGE = re.compile(r'(?:[a-z][a-z0-9-]*:(?://)?)?'
+                   r'(?:[A-Za-z0-9.-]+:[0-9]+/)?[A-Za-z0-9_./-]+'
+                   r'(?::[A-Za-z0-9_.-]+)?(?:@sha256:[0-9a-f]{64})?')
+_PINNED = re.compile(r'@(sha256:[0-9a-f]{64})$')
+# an option of a container runtime: --name or --name=value of safe words
+_OPTION = re.compile(r'--[a-z][a-z0-9-]*(?:=[A-Za-z0-9_.,:=+@%/-]+)?')
+_ENV_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+_VALUE = re.compile(r'[\x20-\x7e]{1,200}')
+
+#: what a launcher gives each rank (its node-local rank, PMI, its GPUs),
+#: handed into Podman and Docker containers by name or prefix
+LAUNCHER_ENV = ('SLURM_*', 'PMI_*', 'PMIX_*', 'OMPI_*', 'MPI_LOCALRANKID',
+                'PALS_*', 'MV2_*', 'JSM_*', 'CUDA_VISIBLE_DEVICES',
+                'ROCR_VISIBLE_DEVICES', 'HIP_VISIBLE_DEVICES')
+
+#: {platform: {GPU feature: the runtime's options}}: how each platform
+#: shows the node's GPUs to the container
+GPU_FLAGS = {
+    # CDI: nvidia-ctk cdi generate writes the spec on each node
+    'Podman': {ft.NVGPU: ['--device=nvidia.com/gpu=all'],
+               ft.AMDGPU: ['--device=/dev/kfd', '--device=/dev/dri']},
+    'Docker': {ft.NVGPU: ['--gpus=all'],
+               ft.AMDGPU: ['--device=/dev/kfd', '--device=/dev/dri']},
+    'Apptainer': {ft.NVGPU: ['--nv'], ft.AMDGPU: ['--rocm']},
+    'Singularity': {ft.NVGPU: ['--nv'], ft.AMDGPU: ['--rocm']},
+}
+
+
+def checked_image(value, name='image'):
+    """An image reference or SIF path, matched as a whole, or InputError."""
+    checked_pattern(value, name, IMAGE, 'an image reference '
+                    '([transport:][registry/]name[:tag][@sha256:digest]) '
+                    'or the path of a SIF file')
+    if value.startswith('-'):
+        raise InputError(f'-S {name}={value!r}: an image, not first a -')
+    return value
+
+
+def _image_policy(value, name):
+    checked_image(value, name)
+
+
+def checked_options(options, where):
+    """A system's runtime options: ``--name[=value]`` of safe words."""
+    for opt in options:
+        if not isinstance(opt, str) or not _OPTION.fullmatch(opt):
+            raise InputError(f'{where}: {opt!r} is not an option '
+                             f'--name[=value] of letters, digits and '
+                             f'_ . , : = + @ % / -')
+    return list(options)
+
+
+class Podman(ContainerPlatform):
+    """``podman run`` (ReFrame's Docker backend, for Podman): host network
+    and IPC, so that ranks in their containers measure the node's links,
+    not a NAT bridge; never pulls (the image must be on the node)."""
+
+    def emit_prepare_commands(self, stagedir):
+        return []
+
+    def launch_command(self, stagedir):
+        opts = ['--rm', '--pull=never', '--network=host', '--ipc=host']
+        mounts = list(self.mount_points)
+        if self.mount_stagedir:
+            mounts.append((stagedir, self.mount_stagedir))
+        opts += [f'--volume={shlex.quote(f"{src}:{dst}")}'
+                 for src, dst in mounts]
+        if self.workdir:
+            opts.append(f'--workdir={shlex.quote(self.workdir)}')
+        opts += self.options
+        line = f'podman run {" ".join(opts)} {shlex.quote(self.image)}'
+        return f'{line} {self.command}' if self.command else line
+
+
+#: platforms hpcval adds to ReFrame's, by the name a partition gives
+PLATFORMS = {'Podman': Podman}
+
+
+def platform_for(partition):
+    """A new platform of the partition's default container runtime, or
+    InputError when it has none."""
+    name = partition.container_runtime
+    if not name:
+        raise InputError(f'{partition.fullname}: an image is set but the '
+                         f'partition has no container_platforms entry')
+    if name in PLATFORMS:
+        return PLATFORMS[name]()
+    try:
+        return ContainerPlatform.create(name)
+    except ValueError:
+        raise InputError(f'{partition.fullname}: container platform {name!r}'
+                         f' is neither ReFrame\'s nor one of '
+                         f'{", ".join(PLATFORMS)}') from None
+
+
+def _extras(partition, key):
+    value = partition.extras.get(key, {})
+    if not isinstance(value, dict):
+        raise InputError(f'{partition.fullname}: extras {key!r} must map '
+                         f'names to values')
+    return value
+
+
+def image_key(test):
+    """The name a partition's ``container_images`` gives the benchmark of
+    ``test``: its source fixture's class (shared by the check, its build
+    and its source), else the test's own class."""
+    build = getattr(test, 'build', None)
+    source = getattr(build, 'source', None) or getattr(test, 'source', None)
+    return type(source if source is not None else test).__name__
+
+
+def image_of(test):
+    """The image ``test`` runs from: ``-S image``, else the partition's
+    ``container_images`` entry for its benchmark; '' for none."""
+    if test.image:
+        return checked_image(test.image)
+    partition = getattr(test, 'current_partition', None)
+    if partition is None:
+        return ''
+    key = image_key(test)
+    found = _extras(partition, 'container_images').get(key)
+    return checked_image(found, f'{partition.fullname} container_images '
+                                f'{key}') if found else ''
+
+
+def record_command(platform, image):
+    """A shell line for the job: the runtime's version and the image's
+    digest into RECORD, on the node that runs it; never fails the job."""
+    ref = shlex.quote(image)
+    if platform.name == 'Podman':
+        probes = ['echo "container_runtime=$(podman --version)"',
+                  f'echo "image_id=sha256:$(podman image inspect '
+                  f'--format "{{{{.Id}}}}" -- {ref})"',
+                  f'echo "image_digest=$(podman image inspect '
+                  f'--format "{{{{.Digest}}}}" -- {ref})"']
+    elif platform.name in ('Apptainer', 'Singularity'):
+        exe = platform.name.lower()
+        probes = [f'echo "container_runtime=$({exe} --version)"']
+        if not _PINNED.search(image):
+            probes.append(f'echo "image_digest=sha256:$(sha256sum -- {ref} '
+                          f'| cut -d" " -f1)"')
+    elif platform.name == 'Docker':
+        probes = ['echo "container_runtime=$(docker --version)"',
+                  f'echo "image_digest=$(docker image inspect --format '
+                  f'"{{{{index .RepoDigests 0}}}}" -- {ref})"']
+    else:       # Sarus, Shifter: the digest a pinned reference names
+        exe = platform.name.lower()
+        probes = [f'echo "container_runtime=$({exe} --version)"']
+    body = '; '.join(probes)
+    return f'{{ {body}; }} > {RECORD} 2> {RECORD_ERR} || true'
+
+
+_DIGEST = re.compile(r'(?:[^@\s]+@)?(sha256:[0-9a-f]{64})')
+
+
+def read_record(text, image):
+    """{container_runtime, image, image_digest[, image_id]} of a RECORD's
+    text; the digest pinned in ``image`` where the reference has one."""
+    out = {'image': image}
+    pinned = _PINNED.search(image)
+    if pinned:
+        out['image_digest'] = pinned.group(1)
+    for line in text.splitlines():
+        key, sep, value = line.partition('=')
+        value = value.strip()
+        if not (sep and _VALUE.fullmatch(value)):
+            continue
+        if key == 'container_runtime':
+            out[key] = value
+        elif key in ('image_digest', 'image_id') and key not in out:
+            m = _DIGEST.fullmatch(value)
+            if m:
+                out[key] = m.group(1)
+    return out
+
+
+class ContainerSettings(rfm.RegressionTestPlugin):
+    """The ``image`` variable of checks and of their source and build
+    fixtures (nothing is fetched or built where an image holds it)."""
+
+    #: Image holding the benchmark (hpcval.benchmarks.container); '' =
+    #: the partition's ``container_images`` entry, else none.
+    image = variable(str, value='')
+    input_policy = {'image': _image_policy}
+
+
+class ContainerRun(rfm.RegressionTestPlugin):
+    """Runs the test's command in its image, when it has one (the test
+    declares ``image`` through ContainerSettings)."""
+
+    def container_record(self):
+        """The runtime and image the run used, for hpcval_provenance;
+        SanityError where the node recorded no digest."""
+        image = getattr(self, '_hpcval_image', '')
+        if not image:
+            return {}
+        try:
+            with open(os.path.join(self.stagedir, RECORD),
+                      encoding='utf-8', errors='replace') as fp:
+                record = read_record(fp.read(65536), image)
+        except OSError:
+            record = {'image': image}
+        if 'image_digest' not in record and 'image_id' not in record:
+            raise SanityError(f'image {image}: no digest recorded on the '
+                              f'node ({self._record_error()}); a run from '
+                              f'an unidentified image is not reproducible')
+        return record
+
+    def _record_error(self):
+        try:
+            with open(os.path.join(self.stagedir, RECORD_ERR),
+                      encoding='utf-8', errors='replace') as fp:
+                lines = [ln.strip() for ln in fp.read(8192).splitlines()
+                         if ln.strip()]
+        except OSError:
+            lines = []
+        return lines[-1][:200] if lines else 'the runtime said nothing'
+
+    def _container_image(self):
+        if replay.active(self):
+            return ''
+        image = image_of(self)
+        if image and stacks.for_run(self):
+            raise InputError(f'-S image={image}: the image provides the '
+                             f'benchmark; stack_modules and spack_spec '
+                             f'cannot be given with it')
+        return image
+
+    def _check_identifiable(self, name, image):
+        # a digest the node can read, or the one the reference pins
+        if _PINNED.search(image):
+            return
+        given = f'-S image={image}' if self.image else \
+            f'{self.current_partition.fullname} container_images {image}'
+        if name in ('Apptainer', 'Singularity') and '://' in image:
+            raise InputError(f'{given}: {name} runs a SIF file or a '
+                             f'reference pinned by @sha256:... (its digest '
+                             f'goes into provenance)')
+        if name not in ('Podman', 'Docker', 'Apptainer', 'Singularity'):
+            raise InputError(f'{given}: {name} runs a reference pinned by '
+                             f'@sha256:... (its digest goes into '
+                             f'provenance)')
+
+    @run_before('run', always_last=True)
+    def run_in_container(self):
+        image = self._container_image()
+        if not image:
+            return
+        partition = self.current_partition
+        platform = platform_for(partition)
+        self._check_identifiable(platform.name, image)
+        own = ' '.join([self.executable, *self.executable_opts]).strip()
+        platform.image = image
+        platform.command = own
+        platform.options = [
+            *checked_options(
+                _extras(partition, 'container_options').get(platform.name, []),
+                f'{partition.fullname} container_options {platform.name}'),
+            *self._gpu_flags(platform.name),
+            *self._env_flags(platform.name)]
+        self.container_platform = platform
+        # ReFrame puts the launch line in place of the executable; a repeat
+        # of the same command must run in the image too
+        # (on a copy of the mounts: ReFrame's backends add the stage folder
+        # to the list itself, and ReFrame calls this again)
+        mounts = list(platform.mount_points)
+        contained = platform.launch_command(self.stagedir)
+        platform.mount_points = mounts
+        self.postrun_cmds = [contained if cmd.strip() == own else cmd
+                             for cmd in self.postrun_cmds]
+        self.prerun_cmds = [*self.prerun_cmds,
+                            record_command(platform, image)]
+        self.keep_files = [*self.keep_files, RECORD, RECORD_ERR]
+        self._hpcval_image = image
+
+    def _gpu_flags(self, name):
+        if not self.uses_gpus():
+            return []
+        feats = set(self.current_partition.features)
+        flags = GPU_FLAGS.get(name, {})
+        for feature, opts in flags.items():
+            if feature in feats:
+                return list(opts)
+        raise InputError(f'{self.current_partition.fullname}: no GPU access '
+                         f'flags known for {name} with GPUs of features '
+                         f'{", ".join(sorted(feats))}; set them in the '
+                         f'partition\'s extras container_options')
+
+    def _env_flags(self, name):
+        # Podman and Docker start from the image's environment: the test's
+        # variables (OMP_NUM_THREADS, ...) and what the launcher gives each
+        # rank are handed in by name; Apptainer and the others pass the
+        # job's environment through
+        if name not in ('Podman', 'Docker'):
+            return []
+        names = [checked_token(k, 'env_vars') for k in self.env_vars]
+        for key in names:
+            if not _ENV_NAME.fullmatch(key):
+                raise InputError(f'env_vars: {key!r} is not a variable name')
+        return [*(f'--env={key}' for key in names),
+                *(shlex.quote(f'--env={key}') for key in LAUNCHER_ENV)]
+
+
+# podman gives its own process no more than this many processes where it
+# cannot raise the limit (seen as conmon's limit with podman 4.3 as root)
+PODMAN_NPROC_CAP = 32768
+
+
+def podman_options(runtime='', nofile=0, nproc=0):
+    """A partition's ``container_options`` entry for Podman: the OCI
+    runtime (``runc`` where crun refuses the host's cgroups) and the
+    containers' open-file and process limits.  As root, Podman asks for
+    1048576 open files and 4194304 processes; where the host withholds
+    CAP_SYS_RESOURCE, the runtime cannot raise a limit above the one it
+    inherits and the container does not start (``setrlimit RLIMIT_NOFILE:
+    Operation not permitted``)."""
+    opts = [f'--runtime={runtime}'] if runtime else []
+    if nofile:
+        opts.append(f'--ulimit=nofile={int(nofile)}:{int(nofile)}')
+    if nproc:
+        opts.append(f'--ulimit=nproc={int(nproc)}:{int(nproc)}')
+    return checked_options(opts, 'podman_options')
+
+
+def host_podman_options():
+    """podman_options for this host: runc on hybrid cgroups (crun: "cgroups
+    in hybrid mode not supported"), the limits of this process."""
+    import resource
+    hybrid = os.path.isdir('/sys/fs/cgroup/unified') and \
+        os.path.isdir('/sys/fs/cgroup/memory')
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    nproc = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    cap = 1 << 20
+    nofile = cap if nofile == resource.RLIM_INFINITY else min(nofile, cap)
+    nproc = PODMAN_NPROC_CAP if nproc == resource.RLIM_INFINITY else \
+        min(nproc, PODMAN_NPROC_CAP)
+    return podman_options('runc' if hybrid else '', nofile, nproc)
+
+
+def validate_extras(where, extras, error):
+    """A partition's ``container_images`` ({benchmark: image}) and
+    ``container_options`` ({platform: [option, ...]}), at configuration
+    load; ``error`` (the caller's exception class) names what is wrong."""
+    try:
+        for key, check in (('container_images', checked_image),
+                           ('container_options', checked_options)):
+            value = extras.get(key, {})
+            if not isinstance(value, dict):
+                raise InputError(f'{key} must map names to values')
+            for name, item in value.items():
+                if not isinstance(name, str) or \
+                        not _ENV_NAME.fullmatch(name):
+                    raise InputError(f'{key}: {name!r} is not a name')
+                if key == 'container_options' and \
+                        not isinstance(item, (list, tuple)):
+                    raise InputError(f'{key}.{name} must be a list')
+                check(item, f'{key}.{name}')
+    except InputError as err:
+        raise error(f'{where}: {err}') from None

@@ -1,0 +1,115 @@
+"""The host <-> device link's ceiling for a host <-> device bandwidth figure.
+
+Habana's hl_qual judges PCI bandwidth against the link itself:
+``BandWidth = (width / 8) * speed`` (GB/s, speed in GT/s per lane;
+hpcval.benchmarks.hl_qual_criteria.link_bandwidth).  The link is the one
+the probe read for the same GPU in the same run (hpcval.health.probe): its
+generation is the highest seen before, after or in any sample (an idle GPU
+trains its link down), its width the lowest.  A figure of a GPU whose link
+trained below what the card can train names that as its cause; otherwise
+the figure is put beside its link's ceiling.  The ceiling is the raw
+signalling rate; line encoding (128b/130b from Gen3) and protocol overhead
+keep every real transfer below it.
+"""
+import re
+
+from hpcval import units
+from hpcval.benchmarks.hl_qual_criteria import link_bandwidth
+
+#: Host <-> device bandwidth figures, by the checks' metric names:
+#: Comm|Scope (h2d/d2h/host_gpu_bandwidth), TransferBench p2p
+#: ({uni,bidir}_{gpu_to_cpu,cpu_to_gpu}), hl_qual's memory and PCI plugins
+#: (host_to_hbm, hbm_host_bidir, pci_download, ...).  Bidirectional
+#: figures add both directions: twice the ceiling.
+_ONE_WAY = re.compile(r'^((h2d|d2h|host_gpu)_bandwidth|uni_(gpu_to_cpu|'
+                      r'cpu_to_gpu)|host_to_(hbm|sram)|(hbm|sram)_to_host|'
+                      r'pci_(download|upload))$')
+_TWO_WAY = re.compile(r'^(bidir_(gpu_to_cpu|cpu_to_gpu)|(hbm|sram)_host_'
+                      r'bidir|pci_bidirectional)$')
+
+
+def directions(metric):
+    """1 or 2 for a host <-> device figure (2: both directions added up),
+    None for any other."""
+    if _ONE_WAY.match(metric or ''):
+        return 1
+    if _TWO_WAY.match(metric or ''):
+        return 2
+    return None
+
+
+def ceiling(gen, width):
+    """GB/s of one direction of a PCIe Gen``gen`` x``width`` link."""
+    return link_bandwidth(f'gen{gen}', width)
+
+
+def _snapshots(record):
+    for phase in ('before', 'after'):
+        snap = record.get(phase)
+        if isinstance(snap, dict):
+            yield from (g for g in snap.get('gpus') or ()
+                        if isinstance(g, dict))
+
+
+def _int(v):
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def links(record):
+    """{GPU index: (gen, width, gen_max, width_max)} of the links the
+    record shows; a value the tool did not print is None."""
+    out = {}
+    samples = record.get('samples') or {}
+    for gpu in _snapshots(record):
+        idx = gpu.get('index')
+        s = samples.get(str(idx), {}) if isinstance(samples, dict) else {}
+        gens = [v for v in (gpu.get('pcie_gen'), s.get('pcie_gen_max'))
+                if _int(v)]
+        widths = [v for v in (gpu.get('pcie_width'), s.get('pcie_width_min'))
+                  if _int(v)]
+        old = out.get(idx, (None, None, None, None))
+        gen = max(gens + [old[0]] if old[0] else gens, default=None)
+        width = min(widths + [old[1]] if old[1] else widths, default=None)
+        out[idx] = (gen, width, _int(gpu.get('pcie_gen_max')) or old[2],
+                    _int(gpu.get('pcie_width_max')) or old[3])
+    return out
+
+
+def context(record, component, metric, value, unit):
+    """What the link of ``component`` ('GPU 1', or '' for every GPU of the
+    node) says about a host <-> device figure: the link trained narrow or
+    slow as its cause, or the figure's share of the link's ceiling; ''
+    for any other figure or when the record shows no link."""
+    n = directions(metric)
+    if not n or not record or not isinstance(value, (int, float)):
+        return ''
+    try:
+        gbs = units.convert(value, unit, 'GB/s')
+    except ValueError:
+        return ''
+    head, _, num = (component or '').partition(' ')
+    want = int(num) if head == 'GPU' and num.isdigit() else None
+    found = {i: l for i, l in links(record).items()
+             if (want is None or i == want) and l[0] and l[1]}
+    if not found:
+        return ''
+    narrow = []
+    for idx, (gen, width, gen_max, width_max) in sorted(found.items()):
+        if (width_max and width < width_max) or (gen_max and gen < gen_max):
+            full = (gen_max or gen, width_max or width)
+            top = n * ceiling(gen, width)
+            # above the trained link's ceiling: the link was not in that
+            # state during the transfer
+            when = ' at some point of the run' if gbs > top else ''
+            narrow.append(f'GPU {idx}\'s link trained at Gen{gen} x{width}'
+                          f'{when} (ceiling {top:.1f} GB/s), below the '
+                          f'Gen{full[0]} x{full[1]} it can train '
+                          f'({n * ceiling(*full):.1f} GB/s)')
+    if narrow:
+        return '; '.join(narrow)
+    idx, (gen, width, _, _) = min(found.items(),
+                                  key=lambda kv: ceiling(*kv[1][:2]))
+    top = n * ceiling(gen, width)
+    return (f'{gbs / top:.0%} of the Gen{gen} x{width} link\'s ceiling '
+            f'{top:.1f} GB/s (width / 8 x GT/s'
+            f'{", both directions" if n == 2 else ""})')
