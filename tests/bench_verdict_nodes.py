@@ -5,11 +5,13 @@
 One real test case (the BabelStream case of the 2 x H200 report in
 tests/fixtures/reports/h200x2) is cloned into ``--cases`` test cases of
 one report, each on its own node (``n1`` .. ``nN``), every figure judged
-against its own value +-10%; one node's copy is 50% slow.  The report is
-judged by a real ``hpcval verdict`` process; its wall time, exit status
-and peak memory are printed (figures: docs/measurements.md).  Not a
-pytest test: a timing depends on the machine, so it is measured, not
-asserted.
+against its own value +-10% (a per-GPU figure ``m@gpuN`` against ``m``'s),
+bounds the report carries and a references file beside it holds alike;
+one node's copy is 50% slow.  The report is judged by a real ``hpcval
+verdict --references`` process (``--hpcval``: another install's, to
+compare); its wall time, exit status and peak memory are printed
+(figures: docs/measurements.md).  Not a pytest test: a timing depends on
+the machine, so it is measured, not asserted.
 """
 import argparse
 import copy
@@ -22,6 +24,8 @@ import sys
 import tempfile
 import time
 
+import yaml
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 H200 = ROOT / 'tests/fixtures/reports/h200x2' / \
     'nccl-transferbench-babelstream.json'
@@ -29,11 +33,25 @@ HPCVAL = ROOT / '.venv/bin/hpcval'
 
 
 def make(n, path):
+    """The report of ``n`` cases at ``path`` and, beside it, the
+    references folder that judges it."""
     report = json.loads(H200.read_text())
     template = next(tc for tc in report['runs'][0]['testcases']
                     if tc['display_name'].startswith('BabelStreamCudaCheck'))
-    for tup in template['perfvalues'].values():
-        tup[1:4] = [tup[0], -0.1, 0.1]
+    values = {k.rsplit(':', 1)[-1]: tup[0]
+              for k, tup in template['perfvalues'].items()}
+    for key, tup in template['perfvalues'].items():
+        tup[1:4] = [values[key.rsplit(':', 1)[-1].partition('@')[0]],
+                    -0.1, 0.1]
+    refs = path.parent / 'references'
+    refs.mkdir(exist_ok=True)
+    (refs / 'local.yaml').write_text(yaml.safe_dump({
+        'system': 'local', 'description': 'the benchmark\'s own values',
+        'rules': {'own': 'the figure of the cloned case, +-10%'},
+        'entries': [{'check': 'BabelStreamCudaCheck', 'metrics': {
+            m: {'value': v, 'lower': -0.1, 'upper': 0.1, 'unit': 'MB/s',
+                'rule': 'own', 'source': str(H200.name)}
+            for m, v in values.items() if '@' not in m}}]}))
     cases = []
     for i in range(n):
         tc = copy.deepcopy(template)
@@ -51,20 +69,27 @@ def make(n, path):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--cases', type=int, default=100_000)
+    parser.add_argument('--hpcval', default=str(HPCVAL),
+                        help='the hpcval to time (default: this checkout\'s)')
+    parser.add_argument('--no-references', action='store_true',
+                        help='judge by the report\'s bounds (an hpcval '
+                             'without --references)')
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(tmp) / 'report.json'
         make(args.cases, path)
         size = os.path.getsize(path)
         start = time.monotonic()
-        proc = subprocess.run([str(HPCVAL), 'verdict', str(path)],
+        refs = [] if args.no_references else \
+            ['--references', str(path.parent / 'references')]
+        proc = subprocess.run([args.hpcval, 'verdict', str(path), *refs],
                               capture_output=True, text=True)
         wall = time.monotonic() - start
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     print(f'{args.cases} test cases on distinct nodes ({size / 2**20:.0f} '
           f'MiB report): hpcval verdict {wall:.1f} s wall, exit '
           f'{proc.returncode}, peak {peak / 1024:.0f} MiB')
-    print('\n'.join(proc.stdout.splitlines()[:6]))
+    print('\n'.join(proc.stdout.splitlines()[:7]))
     return 0 if proc.returncode == 1 else 1
 
 

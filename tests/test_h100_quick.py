@@ -29,12 +29,19 @@ def _figures(name):
 
 
 @pytest.mark.parametrize('name', ['calibrated_prebuilt', 'calibrated_source'])
-def test_a_healthy_one_gpu_node_passes(name, capsys):
+def test_a_healthy_one_gpu_node_passes(name, capsys, tmp_path, monkeypatch):
+    # judged by the references those runs had: the calibrated site file
+    # layered over the built-in references/local.yaml (README.md)
+    refs = tmp_path / 'site' / 'references'
+    refs.mkdir(parents=True)
+    (refs / 'local.yaml').write_text((FIX / 'site_local.yaml').read_text())
+    monkeypatch.setenv('HPCVAL_SITE', str(tmp_path / 'site'))
     status = cli.main(['verdict', str(FIX / f'{name}.json')])
     out = capsys.readouterr().out
     assert status == 0, out
     assert '23 judged (23 passed, 0 failed), 0 logged without a reference, ' \
         '12 diagnostic' in out
+    assert '0 differ from the report\'s' in out
 
 
 @pytest.mark.parametrize('name', ['source1', 'source2', 'calibrated_source'])

@@ -3,7 +3,6 @@ hl_qual rule, width / 8 x GT/s), on the H100 node's real run: a link that
 trained narrow is named as the cause of a low figure."""
 import copy
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -94,19 +93,37 @@ def test_a_record_without_a_link_says_nothing():
 
 def _judged(report):
     """The report with the TransferBench figure judged as if a reference
-    of 60 GB/s (bound >= 57) had been in place at run time: the verdict
-    judges the reference a run recorded."""
+    of 60 GB/s (bound >= 57) had been in place at run time, as the site's
+    references hold it (``site``): the verdict judges by the references."""
     tc = _transferbench_record(report)
     tc['perfvalues']['local:default:uni_gpu_to_cpu'] = [
         47.08, 60.0, -0.05, None, 'GB/s', 'fail']
     return tc
 
 
+# the reference _judged's report carries, as the site's file holds it
+UNI_GPU_TO_CPU = '''
+  - check: TransferBenchCudaCheck
+    where: {preset: p2p}
+    metrics:
+      uni_gpu_to_cpu:
+        value: 60.0
+        lower: -0.05
+        upper: null
+        unit: GB/s
+        rule: laptop-floor
+        source: the bound tests/test_health_link.py gives its report
+'''
+
+
 @pytest.fixture
 def site(tmp_path, monkeypatch):
     refs = tmp_path / 'site' / 'references'
     refs.mkdir(parents=True)
-    shutil.copy(FIX / 'reports' / 'local.yaml', refs / 'local.yaml')
+    text = (FIX / 'reports' / 'local.yaml').read_text()
+    assert '\ninventory:' in text      # entries come before it
+    (refs / 'local.yaml').write_text(
+        text.replace('\ninventory:', UNI_GPU_TO_CPU + 'inventory:', 1))
     monkeypatch.setenv('HPCVAL_SITE', str(tmp_path / 'site'))
     return refs
 

@@ -32,7 +32,7 @@ INVENTORY = """inventory:
     gpus: 1
     vendor: nvidia
     model: H100 80GB HBM3
-    source: test: the minicluster's nodes as GPU nodes
+    source: "test: the minicluster's nodes as GPU nodes"
 """
 
 

@@ -4,8 +4,10 @@ copies of them changed in one place each (a reference that fails, a skipped
 source, a failed build), as a bad maintenance would leave them."""
 import copy
 import json
+import re
 
 import pytest
+import yaml
 
 from hpcval import cli, verdict
 from hpcval.publish import results
@@ -27,23 +29,65 @@ def _case(report, prefix):
                 if tc['display_name'].startswith(prefix))
 
 
+# report written by _write: the references folder that agrees with it
+_REFERENCES = {}
+
+
 def _write(tmp_path, report, name='report.json'):
+    """``report`` as a file, and beside it (references/local.yaml) the
+    references that hold the bounds it carries, as a site calibrated on
+    that run would have them (the latest written is the folder's)."""
     path = tmp_path / name
     path.write_text(json.dumps(report))
+    refs = tmp_path / 'references'
+    refs.mkdir(exist_ok=True)
+    (refs / 'local.yaml').write_text(_references_of(report))
+    _REFERENCES[str(path)] = str(refs)
     return str(path)
 
 
+def _references_of(report):
+    """A references file of system local that judges each figure of
+    ``report`` by the bound it carries (a figure ``m@c`` by ``m``'s)."""
+    entries = {}
+    for tc in _cases(report):
+        where = tuple(re.findall(r'%(\w+)=(\S+)', tc['display_name']))
+        for key, (_, ref, lower, upper, unit, _) in \
+                (tc['perfvalues'] or {}).items():
+            metric = key.rsplit(':', 1)[-1]
+            if '@' in metric or (lower is None and upper is None):
+                continue
+            entry = entries.setdefault(
+                (tc['display_name'].split()[0], where), {})
+            entry[metric] = {'value': ref, 'lower': lower, 'upper': upper,
+                             'unit': unit, 'rule': 'own', 'source': 'test'}
+    return yaml.safe_dump({
+        'system': 'local', 'description': 'the bounds of a test report',
+        'rules': {'own': 'the bound the report carries'},
+        'entries': [{'check': check, 'where': dict(where), 'metrics': m}
+                    for (check, where), m in entries.items()]
+        or [{'check': 'NoSuchCheck', 'absent': 'no figure'}]})
+
+
 def _run(capsys, *args):
+    """hpcval verdict ``args``, judged by the references _write wrote
+    beside the first report (unless ``args`` names its own)."""
+    refs = next((_REFERENCES[a] for a in args if a in _REFERENCES), None)
+    if refs and '--references' not in args:
+        args = (*args, '--references', refs)
     status = cli.main(['verdict', *args])
     out, err = capsys.readouterr()
     return status, out, err
 
 
 def _judged(report):
-    """Every figure judged against its own value, +-10%: a healthy run."""
+    """Every figure judged against its own value, +-10% (a figure
+    ``m@c`` of one component against ``m``'s, as a run judges it): a
+    healthy run."""
     for tc in _cases(report):
+        values = {k: tup[0] for k, tup in tc['perfvalues'].items()}
         for key, tup in tc['perfvalues'].items():
-            tup[1:4] = [tup[0], -0.1, 0.1]
+            tup[1:4] = [values[key.partition('@')[0]], -0.1, 0.1]
     return report
 
 
@@ -106,9 +150,16 @@ def test_components_the_check_recorded_are_named(tmp_path, capsys):
     tc['result'] = 'failure'
     status, out, _ = _run(capsys, _write(tmp_path, report))
     assert status == verdict.EXIT_FAILED
+    # the references judge: copy@gpu1 by copy's reference, not by the
+    # bound the report carries for it, which is named beside
     assert ('FAIL node vm GPU 1: BabelStreamCudaCheck %build.model=cuda: '
-            'copy@gpu1 = 1.18791e+06 MB/s, -66.2% vs ref 3.5187e+06, '
-            'bound >= 3.16683e+06 MB/s') in out
+            'copy@gpu1 = 1.18791e+06 MB/s, -66.4% vs ref 3.53119e+06, '
+            'bound >= 3.17808e+06 and <= 3.88431e+06 MB/s') in out
+    assert ('BOUND BabelStreamCudaCheck %build.model=cuda: copy@gpu1: '
+            'report bound >= 3.16683e+06 MB/s (ref 3.5187e+06, -10.0%); '
+            'references >= 3.17808e+06 and <= 3.88431e+06 MB/s (ref '
+            '3.53119e+06, -10.0%, +10.0%) (') in out
+    assert '1 differ from the report\'s' in out
 
 
 def test_a_skipped_source_is_named_with_its_reason(tmp_path, capsys):
@@ -223,7 +274,9 @@ def test_a_low_figure_on_a_busy_node_says_so(tmp_path, capsys):
             tc['hpcval_node_load'] = {'busy': True, 'why': why, 'cpus': 16}
     path = tmp_path / 'busy.json'
     path.write_text(json.dumps(report))
-    assert cli.main(['verdict', str(path)]) == 1
+    # the references that run had (the capture's README)
+    assert cli.main(['verdict', str(path), '--references',
+                     str(src.parent / 'local.yaml')]) == 1
     out = capsys.readouterr().out
     assert f'the node was busy at job start: {why}' in out
     assert all('busy' in line for line in out.splitlines()

@@ -15,8 +15,8 @@ import pytest
 from hpcval import cli, verdict
 from hpcval.judgement import Band
 
-from test_verdict import (H200, _case, _cases, _failed_build, _judged,
-                          _report, _run, _write)
+from test_verdict import (_REFERENCES, H200, _case, _cases, _failed_build,
+                          _judged, _references_of, _report, _run, _write)
 
 UUID = 'ef712fff-c9c0-4e8b-a215-7f2d16d77b84'
 
@@ -205,6 +205,12 @@ def _database(tmp_path, sessions, name='results.db'):
                      'session_start_unix REAL, session_end_unix REAL, '
                      'json_blob TEXT, report_file TEXT)')
         for uuid, start, report in sessions:
+            if not _REFERENCES.get(str(path)):
+                # the first session's bounds are the references'
+                refs = tmp_path / 'references'
+                refs.mkdir(exist_ok=True)
+                (refs / 'local.yaml').write_text(_references_of(report))
+                _REFERENCES[str(path)] = str(refs)
             report = copy.deepcopy(report)
             report['session_info']['uuid'] = uuid
             report['session_info']['time_start_unix'] = start

@@ -24,6 +24,7 @@
     hpcval site init DIR [--from SYSTEM]
                                       a site folder (docs/site.md)
     hpcval verdict [REPORT ...] [--db [PATH]] [--since T] [--format json]
+                   [--references FILE|DIR]
                                       healthy or not: counts per partition,
                                       one line per failure naming the node,
                                       GPU or link; exit 0 / 1 failed / 2
@@ -197,18 +198,24 @@ def _node_list(text):
 
 
 def _verdict(args):
-    from hpcval import verdict
+    from hpcval import verdict, verdict_refs
     from hpcval.publish import results
     if not args.reports and args.db is None:
         print('hpcval verdict: nothing to judge: give run reports '
               '(--report-file) or --db', file=sys.stderr)
         return verdict.EXIT_INPUT
     try:
+        bounds = verdict_refs.Bounds(*verdict_refs.load(args.references))
+        verdict_refs.lineage('')        # reads the check files now
         loaded = results.load(args.reports, db=args.db,
                               on_error=args.on_error, since=args.since,
-                              until=args.until)
-    except results.InputRejected as err:
-        print(f'hpcval verdict: {err}', file=sys.stderr)
+                              until=args.until,
+                              attrs=verdict_refs.where_keys(
+                                  bounds.by_system))
+    except (results.InputRejected, verdict_refs.Unusable,
+            paths.ConfigError) as err:
+        print(f'hpcval verdict: {verdict.escape(str(err))}',
+              file=sys.stderr)
         return verdict.EXIT_INPUT
 
     keep = _verdict_selection(args, loaded)
@@ -218,7 +225,7 @@ def _verdict(args):
     result = verdict.judge(loaded, keep, strict=args.strict,
                            allow_unjudged=args.allow_unjudged,
                            peer_factor=args.peer_factor,
-                           accept_out=args.accept_out)
+                           accept_out=args.accept_out, bounds=bounds)
     if args.format == 'json':
         sys.stdout.write(verdict.render_json(result))
     else:
@@ -501,6 +508,12 @@ def _main(argv):
     one.add_argument('--session', action='append', default=[],
                      metavar='UUID', help='judge only this ReFrame session '
                                           '(repeatable)')
+    ver.add_argument('--references', action='append', default=[],
+                     metavar='FILE|DIR',
+                     help='judge by these reference files (a SYSTEM.yaml, '
+                          'or a folder of them; repeatable) instead of the '
+                          'installed ones and the site\'s; the report\'s '
+                          'own bounds are only a cross-check')
     ver.add_argument('--format', choices=('text', 'json'), default='text')
     ver.add_argument('--strict', action='store_true',
                      help='a skip or a figure without a reference fails '

@@ -487,6 +487,11 @@ def check_command_line(options):
     prgenv = [p for p in getattr(options, 'prgenv', None) or [] if p != '.*']
     if prgenv:
         raise _narrowed(mode, f'-p {prgenv[0]!r}')
+    from hpcval import preflight
+    narrowed = preflight.narrowed_checks(
+        mode, getattr(options, 'checkpath', None) or [])
+    if narrowed:
+        raise InputError(narrowed)
 
 
 def _narrowed(mode, shown):

@@ -5,7 +5,10 @@ and this host is one of the named system's (its ``hostnames`` patterns), so
 that nothing is submitted from the wrong machine (``--dry-run`` and the
 listings submit nothing: they may read any system anywhere).  A system without host
 patterns (a standalone box, the test cluster) is selected by name only and
-runs anywhere.  After: a selection of no test case at all (``-n`` matching
+runs anywhere.  An acceptance or screen (hpcval.inputs.FIXED_MODES) is
+refused with check paths (``-c``) that leave out a file of the suite's
+checks: ``-c checks/osu.py --mode acceptance`` would say PASSED of one
+benchmark.  After: a selection of no test case at all (``-n`` matching
 nothing, ``-t nccl`` on a node without GPUs) ran nothing, which ReFrame
 reports as PASSED; ``hpcval run`` turns it into a refusal naming the
 filter.
@@ -100,7 +103,55 @@ def refusal_before(argv, environ, hostname):
         if mode not in mode_names() and not extra_configs:
             return (f'--mode {mode}: no such mode; valid: '
                     f'{", ".join(mode_names())}')
-    return ''
+    return narrowed_checks(*_mode_and_checkpaths(argv, environ))
+
+
+def narrowed_checks(mode, checkpaths):
+    """'' where the check paths ``checkpaths`` (-c values: files or
+    folders) hold every check file of the ``mode`` suite (ReFrame's check
+    search path: the built-in checks/ less what a site replaces, and the
+    site's), or ``mode`` is not a fixed one; else the one-line reason,
+    naming a file left out."""
+    from hpcval import inputs
+    if mode not in inputs.FIXED_MODES or not checkpaths:
+        return ''
+    suite = suite_check_files()
+    missing = sorted(suite - _check_files(checkpaths))
+    if not missing:
+        return ''
+    more = f' and {len(missing) - 1} more' if len(missing) > 1 else ''
+    return (f'--mode {mode}: -c {" -c ".join(checkpaths)}: leaves out '
+            f'{missing[0]}{more} of the {mode} suite\'s checks; a narrowed '
+            f'selection is not the {mode} suite; run without -c (the '
+            f'suite\'s check search path), or without --mode {mode} to '
+            f'test a part')
+
+
+def suite_check_files():
+    """The real paths of the suite's check files (ReFrame's check search
+    path: hpcval.reference_service.checks_dirs)."""
+    from hpcval import reference_service
+    return _check_files(reference_service.checks_dirs())
+
+
+def _check_files(checkpaths):
+    """The real paths of the check files ``checkpaths`` name (a folder:
+    its ``*.py``, as ReFrame loads it without -R)."""
+    out = set()
+    for path in checkpaths:
+        if os.path.isdir(path):
+            out.update(os.path.realpath(os.path.join(path, f))
+                       for f in os.listdir(path) if f.endswith('.py'))
+        elif path:
+            out.add(os.path.realpath(path))
+    return out
+
+
+def _mode_and_checkpaths(argv, environ):
+    modes = values(argv, '--mode', '--mode')
+    given = values(argv, '-c', '--checkpath') or [
+        p for p in environ.get('RFM_CHECK_SEARCH_PATH', '').split(':') if p]
+    return (modes[-1] if modes else None), given
 
 
 def refusal_after(argv, saw_zero):

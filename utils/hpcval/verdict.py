@@ -6,6 +6,9 @@ judged and passed, judged and failed, logged without a reference, and
 which test cases were skipped and why.  Every failure is one line naming
 the component (the node from the job's node list, a GPU, a GPU pair or
 link, as the check recorded it), the metric, the value and the bound.
+Each figure is judged by the references (the installed ones or those
+given; hpcval.verdict_refs), the bound the report carries only a
+cross-check named where it differs (docs/verdict.md).
 
 Exit status, for automation:
 
@@ -112,6 +115,10 @@ class Group:
     per_node: list = field(default_factory=list)
     # what changed, information (hpcval.health): 'node n3 GPU 1: VBIOS ..'
     changes: list = field(default_factory=list)
+    # the reference file that judged, and each figure whose bound in the
+    # report differs from it (hpcval.verdict_refs.Cross)
+    references: str = ''
+    crosschecks: list = field(default_factory=list)
 
     @property
     def name(self):
@@ -217,10 +224,13 @@ def _skip_reason(case, fixtures):
     return case.reason or 'skipped (the report gives no reason)'
 
 
-def _provenance(group, case):
+def _provenance(group, case, last):
+    """Add ``case``'s provenance to ``group``'s; ``last``: {group name:
+    the provenance added last}, which a case like its neighbours skips."""
     prov = case.extras.get('provenance')
-    if not isinstance(prov, dict):
+    if not isinstance(prov, dict) or prov == last.get(group.name):
         return
+    last[group.name] = prov
     for key, val in prov.items():
         if isinstance(val, str) and val:
             seen = group.provenance.setdefault(key, [])
@@ -241,6 +251,7 @@ class _Groups(dict):
         super().__init__()
         self.sessions = {}      # group name: {session uuid}
         self.node_sets = {}     # group name: {node}: 100,000 nodes stay fast
+        self.provenance = {}    # group name: the provenance added last
 
     def of(self, case):
         key = (case.label or case.system, case.partition)
@@ -248,8 +259,7 @@ class _Groups(dict):
             self[key] = Group(*key)
         return self[key]
 
-    def add_nodes(self, g, case):
-        label = node_label(case)
+    def add_nodes(self, g, label):
         seen = self.node_sets.setdefault(g.name, set())
         for node in label.split('+') if label else ():
             if node not in seen:
@@ -258,10 +268,13 @@ class _Groups(dict):
 
 
 def judge(loaded, select=None, strict=False, allow_unjudged=False,
-          peer_factor=screen.PEER_FACTOR, accept_out=()):
+          peer_factor=screen.PEER_FACTOR, accept_out=(), bounds=None):
     """The Verdict of ``loaded`` (hpcval.publish.results.Loaded).
 
-    ``select(case)`` keeps a test case (default: all); ``strict`` makes a
+    ``bounds`` (hpcval.verdict_refs.Bounds) judges each figure by the
+    references, the report's bound a cross-check; None judges by the
+    bounds the report holds.  ``select(case)`` keeps a test case
+    (default: all); ``strict`` makes a
     skip or an unjudged figure a failure; ``allow_unjudged`` accepts
     figures without a reference (logged, counted, not incomplete).
     Anything the inputs held that could not be read or trusted keeps the
@@ -278,9 +291,7 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     def select(case):
         return id(case) not in replaced and chosen(case)
     fixtures = {(f.session, f.name): f for f in loaded.fixtures}
-    samples = {}
-    for s in loaded.samples:
-        samples.setdefault(id(s.case), []).append(s)
+    samples = _by_case(loaded)
     screened = [c for c in loaded.cases
                 if select(c) and screen.node_of(c) is not None]
     peer = screen.peer_comparison(screened,
@@ -294,7 +305,7 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
             continue
         seen.add(_key(case))
         _judge_case(groups, case, samples.get(id(case), []), peer, fixtures,
-                    healths)
+                    healths, bounds)
     for case, node, comp, text in healths.between_nodes():
         groups.of(case).changes.append(_changed(node, comp, text))
     _failed_fixtures(groups, loaded.fixtures, select, seen)
@@ -303,10 +314,29 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
 
     ordered = [groups[k] for k in sorted(groups)]
     incomplete = _incomplete(ordered, allow_unjudged)
+    commands = getattr(loaded, 'commands', None) or {}
+    if any('--mode' in c for c in commands.values()):
+        # an acceptance or screen narrowed is not that suite
+        from hpcval import verdict_modes
+        incomplete += verdict_modes.not_the_suite(groups.sessions, commands)
     problems = [str(p) for p in loaded.problems]
     distributed = any('%.nid=' in c.test for c in loaded.cases)
     return Verdict(_status(ordered, incomplete, problems, strict), ordered,
                    incomplete, problems, distributed)
+
+
+def _by_case(loaded):
+    """{id(case): [its samples]}: as results.load grouped them where the
+    lists are as it made them, else grouped here."""
+    made = getattr(loaded, 'by_case', None)
+    if made and len(made) == len(loaded.cases) and \
+            sum(map(len, made.values())) == len(loaded.samples) and \
+            all(id(c) in made for c in loaded.cases):
+        return made
+    samples = {}
+    for s in loaded.samples:
+        samples.setdefault(id(s.case), []).append(s)
+    return samples
 
 
 def _status(groups, incomplete, problems, strict):
@@ -317,19 +347,22 @@ def _status(groups, incomplete, problems, strict):
     return EXIT_INCOMPLETE if incomplete else EXIT_OK
 
 
-def _judge_case(groups, case, samples, peer, fixtures, healths):
+def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
     """Count one test case into its group: skipped, its figures against
     their references and peers, and a failure without a figure."""
     g = groups.of(case)
+    if bounds is not None and not g.references:
+        g.references = bounds.files.get(case.system, 'none')
     groups.sessions.setdefault(g.name, set()).add(case.session)
     if screen.node_of(case) and (case.extras.get('screen_excluded') or
                                  screen.not_started(case)):
         return          # not a node's result: counted by coverage
     g.replays += case.replay
-    groups.add_nodes(g, case)
-    _provenance(g, case)
+    label = node_label(case)
+    groups.add_nodes(g, label)
+    _provenance(g, case, groups.provenance)
     # the node's inventory and health first (hpcval.health)
-    for node, comp, text in healths.failures(case, node_label(case)):
+    for node, comp, text in healths.failures(case, label):
         g.failures.append(Failure(case.system, case.partition, node, comp,
                                   '', '', reason=text, session=case.session))
     for node, comp, text in healths.changes(case, node_label(case)):
@@ -341,12 +374,25 @@ def _judge_case(groups, case, samples, peer, fixtures, healths):
         g.skips.append((case.test, _skip_reason(case, fixtures)))
         return
 
-    failed_figure = False
+    failed_figure = refs_failed = False
+    judged = bounds.of_case(case) if bounds is not None else _as_recorded
+    outcome, passed = judgement.outcome, judgement.PASS
     for s in samples:
-        failed_figure |= _judge_figure(g, case, s,
-                                       peer.get((id(case), s.metric)),
-                                       healths)
-    if case.result == 'pass':
+        why = None
+        decided = judged(s, case)
+        if decided is not s:
+            s, cross, why = decided
+            if cross is not None:
+                g.crosschecks.append(cross)
+        by_peers = peer.get((id(case), s.metric)) if peer else None
+        if by_peers is None and outcome(s) == passed:
+            g.judged_passed += 1        # _judge_figure's commonest case
+            continue
+        failed = _judge_figure(g, case, s, by_peers, healths, why)
+        failed_figure |= failed
+        # ReFrame passed the case by another bound than the references'
+        refs_failed |= failed and decided is not s
+    if case.result == 'pass' and not refs_failed:
         g.cases_passed += 1
         return
     g.cases_failed += 1
@@ -355,16 +401,21 @@ def _judge_case(groups, case, samples, peer, fixtures, healths):
         g.failures.append(_case_failure(case))
 
 
+def _as_recorded(s, case):
+    return s
+
+
 def _changed(node, comp, text):
     return ' '.join(p for p in (f'node {node}' if node else
                                 'node not recorded', comp) if p) + \
         f': {text}'
 
 
-def _judge_figure(g, case, s, by_peers, healths):
+def _judge_figure(g, case, s, by_peers, healths, why=None):
     """Count one figure: against its reference (Band) and, in a node
     screen, its peers (``by_peers``: screen.PeerResult or None); True if
-    it failed and is named."""
+    it failed and is named.  ``why``: why no reference judges it, where
+    the references say so rather than the check's record."""
     failed = False
     if by_peers is not None:
         g.peer_judged += 1
@@ -374,12 +425,14 @@ def _judge_figure(g, case, s, by_peers, healths):
                 case.system, case.partition, node_label(case), 'vs peers',
                 case.test, s.metric, s.value, s.unit, by_peers.bound,
                 session=case.session))
-    if is_judged(s):
-        if passes(s) and (by_peers is None or by_peers.passed):
+    outcome = judgement.outcome(s)
+    if outcome is not None:
+        if outcome == judgement.PASS and (by_peers is None or
+                                          by_peers.passed):
             g.judged_passed += 1
             return failed
         g.judged_failed += 1
-        if passes(s):
+        if outcome == judgement.PASS:
             return failed       # named above, against its peers
         g.failures.append(_figure_failure(case, s, healths))
         return True
@@ -387,7 +440,7 @@ def _judge_figure(g, case, s, by_peers, healths):
         g.judged_passed += by_peers.passed
         g.judged_failed += not by_peers.passed
         return failed
-    why = _unjudged_reason(case, s.metric)
+    why = why or _unjudged_reason(case, s.metric)
     if why.startswith(DIAGNOSTIC):
         g.diagnostic += 1
     else:
@@ -507,6 +560,8 @@ def as_dict(verdict):
         d['skips'] = [{'test': t, 'reason': r} for t, r in g.skips]
         d['unjudged'] = [{'test': t, 'metric': m, 'reason': r}
                          for t, m, r in g.unjudged]
+        d['crosschecks'] = [dict(asdict(c), line=c.line())
+                            for c in g.crosschecks]
         out['partitions'].append(d)
     out['failures_by_node'] = by_node(verdict)
     out['next_steps'] = screen.next_steps(verdict)
@@ -570,9 +625,14 @@ def render_text(verdict, most=20, per_node=False):
                               for t, w in g.coverage.excluded], most)
         if g.provenance:
             lines.append(f'  provenance: {_provenance_line(g)}')
+        if g.references:
+            lines.append(f'  bounds: the references ({g.references}); '
+                         f'{len(g.crosschecks)} differ from the report\'s')
         lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
         lines += _capped([f'  CHANGED {c}' for c in g.changes], most)
         lines += _capped([f'  SKIP {t}: {r}' for t, r in g.skips], most)
+        lines += _capped([f'  BOUND {c.line()}' for c in g.crosschecks],
+                         most)
         lines += _capped(_unjudged_lines(g.unjudged), most)
         if per_node and g.per_node:
             lines.append('  per node (figure, peers\' median, verdict):')

@@ -81,6 +81,9 @@ class Case(msgspec.Struct, frozen=True, gc=False):
     fixture: bool = False
     name: str = ''       # ReFrame's unique name (fixtures' dependants cite it)
     deps: tuple = ()     # unique names of the fixtures it depended on
+    # ((name, value), ...) of the test attributes load() was asked to keep
+    # (those the references' ``where`` matches), where scalar
+    attrs: tuple = ()
 
     @property
     def plot_data(self):
@@ -143,6 +146,10 @@ class Loaded:
     fixtures: list = field(default_factory=list)   # Cases of fixtures
     damaged: list = field(default_factory=list)    # Damaged
     conflicts: list = field(default_factory=list)  # Conflict
+    # {id(case): [its samples]} of ``cases`` as loaded
+    by_case: dict = field(default_factory=dict)
+    # {session uuid: ReFrame's command line, '' unknown}
+    commands: dict = field(default_factory=dict)
 
 
 _RESULTS = {'success': 'pass', 'failure': 'fail', 'skipped': 'skip',
@@ -257,13 +264,33 @@ def _named(display, filename):
     got = _DISPLAY.get((display, filename))
     if got is None:
         check = display.split(' ', 1)[0]
+        stem = _STEMS.get(filename)
+        if stem is None:
+            stem = _STEMS[filename] = \
+                os.path.splitext(os.path.basename(filename))[0]
         got = _DISPLAY[(display, filename)] = (
-            check, tuple(_PARAM.findall(display)),
-            os.path.splitext(os.path.basename(filename))[0] or check)
+            check, tuple(_PARAM.findall(display)) if '%' in display else (),
+            stem or check)
     return got
 
 
-def _case(tc, major, source, session, where, label):
+_STEMS = {}         # file name: its stem
+
+
+_ATTRS = {}         # one tuple per distinct attribute set, shared
+
+
+def _attrs(value_of, names):
+    """((name, value), ...) of the ``names`` that ``value_of(name)`` gives
+    as a string, number or boolean (anything else is left out)."""
+    if not names:
+        return ()
+    got = tuple((n, v) for n in names
+                if isinstance(v := value_of(n, None), (str, int, float)))
+    return _ATTRS.setdefault(got, got)
+
+
+def _case(tc, major, source, session, where, label, attrs=()):
     display = (_text(tc, 'display_name', where)
                or _text(tc, 'name', where, required=True))
     if major == 3:
@@ -298,7 +325,8 @@ def _case(tc, major, source, session, where, label):
         extras=_extras(tc.get),
         fixture=bool(tc.get('fixture')),
         name=_field(tc, 'unique_name', str, where) or '',
-        deps=_fixtures_used(tc.get('dependencies_actual')))
+        deps=_fixtures_used(tc.get('dependencies_actual')),
+        attrs=_attrs(tc.get, attrs))
 
 
 def _whole_reason(text):
@@ -319,12 +347,15 @@ EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
 _EXTRA_TYPES = (dict, str, list)
 
 
+_EXTRA_FIELDS = tuple((name, f'hpcval_{name}') for name in EXTRAS)
+
+
 def _extras(value_of):
     """{name: value} of the EXTRAS that ``value_of('hpcval_<name>')``
     gives (a test case's ``get``, or getattr of a typed one)."""
     out = {}
-    for name in EXTRAS:
-        val = value_of(f'hpcval_{name}')
+    for name, key in _EXTRA_FIELDS:
+        val = value_of(key)
         if isinstance(val, _EXTRA_TYPES):
             out[name] = val
     return out
@@ -378,7 +409,7 @@ def _figure_result(result):
     return result if result in ('pass', 'fail') else None
 
 
-def _typed_case(tc, source, session, label):
+def _typed_case(tc, source, session, label, attrs=()):
     """_case of a typed_sessions.TestCase: its types and ranges are
     checked already."""
     check, params, benchmark = _named(tc.display_name, tc.filename or '')
@@ -399,15 +430,29 @@ def _typed_case(tc, source, session, label):
         extras=_extras(value_of),
         fixture=bool(tc.fixture),
         name=tc.unique_name or '',
-        deps=_fixtures_used(tc.dependencies_actual))
+        deps=_fixtures_used(tc.dependencies_actual),
+        attrs=_attrs(functools.partial(getattr, tc), attrs))
 
 
 def _typed_samples(tc, case):
     """_samples of a typed_sessions.TestCase."""
-    return [Sample(case, key[key.rfind(':') + 1:], value, unit, ref, lower,
-                   upper, _figure_result(result))
+    if not tc.perfvalues:
+        return []
+    names = _METRICS
+    # _figure_result inline: a report of 100,000 cases has millions
+    return [Sample(case, names.get(key) or _metric_of(key), value, unit,
+                   ref, lower, upper,
+                   result if result == 'pass' or result == 'fail' else None)
             for key, (value, ref, lower, upper, unit, result) in
-            (tc.perfvalues or {}).items()]
+            tc.perfvalues.items()]
+
+
+_METRICS = {}       # 'system:partition:metric': 'metric'
+
+
+def _metric_of(key):
+    name = _METRICS[key] = key[key.rfind(':') + 1:]
+    return name
 
 
 def _major(report):
@@ -431,18 +476,25 @@ def _session(info):
     return {'uuid': _field(info, 'uuid', str, where) or '',
             'hostname': _field(info, 'hostname', str, where) or '',
             'version': _field(info, 'version', str, where) or '',
-            'time': _time(info, 'time_start_unix', where)}
+            'time': _time(info, 'time_start_unix', where),
+            'cmdline': _command(info.get('cmdline'))}
+
+
+def _command(value):
+    # only shown and read for its mode: anything but text is no command
+    return value if isinstance(value, str) else ''
 
 
 class _Collector:
-    def __init__(self, on_error):
+    def __init__(self, on_error, attrs=()):
         if on_error not in ('skip', 'reject'):
             raise ValueError(f'on_error must be skip or reject, not '
                              f'{on_error!r}')
 
         self.on_error = on_error
+        self.attrs = attrs
         self.loaded = Loaded()
-        self.seen = {}      # case key: (source, fingerprint)
+        self.seen = {}      # case key: (case, samples) of its first copy
 
     def problem(self, source, reason):
         if self.on_error == 'reject':
@@ -459,6 +511,7 @@ class _Collector:
             return
 
         self.loaded.sources.append(source)
+        self.loaded.commands[session['uuid']] = session['cmdline']
         for r, run in enumerate(report['runs']):
             tcs = run.get('testcases') if isinstance(run, dict) else None
             if not isinstance(tcs, list):
@@ -473,7 +526,8 @@ class _Collector:
 
                 where = _named_where(tc, where)
                 try:
-                    case = _case(tc, major, source, session, where, label)
+                    case = _case(tc, major, source, session, where, label,
+                                 self.attrs)
                     samples = [] if case.fixture else \
                         _samples(tc, major, case, where)
                 except _Bad as err:
@@ -506,11 +560,18 @@ class _Collector:
         info = report.session_info
         session = {'uuid': info.uuid or '', 'hostname': info.hostname or '',
                    'version': info.version or '',
-                   'time': info.time_start_unix}
+                   'time': info.time_start_unix,
+                   'cmdline': _command(info.cmdline)}
         self.loaded.sources.append(source)
+        self.loaded.commands[session['uuid']] = session['cmdline']
         for r, run in enumerate(report.runs):
-            for tc in run.testcases:
-                case = _typed_case(tc, source, session, label)
+            cases = run.testcases
+            for i, tc in enumerate(cases):
+                # each record freed once read: the memory of a large
+                # report's records is reused for its cases and samples
+                cases[i] = None
+                case = _typed_case(tc, source, session, label,
+                                   self.attrs)
                 if case.fixture:
                     self.loaded.fixtures.append(case)
                 else:
@@ -522,16 +583,18 @@ class _Collector:
         # (reports of ReFrame < 4.7 have none: its host and start time)
         key = (session['uuid'] or (session['hostname'], session['time']),
                run, case.test, case.system, case.partition, case.environ)
-        mark = _fingerprint(case, samples)
         first = self.seen.get(key)
         if first is not None:
             self.loaded.duplicates += 1
-            if first[1] != mark:
+            # fingerprints made only for a copy: most cases have none
+            was, mark = _fingerprint(*first), _fingerprint(case, samples)
+            if was != mark:
                 self.loaded.conflicts.append(Conflict(
-                    case.test, session['uuid'] or case.hostname, first[0],
-                    case.source, _differs(first[1], mark)))
+                    case.test, session['uuid'] or case.hostname,
+                    first[0].source, case.source, _differs(was, mark)))
             return
-        self.seen[key] = (case.source, mark)
+        self.seen[key] = (case, samples)
+        self.loaded.by_case[id(case)] = samples
         self.loaded.cases.append(case)
         self.loaded.samples.extend(samples)
 
@@ -557,11 +620,12 @@ def _named_where(tc, where):
     return where
 
 
-def _read(text, source, col, label=''):
+def _read(text, source, col, label='', typed=True):
     """One report's test cases into ``col``: typed where the report is of
-    the usual shape (fast), else checked value by value."""
-    report = typed_sessions.decode(text) \
-        if isinstance(text, (str, bytes)) else None
+    the usual shape (fast; ``typed``: not tried already), else checked
+    value by value."""
+    report = typed_sessions.decode(text, col.attrs) \
+        if typed and isinstance(text, (str, bytes)) else None
     if report is not None:
         col.typed(report, source, label)
         return
@@ -597,8 +661,9 @@ MAX_REPORT_BYTES = 1 << 30
 
 
 def _read_report(path):
-    """The text of a report file; only regular files are read (a FIFO
-    would block, /dev/zero never end)."""
+    """The bytes of a report file (decoded as UTF-8 by the JSON decoder,
+    not before it: a copy of a large report less); only regular files are
+    read (a FIFO would block, /dev/zero never end)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         info = os.fstat(fd)
@@ -609,7 +674,7 @@ def _read_report(path):
             raise _Bad(f'{info.st_size} bytes, more than any run report '
                        f'({MAX_REPORT_BYTES} at most): not read')
         os.set_blocking(fd, True)
-        with os.fdopen(fd, encoding='utf-8') as fp:
+        with os.fdopen(fd, 'rb') as fp:
             fd = None
             return fp.read(MAX_REPORT_BYTES + 1)
     finally:
@@ -634,7 +699,8 @@ def without_gc():
             gc.enable()
 
 
-def load(report_files=(), db=None, on_error='skip', since=None, until=None):
+def load(report_files=(), db=None, on_error='skip', since=None, until=None,
+         attrs=()):
     """Samples of every report file and every stored session of ``db``.
 
     A report file may be given as ``(label, path)``: its runs are shown
@@ -642,14 +708,16 @@ def load(report_files=(), db=None, on_error='skip', since=None, until=None):
     that both ran ``--system local``, say).
 
     ``since``/``until`` (unix seconds) select database sessions by their
-    start time; report files are taken whole.
+    start time; report files are taken whole.  ``attrs``: names of test
+    attributes (identifiers) each Case keeps in ``Case.attrs``.
     """
     with without_gc():
-        return _load(report_files, db, on_error, since, until)
+        return _load(report_files, db, on_error, since, until,
+                     tuple(sorted(set(attrs))))
 
 
-def _load(report_files, db, on_error, since, until):
-    col = _Collector(on_error)
+def _load(report_files, db, on_error, since, until, attrs):
+    col = _Collector(on_error, attrs)
     for path in report_files:
         label, path = path if isinstance(path, tuple) else ('', path)
         try:
@@ -662,7 +730,19 @@ def _load(report_files, db, on_error, since, until):
                               f'{getattr(err, "strerror", None) or err}')
             continue
 
-        _read(text, path, col, label)
+        report = typed_sessions.decode(text, col.attrs)
+        if report is not None:
+            # the file's bytes are not needed beside what they decode to:
+            # a large report's peak memory less its size
+            del text
+            col.typed(report, path, label)
+            continue
+        try:
+            text = text.decode('utf-8')
+        except UnicodeDecodeError as err:
+            col.problem(path, f'cannot read: {err}')
+            continue
+        _read(text, path, col, label, typed=False)
 
     if db is not None:
         db = db or default_db()

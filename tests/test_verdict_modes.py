@@ -1,0 +1,107 @@
+"""An acceptance or screen is the whole suite, or nothing (issue 26): check
+paths (-c) that leave out a check file of the suite are refused before
+anything runs, by ``hpcval run`` (one line, exit 3) and by ReFrame under
+hpcval's configuration, so no verdict can read a part as an acceptance."""
+import argparse
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from hpcval import inputs, preflight
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CHECKS = ROOT / 'checks'
+HPCVAL = pathlib.Path(sys.executable).parent / 'hpcval'
+
+
+@pytest.mark.parametrize('mode', ['acceptance', 'screen'])
+def test_hpcval_run_refuses_a_narrowed_check_path(tmp_path, mode):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('RFM_SYSTEM', 'HPCVAL_SITE', 'RFM_CHECK_SEARCH_PATH')}
+    proc = subprocess.run(
+        [str(HPCVAL), 'run', '--system', 'local', '--mode', mode, '-c',
+         str(CHECKS / 'osu.py'), '-r'], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == preflight.REFUSED, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith(f'hpcval run: --mode {mode}: -c {CHECKS}/osu.py: '
+                           f'leaves out {CHECKS}/babelstream.py and ')
+    assert f'not the {mode} suite' in line
+    assert proc.stdout == '' and list(tmp_path.iterdir()) == []
+
+
+def test_the_whole_suite_or_another_mode_is_not_refused():
+    for given in ([str(CHECKS)], [f'{CHECKS}/'],
+                  [str(CHECKS), str(ROOT / 'tests')]):
+        assert preflight.narrowed_checks('acceptance', given) == ''
+    assert preflight.narrowed_checks('acceptance', []) == ''
+    assert preflight.narrowed_checks('quick', [str(CHECKS / 'osu.py')]) == ''
+    env = {'RFM_CHECK_SEARCH_PATH': str(CHECKS / 'osu.py')}
+    assert 'leaves out' in preflight.refusal_before(
+        ['--system', 'local', '--mode', 'screen', '-r'], env, 'vm')
+
+
+def test_reframe_under_hpcvals_configuration_refuses_it_too():
+    options = argparse.Namespace(mode='acceptance', vars=['strict=yes'],
+                                 names=[], prgenv=['.*'],
+                                 checkpath=[str(CHECKS / 'osu.py'),
+                                            str(CHECKS / 'nccl_tests.py')])
+    with pytest.raises(inputs.InputError,
+                       match='--mode acceptance: -c .*osu.py -c .*'
+                             'nccl_tests.py: leaves out .*babelstream.py'):
+        inputs.check_command_line(options)
+    options.checkpath = [str(CHECKS)]
+    inputs.check_command_line(options)
+
+
+# -- the verdict of a report that says it ran a narrowed acceptance ----------
+
+HEALTH = ROOT / 'tests' / 'fixtures' / 'captured' / 'h100_health' / 'reports'
+
+
+def _verdict_of(tmp_path, capsys, cmdline):
+    """hpcval verdict of a real passing one-GPU run (its own references)
+    whose report records ``cmdline``."""
+    import json
+    from hpcval import cli
+    report = json.loads((HEALTH / 'sampler_on_off' / 'bs_on_1.json')
+                        .read_text())
+    report['session_info']['cmdline'] = cmdline
+    path = tmp_path / 'report.json'
+    path.write_text(json.dumps(report))
+    status = cli.main(['verdict', str(path), '--references',
+                       str(HEALTH / 'local.yaml')])
+    return status, capsys.readouterr().out
+
+
+@pytest.mark.parametrize('cmdline, words', [
+    ('reframe -c checks/ --mode acceptance -r -n LikwidBenchCheck',
+     '--mode acceptance narrowed (-n LikwidBenchCheck): not the acceptance '
+     'suite'),
+    ('reframe -c checks/babelstream.py --mode=screen -r',
+     '--mode screen narrowed (-c checks/babelstream.py leaves out '
+     'comm_scope.py, '),
+    ('reframe --mode acceptance -S LikwidBenchCheck.working_set=16kB -r',
+     'narrowed (-S LikwidBenchCheck.working_set=16kB)'),
+    ('reframe --mode acceptance --skip-performance-check -r',
+     'narrowed (--skip-performance-check)'),
+])
+def test_a_narrowed_acceptance_in_a_report_is_not_validated(
+        tmp_path, capsys, cmdline, words):
+    status, out = _verdict_of(tmp_path, capsys, cmdline)
+    assert status == 2 and out.startswith('hpcval verdict: INCOMPLETE')
+    assert words in out
+
+
+@pytest.mark.parametrize('cmdline', [
+    'reframe -c checks/ --mode acceptance -r -S src_mirror=/srv/m',
+    'reframe -c checks/ --mode quick -r -n LikwidBenchCheck',
+    'reframe -c checks/ -r -n LikwidBenchCheck',
+    42,
+])
+def test_the_whole_suite_or_another_mode_passes(tmp_path, capsys, cmdline):
+    status, out = _verdict_of(tmp_path, capsys, cmdline)
+    assert status == 0, out
