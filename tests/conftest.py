@@ -23,6 +23,7 @@ import os
 import pathlib
 import re
 import shutil
+import time
 import subprocess
 import sys
 import tempfile
@@ -114,12 +115,34 @@ def waiting_cluster(tmp_path_factory):
 
 @pytest.fixture
 def waits(waiting_cluster):
-    """The waiting cluster without planted faults before and after."""
+    """The waiting cluster without planted faults before and after, every
+    node back in service: its tests leave hung, killed and cancelled jobs
+    behind, and Slurm drains a node whose job it could not kill in time
+    ("Kill task failed")."""
     if not waiting_cluster.running():
         waiting_cluster.start()
     waiting_cluster.clear_faults()
+    _back_in_service(waiting_cluster)
     yield waiting_cluster
     waiting_cluster.clear_faults()
+
+
+def _back_in_service(cluster, timeout=30):
+    if all(s == 'idle' for s in cluster.node_states().values()):
+        return
+    cluster.run('scancel', '--full', '--user=root', check=False)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = cluster.node_states()
+        if all(s == 'idle' for s in states.values()):
+            return
+        for node, state in states.items():
+            if state.startswith(('drain', 'drng', 'down')):
+                cluster.run('scontrol', 'update', f'nodename={node}',
+                            'state=resume', check=False)
+        time.sleep(1)
+    cluster.stop()
+    cluster.start()
 
 
 @pytest.fixture(scope='session')

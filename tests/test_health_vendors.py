@@ -10,6 +10,7 @@ import pytest
 
 from hpcval import cli
 from hpcval.health import amd, habana, judge, probe
+from test_health import _report_with  # the H100 report with a record
 
 FIX = Path(__file__).parent / 'fixtures' / 'health'
 H100 = Path(__file__).parent / 'fixtures' / 'captured' / 'h100_health'
@@ -251,17 +252,6 @@ def site(tmp_path, monkeypatch):
             f'    vendor: {vendor}\n    model: {model}\n'
             f'    memory_gib: {memory_gib}\n    source: test\n')
     return inventory
-
-
-def _report_with(tmp_path, record):
-    report = json.loads((H100 / 'reports' / 'healthy.json').read_text())
-    for run in report['runs']:
-        for tc in run['testcases']:
-            if tc.get('hpcval_health'):
-                tc['hpcval_health'] = record
-    path = tmp_path / 'report.json'
-    path.write_text(json.dumps(report))
-    return str(path)
 
 
 # the verdict names the node as the run report does (the H100 run: "vm")
