@@ -99,13 +99,14 @@ def faults(minicluster):
     minicluster.clear_faults()
 
 
-@pytest.fixture(scope='session')
+@pytest.fixture(scope='module')
 def waiting_cluster(tmp_path_factory):
-    """A second two-node cluster for the tests that mostly wait on Slurm
-    (time limits, controller outages, hung and cancelled jobs): they run
-    on another pytest-xdist worker than the session's cluster, beside its
-    screens.  Its nodes are not dedicated, so its jobs never take the
-    host's CPUs from a screen that measures."""
+    """A two-node cluster per module for the tests that mostly wait on
+    Slurm (time limits, controller outages, hung and cancelled jobs): each
+    module's run on a pytest-xdist worker of their own, beside the
+    session cluster's screens and each other.  Its nodes are not
+    dedicated, so its jobs never take the host's CPUs from a screen that
+    measures."""
     require_minicluster()
     cluster = MiniCluster(tmp_path_factory.mktemp('mcw'), dedicated=False)
     cluster.start()
@@ -351,8 +352,7 @@ def pytest_collection_modifyitems(config, items):
                 for name, (scope, ks, ours) in fixtures.items()
                 if (ks or (slow and ours)) and scope != 'function']
         if 'waiting_cluster' in fixtures:
-            # tests that wait on Slurm: their own cluster and worker
-            keys.append(('session', 'waiting_cluster'))
+            pass    # tests that wait on Slurm: their module's own cluster
         elif 'minicluster' in kinds:
             # every measuring Slurm cluster on one worker, one at a time and
             # never beside the session's local run: a screen's slowed node

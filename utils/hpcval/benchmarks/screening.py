@@ -22,8 +22,10 @@ from reframe.utility import nodelist_abbrev, nodelist_expand
 
 from hpcval import inputs
 
-# node states in which a node takes no screening job (sinfo %T, long form)
-_USABLE = {'idle', 'mixed', 'allocated', 'completing'}
+# node states in which a node takes a screening job (sinfo %T, long form);
+# 'planned': the backfill scheduler holds it for a pending job, often the
+# screen's own next one
+_USABLE = {'idle', 'mixed', 'allocated', 'completing', 'planned'}
 _JOBID = re.compile(r'[0-9]+')
 _NODE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
 #: Slurm counts time limits in whole minutes
