@@ -58,6 +58,8 @@ from hpcval.minicluster_shape import (  # noqa: F401 (the cluster's shape)
     THREADS_PER_CORE)
 
 DEFAULT_NODE_COUNT = 2
+#: starts tried when a daemon found the port picked for it taken
+_START_ATTEMPTS = 3
 #: the most nodes one host runs (one slurmd each, about 5 MB and a port)
 MAX_NODE_COUNT = 256
 #: slow_node_by's CPU quota period: short, so that it acts within a run
@@ -763,10 +765,41 @@ class MiniCluster:
             raise MiniClusterError(f'{self.root}: path too long for the munge '
                                    f'socket; choose a shorter --dir')
 
-        self._secure_root(create=True)
-        self.clean_stale()
         if timeout is None:
             timeout = 60 + len(self.nodes)
+        for attempt in range(_START_ATTEMPTS):
+            before = self._log_sizes()
+            try:
+                return self._start_once(timeout)
+            except MiniClusterError:
+                if attempt + 1 == _START_ATTEMPTS or \
+                        not self._port_taken(before):
+                    raise
+
+    def _log_sizes(self):
+        logs = self.root / 'log'
+        try:
+            return {p.name: p.stat().st_size for p in logs.iterdir()}
+        except OSError:
+            return {}
+
+    def _port_taken(self, before):
+        """Whether a daemon of the failed start logged its port taken (in
+        what its logs gained since ``before``): the ports are picked free,
+        and another cluster starting on this host may bind one first."""
+        for name, size in self._log_sizes().items():
+            try:
+                with open(self.root / 'log' / name, 'rb') as fp:
+                    fp.seek(before.get(name, 0))
+                    if b'Address already in use' in fp.read(1 << 20):
+                        return True
+            except OSError:
+                continue
+        return False
+
+    def _start_once(self, timeout):
+        self._secure_root(create=True)
+        self.clean_stale()
         try:
             self._write_files()
             for name, cmd in self._daemon_cmds():
