@@ -79,18 +79,24 @@ def _with_prefix(system):
     return {**system, 'prefix': _state_dir()}
 
 
+def _general():
+    # a site check file replaces the built-in one of its name
+    base = {'check_search_path': paths.check_search_path(
+        os.path.join(_ROOT, 'checks'))}
+    # a system module's ``general`` (ReFrame's general options for that
+    # system alone, such as its poll rates) comes first: ReFrame takes the
+    # first entry that names the system, and the shared one for the rest
+    own = [{**base, **mod.general, 'target_systems': [mod.system['name']]}
+           for mod in systems.ALL if getattr(mod, 'general', None)]
+    return [*own, base]
+
+
 site_configuration = {
     'systems': [_with_prefix(mod.system) for mod in systems.ALL],
     'environments': [env for mod in systems.ALL for env in mod.environments],
     # validation suites: reframe -c checks/ --mode quick|screen|acceptance
     'modes': suites.MODES,
-    'general': [
-        {
-            # a site check file replaces the built-in one of its name
-            'check_search_path': paths.check_search_path(
-                os.path.join(_ROOT, 'checks')),
-        }
-    ],
+    'general': _general(),
     'storage': [
         {
             # results database for --performance-compare and hpcval report

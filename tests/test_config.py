@@ -57,3 +57,15 @@ def test_layouts_add_the_features_they_need():
     ParsedBenchmark.require_features(test, 'mpi', 'multinode')
     assert test.valid_systems == ['+nvgpu +mpi +multinode',
                                   '+cpu +mpi +multinode']
+
+
+@pytest.mark.parametrize('system, rate', [('minicluster', '4'),
+                                          ('local', '0.1')])
+def test_a_system_module_sets_its_own_general_options(tmp_path, system,
+                                                      rate):
+    """minicluster's poll rate (its own slurmdbd answers fast), ReFrame's
+    default elsewhere."""
+    proc, _ = reframe('--show-config', 'general/0/poll_rate_min',
+                      '--system', system, tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == rate

@@ -544,6 +544,10 @@ class MiniCluster:
             # then takes turns on it: minutes instead of a second)
             'TaskPlugin=task/none',
             'JobAcctGatherType=jobacct_gather/none',
+            # a screen runs one short job per node, one after another: a
+            # job starts when it is submitted, not up to batch_sched_delay
+            # (3 s) later
+            'SchedulerParameters=batch_sched_delay=0',
             'SelectType=select/cons_tres',
             'SelectTypeParameters=CR_Core',
             'MpiDefault=none',
