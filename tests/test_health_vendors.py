@@ -30,6 +30,11 @@ HL_DMESG = (FIX / 'habana' / 'dmesg_habanalabs_8x_hl205.txt').read_text()
 AMD_SMI_NO_DRIVER = 'ERROR: Driver not loaded (amdgpu not found in modules)'
 ROCM_SMI_NO_DRIVER = ('ERROR: Driver not initialized (amdgpu not found in '
                       'modules)')
+# a real amd-smi 26.1.0 run without the module (ROCm/amdsmi issue #172);
+# its exit status was not shown, so both are tried
+AMD_SMI_26_NO_DRIVER = (AMD / 'amd-smi_no_driver_26.1.txt').read_text()
+AMD_SMI_26_MESSAGE = ('ERROR:root:Unable to get devices, driver not '
+                      'initialized (amdgpu not found in modules)')
 AMD_RESET = '[127035.492304] amdgpu 0000:c5:00.0: amdgpu: GPU reset begin!'
 HL_NOT_USABLE = ('[   72.993269] habanalabs 0000:1a:00.0: Failed to '
                  'initialize hl2. Device is NOT usable !')
@@ -267,6 +272,14 @@ DEFECTS = {
     'amd-smi fails': (
         'amd-smi', dict(before=AMD_SMI_NO_DRIVER + '\n', rc=255), RX6600,
         ('', f'amd-smi failed (exit 255): {AMD_SMI_NO_DRIVER}')),
+    # the probe's file holds static's and metric's output, one after the
+    # other
+    'amd-smi 26.1 fails, exit 0': (
+        'amd-smi', dict(before=AMD_SMI_26_NO_DRIVER * 2, rc=0), RX6600,
+        ('', f'amd-smi: unreadable output: {AMD_SMI_26_MESSAGE}')),
+    'amd-smi 26.1 fails, exit 255': (
+        'amd-smi', dict(before=AMD_SMI_26_NO_DRIVER * 2, rc=255), RX6600,
+        ('', f'amd-smi failed (exit 255): {AMD_SMI_26_MESSAGE}')),
     'amdgpu reset': (
         'amd-smi', dict(before=RX_STATIC + RX_METRIC, kmsg=AMD_DMESG),
         RX6600, ('', f'amdgpu error in the kernel log: {AMD_RESET}')),
