@@ -351,6 +351,20 @@ def test_amd_power_cap_is_a_cause_not_a_failure(tmp_path):
         'of the time, 87 C')
 
 
+def test_rocm_smi_swapped_card_is_changed(tmp_path):
+    """rocm-smi's Unique ID names each MI100: a card whose ID the node did
+    not have at calibration is another card."""
+    ids = [g['serial'] for g in amd.gpus(ROCM_MI100, 'rocm-smi')]
+    expected = dict(MI100, baseline={'serials': {'n12': ids}})
+    same = _stage(tmp_path, 'rocm-smi', ROCM_MI100)
+    assert judge.changes(same, expected) == []
+    swapped = _stage(tmp_path, 'rocm-smi', _edited(
+        ROCM_MI100, 'card1', 'Unique ID', '0x4edfb117a17a07e'))
+    assert judge.changes(swapped, expected) == [
+        ('GPU 1', "serial 0x4edfb117a17a07e, not one of the node's 4 at "
+                  'calibration (another card)', 'serial')]
+
+
 def test_hl_smi_process_on_a_gpu_is_named(tmp_path):
     busy = HLSMI.replace(
         '|   1        N/A   N/A    N/A                                      '
