@@ -9,26 +9,65 @@ from pathlib import Path
 import pytest
 
 from hpcval import cli
-from hpcval.health import amd, habana, judge, probe
+from hpcval.health import amd, habana, judge, kernel_log, probe
 from test_health import _report_with  # the H100 report with a record
 
 FIX = Path(__file__).parent / 'fixtures' / 'health'
+AMD = FIX / 'amd'
 H100 = Path(__file__).parent / 'fixtures' / 'captured' / 'h100_health'
-STATIC = (FIX / 'amd' / 'amd-smi_static_mi210.json').read_text()
-METRIC = (FIX / 'amd' / 'amd-smi_metric_power.json').read_text()
-ROCM = (FIX / 'amd' / 'rocm-smi_showallinfo_mi210.json').read_text()
+STATIC = (AMD / 'amd-smi_static_mi210.json').read_text()
+METRIC = (AMD / 'amd-smi_metric_power.json').read_text()
+RX_STATIC = (AMD / 'amd-smi_static_rx6600.json').read_text()
+RX_METRIC = (AMD / 'amd-smi_metric_rx6600.json').read_text()
+ROCM = (AMD / 'rocm-smi_showallinfo_mi210.json').read_text()
+ROCM_MI100 = (AMD / 'rocm-smi_4x_mi100_rocm602.json').read_text()
+ROCM_MI100_GEN3 = (AMD / 'rocm-smi_6x_mi100_rocm571.json').read_text()
+AMD_DMESG = (AMD / 'dmesg_amdgpu_ring_timeout_reset.txt').read_text()
 HLSMI = (FIX / 'habana' / 'hl-smi_2x_hl225.txt').read_text()
+HL_DMESG = (FIX / 'habana' / 'dmesg_habanalabs_8x_hl205.txt').read_text()
 # the tools' messages without the amdgpu module, from their source
 # (tests/fixtures/health/amd/SOURCE.md)
 AMD_SMI_NO_DRIVER = 'ERROR: Driver not loaded (amdgpu not found in modules)'
 ROCM_SMI_NO_DRIVER = ('ERROR: Driver not initialized (amdgpu not found in '
                       'modules)')
-XID_AMD = ('[ 5821.319504] amdgpu 0000:4d:00.0: amdgpu: GPU reset begin!')
+# a real amd-smi 26.1.0 run without the module (ROCm/amdsmi issue #172);
+# its exit status was not shown, so both are tried
+AMD_SMI_26_NO_DRIVER = (AMD / 'amd-smi_no_driver_26.1.txt').read_text()
+AMD_SMI_26_MESSAGE = ('ERROR:root:Unable to get devices, driver not '
+                      'initialized (amdgpu not found in modules)')
+AMD_RESET = '[127035.492304] amdgpu 0000:c5:00.0: amdgpu: GPU reset begin!'
+HL_NOT_USABLE = ('[   72.993269] habanalabs 0000:1a:00.0: Failed to '
+                 'initialize hl2. Device is NOT usable !')
 
 MI210 = {'partition': 'default', 'gpus': 1, 'vendor': 'amd',
          'model': 'MI210', 'memory_gib': 64, 'pcie': {'gen': 4, 'width': 16}}
+# the RX 6600 is a PCIe 4.0 x8 card
+RX6600 = {'partition': 'default', 'gpus': 1, 'vendor': 'amd',
+          'model': 'RX 6600', 'memory_gib': 8, 'pcie': {'gen': 4, 'width': 8}}
+MI100 = {'partition': 'default', 'gpus': 4, 'vendor': 'amd',
+         'model': 'MI100', 'memory_gib': 32, 'pcie': {'gen': 4, 'width': 16}}
 HL225 = {'partition': 'default', 'gpus': 2, 'vendor': 'habana',
          'model': 'HL-225', 'memory_gib': 96}
+
+
+def _edited(text, *path_value):
+    """The real JSON document ``text`` with the one value at ``path`` set,
+    printed back as both tools print it (indent 4): a mutation."""
+    *path, val = path_value
+    doc = json.loads(text)
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    if val is None:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = val
+    return json.dumps(doc, indent=4) + '\n'
+
+
+def _rx(*path_value):
+    """The RX 6600's real static + metric pair, its metric mutated."""
+    return RX_STATIC + _edited(RX_METRIC, 0, *path_value)
 
 
 # -- the parsers, on the real outputs ---------------------------------------
@@ -42,29 +81,82 @@ def test_amd_smi_static_and_metric_of_an_mi210():
     assert gpu['power_w'] == 10 and gpu['power_limit_w'] == 300
     assert gpu['throttle'] == []                # UNTHROTTLED
     assert 'bus_id' not in gpu                  # this amd-smi printed no bdf
+    assert 'serial' not in gpu                  # product_serial "0": none
+
+
+def test_amd_smi_static_and_metric_of_a_radeon():
+    """Every block of the metric document the judge reads (pcie, ecc,
+    power's throttle_status, temperature, mem_usage) as amd-smi printed
+    it for a Radeon RX 6600: no Instinct's was found."""
+    (gpu,) = amd.gpus(RX_STATIC + RX_METRIC)
+    assert gpu['model'] == 'Navi 23 [Radeon RX 6600/6600 XT'  # as printed
+    assert gpu['bus_id'] == '0000:0b:00.0'
+    assert (gpu['pcie_gen'], gpu['pcie_width']) == (4, 8)
+    assert (gpu['pcie_gen_max'], gpu['pcie_width_max']) == (4, 16)
+    assert (gpu['ecc_corrected'], gpu['ecc_uncorrected']) == (0, 0)
+    assert (gpu['temp_c'], gpu['temp_mem_c']) == (37, 32)
+    assert (gpu['power_w'], gpu['power_limit_w']) == (6, 100)
+    assert (gpu['util_pct'], gpu['memory_used_mib']) == (1, 202)
+    assert gpu['memory_total_mib'] == 8176
+    assert gpu['driver'] == '7.0.0-3-pve'
+    assert gpu['vbios'] == '020.003.000.030.000000'
+    assert gpu['throttle'] == [] and 'serial' not in gpu
+
+
+def test_navi_max_pcie_width_is_not_its_link():
+    """amd-smi static gives this x8 card max_pcie_width 16 (the link inside
+    the Navi package), metric the x8 it trained: without a pinned link the
+    judge names x8 against 16, with the site's pin the card passes."""
+    rec = {'tool': 'amd-smi', 'before': {'rc': 0, 'gpus': amd.gpus(
+        RX_STATIC + RX_METRIC)}}
+    rec['after'] = rec['before']
+    unpinned = {k: v for k, v in RX6600.items() if k != 'pcie'}
+    assert judge.failures(rec, unpinned) == [
+        ('GPU 0', 'PCIe x8, the link can train x16')]
+    assert judge.failures(rec, RX6600) == []
 
 
 def test_rocm_smi_of_an_mi210():
     (gpu,) = amd.gpus(ROCM, 'rocm-smi')
     assert gpu['bus_id'] == '0000:63:00.0'
     assert gpu['vbios'] == '113-D67301-063'
-    assert gpu['serial'] == '00000000000000'    # text, not a number
+    # "Serial Number": "00000000000000" is none: the ASIC's Unique ID
+    assert gpu['serial'] == '0x43cc8cc8af246708'
     assert gpu['driver'] == '5.18.13'
     assert (gpu['temp_c'], gpu['temp_mem_c']) == (35.0, 46.0)
     # rocm-smi names the card by its VBIOS image, not "MI210"
     assert gpu['model'] == 'GENERIC RM IMAGE'
 
 
-def test_rocm_smi_link_of_its_pcie_clock():
-    """rocm-smi prints the link as a clock ("pcie clock level: 1
-    (16.0GT/s, x16 619Mhz)", its text in ROCm/rocm_smi_lib issue #77); the
-    JSON splits clocks into "... clock level:" and "... clock speed:" as
-    the real fclk/mclk/sclk keys show: added here as a mutation."""
-    card = json.loads(ROCM)
-    card['card0']['pcie clock level:'] = '1'
-    card['card0']['pcie clock speed:'] = '(8.0GT/s, x8 619Mhz)'
-    (gpu,) = amd.gpus(json.dumps(card), 'rocm-smi')
-    assert (gpu['pcie_gen'], gpu['pcie_width']) == (3, 8)
+def test_rocm_smi_of_four_mi100():
+    gpus = amd.gpus(ROCM_MI100, 'rocm-smi')
+    assert [g['index'] for g in gpus] == [0, 1, 2, 3]
+    assert {g['model'] for g in gpus} == {'Arcturus GL-XL [Instinct MI100]'}
+    # "pcie clock level": "0 (16.0GT/s x16)"
+    assert {(g['pcie_gen'], g['pcie_width']) for g in gpus} == {(4, 16)}
+    assert [g['serial'] for g in gpus] == [
+        '0x79ccd55167a2124a', '0x4edfb117a17a07d', '0xd4a9ec48d03d261d',
+        '0x1b9dd972253c3736']
+    assert gpus[1]['bus_id'] == '0000:A3:00.0'
+    assert {g['memory_total_mib'] for g in gpus} == {32752}
+    assert {g['driver'] for g in gpus} == {'6.3.6'}
+    assert (gpus[0]['power_w'], gpus[0]['power_limit_w']) == (36.0, 290.0)
+
+
+def test_rocm_smi_zero_serials_are_none():
+    gpus = amd.gpus(ROCM_MI100_GEN3, 'rocm-smi')
+    assert len(gpus) == 6
+    # "Serial Number": "0", "Unique ID": "N/A" on every card
+    assert not any('serial' in g for g in gpus)
+    assert {(g['pcie_gen'], g['pcie_width']) for g in gpus} == {(3, 16)}
+
+
+def test_rocm_smi_link_forms():
+    """The JSON's "0 (16.0GT/s x16)" and the text's "1 (16.0GT/s, x16
+    619Mhz)" (ROCm/rocm_smi_lib issue #77) name the same link."""
+    for text in ('0 (16.0GT/s x16)', '1 (16.0GT/s, x16 619Mhz)'):
+        m = amd._LINK.search(text)
+        assert (amd.gen_of(float(m.group(1))), int(m.group(2))) == (4, 16)
 
 
 def test_hl_smi_table_of_two_hl225():
@@ -82,6 +174,16 @@ def test_hl_smi_table_of_two_hl225():
 
 def test_hl_smi_sampler_file_of_many_tables():
     assert len(habana.gpus(HLSMI * 3, lenient=True)) == 6
+
+
+def test_habanalabs_lines_name_the_device_that_failed():
+    """The driver names the PCI device only in its "Failed to initialize
+    ... NOT usable" line."""
+    events = kernel_log.events(HL_DMESG)
+    assert [e['bus_id'] for e in events if e['bus_id']] == [
+        '0000:1a:00.0', '0000:34:00.0', '0000:33:00.0']
+    assert all(e['kind'] == 'habanalabs' and e['fatal'] for e in events)
+    assert not any('Successfully' in e['line'] for e in events)
 
 
 @pytest.mark.parametrize('tool, text', [
@@ -119,16 +221,16 @@ def _stage(tmp_path, tool, before, after=None, rc=0, samples=None,
     return probe.read(str(d))
 
 
-def _metric(**blocks):
-    """The real metric document with amd-smi ``metric`` blocks added (key
-    names of amdsmi_cli/amdsmi_commands.py): the mutation of a test."""
+def _violation(**status):
+    """The AMD changelog's real ``metric -p`` document with an MI300
+    ``throttle`` block added: no real JSON of that block was found
+    (SOURCE.md); its key names are amd-smi's (amdsmi_cli)."""
     doc = json.loads(METRIC)
-    doc[0].update(blocks)
+    doc[0]['temperature'] = {'edge': 'N/A',
+                             'hotspot': {'value': 96, 'unit': 'C'},
+                             'mem': {'value': 88, 'unit': 'C'}}
+    doc[0]['throttle'] = status
     return json.dumps(doc, indent=4) + '\n'
-
-
-def _pcie(width, gts):
-    return {'width': width, 'speed': {'value': gts, 'unit': 'GT/s'}}
 
 
 def _hl_without(index):
@@ -143,41 +245,64 @@ def _hl_ecc(n):
 
 
 DEFECTS = {
-    'amd healthy': ('amd-smi', dict(before=STATIC + METRIC), MI210, None),
+    'amd healthy': ('amd-smi', dict(before=RX_STATIC + RX_METRIC,
+                                    samples=RX_METRIC * 3), RX6600, None),
     'amd missing GPU': (
-        'amd-smi', dict(before=STATIC + METRIC), dict(MI210, gpus=8),
-        ('', '1 of 8 GPUs (expected 8 x MI210)')),
+        'amd-smi', dict(before=RX_STATIC + RX_METRIC), dict(RX6600, gpus=2),
+        ('', '1 of 2 GPUs (expected 2 x RX 6600)')),
     'amd narrow link': (
-        'amd-smi', dict(before=STATIC + _metric(pcie=_pcie(8, 16))), MI210,
-        ('GPU 0', 'PCIe Gen4 x8, expected Gen4 x16')),
-    'amd narrow link, no pin': (
-        'amd-smi', dict(before=STATIC + _metric(pcie=_pcie(8, 16))),
-        {k: v for k, v in MI210.items() if k != 'pcie'},
-        ('GPU 0', 'PCIe x8, the link can train x16')),
+        'amd-smi', dict(before=_rx('pcie', 'width', 4)), RX6600,
+        ('GPU 0', 'PCIe Gen4 x4, expected Gen4 x8')),
+    'amd link a generation down': (
+        'amd-smi', dict(before=_rx('pcie', 'speed', 'value', 8)), RX6600,
+        ('GPU 0', 'PCIe Gen3 x8, expected Gen4 x8')),
     'amd uncorrectable ECC': (
-        'amd-smi', dict(before=STATIC + _metric(ecc={
-            'total_correctable_count': 0, 'total_uncorrectable_count': 3,
-            'total_deferred_count': 0})), MI210,
-        ('GPU 0', '3 uncorrectable ECC error(s) since the driver loaded')),
+        'amd-smi', dict(before=_rx('ecc', 'total_uncorrectable_count', 3)),
+        RX6600, ('GPU 0', '3 uncorrectable ECC error(s) since the driver '
+                          'loaded')),
+    'amd ECC after the benchmark': (
+        'amd-smi', dict(before=RX_STATIC + RX_METRIC,
+                        after=_rx('ecc', 'total_uncorrectable_count', 1)),
+        RX6600, ('GPU 0', '1 uncorrectable ECC error(s) since the driver '
+                          'loaded')),
     'amd thermal violation': (
-        'amd-smi', dict(before=STATIC + METRIC, samples=(_metric(
-            temperature={'edge': 'N/A', 'hotspot': {'value': 96, 'unit': 'C'},
-                         'mem': {'value': 88, 'unit': 'C'}},
-            throttle={'hbm_thermal_violation_status': 'ACTIVE'}))), MI210,
+        'amd-smi', dict(before=STATIC + METRIC, samples=_violation(
+            hbm_thermal_violation_status='ACTIVE')), MI210,
         ('GPU 0', 'HBM thermal violation active 100% of the run, 96 C')),
     'amd-smi fails': (
-        'amd-smi', dict(before=AMD_SMI_NO_DRIVER + '\n', rc=255), MI210,
+        'amd-smi', dict(before=AMD_SMI_NO_DRIVER + '\n', rc=255), RX6600,
         ('', f'amd-smi failed (exit 255): {AMD_SMI_NO_DRIVER}')),
-    'amdgpu error': (
-        'amd-smi', dict(before=STATIC + METRIC, kmsg=XID_AMD + '\n'), MI210,
-        ('', f'amdgpu error in the kernel log: {XID_AMD}')),
+    # the probe's file holds static's and metric's output, one after the
+    # other
+    'amd-smi 26.1 fails, exit 0': (
+        'amd-smi', dict(before=AMD_SMI_26_NO_DRIVER * 2, rc=0), RX6600,
+        ('', f'amd-smi: unreadable output: {AMD_SMI_26_MESSAGE}')),
+    'amd-smi 26.1 fails, exit 255': (
+        'amd-smi', dict(before=AMD_SMI_26_NO_DRIVER * 2, rc=255), RX6600,
+        ('', f'amd-smi failed (exit 255): {AMD_SMI_26_MESSAGE}')),
+    'amdgpu reset': (
+        'amd-smi', dict(before=RX_STATIC + RX_METRIC, kmsg=AMD_DMESG),
+        RX6600, ('', f'amdgpu error in the kernel log: {AMD_RESET}')),
     'rocm-smi fails with exit 0': (
-        'rocm-smi', dict(before=ROCM_SMI_NO_DRIVER + '\n', rc=0),
-        dict(MI210, model='GENERIC RM IMAGE'),
+        'rocm-smi', dict(before=ROCM_SMI_NO_DRIVER + '\n', rc=0), MI100,
         ('', f'rocm-smi: unreadable output: {ROCM_SMI_NO_DRIVER}')),
     'rocm-smi healthy': ('rocm-smi', dict(before=ROCM),
                          dict(MI210, model='GENERIC RM IMAGE', pcie=None),
                          None),
+    'rocm-smi MI100 healthy': ('rocm-smi', dict(before=ROCM_MI100), MI100,
+                               None),
+    'rocm-smi MI100 missing GPU': (
+        'rocm-smi', dict(before=_edited(ROCM_MI100, 'card3', None)), MI100,
+        ('', '3 of 4 GPUs (expected 4 x MI100)')),
+    'rocm-smi MI100 narrow link': (
+        'rocm-smi', dict(before=_edited(ROCM_MI100, 'card2',
+                                        'pcie clock level',
+                                        '0 (16.0GT/s x8)')), MI100,
+        ('GPU 2', 'PCIe Gen4 x8, expected Gen4 x16')),
+    # unmodified: these six MI100 ran their links at 8.0 GT/s
+    'rocm-smi MI100 at Gen3': (
+        'rocm-smi', dict(before=ROCM_MI100_GEN3), dict(MI100, gpus=6),
+        ('GPU 5', 'PCIe Gen3 x16, expected Gen4 x16')),
     'hl healthy': ('hl-smi', dict(before=HLSMI, samples=HLSMI * 3), HL225,
                    None),
     'hl missing AIP': ('hl-smi', dict(before=_hl_without(1)), HL225,
@@ -194,6 +319,9 @@ DEFECTS = {
                                             '768MiB / 32768MiB |     0%'
                                             '           N/A |\n|----', 1)),
         HL225, ('GPU 0', '32.0 GiB of memory, expected 96 GiB')),
+    'hl driver failed a device': (
+        'hl-smi', dict(before=HLSMI, kmsg=HL_DMESG), HL225,
+        ('', f'habanalabs error in the kernel log: {HL_NOT_USABLE}')),
 }
 
 
@@ -210,15 +338,31 @@ def test_each_defect_is_named(tmp_path, defect):
 
 
 def test_amd_power_cap_is_a_cause_not_a_failure(tmp_path):
-    hot = _metric(power={'socket_power': {'value': 298, 'unit': 'W'},
-                         'throttle_status': 'THROTTLED'},
-                  temperature={'hotspot': {'value': 87, 'unit': 'C'}})
-    rec = _stage(tmp_path, 'amd-smi', STATIC + METRIC,
-                 samples=METRIC + hot + hot + METRIC)
-    assert judge.failures(rec, MI210) == []
+    doc = json.loads(RX_METRIC)
+    doc[0]['power']['socket_power']['value'] = 98
+    doc[0]['power']['throttle_status'] = 'THROTTLED'
+    doc[0]['temperature']['hotspot']['value'] = 87
+    hot = json.dumps(doc, indent=4) + '\n'
+    rec = _stage(tmp_path, 'amd-smi', RX_STATIC + RX_METRIC,
+                 samples=RX_METRIC + hot + hot + RX_METRIC)
+    assert judge.failures(rec, RX6600) == []
     assert judge.cause(rec, 'GPU 0') == (
         'during the run GPU 0 was throttled (amd-smi THROTTLE_STATUS) 50% '
         'of the time, 87 C')
+
+
+def test_rocm_smi_swapped_card_is_changed(tmp_path):
+    """rocm-smi's Unique ID names each MI100: a card whose ID the node did
+    not have at calibration is another card."""
+    ids = [g['serial'] for g in amd.gpus(ROCM_MI100, 'rocm-smi')]
+    expected = dict(MI100, baseline={'serials': {'n12': ids}})
+    same = _stage(tmp_path, 'rocm-smi', ROCM_MI100)
+    assert judge.changes(same, expected) == []
+    swapped = _stage(tmp_path, 'rocm-smi', _edited(
+        ROCM_MI100, 'card1', 'Unique ID', '0x4edfb117a17a07e'))
+    assert judge.changes(swapped, expected) == [
+        ('GPU 1', "serial 0x4edfb117a17a07e, not one of the node's 4 at "
+                  'calibration (another card)', 'serial')]
 
 
 def test_hl_smi_process_on_a_gpu_is_named(tmp_path):
@@ -244,13 +388,15 @@ def site(tmp_path, monkeypatch):
     shutil.copy(H100 / 'reports' / 'local.yaml', refs / 'local.yaml')
     monkeypatch.setenv('HPCVAL_SITE', str(tmp_path / 'site'))
 
-    def inventory(vendor, model, gpus, memory_gib):
+    def inventory(vendor, model, gpus, memory_gib, pcie=None, **_):
         text = (refs / 'local.yaml').read_text()
         head, _, _ = text.partition('\ninventory:')
+        link = (f'    pcie: {{gen: {pcie["gen"]}, width: {pcie["width"]}}}\n'
+                if pcie else '')
         (refs / 'local.yaml').write_text(
             f'{head}\ninventory:\n  - partition: default\n    gpus: {gpus}\n'
             f'    vendor: {vendor}\n    model: {model}\n'
-            f'    memory_gib: {memory_gib}\n    source: test\n')
+            f'    memory_gib: {memory_gib}\n{link}    source: test\n')
     return inventory
 
 
@@ -263,11 +409,12 @@ def site(tmp_path, monkeypatch):
                       f'{AMD_SMI_NO_DRIVER}'),
     ('amd uncorrectable ECC', 'FAIL node vm GPU 0: 3 uncorrectable ECC '
                               'error(s) since the driver loaded'),
+    ('rocm-smi MI100 narrow link', 'FAIL node vm GPU 2: PCIe Gen4 x8, '
+                                   'expected Gen4 x16'),
 ])
 def test_the_verdict(tmp_path, site, capsys, defect, exit_line):
     tool, stage, expected, _ = DEFECTS[defect]
-    site(expected['vendor'], expected['model'], expected['gpus'],
-         expected['memory_gib'])
+    site(**{k: v for k, v in expected.items() if v is not None})
     rec = _stage(tmp_path, tool, **stage)
     status = cli.main(['verdict', '--allow-unjudged',
                        _report_with(tmp_path, rec)])
@@ -284,11 +431,14 @@ def test_the_verdict(tmp_path, site, capsys, defect, exit_line):
 REPLAY = {
     'amd-smi': """#!/bin/sh
 case "$1" in
-static) cat '{fix}/amd/amd-smi_static_mi210.json' ;;
-metric) cat '{fix}/amd/amd-smi_metric_power.json' ;;
+static) cat '{fix}/amd/amd-smi_static_rx6600.json' ;;
+metric) cat '{fix}/amd/amd-smi_metric_rx6600.json' ;;
 process) echo '[]' ;;
 *) exit 2 ;;
 esac
+""",
+    'rocm-smi': """#!/bin/sh
+cat '{fix}/amd/rocm-smi_4x_mi100_rocm602.json'
 """,
     'hl-smi': """#!/bin/sh
 cat '{fix}/habana/hl-smi_2x_hl225.txt'
@@ -302,9 +452,10 @@ exit 255
 
 
 @pytest.mark.parametrize('tool, expected, failures', [
-    ('amd-smi', MI210, []),
+    ('amd-smi', RX6600, []),
+    ('rocm-smi', MI100, []),
     ('hl-smi', HL225, []),
-    ('amd-smi-failing', MI210,
+    ('amd-smi-failing', RX6600,
      [('', f'amd-smi failed (exit 255): {AMD_SMI_NO_DRIVER}')]),
 ])
 def test_probe_script_runs_the_vendor_tool(tmp_path, tool, expected,

@@ -13,6 +13,11 @@ in ``{"gpu_data": [...]}``: both read alike.  The key names are those of
 human labels as keys.  rocm-smi exits 0 when the driver is not loaded
 (``ERROR: Driver not initialized (amdgpu not found in modules)``): text
 without a JSON document is the tool's failure, whatever its exit status.
+
+Both tools print a serial of zeros where they read none (amd-smi's
+``product_serial`` "0" and rocm-smi's ``Serial Number`` "0" or
+"00000000000000" on the public MI100 and MI210 outputs): that is no
+serial; rocm-smi's ``Unique ID`` (the ASIC's) then names the card.
 """
 import json
 import re
@@ -84,6 +89,12 @@ def _text(v):
     return None if value(v) is None else v
 
 
+def _serial(v):
+    """A serial, None for N/A or zeros (a board without one)."""
+    v = _text(v)
+    return None if v is None or set(v) <= {'0'} else v
+
+
 def _get(entry, *path):
     for key in path:
         if not isinstance(entry, dict):
@@ -105,9 +116,8 @@ def gen_of(gt_per_s):
 def _static(e, gpu):
     gpu['model'] = _text(_get(e, 'asic', 'market_name')) or \
         _text(_get(e, 'board', 'product_name'))
-    serial = _text(_get(e, 'board', 'product_serial')) or \
-        _text(_get(e, 'asic', 'asic_serial'))
-    gpu['serial'] = serial
+    gpu['serial'] = _serial(_get(e, 'board', 'product_serial')) or \
+        _serial(_get(e, 'asic', 'asic_serial'))
     gpu['bus_id'] = _text(_get(e, 'bus', 'bdf'))
     gpu['vbios'] = _text(_get(e, 'vbios', 'version')) or \
         _text(_get(e, 'ifwi', 'version')) or \
@@ -164,10 +174,10 @@ def _amd_smi(docs, lenient):
 
 
 _CARD = re.compile(r'card(\d+)$')
-_LINK = re.compile(r'([\d.]+)\s*GT/s,\s*x(\d+)')
+_LINK = re.compile(r'([\d.]+)\s*GT/s,?\s*x(\d+)')
 _ROCM_KEYS = (
     ('model', ('Card Series', 'Card series', 'Device Name'), 'text'),
-    ('serial', ('Serial Number', 'Unique ID'), 'text'),
+    ('serial', ('Serial Number', 'Unique ID'), 'serial'),
     ('bus_id', ('PCI Bus',), 'text'),
     ('vbios', ('VBIOS version',), 'text'),
     ('temp_c', ('Temperature (Sensor junction) (C)',), 'num'),
@@ -191,16 +201,17 @@ def _rocm_smi(doc, lenient):
         gpu = {'index': int(m.group(1)), 'throttle': []}
         for name, labels, kind in _ROCM_KEYS:
             for label in labels:
-                v = _text(card.get(label)) if kind == 'text' \
-                    else _num(card.get(label))
+                v = {'text': _text, 'serial': _serial,
+                     'num': _num}[kind](card.get(label))
                 if v is not None:
                     gpu[name] = v
                     break
         total = _num(card.get('VRAM Total Memory (B)'))
         if total is not None:
             gpu['memory_total_mib'] = round(total / 2 ** 20)
-        # its text prints "pcie clock level: 1 (16.0GT/s, x16 619Mhz)";
-        # the JSON splits each clock into "... level:" and "... speed:"
+        # the current link: "pcie clock level": "0 (16.0GT/s x16)" in the
+        # JSON of rocm-smi 5.7 and 6.0; its text prints "pcie clock level:
+        # 1 (16.0GT/s, x16 619Mhz)"
         link = next((m for k, v in card.items() if str(k).startswith('pcie')
                      for m in [_LINK.search(str(v))] if m), None)
         if link:

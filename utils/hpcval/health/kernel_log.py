@@ -18,8 +18,10 @@ _DEV = re.compile(r'(?:amdgpu|habanalabs|pcieport|nvidia) '
                   r'([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)')
 _AMD_ERR = re.compile(r'amdgpu.*(error|fault|timeout|hang|reset|RAS|poison)',
                       re.IGNORECASE)
-_HL_ERR = re.compile(r'habanalabs.*(error|fault|timeout|reset|ECC|critical)',
-                     re.IGNORECASE)
+# "habanalabs 0000:1a:00.0: Failed to initialize hl2. Device is NOT usable !"
+# names the device only in its "Failed" line (HabanaAI/Setup_and_Install#1)
+_HL_ERR = re.compile(r'habanalabs.*(error|fault|fail|timeout|reset|ECC|'
+                     r'critical)', re.IGNORECASE)
 
 #: Xid codes NVIDIA documents as application errors (a program's own
 #: fault, not the GPU's): reported, not failed
