@@ -3,21 +3,23 @@ minicluster; the peer rule's own figures; a 1,000-node verdict's time.
 
     .venv/bin/python tests/bench_screen.py screen [--nodes 16] [--healthy 5]
         [--planted 3] [--fault cpu|memory] [--slow 0.2] [--peer-factor F]
-        [--repeats 3]
+        [--repeats 3] [--mode-screen]
     .venv/bin/python tests/bench_screen.py rule [--draws 200000]
     .venv/bin/python tests/bench_screen.py verdict REPORT [--nodes 1000]
 
 ``screen`` starts a minicluster of ``--nodes`` nodes (as root) and runs
-``LikwidBenchCheck%kernel=peakflops --distribute=all --exec-policy=serial``
-with ``-S LikwidBenchCheck.repeats=3`` (``--repeats``: the figure of
-``--mode screen``, the best of three runs) ``--healthy`` times, then
+``LikwidBenchCheck%kernel=peakflops --distribute=all`` with ``-S
+LikwidBenchCheck.repeats=3`` (``--repeats``: the figure of ``--mode
+screen``, the best of three runs; ``--mode-screen`` runs the screen suite
+itself) ``--healthy`` times, then
 ``--planted`` times with n3 ``--slow`` slower: a CPU quota of (1 - slow)
 of its CPUs every 10 ms (``--fault cpu``), or a competing memory stream of
 ``--stream-mib`` MiB buffers (``--fault memory``, the kernel then
 ``stream``).  Per screen: wall time, the nodes the verdict named, false
 alarms (healthy nodes named) and the healthy spread; at the end the
 detection count (n3 named alone) and the false alarms over all healthy
-node figures.  ``rule`` draws the k(n) table of hpcval.screen again and
+node figures; and where each job's time went (Slurm's accounting).
+``rule`` draws the k(n) table of hpcval.screen again and
 prints the smallest slowdown the rule names at a given healthy spread.
 ``verdict`` copies a real screen report's test cases to ``--nodes`` nodes
 (two of them slow) and times ``hpcval verdict`` on it.  Figures:
@@ -52,13 +54,18 @@ def one_screen(cluster, folder, args, planted):
         cluster.slow_node_by(SLOW, args.slow)
     elif planted:
         cluster.compete(SLOW, 'memory', args.stream_mib)
+    if args.mode_screen:
+        # the whole screen suite, as a centre runs it (a fault of the memory
+        # kind is not its figure)
+        select, checks = ['--mode', 'screen'], ('checks/',)
+    else:
+        select = ['--distribute=all', '-n', f'LikwidBenchCheck%kernel={kernel}',
+                  '-S', f'LikwidBenchCheck.repeats={args.repeats}']
+        checks = ('checks/likwid_bench.py',)
+    since = time.strftime('%Y-%m-%dT%H:%M:%S')
     start = time.monotonic()
-    _, report = reframe('-r', '--system', 'minicluster', '--distribute=all',
-                        '--exec-policy=serial',
-                        '-n', f'LikwidBenchCheck%kernel={kernel}',
-                        '-S', f'LikwidBenchCheck.repeats={args.repeats}',
-                        tmp_path=folder, checks=('checks/likwid_bench.py',),
-                        env=cluster.env())
+    _, report = reframe('-r', '--system', 'minicluster', *select,
+                        tmp_path=folder, checks=checks, env=cluster.env())
     wall = time.monotonic() - start
     if args.keep:
         pathlib.Path(args.keep).mkdir(parents=True, exist_ok=True)
@@ -87,7 +94,33 @@ def one_screen(cluster, folder, args, planted):
           f'{max(healthy) / med:.3f} x median, MAD of logs {mad:.4f}'
           + (f'; {SLOW} at {ratio:.3f} x median' if planted else ''),
           flush=True)
+    job_cycle(cluster, since)
     return named - bad, len(healthy), SLOW in named and named <= bad
+
+
+def _seconds(stamp):
+    return time.mktime(time.strptime(stamp, '%Y-%m-%dT%H:%M:%S'))
+
+
+def job_cycle(cluster, since):
+    """Where a screen's per-job time goes, from Slurm's accounting of the
+    jobs submitted since ``since`` (whole seconds, so means): submission
+    to start, the job, its end to the next submission."""
+    rows = [line.split('|') for line in cluster.run(
+        'sacct', '-X', '-n', '-P', '-S', since,
+        '-o', 'Submit,Start,End').stdout.split()]
+    rows = sorted((_seconds(s), _seconds(b), _seconds(e))
+                  for s, b, e in rows if 'Unknown' not in (s, b, e))
+    if len(rows) < 2:
+        return
+    wait = [b - s for s, b, _ in rows]
+    run = [e - b for _, b, e in rows]
+    gap = [n[0] - e for (_, _, e), n in zip(rows, rows[1:])]
+    cycle = (rows[-1][2] - rows[0][0]) / len(rows)
+    print(f'  {len(rows)} jobs: submit to start {statistics.mean(wait):.1f}'
+          f' s, job {statistics.mean(run):.1f} s, end to next submit '
+          f'{statistics.mean(gap):.1f} s (means); {cycle:.2f} s per job',
+          flush=True)
 
 
 def screens(args):
@@ -195,6 +228,9 @@ def main():
     # the figure --mode screen makes: the best of three runs per node
     s.add_argument('--repeats', type=int, default=3)
     s.add_argument('--keep', help='copy each screen\'s report here')
+    s.add_argument('--mode-screen', action='store_true',
+                   help='run reframe --mode screen (the whole suite) '
+                        'instead of the likwid-bench cases alone')
     r = sub.add_parser('rule')
     r.add_argument('--draws', type=int, default=200000)
     v = sub.add_parser('verdict')
