@@ -50,6 +50,7 @@ try:
                 f'{_origin}: system name {_mod.system["name"]!r} must be '
                 f'the module\'s name, {_stem!r}')
         layouts.validate_system(_mod.system, _origin)
+        layouts.validate_general(getattr(_mod, 'general', {}), _origin)
     paths.announce_replacements(sys.stderr)
 except (paths.SiteError, layouts.SystemConfigError,
         references.ReferenceFileError, ValueError, OSError) as _err:

@@ -170,6 +170,25 @@ def test_site_systems_are_validated_like_built_ins(site, tmp_path):
     assert f'{bad}/systems/sitebox.py' in out and 'scratch_dir' in out, out
 
 
+@pytest.mark.parametrize('general, named', [
+    ("['poll_rate_min', 1]", 'sitebox.py: general: must be a mapping'),
+    ("{'poll_rat_min': 1}",
+     "sitebox.py: general: unknown key(s) poll_rat_min (allowed: "),
+])
+def test_a_site_systems_general_options_are_validated(site, tmp_path,
+                                                     general, named):
+    bad = tmp_path / 'bad'
+    subprocess.run(['cp', '-r', str(site), str(bad)], check=True)
+    module = bad / 'systems' / 'sitebox.py'
+    module.write_text(SITEBOX.replace('{EXTRAS}', '{}') +
+                      f'\ngeneral = {general}\n')
+    proc, _ = reframe('-l', '--system', 'sitebox', tmp_path=tmp_path,
+                      env={'HPCVAL_SITE': str(bad)})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert named in out and 'Traceback' not in out, out[-2000:]
+
+
 def test_site_references_are_validated_like_built_ins(site, tmp_path):
     bad = tmp_path / 'bad'
     subprocess.run(['cp', '-r', str(site), str(bad)], check=True)

@@ -139,6 +139,25 @@ def validate_system(system, origin):
                                           f'got {scratch!r}')
 
 
+def _general_options():
+    """The option names of ReFrame's ``general`` section (its schema)."""
+    import json
+    import os
+
+    import reframe
+    path = os.path.join(os.path.dirname(reframe.__file__), 'schemas',
+                        'config.json')
+    with open(path) as schema:
+        items = json.load(schema)['properties']['general']['items']
+    return set(items['properties']) - {'target_systems'}
+
+
+def validate_general(general, origin):
+    """A system module's ``general``: ReFrame's general options for that
+    system alone (target_systems is set by hpcval)."""
+    _keys(f'{origin}: general', general, _general_options())
+
+
 def _layout(data):
     return Layout(tuple(data.get('launcher_options', ())),
                   data.get('cpus_per_task'), dict(data.get('env_vars', {})),
