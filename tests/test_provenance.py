@@ -97,3 +97,23 @@ def test_the_probe_names_the_library_a_real_program_loads(tmp_path):
 def test_unsafe_names_are_not_probed():
     assert 'ldd' not in provenance.command('$(reboot)')
     assert 'launcher=' not in provenance.command('', 'srun;reboot')
+
+
+def test_a_spack_stack_records_its_concretised_spec(tmp_path):
+    """The job asks Spack for the spec it loads; without ``spack`` on PATH
+    (this host) the probe writes nothing for it and the job goes on."""
+    from hpcval.stacks import Stack
+    stack = Stack(spack_spec='osu-micro-benchmarks@7.4 ^mpich')
+    line = provenance.command(extra=stack.provenance_probes())
+    assert "find --format '{name}{@version}" in line
+    assert "'osu-micro-benchmarks@7.4 ^mpich'" in line
+    subprocess.run(['bash', '-c', line], cwd=tmp_path, check=True,
+                   timeout=60, env={'PATH': '/usr/bin:/bin'})
+    record = provenance.read((tmp_path / provenance.FILE).read_text())
+    assert 'spack' not in record and record['kernel']
+    assert Stack(modules=('osu/7.4',)).provenance_probes() == []
+    # what the probe's line becomes in the record
+    assert provenance.read('spack=osu-micro-benchmarks@7.4%gcc@12.2.0 '
+                           'arch=linux-debian12-zen2/abcdefg\n') == {
+        'spack': 'osu-micro-benchmarks@7.4%gcc@12.2.0 '
+                 'arch=linux-debian12-zen2/abcdefg'}

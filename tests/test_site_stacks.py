@@ -136,6 +136,10 @@ def test_spack_command_lines(tmp_path):
         # executables by name, from the loaded stack's PATH
         assert load < run and ' osu_' in lines[run] and '/osu_' not in \
             lines[run]
+        # the concretised spec the job loads goes into its provenance
+        assert ("echo \"spack=$(spack find --format '{name}{@version}"
+                "{%compiler}{variants}{arch=architecture}{/hash:7}' "
+                f"'{spec}' 2>/dev/null | head -n 1)\"") in script.read_text()
 
 
 def test_spack_install_through_reframes_spack_build(tmp_path):
@@ -167,6 +171,7 @@ def test_spack_install_through_reframes_spack_build(tmp_path):
     [run] = stage.rglob('OsuCpuCheck*/rfm_job.sh')
     assert f"eval \"$(spack -e {env} load --sh '{spec}')\"" in \
         run.read_text()
+    assert f"spack=$(spack -e {env} find --format " in run.read_text()
 
 
 def test_spack_install_needs_a_spec(tmp_path):

@@ -20,7 +20,7 @@ import shlex
 
 FILE = 'hpcval_provenance.txt'
 KEYS = ('gpu', 'driver', 'cuda', 'rocm', 'nccl', 'rccl', 'mpi', 'kernel',
-        'cpu', 'mpi_library', 'launcher')
+        'cpu', 'mpi_library', 'launcher', 'spack')
 # raw banner lines the record is made from, not kept themselves
 _RAW = ('mpi_banner', 'launcher_banner', 'path_mpi_banner')
 _VALUE = re.compile(r'[\x20-\x7e]{1,200}')
@@ -74,11 +74,12 @@ def _launcher_probe(launcher):
             f'| grep -v "^[[:space:]]*$" | head -n 2 | paste -sd"|" -)"')
 
 
-def command(executable='', launcher=''):
+def command(executable='', launcher='', extra=()):
     """One shell line for the job script: writes FILE, never fails.
     ``executable``: the benchmark's program (its MPI library is probed);
-    ``launcher``: the program that starts it (srun, mpirun), if any."""
-    probes = list(_PROBES)
+    ``launcher``: the program that starts it (srun, mpirun), if any;
+    ``extra``: probe lines of the stack the job loads (hpcval.stacks)."""
+    probes = [*_PROBES, *extra]
     if executable and re.fullmatch(r'[\w./+-]+', executable):
         probes.insert(0, _library_probe(executable))
     if launcher and re.fullmatch(r'[\w.+-]+', launcher):

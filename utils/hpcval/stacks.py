@@ -59,6 +59,21 @@ class Stack:
                      f'{shlex.quote(self.spack_spec)})"']
         return cmds
 
+    #: the concretised spec as ``spack find`` prints it: name, version,
+    #: compiler, variants, target and the hash that names the install
+    SPACK_FORMAT = '{name}{@version}{%compiler}{variants}{arch=architecture}{/hash:7}'
+
+    def provenance_probes(self):
+        """Shell lines for hpcval.provenance: ``spack=<concretised spec>``
+        of the installation the job loads (nothing for modules, whose
+        names are the record)."""
+        if not self.spack_spec:
+            return []
+        return [f'command -v spack >/dev/null && echo "spack=$('
+                f'{self.spack()} find --format '
+                f'{shlex.quote(self.SPACK_FORMAT)} '
+                f'{shlex.quote(self.spack_spec)} 2>/dev/null | head -n 1)"']
+
     def spack(self):
         """``spack``, in the environment the build installed into."""
         return f'spack -e {shlex.quote(self.spack_env)}' if self.spack_env \

@@ -49,7 +49,7 @@ DIAGNOSTIC = 'diagnostic'
 INPUT = ('(input)', '?')
 # provenance keys in the order they are shown
 PROVENANCE_KEYS = ('gpu', 'driver', 'cuda', 'rocm', 'nccl', 'rccl', 'mpi',
-                   'kernel', 'cpu')
+                   'kernel', 'cpu', 'spack')
 
 
 @dataclass

@@ -154,8 +154,13 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         # last: hooks of the benchmarks may set prerun_cmds themselves
         if not replay.active(self):
             self.prerun_cmds = [*nodeuse.measurement_commands(self),
-                                provenance.command(*self._started_with()),
+                                provenance.command(*self._started_with(),
+                                                   self._stack_probes()),
                                 *self.prerun_cmds]
+
+    def _stack_probes(self):
+        stack = stacks.for_run(self)
+        return stack.provenance_probes() if stack else []
 
     def _started_with(self):
         """(the benchmark's program, the launcher's program) for the
