@@ -59,7 +59,8 @@ def one_screen(cluster, folder, args, planted):
         # kind is not its figure)
         select, checks = ['--mode', 'screen'], ('checks/',)
     else:
-        select = ['--distribute=all', '-n', f'LikwidBenchCheck%kernel={kernel}',
+        select = ['--distribute=all',
+                  '-n', f'LikwidBenchCheck%kernel={kernel}',
                   '-S', f'LikwidBenchCheck.repeats={args.repeats}']
         checks = ('checks/likwid_bench.py',)
     since = time.strftime('%Y-%m-%dT%H:%M:%S')

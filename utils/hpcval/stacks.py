@@ -61,7 +61,8 @@ class Stack:
 
     #: the concretised spec as ``spack find`` prints it: name, version,
     #: compiler, variants, target and the hash that names the install
-    SPACK_FORMAT = '{name}{@version}{%compiler}{variants}{arch=architecture}{/hash:7}'
+    SPACK_FORMAT = ('{name}{@version}{%compiler}{variants}'
+                    '{arch=architecture}{/hash:7}')
 
     def provenance_probes(self):
         """Shell lines for hpcval.provenance: ``spack=<concretised spec>``
