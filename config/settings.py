@@ -51,6 +51,9 @@ try:
                 f'the module\'s name, {_stem!r}')
         layouts.validate_system(_mod.system, _origin)
         layouts.validate_general(getattr(_mod, 'general', {}), _origin)
+    # an inventory of a misspelt partition would judge no node
+    reference_service.files().check_partitions(
+        references.partitions_of(systems.ALL))
     paths.announce_replacements(sys.stderr)
 except (paths.SiteError, layouts.SystemConfigError,
         references.ReferenceFileError, ValueError, OSError) as _err:

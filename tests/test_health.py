@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcval import cli
+from hpcval import cli, references
 from hpcval.health import inventory, judge, kernel_log, nvidia, probe
 from hpcval.references import ReferenceFileError, load
 
@@ -350,8 +350,8 @@ def test_a_malformed_record_is_named_not_a_traceback(tmp_path, site, capsys,
 # -- the inventory in the reference files ----------------------------------
 
 def test_the_six_systems_expect_their_gpus():
-    inv = inventory.load_layered([str(Path(__file__).parents[1] /
-                                      'references')])
+    inv = references.ReferenceSet.layered(
+        [str(Path(__file__).parents[1] / 'references')]).inventory
     got = {s: [(e['partition'], e['gpus'], e.get('model')) for e in v
                if e['gpus']] for s, v in inv.items() if v}
     assert got == {

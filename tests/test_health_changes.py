@@ -115,7 +115,7 @@ def _case(rec):
 
 
 def test_the_node_unlike_the_others_is_named():
-    j = health_report.Judge(inventories={})
+    j = health_report.Judge(references.ReferenceSet())
     recs = [_record('n1'), _record('n2'),
             _record('n3', vbios='96.00.99.00.01', driver='575.57.08'),
             _record('n4')]
@@ -129,7 +129,7 @@ def test_the_node_unlike_the_others_is_named():
 
 
 def test_one_node_has_no_others():
-    j = health_report.Judge(inventories={})
+    j = health_report.Judge(references.ReferenceSet())
     j.changes(_case(_record('n1', vbios='x')), 'n1')
     assert j.between_nodes() == []
 

@@ -1,5 +1,5 @@
 """A site reference file that holds only what it changes, layered entry by
-entry over the built-in one (hpcval.references.load_layered), shown with
+entry over the built-in one (hpcval.references.ReferenceSet.layered), shown with
 its origin by ``hpcval references --system X`` and checked against the
 rule each figure names (hpcval.site.rule_warnings)."""
 import os
@@ -50,7 +50,7 @@ def _hpcval(*args, site=None, root=ROOT):
 
 
 def _layered(*dirs):
-    return references.load_layered([str(d) for d in dirs])
+    return references.ReferenceSet.layered([str(d) for d in dirs])
 
 
 def _figure(refs, check, metric, **where):

@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from hpcval import cli, verdict, verdict_refs
+from hpcval import cli, references, verdict, verdict_refs
 from hpcval.publish import results
 
 FIX = pathlib.Path(__file__).resolve().parent / 'fixtures'
@@ -25,10 +25,9 @@ def _run(capsys, *args):
 def _both(report, given=()):
     """The verdict of ``report`` by the bounds it carries, and by the
     references (``given`` files, else the installed ones)."""
-    by, files = verdict_refs.load(given)
-    loaded = results.load([str(report)], attrs=verdict_refs.where_keys(by))
-    return (verdict.judge(loaded),
-            verdict.judge(loaded, bounds=verdict_refs.Bounds(by, files)))
+    return (verdict.judge(results.load([str(report)])),
+            verdict.judge(results.load(
+                [str(report)], bounds=references.ReferenceSet.given(given))))
 
 
 @pytest.mark.parametrize('report, refs', [

@@ -60,7 +60,7 @@ from hpcval.publish import reference_table, report
 def _references(args):
     try:
         by_system = references.load_dir(args.dir) if args.dir else \
-            references.load_layered(paths.references_dirs())
+            references.ReferenceSet.layered(paths.references_dirs())
     except references.ReferenceFileError as err:
         print(f'hpcval: {err}', file=sys.stderr)
         return 1
@@ -205,14 +205,12 @@ def _verdict(args):
               '(--report-file) or --db', file=sys.stderr)
         return verdict.EXIT_INPUT
     try:
-        bounds = verdict_refs.Bounds(*verdict_refs.load(args.references))
+        refs = references.ReferenceSet.given(args.references)
         verdict_refs.lineage('')        # reads the check files now
         loaded = results.load(args.reports, db=args.db,
                               on_error=args.on_error, since=args.since,
-                              until=args.until,
-                              attrs=verdict_refs.where_keys(
-                                  bounds.by_system))
-    except (results.InputRejected, verdict_refs.Unusable,
+                              until=args.until, bounds=refs)
+    except (results.InputRejected, references.ReferenceFileError,
             paths.ConfigError) as err:
         print(f'hpcval verdict: {verdict.escape(str(err))}',
               file=sys.stderr)
@@ -225,7 +223,7 @@ def _verdict(args):
     result = verdict.judge(loaded, keep, strict=args.strict,
                            allow_unjudged=args.allow_unjudged,
                            peer_factor=args.peer_factor,
-                           accept_out=args.accept_out, bounds=bounds)
+                           accept_out=args.accept_out)
     if args.format == 'json':
         sys.stdout.write(verdict.render_json(result))
     else:
@@ -319,7 +317,8 @@ def _calibrated_dirs(ref_dir):
     target = paths.writable_references_dir()
     base = paths.references_dir() if target != paths.references_dir() \
         else None
-    return target, base, references.load_layered(paths.references_dirs())
+    return target, base, references.ReferenceSet.layered(
+        paths.references_dirs())
 
 
 def _paths(args):

@@ -190,7 +190,7 @@ def announce_replacements(stream):
 
 def references_dirs():
     """The references folders in layering order: built-in, then the
-    site's (hpcval.references.load_layered)."""
+    site's (hpcval.references.ReferenceSet.layered)."""
     return [references_dir(), *site_folders('references')]
 
 

@@ -24,8 +24,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 @functools.lru_cache(maxsize=None)
 def files():
-    """{system: [Reference]} of the built-in and site reference folders."""
-    return references.load_layered(paths.references_dirs())
+    """The ReferenceSet of the built-in and site reference folders."""
+    return references.ReferenceSet.layered(paths.references_dirs())
 
 
 def _suite(*parts):

@@ -37,11 +37,13 @@ import math
 import os
 import re
 import reprlib
+import stat
 from dataclasses import dataclass, field
 
 import yaml
 
-from hpcval import units
+from hpcval import trust, units
+from hpcval.health import inventory
 
 _TOP_KEYS = {'system', 'description', 'rules', 'entries', 'inventory',
              'replace'}
@@ -273,10 +275,17 @@ def _document(path, text=None):
 
 def _head(path, data):
     _text(path, 'description', data.get('description'))
-    # the nodes' expected GPUs: read by hpcval.health, checked here so that
-    # a broken inventory stops the run like any other reference error
-    from hpcval.health import inventory
-    inventory.validate(path, data.get('inventory'))
+    return _inventory(path, data)
+
+
+def _inventory(path, data):
+    """The file's validated inventory entries ([] when it has none): a
+    broken inventory stops the run and the verdict like any other
+    reference error."""
+    try:
+        return inventory.validate(path, data.get('inventory'))
+    except inventory.InventoryError as err:
+        raise ReferenceFileError(str(err)) from None
 
 
 def _entries_of(path, data):
@@ -345,15 +354,10 @@ def _entry_key(path, key, entry):
 
 
 def load_dir(dirname):
-    """Validate every ``*.yaml`` under ``dirname``; map system -> refs."""
-    try:
-        names = sorted(os.listdir(dirname))
-    except OSError as err:
-        raise ReferenceFileError(f'{dirname}: cannot list the reference '
-                                 f'folder: {err.strerror}') from None
-
-    return {f[:-5]: load(os.path.join(dirname, f))
-            for f in names if f.endswith('.yaml')}
+    """The ReferenceSet of every ``*.yaml`` under ``dirname``, each file
+    on its own (no layering)."""
+    return ReferenceSet.of_files(
+        [os.path.join(dirname, f) for f in _yaml_names(dirname)])
 
 
 BUILT_IN, SITE, CALIBRATED = 'built-in', 'site', 'calibrated'
@@ -378,40 +382,173 @@ class Origin:
     before_path: str = ''
 
 
-def load_layered(dirs):
-    """The references of each system from the folders ``dirs`` in order
-    (the built-in one, then a site's: hpcval.paths.references_dirs).
-
-    A later folder's file changes the system's earlier one entry by entry:
-    its entry with the same check, partition and ``where`` as an earlier
-    entry changes only the metrics it names, and a metric without
-    ``value`` changes only the fields it gives (a bound, its rule);
-    other entries are added after the earlier ones.  ``replace: true`` at
-    the top of the file replaces the earlier file whole.  Every
-    Reference carries its Origin."""
-    layers = {}
-    for depth, dirname in enumerate(dirs):
-        layer = BUILT_IN if depth == 0 else SITE
-        for name in _yaml_names(dirname):
-            path = os.path.join(dirname, name)
-            layers[name[:-5]] = _layer_on(layers.get(name[:-5]), path,
-                                          _document(path), layer)
-    return {system: lay.references() for system, lay in layers.items()}
-
-
 def load_over(below_path, path, text=None):
     """The references of the file ``path`` (or its ``text``, a text
     being checked before it is written) layered over the file
-    ``below_path``, as load_layered layers a site file over the built-in
-    one."""
+    ``below_path``, as ReferenceSet.layered layers a site file over the
+    built-in one."""
     below = _layer_on(None, below_path, _document(below_path), BUILT_IN)
     return _layer_on(below, path, _document(path, text), SITE).references()
+
+
+class ReferenceSet(dict):
+    """{system: [Reference]} of one set of reference files, with each
+    system's expected ``inventory`` entries and the file that last set it
+    (``files``): what a run, the verdict, the report, calibrate and the
+    health judge all read.  Made by one layering rule (``layered``) or
+    from the files a user names (``given``)."""
+
+    def __init__(self, refs=(), inventory=None, files=None):
+        super().__init__(refs)
+        self.inventory = inventory or {}
+        self.files = files or {}
+
+    @classmethod
+    def layered(cls, dirs):
+        """The references of each system from the folders ``dirs`` in
+        order (the built-in one, then a site's: hpcval.paths.
+        references_dirs).
+
+        A later folder's file changes the system's earlier one entry by
+        entry: its entry with the same check, partition and ``where`` as
+        an earlier entry changes only the metrics it names, and a metric
+        without ``value`` changes only the fields it gives (a bound, its
+        rule); other entries are added after the earlier ones; its
+        ``inventory:``, where it gives one, replaces the earlier one
+        whole, and is kept where it gives none.  ``replace: true`` at the
+        top of the file replaces the earlier file whole.  Every Reference
+        carries its Origin."""
+        layers = {}
+        for depth, dirname in enumerate(dirs):
+            layer = BUILT_IN if depth == 0 else SITE
+            for name in _yaml_names(dirname):
+                path = os.path.join(dirname, name)
+                layers[name[:-5]] = _layer_on(layers.get(name[:-5]), path,
+                                              _document(path), layer)
+        return cls({s: lay.references() for s, lay in layers.items()},
+                   {s: lay.inventory for s, lay in layers.items()},
+                   {s: lay.path for s, lay in layers.items()})
+
+    @classmethod
+    def of_files(cls, files):
+        """Each file of ``files`` on its own: the whole references of the
+        system its name gives."""
+        out = cls()
+        for path in files:
+            data = _document(path)
+            system = data['system']
+            out.inventory[system] = _head(path, data)
+            out[system] = _refs(path, _entries_of(path, data),
+                                _rules(path, data))
+            out.files[system] = path
+        return out
+
+    @classmethod
+    def given(cls, given=(), dirs=None):
+        """The files or folders ``given`` (``--references``), each the
+        whole references of its system, read only where trusted
+        (hpcval.trust: owned by root or the running user, writable by
+        nobody else) and a regular file; else the folders ``dirs``
+        layered (default: the installed and the site's); each inventory's
+        partitions checked against the configured systems."""
+        from hpcval import paths
+        if not given:
+            refs = cls.layered(paths.references_dirs() if dirs is None
+                               else dirs)
+        else:
+            files = []
+            for path in given:
+                if _kind(path) == 'folder':
+                    files += [os.path.join(path, n)
+                              for n in _yaml_names(path)]
+                else:
+                    files.append(path)
+            for path in files:
+                _kind(path, folder=False)
+            refs = cls.of_files(files)
+        refs.check_partitions(_partitions(paths))
+        return refs
+
+    def expected(self, system, partition):
+        """The inventory entry of ``system``'s ``partition``, or None."""
+        return inventory.for_partition(self.inventory.get(system, ()),
+                                       partition)
+
+    def where_keys(self):
+        """The test attributes the entries' ``where`` match on (a name
+        starting with _ is no attribute a report records)."""
+        return sorted({k for refs in self.values() for r in refs
+                       for k in r.where if not k.startswith('_')})
+
+    def matching(self, system, check_names, partition, attrs):
+        """{metric: Reference} of ``system``'s entries that apply to one
+        test (a live one or a recorded case: ``applies``); a later entry
+        wins over an earlier one."""
+        got = {}
+        for ref in self.get(system, ()):
+            if applies(ref, check_names, partition, attrs):
+                got[ref.metric] = ref
+        return got
+
+    def check_partitions(self, partitions_of):
+        """ReferenceFileError naming file and key where an inventory
+        names a partition its system does not have (``partitions_of``:
+        {system: partition names}; systems not in it are not checked)."""
+        for system, entries in self.inventory.items():
+            known = partitions_of.get(system)
+            for i, entry in enumerate(entries):
+                part = entry['partition']
+                if known is not None and part != '*' and part not in known:
+                    _fail(self.files.get(system, system),
+                          f'inventory[{i}].partition',
+                          f'{part!r} is no partition of system {system} '
+                          f'(it has: {", ".join(sorted(known))})')
+
+
+def _partitions(paths):
+    """{system: its partitions' names} of the configured systems (none
+    where the suite has no systems/ folder)."""
+    if not os.path.isfile(os.path.join(paths.repo_root(), 'systems',
+                                       '__init__.py')):
+        return {}
+    try:
+        systems = paths.import_systems(paths.repo_root()).ALL
+    except Exception as err:    # a site module that ReFrame would refuse
+        raise ReferenceFileError(f'the systems\' partitions cannot be '
+                                 f'read: {type(err).__name__}: {err}'
+                                 ) from None
+    return partitions_of(systems)
+
+
+def partitions_of(system_modules):
+    """{system: its partitions' names} of hpcval's system modules."""
+    return {m.system['name']: [p['name'] for p in m.system['partitions']]
+            for m in system_modules}
+
+
+def _kind(path, folder=True):
+    """'folder' or 'file' of a path a user gave, where trusted;
+    ReferenceFileError for anything else (another user's file could pass
+    a failing node, a FIFO would block, a device never end)."""
+    try:
+        trust.check_path(path)
+        mode = os.stat(path).st_mode
+    except trust.UntrustedPath as err:
+        raise ReferenceFileError(f'{path}: not trusted: {err}') from None
+    except OSError as err:
+        raise ReferenceFileError(f'{path}: cannot read: {err.strerror}'
+                                 ) from None
+    if folder and stat.S_ISDIR(mode):
+        return 'folder'
+    if stat.S_ISREG(mode):
+        return 'file'
+    raise ReferenceFileError(f'{path}: not a reference file or folder (a '
+                             f'FIFO, device or socket): not read')
 
 
 def _layer_on(below, path, data, layer):
     if below is not None and not data.get('replace'):
         return _overlay(below, path, data)
-    _head(path, data)
     return _Layered.whole(path, data, layer)
 
 
@@ -427,16 +564,19 @@ def _yaml_names(dirname):
 @dataclass
 class _Layered:
     """One system's entries as layered so far: the file the last layer
-    came from (errors name it), the merged entries and rules, and per
-    entry its Origin by metric ('*' for an ``absent`` entry)."""
+    came from (errors name it), the merged entries and rules, per entry
+    its Origin by metric ('*' for an ``absent`` entry), and the inventory
+    of the last layer that gave one."""
     path: str
     entries: list
     rules: dict
     origins: list
     keys: list
+    inventory: list
 
     @classmethod
     def whole(cls, path, data, layer):
+        expected = _head(path, data)
         rules = _rules(path, data)
         entries = _entries_of(path, data)
         _refs(path, entries, rules)     # validated as a file of its own
@@ -444,7 +584,7 @@ class _Layered:
                     for m, spec in _metric_specs(e).items()}
                    for i, e in enumerate(entries)]
         return cls(path, list(entries), dict(rules), origins,
-                   [f'entries[{i}]' for i in range(len(entries))])
+                   [f'entries[{i}]' for i in range(len(entries))], expected)
 
     def references(self):
         return _refs(self.path, self.entries, self.rules, self.keys,
@@ -505,7 +645,9 @@ def _overlay(below, path, data):
         entries[at], origins[at] = _merge_entry(
             entries[at], origins[at], entry, path, j, key, below.path)
         keys[at] = key
-    return _Layered(path, entries, rules, origins, keys)
+    expected = _inventory(path, data) if 'inventory' in data \
+        else below.inventory
+    return _Layered(path, entries, rules, origins, keys, expected)
 
 
 def _whole_metrics(path, key, entry, below_path):
@@ -561,7 +703,10 @@ def _merge_entry(old, old_origins, new, path, j, key, below_path):
     return merged, origins
 
 
-def _matches(ref, check_names, partition, attrs):
+def applies(ref, check_names, partition, attrs):
+    """Whether the entry of ``ref`` applies to one test: its class or a
+    base class (``check_names``), its partition, and the ``where``
+    attributes (``attrs.get``: a live test's or a recorded case's)."""
     if ref.check not in check_names:
         return False
 
@@ -590,7 +735,7 @@ def select(refs, check_names, partition, attrs, metric_units):
     chosen = {}
     for ref in refs:
         if ref.metric in metric_units and \
-                _matches(ref, check_names, partition, attrs):
+                applies(ref, check_names, partition, attrs):
             chosen[ref.metric] = ref
 
     return {name: ref.as_tuple(metric_units[name])
@@ -706,8 +851,8 @@ def unreported(refs, check_names, partition, attrs, reported):
     metrics judge nothing either way."""
     by_entry = {}
     for ref in refs:
-        if ref.value is not None and _matches(ref, check_names, partition,
-                                              attrs):
+        if ref.value is not None and applies(ref, check_names, partition,
+                                             attrs):
             by_entry.setdefault(ref.entry, []).append(ref.metric)
     found = []
     for entry, metrics in by_entry.items():
@@ -727,7 +872,7 @@ def absent(refs, check_names, partition, attrs, metrics):
     chosen = {}
     for ref in refs:
         if ref.metric in metrics and \
-                _matches(ref, check_names, partition, attrs):
+                applies(ref, check_names, partition, attrs):
             chosen[ref.metric] = ref
 
     return {name: ' '.join((ref.source or 'no reason given').split())

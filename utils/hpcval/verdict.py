@@ -33,7 +33,7 @@ one without a reference.
 """
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from hpcval import judgement, screen
 from hpcval.health import report as health
@@ -268,12 +268,12 @@ class _Groups(dict):
 
 
 def judge(loaded, select=None, strict=False, allow_unjudged=False,
-          peer_factor=screen.PEER_FACTOR, accept_out=(), bounds=None):
-    """The Verdict of ``loaded`` (hpcval.publish.results.Loaded).
-
-    ``bounds`` (hpcval.verdict_refs.Bounds) judges each figure by the
-    references, the report's bound a cross-check; None judges by the
-    bounds the report holds.  ``select(case)`` keeps a test case
+          peer_factor=screen.PEER_FACTOR, accept_out=()):
+    """The Verdict of ``loaded`` (hpcval.publish.results.Loaded), each
+    figure in the band it was loaded with (``results.load(...,
+    bounds=...)``: the references', the report's bound a cross-check;
+    else the bound the report holds), each node's health against the
+    inventory of the same references.  ``select(case)`` keeps a test case
     (default: all); ``strict`` makes a
     skip or an unjudged figure a failure; ``allow_unjudged`` accepts
     figures without a reference (logged, counted, not incomplete).
@@ -299,13 +299,14 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
                                   peer_factor)
 
     groups, seen = _Groups(), set()
-    healths = health.Judge()
+    healths = health.Judge(getattr(loaded, 'references', None))
+    rebanded = getattr(loaded, 'rebanded', None) or {}
     for case in loaded.cases:
         if not select(case) or _key(case) in seen:
             continue
         seen.add(_key(case))
         _judge_case(groups, case, samples.get(id(case), []), peer, fixtures,
-                    healths, bounds)
+                    healths, rebanded, getattr(loaded, 'references', None))
     for case, node, comp, text in healths.between_nodes():
         groups.of(case).changes.append(_changed(node, comp, text))
     _failed_fixtures(groups, loaded.fixtures, select, seen)
@@ -347,12 +348,14 @@ def _status(groups, incomplete, problems, strict):
     return EXIT_INCOMPLETE if incomplete else EXIT_OK
 
 
-def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
+def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
+                refs):
     """Count one test case into its group: skipped, its figures against
-    their references and peers, and a failure without a figure."""
+    their references and peers (``rebanded``: Loaded.rebanded), and a
+    failure without a figure."""
     g = groups.of(case)
-    if bounds is not None and not g.references:
-        g.references = bounds.files.get(case.system, 'none')
+    if refs is not None and not g.references:
+        g.references = refs.files.get(case.system, 'none')
     groups.sessions.setdefault(g.name, set()).add(case.session)
     if screen.node_of(case) and (case.extras.get('screen_excluded') or
                                  screen.not_started(case)):
@@ -375,15 +378,12 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
         return
 
     failed_figure = refs_failed = False
-    judged = bounds.of_case(case) if bounds is not None else _as_recorded
     outcome, passed = judgement.outcome, judgement.PASS
+    label = node_label(case) if rebanded else ''
     for s in samples:
-        why = None
-        decided = judged(s, case)
-        if decided is not s:
-            s, cross, why = decided
-            if cross is not None:
-                g.crosschecks.append(cross)
+        cross, why = rebanded.get(id(s), (None, None))
+        if cross is not None:
+            g.crosschecks.append(replace(cross, node=label))
         by_peers = peer.get((id(case), s.metric)) if peer else None
         if by_peers is None and outcome(s) == passed:
             g.judged_passed += 1        # _judge_figure's commonest case
@@ -391,7 +391,7 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
         failed = _judge_figure(g, case, s, by_peers, healths, why)
         failed_figure |= failed
         # ReFrame passed the case by another bound than the references'
-        refs_failed |= failed and decided is not s
+        refs_failed |= failed and id(s) in rebanded
     if case.result == 'pass' and not refs_failed:
         g.cases_passed += 1
         return
@@ -399,10 +399,6 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, bounds):
     if not failed_figure:
         # a sanity failure, a crash, an abort: no figure to name
         g.failures.append(_case_failure(case))
-
-
-def _as_recorded(s, case):
-    return s
 
 
 def _changed(node, comp, text):

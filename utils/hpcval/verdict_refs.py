@@ -1,14 +1,16 @@
-"""The bounds a verdict judges by: the references', not the report's.
+"""The bounds every reader of a report judges by: the references', not
+the report's.
 
 A run report carries the bound ReFrame applied to each figure, copied
-from whatever references that run had.  ``hpcval verdict`` judges each
-figure by the references instead: the files given with ``--references``
-(a file or folder), else the installed ones with the site layer
-(hpcval.paths.references_dirs), matched to the test case as a run
-matches them to a test (class and base classes, partition, ``where``
-attributes as the report recorded them).  The report's bound is a
-cross-check: where it differs, one ``Cross`` per figure says both and
-which judged.
+from whatever references that run had.  Loading a report with a
+hpcval.references.ReferenceSet (``results.load(..., bounds=...)``: the
+files given with ``--references``, else the installed ones with the site
+layer) re-bands each figure by it, matched to the test case as a run
+matches them to a test (hpcval.references.applies: class and base
+classes, partition, ``where`` attributes as the report recorded them).
+The report's bound is a cross-check: where it differs, one ``Cross`` per
+figure says both and which judged, in the same words for the verdict
+and the comparison table.
 
 - bounds agree: the figure is judged as recorded (ReFrame's own
   per-figure result included);
@@ -24,19 +26,13 @@ import functools
 import glob
 import math
 import os
-import stat
 from dataclasses import dataclass
 
 import msgspec
 
-from hpcval import references
 from hpcval.judgement import Band
 
 REPORT, REFERENCES, NONE = 'report', 'references', 'none'
-
-
-class Unusable(ValueError):
-    """The references cannot be read; the message names the file."""
 
 
 @dataclass
@@ -44,11 +40,11 @@ class Cross:
     """A figure whose report bound differs from its reference's."""
     test: str
     metric: str
-    node: str
     report_bound: str        # 'none' where the report has none
     reference_bound: str     # 'none (why)' where no reference judges
     source: str              # the reference file and entry, or the file
     judged_by: str           # REFERENCES or NONE
+    node: str = ''           # the verdict's name of the case's node(s)
 
     def line(self):
         by = 'the references judged it' if self.judged_by == REFERENCES \
@@ -56,55 +52,6 @@ class Cross:
         return (f'{self.test}: {self.metric}: report bound '
                 f'{self.report_bound}; references {self.reference_bound} '
                 f'({self.source}): {by}')
-
-
-def load(given=()):
-    """({system: [Reference]}, {system: the file read}) of the files or
-    folders ``given``, else of the installed references and the site's
-    (the last layer's file named)."""
-    try:
-        if not given:
-            from hpcval import paths
-            dirs = paths.references_dirs()
-            return references.load_layered(dirs), {
-                name[:-5]: os.path.join(d, name)
-                for d in dirs for name in references._yaml_names(d)}
-        out, files = {}, {}
-        for path in given:
-            if _kind(path) == 'folder':
-                for name in references._yaml_names(path):
-                    _kind(os.path.join(path, name), folder=False)
-                for system, refs in references.load_dir(path).items():
-                    out[system] = refs
-                    files[system] = os.path.join(path, f'{system}.yaml')
-            else:
-                system = os.path.splitext(os.path.basename(path))[0]
-                out[system], files[system] = references.load(path), path
-        return out, files
-    except references.ReferenceFileError as err:
-        raise Unusable(str(err)) from None
-
-
-def _kind(path, folder=True):
-    """'folder' or 'file'; Unusable for anything else (a FIFO would block
-    the verdict, a device never end)."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as err:
-        raise Unusable(f'{path}: cannot read: {err.strerror}') from None
-    if folder and stat.S_ISDIR(mode):
-        return 'folder'
-    if stat.S_ISREG(mode):
-        return 'file'
-    raise Unusable(f'{path}: not a reference file or folder (a FIFO, '
-                   f'device or socket): not read')
-
-
-def where_keys(by_system):
-    """The test attributes the references' ``where`` match on (a name
-    starting with _ is no attribute a report records)."""
-    return sorted({k for refs in by_system.values() for r in refs
-                   for k in r.where if not k.startswith('_')})
 
 
 @functools.lru_cache(maxsize=None)
@@ -151,26 +98,19 @@ def _same(a, b):
 
 
 class Bounds:
-    """Which bound judges each figure of a test case."""
+    """Which bound judges each figure of a test case, by the
+    hpcval.references.ReferenceSet ``refs``."""
 
-    def __init__(self, by_system, files):
-        self.by_system = by_system
-        self.files = files
+    def __init__(self, refs):
+        self.refs = refs
+        self.files = refs.files
         self._entries = {}      # case key: _CaseJudge
 
     def _refs_of(self, case):
         """{metric: Reference} of the entries that apply to ``case``."""
-        values = {**dict(case.params), **dict(case.fields),
-                  **dict(case.attrs)}
-        names = lineage(case.check)
-        got = {}
-        for ref in self.by_system.get(case.system, ()):
-            if ref.check in names and \
-                    ref.partition in ('*', case.partition) and \
-                    all(k in values and str(values[k]) == str(v)
-                        for k, v in ref.where.items()):
-                got[ref.metric] = ref       # the last entry wins
-        return got
+        return self.refs.matching(
+            case.system, lineage(case.check), case.partition,
+            {**dict(case.params), **dict(case.fields), **dict(case.attrs)})
 
     def judged(self, case, s):
         """``s`` where the report's bound agrees with the references';
@@ -208,9 +148,7 @@ class Bounds:
 
     @staticmethod
     def _cross(case, s, by, bound, source, report):
-        from hpcval import verdict
-        return Cross(case.test, s.metric, verdict.node_label(case), report,
-                     bound, source, by)
+        return Cross(case.test, s.metric, report, bound, source, by)
 
     def _decide(self, system, ref, s):
         """(band, its text, its source, why unjudged, the report's bound

@@ -24,7 +24,7 @@ hpcval.references)::
 A partition that expects GPUs and whose node cannot list them fails
 (hpcval.health.judge).
 """
-import os
+import reprlib
 
 TOOLS = {'nvidia': ('nvidia-smi',), 'amd': ('amd-smi', 'rocm-smi'),
          'habana': ('hl-smi',)}
@@ -35,20 +35,27 @@ _KEYS = {'partition', 'gpus', 'vendor', 'model', 'memory_gib', 'pcie',
 BASELINE_KEYS = ('driver', 'vbios', 'kernel', 'serial')
 
 
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 2, 60, 60
+
+
+class InventoryError(ValueError):
+    """An inventory breaks the schema; the message names file and key."""
+
+
 def _fail(path, key, msg):
-    from hpcval.references import ReferenceFileError
-    raise ReferenceFileError(f'{path}: {key}: {msg}')
+    raise InventoryError(f'{path}: {key}: {msg}')
 
 
 def _int(path, key, val, least):
     if isinstance(val, bool) or not isinstance(val, int) or val < least:
-        _fail(path, key, f'must be an integer >= {least}, got {val!r}')
+        _fail(path, key, f'must be an integer >= {least}, got {_SHOWN.repr(val)}')
     return val
 
 
 def _text(path, key, val):
     if not isinstance(val, str) or not val.strip() or len(val) > 2000:
-        _fail(path, key, f'must be a non-empty string, got {val!r}')
+        _fail(path, key, f'must be a non-empty string, got {_SHOWN.repr(val)}')
     return val
 
 
@@ -78,7 +85,7 @@ def validate(path, data):
             vendor = entry.get('vendor')
             if vendor not in TOOLS:
                 _fail(path, f'{key}.vendor', f'must be one of '
-                      f'{", ".join(sorted(TOOLS))}, got {vendor!r}')
+                      f'{", ".join(sorted(TOOLS))}, got {_SHOWN.repr(vendor)}')
             rec['vendor'] = vendor
             rec['model'] = _text(path, f'{key}.model', entry.get('model'))
         if 'memory_gib' in entry:
@@ -100,9 +107,15 @@ def validate(path, data):
             if not isinstance(pin, list) or not pin or \
                     any(p not in BASELINE_KEYS for p in pin):
                 _fail(path, f'{key}.pin', f'must be a list of '
-                      f'{", ".join(BASELINE_KEYS)}, got {pin!r}')
+                      f'{", ".join(BASELINE_KEYS)}, got {_SHOWN.repr(pin)}')
             if not rec.get('baseline'):
                 _fail(path, f'{key}.pin', 'needs a baseline to pin')
+            unpinnable = [p for p in pin if (
+                'serials' if p == 'serial' else p) not in rec['baseline']]
+            if unpinnable:
+                # a pin on a version nobody recorded could never fail
+                _fail(path, f'{key}.pin', f'{", ".join(unpinnable)}: the '
+                      f'baseline records no such version to pin')
             rec['pin'] = list(pin)
         out.append(rec)
     return out
@@ -136,26 +149,6 @@ def for_partition(entries, partition):
     own = [e for e in entries if e['partition'] == partition]
     return (own or [e for e in entries if e['partition'] == '*'] or
             [None])[0]
-
-
-def load_layered(dirs):
-    """{system: [inventory entries]} of the reference folders ``dirs``, a
-    later folder's file replacing an earlier one's (as the references)."""
-    from hpcval import references
-    out = {}
-    for dirname in dirs:
-        try:
-            names = sorted(os.listdir(dirname))
-        except OSError:
-            continue
-        for name in names:
-            if name.endswith('.yaml'):
-                path = os.path.join(dirname, name)
-                data = references.parse(references._read(path), path)
-                out[name[:-5]] = validate(
-                    path, data.get('inventory') if isinstance(data, dict)
-                    else None)
-    return out
 
 
 def describe(expected):

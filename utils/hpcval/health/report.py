@@ -6,28 +6,25 @@ its test cases recorded it.  What changed (driver, VBIOS, kernel, GPU
 serial) is information: against the partition's baseline
 (``changes``) and between the nodes of one verdict (``between_nodes``).
 """
-from hpcval.health import inventory, judge
+from hpcval import references
+from hpcval.health import judge
 from hpcval.health.common import clean
 
 
 class Judge:
-    def __init__(self, inventories=None):
-        self._inventories = inventories
+    def __init__(self, refs=None):
+        """``refs``: the hpcval.references.ReferenceSet whose inventory
+        judges (default: the installed and the site's)."""
+        self._refs = refs
         self._named = set()
         # (system, partition): ({node: identity}, a case of the group)
         self._identities = {}
 
     def _expected(self, case):
-        if self._inventories is None:
-            from hpcval import paths, references
-            try:
-                self._inventories = inventory.load_layered(
-                    paths.references_dirs())
-            except (references.ReferenceFileError, OSError):
-                # the references' own load names the file; judged without
-                self._inventories = {}
-        return inventory.for_partition(
-            self._inventories.get(case.system, []), case.partition)
+        if self._refs is None:
+            # an unreadable inventory is an error, never judged without
+            self._refs = references.ReferenceSet.given()
+        return self._refs.expected(case.system, case.partition)
 
     @staticmethod
     def _record(case):

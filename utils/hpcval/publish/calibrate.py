@@ -273,7 +273,7 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False):
 def _explicitly_absent(old_refs, check, partition, where, metric):
     chosen = None
     for ref in old_refs:
-        if ref.metric == metric and references._matches(
+        if ref.metric == metric and references.applies(
                 ref, [check], partition, where):
             chosen = ref
     return chosen is not None and chosen.value is None and chosen
@@ -641,8 +641,8 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     runs apart from the rest of their metric (``outliers``) are left out
     with a warning naming them, unless ``keep_outliers``.
     ``base_dir``: the built-in folder a site's ``ref_dir`` is layered
-    over (references.load_layered): a new site file holds the calibrated
-    entries only.  Returns a
+    over (references.ReferenceSet.layered): a new site file holds the
+    calibrated entries only.  Returns a
     Calibration: the new file text and its unified diff against the old,
     with notes.  With ``write=True`` the file is replaced, unless it changed
     since ``by_system_refs`` was read.
@@ -676,7 +676,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
                            include_absent, notes, keep_outliers)
     rule_text = _rule_text(rule)
     # a new site file holds the calibrated entries only, layered over the
-    # built-in file (references.load_layered), so that upstream
+    # built-in file (references.ReferenceSet.layered), so that upstream
     # corrections of the other entries still reach the site
     head, previous = _split(old, path) if old is not None else \
         (_new_file(system, rule_text), [])

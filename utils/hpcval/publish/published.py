@@ -211,7 +211,7 @@ def find(by_system, system, partition, spec):
     is judged against (the last applicable entry), or None."""
     chosen = None
     for ref in by_system.get(system, []):
-        if ref.metric == spec.metric and references._matches(
+        if ref.metric == spec.metric and references.applies(
                 ref, [spec.check], partition, spec.where):
             chosen = ref
 

@@ -16,7 +16,7 @@ import sys
 import time
 
 from hpcval.publish import comparison, formats, output, results, sources
-from hpcval.references import ReferenceFileError
+from hpcval.references import ReferenceFileError, ReferenceSet
 
 EXIT_OK, EXIT_REJECTED, EXIT_EMPTY = 0, 1, 2
 
@@ -100,11 +100,11 @@ def add_input_arguments(parser):
                              'stops the command (reject)')
 
 
-def load_selected(args, replays=True):
+def load_selected(args, replays=True, bounds=None):
     """Loaded inputs and the samples the arguments select (or raises
-    results.InputRejected)."""
+    results.InputRejected); ``bounds``: results.load's."""
     loaded = results.load(args.reports, db=args.db, on_error=args.on_error,
-                          since=args.since, until=args.until)
+                          since=args.since, until=args.until, bounds=bounds)
     for problem in loaded.problems:
         print(f'hpcval: left out {problem}', file=sys.stderr)
     if loaded.duplicates:
@@ -150,6 +150,13 @@ def add_arguments(parser):
     parser.add_argument('--force', action='store_true',
                         help='overwrite existing output files')
     parser.add_argument('--title', default='Cross-system comparison')
+    parser.add_argument('--references', action='append', default=[],
+                        metavar='FILE|DIR',
+                        help='judge by these reference files (a SYSTEM.yaml, '
+                             'or a folder of them; repeatable) instead of '
+                             'the installed ones and the site\'s, as '
+                             '`hpcval verdict` does; the runs\' own bounds '
+                             'are only a cross-check')
     parser.add_argument('--references-only', action='store_true',
                         help='the published-reference view: tables from '
                              'references/ alone, no runs')
@@ -221,24 +228,20 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
     return '\n'.join(formats.RENDER[fmt](t) for t in tables)
 
 
-def _published_tables():
-    from hpcval import paths, references
-    from hpcval.publish import published
-    return published.tables(references.load_layered(paths.references_dirs()))
-
-
 def run(args):
+    from hpcval.publish import published
     fmts = _formats(args.format)
+    try:
+        refs = ReferenceSet.given(args.references)
+    except ReferenceFileError as err:
+        print(f'hpcval report: {formats.visible(err)}', file=sys.stderr)
+        return EXIT_REJECTED
     if args.references_only:
-        try:
-            tables = _published_tables()
-        except ReferenceFileError as err:
-            print(f'hpcval report: {err}', file=sys.stderr)
-            return EXIT_REJECTED
+        tables = published.tables(refs)
         inputs, problems, samples = ['references/*.yaml'], [], []
     else:
         try:
-            loaded, samples = load_selected(args, replays=not args.no_replays)
+            loaded, samples = load_selected(args, not args.no_replays, refs)
         except results.InputRejected as err:
             print(f'hpcval report: rejected {err}', file=sys.stderr)
             return EXIT_REJECTED
@@ -253,13 +256,13 @@ def run(args):
             tables = [comparison.build(
                 samples, args.title, [c for c in loaded.cases if keep(c)],
                 per_node=args.per_node)]
+        # the verdict's BOUND lines, in its words
+        tables[0].notes += dict.fromkeys(
+            f'BOUND {loaded.rebanded[id(s)][0].line()}' for s in samples
+            if loaded.rebanded.get(id(s), (None,))[0] is not None)
         inputs, problems = loaded.sources, loaded.problems
         if args.with_published:
-            try:
-                tables += _published_tables()
-            except ReferenceFileError as err:
-                print(f'hpcval report: {err}', file=sys.stderr)
-                return EXIT_REJECTED
+            tables += published.tables(refs)
 
     if not args.out:
         sys.stdout.write(render(tables, fmts[0], inputs, problems))

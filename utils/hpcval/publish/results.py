@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from hpcval import verdict_refs
 from hpcval.publish import typed_sessions
 from hpcval.publish.measures import LAYOUT_FIELDS
 
@@ -150,6 +151,11 @@ class Loaded:
     by_case: dict = field(default_factory=dict)
     # {session uuid: ReFrame's command line, '' unknown}
     commands: dict = field(default_factory=dict)
+    # the ReferenceSet the figures were re-banded by (load's ``bounds``),
+    # and {id(sample): (verdict_refs.Cross or None, why unjudged or None)}
+    # of each figure whose band is not the one the run recorded
+    references: object = None
+    rebanded: dict = field(default_factory=dict)
 
 
 _RESULTS = {'success': 'pass', 'failure': 'fail', 'skipped': 'skip',
@@ -700,7 +706,7 @@ def without_gc():
 
 
 def load(report_files=(), db=None, on_error='skip', since=None, until=None,
-         attrs=()):
+         attrs=(), bounds=None):
     """Samples of every report file and every stored session of ``db``.
 
     A report file may be given as ``(label, path)``: its runs are shown
@@ -710,10 +716,33 @@ def load(report_files=(), db=None, on_error='skip', since=None, until=None,
     ``since``/``until`` (unix seconds) select database sessions by their
     start time; report files are taken whole.  ``attrs``: names of test
     attributes (identifiers) each Case keeps in ``Case.attrs``.
+    ``bounds`` (hpcval.references.ReferenceSet): each figure judged by
+    its band there, not the one its run recorded (hpcval.verdict_refs),
+    so that every reader of the result sees the same band.
     """
+    if bounds is not None:
+        attrs = {*attrs, *bounds.where_keys()}
     with without_gc():
-        return _load(report_files, db, on_error, since, until,
-                     tuple(sorted(set(attrs))))
+        loaded = _load(report_files, db, on_error, since, until,
+                       tuple(sorted(set(attrs))))
+        if bounds is not None:
+            _reband(loaded, bounds)
+    return loaded
+
+
+def _reband(loaded, refs):
+    """Each sample of ``loaded`` in the band ``refs`` give it."""
+    judge, rebanded = verdict_refs.Bounds(refs), loaded.rebanded
+    loaded.references = refs
+    for case in loaded.cases:
+        samples, of_case = loaded.by_case.get(id(case)), judge.of_case(case)
+        for i, s in enumerate(samples or ()):
+            decided = of_case(s, case)
+            if decided is not s and decided[1:] != (None, None):
+                samples[i], cross, why = decided
+                rebanded[id(samples[i])] = (cross, why)
+    loaded.samples = [s for c in loaded.cases
+                      for s in loaded.by_case.get(id(c), ())]
 
 
 def _load(report_files, db, on_error, since, until, attrs):
