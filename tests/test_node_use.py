@@ -100,36 +100,35 @@ def test_a_measurement_waits_for_a_running_build(tmp_path, monkeypatch):
     assert log.read_text().split() == ['build-started', 'build-done',
                                        'measured']
     record = nodeuse.read((tmp_path / nodeuse.LOAD_FILE).read_text())
-    assert record['waited_s'] >= 0 and record['cpus'] >= 1
+    assert record.waited_s >= 0 and record.cpus >= 1
 
 
 class TestLoadRecord:
     def test_a_busy_host_says_so_naming_what_ran(self):
         record = nodeuse.read((LOADS / 'shared_host_3yes.txt').read_text())
-        assert record['busy'] and record['cpus'] == 2
-        assert record['others_running'] == 10
-        assert record['why'].startswith('10 other runnable tasks on 2 CPUs '
+        assert record.busy and record.cpus == 2
+        assert record.others_running == 10
+        assert record.why.startswith('10 other runnable tasks on 2 CPUs '
                                         'at job start; busiest: reframe '
                                         '(pid 12339, 30.4% CPU)')
-        assert [p['command'] for p in record['processes']].count('reframe') \
-            == 2
+        assert [p.command for p in record.processes].count('reframe') == 2
 
     def test_the_shared_host_as_it_was(self):
         record = nodeuse.read((LOADS / 'shared_host_busy.txt').read_text())
-        assert record['busy'] and record['others_running'] == 4
-        assert record['load1'] == 6.55
+        assert record.busy and record.others_running == 4
+        assert record.load1 == 6.55
 
     def test_a_quiet_node_is_not_busy(self):
         text = re.sub(r' \d+/(\d+) ', r' 1/\1 ',
                       (LOADS / 'shared_host_busy.txt').read_text())
         record = nodeuse.read(text)
-        assert not record['busy'] and record['why'] == ''
-        assert record['others_running'] == 0
+        assert not record.busy and record.why == ''
+        assert record.others_running == 0
 
     def test_junk_gives_no_record(self):
-        assert nodeuse.read('') == {}
-        assert nodeuse.read('loadavg=a b c\ncpus=x\n') == {}
+        assert nodeuse.read('') is None
+        assert nodeuse.read('loadavg=a b c\ncpus=x\n') is None
         # a process name with control characters is dropped, not kept
         text = (LOADS / 'shared_host_busy.txt').read_text().replace(
             'likwid-bench', 'likwid\x1b[31m')
-        assert 'likwid' not in str(nodeuse.read(text)['processes'])
+        assert 'likwid' not in str(nodeuse.read(text).processes)

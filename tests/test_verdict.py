@@ -264,14 +264,17 @@ def test_a_low_figure_on_a_busy_node_says_so(tmp_path, capsys):
     import json
     import pathlib
 
-    from hpcval import cli
-    src = pathlib.Path(__file__).resolve().parent / 'fixtures' / \
-        'captured' / 'h100_health' / 'reports' / 'gpu0_loaded.json'
+    from hpcval import cli, records
+    from hpcval.benchmarks import nodeuse
+    fix = pathlib.Path(__file__).resolve().parent / 'fixtures'
+    src = fix / 'captured' / 'h100_health' / 'reports' / 'gpu0_loaded.json'
     report = json.loads(src.read_text())
-    why = '10 other runnable tasks on 16 CPUs at job start; busiest: make'
+    load = nodeuse.read(
+        (fix / 'captured' / 'nodeload' / 'shared_host_3yes.txt').read_text())
+    why = load.why
     for run in report['runs']:
         for tc in run['testcases']:
-            tc['hpcval_node_load'] = {'busy': True, 'why': why, 'cpus': 16}
+            tc['hpcval_node_load'] = records.builtins(load)
     path = tmp_path / 'busy.json'
     path.write_text(json.dumps(report))
     # the references that run had (the capture's README)

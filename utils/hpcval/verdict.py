@@ -187,10 +187,7 @@ def node_label(case):
 
 
 def _component(case, metric):
-    comps = case.extras.get('components')
-    if isinstance(comps, dict) and isinstance(comps.get(metric), str):
-        return comps[metric]
-    return ''
+    return case.extras.get('components', {}).get(metric, '')
 
 
 def _unjudged_reason(case, metric):
@@ -228,11 +225,11 @@ def _provenance(group, case, last):
     """Add ``case``'s provenance to ``group``'s; ``last``: {group name:
     the provenance added last}, which a case like its neighbours skips."""
     prov = case.extras.get('provenance')
-    if not isinstance(prov, dict) or prov == last.get(group.name):
+    if not prov or prov == last.get(group.name):
         return
     last[group.name] = prov
     for key, val in prov.items():
-        if isinstance(val, str) and val:
+        if val:
             seen = group.provenance.setdefault(key, [])
             if val not in seen:
                 seen.append(val)
@@ -464,10 +461,9 @@ def _busy(case):
     """'the node was busy at job start: ...' where the check recorded so
     (hpcval.benchmarks.nodeuse), else ''."""
     load = case.extras.get('node_load')
-    if isinstance(load, dict) and load.get('busy') is True:
-        why = load.get('why')
+    if load is not None and load.busy:
         return 'the node was busy at job start' + \
-            (f': {why}' if isinstance(why, str) and why else '')
+            (f': {load.why}' if load.why else '')
     return ''
 
 

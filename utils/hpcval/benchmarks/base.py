@@ -19,8 +19,8 @@ from reframe.core.builtins import (run_after, run_before, sanity_function,
                                    variable)
 from reframe.core.exceptions import SanityError
 
-from hpcval import (features, inputs, provenance, reference_service, replay,
-                    stacks)
+from hpcval import (features, inputs, provenance, records, reference_service,
+                    replay, stacks)
 from hpcval.benchmarks import fates, nodeuse
 from hpcval.benchmarks.container import ContainerRun, image_of
 from hpcval.health import probe as health_probe
@@ -211,7 +211,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
                       encoding='utf-8', errors='replace') as fp:
                 return nodeuse.read(fp.read(65536))
         except OSError:
-            return {}
+            return None
 
     def _job_stderr(self):
         try:
@@ -292,7 +292,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     def _busy_note(self):
         load = self._read_node_load()
-        return f'; the node was busy: {load["why"]}' if load.get('busy') \
+        return f'; the node was busy: {load.why}' if load and load.busy \
             else ''
 
     def _fate(self):
@@ -317,7 +317,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         # first: what the node ran with is worth keeping when sanity fails
         self.hpcval_provenance = self._read_provenance()
         self.hpcval_health = health_probe.read(self.stagedir)
-        self.hpcval_node_load = self._read_node_load()
+        self.hpcval_node_load = records.builtins(self._read_node_load())
         # the image's digest, or why the run from it cannot be trusted
         self.hpcval_provenance = {**self.hpcval_provenance,
                                   **self.container_record()}

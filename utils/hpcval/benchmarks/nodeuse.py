@@ -24,6 +24,8 @@ import re
 import shlex
 import statistics
 
+from hpcval import records
+
 LOAD_FILE = 'hpcval_node_load.txt'
 LOCK_NAME = '.hpcval-node.lock'
 BUSY_SHARE = 0.1
@@ -80,10 +82,8 @@ _NAME = re.compile(r'[\x21-\x7e][\x20-\x7e]{0,63}')
 
 
 def read(text):
-    """The ``hpcval_node_load`` record of a LOAD_FILE's text: cpus,
-    load1, others_running (the median sample's runnable tasks besides the
-    job's), waited_s, busy, why ('' when not busy) and processes (the
-    busiest others: pid, state, cpu_percent, command); {} when unreadable."""
+    """The ``hpcval_node_load`` record (hpcval.records.NodeLoad) of a
+    LOAD_FILE's text, or None when unreadable."""
     fields, loads, procs = {}, [], []
     for line in text.splitlines():
         key, sep, value = line.partition('=')
@@ -101,7 +101,7 @@ def read(text):
         elif key in ('cpus', 'self', 'waited_s') and value.strip().isdigit():
             fields[key] = int(value)
     if not loads or 'cpus' not in fields:
-        return {}
+        return None
 
     me = fields.get('self')
     # the job's shell, the sampling commands and ps's own pipeline
@@ -110,15 +110,14 @@ def read(text):
     running = statistics.median(max(0, n - 1) for _, n in loads)
     cpus = fields['cpus']
     busy = running >= max(1, BUSY_SHARE * cpus)
-    top = [{'pid': pid, 'state': stat, 'cpu_percent': pcpu, 'command': cmd}
-           for pid, _, stat, pcpu, cmd in others[:5]]
+    top = tuple(records.Process(pid, stat, pcpu, cmd)
+                for pid, _, stat, pcpu, cmd in others[:5])
     why = ''
     if busy:
-        named = ', '.join(f'{p["command"]} (pid {p["pid"]}, '
-                          f'{p["cpu_percent"]:g}% CPU)' for p in top[:3]
-                          if p['cpu_percent'] > 0 or p['state'][0] == 'R')
+        named = ', '.join(f'{p.command} (pid {p.pid}, '
+                          f'{p.cpu_percent:g}% CPU)' for p in top[:3]
+                          if p.cpu_percent > 0 or p.state[0] == 'R')
         why = (f'{running:g} other runnable tasks on {cpus} CPUs at job '
                f'start{"; busiest: " + named if named else ""}')
-    return {'cpus': cpus, 'load1': loads[0][0], 'others_running': running,
-            'waited_s': fields.get('waited_s', 0), 'busy': busy, 'why': why,
-            'processes': top}
+    return records.NodeLoad(cpus, loads[0][0], running,
+                            fields.get('waited_s', 0), busy, why, top)

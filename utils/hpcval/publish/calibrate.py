@@ -139,8 +139,8 @@ def _versions(cases):
     # what the runs were measured with (hpcval.provenance), where recorded
     found = {}
     for c in cases:
-        for key, val in (c.extras.get('provenance') or {}).items():
-            if isinstance(val, str) and key not in ('kernel', 'cpu'):
+        for key, val in c.extras.get('provenance', {}).items():
+            if key not in ('kernel', 'cpu'):
                 found.setdefault(key, set()).add(val)
     return '; '.join(f'{key} {_listed(vals)}'
                      for key, vals in sorted(found.items()))

@@ -378,11 +378,9 @@ def gpus_used(cases):
     where they record none."""
     found = set()
     for case in cases:
-        components = (case.extras or {}).get('components')
-        for text in (components or {}).values() \
-                if isinstance(components, dict) else ():
-            found.update(int(n) for n in _GPU.findall(str(text)))
-            slowest = re.search(r'the slowest of (\d+)', str(text))
+        for text in (case.extras or {}).get('components', {}).values():
+            found.update(int(n) for n in _GPU.findall(text))
+            slowest = re.search(r'the slowest of (\d+)', text)
             if slowest:
                 found.update(range(int(slowest[1])))
     return len(found) or None

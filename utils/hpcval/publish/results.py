@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from hpcval import verdict_refs
+from hpcval import records, verdict_refs
 from hpcval.publish import typed_sessions
 from hpcval.publish.measures import LAYOUT_FIELDS
 
@@ -96,8 +96,7 @@ class Case(msgspec.Struct, frozen=True, gc=False):
     @property
     def provenance(self):
         """What the node reported about itself (hpcval_provenance)."""
-        val = self.extras.get('provenance')
-        return val if isinstance(val, dict) else None
+        return self.extras.get('provenance')
 
     def __hash__(self):
         # extras (a mapping) cannot be hashed; equal cases agree on these
@@ -350,7 +349,7 @@ def _whole_reason(text):
 EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
           'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
           'health', 'node_load')
-_EXTRA_TYPES = (dict, str, list)
+_EXTRA_TYPES = (dict, str, list, records.NodeLoad)
 
 
 _EXTRA_FIELDS = tuple((name, f'hpcval_{name}') for name in EXTRAS)
@@ -358,10 +357,13 @@ _EXTRA_FIELDS = tuple((name, f'hpcval_{name}') for name in EXTRAS)
 
 def _extras(value_of):
     """{name: value} of the EXTRAS that ``value_of('hpcval_<name>')``
-    gives (a test case's ``get``, or getattr of a typed one)."""
+    gives (a test case's ``get``, or getattr of a typed one); a declared
+    record (hpcval.records) decoded."""
     out = {}
     for name, key in _EXTRA_FIELDS:
         val = value_of(key)
+        if name in records.TYPES and val is not None:
+            val = records.decode(name, val)
         if isinstance(val, _EXTRA_TYPES):
             out[name] = val
     return out
