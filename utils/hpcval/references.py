@@ -444,17 +444,16 @@ class ReferenceSet(dict):
         return out
 
     @classmethod
-    def given(cls, given=(), dirs=None):
+    def given(cls, given=()):
         """The files or folders ``given`` (``--references``), each the
         whole references of its system, read only where trusted
         (hpcval.trust: owned by root or the running user, writable by
-        nobody else) and a regular file; else the folders ``dirs``
-        layered (default: the installed and the site's); each inventory's
-        partitions checked against the configured systems."""
-        from hpcval import paths
+        nobody else) and a regular file; else the installed and the
+        site's, layered; each inventory's partitions checked against the
+        configured systems."""
+        from hpcval import paths    # imports ReFrame: only when needed
         if not given:
-            refs = cls.layered(paths.references_dirs() if dirs is None
-                               else dirs)
+            refs = cls.layered(paths.references_dirs())
         else:
             files = []
             for path in given:
