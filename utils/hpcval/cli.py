@@ -21,7 +21,7 @@
                                       with --ci-generate=FILE a GitLab
                                       pipeline for any host with hpcval
                                       (hpcval.ci, docs/ci.md)
-    hpcval site init DIR [--from SYSTEM]
+    hpcval site init DIR [--from SYSTEM | --from-slurm [--name N] [--dry-run]]
                                       a site folder (docs/site.md)
     hpcval verdict [REPORT ...] [--db [PATH]] [--since T] [--format json]
                    [--references FILE|DIR]
@@ -410,12 +410,41 @@ def _passthrough(cmd, env, pattern):
 
 def _site_init(args):
     from hpcval import site
+    if args.from_slurm:
+        return _site_from_slurm(args)
     try:
         written = site.init(args.dir, args.from_system)
     except site.SiteInitError as err:
         print(f'hpcval site init: {err}', file=sys.stderr)
         return 1
 
+    for path in written:
+        print(f'hpcval site init: wrote {path}', file=sys.stderr)
+    print(f'export {paths.SITE_VAR}={os.path.abspath(args.dir)}')
+    return 0
+
+
+def _site_from_slurm(args):
+    from hpcval import site, site_from_slurm, slurm_describe
+    try:
+        cluster, files, written = site_from_slurm.init(
+            args.dir, args.name, dry_run=args.dry_run)
+    except slurm_describe.SlurmOutputError as err:
+        # Slurm's output is the input here: unusable, nothing written
+        print(f'hpcval site init --from-slurm: {_printable(str(err))}; '
+              f'nothing written', file=sys.stderr)
+        return 3
+    except site.SiteInitError as err:
+        print(f'hpcval site init: {err}', file=sys.stderr)
+        return 1
+
+    for line in site_from_slurm.summary(cluster):
+        print(f'hpcval site init: {line}', file=sys.stderr)
+    if args.dry_run:
+        for rel, text in files.items():
+            print(f'# {os.path.join(os.path.abspath(args.dir), rel)} '
+                  f'(not written: --dry-run)\n{text}')
+        return 0
     for path in written:
         print(f'hpcval site init: wrote {path}', file=sys.stderr)
     print(f'export {paths.SITE_VAR}={os.path.abspath(args.dir)}')
@@ -549,8 +578,17 @@ def _main(argv):
     site_sub = site.add_subparsers(dest='site_command', required=True)
     init = site_sub.add_parser('init', help='make a site folder')
     init.add_argument('dir')
-    init.add_argument('--from', dest='from_system', metavar='SYSTEM',
-                      help='copy this built-in system and its references')
+    source = init.add_mutually_exclusive_group()
+    source.add_argument('--from', dest='from_system', metavar='SYSTEM',
+                        help='copy this built-in system and its references')
+    source.add_argument('--from-slurm', action='store_true',
+                        help='write a system module and the expected GPUs '
+                             'from scontrol and sinfo on this host')
+    init.add_argument('--name', default=None,
+                      help='with --from-slurm: the system\'s name (default: '
+                           'Slurm\'s ClusterName)')
+    init.add_argument('--dry-run', action='store_true',
+                      help='with --from-slurm: print what would be written')
     init.set_defaults(func=_site_init)
     try:
         args = parser.parse_args(argv)

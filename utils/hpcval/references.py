@@ -292,7 +292,9 @@ def _entries_of(path, data):
     entries = data.get('entries')
     if not isinstance(entries, list):
         _fail(path, 'entries', 'must be a list')
-    if not entries:
+    # a new system's file may hold its expected GPUs alone (hpcval site
+    # init --from-slurm) until a calibration gives it figures
+    if not entries and not data.get('inventory'):
         _fail(path, 'entries', 'is empty: a reference file judges and '
                                'records nothing without entries (an entry '
                                'with `absent:` says why a check has none)')

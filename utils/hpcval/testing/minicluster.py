@@ -47,6 +47,7 @@ import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -54,8 +55,9 @@ import time
 
 from hpcval import trust
 from hpcval.minicluster_shape import (  # noqa: F401 (the cluster's shape)
-    CORES_PER_SOCKET, CPUS_PER_NODE, PARTITION, REAL_MEMORY_MB, SOCKETS,
-    THREADS_PER_CORE)
+    CORES_PER_SOCKET, CPUS_PER_NODE, GPU_NODE_MEMORY_MB, GPU_NODE_SOCKETS,
+    GPU_PARTITION, GPU_TYPE, GPUS_PER_GPU_NODE, PARTITION, REAL_MEMORY_MB,
+    SOCKETS, THREADS_PER_CORE)
 
 DEFAULT_NODE_COUNT = 2
 #: starts tried when a daemon found the port picked for it taken
@@ -343,10 +345,15 @@ class MiniCluster:
     slurmd ``start`` runs (default: as many as the cluster last started
     there, else two)."""
 
-    def __init__(self, root, nodes=None, dedicated=True):
+    def __init__(self, root, nodes=None, dedicated=True,
+                 gpu_partition=False):
         """``dedicated``: each node's jobs get the host's CPUs first
         (CpuQuota.dedicate); False for a cluster whose tests measure
-        nothing and must not take CPUs from one that does."""
+        nothing and must not take CPUs from one that does.
+        ``gpu_partition``: a second Slurm partition, GPU_PARTITION, of the
+        last node, which then has another shape and GPUs as GRES
+        (minicluster_shape)."""
+        self.gpu_partition = gpu_partition
         # never resolved: a symbolic link is refused, not followed
         self.root = pathlib.Path(os.path.abspath(root))
         self.conf = self.root / 'etc' / 'slurm.conf'
@@ -582,17 +589,42 @@ class MiniCluster:
             'SlurmctldDebug=info',
             'SlurmdDebug=info',
         ]
+        gpu_node = self.nodes[-1] if self.gpu_partition else None
+        if gpu_node:
+            lines.append('GresTypes=gpu')
         for node, port in zip(self.nodes, node_ports):
+            sockets, memory = ((GPU_NODE_SOCKETS, GPU_NODE_MEMORY_MB)
+                               if node == gpu_node else
+                               (SOCKETS, REAL_MEMORY_MB))
+            gres = (f'Gres=gpu:{GPU_TYPE}:{GPUS_PER_GPU_NODE} '
+                    if node == gpu_node else '')
             lines.append(f'NodeName={node} NodeHostname={host} '
                          f'NodeAddr=127.0.0.1 Port={port} '
-                         f'Sockets={SOCKETS} '
+                         f'Sockets={sockets} '
                          f'CoresPerSocket={CORES_PER_SOCKET} '
                          f'ThreadsPerCore={THREADS_PER_CORE} '
-                         f'RealMemory={REAL_MEMORY_MB} State=UNKNOWN')
+                         f'RealMemory={memory} {gres}State=UNKNOWN')
 
         lines.append(f'PartitionName={PARTITION} Nodes=ALL '
                      f'Default=YES MaxTime=INFINITE State=UP')
+        if gpu_node:
+            lines.append(f'PartitionName={GPU_PARTITION} Nodes={gpu_node} '
+                         f'MaxTime=INFINITE State=UP')
         return '\n'.join(lines) + '\n'
+
+    def _gres_conf(self):
+        """gres.conf of the GPU node: Slurm's gres/gpu drops a GPU without
+        File=, and no GPU exists here, so each is a character device of
+        /dev/null's number under the cluster's folder (jobs never open
+        them)."""
+        if not self.gpu_partition:
+            return ''
+        gpus = self._folder('gpus')
+        null = os.stat('/dev/null').st_rdev
+        for i in range(GPUS_PER_GPU_NODE):
+            os.mknod(gpus / f'gpu{i}', 0o600 | stat.S_IFCHR, null)
+        return (f'NodeName={self.nodes[-1]} Name=gpu Type={GPU_TYPE} '
+                f'File={gpus}/gpu[0-{GPUS_PER_GPU_NODE - 1}]\n')
 
     def _task_prolog(self):
         # slurmstepd ends the prolog's process group when it exits: the
@@ -610,7 +642,7 @@ class MiniCluster:
     def _write_files(self):
         # state and faults of an earlier cluster here never carry over
         # (rmtree removes a link, never what it points to)
-        for sub in ('state', 'faults'):
+        for sub in ('state', 'faults', 'gpus'):
             shutil.rmtree(self.root / sub, ignore_errors=True)
         for sub in ('etc', 'munge', 'state/ctld', 'log', 'faults',
                     *(f'state/spool/{n}' for n in self.nodes)):
@@ -627,6 +659,8 @@ class MiniCluster:
         self.db_port = db_port
         _write_new(self.conf, self._slurm_conf(ctld_port, node_ports,
                                                dbd_port), 0o644)
+        _write_new(self.conf.with_name('gres.conf'), self._gres_conf(),
+                   0o644)
         # slurmdbd refuses a configuration others can read
         _write_new(self.conf.with_name('slurmdbd.conf'),
                    self._slurmdbd_conf(dbd_port, db_port), 0o600)

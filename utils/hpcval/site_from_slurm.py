@@ -1,0 +1,249 @@
+"""``hpcval site init DIR --from-slurm``: a site system module and its
+reference file's inventory skeleton, written from what Slurm says
+(hpcval.slurm_describe; docs/site.md).
+
+Each Slurm partition with nodes becomes a ReFrame partition: ``sbatch``
+with ``--partition=NAME`` (and ``--account`` from $HPCVAL_ACCOUNT),
+``srun``, the processor and GPU count of the shape most of its nodes
+have, ``max_jobs`` up to its node count, the features the checks select
+by.  Nodes of another shape are named in the module and in the reference
+file, never averaged into the partition.  The inventory (GPU count and
+GRES type per partition) is marked "from Slurm" under calibrate's
+inventory marker, so the next ``hpcval calibrate`` replaces it with what
+the GPU tool on the baseline runs' nodes listed.
+"""
+import datetime
+import os
+import re
+import textwrap
+
+import yaml
+
+from hpcval import slurm_describe
+from hpcval.publish.calibrate import INVENTORY_MARKER
+
+# ReFrame's partition names: [A-Za-z_][A-Za-z0-9_]*
+_NOT_IN_PARTITION_NAME = re.compile(r'[^A-Za-z0-9_]')
+# ReFrame's system names: [A-Za-z_][A-Za-z0-9_-]*
+SYSTEM_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_-]{0,62}')
+#: jobs ReFrame keeps in flight per partition, at most
+MAX_JOBS = 20
+_GPU_FEATURE = {'nvidia': 'ft.NVGPU', 'amd': 'ft.AMDGPU', 'habana': 'ft.GAUDI'}
+_GPU_ENVIRON = {'nvidia': ('cuda', 'ft.CUDA'), 'amd': ('rocm', 'ft.ROCM'),
+                'habana': ('synapseai', 'ft.SYNAPSEAI')}
+
+
+def reframe_name(slurm_name, taken):
+    """A ReFrame partition name for the Slurm partition ``slurm_name``."""
+    name = _NOT_IN_PARTITION_NAME.sub('_', slurm_name)
+    if not re.match(r'[A-Za-z_]', name):
+        name = f'p_{name}'
+    base, i = name, 2
+    while name in taken:
+        name, i = f'{base}_{i}', i + 1
+    return name
+
+
+def _minutes(max_time):
+    """Slurm's MaxTime in minutes, or None when unlimited."""
+    m = re.fullmatch(r'(?:(\d+)-)?(\d+):(\d+):(\d+)', max_time)
+    if not m:
+        m2 = re.fullmatch(r'(\d+):(\d+)', max_time)
+        return int(m2.group(1)) if m2 else None
+    days, hours, mins, secs = (int(g or 0) for g in m.groups())
+    return days * 1440 + hours * 60 + mins + (secs > 0)
+
+
+def _time_limit(part):
+    limit = _minutes(part.max_time)
+    return '30m' if limit is None or limit >= 30 else f'{max(limit, 1)}m'
+
+
+def _differing(part):
+    return [f'{len(names)} node(s) of another shape: {s.text()}: '
+            f'{", ".join(names)}' for s, names in part.others]
+
+
+def _partition_code(part, rfm_name, system):
+    shape = part.shape
+    kind = slurm_describe.vendor(shape.gpu_type) if shape.gpus else ''
+    features = ['ft.CPU', 'ft.MPI']
+    if len(part.nodes) > 1 and part.max_nodes != '1':
+        features.append('ft.MULTINODE')
+    environs = ["'gnu'"]
+    if shape.gpus and kind:
+        features += ['ft.GPU', _GPU_FEATURE[kind]]
+        environs.append(f"'{_GPU_ENVIRON[kind][0]}'")
+    descr = (f'Slurm partition {part.name}: {len(part.nodes)} node(s) of '
+             f'{shape.text()}')
+    notes = [f'# from Slurm: partition {part.name}, '
+             f'{len(part.nodes)} node(s), MaxTime {part.max_time}, '
+             f'State {part.state}']
+    notes += [f'# DIFFERS: {line}' for line in _differing(part)]
+    notes += [f'# UNAVAILABLE now: {node} ({why})'
+              for node, why in part.unavailable]
+    if shape.gpus and not kind:
+        notes.append(f'# GPUs: {shape.gpus} per node, but GRES '
+                     f'{shape.gpu_type or "gpu:<n>"} names no vendor: add '
+                     f"ft.GPU, the vendor's feature and its environment")
+    devices = (f"\n            devices=[{{'type': 'gpu', 'num_devices': "
+               f"{shape.gpus}}}]," if shape.gpus else '')
+    body = f"""\
+        slurm_partition(
+            {rfm_name!r}, {descr!r},
+            access=['--partition={part.name}', *_ACCOUNT],
+            environs=[{', '.join(environs)}],
+            features=[{', '.join(features)}],
+            cpu=processor({shape.arch!r}, cores={shape.sockets * shape.cores_per_socket},
+                          threads_per_core={shape.threads_per_core}, sockets={shape.sockets}),{devices}
+            time_limit={_time_limit(part)!r},
+            max_jobs={min(len(part.nodes), MAX_JOBS)},
+        ),
+"""
+    return ''.join(f'        {n}\n' for n in notes) + body
+
+
+def system_module(cluster, system, when, host):
+    """The text of ``systems/<system>.py``."""
+    names, parts = set(), []
+    for part in cluster.partitions:
+        rfm = reframe_name(part.name, names)
+        names.add(rfm)
+        parts.append(_partition_code(part, rfm, system))
+    kinds = {slurm_describe.vendor(p.shape.gpu_type)
+             for p in cluster.partitions if p.shape.gpus} - {''}
+    environs = [f"    environ('gnu', NAME, cc='gcc', cxx='g++', "
+                f"ftn='gfortran',\n            features=[ft.OPENMP]),\n"]
+    for kind in sorted(kinds):
+        env, feat = _GPU_ENVIRON[kind]
+        environs.append(f"    environ({env!r}, NAME, cc='gcc', cxx='g++', "
+                        f"ftn='gfortran',\n            features=[ft.OPENMP, "
+                        f"{feat}]),\n")
+    left = ''.join(f'# left out: {n}\n' for n in cluster.notes)
+    return f'''\
+"""{system}: described from Slurm by `hpcval site init --from-slurm`
+({when} UTC on {host}: scontrol show partition -o, scontrol show node -o,
+sinfo).
+
+Every line is Slurm's view, to be checked before it is trusted: the
+processor's ``arch`` is Slurm's Arch (ReFrame's own detection gives the
+micro-architecture), the environments load no modules (add the site's
+compilers, MPI, CUDA/ROCm), and ``hostnames`` is empty, so the system is
+used with ``--system {system}`` only.  A partition's shape is the one most
+of its nodes have; nodes of another shape are listed as DIFFERS below,
+never averaged.  The expected GPUs are in references/{system}.yaml,
+marked "from Slurm" until `hpcval calibrate` confirms them.
+"""
+from hpcval import features as ft
+from hpcval.sitesystem import (account_access, environ, processor,
+                               slurm_partition)
+
+NAME = {system!r}
+_ACCOUNT = account_access(NAME, '--account={{}}')
+{left}
+system = {{
+    'name': NAME,
+    'descr': {f'Slurm cluster {cluster.name}, as Slurm describes it'!r},
+    'hostnames': [],
+    'modules_system': 'nomod',
+    'partitions': [
+{''.join(parts)}    ],
+}}
+
+environments = [
+{''.join(environs)}]
+'''
+
+
+def reference_file(cluster, system, when):
+    """The text of ``references/<system>.yaml``: no figures yet, and the
+    inventory skeleton of the partitions with GPUs."""
+    inventory, names = [], set()
+    for part in cluster.partitions:
+        rfm = reframe_name(part.name, names)
+        names.add(rfm)
+        shape = part.shape
+        source = (f'from Slurm, unconfirmed: scontrol show node on {when} '
+                  f'UTC gave {len(part.nodes) - sum(len(n) for _, n in part.others)}'
+                  f' of the {len(part.nodes)} node(s) of Slurm partition '
+                  f'{part.name} Gres={_gres(part)}')
+        differ = '; '.join(_differing(part))
+        entry = {'partition': rfm, 'gpus': shape.gpus}
+        kind = slurm_describe.vendor(shape.gpu_type)
+        if shape.gpus and (not kind or '+' in shape.gpu_type):
+            # no model to expect: the entry would fail every node
+            continue
+        if shape.gpus:
+            entry.update(vendor=kind, model=shape.gpu_type)
+        entry['source'] = source + (f'; {differ}' if differ else '')
+        inventory.append(entry)
+    head = (f'system: {system}\n'
+            f'description: >\n'
+            f'  {system}, described from Slurm by hpcval site init '
+            f'--from-slurm ({when} UTC);\n'
+            f'  no figures yet: calibrate them from healthy runs '
+            f'(docs/calibrate.md).\n')
+    text = head
+    if inventory:
+        dumped = yaml.safe_dump(inventory, sort_keys=False, width=72)
+        text += (f'{INVENTORY_MARKER} from Slurm (GRES), unconfirmed: the '
+                 f'next calibration\n# replaces it with what the GPU tool '
+                 f'lists on the baseline runs\' nodes\n'
+                 f'inventory:\n' + textwrap.indent(dumped, '  '))
+    return text + 'entries: []\n'
+
+
+def _gres(part):
+    counts = {}
+    for node in part.nodes:
+        if node.shape == part.shape:
+            counts[node.gres] = counts.get(node.gres, 0) + 1
+    return ', '.join(sorted(counts)) or '(null)'
+
+
+def render(cluster, system, when=None, host=None):
+    """{relative path: text} of the files ``init --from-slurm`` writes."""
+    if not SYSTEM_NAME.fullmatch(system or ''):
+        raise slurm_describe.SlurmOutputError(
+            f'system name {system!r}: a ReFrame system name is letters, '
+            f'digits, _ and - (give one with --name)')
+    when = when or datetime.datetime.now(datetime.timezone.utc).strftime(
+        '%Y-%m-%d %H:%M')
+    host = host or os.uname().nodename
+    files = {f'systems/{system}.py': system_module(cluster, system, when,
+                                                   host)}
+    refs = reference_file(cluster, system, when)
+    # a file without figures holds the expected GPUs, or is not written
+    if 'inventory:' in refs:
+        files[f'references/{system}.yaml'] = refs
+    return files
+
+
+def summary(cluster):
+    """Lines that say what Slurm gave, for the terminal."""
+    lines = []
+    for part in cluster.partitions:
+        lines.append(f'partition {part.name}: {len(part.nodes)} node(s), '
+                     f'{part.shape.text()}')
+        lines += [f'  DIFFERS: {line}' for line in _differing(part)]
+        lines += [f'  unavailable: {node} ({why})'
+                  for node, why in part.unavailable]
+    lines += [f'left out: {note}' for note in cluster.notes]
+    return lines
+
+
+def init(folder, name=None, dry_run=False, env=None):
+    """Describe the cluster, then make the site folder (hpcval.site.init)
+    with the system module and reference file; ``dry_run``: only return
+    them.  Returns (cluster, {path: text}, [paths written])."""
+    from hpcval import site
+    cluster = slurm_describe.from_slurm(name, env)
+    files = render(cluster, name or cluster.name)
+    if dry_run:
+        return cluster, files, []
+    written = site.init(folder)
+    for rel, text in files.items():
+        path = os.path.join(os.path.abspath(folder), rel)
+        site._write_new(path, text.encode())
+        written.append(path)
+    return cluster, files, written

@@ -1,0 +1,300 @@
+"""A cluster as Slurm describes it: partitions, their nodes' shapes and
+GPUs, from ``scontrol show partition -o``, ``scontrol show node -o`` and
+``sinfo`` (``hpcval site init DIR --from-slurm``, docs/site.md).
+
+Slurm's output is data: every name that reaches the system module, the
+reference file or a job's ``--partition`` option must match a plain name
+in full, and a record that does not parse stops everything with the
+source and record named.  Nodes of one partition that differ in shape
+(CPUs, sockets, memory, GPUs, architecture) are listed, never averaged:
+the partition takes the shape most of its nodes have, and the others are
+named in what is written.
+"""
+import collections
+import dataclasses
+import re
+import subprocess
+
+#: Slurm partition and node names taken as they are: they reach a job's
+#: command line (``--partition=NAME``) and the files written
+NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,62}')
+#: a GRES type (``gpu:h100:4``) and a CPU architecture (``Arch=x86_64``)
+WORD = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.+-]{0,62}')
+# where a key=value field starts: a key after the start or a blank (values
+# such as OS=Linux 6.1 #1 SMP hold blanks; TRES=cpu=2,mem=4G holds '=')
+_FIELD = re.compile(r'(?:^|(?<=\s))([A-Za-z][A-Za-z0-9_]*)=')
+#: GPU models by the vendor whose tool lists them (hpcval.health.inventory)
+_VENDORS = (('nvidia', re.compile(r'(?i)^(nvidia|tesla|[ahbvlpt]\d|gh\d|'
+                                  r'gb\d|rtx|a\d{2,}|h\d{2,}|l\d{1,2}s?|'
+                                  r'titan|quadro|geforce)')),
+            ('amd', re.compile(r'(?i)^(amd|mi\d|instinct|radeon)')),
+            ('habana', re.compile(r'(?i)^(gaudi|hl-?\d)')))
+COMMANDS = {'partitions': ('scontrol', 'show', 'partition', '-o'),
+            'nodes': ('scontrol', 'show', 'node', '-o'),
+            'states': ('sinfo', '-h', '-N', '-o', '%N|%R|%T|%E'),
+            'config': ('scontrol', 'show', 'config')}
+TIMEOUT = 30
+
+
+class SlurmOutputError(ValueError):
+    """Slurm's output cannot be used; the message names what and where."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """What a node offers a job, as ``scontrol show node`` gives it."""
+    arch: str
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    cpus: int
+    memory_mb: int
+    gpus: int
+    gpu_type: str        # GRES type (gpu:<type>:<n>), '' when untyped
+
+    def text(self):
+        gpus = (f', {self.gpus} x GPU {self.gpu_type or "(untyped GRES)"}'
+                if self.gpus else ', no GPU')
+        return (f'{self.cpus} CPUs ({self.sockets} x {self.cores_per_socket}'
+                f' cores x {self.threads_per_core} threads, {self.arch}), '
+                f'{self.memory_mb} MB{gpus}')
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    name: str
+    partitions: tuple
+    shape: Shape
+    features: tuple
+    gres: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Partition:
+    name: str
+    default: bool
+    max_time: str        # Slurm's MaxTime, e.g. 1-00:00:00 or UNLIMITED
+    max_nodes: str
+    state: str
+    nodes: tuple         # Node, in scontrol's order
+    shape: Shape         # the shape most of its nodes have
+    others: tuple        # (Shape, (node names)) of the other shapes
+    unavailable: tuple   # (node, state: reason) from sinfo
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    name: str
+    partitions: tuple
+    notes: tuple         # what was left out and why
+
+
+def records(text, first_key, source):
+    """[{key: value}] of ``scontrol show ... -o`` (one record a line) or of
+    its multi-line form (a record starts with ``first_key=``)."""
+    out, current = [], None
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = _fields(line)
+        if fields and next(iter(fields)) == first_key:
+            current = dict(fields)
+            out.append(current)
+        elif current is not None and fields and line[:1].isspace():
+            current.update(fields)
+        else:
+            raise SlurmOutputError(
+                f'{source}: line {number} is not a {first_key}= record: '
+                f'{_short(line)!r}')
+    if not out:
+        raise SlurmOutputError(f'{source}: no {first_key}= record in it')
+    return out
+
+
+def _fields(line):
+    starts = list(_FIELD.finditer(line))
+    if not starts or line[:starts[0].start()].strip():
+        return {}
+    found = {}
+    for this, nxt in zip(starts, starts[1:] + [None]):
+        end = nxt.start() if nxt else len(line)
+        found[this.group(1)] = line[this.end():end].strip()
+    return found
+
+
+def _short(text, most=80):
+    text = text.strip()
+    return text if len(text) <= most else text[:most] + '...'
+
+
+def _int(rec, key, source, name):
+    val = rec.get(key)
+    if val is None or not re.fullmatch(r'\d{1,9}', val):
+        raise SlurmOutputError(f'{source}: node {name}: {key}={val!r} is not '
+                               f'a count (truncated or not scontrol show '
+                               f'node output?)')
+    return int(val)
+
+
+def gpus_of(gres, source, node):
+    """(count, type) of the GPUs in a node's ``Gres=`` (``gpu:h100:4``,
+    ``gpu:8(S:0-1)``, ``gpu:a100:2,gpu:v100:2``); types joined by '+'."""
+    if gres in ('', '(null)'):
+        return 0, ''
+    count, types = 0, []
+    for item in re.sub(r'\([^)]*\)', '', gres).split(','):
+        parts = item.split(':')
+        if parts[0] != 'gpu':
+            continue
+        if len(parts) not in (2, 3) or not re.fullmatch(r'\d{1,4}', parts[-1]):
+            raise SlurmOutputError(f'{source}: node {node}: Gres={gres!r}: '
+                                   f'{item!r} is not gpu[:TYPE]:COUNT')
+        kind = parts[1] if len(parts) == 3 else ''
+        if kind and not WORD.fullmatch(kind):
+            raise SlurmOutputError(f'{source}: node {node}: GPU type '
+                                   f'{kind!r} is not a plain name')
+        count += int(parts[-1])
+        if kind not in types:
+            types.append(kind)
+    return count, '+'.join(t for t in types if t) if all(types) else ''
+
+
+def nodes(text, source='scontrol show node -o'):
+    out = []
+    for rec in records(text, 'NodeName', source):
+        name = rec['NodeName']
+        if not NAME.fullmatch(name):
+            raise SlurmOutputError(f'{source}: node name {name!r} is not a '
+                                   f'plain name')
+        arch = rec.get('Arch') or 'unknown'
+        if not WORD.fullmatch(arch):
+            raise SlurmOutputError(f'{source}: node {name}: Arch={arch!r}')
+        gpus, kind = gpus_of(rec.get('Gres', ''), source, name)
+        sockets = _int(rec, 'Sockets', source, name)
+        cores = _int(rec, 'CoresPerSocket', source, name)
+        threads = _int(rec, 'ThreadsPerCore', source, name)
+        shape = Shape(arch=arch, sockets=sockets, cores_per_socket=cores,
+                      threads_per_core=threads,
+                      cpus=_int(rec, 'CPUTot', source, name),
+                      memory_mb=_int(rec, 'RealMemory', source, name),
+                      gpus=gpus, gpu_type=kind)
+        parts = tuple(p for p in rec.get('Partitions', '').split(',') if p)
+        feats = tuple(f for f in rec.get('AvailableFeatures', '').split(',')
+                      if f and f != '(null)')
+        out.append(Node(name, parts, shape, feats, rec.get('Gres', '')))
+    return out
+
+
+def partitions(text, source='scontrol show partition -o'):
+    out = []
+    for rec in records(text, 'PartitionName', source):
+        name = rec['PartitionName']
+        if not NAME.fullmatch(name):
+            raise SlurmOutputError(f'{source}: partition name {name!r} is '
+                                   f'not a plain name')
+        if 'Nodes' not in rec or 'State' not in rec:
+            raise SlurmOutputError(f'{source}: partition {name}: no Nodes= '
+                                   f'or State= (truncated?)')
+        out.append(rec)
+    return out
+
+
+def states(text, source='sinfo'):
+    """{node: (state, reason)} of ``sinfo -h -N -o '%N|%R|%T|%E'``."""
+    out = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split('|')
+        if len(parts) != 4 or not NAME.fullmatch(parts[0]):
+            raise SlurmOutputError(f'{source}: line {number} is not '
+                                   f'NODE|PARTITION|STATE|REASON: '
+                                   f'{_short(line)!r}')
+        # an admin's free text: printable, short, never a second line
+        out[parts[0]] = (parts[2], re.sub(r'[^\x20-\x7e]', '?',
+                                          parts[3])[:80])
+    return out
+
+
+def describe(cluster_name, partition_text, node_text, state_text=''):
+    """The Cluster those outputs describe."""
+    if not NAME.fullmatch(cluster_name or ''):
+        raise SlurmOutputError(f'cluster name {cluster_name!r} is not a '
+                               f'plain name')
+    all_nodes = nodes(node_text)
+    node_states = states(state_text) if state_text.strip() else {}
+    notes, out = [], []
+    for rec in partitions(partition_text):
+        name = rec['PartitionName']
+        members = tuple(n for n in all_nodes if name in n.partitions)
+        total = rec.get('TotalNodes', '')
+        if total.isdigit() and int(total) != len(members):
+            # a node record lost (a cut output) must not shrink a partition
+            raise SlurmOutputError(
+                f'partition {name}: Slurm counts {total} node(s) '
+                f'(TotalNodes), scontrol show node gave {len(members)} '
+                f'naming it (a truncated or filtered output?)')
+        if not members:
+            notes.append(f'partition {name}: no node of scontrol show node '
+                         f'names it; left out')
+            continue
+        counts = collections.Counter(n.shape for n in members)
+        # most nodes, then the first node's, so that a tie is stable
+        shape = max(counts, key=lambda s: (counts[s], -[
+            n.shape for n in members].index(s)))
+        others = tuple((s, tuple(n.name for n in members if n.shape == s))
+                       for s in counts if s != shape)
+        down = tuple((n.name, f'{node_states[n.name][0]}: '
+                              f'{node_states[n.name][1]}')
+                     for n in members if n.name in node_states and
+                     not node_states[n.name][0].rstrip('*~#!%$@^-')
+                     .startswith(('idle', 'mix', 'alloc', 'comp')))
+        out.append(Partition(
+            name=name, default=rec.get('Default') == 'YES',
+            max_time=rec.get('MaxTime', 'UNLIMITED'),
+            max_nodes=rec.get('MaxNodes', 'UNLIMITED'),
+            state=rec['State'], nodes=members, shape=shape, others=others,
+            unavailable=down))
+    if not out:
+        raise SlurmOutputError('no partition with nodes: nothing to describe')
+    return Cluster(cluster_name, tuple(out), tuple(notes))
+
+
+def vendor(gpu_type):
+    """nvidia, amd or habana from a GRES type ('' when it does not say)."""
+    for name, pattern in _VENDORS:
+        if gpu_type and pattern.match(gpu_type):
+            return name
+    return ''
+
+
+def cluster_name(config_text):
+    """ClusterName of ``scontrol show config``, or ''."""
+    found = re.search(r'^ClusterName\s*=\s*(\S+)\s*$', config_text, re.M)
+    return found.group(1) if found else ''
+
+
+def run(command, env=None):
+    """The standard output of one of COMMANDS (by key), with a timeout."""
+    cmd = COMMANDS[command]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=TIMEOUT, env=env)
+    except FileNotFoundError:
+        raise SlurmOutputError(f'{cmd[0]}: not on PATH (--from-slurm runs '
+                               f'on a host with Slurm\'s commands)') from None
+    except subprocess.TimeoutExpired:
+        raise SlurmOutputError(f'{" ".join(cmd)}: no answer in {TIMEOUT} s '
+                               f'(is slurmctld up?)') from None
+    if proc.returncode != 0:
+        raise SlurmOutputError(f'{" ".join(cmd)} failed ({proc.returncode}): '
+                               f'{_short(proc.stderr)}')
+    return proc.stdout
+
+
+def from_slurm(name=None, env=None):
+    """The Cluster the Slurm commands on PATH describe (``name``: the
+    system's name, by default the cluster's ClusterName)."""
+    name = name or cluster_name(run('config', env))
+    return describe(name, run('partitions', env), run('nodes', env),
+                    run('states', env))
