@@ -1,0 +1,219 @@
+"""``hpcval site init DIR --from-slurm``: Slurm's description of a cluster
+turned into a site system and its expected GPUs.
+
+Parsed from real outputs (tests/fixtures/slurm/README.md: the
+minicluster's, both forms, and a production cluster's partitions) and
+their mutations (cut, another tool's, hostile names); the command itself
+runs against fake ``scontrol``/``sinfo`` that print those fixtures, and,
+in the last test, against the minicluster with a GPU partition, whose
+system ReFrame then loads and lists the checks of per partition.
+"""
+import os
+import subprocess
+
+import pytest
+import yaml
+
+from hpcval import references, site_from_slurm, slurm_describe
+from hpcval.slurm_describe import SlurmOutputError
+from hpcval.testing.minicluster import MiniCluster
+from rfmrun import ROOT, VENV_BIN, reframe
+
+FIX = ROOT / 'tests' / 'fixtures' / 'slurm'
+
+
+def _text(name):
+    return (FIX / name).read_text()
+
+
+def _minicluster(nodes='minicluster_nodes.txt'):
+    return slurm_describe.describe(
+        'mc', _text('minicluster_partitions.txt'), _text(nodes),
+        _text('minicluster_sinfo.txt'))
+
+
+def test_partitions_take_their_nodes_shape_and_list_the_others():
+    cluster = _minicluster()
+    debug, gpu = cluster.partitions
+    assert (debug.name, [n.name for n in debug.nodes]) == ('debug',
+                                                           ['n1', 'n2'])
+    assert (debug.shape.cpus, debug.shape.gpus, debug.shape.memory_mb) == \
+        (2, 0, 1000)
+    # n2 has GPUs, two sockets and more memory: listed, never averaged
+    [(other, names)] = debug.others
+    assert names == ('n2',) and (other.gpus, other.gpu_type, other.sockets,
+                                 other.memory_mb) == (2, 'h100', 2, 2000)
+    assert (gpu.shape.gpus, gpu.shape.gpu_type, gpu.others) == (2, 'h100', ())
+    assert debug.default and not gpu.default
+    summary = '\n'.join(site_from_slurm.summary(cluster))
+    assert 'DIFFERS: 1 node(s) of another shape: 4 CPUs' in summary and \
+        ': n2' in summary
+
+
+def test_multi_line_form_reads_as_the_one_line_form():
+    assert _minicluster('minicluster_nodes_long.txt') == _minicluster()
+
+
+def test_a_production_clusters_partitions():
+    parts = slurm_describe.partitions(_text('grex_partitions.txt'))
+    assert len(parts) == 13
+    gpu = next(p for p in parts if p['PartitionName'] == 'gpu')
+    assert gpu['Nodes'] == 'g[324-325]' and gpu['TotalNodes'] == '2'
+    # a value holding '=' stays whole
+    assert gpu['TRESBillingWeights'] == 'CPU=2.0,Mem=0'
+    # without the nodes' records, a partition of 43 nodes is not shrunk
+    with pytest.raises(SlurmOutputError, match=r'partition skylake: Slurm '
+                       r'counts 43 node\(s\) \(TotalNodes\), scontrol show '
+                       r'node gave 0'):
+        slurm_describe.describe('grex', _text('grex_partitions.txt'),
+                                _text('minicluster_nodes.txt'))
+
+
+@pytest.mark.parametrize('gres, want', [
+    ('(null)', (0, '')), ('gpu:h100:2', (2, 'h100')),
+    ('gpu:8(S:0-1)', (8, '')), ('gpu:a100:4(S:0-1),nvme:3600', (4, 'a100')),
+    ('gpu_mem:16280,gpu:1', (1, '')),
+    ('gpu:a100:2,gpu:v100:2', (4, 'a100+v100')),
+])
+def test_gres_gpu_count_and_type(gres, want):
+    assert slurm_describe.gpus_of(gres, 'x', 'n1') == want
+
+
+@pytest.mark.parametrize('kind, vendor', [
+    ('h100', 'nvidia'), ('a100', 'nvidia'), ('tesla_v100', 'nvidia'),
+    ('mi250x', 'amd'), ('MI300X', 'amd'), ('gaudi2', 'habana'), ('', ''),
+    ('fpga', '')])
+def test_vendor_of_a_gres_type(kind, vendor):
+    assert slurm_describe.vendor(kind) == vendor
+
+
+@pytest.mark.parametrize('nodes, message', [
+    ('truncated_nodes.txt', r'partition debug: Slurm counts 2 node\(s\)'),
+    ('wrong_tool_nodes.txt', r'line 1 is not a NodeName= record: '
+                             r"'debug\* up infinite"),
+])
+def test_broken_outputs_are_refused(nodes, message):
+    with pytest.raises(SlurmOutputError, match=message):
+        _minicluster(nodes)
+
+
+@pytest.mark.parametrize('old, new, message', [
+    ('NodeName=n2 ', 'NodeName=n2;reboot ', "node name 'n2;reboot'"),
+    ('Gres=gpu:h100:2', 'Gres=gpu:h1$(id):2', 'GPU type'),
+    ('CPUTot=4 ', 'CPUTot=four ', "CPUTot='four' is not a count"),
+])
+def test_hostile_or_broken_node_fields_are_refused(old, new, message):
+    text = _text('minicluster_nodes.txt')
+    assert old in text
+    with pytest.raises(SlurmOutputError, match=message.replace('$', r'\$')
+                       .replace('(', r'\(').replace(')', r'\)')):
+        slurm_describe.nodes(text.replace(old, new, 1))
+
+
+def test_a_hostile_partition_name_is_refused():
+    text = _text('minicluster_partitions.txt').replace(
+        'PartitionName=gpu ', "PartitionName=gpu';x ", 1)
+    with pytest.raises(SlurmOutputError, match="partition name \"gpu';x\""):
+        slurm_describe.partitions(text)
+
+
+def test_written_files_load(tmp_path):
+    files = site_from_slurm.render(_minicluster(), 'mcsite',
+                                   when='2026-11-27 19:43', host='vm')
+    module = files['systems/mcsite.py']
+    compile(module, 'mcsite.py', 'exec')
+    assert "access=['--partition=gpu', *_ACCOUNT]" in module
+    assert "devices=[{'type': 'gpu', 'num_devices': 2}]" in module
+    assert '# DIFFERS: 1 node(s) of another shape' in module
+    path = tmp_path / 'mcsite.yaml'
+    path.write_text(files['references/mcsite.yaml'])
+    references.load(str(path))
+    inventory = yaml.safe_load(path.read_text())['inventory']
+    assert [(e['partition'], e['gpus'], e.get('model')) for e in inventory] \
+        == [('debug', 0, None), ('gpu', 2, 'h100')]
+    assert inventory[1]['source'].startswith('from Slurm, unconfirmed')
+
+
+def test_reframe_names_of_slurm_partitions():
+    taken = set()
+    names = []
+    for slurm in ('agro-b', 'agro_b', '1gpu', 'gpu.big'):
+        names.append(site_from_slurm.reframe_name(slurm, taken))
+        taken.add(names[-1])
+    assert names == ['agro_b', 'agro_b_2', 'p_1gpu', 'gpu_big']
+
+
+def _fake_slurm(tmp_path, nodes='minicluster_nodes.txt'):
+    """scontrol and sinfo that print the fixtures."""
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    (bin_dir / 'scontrol').write_text(
+        '#!/bin/sh\ncase "$2" in\n'
+        f'  partition) cat {FIX / "minicluster_partitions.txt"} ;;\n'
+        f'  node) cat {FIX / nodes} ;;\n'
+        '  config) echo "ClusterName             = minicluster" ;;\n'
+        '  *) exit 1 ;;\nesac\n')
+    (bin_dir / 'sinfo').write_text(
+        f'#!/bin/sh\ncat {FIX / "minicluster_sinfo.txt"}\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    return dict(os.environ, PATH=f'{bin_dir}:{os.environ["PATH"]}')
+
+
+def _init(env, *args):
+    return subprocess.run([str(VENV_BIN / 'hpcval'), 'site', 'init', *args],
+                          env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_dry_run_writes_nothing(tmp_path):
+    env = _fake_slurm(tmp_path)
+    proc = _init(env, str(tmp_path / 'site'), '--from-slurm', '--dry-run')
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / 'site').exists()
+    assert "NAME = 'minicluster'" in proc.stdout      # Slurm's ClusterName
+    assert 'references/minicluster.yaml (not written: --dry-run)' in \
+        proc.stdout
+
+
+def test_unusable_output_exits_3_and_writes_nothing(tmp_path):
+    env = _fake_slurm(tmp_path, nodes='wrong_tool_nodes.txt')
+    proc = _init(env, str(tmp_path / 'site'), '--from-slurm', '--name', 'x')
+    assert proc.returncode == 3
+    assert 'line 1 is not a NodeName= record' in proc.stderr
+    assert 'nothing written' in proc.stderr and 'Traceback' not in \
+        proc.stderr
+    assert not (tmp_path / 'site').exists()
+
+
+def test_on_the_minicluster_reframe_lists_each_partitions_checks(tmp_path):
+    """Two Slurm partitions of different shapes, one with GRES gpu: the
+    system written loads, and each partition lists its checks."""
+    from conftest import require_minicluster
+    require_minicluster()
+    cluster = MiniCluster(tmp_path / 'mc', dedicated=False,
+                          gpu_partition=True)
+    cluster.start()
+    try:
+        env = dict(os.environ, **cluster.env())
+        proc = _init(env, str(tmp_path / 'site'), '--from-slurm', '--name',
+                     'mcsite')
+    finally:
+        cluster.stop()
+    assert proc.returncode == 0, proc.stderr
+    assert 'DIFFERS: 1 node(s) of another shape' in proc.stderr
+    refs = yaml.safe_load(
+        (tmp_path / 'site' / 'references' / 'mcsite.yaml').read_text())
+    assert {e['partition']: e['gpus'] for e in refs['inventory']} == \
+        {'debug': 0, 'gpu': 2}
+    listed = {}
+    for part in ('debug', 'gpu'):
+        run, _ = reframe('-l', '--system', f'mcsite:{part}',
+                         tmp_path=tmp_path / part,
+                         env={'HPCVAL_SITE': str(tmp_path / 'site')})
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        listed[part] = {line.split()[1] for line in run.stdout.splitlines()
+                        if line.startswith('- ')}
+    assert 'Mpi4pyPingPongCheck' in listed['debug']
+    assert 'BabelStreamCudaCheck' in listed['gpu']
+    assert 'BabelStreamCudaCheck' not in listed['debug']
