@@ -9,6 +9,7 @@
                                       (and plots) of run reports and the
                                       results database; see hpcval.publish.report
     hpcval calibrate --system X [REPORT ...] [--db [PATH]] [--write]
+    hpcval calibrate --system X --from URL --since T [--until T] [--write]
                                       references/X.yaml from X's good runs,
                                       shown as a diff; written on --write
                                       (into the site's references/ under
@@ -146,7 +147,12 @@ def _calibrate(args):
 
     try:
         ref_dir, base_dir, by_system = _calibrated_dirs(args.ref_dir)
-        _, samples = report.load_selected(args)
+        if args.from_url:
+            samples = _history(args, by_system)
+            if samples is None:
+                return 1
+        else:
+            _, samples = report.load_selected(args)
         result = calibrate.calibrate(
             samples, args.system[0], by_system, floor=args.floor, k=args.k,
             min_samples=args.min_samples, false_alarm=args.false_alarm,
@@ -163,10 +169,64 @@ def _calibrate(args):
     sys.stdout.write(result.diff)
     for note in result.notes:
         print(f'hpcval calibrate: {note}', file=sys.stderr)
+    _runs_needed(result, args)
     if result.diff and not args.write:
         print(f'hpcval calibrate: not written; rerun with --write to '
               f'replace {result.path}', file=sys.stderr)
     return 0
+
+
+def _history(args, by_system):
+    """The samples of ``--from URL`` (None after a message)."""
+    import time
+
+    from hpcval.publish import history
+    if args.reports or args.db is not None or args.since is None:
+        print('hpcval calibrate: --from reads the monitoring history alone '
+              '(no reports, no --db) and needs --since', file=sys.stderr)
+        return None
+    try:
+        token = history.token_from(args.token_file) if args.token_file \
+            else None
+        samples, notes = history.samples(
+            args.from_url, args.system[0], args.since,
+            args.until if args.until is not None else time.time(),
+            [*by_system.get(args.system[0], []),
+             *(r for name, refs in sorted(by_system.items())
+               if name != args.system[0] for r in refs)], token=token)
+    except history.HistoryError as err:
+        print(f'hpcval calibrate: {_printable(str(err))}', file=sys.stderr)
+        return None
+    if args.name is not None:
+        samples = [s for s in samples if args.name.search(s.case.test)]
+    runs = len({(s.case.test, s.case.partition, s.case.time)
+                for s in samples})
+    for note in notes:
+        print(f'hpcval calibrate: {_printable(note)}', file=sys.stderr)
+    print(f'hpcval calibrate: read {len(samples)} figure(s) of {runs} '
+          f'test case run(s) from {args.from_url}', file=sys.stderr)
+    return samples
+
+
+def _runs_needed(result, args):
+    """Per calibrated figure: its runs, spread and bound, and the runs it
+    needs for the requested false-alarm rate (publish.sample_size)."""
+    from hpcval.publish import sample_size
+    from hpcval.publish.stats import Rule
+    if not result.figures:
+        return
+    rule = Rule(false_alarm=args.false_alarm, min_samples=args.min_samples,
+                k=args.k, floor=args.floor)
+    rows = [('figure', 'n', 'spread', 'bound', 'set by', 'runs needed'),
+            *sample_size.table(result.figures, rule)]
+    rows = [[_printable(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    print(f'hpcval calibrate: per figure, at false-alarm rate '
+          f'{args.false_alarm:g} (docs/calibrate.md, "How many runs"):',
+          file=sys.stderr)
+    for row in rows:
+        print('  ' + '  '.join(c.ljust(w) for c, w in zip(row, widths))
+              + '  ' + row[-1], file=sys.stderr)
 
 
 def _installed():
@@ -522,6 +582,13 @@ def _main(argv):
                           'default; docs/calibrate.md)')
     cal.add_argument('--write', action='store_true',
                      help='replace references/<system>.yaml')
+    cal.add_argument('--from', dest='from_url', metavar='URL',
+                     help='read the runs from the monitoring hpcval sends '
+                          'to: a VictoriaMetrics or Prometheus base URL '
+                          '(its query API), with --since [--until]')
+    cal.add_argument('--token-file', metavar='FILE',
+                     help='with --from: a bearer token, in a file only its '
+                          'owner can read (default: no credentials)')
     cal.set_defaults(func=_calibrate)
     ver = sub.add_parser('verdict', help='is the system healthy: judged, '
                                          'failed, skipped, unjudged, and '

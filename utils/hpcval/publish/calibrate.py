@@ -66,6 +66,9 @@ class Calibration:
     diff: str
     notes: list
     path: str
+    #: each calibrated figure: label, metric, direction, n, mean, std,
+    #: tolerance, how (hpcval.publish.sample_size.table)
+    figures: list = dataclasses.field(default_factory=list)
 
 
 class _Folded(str):
@@ -153,15 +156,18 @@ def _provenance(runs, mean, std, unit, how):
     failed = sum(c.result != 'pass' for c in cases)
     kind = f'runs ({failed} failed their performance check)' if failed \
         else 'passed runs'
+    # runs read from monitoring have no session: their series say where
+    sessions = [c.session[:8] for c in cases if c.session]
+    origin = (f'ReFrame {_listed(c.version for c in cases)} on '
+              f'{_listed(c.hostname for c in cases)}; ' if sessions else
+              f'monitoring series of {_listed(c.source for c in cases)}; ')
     return _Folded(
         f'calibrated by `hpcval calibrate` from {len(runs)} {kind}'
         f'{replays}, {_dates(cases)}: mean {mean:g} +- '
         f'{std:g} {unit}, bound {how}; '
         + (f'{_versions(cases)}; ' if _versions(cases) else '')
-        + f'ReFrame {_listed(c.version for c in cases)} on '
-        f'{_listed(c.hostname for c in cases)}; job nodes '
-        f'{_listed(nodes) or "not recorded"}; sessions '
-        f'{_listed(c.session[:8] for c in cases)}')
+        + origin + f'job nodes {_listed(nodes) or "not recorded"}'
+        + (f'; sessions {_listed(sessions)}' if sessions else ''))
 
 
 def outliers(values, rate=OUTLIER_RATE):
@@ -195,10 +201,12 @@ def _run_name(s):
     when = datetime.datetime.fromtimestamp(
         s.case.time, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')
     nodes = '+'.join(s.case.nodes) or 'node not recorded'
-    return f'session {s.case.session[:8]} on {nodes} at {when} UTC'
+    session = f'session {s.case.session[:8]} ' if s.case.session else ''
+    return f'{session}on {nodes} at {when} UTC'
 
 
-def _metric(label, metric, runs, rule, notes, keep_outliers=False):
+def _metric(label, metric, runs, rule, notes, keep_outliers=False,
+            figures=None):
     """The metric spec of ``runs`` (samples of one metric), or None."""
     unit = runs[-1].unit
     try:
@@ -267,6 +275,11 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False):
                          f'or more runs)')
     spec.update(spread=_significant(std), unit=unit, rule=RULE,
                 source=_provenance(runs, mean, std, unit, how))
+    if figures is not None:
+        figures.append({'label': label, 'metric': metric,
+                        'direction': direction, 'n': len(values),
+                        'mean': mean, 'std': std, 'tolerance': tol,
+                        'how': how})
     return spec
 
 
@@ -290,7 +303,7 @@ def _declared_diagnostic(runs):
 
 
 def _entries(groups, old_refs, rule, include_absent, notes,
-             keep_outliers=False):
+             keep_outliers=False, figures=None):
     """New calibrated entries: [(key, {metric: spec})], only for checks
     that exist (a report naming another class would make an entry that
     fails every test of the system in setup)."""
@@ -330,7 +343,8 @@ def _entries(groups, old_refs, rule, include_absent, notes,
                              f'diagnostic ({declared}); include_absent '
                              f'calibrates it')
                 continue
-            spec = _metric(label, metric, runs, rule, notes, keep_outliers)
+            spec = _metric(label, metric, runs, rule, notes, keep_outliers,
+                           figures)
             if spec:
                 specs[metric] = spec
         if specs:
@@ -669,11 +683,11 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
         raise CalibrationError(f'{path if old is not None else below} '
                                f'changed since it was read')
 
-    notes = []
+    notes, figures = [], []
     selected = _select(samples, system, allow_replays,
                        accept_performance_failures, notes)
     new_entries = _entries(_groups(selected), old_refs, rule,
-                           include_absent, notes, keep_outliers)
+                           include_absent, notes, keep_outliers, figures)
     rule_text = _rule_text(rule)
     # a new site file holds the calibrated entries only, layered over the
     # built-in file (references.ReferenceSet.layered), so that upstream
@@ -683,7 +697,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     if not new_entries:
         notes.append(f'nothing to calibrate for {system}: the file is left '
                      f'as it is')
-        return Calibration(old or '', '', notes, path)
+        return Calibration(old or '', '', notes, path, figures)
 
     head = _with_inventory(head, _inventory(selected), path, notes)
     text = _append(_with_rule(head, rule_text, path),
@@ -706,4 +720,4 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
                                    f'nothing written') from None
         _replace(path, text)
         notes.append(f'wrote {path}')
-    return Calibration(text, diff, notes, path)
+    return Calibration(text, diff, notes, path, figures)

@@ -1,0 +1,200 @@
+"""``hpcval calibrate --from URL``: a system's references from the
+monitoring history hpcval sends, against a real VictoriaMetrics (Debian's,
+the fixture of test_monitoring.py) fed by real runs.
+
+19 real runs of the ping-pong on the minicluster (``--repeat 19``) reach
+VictoriaMetrics through ReFrame's httpjson handler and hpcval's sender
+(config/monitoring.py); a 20th run is one of them mutated (every latency
+five times, the bandwidth a fifth: a degraded node, one defect) and sent
+through the same formatter.  Calibrating from the history gives the same
+bounds as calibrating from the same runs' reports and names the mutated
+run as the outlier.  The rest tests the reading side on its own: URLs,
+token files, answers that are no Prometheus answer.
+"""
+import copy
+import datetime
+import http.server
+import json
+import os
+import subprocess
+import threading
+import types
+import urllib.request
+import uuid
+
+import pytest
+import yaml
+
+from hpcval import monitoring, units
+from hpcval.publish import history, sample_size
+from hpcval.publish.stats import Rule
+from rfmrun import ROOT, VENV_BIN, reframe
+from test_monitoring import victoria  # noqa: F401 (the fixture)
+
+SLOW = 5.0          # the mutated run: latencies x5, bandwidth / 5
+
+
+def _record(tc):
+    """The perflog record ReFrame's httpjson handler gives the formatter,
+    from a report's test case."""
+    return types.SimpleNamespace(
+        check_display_name=tc['display_name'], check_system=tc['system'],
+        check_partition=tc['partition'], check_environ=tc['environ'],
+        check_job_nodelist=tc['job_nodelist'], check_result=tc['result'],
+        check_perfvalues=tc['perfvalues'],
+        check_job_completion_time_unix=tc['job_completion_time_unix'],
+        created=tc['job_completion_time_unix'])
+
+
+def _degraded(tc):
+    bad = copy.deepcopy(tc)
+    bad['job_completion_time_unix'] += 1
+    for key, val in bad['perfvalues'].items():
+        val[0] = val[0] * SLOW if val[4] == 'us' else val[0] / SLOW
+    return bad
+
+
+@pytest.fixture(scope='module')
+def history_runs(minicluster, victoria, tmp_path_factory):  # noqa: F811
+    tmp = tmp_path_factory.mktemp('history')
+    env = {**minicluster.env(),
+           'RFM_CONFIG_FILES': f'{ROOT}/config/settings.py:'
+                               f'{ROOT}/config/monitoring.py',
+           'HPCVAL_PERFLOG_URL': f'{victoria}/api/v1/import',
+           'HPCVAL_PERFLOG_SITE': 'test-site'}
+    proc, report = reframe(
+        '-r', '--system', 'minicluster', '-n',
+        'Mpi4pyPingPongCheck%placement=on_node', '-S', 'max_size=65536',
+        '--repeat', '19', tmp_path=tmp, env=env,
+        checks=('checks/mpi4py_pingpong.py',))
+    assert report is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
+    cases = report['runs'][0]['testcases']
+    assert len(cases) == 19 and {c['result'] for c in cases} == {'pass'}, \
+        [c['fail_reason'] for c in cases if c['result'] != 'pass']
+    bad = _degraded(cases[-1])
+    body = monitoring.victoriametrics(_record(bad), {'site': 'test-site'},
+                                      ())
+    urllib.request.urlopen(urllib.request.Request(
+        f'{victoria}/api/v1/import', data=body.encode(), method='POST'),
+        timeout=10).close()
+    urllib.request.urlopen(f'{victoria}/internal/force_flush',
+                           timeout=10).close()
+    # the same mutated run as a report of its own session
+    mutated = copy.deepcopy(report)
+    mutated['session_info']['uuid'] = str(uuid.uuid4())
+    mutated['runs'][0]['testcases'] = [bad]
+    (tmp / 'mutated.json').write_text(json.dumps(mutated))
+    since = min(c['job_completion_time_unix'] for c in cases) - 60
+    return tmp, since, bad
+
+
+def _calibrate(tmp, name, *args):
+    refs = tmp / name
+    if not refs.exists():
+        subprocess.run(['cp', '-r', str(ROOT / 'references'), str(refs)],
+                       check=True)
+    proc = subprocess.run(
+        [str(VENV_BIN / 'hpcval'), 'calibrate', '--system', 'minicluster',
+         '--ref-dir', str(refs), '--include-absent', '--write', *args],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, HPCVAL_ROOT=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    section = yaml.safe_load((refs / 'minicluster.yaml').read_text())
+    entries = [e for e in section['entries'] if all(
+        m.get('rule') == 'calibrated' for m in e.get('metrics', {}).values())
+        and e.get('metrics')]
+    return proc, {(e['check'], e['partition'], m): (s['value'],
+                                                     s.get('lower'),
+                                                     s.get('upper'),
+                                                     s['spread'], s['unit'])
+                  for e in entries for m, s in e['metrics'].items()}
+
+
+def test_history_calibrates_as_the_reports_do(history_runs, victoria):  # noqa: F811,E501
+    tmp, _, bad = history_runs
+    from_vm, got = _calibrate(tmp, 'from_vm', '--from', victoria,
+                              '--since', 'now-1h')
+    from_reports, want = _calibrate(tmp, 'from_reports',
+                                    str(tmp / 'report.json'),
+                                    str(tmp / 'mutated.json'))
+    assert 'read ' in from_vm.stderr and '20 test case run(s)' in \
+        from_vm.stderr
+    assert got.keys() == want.keys() and got, (from_vm.stderr,
+                                               from_reports.stderr)
+    for key in want:
+        value, lower, upper, spread, unit = got[key]
+        assert (lower, upper) == want[key][1:3], key
+        # a figure without a reference anywhere is written in a readable
+        # unit of its family (the series carry none): the same figure
+        to = want[key][4]
+        assert units.convert(value, unit, to) == pytest.approx(
+            want[key][0], rel=1e-5), key
+        assert units.convert(spread, unit, to) == pytest.approx(
+            want[key][3], rel=1e-5), key
+    # the degraded run is named, by node and time, in both
+    when = datetime.datetime.fromtimestamp(
+        bad['job_completion_time_unix'],
+        datetime.timezone.utc).strftime('%H:%M')
+    for proc in (from_vm, from_reports):
+        apart = [line for line in proc.stderr.splitlines()
+                 if 'apart from the rest' in line and 'latency_8B:' in line]
+        assert apart and 'on n1 at ' in apart[0] and when in apart[0], \
+            proc.stderr[-3000:]
+    # per figure: its runs, spread, bound and the runs it needs
+    assert 'runs needed' in from_vm.stderr
+    assert 'monitoring series of' in (tmp / 'from_vm' /
+                                      'minicluster.yaml').read_text()
+
+
+def test_bad_urls_and_token_files_are_refused(tmp_path):
+    for url in ('ftp://x', 'http://user:pw@host:1', 'http://h/?q=1', ''):
+        with pytest.raises(history.HistoryError, match='expected http'):
+            history.check_url(url)
+    token = tmp_path / 'token'
+    token.write_text('abc\n')
+    token.chmod(0o644)
+    with pytest.raises(history.HistoryError, match='only its owner'):
+        history.token_from(str(token))
+    token.chmod(0o600)
+    assert history.token_from(str(token)) == 'abc'
+    (tmp_path / 'link').symlink_to(token)
+    with pytest.raises(history.HistoryError, match='--token-file'):
+        history.token_from(str(tmp_path / 'link'))
+
+
+class _Plain(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b'OK')
+
+    def log_message(self, *args):
+        pass
+
+
+def test_an_answer_that_is_no_prometheus_answer(victoria):  # noqa: F811
+    server = http.server.HTTPServer(('127.0.0.1', 0), _Plain)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(history.HistoryError, match="not a Prometheus "
+                                                       "query answer: b'OK'"):
+            history.query(f'http://127.0.0.1:{server.server_port}', 'up', 0)
+    finally:
+        server.shutdown()
+    with pytest.raises(history.HistoryError, match=r'HTTP 4\d\d'):
+        history.query(victoria, 'up{', 1e9)
+    with pytest.raises(history.HistoryError, match='no answer'):
+        history.query('http://127.0.0.1:9', 'up', 1e9, timeout=2)
+
+
+def test_runs_needed_for_a_false_alarm_rate():
+    # 2 % spread, floor 5 %: f(n) * 0.02 <= 0.05 needs f(n) <= 2.5; the
+    # normal quantile for 1e-4 is 3.72, so never: the spread sets it
+    n, why = sample_size.runs_needed(0.02, 0.05, 1e-4)
+    assert 'spread sets the bound' in why
+    assert n == min(k for k in range(2, 200) if
+                    Rule().factor(k) <= 1.1 * Rule().factor(10 ** 6))
+    # 1 % spread: the floor is reached once f(n) <= 5
+    n, why = sample_size.runs_needed(0.01, 0.05, 1e-4)
+    assert 'reaches the floor' in why
+    assert Rule().factor(n) * 0.01 <= 0.05 < Rule().factor(n - 1) * 0.01

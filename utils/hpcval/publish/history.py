@@ -1,0 +1,304 @@
+"""Runs of one system read back from the monitoring hpcval sends to
+(``hpcval calibrate --from URL``; docs/calibrate.md).
+
+hpcval's sender stores each judged run as series in VictoriaMetrics
+(hpcval.monitoring): ``hpcval_perf_value_<unit>`` per figure and
+``hpcval_check_passed`` per test case, labelled with the test's display
+name, system, partition, environment and (one-node jobs) node, at the
+job's completion time.  This module reads them through the Prometheus
+query API (``/api/v1/query`` with a range selector: every stored sample,
+not a resampled grid) and turns each sample into the
+hpcval.publish.results.Sample a run report would give, so that
+calibrating from the history follows the same rules as calibrating from
+reports: grouped by the same test shape (class, partition, parameters
+from the display name), passed runs only unless asked, the outlier test,
+the minimum runs, the stated false-alarm rate.
+
+What the series cannot say, and so what differs from reports: the
+session, ReFrame's version and host (the stamp names the series
+instead), the nodes of a multi-node job, a replay (replays run with
+config/replay.py, which does not send to monitoring unless a site adds
+it), provenance (GPU, driver) and a check's per-run notes.  Diagnostics
+are taken from the check classes' declarations (``diagnostics``).
+
+Every request has a timeout, follows no redirect, uses no proxy and sends
+no credentials but a configured bearer token.
+"""
+import ast
+import glob
+import json
+import math
+import os
+import re
+import stat
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from hpcval import monitoring, units
+from hpcval.publish import results
+
+TIMEOUT = 30
+#: the most bytes one answer may have
+MAX_ANSWER = 512 * 2 ** 20
+# the unit part of a series name -> (unit its values are in, scale back)
+_UNITS = {'seconds': ('s', 1.0), 'bytes_per_second': ('B/s', 1.0),
+          'flop_per_second': ('MFLOP/s', 1e-6),
+          'operations_per_second': ('op/s', 1.0)}
+# units a calibrated figure is written in when the old file has none
+_READABLE = {'time': ('s', 'ms', 'us', 'ns'),
+             'bandwidth': ('TB/s', 'GB/s', 'MB/s', 'KB/s', 'B/s'),
+             'flops': ('TFLOP/s', 'GFLOP/s', 'MFLOP/s'), 'rate': ('op/s',)}
+_SYSTEM = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]*')
+_KEEP = ('test', 'system', 'partition', 'environ', 'node', 'site')
+
+
+class HistoryError(ValueError):
+    """The history cannot be read; the message names the URL and why."""
+
+
+class _NoRedirect(monitoring._NoRedirect):
+    pass
+
+
+def check_url(url):
+    """``url`` if it is http(s)://HOST[:PORT][/PATH] without user or
+    password (a token goes in a file, never in the URL)."""
+    parsed = urllib.parse.urlsplit(url or '')
+    if parsed.scheme not in ('http', 'https') or not parsed.hostname or \
+            parsed.username or parsed.password or parsed.query or \
+            parsed.fragment:
+        raise HistoryError(f'--from {url!r}: expected http(s)://HOST[:PORT]'
+                           f'[/PATH] of a Prometheus query API, no user, '
+                           f'password or query in it')
+    return url.rstrip('/')
+
+
+def token_from(path):
+    """The bearer token in ``path``: a regular file, not a link, that
+    nobody but its owner can read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as err:
+        raise HistoryError(f'--token-file {path}: {err.strerror}') from None
+    with os.fdopen(fd, encoding='utf-8') as fp:
+        st = os.fstat(fp.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o077:
+            raise HistoryError(f'--token-file {path}: must be a regular '
+                               f'file that only its owner can read')
+        token = fp.read(4096).strip()
+    if not re.fullmatch(r'[\x21-\x7e]+', token):
+        raise HistoryError(f'--token-file {path}: not one printable token')
+    return token
+
+
+def query(url, promql, at, token=None, timeout=TIMEOUT):
+    """The ``data.result`` of an instant query at unix time ``at``."""
+    body = urllib.parse.urlencode({'query': promql, 'time': f'{at:.3f}'})
+    request = urllib.request.Request(
+        f'{url}/api/v1/query?{body}',
+        headers={'Authorization': f'Bearer {token}'} if token else {})
+    opener = urllib.request.build_opener(
+        _NoRedirect, urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=timeout) as resp:
+            raw = resp.read(MAX_ANSWER + 1)
+    except urllib.error.HTTPError as err:
+        detail = err.read(2000).decode('utf-8', 'replace')
+        err.close()
+        raise HistoryError(f'{url}: HTTP {err.code} for {promql}: '
+                           f'{_error_of(detail)}') from None
+    except (OSError, ValueError) as err:
+        raise HistoryError(f'{url}: no answer ({err}) within {timeout} s'
+                           ) from None
+    if len(raw) > MAX_ANSWER:
+        raise HistoryError(f'{url}: the answer exceeds {MAX_ANSWER} bytes; '
+                           f'give a shorter --since/--until')
+    try:
+        data = json.loads(raw)
+        if data.get('status') != 'success' or \
+                data['data']['resultType'] != 'matrix':
+            raise KeyError('status')
+        return data['data']['result']
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise HistoryError(f'{url}: not a Prometheus query answer: '
+                           f'{raw[:200]!r}') from None
+
+
+def _error_of(text):
+    try:
+        return json.loads(text).get('error') or text[:200]
+    except (ValueError, AttributeError):
+        return text[:200]
+
+
+def _declared(pattern_sets):
+    return {name: pats for name, pats in pattern_sets.items() if pats}
+
+
+def diagnostics():
+    """{check class: {regex: why}} the check classes declare as diagnostic
+    (their own or an hpcval benchmark base's ``diagnostics``), read from
+    the check files without running them."""
+    import importlib
+    import pkgutil
+
+    import hpcval.benchmarks as pkg
+    from hpcval import reference_service
+    bases = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        module = importlib.import_module(f'hpcval.benchmarks.{info.name}')
+        for name, obj in vars(module).items():
+            if isinstance(obj, type) and isinstance(
+                    getattr(obj, 'diagnostics', None), dict):
+                bases[name] = dict(obj.diagnostics)
+    found = dict(bases)
+    for folder in reference_service.checks_dirs():
+        files = [folder] if folder.endswith('.py') else \
+            glob.glob(os.path.join(folder, '*.py'))
+        for path in files:
+            with open(path, encoding='utf-8') as fp:
+                tree = ast.parse(fp.read(), path)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef):
+                    pats = {}
+                    for base in node.bases:
+                        name = getattr(base, 'id', None) or \
+                            getattr(base, 'attr', None)
+                        pats.update(found.get(name, {}))
+                    found.setdefault(node.name, pats)
+    return _declared(found)
+
+
+def _unit_of(name):
+    """(family unit, scale) of a series name's unit part, or None."""
+    return _UNITS.get(name[len('hpcval_perf_value_'):])
+
+
+def readable_unit(unit, values):
+    """The unit of ``unit``'s family in which the values' median is >= 1."""
+    family = units.family(unit)
+    mid = sorted(values)[len(values) // 2]
+    for cand in _READABLE[family]:
+        if abs(units.convert(mid, unit, cand)) >= 1:
+            return cand
+    return _READABLE[family][-1]
+
+
+def _old_unit(old_refs, check, partition, params, metric):
+    """The unit of the figure's reference in the system's file, else of
+    the same check's figure in any file (the unit the check reports)."""
+    mine = other = None
+    for ref in old_refs:
+        if ref.metric != metric or ref.check != check or not ref.unit:
+            continue
+        other = other or ref.unit
+        if ref.partition in ('*', partition) and all(
+                dict(params).get(k) == str(v) for k, v in ref.where.items()):
+            mine = ref.unit
+    return mine or other
+
+
+def samples(url, system, since, until, old_refs=(), token=None,
+            timeout=TIMEOUT):
+    """(Samples, notes) of ``system``'s runs in [since, until] (unix
+    seconds) stored at ``url``; each figure in the unit ``old_refs`` give
+    it (the system's references first, then any system's: the
+    references as loaded, hpcval.references.load_dir), else a readable
+    one."""
+    url = check_url(url)
+    if not _SYSTEM.fullmatch(system or ''):
+        raise HistoryError(f'--system {system!r}: not a system name')
+    if not (math.isfinite(since) and math.isfinite(until)) or until <= since:
+        raise HistoryError(f'--since {since} must be before --until {until}')
+    window = f'[{int(math.ceil(until - since)) + 1}s]'
+    values = query(url, f'{{__name__=~"hpcval_perf_value_.+",system='
+                        f'"{system}"}}{window}', until, token, timeout)
+    passed = query(url, f'hpcval_check_passed{{system="{system}"}}{window}',
+                   until, token, timeout)
+    result_at = {}
+    for series in passed:
+        key = _case_key(series['metric'])
+        for when, val in series.get('values', []):
+            result_at[(key, round(float(when), 3))] = \
+                'pass' if float(val) == 1 else 'fail'
+    declared = diagnostics()
+    notes, cases, raw = [], {}, []
+    for series in values:
+        labels = series['metric']
+        name, metric = labels.get('__name__', ''), labels.get('metric', '')
+        known = _unit_of(name)
+        if not known or not metric or not labels.get('test'):
+            notes.append(f'left out series {name}{{metric="{metric}"}}: '
+                         f'a unit hpcval does not calibrate from monitoring')
+            continue
+        unit, scale = known
+        key = _case_key(labels)
+        for when, val in series.get('values', []):
+            when = float(when)
+            if not (since <= when <= until):
+                continue
+            result = result_at.get((key, round(when, 3)))
+            if result is None:
+                notes.append(f'left out {labels["test"]} {metric} at '
+                             f'{when:.0f}: no hpcval_check_passed sample of '
+                             f'its run')
+                continue
+            case = cases.get((key, when))
+            if case is None:
+                case = cases[(key, when)] = _case(url, labels, when, result,
+                                                  declared)
+            why = next((why for pattern, why in
+                        declared.get(case.check, {}).items()
+                        if re.fullmatch(pattern, metric.partition('@')[0])),
+                       None)
+            if why:
+                # as the check's report says it (calibrate leaves it out)
+                case.extras['unjudged'][metric] = f'diagnostic: {why}'
+            raw.append((case, metric, float(val) * scale, unit))
+    out = _in_units(raw, old_refs)
+    if not out:
+        notes.append(f'{url}: no hpcval series of system {system} between '
+                     f'{since:.0f} and {until:.0f}')
+    return out, notes
+
+
+def _case_key(labels):
+    return tuple((k, labels.get(k, '')) for k in _KEEP)
+
+
+def _case(url, labels, when, result, declared):
+    test = labels['test']
+    check, params, _ = results._named(test, '')
+    return results.Case(
+        source=url, session='', check=check, test=test, params=params,
+        benchmark='', system=labels.get('system', ''),
+        partition=labels.get('partition', ''),
+        environ=labels.get('environ', ''), result=result, time=when,
+        hostname='', nodes=(labels['node'],) if labels.get('node') else (),
+        version='', replay=False, outputdir=None, stdout=None,
+        extras={'unjudged': {}})
+
+
+def _in_units(raw, old_refs):
+    """Samples of ``raw`` (case, metric, value, unit), each figure in the
+    unit of its old reference, else a readable unit of its values."""
+    by_figure = {}
+    for case, metric, value, unit in raw:
+        key = (case.check, case.partition, case.params, metric)
+        by_figure.setdefault(key, []).append((case, value, unit))
+    out = []
+    for (check, part, params, metric), items in by_figure.items():
+        unit = items[0][2]
+        want = _old_unit(old_refs, check, part, params, metric)
+        try:
+            units.convert(1.0, unit, want or unit)
+        except (ValueError, KeyError):
+            want = None
+        want = want or readable_unit(unit, [v for _, v, _ in items])
+        for case, value, unit in items:
+            out.append(results.Sample(
+                case=case, metric=metric,
+                value=units.convert(value, unit, want), unit=want,
+                reference=None, lower=None, upper=None))
+    return out
