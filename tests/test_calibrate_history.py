@@ -198,3 +198,17 @@ def test_runs_needed_for_a_false_alarm_rate():
     n, why = sample_size.runs_needed(0.01, 0.05, 1e-4)
     assert 'reaches the floor' in why
     assert Rule().factor(n) * 0.01 <= 0.05 < Rule().factor(n - 1) * 0.01
+
+
+def test_a_refused_figure_says_what_it_needs():
+    # 5 runs of 8.43 % spread: f(5) * cv = 1.2, no lower bound; the fewest
+    # runs with f(n) * cv < 1 give one
+    fig = {'label': 'x bw', 'metric': 'bw', 'direction': 'higher', 'n': 5,
+           'mean': 1.0, 'std': 0.0843, 'tolerance': None,
+           'how': 'refused: 14.3 std / mean = 1.203 >= 1'}
+    [row] = sample_size.table([fig], Rule())
+    judge = sample_size.runs_to_judge(0.0843, 1e-4, 5)
+    assert Rule().factor(judge) * 0.0843 < 1 <= \
+        Rule().factor(judge - 1) * 0.0843
+    assert row[3] == 'none' and row[5].startswith(
+        f'47 ({judge} for any bound at all; then the spread sets')

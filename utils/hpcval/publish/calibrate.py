@@ -230,11 +230,20 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
         runs = [s for i, s in enumerate(runs) if i not in apart]
         values = [v for i, v in enumerate(values) if i not in apart]
 
+    figure = {'label': label, 'metric': metric, 'direction': better(unit),
+              'n': len(values)}
     if len(values) < rule.min_samples:
         notes.append(f'refused {label}: {len(values)} sample(s), fewer '
                      f'than {rule.min_samples} (few runs say little of the '
                      f'spread; '
                      f'run it again or lower min_samples)')
+        if figures is not None and len(values) > 1 and \
+                statistics.fmean(values) > 0:
+            figures.append({**figure, 'mean': statistics.fmean(values),
+                            'std': statistics.stdev(values),
+                            'tolerance': None,
+                            'how': f'refused: fewer than {rule.min_samples}'
+                                   f' runs'})
         return None
 
     try:
@@ -261,6 +270,10 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
             notes.append(f'refused {label}: {how} = {tol:g}, a '
                          f'lower bound at 0 would judge nothing (take '
                          f'quieter or more runs)')
+            if figures is not None:
+                figures.append({**figure, 'mean': mean, 'std': std,
+                                'tolerance': None,
+                                'how': f'refused: {how} = {tol:.4g} >= 1'})
             return None
         spec['lower'] = -tol
         if tol >= 0.5:
@@ -276,10 +289,8 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
     spec.update(spread=_significant(std), unit=unit, rule=RULE,
                 source=_provenance(runs, mean, std, unit, how))
     if figures is not None:
-        figures.append({'label': label, 'metric': metric,
-                        'direction': direction, 'n': len(values),
-                        'mean': mean, 'std': std, 'tolerance': tol,
-                        'how': how})
+        figures.append({**figure, 'mean': mean, 'std': std,
+                        'tolerance': tol, 'how': how})
     return spec
 
 

@@ -58,6 +58,12 @@ def runs_needed(cv, floor, false_alarm, least=2):
                f'{WITHIN:.0%} of that')
 
 
+def runs_to_judge(cv, false_alarm, least=2):
+    """The fewest runs whose higher-is-better bound f(n) * cv stays below
+    1 (a lower bound above 0), or None where no number of runs does."""
+    return _fewest(false_alarm, lambda f: f * cv < 1, least)
+
+
 def table(figures, rule):
     """Rows (figure, n, spread, bound, set by, runs needed) of the
     calibrated ``figures`` (dicts of label, metric, direction, n, mean,
@@ -71,8 +77,16 @@ def table(figures, rule):
         else:
             need, why = runs_needed(cv, floor, rule.false_alarm,
                                     max(rule.min_samples, 2))
+        if fig['tolerance'] is None and fig['direction'] == 'higher' and \
+                rule.k is None:
+            judge = runs_to_judge(cv, rule.false_alarm,
+                                  max(rule.min_samples, 2))
+            need, why = (need, f'{judge} for any bound at all; then {why}'
+                         ) if judge else \
+                (None, 'no number of runs: the spread alone passes 0')
         sign = '-' if fig['direction'] == 'higher' else '+'
-        rows.append((fig['label'], str(fig['n']), f'{cv:.2%}',
-                     f'{sign}{fig["tolerance"]:.4g}', fig['how'],
-                     f'{need} ({why})' if need else f'more than {_MOST}'))
+        bound = 'none' if fig['tolerance'] is None else \
+            f'{sign}{fig["tolerance"]:.4g}'
+        rows.append((fig['label'], str(fig['n']), f'{cv:.2%}', bound,
+                     fig['how'], f'{need} ({why})' if need else why))
     return rows
