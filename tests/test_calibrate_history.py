@@ -5,7 +5,7 @@ the fixture of test_monitoring.py) fed by real runs.
 19 real runs of the ping-pong on the minicluster (``--repeat 19``) reach
 VictoriaMetrics through ReFrame's httpjson handler and hpcval's sender
 (config/monitoring.py); a 20th run is one of them mutated (every latency
-five times, the bandwidth a fifth: a degraded node, one defect) and sent
+20 times, the bandwidth a 20th: a degraded node, one defect) and sent
 through the same formatter.  Calibrating from the history gives the same
 bounds as calibrating from the same runs' reports and names the mutated
 run as the outlier.  The rest tests the reading side on its own: URLs,
@@ -16,6 +16,7 @@ import datetime
 import http.server
 import json
 import os
+import re
 import subprocess
 import threading
 import types
@@ -31,7 +32,7 @@ from hpcval.publish.stats import Rule
 from rfmrun import ROOT, VENV_BIN, reframe
 from test_monitoring import victoria  # noqa: F401 (the fixture)
 
-SLOW = 5.0          # the mutated run: latencies x5, bandwidth / 5
+SLOW = 20.0         # the mutated run: latencies x20, bandwidth / 20
 
 
 def _record(tc):
@@ -132,14 +133,21 @@ def test_history_calibrates_as_the_reports_do(history_runs, victoria):  # noqa: 
         assert units.convert(spread, unit, to) == pytest.approx(
             want[key][3], rel=1e-5), key
     # the degraded run is named, by node and time, in both
-    when = datetime.datetime.fromtimestamp(
+    day, when = datetime.datetime.fromtimestamp(
         bad['job_completion_time_unix'],
-        datetime.timezone.utc).strftime('%H:%M')
+        datetime.timezone.utc).strftime('%Y-%m-%d %H:%M').split()
+    named = []
     for proc in (from_vm, from_reports):
-        apart = [line for line in proc.stderr.splitlines()
-                 if 'apart from the rest' in line and 'latency_8B:' in line]
-        assert apart and 'on n1 at ' in apart[0] and when in apart[0], \
-            proc.stderr[-3000:]
+        # (figure, node and time) of each run left out; the report's
+        # warning also names the session, which the series do not have
+        named.append(sorted(
+            (re.search(r'\) (\w+): left out', line).group(1),
+             re.search(r'on (n\d) at ([\d: -]+) UTC', line).groups())
+            for line in proc.stderr.splitlines()
+            if 'apart from the rest' in line))
+    assert named[0] == named[1], (from_vm.stderr, from_reports.stderr)
+    # the degraded run's latencies, 20 times the others', sit apart
+    assert ('latency_1KiB', ('n1', f'{day} {when}')) in named[0], named[0]
     # per figure: its runs, spread, bound and the runs it needs
     assert 'runs needed' in from_vm.stderr
     assert 'monitoring series of' in (tmp / 'from_vm' /
