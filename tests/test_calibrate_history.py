@@ -111,7 +111,8 @@ def _calibrate(tmp, name, *args):
                   for e in entries for m, s in e['metrics'].items()}
 
 
-def test_history_calibrates_as_the_reports_do(history_runs, victoria):  # noqa: F811,E501
+def test_history_calibrates_as_the_reports_do(history_runs,
+                                              victoria):  # noqa: F811
     tmp, _, bad = history_runs
     from_vm, got = _calibrate(tmp, 'from_vm', '--from', victoria,
                               '--since', 'now-1h')

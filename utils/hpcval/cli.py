@@ -9,7 +9,7 @@
                                       (and plots) of run reports and the
                                       results database; see hpcval.publish.report
     hpcval calibrate --system X [REPORT ...] [--db [PATH]] [--write]
-    hpcval calibrate --system X --from URL --since T [--until T] [--write]
+    hpcval calibrate --system X --from URL --since T [--write]
                                       references/X.yaml from X's good runs,
                                       shown as a diff; written on --write
                                       (into the site's references/ under

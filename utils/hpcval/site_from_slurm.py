@@ -88,14 +88,17 @@ def _partition_code(part, rfm_name, system):
                      f"ft.GPU, the vendor's feature and its environment")
     devices = (f"\n            devices=[{{'type': 'gpu', 'num_devices': "
                f"{shape.gpus}}}]," if shape.gpus else '')
+    cores = shape.sockets * shape.cores_per_socket
+    cpu = (f'processor({shape.arch!r}, cores={cores},\n'
+           f'                          threads_per_core='
+           f'{shape.threads_per_core}, sockets={shape.sockets})')
     body = f"""\
         slurm_partition(
             {rfm_name!r}, {descr!r},
             access=['--partition={part.name}', *_ACCOUNT],
             environs=[{', '.join(environs)}],
             features=[{', '.join(features)}],
-            cpu=processor({shape.arch!r}, cores={shape.sockets * shape.cores_per_socket},
-                          threads_per_core={shape.threads_per_core}, sockets={shape.sockets}),{devices}
+            cpu={cpu},{devices}
             time_limit={_time_limit(part)!r},
             max_jobs={min(len(part.nodes), MAX_JOBS)},
         ),
@@ -112,8 +115,8 @@ def system_module(cluster, system, when, host):
         parts.append(_partition_code(part, rfm, system))
     kinds = {slurm_describe.vendor(p.shape.gpu_type)
              for p in cluster.partitions if p.shape.gpus} - {''}
-    environs = [f"    environ('gnu', NAME, cc='gcc', cxx='g++', "
-                f"ftn='gfortran',\n            features=[ft.OPENMP]),\n"]
+    environs = ["    environ('gnu', NAME, cc='gcc', cxx='g++', "
+                "ftn='gfortran',\n            features=[ft.OPENMP]),\n"]
     for kind in sorted(kinds):
         env, feat = _GPU_ENVIRON[kind]
         environs.append(f"    environ({env!r}, NAME, cc='gcc', cxx='g++', "
@@ -163,8 +166,9 @@ def reference_file(cluster, system, when):
         rfm = reframe_name(part.name, names)
         names.add(rfm)
         shape = part.shape
+        alike = len(part.nodes) - sum(len(n) for _, n in part.others)
         source = (f'from Slurm, unconfirmed: scontrol show node on {when} '
-                  f'UTC gave {len(part.nodes) - sum(len(n) for _, n in part.others)}'
+                  f'UTC gave {alike}'
                   f' of the {len(part.nodes)} node(s) of Slurm partition '
                   f'{part.name} Gres={_gres(part)}')
         differ = '; '.join(_differing(part))

@@ -159,13 +159,18 @@ def gpus_of(gres, source, node):
     return count, '+'.join(t for t in types if t) if all(types) else ''
 
 
+def _named(text, key, what, source):
+    """(name, record) of each record, its name a plain name."""
+    for rec in records(text, key, source):
+        if not NAME.fullmatch(rec[key]):
+            raise SlurmOutputError(f'{source}: {what} name {rec[key]!r} is '
+                                   f'not a plain name')
+        yield rec[key], rec
+
+
 def nodes(text, source='scontrol show node -o'):
     out = []
-    for rec in records(text, 'NodeName', source):
-        name = rec['NodeName']
-        if not NAME.fullmatch(name):
-            raise SlurmOutputError(f'{source}: node name {name!r} is not a '
-                                   f'plain name')
+    for name, rec in _named(text, 'NodeName', 'node', source):
         arch = rec.get('Arch') or 'unknown'
         if not WORD.fullmatch(arch):
             raise SlurmOutputError(f'{source}: node {name}: Arch={arch!r}')
@@ -187,11 +192,7 @@ def nodes(text, source='scontrol show node -o'):
 
 def partitions(text, source='scontrol show partition -o'):
     out = []
-    for rec in records(text, 'PartitionName', source):
-        name = rec['PartitionName']
-        if not NAME.fullmatch(name):
-            raise SlurmOutputError(f'{source}: partition name {name!r} is '
-                                   f'not a plain name')
+    for name, rec in _named(text, 'PartitionName', 'partition', source):
         if 'Nodes' not in rec or 'State' not in rec:
             raise SlurmOutputError(f'{source}: partition {name}: no Nodes= '
                                    f'or State= (truncated?)')
