@@ -201,7 +201,8 @@ DEFECTS = {
         ('GPU 0', 'row remapping pending (the GPU needs a reset)')),
     'Xid': (
         {'kmsg.txt': lambda t: t + XID_79 + '\n'}, H100,
-        ('GPU 0', f'Xid 79 in the kernel log: {XID_79}')),
+        ('GPU 0', f'Xid 79 (GPU has fallen off the bus) in the kernel log: '
+                  f'{XID_79}')),
     'driver failed': (
         {'before.txt': lambda t: DRIVER_FAILED + '\n\n',
          'before.txt.rc': lambda t: '9\n',
@@ -309,7 +310,8 @@ VERDICT_LINES = {
                          'since the driver loaded',
     'pending row remap': 'FAIL node vm GPU 0: row remapping pending (the '
                          'GPU needs a reset)',
-    'Xid': f'FAIL node vm GPU 0: Xid 79 in the kernel log: {XID_79}',
+    'Xid': f'FAIL node vm GPU 0: Xid 79 (GPU has fallen off the bus) in the '
+           f'kernel log: {XID_79}',
     'driver failed': f'FAIL node vm: nvidia-smi failed (exit 9): '
                      f'{DRIVER_FAILED}',
 }

@@ -36,6 +36,8 @@ AMD_SMI_26_NO_DRIVER = (AMD / 'amd-smi_no_driver_26.1.txt').read_text()
 AMD_SMI_26_MESSAGE = ('ERROR:root:Unable to get devices, driver not '
                       'initialized (amdgpu not found in modules)')
 AMD_RESET = '[127035.492304] amdgpu 0000:c5:00.0: amdgpu: GPU reset begin!'
+AMD_TIMEOUT = ('[127033.279661] amdgpu 0000:c5:00.0: amdgpu: ring gfx_0.0.0 '
+               'timeout, signaled seq=2662395, emitted seq=2662397')
 HL_NOT_USABLE = ('[   72.993269] habanalabs 0000:1a:00.0: Failed to '
                  'initialize hl2. Device is NOT usable !')
 
@@ -282,7 +284,8 @@ DEFECTS = {
         ('', f'amd-smi failed (exit 255): {AMD_SMI_26_MESSAGE}')),
     'amdgpu reset': (
         'amd-smi', dict(before=RX_STATIC + RX_METRIC, kmsg=AMD_DMESG),
-        RX6600, ('', f'amdgpu error in the kernel log: {AMD_RESET}')),
+        RX6600, ('PCI 0000:c5:00.0', f'amdgpu driver error in the kernel '
+                 f'log (8 times): {AMD_TIMEOUT}')),
     'rocm-smi fails with exit 0': (
         'rocm-smi', dict(before=ROCM_SMI_NO_DRIVER + '\n', rc=0), MI100,
         ('', f'rocm-smi: unreadable output: {ROCM_SMI_NO_DRIVER}')),
@@ -321,7 +324,8 @@ DEFECTS = {
         HL225, ('GPU 0', '32.0 GiB of memory, expected 96 GiB')),
     'hl driver failed a device': (
         'hl-smi', dict(before=HLSMI, kmsg=HL_DMESG), HL225,
-        ('', f'habanalabs error in the kernel log: {HL_NOT_USABLE}')),
+        ('PCI 0000:1a:00.0', f'habanalabs driver error in the kernel log: '
+                             f'{HL_NOT_USABLE}')),
 }
 
 

@@ -115,6 +115,10 @@ class Group:
     per_node: list = field(default_factory=list)
     # what changed, information (hpcval.health): 'node n3 GPU 1: VBIOS ..'
     changes: list = field(default_factory=list)
+    # information of the nodes' health, never a failure (hpcval.health)
+    infos: list = field(default_factory=list)
+    # {node: [{index, model, uuid, serial, vbios, bus_id}]} (hpcval.health)
+    gpus: dict = field(default_factory=dict)
     # the reference file that judged, and each figure whose bound in the
     # report differs from it (hpcval.verdict_refs.Cross)
     references: str = ''
@@ -367,6 +371,12 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
                                   '', '', reason=text, session=case.session))
     for node, comp, text in healths.changes(case, node_label(case)):
         g.changes.append(_changed(node, comp, text))
+    for node, comp, text in healths.notes(case, label):
+        g.infos.append(_changed(node, comp, text))
+    if label and '+' not in label and label not in g.gpus:
+        found = healths.gpus(case)
+        if found:
+            g.gpus[label] = found
     # fail_deps: not run, a fixture it needs failed (that fixture is
     # counted as the failure, in _failed_fixtures)
     if case.result in ('skip', 'fail_deps'):
@@ -603,7 +613,9 @@ def render_text(verdict, most=20, per_node=False):
             f'test cases ({g.cases_passed} passed, {g.cases_failed} failed, '
             f'{g.cases_skipped} skipped) in {g.sessions} session(s)'
             + (f', {g.replays} replayed' if g.replays else '')
-            + (f' on {len(g.nodes)} node(s): {nodes}' if g.nodes else ''),
+            + (f' on {len(g.nodes)} node(s)' if g.nodes else '')
+            + (f', {sum(map(len, g.gpus.values()))} GPUs' if g.gpus else '')
+            + (f': {nodes}' if g.nodes else ''),
             f'  figures: {g.judged_passed + g.judged_failed} judged '
             f'({g.judged_passed} passed, {g.judged_failed} failed), '
             f'{g.logged} logged without a reference, {g.diagnostic} '
@@ -617,11 +629,13 @@ def render_text(verdict, most=20, per_node=False):
                               for t, w in g.coverage.excluded], most)
         if g.provenance:
             lines.append(f'  provenance: {_provenance_line(g)}')
+        lines += _capped(_gpu_lines(g.gpus), most)
         if g.references:
             lines.append(f'  bounds: the references ({g.references}); '
                          f'{len(g.crosschecks)} differ from the report\'s')
         lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
         lines += _capped([f'  CHANGED {c}' for c in g.changes], most)
+        lines += _capped([f'  INFO {c}' for c in g.infos], most)
         lines += _capped([f'  SKIP {t}: {r}' for t, r in g.skips], most)
         lines += _capped([f'  BOUND {c.line()}' for c in g.crosschecks],
                          most)
@@ -654,6 +668,23 @@ def render_text(verdict, most=20, per_node=False):
                                              for p in verdict.problems]
     # every line is built as one line: what a name adds is escaped here
     return '\n'.join(escape(line) for line in lines) + '\n'
+
+
+def _gpu_lines(gpus):
+    """One line per node: its GPUs' model and VBIOS, and their UUIDs
+    (``--format json`` has each GPU's serial and bus id too)."""
+    lines = []
+    for node, found in gpus.items():
+        kinds = {}
+        for g in found:
+            kind = (g.get('model', '?'), g.get('vbios', '?'))
+            kinds[kind] = kinds.get(kind, 0) + 1
+        what = ', '.join(f'{n} x {model} (VBIOS {vbios})'
+                         for (model, vbios), n in sorted(kinds.items()))
+        uuids = ' '.join(str(g.get('uuid') or g.get('serial') or '?')
+                         for g in found)
+        lines.append(f'  gpus node {node}: {what}: {uuids}')
+    return lines
 
 
 def _unjudged_lines(unjudged, shown=4):

@@ -37,6 +37,9 @@ POWER_CAP_SHARE = 0.05
 HOT_C = 85
 #: nvidia-smi's exit code and message on a node without NVIDIA GPUs.
 _NO_DEVICES = 'No devices were found'
+#: nvidia-smi's exit code when an infoROM is corrupted (nvidia-smi(1),
+#: RETURN VALUE): the table is printed all the same.
+_INFOROM_EXIT = 14
 
 
 def _gpus(snap):
@@ -45,15 +48,20 @@ def _gpus(snap):
 
 def _tool_failed(record, snap):
     rc = snap.get('rc')
+    tool = record.get('tool', 'the GPU tool')
     if snap.get('error'):
-        return f'{record.get("tool")}: {snap["error"]}'
+        return f'{tool}: {snap["error"]}'
     if rc == 0:
         return ''
+    if rc == 124:
+        return (f'{snap.get("message") or tool + " timed out"} (a GPU that '
+                f'fell off the bus hangs its tool)')
     if _NO_DEVICES in snap.get('message', ''):
         return ''
-    tool = record.get('tool', 'the GPU tool')
     if tool == 'none':
         return snap.get('message') or 'no GPU tool on PATH'
+    if rc == _INFOROM_EXIT and _gpus(snap) and snap.get('warnings'):
+        return ''       # the table is there; the warning names the GPU
     return f'{tool} failed (exit {rc}): {snap.get("message", "")}'
 
 
@@ -98,10 +106,6 @@ def _gpu_failures(gpu, expected, samples, phase):
         out.append('row remapping pending (the GPU needs a reset)')
     if gpu.get('retired_pending') is True:
         out.append('page retirement pending (the GPU needs a reset)')
-    for why in gpu.get('throttle', []):
-        if why in FAILING_REASONS:
-            out.append(f'{FAILING_REASONS[why]} active {phase} the benchmark'
-                       f'{_temp(gpu.get("temp_c"))}')
     return out
 
 
@@ -119,17 +123,13 @@ def _grown_counters(before, after):
     return grown
 
 
-def failures(record, expected=None):
-    """[(component, text)] of what fails the node of ``record`` (an
-    ``hpcval_health`` record, hpcval.health.probe.read) against
-    ``expected`` (its partition's inventory entry, or None)."""
-    if not record:
-        return []
+def _count_failures(record, expected):
+    """The tool's own failure, the GPU count against the inventory, and a
+    GPU lost between before and after (with or without an inventory)."""
     want = (expected or {}).get('gpus', 0)
     model = (expected or {}).get('model', 'GPU')
-    out = []
     before, after = record.get('before', {}), record.get('after', {})
-    first = None
+    out, first = [], None
     for phase, snap in (('before', before), ('after', after)):
         failed = _tool_failed(record, snap)
         if failed and not want and record.get('tool') == 'none':
@@ -143,40 +143,200 @@ def failures(record, expected=None):
         out.append(('', failed if phase == 'before'
                     else f'after the benchmark: {failed}'))
         first = failed
-    samples = record.get('samples') or {}
-    by_index = {}
+    had, has = _gpus(before), _gpus(after)
+    if had and not _tool_failed(record, after) and 'unparsed' not in after:
+        left = {_gpu_key(g) for g in has}
+        for gpu in had:
+            if _gpu_key(gpu) not in left:
+                out.append((f'GPU {gpu.get("index")}', 'lost during the run: '
+                            f'listed before the benchmark ({_ident(gpu)}), '
+                            f'not after it'))
+    return out
+
+
+def _gpu_key(gpu):
+    return gpu.get('uuid') or gpu.get('bus_id') or gpu.get('index')
+
+
+def _ident(gpu):
+    return ', '.join(str(gpu[k]) for k in ('bus_id', 'uuid') if gpu.get(k)) \
+        or f'index {gpu.get("index")}'
+
+
+def _throttle_failures(record):
+    """One line per GPU and slow-down: the phases that showed it, its
+    share of the samples, the time its counter grew, the peak
+    temperature."""
+    seen = {}
+    before, after = record.get('before', {}), record.get('after', {})
     for phase, snap in (('before', before), ('after', after)):
         for gpu in _gpus(snap):
-            idx = gpu.get('index')
-            s = samples.get(str(idx), {})
-            for text in _gpu_failures(gpu, expected, s, phase):
-                item = (f'GPU {idx}', text)
-                if item not in out:
-                    out.append(item)
-            by_index.setdefault(idx, []).append(gpu)
-    for idx, s in sorted(samples.items()):
-        for why, share in sorted((s.get('throttle') or {}).items()):
+            for why in gpu.get('throttle', []):
+                if why in FAILING_REASONS:
+                    seen.setdefault((gpu.get('index'), why), {}).setdefault(
+                        'phases', []).append(phase)
+                    seen[(gpu.get('index'), why)].setdefault('temps', []) \
+                        .append(gpu.get('temp_c'))
+    samples = record.get('samples') or {}
+    for idx, s in samples.items():
+        for why, share in (s.get('throttle') or {}).items():
             if why in FAILING_REASONS:
-                out.append((f'GPU {idx}', f'{FAILING_REASONS[why]} active '
-                            f'{share:.0%} of the run'
-                            f'{_temp(s.get("temp_max"))}'))
+                key = (_int_index(idx), why)
+                seen.setdefault(key, {})['share'] = share
+                seen[key].setdefault('temps', []).append(s.get('temp_max'))
+    by_index = {}
+    for snap in (before, after):
+        for gpu in _gpus(snap):
+            by_index.setdefault(gpu.get('index'), []).append(gpu)
     for idx, snaps in by_index.items():
         if len(snaps) == 2:
-            grown = _grown_counters(*snaps)
-            for key, us in sorted(grown.items()):
-                if key in FAILING_REASONS:
-                    out.append((f'GPU {idx}', f'{FAILING_REASONS[key]} for '
-                                f'{us / 1e6:.1f} s during the benchmark'))
-    gpus = _gpus(before) or _gpus(after)
+            for why, us in _grown_counters(*snaps).items():
+                if why in FAILING_REASONS:
+                    seen.setdefault((idx, why), {})['us'] = us
+    out = []
+    for (idx, why), got in sorted(seen.items(), key=lambda kv: (
+            str(kv[0][0]), kv[0][1])):
+        parts = []
+        if got.get('phases'):
+            parts.append(' and '.join(got['phases']) + ' the benchmark')
+        if 'share' in got:
+            parts.append(f'{got["share"]:.0%} of the run')
+        if 'us' in got:
+            parts.append(f'{got["us"] / 1e6:.1f} s by its counter')
+        temps = [t for t in got.get('temps', [])
+                 if isinstance(t, (int, float)) and not isinstance(t, bool)]
+        out.append((f'GPU {idx}', f'{FAILING_REASONS[why]} active '
+                    f'{", ".join(parts)}{_temp(max(temps) if temps else None)}'))
+    return out
+
+
+def _int_index(idx):
+    return int(idx) if isinstance(idx, str) and idx.isdigit() else idx
+
+
+def _warning_findings(record):
+    """(component, text, fails) of the warnings a tool printed among its
+    table: an infoROM warning fails the GPU it names."""
+    out = []
+    gpus = _all_gpus(record)
+    for phase in ('before', 'after'):
+        snap = record.get(phase) or {}
+        for bus, text in snap.get('warnings') or ():
+            comp = _component_of_bus(gpus, bus) if bus else ''
+            if not comp and bus:
+                comp = f'PCI {bus}'
+            inforom = 'inforom' in text.lower()
+            what = (f'infoROM corrupted ({record.get("tool")}: {text})'
+                    if inforom else f'{record.get("tool")}: {text}')
+            out.append((comp, what, inforom))
+    return _unique(out)
+
+
+def _all_gpus(record):
+    return _gpus(record.get('before', {})) or _gpus(record.get('after', {}))
+
+
+def _kernel_findings(record, fatal):
+    """One (component, text) per GPU and kernel event kind and code, with
+    how often it was logged and its first record."""
+    gpus = _all_gpus(record)
+    groups = {}
     for ev in record.get('kernel_events', []):
-        if not ev.get('fatal'):
+        if not isinstance(ev, dict) or bool(ev.get('fatal')) != fatal:
             continue
         comp = _component_of_bus(gpus, ev.get('bus_id', ''))
-        what = {'xid': f'Xid {ev.get("code")}', 'aer': f'PCIe AER '
-                f'{ev.get("code")} error', 'amdgpu': 'amdgpu error',
-                'habanalabs': 'habanalabs error'}.get(ev.get('kind'),
-                                                      'kernel error')
-        out.append((comp, f'{what} in the kernel log: {ev.get("line", "")}'))
+        if not comp and ev.get('bus_id'):
+            comp = f'PCI {ev["bus_id"]}'
+        what = ev.get('what') or {'xid': f'Xid {ev.get("code")}',
+                                  'aer': f'PCIe AER {ev.get("code")} error'}\
+            .get(ev.get('kind'), f'{ev.get("kind")} error')
+        key = (comp, what)
+        groups.setdefault(key, []).append(ev.get('line', ''))
+    out = []
+    for (comp, what), lines in groups.items():
+        times = f' ({len(lines)} times)' if len(lines) > 1 else ''
+        out.append((comp, f'{what} in the kernel log{times}: {lines[0]}'))
+    return out
+
+
+def _nvlink(record, phase):
+    snap = record.get(phase) or {}
+    links = snap.get('nvlink') if isinstance(snap, dict) else None
+    return links if isinstance(links, dict) else {}
+
+
+def _nvlink_failures(record, expected):
+    """Inactive links, fewer or slower links than the inventory's, and
+    link error counters that grew during the run."""
+    want = (expected or {}).get('nvlink') or {}
+    out = []
+    for phase in ('before', 'after'):
+        links = _nvlink(record, phase)
+        status = links.get('status')
+        when = '' if phase == 'before' else ' after the benchmark'
+        if status is None:
+            if want and not _tool_failed(record, record.get(phase) or {}):
+                why = links.get('status_error') or 'not read by the probe'
+                out.append(('', f'NVLink state{when}: {why} (the inventory '
+                            f'expects {want.get("links")} links per GPU)'))
+            continue
+        for idx, per in sorted(status.items(), key=lambda kv: kv[0]):
+            comp = f'GPU {idx}'
+            down = sorted((int(k) for k, v in per.items() if v is None))
+            for link in down:
+                out.append((comp, f'NVLink {link} inactive{when}'))
+            up = [v for v in per.values() if v is not None]
+            if want.get('links') and len(up) < want['links'] and \
+                    len(up) + len(down) < want['links']:
+                out.append((comp, f'{len(up)} of {want["links"]} NVLinks '
+                            f'active{when}'))
+            slow = sorted(int(k) for k, v in per.items()
+                          if v is not None and want.get('gbs') and
+                          v < 0.99 * want['gbs'])
+            for link in slow:
+                out.append((comp, f'NVLink {link} at {per[str(link)]} GB/s'
+                            f'{when}, expected {want["gbs"]} GB/s'))
+    out += [(c, t) for c, t, fails in _nvlink_growth(record) if fails]
+    return out
+
+
+def _nvlink_growth(record):
+    """(component, text, fails) of each link counter that grew."""
+    old = _nvlink(record, 'before').get('errors') or {}
+    new = _nvlink(record, 'after').get('errors') or {}
+    out = []
+    for idx, links in sorted(new.items()):
+        for link, counts in sorted(links.items(), key=lambda kv: int(kv[0])):
+            for kind, n in sorted(counts.items()):
+                was = ((old.get(idx) or {}).get(link) or {}).get(kind)
+                if isinstance(n, int) and isinstance(was, int) and n > was:
+                    out.append((f'GPU {idx}', f'NVLink {link}: {n - was} '
+                                f'{kind.replace("_", " ")} error(s) during '
+                                f'the benchmark', kind != 'replay'))
+    return out
+
+
+def failures(record, expected=None):
+    """[(component, text)] of what fails the node of ``record`` (an
+    ``hpcval_health`` record, hpcval.health.probe.read) against
+    ``expected`` (its partition's inventory entry, or None): one line per
+    GPU and fault."""
+    if not record:
+        return []
+    if record.get('unreadable'):
+        return [('', record['unreadable'])]
+    out = _count_failures(record, expected)
+    samples = record.get('samples') or {}
+    for phase in ('before', 'after'):
+        for gpu in _gpus(record.get(phase, {})):
+            s = samples.get(str(gpu.get('index')), {})
+            for text in _gpu_failures(gpu, expected, s, phase):
+                out.append((f'GPU {gpu.get("index")}', text))
+    out += _throttle_failures(record)
+    out += [(c, t) for c, t, fails in _warning_findings(record) if fails]
+    out += _nvlink_failures(record, expected)
+    out += _kernel_findings(record, fatal=True)
+    gpus = _all_gpus(record)
     for dev, kinds in sorted((record.get('aer_grown') or {}).items()):
         for kind in ('fatal', 'nonfatal'):
             if kinds.get(kind):
@@ -252,12 +412,18 @@ def _component_of_bus(gpus, bus):
 
 
 def notes(record):
-    """[(component, text)] reported but failing nothing."""
+    """[(component, text)] reported but failing nothing: each once."""
     out = []
-    if not record:
+    if not record or record.get('unreadable'):
         return out
     if record.get('kernel_log'):
         out.append(('', f'kernel log {record["kernel_log"]}'))
+    for phase in ('before', 'after'):
+        snap = record.get(phase) or {}
+        if isinstance(snap, dict) and snap.get('apps_error'):
+            out.append(('', f'{record.get("tool")}: {snap["apps_error"]}'))
+    if record.get('samples_error'):
+        out.append(('', record['samples_error']))
     before = {g.get('index'): g for g in _gpus(record.get('before', {}))}
     for gpu in _gpus(record.get('after', {})):
         old = before.get(gpu.get('index'), {})
@@ -265,11 +431,31 @@ def notes(record):
         if isinstance(a, int) and isinstance(b, int) and a > b:
             out.append((f'GPU {gpu.get("index")}', f'{a - b} correctable ECC '
                         f'error(s) during the benchmark'))
-    for ev in record.get('kernel_events', []):
-        if not ev.get('fatal'):
-            out.append(('', f'kernel log: {ev.get("line", "")}'))
+    out += [(c, t) for c, t, fails in _warning_findings(record)
+            if not fails]
+    out += [(c, t) for c, t, fails in _nvlink_growth(record) if not fails]
+    out += _kernel_findings(record, fatal=False)
+    for dev, kinds in sorted((record.get('aer_grown') or {}).items()):
+        if kinds.get('cor'):
+            out.append((_component_of_bus(_all_gpus(record), dev) or
+                        f'PCI {dev}', f'{kinds["cor"]} PCIe AER corrected '
+                        f'error(s) during the benchmark'))
     for comp, text in _other_processes(record):
         out.append((comp, f'{text} before the benchmark started'))
+    return _unique(out)
+
+
+def gpu_identity(record):
+    """[{index, model, uuid, serial, vbios, bus_id}] of the GPUs a record
+    lists (before the benchmark, else after): what the tool printed as
+    each GPU's identity, never its error message."""
+    out = []
+    for gpu in _all_gpus(record or {}):
+        if not isinstance(gpu, dict) or not isinstance(gpu.get('index'), int):
+            continue
+        out.append({k: gpu[k] for k in ('index', 'model', 'uuid', 'serial',
+                                         'vbios', 'bus_id')
+                    if gpu.get(k) is not None})
     return out
 
 

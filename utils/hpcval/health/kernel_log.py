@@ -1,71 +1,160 @@
-"""Kernel log lines about GPUs and their PCIe links.
+"""Kernel log lines about GPUs and their PCIe links, by their producer.
 
-Lines as the kernel prints them (``dmesg``): NVIDIA Xid events (``NVRM: Xid
-(PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus.``), amdgpu and
-habanalabs errors, and PCIe AER reports (``pcieport 0000:00:01.1: AER:
-Uncorrected (Fatal) error received: 0000:01:00.0``).
+Only a kernel driver's own lines count, as ``dmesg`` prints them
+(``[  12.345678] `` and the message; a record's continuation lines are
+indented, without a time stamp, and belong to the record above):
+
+- ``NVRM: Xid (PCI:0000:3b:00): 79, pid=..., name=..., GPU has fallen off
+  the bus.`` and NVRM's other faults of a GPU it names by PCI address
+  (fallen off the bus without an Xid, RmInitAdapter / GSP failures);
+- ``amdgpu 0000:c5:00.0: amdgpu: ...`` and ``[drm:... [amdgpu]] *ERROR*``;
+- ``habanalabs 0000:1a:00.0: ...`` and ``habanalabs hl2: ...``;
+- PCIe AER reports (``pcieport 0000:00:01.1: AER: ...``, or the GPU's
+  driver's ``nvidia 0000:3b:00.0: PCIe Bus Error: severity=...``).
+
+A line of anything else is never matched, whatever it contains: the kernel
+names a crashing process by its name (``amdgpu[2057]: segfault at 0 ...``),
+which any user chooses.  Devices are full PCI addresses, domain included.
+Which event fails a node is hpcval.health.catalogue's.
 """
 import re
 
+from hpcval.health import catalogue
 from hpcval.health.common import clean
 
-_XID = re.compile(r'NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+)')
-_AER = re.compile(r'AER: (Multiple )?(Corrected|Uncorrected \((Fatal|Non-Fatal)'
-                  r'\)|Uncorrectable \((Fatal|Non-Fatal)\)) error')
-_AER_DEV = re.compile(r'error (?:message )?received: (?:id=)?'
-                      r'([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)')
-_DEV = re.compile(r'(?:amdgpu|habanalabs|pcieport|nvidia) '
-                  r'([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)')
-_AMD_ERR = re.compile(r'amdgpu.*(error|fault|timeout|hang|reset|RAS|poison)',
+_STAMP = re.compile(r'^\[\s*\d+\.\d+\]\s?')
+_BDF = r'[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
+# the driver's own format: "NVRM: Xid (PCI:%04x:%02x:%02x[ GPU-I:..]): %d, "
+_XID = re.compile(r'^NVRM: Xid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:'
+                  r'[0-9a-fA-F]{2})(?: GPU-I:\d+)?(?: GPU-CI:\d+)?\): '
+                  r'(\d{1,4}),')
+# appended by the driver after the message, so it ends the record
+_CAUSED_BY = re.compile(r' caused by previous Xid (\d{1,4})$')
+_NVRM_GPU = re.compile(r'^NVRM: (?:GPU (?:at )?(?:PCI:)?|The NVIDIA GPU )(' +
+                       _BDF + r')\b')
+_FALLEN = re.compile(r'fallen off the bus')
+_INIT = re.compile(r'RmInitAdapter failed|rm_init_adapter failed|'
+                   r'Cannot initialize GSP firmware')
+# the kernel's own lines about a user's process: "NAME[PID]: segfault at",
+# "traps: NAME[PID] general protection"; NAME is at most 15 characters
+_USER = re.compile(r'^(?:traps: )?.{1,15}\[\d+\]:? ')
+_GSP = re.compile(r'^NVRM: (?:RmInitAdapter: )?Cannot initialize GSP '
+                  r'firmware RM\.?$')
+_DRIVER = re.compile(r'^(amdgpu|habanalabs|nvidia|pcieport) (' + _BDF +
+                     r'): ')
+_HL_NAME = re.compile(r'^habanalabs hl\d{1,3}: ')
+_DRM_AMD = re.compile(r'^\[drm:[\w.]+ \[amdgpu\]\] \*ERROR\* ')
+_AER = re.compile(r'AER: (?:Multiple )?(Corrected|Correctable|Uncorrected '
+                  r'\((?:Fatal|Non-Fatal)\)|Uncorrectable \((?:Fatal|'
+                  r'Non-Fatal)\)) error')
+_BUS_ERROR = re.compile(r'PCIe Bus Error: severity=(Corrected|Correctable|'
+                        r'Uncorrected \((?:Fatal|Non-Fatal)\)|Uncorrectable '
+                        r'\((?:Fatal|Non-Fatal)\))')
+_AER_SOURCE = re.compile(r'error (?:message )?received(?: from)?:? (?:id=)?'
+                         r'(' + _BDF + r')')
+_AMD_ERR = re.compile(r'error|fault|timeout|hang|reset|RAS|poison|failed',
                       re.IGNORECASE)
 # "habanalabs 0000:1a:00.0: Failed to initialize hl2. Device is NOT usable !"
 # names the device only in its "Failed" line (HabanaAI/Setup_and_Install#1)
-_HL_ERR = re.compile(r'habanalabs.*(error|fault|fail|timeout|reset|ECC|'
-                     r'critical)', re.IGNORECASE)
+_HL_ERR = re.compile(r'error|fault|fail|timeout|reset|ECC|critical',
+                     re.IGNORECASE)
+_MOST = 400
 
-#: Xid codes NVIDIA documents as application errors (a program's own
-#: fault, not the GPU's): reported, not failed
-APPLICATION_XIDS = {13, 31, 43, 45}
+
+def records(text):
+    """The kernel log's records: each time-stamped line with its indented
+    continuation lines joined to it (one space)."""
+    out = []
+    for raw in text.splitlines():
+        if raw[:1] in (' ', '\t') and out and not _STAMP.match(raw):
+            out[-1] += ' ' + raw.strip()
+        elif raw.strip():
+            out.append(raw.rstrip())
+    return out
+
+
+def _message(record):
+    return _STAMP.sub('', record, count=1)
+
+
+def _severity(word):
+    if 'Non-Fatal' in word:
+        return 'Non-Fatal'
+    return 'Fatal' if 'Fatal' in word else 'Corrected'
+
+
+def _event(kind, bus, code, line, **extra):
+    key = catalogue.kernel_key(kind, code)
+    ev = {'kind': kind, 'bus_id': bus.lower(), 'code': code, 'line': line,
+          'fatal': catalogue.fails(key, code, **extra), 'what':
+          catalogue.kernel_what(kind, code, **extra)}
+    ev.update(extra)
+    return ev
+
+
+def event(record):
+    """The event of one kernel log record, or None when no GPU driver or
+    PCIe port wrote it or it reports no fault."""
+    msg = _message(record)
+    if _USER.match(msg):
+        return None
+    line = clean(record, 400)
+    m = _XID.match(msg)
+    if m:
+        code = int(m.group(2))
+        cause = _CAUSED_BY.search(msg)
+        extra = {'caused_by': int(cause.group(1))} if cause else {}
+        return _event('xid', m.group(1), code, line, **extra)
+    m = _NVRM_GPU.match(msg)
+    if m and _FALLEN.search(msg):
+        return _event('nvrm', m.group(1), 'fallen_off_bus', line)
+    if m and _INIT.search(msg):
+        return _event('nvrm', m.group(1), 'init_failed', line)
+    if _GSP.match(msg):
+        return _event('nvrm', '', 'init_failed', line)
+    m = _DRIVER.match(msg)
+    aer = (_AER.search(msg) or _BUS_ERROR.search(msg)) if m else None
+    if aer:
+        src = _AER_SOURCE.search(msg)
+        bus = src.group(1) if src else m.group(2)
+        return _event('aer', bus, _severity(aer.group(1)), line)
+    if m and m.group(1) == 'amdgpu' and _AMD_ERR.search(msg):
+        return _event('amdgpu', m.group(2), '', line)
+    if _DRM_AMD.match(msg):
+        return _event('amdgpu', '', '', line)
+    if m and m.group(1) == 'habanalabs' and _HL_ERR.search(msg):
+        return _event('habanalabs', m.group(2), '', line)
+    if _HL_NAME.match(msg) and _HL_ERR.search(msg):
+        return _event('habanalabs', '', '', line)
+    return None
 
 
 def events(text):
-    """[{kind, bus_id, code, fatal, line}] of the lines of ``text`` that
-    report a GPU or PCIe error.  kind: xid, amdgpu, habanalabs, aer."""
+    """[{kind, bus_id, code, fatal, what, line}] of the records of
+    ``text`` that report a GPU or PCIe fault (at most 400).  kind: xid,
+    nvrm, amdgpu, habanalabs, aer."""
     out = []
-    for raw in text.splitlines():
-        line = clean(raw, 300)
-        m = _XID.search(line)
-        if m:
-            code = int(m.group(2))
-            out.append({'kind': 'xid', 'bus_id': m.group(1).lower(),
-                        'code': code,
-                        'fatal': code not in APPLICATION_XIDS, 'line': line})
-            continue
-        m = _AER.search(line)
-        if m:
-            dev = _AER_DEV.search(line) or _DEV.search(line)
-            severity = m.group(3) or m.group(4) or 'Corrected'
-            out.append({'kind': 'aer', 'bus_id': dev.group(1).lower()
-                        if dev else '', 'code': severity,
-                        'fatal': severity == 'Fatal', 'line': line})
-            continue
-        for kind, pattern in (('amdgpu', _AMD_ERR), ('habanalabs', _HL_ERR)):
-            if pattern.search(line):
-                dev = _DEV.search(line)
-                out.append({'kind': kind, 'bus_id': dev.group(1).lower()
-                            if dev else '', 'code': '', 'fatal': True,
-                            'line': line})
+    for rec in records(text):
+        ev = event(rec)
+        if ev is not None:
+            out.append(ev)
+            if len(out) >= _MOST:
                 break
     return out
 
 
-_BUS_DEV = re.compile(r'([0-9a-f]{2}):([0-9a-f]{2})(?:\.[0-7])?$')
+def _parts(bus):
+    """(domain, bus, device) of a PCI address: nvidia-smi prints
+    ``00000000:3B:00.0`` (a 32-bit domain), the Xid line ``0000:3b:00``."""
+    m = re.fullmatch(r'(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})'
+                     r'(?:\.[0-7])?', (bus or '').strip().lower())
+    if not m:
+        return None
+    return int(m.group(1) or '0', 16), m.group(2), m.group(3)
 
 
 def same_device(bus_a, bus_b):
-    """Whether two PCI addresses name one device: nvidia-smi prints
-    ``00000000:3B:00.0``, the Xid line ``0000:3b:00`` (domains are 0 on
-    every node hpcval has seen; bus and device decide)."""
-    a = _BUS_DEV.search((bus_a or '').lower())
-    b = _BUS_DEV.search((bus_b or '').lower())
-    return bool(a and b) and a.groups() == b.groups()
+    """Whether two PCI addresses name one device: domain, bus and device
+    (a GPU is function 0; the Xid line prints no function)."""
+    a, b = _parts(bus_a), _parts(bus_b)
+    return a is not None and a == b

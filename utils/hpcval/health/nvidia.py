@@ -1,12 +1,16 @@
 """nvidia-smi ``--query-gpu`` / ``--query-compute-apps`` CSV into GPU records.
 
-The fields were each checked on driver 580.159.04 (H100); an older driver
+The fields were each checked on driver 580.159.04 (H100, H200); a driver
 that rejects one (``Field "..." is not a valid field to query.``, exit 2)
-is asked again with ``BASIC_FIELDS`` by the probe.  Columns are read by
-their header, so either list (and ``--format=csv,nounits``) parses.
+is asked again without it by the probe (hpcval.health.probe), one field at
+a time, so every field the driver knows is read: on R535 the remapped
+rows and retired pages stay while the clock-event counters go.  Columns
+are read by their header.  ``nvidia-smi nvlink -s`` / ``-e`` give each
+GPU's NVLinks and their error counters.
 """
 import csv
 import io
+import re
 
 from hpcval.health.common import clean, first_line, header_name, value
 
@@ -27,16 +31,6 @@ FIELDS = (
     'ecc.errors.uncorrected.volatile.total', 'retired_pages.pending',
     'remapped_rows.uncorrectable', 'remapped_rows.pending',
     'remapped_rows.failure')
-
-#: Fields drivers before the clock-event names (R535) know.
-BASIC_FIELDS = (
-    'index', 'name', 'uuid', 'serial', 'pci.bus_id', 'vbios_version',
-    'driver_version', 'memory.total', 'memory.used',
-    'pcie.link.gen.current', 'pcie.link.gen.max', 'pcie.link.width.current',
-    'pcie.link.width.max', 'clocks_throttle_reasons.active', 'power.draw',
-    'power.limit', 'temperature.gpu', 'utilization.gpu', 'clocks.sm',
-    'ecc.errors.corrected.volatile.total',
-    'ecc.errors.uncorrected.volatile.total', 'retired_pages.pending')
 
 #: What the ~1 Hz sampler asks for.
 SAMPLE_FIELDS = (
@@ -100,10 +94,29 @@ def reasons(mask):
     return [name for bit, name in REASON_BITS.items() if mask & bit]
 
 
+_HEADS = ('index', 'timestamp', 'gpu_uuid')
+# what nvidia-smi prints between or before the rows of a table:
+# "WARNING: infoROM is corrupted at gpu 0000:B3:00.0" (exit 14)
+_WARNING = re.compile(r'^(WARNING|NOTICE|ERROR): (.*?)(?: at gpu (' +
+                      r'[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}'
+                      r'\.[0-7]))?\.?$')
+
+
+def warnings(text):
+    """[(bus id or '', message)] of the warnings among a table's lines."""
+    out = []
+    for line in text.splitlines():
+        m = _WARNING.match(line.strip())
+        if m:
+            out.append(((m.group(3) or '').lower(),
+                        clean(f'{m.group(1)}: {m.group(2)}')))
+    return out
+
+
 def _rows(text, lenient=False):
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines or not lines[0].lower().startswith(('index', 'timestamp',
-                                                      'gpu_uuid')):
+    lines = [line for line in text.splitlines() if line.strip() and
+             not _WARNING.match(line.strip())]
+    if not lines or not lines[0].lower().startswith(_HEADS):
         raise ToolError(first_line(text) or 'no output')
     reader = csv.reader(io.StringIO('\n'.join(lines)),
                         skipinitialspace=True)
@@ -144,14 +157,92 @@ def gpus(text, lenient=False):
     return out
 
 
+_UUID = re.compile(r'(?:GPU|MIG)-[0-9a-fA-F-]{8,}')
+
+
 def apps(text):
-    """[{uuid, pid, name, memory_mib}] of ``--query-compute-apps`` CSV."""
-    if not text.strip():
+    """[{uuid, pid, name, memory_mib}] of ``--query-compute-apps=gpu_uuid,
+    pid,process_name,used_gpu_memory`` CSV (columns by the header).  A
+    process name is its owner's choice (commas, quotes, newlines): the
+    other columns are read by position from both ends of a row, the name
+    is what lies between, and a line that does not start with a GPU UUID
+    continues the name of the row above."""
+    header, rows = None, []
+    for line in text.splitlines():
+        if _WARNING.match(line.strip()) or not line.strip():
+            continue
+        if header is None:
+            if not line.lower().startswith('gpu_uuid'):
+                raise ToolError(first_line(text) or 'no output')
+            header = [header_name(h) for h in line.split(',')]
+            continue
+        if _UUID.fullmatch(line.split(',', 1)[0].strip()):
+            rows.append(line)
+        elif rows:
+            rows[-1] += '?' + line
+    if header is None:
         return []
+    at = header.index('process_name') if 'process_name' in header else None
     out = []
-    for header, row in _rows(text):
-        rec = dict(zip(header, (value(r) for r in row)))
-        out.append({'uuid': rec.get('gpu_uuid'), 'pid': rec.get('pid'),
-                    'name': rec.get('process_name'),
-                    'memory_mib': rec.get('used_gpu_memory')})
+    for row in rows:
+        cells = row.split(',')
+        if at is None or len(cells) < len(header):
+            raise ToolError(f'a process row of {len(cells)} fields under a '
+                            f'header of {len(header)}')
+        tail = len(header) - at - 1
+        rec = dict(zip(header[:at], cells[:at]))
+        rec.update(zip(header[at + 1:], cells[len(cells) - tail:]))
+        name = ','.join(cells[at:len(cells) - tail])
+        pid = value(rec.get('pid', ''))
+        out.append({'uuid': clean(rec.get('gpu_uuid', '')) or None,
+                    'pid': pid if isinstance(pid, int) else None,
+                    'name': clean(name, 100),
+                    'memory_mib': value(rec.get('used_gpu_memory', ''))})
+    return out
+
+
+_GPU_HEAD = re.compile(r'^GPU (\d+): (.*?) \(UUID: ([^)]*)\)$')
+_LINK = re.compile(r'^Link (\d+): (.*)$')
+_LINK_ERR = re.compile(r'^(.*?) Errors?: (\d+|N/A)$', re.IGNORECASE)
+
+
+def _by_gpu(text):
+    """{GPU index: [(link, rest)]} of ``nvidia-smi nvlink -s`` / ``-e``."""
+    out, cur = {}, None
+    for line in text.splitlines():
+        line = line.strip()
+        m = _GPU_HEAD.match(line)
+        if m:
+            cur = out.setdefault(int(m.group(1)), [])
+            continue
+        m = _LINK.match(line)
+        if m and cur is not None:
+            cur.append((int(m.group(1)), m.group(2).strip()))
+    return out
+
+
+def nvlink_status(text):
+    """{GPU index: {link: GB/s, or None where ``<inactive>``}} of
+    ``nvidia-smi nvlink -s``; a GPU without NVLink has no links."""
+    out = {}
+    for idx, links in _by_gpu(text).items():
+        out[idx] = {}
+        for link, rest in links:
+            speed = value(rest.replace('GB/s', ''))
+            out[idx][link] = speed if isinstance(speed, (int, float)) \
+                and not isinstance(speed, bool) else None
+    return out
+
+
+def nvlink_errors(text):
+    """{GPU index: {link: {'replay': n, 'recovery': n, 'crc': n, ...}}}
+    of ``nvidia-smi nvlink -e``."""
+    out = {}
+    for idx, links in _by_gpu(text).items():
+        out[idx] = {}
+        for link, rest in links:
+            m = _LINK_ERR.match(rest)
+            if m and m.group(2).isdigit():
+                kind = re.sub(r'[^a-z]+', '_', m.group(1).lower()).strip('_')
+                out[idx].setdefault(link, {})[kind] = int(m.group(2))
     return out

@@ -26,6 +26,9 @@ PREFIX = 'hpcval_health_'
 #: Tools in the order the probe looks for them.
 TOOLS = ('nvidia-smi', 'amd-smi', 'rocm-smi', 'hl-smi')
 _MAX_READ = 4 * 1024 * 1024
+#: Seconds each GPU tool call of the probe may run: a healthy nvidia-smi
+#: answers in under 1 s on 8 GPUs; a GPU fallen off the bus hangs it.
+TOOL_TIMEOUT = 30
 #: Tools whose output hpcval parses into GPU records (another's would be
 #: kept in the record as text, and only its exit code judged).
 PARSED = TOOLS
@@ -40,61 +43,95 @@ tool=
 for t in nvidia-smi amd-smi rocm-smi hl-smi; do
     if command -v "$t" >/dev/null 2>&1; then tool=$t; break; fi
 done
-nv_query() {    # FILE FIELDS OLD_FIELDS: the second list for old drivers
-    nvidia-smi --query-gpu="$2" --format=csv > "$1" 2>&1
-    rc=$?
-    if [ "$rc" -ne 0 ] && grep -q 'is not a valid field' "$1"; then
-        nvidia-smi --query-gpu="$3" --format=csv > "$1" 2>&1
-        rc=$?
+run() {         # a tool call under a time limit; after one timed out (a
+                # GPU off the bus hangs its tool), none of the job's others
+    if [ -e "${h}timed_out" ]; then
+        echo "not run: $(cat "${h}timed_out") timed out before"; return 124
     fi
-    echo "$rc" > "$1.rc"
+    timeout -k 5 @TIMEOUT@ "$@"
+    r=$?
+    [ "$r" -eq 124 ] || [ "$r" -eq 137 ] && { echo "$1" > "${h}timed_out"
+        echo "$1 timed out after @TIMEOUT@ s"; r=124; }
+    return $r
 }
-gpus() {        # FILE: every GPU's inventory and health
+nv_query() {    # FILE FIELDS: a field the driver refuses is dropped (the
+                # clock-event reasons asked by their older name), once each
+    f=$2; n=0
+    while :; do
+        run nvidia-smi --query-gpu="$f" --format=csv > "$1" 2>&1
+        rc=$?
+        bad=$(sed -n 's/^Field "\([a-z_.]*\)" is not a valid field.*/\1/p' \
+            "$1" | head -n 1)
+        [ "$rc" -ne 0 ] && [ -n "$bad" ] && [ "$n" -lt 40 ] || break
+        case $bad in
+        clocks_event_reasons.active) new=clocks_throttle_reasons.active ;;
+        *) new= ;;
+        esac
+        g=$(echo ",$f," | sed "s/,$bad,/,${new:+$new,}/; s/^,//; s/,$//")
+        [ "$g" = "$f" ] && break
+        f=$g; n=$((n + 1))
+    done
+    echo "$rc" > "$1.rc"
+    echo "$f" > "${1%.txt}_fields.txt"
+}
+nvlink() {      # PHASE: each GPU's NVLinks and their error counters
+    run nvidia-smi nvlink -s > "${h}$1_nvlink_s.txt" 2>&1
+    echo $? > "${h}$1_nvlink_s.txt.rc"
+    run nvidia-smi nvlink -e > "${h}$1_nvlink_e.txt" 2>&1
+    echo $? > "${h}$1_nvlink_e.txt.rc"
+}
+gpus() {        # FILE PHASE: every GPU's inventory and health
     case $tool in
-    nvidia-smi) nv_query "$1" '@NV_FIELDS@' '@NV_BASIC@'
-        nvidia-smi --query-compute-apps='@NV_APPS@' --format=csv \
-            > "${1%.txt}_apps.txt" 2>&1 ;;
-    amd-smi) { amd-smi static --json; r1=$?; amd-smi metric --json; r2=$?
-        } > "$1" 2>&1
+    nvidia-smi) nv_query "$1" '@NV_FIELDS@'
+        run nvidia-smi --query-compute-apps='@NV_APPS@' --format=csv \
+            > "${1%.txt}_apps.txt" 2>&1
+        nvlink "$2" ;;
+    amd-smi) { run amd-smi static --json; r1=$?; run amd-smi metric --json
+        r2=$?; } > "$1" 2>&1
         echo $(( r1 ? r1 : r2 )) > "$1.rc"
-        amd-smi process --json > "${1%.txt}_apps.txt" 2>&1 ;;
-    rocm-smi) rocm-smi --showallinfo --showpids --json > "$1" 2>&1
+        run amd-smi process --json > "${1%.txt}_apps.txt" 2>&1 ;;
+    rocm-smi) run rocm-smi --showallinfo --showpids --json > "$1" 2>&1
         echo $? > "$1.rc" ;;
-    hl-smi) hl-smi > "$1" 2>&1
+    hl-smi) run hl-smi > "$1" 2>&1
         echo $? > "$1.rc" ;;
     *) echo 'no GPU tool on PATH (nvidia-smi, amd-smi, rocm-smi, hl-smi)' \
         > "$1"; echo 127 > "$1.rc" ;;
     esac
 }
 sampler() {
+    [ -e "${h}timed_out" ] && return
     case $tool in
     nvidia-smi)
-        if grep -q clocks_event_reasons "${h}before.txt" 2>/dev/null; then
-            f='@NV_SAMPLE@'; else f='@NV_BASIC_SAMPLE@'; fi
+        if grep -q clocks_event_reasons "${h}before_fields.txt" 2>/dev/null
+        then f='@NV_SAMPLE@'; else f='@NV_BASIC_SAMPLE@'; fi
         nvidia-smi --query-gpu="$f" --format=csv,nounits -lms 1000 \
             > "${h}samples.txt" 2>&1 & ;;
-    amd-smi) while :; do amd-smi metric -p -t -u -c -P --json; sleep 1
+    amd-smi) while :; do run amd-smi metric -p -t -u -c -P --json || break
+        sleep 1; done > "${h}samples.txt" 2>&1 & ;;
+    rocm-smi) while :; do run rocm-smi --showuse --showpower --showtemp \
+        --showclocks --json || break; sleep 1
         done > "${h}samples.txt" 2>&1 & ;;
-    rocm-smi) while :; do rocm-smi --showuse --showpower --showtemp \
-        --showclocks --json; sleep 1; done > "${h}samples.txt" 2>&1 & ;;
-    hl-smi) while :; do hl-smi; sleep 1; done > "${h}samples.txt" 2>&1 & ;;
+    hl-smi) while :; do run hl-smi || break; sleep 1
+        done > "${h}samples.txt" 2>&1 & ;;
     *) return ;;
     esac
     echo $! > "${h}sampler.pid"
 }
 kmsg_last() {   # the time stamp of the kernel log's last line
-    dmesg 2>"${h}kmsg.err" | sed -n '$s/^\[ *\([0-9.]*\)\].*/\1/p'
+    timeout -k 5 @TIMEOUT@ dmesg 2>"${h}kmsg.err" |
+        sed -n '$s/^\[ *\([0-9.]*\)\].*/\1/p'
 }
 aer() {         # FILE: the PCIe AER counters the kernel exposes
     grep -H TOTAL_ /sys/bus/pci/devices/*/aer_dev_* > "$1" 2>/dev/null
 }
 case $phase in
 before)
+    rm -f "${h}timed_out"
     { echo "host=$(hostname)"; echo "tool=${tool:-none}"
       echo "start=$(date +%s)"; echo "kmsg=$(kmsg_last)"
-      echo "kernel=$(uname -r)"; } > "${h}node.txt"
+      echo "kernel=$(uname -r)"; echo "timeout=@TIMEOUT@"; } > "${h}node.txt"
     aer "${h}aer_before.txt"
-    gpus "${h}before.txt"
+    gpus "${h}before.txt" before
     [ "${2:-}" = sample ] && sampler ;;
 after)
     if [ -s "${h}sampler.pid" ]; then
@@ -104,14 +141,19 @@ after)
         *) pkill -P "$pid" 2>/dev/null; kill "$pid" 2>/dev/null ;;
         esac
     fi
-    gpus "${h}after.txt"
+    gpus "${h}after.txt" after
     aer "${h}aer_after.txt"
     t0=$(sed -n 's/^kmsg=//p' "${h}node.txt" 2>/dev/null)
-    dmesg 2>>"${h}kmsg.err" | awk -v t0="${t0:-0}" '
+    # a record's indented continuation lines are kept with it; which
+    # lines are a driver's own is hpcval.health.kernel_log's to decide
+    timeout -k 5 @TIMEOUT@ dmesg 2>>"${h}kmsg.err" | awk -v t0="${t0:-0}" '
         match($0, /^\[ *[0-9]+\.[0-9]+\]/) {
             ts = substr($0, RSTART + 1, RLENGTH - 2) + 0
-            if (ts > t0 + 0 && /NVRM|amdgpu|habanalabs|AER|pcieport/) print
-        }' | head -n 200 > "${h}kmsg.txt"
+            keep = (ts > t0 + 0 && /NVRM|nvidia|amdgpu|habanalabs|AER|pcieport/)
+            if (keep) print
+            next
+        }
+        keep && /^[ \t]/ { print }' | head -n 2000 > "${h}kmsg.txt"
     echo "kmsg_rc=${PIPESTATUS[0]}" >> "${h}node.txt"
     echo "end=$(date +%s)" >> "${h}node.txt" ;;
 esac
@@ -121,8 +163,8 @@ exit 0
 def script():
     """The probe script's text (fixed: nothing of the test's goes in)."""
     out = _TEMPLATE
+    out = out.replace('@TIMEOUT@', str(TOOL_TIMEOUT))
     for key, fields in (('NV_FIELDS', nvidia.FIELDS),
-                        ('NV_BASIC', nvidia.BASIC_FIELDS),
                         ('NV_APPS', nvidia.APPS_FIELDS),
                         ('NV_SAMPLE', nvidia.SAMPLE_FIELDS),
                         ('NV_BASIC_SAMPLE', nvidia.BASIC_SAMPLE_FIELDS)):
@@ -182,28 +224,66 @@ def _rc(stagedir, name):
 
 
 def _snapshot(stagedir, phase, tool):
-    """{rc, message, gpus, apps} of one query."""
+    """{rc, message, gpus, apps, warnings, nvlink} of one query.  A tool
+    that printed its table and a warning (nvidia-smi's infoROM warning,
+    exit 14) keeps both: every GPU's record, and the warning."""
     text = _read(stagedir, f'{phase}.txt')
     if text is None:
         return {'rc': None, 'message': f'{PREFIX}{phase}.txt missing '
                 '(the probe did not run)', 'gpus': []}
     rc = _rc(stagedir, f'{phase}.txt')
     snap = {'rc': rc, 'message': '', 'gpus': []}
-    if rc != 0:
-        snap['message'] = first_line(text) or 'no output'
-        return snap
+    if tool == 'nvidia-smi':
+        found = nvidia.warnings(text)
+        if found:
+            snap['warnings'] = [list(w) for w in found]
     if tool not in PARSED:
-        # recorded for the reader; judged once hpcval parses the tool
-        snap['unparsed'] = clean(text, 2000)
+        if rc != 0:
+            snap['message'] = first_line(text) or 'no output'
+        else:
+            # recorded for the reader; judged once hpcval parses the tool
+            snap['unparsed'] = clean(text, 2000)
         return snap
     try:
         snap['gpus'] = parse_gpus(tool, text)
-        apps_text = text if tool == habana.TOOL else \
-            _read(stagedir, f'{phase}_apps.txt') or ''
+    except ValueError as err:
+        if rc != 0:
+            snap['message'] = first_line(text) or 'no output'
+        else:
+            snap['error'] = f'unreadable output: {clean(err)}'
+        return snap
+    if rc != 0:
+        snap['message'] = first_line(text) or 'no output'
+    apps_text = text if tool == habana.TOOL else \
+        _read(stagedir, f'{phase}_apps.txt') or ''
+    try:
         snap['apps'] = parse_apps(tool, apps_text)
     except ValueError as err:
-        snap['error'] = f'unreadable output: {clean(err)}'
+        snap['apps_error'] = f'unreadable process list: {clean(err)}'
+    if tool == 'nvidia-smi':
+        links = _nvlink(stagedir, phase)
+        if links:
+            snap['nvlink'] = links
     return snap
+
+
+def _nvlink(stagedir, phase):
+    """{'status': {gpu: {link: GB/s or None}}, 'errors': {...}} of the
+    phase's ``nvidia-smi nvlink`` files; keys as text (JSON)."""
+    out = {}
+    for key, name, parse in (('status', 's', nvidia.nvlink_status),
+                             ('errors', 'e', nvidia.nvlink_errors)):
+        text = _read(stagedir, f'{phase}_nvlink_{name}.txt')
+        if text is None:
+            continue
+        rc = _rc(stagedir, f'{phase}_nvlink_{name}.txt')
+        if rc not in (0, None):
+            out[f'{key}_error'] = f'nvidia-smi nvlink -{name} failed ' \
+                f'(exit {rc}): {first_line(text)}'
+            continue
+        out[key] = {str(g): {str(link): v for link, v in links.items()}
+                    for g, links in parse(text).items()}
+    return out
 
 
 def parse_gpus(tool, text, lenient=False):
@@ -288,25 +368,42 @@ def summarize(samples):
 
 def read(stagedir):
     """The ``hpcval_health`` record of the probe's files in ``stagedir``;
-    {} when the probe did not run there."""
+    {} when the probe did not run there.  Whatever of them cannot be read
+    is a named ``unreadable`` finding, never an exception: the
+    benchmark's figures are read beside it."""
+    try:
+        return _record(stagedir)
+    except Exception as err:    # noqa: BLE001 -- files of a job, any shape
+        return {'node': '', 'tool': 'unknown', 'unreadable':
+                f'probe output unreadable ({type(err).__name__}: '
+                f'{clean(err, 200)})'}
+
+
+def _record(stagedir):
     node = _keys(_read(stagedir, 'node.txt'))
     if not node:
         return {}
     tool = node.get('tool', 'none')
-    rec = {'node': node.get('host', ''), 'tool': tool,
-           'before': _snapshot(stagedir, 'before', tool),
-           'after': _snapshot(stagedir, 'after', tool)}
+    rec = {'node': node.get('host', ''), 'tool': tool}
+    for phase in ('before', 'after'):
+        try:
+            rec[phase] = _snapshot(stagedir, phase, tool)
+        except Exception as err:    # noqa: BLE001
+            rec[phase] = {'rc': None, 'gpus': [], 'error':
+                          f'probe output unreadable ({type(err).__name__})'}
     for key in ('start', 'end'):
         if node.get(key, '').isdigit():
             rec[key] = int(node[key])
     if node.get('kernel'):
         rec['kernel'] = node['kernel']
+    if node.get('timeout', '').isdigit():
+        rec['timeout'] = int(node['timeout'])
     samples = _read(stagedir, 'samples.txt')
     if samples is not None and tool in PARSED:
         try:
             rec['samples'] = summarize(parse_gpus(tool, samples,
                                                   lenient=True))
-        except ValueError as err:
+        except Exception as err:    # noqa: BLE001
             rec['samples_error'] = f'{tool} sampler: {clean(err)}'
     kmsg = _read(stagedir, 'kmsg.txt')
     rc = node.get('kmsg_rc', '')

@@ -50,6 +50,31 @@ class Judge:
                 out.append((node, comp, text))
         return out
 
+    def notes(self, case, node):
+        """[(node, component, text)] of ``case``'s information items
+        (hpcval.health.judge.notes) not named before for the node."""
+        rec = self._record(case)
+        node = node or clean(rec.get('node', ''))
+        try:
+            found = judge.notes(rec)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return []       # failures() names the unreadable record
+        out = []
+        for comp, text in found:
+            key = (case.system, case.partition, node, comp, 'info', text)
+            if key not in self._named:
+                self._named.add(key)
+                out.append((node, comp, text))
+        return out
+
+    def gpus(self, case):
+        """[{index, model, uuid, serial, vbios, bus_id}] of the GPUs
+        ``case``'s health record lists (hpcval.health.judge.gpu_identity)."""
+        try:
+            return judge.gpu_identity(self._record(case))
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return []
+
     def changes(self, case, node):
         """[(node, component, text)] of ``case``'s record that differs from
         its partition's baseline and is not pinned (pinned: a failure),

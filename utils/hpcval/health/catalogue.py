@@ -1,0 +1,190 @@
+"""Every event the health judge knows, its severity and its public source.
+
+``FAIL`` fails the node (a FAIL line naming node, GPU and event);
+``INFO`` is shown once per node as an INFO line and never changes the exit
+status.  docs/health.md prints this table (``rows()``); hpcval.health.judge
+and hpcval.health.kernel_log ask ``fails()`` and ``kernel_what()``.
+
+Xids follow NVIDIA's own catalogue (hpcval.health.xid_catalog): an Xid
+whose immediate resolution is the application's (``RESTART_APP``,
+``CHECK_APP/CUDA``) or nothing (``IGNORE``) is information; every other
+one (reset the GPU, reboot, contact support, a workflow, a new code without
+a resolution yet) fails the node.  ``OVERRIDES`` lists where hpcval
+decides otherwise, and why.  An Xid 45 (preemptive cleanup) that the
+driver marks ``caused by previous Xid N`` takes Xid N's severity and is
+named as N's consequence.
+"""
+from hpcval.health.xid_catalog import XIDS
+
+FAIL, INFO = 'fail', 'information'
+
+_INFO_RESOLUTIONS = {'RESTART_APP', 'CHECK_APP/CUDA', 'IGNORE',
+                     'WORKFLOW_XID_45', 'CHECK_UVM'}
+#: Xid: (severity, why hpcval departs from the catalogue's resolution)
+OVERRIDES = {
+    94: (FAIL, 'a contained uncorrectable memory error: the application '
+               'restarts, but the GPU\'s memory failed during validation '
+               '(DCGM\'s memory health watch fails on it)'),
+    162: (INFO, 'power smoothing re-engaged: no resolution, a state change'),
+    163: (INFO, 'power smoothing disengaged: no resolution, a state change'),
+    164: (INFO, 'power smoothing circuitry lifetime low: no resolution yet'),
+}
+
+_GPUD = 'gpud (leptonai/gpud) components/accelerator/nvidia/'
+_DCGM = 'DCGM health watches (dcgmHealthSystems_t, NVIDIA/DCGM dcgm_structs.h)'
+_NVS = 'NVSentinel (NVIDIA/NVSentinel) '
+_XID_DOC = ('NVIDIA, XID Catalog, https://docs.nvidia.com/deploy/xid-errors/'
+            'analyzing-xid-catalog.html')
+
+#: key: (severity, what, how it is seen, public sources)
+EVENTS = {
+    'xid': (None, 'Xid N (NVIDIA kernel driver)',
+            '`NVRM: Xid (PCI:dddd:bb:dd): N, ...` in the kernel log',
+            f'{_XID_DOC}; {_GPUD}xid; {_NVS}syslog-health-monitor; {_DCGM}'),
+    'xid_chain': (None, 'Xid 45 caused by previous Xid N',
+                  '`... caused by previous Xid N` ending an Xid 45 line',
+                  'open-gpu-kernel-modules src/nvidia/src/kernel/gpu/rc/'
+                  'kernel_rc.c (krcReportXid)'),
+    'nvrm:fallen_off_bus': (FAIL, 'GPU fallen off the bus (no Xid)',
+                            '`NVRM: The NVIDIA GPU dddd:bb:dd.f ... fallen off '
+                            'the bus`, `NVRM: GPU at dddd:bb:dd.f has fallen '
+                            'off the bus`',
+                            f'NVIDIA/NVSentinel#155; leptonai/gpud#1209 '
+                            f'({_GPUD}xid/kmsg.go)'),
+    'nvrm:init_failed': (FAIL, 'GPU failed to initialize',
+                         '`NVRM: GPU dddd:bb:dd.f: RmInitAdapter failed!`, '
+                         '`rm_init_adapter failed`, `Cannot initialize GSP '
+                         'firmware RM`',
+                         'NVIDIA/open-gpu-kernel-modules#789, '
+                         'NVIDIA/gpu-operator#1146'),
+    'amdgpu': (FAIL, 'amdgpu driver error',
+               '`amdgpu dddd:bb:dd.f: amdgpu: ...` error, timeout, reset, '
+               'RAS, poison, failed; `[drm:... [amdgpu]] *ERROR*`',
+               'ROCm/legacy-rocm-build#6273; gpud components/accelerator/'
+               'amd'),
+    'habanalabs': (FAIL, 'habanalabs driver error',
+                   '`habanalabs dddd:bb:dd.f:` / `habanalabs hlN:` error, '
+                   'fault, fail, timeout, reset, ECC, critical',
+                   'HabanaAI/Setup_and_Install#1'),
+    'aer:Fatal': (FAIL, 'PCIe AER uncorrectable (fatal) error',
+                  '`AER: Uncorrected (Fatal) error received`, `PCIe Bus '
+                  'Error: severity=Uncorrected (Fatal)`; sysfs '
+                  '`aer_dev_fatal` grew',
+                  f'Linux Documentation/PCI/pcieaer-howto.rst; {_DCGM} '
+                  '(PCIE)'),
+    'aer:Non-Fatal': (FAIL, 'PCIe AER uncorrectable (non-fatal) error',
+                      '`AER: Uncorrected (Non-Fatal) error received`; sysfs '
+                      '`aer_dev_nonfatal` grew',
+                      'Linux Documentation/PCI/pcieaer-howto.rst'),
+    'aer:Corrected': (INFO, 'PCIe AER corrected / correctable error',
+                      '`AER: Corrected error received`, `Correctable error '
+                      'message received`, `severity=Corrected`',
+                      'Linux Documentation/PCI/pcieaer-howto.rst'),
+    'tool_failed': (FAIL, 'GPU tool failed',
+                    'the tool exits non-zero or prints no table / JSON',
+                    f'{_GPUD}gpu-counts; {_NVS}gpu-health-monitor'),
+    'tool_timeout': (FAIL, 'GPU tool timed out',
+                     'a probe\'s tool call ran past its time limit (exit '
+                     '124): what a GPU fallen off the bus does to nvidia-smi',
+                     'leptonai/gpud (nvidia-smi calls under a timeout)'),
+    'probe_unreadable': (FAIL, 'probe output unreadable',
+                         'a probe file that cannot be read or parsed', 'hpcval'),
+    'gpu_count': (FAIL, 'GPU missing / lost during the run',
+                  'fewer GPUs than the inventory, or fewer after the '
+                  'benchmark than before it', f'{_GPUD}gpu-counts'),
+    'infoROM': (FAIL, 'infoROM corrupted',
+                '`WARNING: infoROM is corrupted at gpu dddd:bb:dd.f` '
+                '(nvidia-smi exit 14, its table still printed)',
+                f'NVIDIA/gpu-operator#20; NVIDIA/DCGM#2; {_DCGM} (INFOROM)'),
+    'ecc_uncorrected': (FAIL, 'uncorrectable ECC errors',
+                        '`ecc.errors.uncorrected.volatile.total` > 0; '
+                        'amd-smi `total_uncorrectable_count`; hl-smi '
+                        'Volatile Uncorr. ECC', f'{_GPUD}ecc; {_DCGM} (MEM)'),
+    'ecc_corrected': (INFO, 'correctable ECC errors grew',
+                      '`ecc.errors.corrected.volatile.total` after > before',
+                      f'{_GPUD}ecc'),
+    'remap_pending': (FAIL, 'row remapping pending (reset needed)',
+                      '`remapped_rows.pending` Yes (A100 and later, R450+)',
+                      f'{_GPUD}remapped-rows; {_DCGM} (MEM)'),
+    'remap_failure': (FAIL, 'row remapping failed',
+                      '`remapped_rows.failure` Yes', f'{_GPUD}remapped-rows'),
+    'retired_pending': (FAIL, 'page retirement pending (reset needed)',
+                        '`retired_pages.pending` Yes (before A100: page '
+                        'retirement; A100 and later report N/A)',
+                        f'{_GPUD}remapped-rows; {_DCGM} (MEM)'),
+    'throttle': (FAIL, 'HW / thermal slowdown under the benchmark',
+                 'clock-event reasons HW slowdown, SW/HW thermal, HW power '
+                 'brake; amd-smi PROCHOT, socket/VR/HBM thermal violation',
+                 f'{_GPUD}hw-slowdown; {_DCGM} (THERMAL, POWER)'),
+    'power_cap': (INFO, 'power-capped (a cause, not a fault)',
+                  'clock-event reason SW power cap; amd-smi PPT', 'hpcval'),
+    'nvlink_inactive': (FAIL, 'NVLink / xGMI link inactive or missing',
+                        '`nvidia-smi nvlink -s`: `Link N: <inactive>`, or '
+                        'fewer active links / a lower speed than the '
+                        'inventory\'s `nvlink`',
+                        'Azure/azhpc-diagnostics#73; Azure/azurehpc-health-'
+                        f'checks (NHC2016); {_GPUD}nvlink; {_DCGM} (NVLINK)'),
+    'nvlink_errors': (FAIL, 'NVLink errors grew during the run',
+                      '`nvidia-smi nvlink -e`: CRC or Recovery errors after > '
+                      'before on a link', f'{_GPUD}nvlink; {_DCGM} (NVLINK)'),
+    'nvlink_replays': (INFO, 'NVLink replays grew during the run',
+                       '`nvidia-smi nvlink -e`: Replay errors after > before '
+                       '(the link resent a flit; CRC errors count the cause)',
+                       f'{_DCGM} (NVLINK)'),
+    'pcie_link': (FAIL, 'PCIe link narrower / slower than expected',
+                  'current width/generation below the inventory or the card',
+                  f'{_DCGM} (PCIE)'),
+    'other_process': (INFO, 'another process on a GPU',
+                      '`--query-compute-apps` before the benchmark', 'hpcval'),
+    'kernel_log_unreadable': (INFO, 'kernel log not readable',
+                              '`dmesg` fails (kernel.dmesg_restrict=1, not '
+                              'root)', 'hpcval'),
+}
+
+
+def xid_severity(code, caused_by=None):
+    """FAIL or INFO of an Xid; an Xid 45 caused by a previous Xid takes
+    that Xid's."""
+    if caused_by is not None and code == 45 and caused_by != 45:
+        return xid_severity(caused_by)
+    if code in OVERRIDES:
+        return OVERRIDES[code][0]
+    entry = XIDS.get(code)
+    if entry is None:
+        return FAIL         # a code newer than the catalogue: not healthy
+    return INFO if entry[2] in _INFO_RESOLUTIONS else FAIL
+
+
+def xid_name(code):
+    entry = XIDS.get(code)
+    if entry is None:
+        return 'not in the catalogue'
+    return entry[0] if entry[1] == 'Unused' else entry[1].split(' -- ')[0]
+
+
+def kernel_key(kind, code):
+    """The EVENTS key of a kernel log event."""
+    return 'xid' if kind == 'xid' else f'{kind}:{code}' if code else kind
+
+
+def fails(key, code=None, caused_by=None):
+    """Whether an event of ``key`` fails the node."""
+    if key == 'xid':
+        return xid_severity(code, caused_by) == FAIL
+    return EVENTS[key][0] == FAIL
+
+
+def kernel_what(kind, code, caused_by=None):
+    """How a FAIL or INFO line names a kernel log event."""
+    if kind == 'xid':
+        what = f'Xid {code} ({xid_name(code)})'
+        if caused_by is not None:
+            what += f' caused by Xid {caused_by} ({xid_name(caused_by)})'
+        return what
+    return EVENTS[kernel_key(kind, code)][1]
+
+
+def rows():
+    """[(severity, event, how it is seen, sources)] for docs/health.md."""
+    return [(sev or 'per Xid', what, seen, src)
+            for sev, what, seen, src in EVENTS.values()]
