@@ -45,7 +45,7 @@ EVENTS = {
                   '`... caused by previous Xid N` ending an Xid 45 line',
                   'open-gpu-kernel-modules src/nvidia/src/kernel/gpu/rc/'
                   'kernel_rc.c (krcReportXid)'),
-    'nvrm:fallen_off_bus': (FAIL, 'GPU fallen off the bus (no Xid)',
+    'nvrm:fallen_off_bus': (FAIL, 'GPU fallen off the bus',
                             '`NVRM: The NVIDIA GPU dddd:bb:dd.f ... fallen off '
                             'the bus`, `NVRM: GPU at dddd:bb:dd.f has fallen '
                             'off the bus`',
@@ -60,15 +60,13 @@ EVENTS = {
     'amdgpu': (FAIL, 'amdgpu driver error',
                '`amdgpu dddd:bb:dd.f: amdgpu: ...` error, timeout, reset, '
                'RAS, poison, failed; `[drm:... [amdgpu]] *ERROR*`',
-               'ROCm/legacy-rocm-build#6273; gpud components/accelerator/'
-               'amd'),
+               'ROCm/legacy-rocm-build#6273; ellyq/coreboot#4'),
     'habanalabs': (FAIL, 'habanalabs driver error',
                    '`habanalabs dddd:bb:dd.f:` / `habanalabs hlN:` error, '
                    'fault, fail, timeout, reset, ECC, critical',
                    'HabanaAI/Setup_and_Install#1'),
     'aer:Fatal': (FAIL, 'PCIe AER uncorrectable (fatal) error',
-                  '`AER: Uncorrected (Fatal) error received`, `PCIe Bus '
-                  'Error: severity=Uncorrected (Fatal)`; sysfs '
+                  '`AER: Uncorrected (Fatal) error received`; sysfs '
                   '`aer_dev_fatal` grew',
                   f'Linux Documentation/PCI/pcieaer-howto.rst; {_DCGM} '
                   '(PCIE)'),
@@ -78,7 +76,7 @@ EVENTS = {
                       'Linux Documentation/PCI/pcieaer-howto.rst'),
     'aer:Corrected': (INFO, 'PCIe AER corrected / correctable error',
                       '`AER: Corrected error received`, `Correctable error '
-                      'message received`, `severity=Corrected`',
+                      'message received`; sysfs `aer_dev_correctable` grew',
                       'Linux Documentation/PCI/pcieaer-howto.rst'),
     'tool_failed': (FAIL, 'GPU tool failed',
                     'the tool exits non-zero or prints no table / JSON',
@@ -86,7 +84,8 @@ EVENTS = {
     'tool_timeout': (FAIL, 'GPU tool timed out',
                      'a probe\'s tool call ran past its time limit (exit '
                      '124): what a GPU fallen off the bus does to nvidia-smi',
-                     'leptonai/gpud (nvidia-smi calls under a timeout)'),
+                     'hpcval (a hanging nvidia-smi hung a local run); '
+                     'NVIDIA/NVSentinel#155'),
     'probe_unreadable': (FAIL, 'probe output unreadable',
                          'a probe file that cannot be read or parsed', 'hpcval'),
     'gpu_count': (FAIL, 'GPU missing / lost during the run',

@@ -10,6 +10,8 @@ hpcval.references)::
         model: A100-SXM4        # text the tool's model name contains
         memory_gib: 40          # optional: each GPU's memory, at least
         pcie: {gen: 4, width: 16}   # optional: each GPU's link
+        nvlink: {links: 18, gbs: 26.562}    # optional: each GPU's active
+                                # NVLinks and their speed (nvlink -s)
         driver: 580.159.04      # optional: a pinned driver version
         baseline:               # optional: what the references were
           driver: 580.159.04    #   calibrated on (hpcval calibrate writes
@@ -30,7 +32,7 @@ TOOLS = {'nvidia': ('nvidia-smi',), 'amd': ('amd-smi', 'rocm-smi'),
          'habana': ('hl-smi',)}
 VENDOR_OF_TOOL = {t: v for v, tools in TOOLS.items() for t in tools}
 _KEYS = {'partition', 'gpus', 'vendor', 'model', 'memory_gib', 'pcie',
-         'driver', 'baseline', 'pin', 'source', 'notes'}
+         'nvlink', 'driver', 'baseline', 'pin', 'source', 'notes'}
 #: What a baseline records, and so what can be CHANGED or pinned.
 BASELINE_KEYS = ('driver', 'vbios', 'kernel', 'serial')
 
@@ -97,6 +99,8 @@ def validate(path, data):
                 _fail(path, f'{key}.pcie', 'must be {gen: N, width: N}')
             rec['pcie'] = {k: _int(path, f'{key}.pcie.{k}', pcie[k], 1)
                            for k in ('gen', 'width')}
+        if 'nvlink' in entry:
+            rec['nvlink'] = _nvlink(path, f'{key}.nvlink', entry['nvlink'])
         if 'driver' in entry:
             rec['driver'] = _text(path, f'{key}.driver', entry['driver'])
         if 'baseline' in entry:
@@ -119,6 +123,42 @@ def validate(path, data):
             rec['pin'] = list(pin)
         out.append(rec)
     return out
+
+
+def _nvlink(path, key, data):
+    """{links: N, gbs: X}: each GPU's active NVLinks / xGMI links and
+    their speed (GB/s, ``nvidia-smi nvlink -s``)."""
+    if not isinstance(data, dict) or not set(data) <= {'links', 'gbs'} or \
+            'links' not in data:
+        _fail(path, key, 'must be {links: N, gbs: X} (gbs optional)')
+    out = {'links': _int(path, f'{key}.links', data['links'], 1)}
+    if 'gbs' in data:
+        gbs = data['gbs']
+        if isinstance(gbs, bool) or not isinstance(gbs, (int, float)) or \
+                not 0 < gbs < 10000:
+            _fail(path, f'{key}.gbs', f'must be a number of GB/s, got '
+                                      f'{gbs!r}')
+        out['gbs'] = gbs
+    return out
+
+
+def nvlink_of(records):
+    """{links, gbs} every GPU of ``records`` shows before its benchmark
+    (the fewest active links, the lowest speed), or None where a record
+    has no NVLink state or no GPU has a link."""
+    counts, speeds = [], []
+    for r in records:
+        status = ((r.get('before') or {}).get('nvlink') or {}).get('status')
+        if not isinstance(status, dict) or not status:
+            return None
+        for links in status.values():
+            up = [v for v in (links or {}).values()
+                  if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            counts.append(len(up))
+            speeds += up
+    if not counts or not min(counts):
+        return None
+    return {'links': min(counts), 'gbs': min(speeds)}
 
 
 def _baseline(path, key, data):
@@ -193,6 +233,9 @@ def from_records(records, partition, source):
     width = [g.get('pcie_width_max') for g in flat]
     if all(isinstance(v, int) for v in gen + width):
         entry['pcie'] = {'gen': min(gen), 'width': min(width)}
+    links = nvlink_of(records)
+    if links:
+        entry['nvlink'] = links
     base = {'driver': _common(g.get('driver') for g in flat),
             'vbios': _common(g.get('vbios') for g in flat),
             'kernel': _common(r.get('kernel') for r in records)}

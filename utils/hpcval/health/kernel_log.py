@@ -9,8 +9,8 @@ indented, without a time stamp, and belong to the record above):
   (fallen off the bus without an Xid, RmInitAdapter / GSP failures);
 - ``amdgpu 0000:c5:00.0: amdgpu: ...`` and ``[drm:... [amdgpu]] *ERROR*``;
 - ``habanalabs 0000:1a:00.0: ...`` and ``habanalabs hl2: ...``;
-- PCIe AER reports (``pcieport 0000:00:01.1: AER: ...``, or the GPU's
-  driver's ``nvidia 0000:3b:00.0: PCIe Bus Error: severity=...``).
+- PCIe AER reports (``pcieport 0000:00:01.1: AER: Uncorrected (Fatal)
+  error received: 0000:3b:00.0``), one per error received.
 
 A line of anything else is never matched, whatever it contains: the kernel
 names a crashing process by its name (``amdgpu[2057]: segfault at 0 ...``),
@@ -22,7 +22,9 @@ import re
 from hpcval.health import catalogue
 from hpcval.health.common import clean
 
-_STAMP = re.compile(r'^\[\s*\d+\.\d+\]\s?')
+# dmesg's seconds since boot, or dmesg -T's clock time
+_STAMP = re.compile(r'^\[(?:\s*\d+\.\d+|\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d '
+                    r'\d{4})\]\s?')
 _BDF = r'[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
 # the driver's own format: "NVRM: Xid (PCI:%04x:%02x:%02x[ GPU-I:..]): %d, "
 _XID = re.compile(r'^NVRM: Xid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:'
@@ -47,9 +49,6 @@ _DRM_AMD = re.compile(r'^\[drm:[\w.]+ \[amdgpu\]\] \*ERROR\* ')
 _AER = re.compile(r'AER: (?:Multiple )?(Corrected|Correctable|Uncorrected '
                   r'\((?:Fatal|Non-Fatal)\)|Uncorrectable \((?:Fatal|'
                   r'Non-Fatal)\)) error')
-_BUS_ERROR = re.compile(r'PCIe Bus Error: severity=(Corrected|Correctable|'
-                        r'Uncorrected \((?:Fatal|Non-Fatal)\)|Uncorrectable '
-                        r'\((?:Fatal|Non-Fatal)\))')
 _AER_SOURCE = re.compile(r'error (?:message )?received(?: from)?:? (?:id=)?'
                          r'(' + _BDF + r')')
 _AMD_ERR = re.compile(r'error|fault|timeout|hang|reset|RAS|poison|failed',
@@ -113,7 +112,9 @@ def event(record):
     if _GSP.match(msg):
         return _event('nvrm', '', 'init_failed', line)
     m = _DRIVER.match(msg)
-    aer = (_AER.search(msg) or _BUS_ERROR.search(msg)) if m else None
+    # one event per "error received" line; the "PCIe Bus Error:" lines
+    # after it detail the same error
+    aer = _AER.search(msg) if m else None
     if aer:
         src = _AER_SOURCE.search(msg)
         bus = src.group(1) if src else m.group(2)

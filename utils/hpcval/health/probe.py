@@ -26,8 +26,10 @@ PREFIX = 'hpcval_health_'
 #: Tools in the order the probe looks for them.
 TOOLS = ('nvidia-smi', 'amd-smi', 'rocm-smi', 'hl-smi')
 _MAX_READ = 4 * 1024 * 1024
-#: Seconds each GPU tool call of the probe may run: a healthy nvidia-smi
-#: answers in under 1 s on 8 GPUs; a GPU fallen off the bus hangs it.
+#: Seconds each GPU tool call of the probe may run (the job's
+#: HPCVAL_PROBE_TIMEOUT, digits only, may set another): a healthy
+#: nvidia-smi answers in under a second on 4 GPUs; a GPU fallen off the
+#: bus hangs it.
 TOOL_TIMEOUT = 30
 #: Tools whose output hpcval parses into GPU records (another's would be
 #: kept in the record as text, and only its exit code judged).
@@ -39,6 +41,8 @@ _TEMPLATE = r'''#!/bin/bash
 # hpcval_health_* here; never fails the job.
 h=hpcval_health_
 phase=${1:-}
+limit=${HPCVAL_PROBE_TIMEOUT:-@TIMEOUT@}
+case $limit in ''|*[!0-9]*|0*) limit=@TIMEOUT@ ;; esac
 tool=
 for t in nvidia-smi amd-smi rocm-smi hl-smi; do
     if command -v "$t" >/dev/null 2>&1; then tool=$t; break; fi
@@ -48,10 +52,10 @@ run() {         # a tool call under a time limit; after one timed out (a
     if [ -e "${h}timed_out" ]; then
         echo "not run: $(cat "${h}timed_out") timed out before"; return 124
     fi
-    timeout -k 5 @TIMEOUT@ "$@"
+    timeout -k 5 "$limit" "$@"
     r=$?
     [ "$r" -eq 124 ] || [ "$r" -eq 137 ] && { echo "$1" > "${h}timed_out"
-        echo "$1 timed out after @TIMEOUT@ s"; r=124; }
+        echo "$1 timed out after $limit s"; r=124; }
     return $r
 }
 nv_query() {    # FILE FIELDS: a field the driver refuses is dropped (the
@@ -118,7 +122,7 @@ sampler() {
     echo $! > "${h}sampler.pid"
 }
 kmsg_last() {   # the time stamp of the kernel log's last line
-    timeout -k 5 @TIMEOUT@ dmesg 2>"${h}kmsg.err" |
+    timeout -k 5 "$limit" dmesg 2>"${h}kmsg.err" |
         sed -n '$s/^\[ *\([0-9.]*\)\].*/\1/p'
 }
 aer() {         # FILE: the PCIe AER counters the kernel exposes
@@ -129,7 +133,7 @@ before)
     rm -f "${h}timed_out"
     { echo "host=$(hostname)"; echo "tool=${tool:-none}"
       echo "start=$(date +%s)"; echo "kmsg=$(kmsg_last)"
-      echo "kernel=$(uname -r)"; echo "timeout=@TIMEOUT@"; } > "${h}node.txt"
+      echo "kernel=$(uname -r)"; echo "timeout=$limit"; } > "${h}node.txt"
     aer "${h}aer_before.txt"
     gpus "${h}before.txt" before
     [ "${2:-}" = sample ] && sampler ;;
@@ -146,7 +150,7 @@ after)
     t0=$(sed -n 's/^kmsg=//p' "${h}node.txt" 2>/dev/null)
     # a record's indented continuation lines are kept with it; which
     # lines are a driver's own is hpcval.health.kernel_log's to decide
-    timeout -k 5 @TIMEOUT@ dmesg 2>>"${h}kmsg.err" | awk -v t0="${t0:-0}" '
+    timeout -k 5 "$limit" dmesg 2>>"${h}kmsg.err" | awk -v t0="${t0:-0}" '
         match($0, /^\[ *[0-9]+\.[0-9]+\]/) {
             ts = substr($0, RSTART + 1, RLENGTH - 2) + 0
             keep = (ts > t0 + 0 && /NVRM|nvidia|amdgpu|habanalabs|AER|pcieport/)
