@@ -1,7 +1,8 @@
 """The fault catalogue (hpcval.health.catalogue) on real outputs: kernel
 logs of GPU and PCIe faults from public threads
-(tests/fixtures/health/kernel/SOURCE.md), the nvidia-smi outputs of a lent
-4 x H200 NVLink node and public NVLink outputs
+(tests/fixtures/health/kernel/SOURCE.md), the nvidia-smi outputs and the
+quick suite's report of a lent 4 x H200 NVLink node
+(tests/fixtures/captured/h200x4/README.md) and public NVLink outputs
 (tests/fixtures/health/nvidia/SOURCE.md), each mutated one defect at a
 time where no real output has the defect.  Every fault fails the node
 naming its kind and the GPU; information is shown once, never failing;
@@ -25,6 +26,12 @@ FIX = Path(__file__).parent / 'fixtures' / 'health'
 KERNEL = FIX / 'kernel'
 NV = FIX / 'nvidia'
 H100 = Path(__file__).parent / 'fixtures' / 'captured' / 'h100_health'
+X4 = Path(__file__).parent / 'fixtures' / 'captured' / 'h200x4'
+# the lent 4 x H200 node's outputs (tests/fixtures/captured/h200x4/README.md)
+_CAPTURED = {'h200x4_nvlink_s.txt': 'nvlink_s.txt',
+             'h200x4_nvlink_e.txt': 'nvlink_e.txt',
+             'h200x4_ident.csv': 'ident.txt',
+             'h200x4_apps_idle.csv': 'compute_apps.txt'}
 H200X4 = {'partition': 'default', 'gpus': 4, 'vendor': 'nvidia',
           'model': 'H200', 'memory_gib': 140, 'pcie': {'gen': 5, 'width': 16},
           'nvlink': {'links': 18, 'gbs': 26.562}}
@@ -35,7 +42,18 @@ def _kernel(name):
 
 
 def _nv(name):
+    if name in _CAPTURED:
+        return (X4 / 'tools' / _CAPTURED[name]).read_text()
     return (NV / name).read_text()
+
+
+def _warmup_record():
+    """The health record of BabelStreamCudaCheck in the node's quick-mode
+    warm-up run, as the probe of main at 2936626 read it (no NVLink)."""
+    report = json.loads((X4 / 'run' / 'warmup.json').read_text())
+    return next(tc['hpcval_health'] for run in report['runs']
+                for tc in run['testcases']
+                if tc['name'].startswith('BabelStreamCudaCheck'))
 
 
 def _events(text):
@@ -190,7 +208,7 @@ def test_an_xid_45_caused_by_a_previous_nvlink_xid_fails_the_gpu():
 # -- the 4 x H200 node's record and its NVLinks ------------------------------
 
 def _record(links=True):
-    rec = json.loads(_nv('h200x4_health_record.json'))
+    rec = _warmup_record()
     if links:
         for phase in ('before', 'after'):
             rec[phase]['nvlink'] = _links(_nv('h200x4_nvlink_s.txt'),
@@ -378,11 +396,11 @@ def _stage(tmp_path, **files):
 # -- the probe script against replayed tools -------------------------------------
 
 _FAKE_SMI = r'''#!/bin/bash
-# nvidia-smi replaying the 4 x H200 node's outputs (tests/fixtures/health)
+# nvidia-smi replaying the 4 x H200 node's outputs
 case "$1" in
-nvlink) case "$2" in -s) cat {nv}/h200x4_nvlink_s.txt ;;
-        -e) cat {nv}/h200x4_nvlink_e.txt ;; esac; exit 0 ;;
---query-compute-apps=*) cat {nv}/h200x4_apps_idle.csv; exit 0 ;;
+nvlink) case "$2" in -s) cat {nv}/nvlink_s.txt ;;
+        -e) cat {nv}/nvlink_e.txt ;; esac; exit 0 ;;
+--query-compute-apps=*) cat {nv}/compute_apps.txt; exit 0 ;;
 --query-gpu=*)
     [ -n "$HANG" ] && exec sleep 300
     fields=${{1#--query-gpu=}}
@@ -393,7 +411,7 @@ nvlink) case "$2" in -s) cat {nv}/h200x4_nvlink_s.txt ;;
         fi
     done
     echo "$fields" > {asked}
-    cat {nv}/h200x4_ident.csv; exit 0 ;;
+    cat {nv}/ident.txt; exit 0 ;;
 esac
 exit 0
 '''
@@ -404,7 +422,8 @@ def _run_probe(tmp_path, refused=(), hang=False, limit=None):
     bindir.mkdir()
     (tmp_path / 'refused').write_text(''.join(f'{f}\n' for f in refused))
     (bindir / 'nvidia-smi').write_text(_FAKE_SMI.format(
-        nv=NV, refused=tmp_path / 'refused', asked=tmp_path / 'asked'))
+        nv=X4 / 'tools', refused=tmp_path / 'refused',
+        asked=tmp_path / 'asked'))
     (bindir / 'nvidia-smi').chmod(0o755)
     system = '/usr/bin:/bin'
     if any(shutil.which(t, path=system) for t in probe.TOOLS):
