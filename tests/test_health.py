@@ -89,9 +89,10 @@ def test_a_cut_short_sampler_line_is_skipped():
 def test_kernel_log_lines():
     events = kernel_log.events(
         _text('dmesg_tail.txt') + XID_79 + '\n'
-        'pcieport 0000:00:01.1: AER: Uncorrected (Fatal) error received: '
-        '0000:01:00.0\n'
-        'pcieport 0000:00:01.1: AER: Corrected error received: 0000:01:00.0\n')
+        '[  813.000001] pcieport 0000:00:01.1: AER: Uncorrected (Fatal) '
+        'error received: 0000:01:00.0\n'
+        '[  813.000002] pcieport 0000:00:01.1: AER: Corrected error '
+        'received: 0000:01:00.0\n')
     # the healthy node's own log has no GPU or PCIe error in it
     assert [(e['kind'], e['code'], e['fatal']) for e in events] == [
         ('xid', 79, True), ('aer', 'Fatal', True),

@@ -61,7 +61,7 @@ def _events(text):
             for e in kernel_log.events(text)]
 
 
-# -- the catalogue --------------------------------------------------------
+# -- the catalogue ------------------------------------------------------------
 
 @pytest.mark.parametrize('code', [48, 62, 64, 74, 79, 94, 95, 119, 120,
                                   144, 145, 146, 147, 148, 149, 150, 154])
@@ -97,7 +97,7 @@ def test_docs_hold_the_catalogue():
         assert f'| {code} |' in text, code
 
 
-# -- kernel log records, real ------------------------------------------------
+# -- kernel log records, real -------------------------------------------------
 
 def test_a_gpu_fallen_off_the_bus_without_an_xid():
     """Its record spans three lines: the continuations are kept."""
@@ -176,6 +176,17 @@ def test_a_crashing_process_fails_nothing(name):
     assert kernel_log.events(_kernel('user_segfaults_real.txt')) == []
 
 
+def test_a_newline_in_a_process_name_starts_no_record():
+    """The Xid line carries the process's name (15 characters at most):
+    what a newline in it puts on the next line has no time stamp, so it
+    stays part of the application's Xid 13 record."""
+    real = _kernel('xid13_application_gpud.txt').splitlines()[0]
+    forged = real.replace('name=<unknown>',
+                          'name=x\nNVRM: Xid (PCI:0000:38:00): 79,')
+    events = kernel_log.events(forged)
+    assert [(e['code'], e['fatal']) for e in events] == [(13, False)]
+
+
 def test_an_xid_in_pci_domain_3_is_named_on_that_gpu():
     """Azure-style nodes: each GPU in its own domain at bus 00 device 00."""
     rec = _record()
@@ -205,7 +216,7 @@ def test_an_xid_45_caused_by_a_previous_nvlink_xid_fails_the_gpu():
     assert judge.notes(rec)[0][0] == 'GPU 0'
 
 
-# -- the 4 x H200 node's record and its NVLinks ------------------------------
+# -- the 4 x H200 node's record and its NVLinks -------------------------------
 
 def _record(links=True):
     rec = _warmup_record()
@@ -319,7 +330,7 @@ def test_a_gpu_lost_during_the_run_without_an_inventory():
                   'cef1b0f762a5), not after it')]
 
 
-# -- tolerant reading ----------------------------------------------------------
+# -- tolerant reading ---------------------------------------------------------
 
 def _with_inforom(text):
     warning = _nv('inforom_warning_gpu_operator20.txt').replace(
@@ -342,7 +353,8 @@ def test_an_inforom_warning_keeps_every_gpu_and_names_gpu_2(tmp_path):
 
 
 @pytest.mark.parametrize('name', ['evil,name', 'a"quote', "it's",
-                                  'two\nlines', 'x, 1, y, 5 MiB'])
+                                  'two\nlines', 'x, 1, y, 5 MiB', 'u\u2028v',
+                                  'n\x85l\rr'])
 def test_a_process_name_of_any_shape_fails_nothing(tmp_path, name):
     apps = _nv('h200x4_apps_idle.csv') + \
         f'GPU-f7da5474-6b1c-c5dc-eec5-03cfcf8c0985, 4242, {name}, 600 MiB\n'
@@ -393,7 +405,7 @@ def _stage(tmp_path, **files):
     return stage
 
 
-# -- the probe script against replayed tools -------------------------------------
+# -- the probe script against replayed tools ----------------------------------
 
 _FAKE_SMI = r'''#!/bin/bash
 # nvidia-smi replaying the 4 x H200 node's outputs
@@ -461,7 +473,8 @@ def test_a_driver_refusing_fields_loses_only_those(tmp_path):
     assert not set(refused) & set(fields)
     assert 'clocks_throttle_reasons.active' in fields
     for f in ('remapped_rows.pending', 'remapped_rows.failure',
-              'retired_pages.pending', 'ecc.errors.uncorrected.volatile.total'):
+              'retired_pages.pending',
+              'ecc.errors.uncorrected.volatile.total'):
         assert f in fields
     assert rec['before']['rc'] == 0 and len(rec['before']['gpus']) == 4
 
@@ -475,7 +488,7 @@ def test_a_hanging_nvidia_smi_ends_the_probe_within_its_limit(tmp_path):
                             'fell off the bus hangs its tool)')
 
 
-# -- through hpcval verdict ------------------------------------------------------
+# -- through hpcval verdict ---------------------------------------------------
 
 @pytest.fixture
 def site(tmp_path, monkeypatch):

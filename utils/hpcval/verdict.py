@@ -614,7 +614,7 @@ def render_text(verdict, most=20, per_node=False):
             f'{g.cases_skipped} skipped) in {g.sessions} session(s)'
             + (f', {g.replays} replayed' if g.replays else '')
             + (f' on {len(g.nodes)} node(s)' if g.nodes else '')
-            + (f', {sum(map(len, g.gpus.values()))} GPUs' if g.gpus else '')
+            + (_gpu_count(g.gpus) if g.gpus else '')
             + (f': {nodes}' if g.nodes else ''),
             f'  figures: {g.judged_passed + g.judged_failed} judged '
             f'({g.judged_passed} passed, {g.judged_failed} failed), '
@@ -668,6 +668,11 @@ def render_text(verdict, most=20, per_node=False):
                                              for p in verdict.problems]
     # every line is built as one line: what a name adds is escaped here
     return '\n'.join(escape(line) for line in lines) + '\n'
+
+
+def _gpu_count(gpus):
+    n = sum(map(len, gpus.values()))
+    return f', {n} GPU{"s" if n != 1 else ""}'
 
 
 def _gpu_lines(gpus):

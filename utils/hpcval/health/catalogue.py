@@ -46,9 +46,9 @@ EVENTS = {
                   'open-gpu-kernel-modules src/nvidia/src/kernel/gpu/rc/'
                   'kernel_rc.c (krcReportXid)'),
     'nvrm:fallen_off_bus': (FAIL, 'GPU fallen off the bus',
-                            '`NVRM: The NVIDIA GPU dddd:bb:dd.f ... fallen off '
-                            'the bus`, `NVRM: GPU at dddd:bb:dd.f has fallen '
-                            'off the bus`',
+                            '`NVRM: The NVIDIA GPU dddd:bb:dd.f ... fallen '
+                            'off the bus`, `NVRM: GPU at dddd:bb:dd.f has '
+                            'fallen off the bus`',
                             f'NVIDIA/NVSentinel#155; leptonai/gpud#1209 '
                             f'({_GPUD}xid/kmsg.go)'),
     'nvrm:init_failed': (FAIL, 'GPU failed to initialize',
@@ -87,7 +87,8 @@ EVENTS = {
                      'hpcval (a hanging nvidia-smi hung a local run); '
                      'NVIDIA/NVSentinel#155'),
     'probe_unreadable': (FAIL, 'probe output unreadable',
-                         'a probe file that cannot be read or parsed', 'hpcval'),
+                         'a probe file that cannot be read or parsed',
+                         'hpcval'),
     'gpu_count': (FAIL, 'GPU missing / lost during the run',
                   'fewer GPUs than the inventory, or fewer after the '
                   'benchmark than before it', f'{_GPUD}gpu-counts'),

@@ -205,8 +205,9 @@ def _throttle_failures(record):
             parts.append(f'{got["us"] / 1e6:.1f} s by its counter')
         temps = [t for t in got.get('temps', [])
                  if isinstance(t, (int, float)) and not isinstance(t, bool)]
+        hottest = max(temps) if temps else None
         out.append((f'GPU {idx}', f'{FAILING_REASONS[why]} active '
-                    f'{", ".join(parts)}{_temp(max(temps) if temps else None)}'))
+                    f'{", ".join(parts)}{_temp(hottest)}'))
     return out
 
 

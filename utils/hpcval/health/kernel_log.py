@@ -61,13 +61,21 @@ _MOST = 400
 
 
 def records(text):
-    """The kernel log's records: each time-stamped line with its indented
-    continuation lines joined to it (one space)."""
+    """The kernel log's records: each time-stamped line with the lines
+    after it that have no time stamp (``dmesg`` indents a record's
+    continuation lines) joined to it, one space apart.  Only a text
+    without any time stamp (a test's lines) is read a line a record.
+    Lines end at newlines only."""
+    lines = [line.rstrip('\r') for line in text.split('\n')]
+    stamped = any(_STAMP.match(line) for line in lines)
     out = []
-    for raw in text.splitlines():
-        if raw[:1] in (' ', '\t') and out and not _STAMP.match(raw):
+    for raw in lines:
+        if not raw.strip():
+            continue
+        if out and ((stamped and not _STAMP.match(raw)) or
+                    (not stamped and raw[:1] in (' ', '\t'))):
             out[-1] += ' ' + raw.strip()
-        elif raw.strip():
+        else:
             out.append(raw.rstrip())
     return out
 

@@ -102,10 +102,16 @@ _WARNING = re.compile(r'^(WARNING|NOTICE|ERROR): (.*?)(?: at gpu (' +
                       r'\.[0-7]))?\.?$')
 
 
+def _lines(text):
+    """A tool's output split at newlines only: a process name or a GPU's
+    field may hold any other line-breaking character."""
+    return [line.rstrip('\r') for line in text.split('\n')]
+
+
 def warnings(text):
     """[(bus id or '', message)] of the warnings among a table's lines."""
     out = []
-    for line in text.splitlines():
+    for line in _lines(text):
         m = _WARNING.match(line.strip())
         if m:
             out.append(((m.group(3) or '').lower(),
@@ -114,7 +120,7 @@ def warnings(text):
 
 
 def _rows(text, lenient=False):
-    lines = [line for line in text.splitlines() if line.strip() and
+    lines = [line for line in _lines(text) if line.strip() and
              not _WARNING.match(line.strip())]
     if not lines or not lines[0].lower().startswith(_HEADS):
         raise ToolError(first_line(text) or 'no output')
@@ -168,7 +174,7 @@ def apps(text):
     is what lies between, and a line that does not start with a GPU UUID
     continues the name of the row above."""
     header, rows = None, []
-    for line in text.splitlines():
+    for line in _lines(text):
         if _WARNING.match(line.strip()) or not line.strip():
             continue
         if header is None:
@@ -209,7 +215,7 @@ _LINK_ERR = re.compile(r'^(.*?) Errors?: (\d+|N/A)$', re.IGNORECASE)
 def _by_gpu(text):
     """{GPU index: [(link, rest)]} of ``nvidia-smi nvlink -s`` / ``-e``."""
     out, cur = {}, None
-    for line in text.splitlines():
+    for line in _lines(text):
         line = line.strip()
         m = _GPU_HEAD.match(line)
         if m:

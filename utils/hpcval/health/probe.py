@@ -153,7 +153,8 @@ after)
     timeout -k 5 "$limit" dmesg 2>>"${h}kmsg.err" | awk -v t0="${t0:-0}" '
         match($0, /^\[ *[0-9]+\.[0-9]+\]/) {
             ts = substr($0, RSTART + 1, RLENGTH - 2) + 0
-            keep = (ts > t0 + 0 && /NVRM|nvidia|amdgpu|habanalabs|AER|pcieport/)
+            keep = (ts > t0 + 0 &&
+                /NVRM|nvidia|amdgpu|habanalabs|AER|pcieport/)
             if (keep) print
             next
         }
