@@ -565,3 +565,17 @@ def test_a_throttled_gpu_is_one_line(tmp_path, site, capsys):
         'benchmark, 75% of the run, 41 C',
         '  FAIL node vm GPU 1: HW thermal slowdown active 3.2 s by its '
         'counter'], out
+
+
+def test_references_file_inventory_expecting_more_gpus(tmp_path, capsys):
+    """``hpcval verdict REPORT --references FILE``: FILE's inventory judges
+    the node as the installed references would."""
+    text = (H100 / 'reports' / 'local.yaml').read_text()
+    refs = tmp_path / 'local.yaml'
+    refs.write_text(text.replace('gpus: 1', 'gpus: 8'))
+    refs.chmod(0o644)
+    status = cli.main(['verdict', '--allow-unjudged', '--references',
+                       str(refs), str(H100 / 'reports' / 'healthy.json')])
+    out = capsys.readouterr().out
+    assert status == 1, out
+    assert 'FAIL node vm: 1 of 8 GPUs (expected 8 x H100 80GB HBM3)' in out

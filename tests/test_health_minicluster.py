@@ -28,7 +28,7 @@ esac
 """
 # the partition expects one H100 per node (a site's inventory)
 INVENTORY = """inventory:
-  - partition: default
+  - partition: cpu
     gpus: 1
     vendor: nvidia
     model: H100 80GB HBM3
