@@ -579,3 +579,39 @@ def test_references_file_inventory_expecting_more_gpus(tmp_path, capsys):
     out = capsys.readouterr().out
     assert status == 1, out
     assert 'FAIL node vm: 1 of 8 GPUs (expected 8 x H100 80GB HBM3)' in out
+
+
+@pytest.mark.parametrize('field, value, line, fails', [
+    ('ecc_uncorrected', 2, '2 uncorrectable ECC error(s) since the driver '
+                           'loaded', True),
+    ('remap_pending', True, 'row remapping pending (the GPU needs a reset)',
+     True),
+    ('remap_failure', True, 'row remapping failed', True),
+    # R535 on a V100: page retirement instead of row remapping
+    ('retired_pending', True, 'page retirement pending (the GPU needs a '
+                              'reset)', True),
+    ('ecc_corrected', 7, '7 correctable ECC error(s) during the benchmark',
+     False),
+])
+def test_memory_faults_of_one_gpu_of_four(field, value, line, fails):
+    """The real record, one field of GPU 1 after the benchmark changed."""
+    rec = _record()
+    rec['after']['gpus'][1][field] = value
+    found = judge.failures(rec, H200X4)
+    if fails:
+        assert found == [('GPU 1', line)]
+    else:
+        assert found == [] and judge.notes(rec) == [('GPU 1', line)]
+
+
+def test_an_uncorrected_non_fatal_aer_report_fails():
+    """gpu-burn#1's fatal report, its severity word changed."""
+    line = _kernel('xid79_aer_fatal_gpuburn1.txt').splitlines()[4].replace(
+        'Uncorrected (Fatal)', 'Uncorrected (Non-Fatal)')
+    (ev,) = kernel_log.events(line)
+    assert (ev['code'], ev['fatal']) == ('Non-Fatal', True)
+    rec = _record()
+    rec['kernel_events'] = [ev]
+    assert judge.failures(rec, H200X4) == [
+        ('PCI 0000:00:02.0', 'PCIe AER uncorrectable (non-fatal) error in '
+                             f'the kernel log: {line}')]
