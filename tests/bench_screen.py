@@ -19,7 +19,7 @@ of its CPUs every 10 ms (``--fault cpu``), or a competing memory stream of
 alarms (healthy nodes named) and the healthy spread; at the end the
 detection count (n3 named alone) and the false alarms over all healthy
 node figures; and where each job's time went (Slurm's accounting).
-``rule`` draws the k(n) table of hpcval.screen again and
+``rule`` draws the k(n) table of hpcval.peers again and
 prints the smallest slowdown the rule names at a given healthy spread.
 ``verdict`` copies a real screen report's test cases to ``--nodes`` nodes
 (two of them slow) and times ``hpcval verdict`` on it.  Figures:
@@ -42,7 +42,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rfmrun import ROOT, VENV_BIN, cases, reframe  # noqa: E402
 
-from hpcval import screen as rule  # noqa: E402
+from hpcval import peers as rule  # noqa: E402
 
 SLOW = 'n3'
 
@@ -166,7 +166,7 @@ def rule_figures(args):
                 vals = {f'n{i}': math.exp(rng.normal(0, sigma))
                         for i in range(63)}
                 vals['x'] = (1 - slow) * math.exp(rng.normal(0, sigma))
-                hits += 'x' in rule.peer_outliers(vals, 'flops')
+                hits += 'x' in rule.outliers(vals, 'flops')
             if hits >= 198:
                 print(f'  healthy spread {sigma:.1%}: {slow:.0%}')
                 break

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from hpcval import screen
+from hpcval import peers, screen
 
 
 def case(node, result='pass', reason='', extras=None,
@@ -261,20 +261,20 @@ def quiet(n, spread=0.01, centre=100.0):
 def test_a_node_10_percent_slow_among_quiet_peers_is_the_only_outlier():
     values = quiet(64)
     values['n9'] = values['n9'] * 0.9
-    out = screen.peer_outliers(values, 'flops')
+    out = peers.outliers(values, 'flops')
     assert list(out) == ['n9']
     j = out['n9']
     assert j.peers == 63 and 1.10 < j.worse < 1.13 and j.limit < j.median
     # 4 % slow is inside the 5 % floor: not named
     values = quiet(64)
     values['n9'] *= 0.96
-    assert screen.peer_outliers(values, 'bandwidth') == {}
+    assert peers.outliers(values, 'bandwidth') == {}
 
 
 def test_a_noisy_group_widens_the_bound_and_keeps_its_false_alarms():
     values = quiet(64, spread=0.10)
-    assert screen.peer_outliers(values, 'flops') == {}
-    j = screen.peer_judgements(values, 'flops')['n1']
+    assert peers.outliers(values, 'flops') == {}
+    j = peers.judge(values, 'flops')['n1']
     assert j.factor > 1.2        # spread, not the 5 % floor, sets it
 
 
@@ -283,46 +283,46 @@ def test_gpus_inside_a_node_few_peers_the_floor_judges():
     # the floor, so a 20 % slow GPU is named, 3 % is not
     gpus = {f'GPU {i}': 3000.0 + i for i in range(8)}
     gpus['GPU 5'] = 2400.0
-    assert list(screen.peer_outliers(gpus, 'MB/s')) == ['GPU 5']
+    assert list(peers.outliers(gpus, 'MB/s')) == ['GPU 5']
     gpus['GPU 5'] = 2920.0
-    assert screen.peer_outliers(gpus, 'MB/s') == {}
+    assert peers.outliers(gpus, 'MB/s') == {}
 
 
 def test_times_are_worse_when_higher_and_need_five_peers():
-    assert screen.peer_judgements({'a': 1.0, 'b': 9.0, 'c': 1.1}, 'us') == {}
+    assert peers.judge({'a': 1.0, 'b': 9.0, 'c': 1.1}, 'us') == {}
     lat = {f'l{i}': 2.0 + 0.01 * i for i in range(10)}
     lat['l3'] = 3.0
-    out = screen.peer_outliers(lat, 'time')
+    out = peers.outliers(lat, 'time')
     assert list(out) == ['l3'] and out['l3'].limit > out['l3'].median
 
 
 def test_the_rule_refuses_what_it_cannot_judge():
     with pytest.raises(ValueError, match='no peer rule for'):
-        screen.peer_judgements({'a': 1.0, 'b': 1.0}, 'points')
+        peers.judge({'a': 1.0, 'b': 1.0}, 'points')
     with pytest.raises(ValueError, match='floor'):
-        screen.peer_judgements({'a': 1.0, 'b': 1.0}, 'flops', floor=1.5)
+        peers.judge({'a': 1.0, 'b': 1.0}, 'flops', floor=1.5)
     # zero, negative and non-finite values are not judged nor used
-    out = screen.peer_judgements({'a': 10.0, 'b': 0.0, 'c': float('nan'),
+    out = peers.judge({'a': 10.0, 'b': 0.0, 'c': float('nan'),
                                   'd': 10.2}, 'flops')
     assert sorted(out) == ['a', 'd']
 
 
 def test_k_of_peers_follows_the_simulated_table():
-    assert screen.k_of_peers(3) is None
-    assert screen.k_of_peers(64) == 4.44
-    assert 4.0 < screen.k_of_peers(100) < 4.44
-    assert 3.72 < screen.k_of_peers(10 ** 6) < 4.0
-    assert screen.k_of_peers(1 << 31) == 3.72
+    assert peers.k_of_peers(3) is None
+    assert peers.k_of_peers(64) == 4.44
+    assert 4.0 < peers.k_of_peers(100) < 4.44
+    assert 3.72 < peers.k_of_peers(10 ** 6) < 4.0
+    assert peers.k_of_peers(1 << 31) == 3.72
 
 
 def test_leave_one_out_median_is_exact():
     values = {'a': 1.0, 'b': 2.0, 'c': 3.0, 'd': 10.0}
-    j = screen.peer_judgements(values, 'flops')
+    j = peers.judge(values, 'flops')
     assert j['a'].median == pytest.approx(3.0)
     assert j['d'].median == pytest.approx(2.0)
     assert j['b'].median == pytest.approx(3.0)
     # of an even count, the geometric mean of the middle two (log-values)
-    j = screen.peer_judgements(dict(values, e=20.0), 'flops')
+    j = peers.judge(dict(values, e=20.0), 'flops')
     assert j['e'].median == pytest.approx(math.sqrt(2.0 * 3.0))
 
 

@@ -7,31 +7,25 @@ Slurm gave it at run time (``hpcval_partition_nodes``, see
 hpcval.benchmarks.screening), so a verdict read anywhere later knows which
 nodes were not tested, and why (drained, down, reserved).
 
-The peer rule (``peer_judgements``/``peer_outliers``, documented in
-docs/screening.md), for nodes of a screen and for GPUs or links inside a
-node alike: each value is compared with the median of the others of its
-group; it fails when it is worse by more than a floor (per figure kind,
-PEER_RULES; ``hpcval verdict --peer-factor`` sets it for a screen) and by
-more than k(n) robust standard deviations of the others' log-values, k(n)
-chosen so that a healthy figure fails once in 1/PEER_ALARM.  Spreads
-(``*_std``) and figures of unknown direction are not compared.
+Each node's figure is judged against the same figure of the other nodes
+by the peer rule (hpcval.peers, docs/screening.md; ``hpcval verdict
+--peer-factor`` sets its floor for a screen).  Spreads (``*_std``) and
+figures of unknown direction are not compared.
 
 After a screen (``next_steps``): scontrol lines that drain the failed
 nodes and a re-screen of only those; a re-screen read with the first
 screen judges each node by its latest run (``superseded``).
 """
-import bisect
-import math
 import re
 import shlex
-import statistics
 from dataclasses import dataclass, field
 
+from hpcval import peers
 from hpcval.units import better
 
 #: the verdict's floor as a factor on the peers' median; None: the figure
-#: kind's floor (PEER_RULES) with the spread term, the rule whose
-#: false-alarm rate and detection limit docs/screening.md gives
+#: kind's floor (hpcval.peers.PEER_RULES) with the spread term, the rule
+#: whose false-alarm rate and detection limit docs/screening.md gives
 PEER_FACTOR = None
 # a job cancelled because its node could not take it: the node was not
 # tested (ReFrame's words, then Slurm's)
@@ -280,158 +274,11 @@ def coverage(cases):
                     sorted(set(excluded)))
 
 
-# -- the peer rule ------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PeerRule:
-    """How one kind of figure is judged against its peers: it fails when it
-    is worse than the median of the others by more than ``floor`` (0.05:
-    5 % below for a rate, 5 % above for a time) and by more than
-    ``k(n)`` robust standard deviations of the others' log-values;
-    ``min_peers``: fewer peers, and the figure is not judged."""
-    floor: float
-    min_peers: int
-    better: str             # 'higher' or 'lower'
-
-
-#: per figure kind (hpcval.units families).  Floors: the smallest
-#: slowdown a screen can name where the nodes' healthy spread is below it
-#: (a wrong BIOS setting, a missing DIMM, a throttled GPU cost 10-20 %);
-#: times (latencies) are the noisy kind and need five peers
-PEER_RULES = {
-    'flops': PeerRule(0.05, 1, 'higher'),
-    'bandwidth': PeerRule(0.05, 1, 'higher'),
-    'rate': PeerRule(0.05, 1, 'higher'),
-    'time': PeerRule(0.20, 5, 'lower'),
-}
-#: false alarms the spread term is built for: one healthy figure in
-#: 10,000 fails (log-normal healthy figures, the median and MAD of n
-#: peers); docs/screening.md
-PEER_ALARM = 1e-4
-# k(n): the 1 - PEER_ALARM quantile of (median - x) / (1.4826 MAD) of n
-# normal peers (Monte Carlo, 2e6 draws for n <= 32, 1e6 above:
-# tests/bench_screen.py --rule draws them again).  Below 4 peers the
-# spread is not measured and the floor alone judges.
-_K_OF_PEERS = ((4, 112.9), (5, 110.1), (6, 32.2), (7, 30.8), (8, 17.9),
-               (10, 13.0), (12, 10.4), (16, 7.85), (24, 6.01), (32, 5.29),
-               (64, 4.44), (128, 4.00), (1 << 30, 3.72))
-# leave-one-out MAD is exact up to this many peers; above, one node moves
-# the MAD of all by less than a rank: the MAD of all is used (fast at
-# 1,000 nodes)
-_EXACT_MAD_PEERS = 128
-
-
-def k_of_peers(n):
-    """Robust standard deviations a figure may be off among ``n`` peers at
-    PEER_ALARM (None: too few peers to measure a spread)."""
-    if n < _K_OF_PEERS[0][0]:
-        return None
-    for (n0, k0), (n1, k1) in zip(_K_OF_PEERS, _K_OF_PEERS[1:]):
-        if n0 <= n < n1:
-            # linear in log n between the simulated points
-            t = (math.log(n) - math.log(n0)) / (math.log(n1) - math.log(n0))
-            return k0 + t * (k1 - k0)
-    return _K_OF_PEERS[-1][1]
-
-
-def rule_for(kind):
-    """The PeerRule of ``kind``: a PEER_RULES key or a unit ('MB/s')."""
-    if kind in PEER_RULES:
-        return PEER_RULES[kind]
-    try:
-        from hpcval import units
-        return PEER_RULES[units.family(kind)]
-    except (ValueError, KeyError):
-        raise ValueError(f'no peer rule for {kind!r} (kinds: '
-                         f'{", ".join(PEER_RULES)}, or a known unit)') \
-            from None
-
-
-@dataclass(frozen=True)
-class PeerJudgement:
-    """One value against the others of its group."""
-    name: str
-    value: float
-    median: float           # of the others
-    peers: int
-    factor: float           # the bound, as a factor on the median
-    limit: float            # the value at the bound
-    passed: bool
-
-    @property
-    def worse(self):
-        """How many times worse than the median (1: equal)."""
-        if self.limit <= self.median:       # higher is better
-            return self.median / self.value if self.value > 0 else math.inf
-        return self.value / self.median if self.median > 0 else math.inf
-
-
-def peer_judgements(values, kind, floor=None):
-    """{name: PeerJudgement} of each of ``values`` ({name: positive
-    number}: nodes, GPUs or links of one figure) against the median of the
-    others, by the rule of ``kind`` (PEER_RULES key or unit); ``floor``
-    replaces the kind's.  Values <= 0 and groups with too few peers are
-    not judged (absent from the result)."""
-    rule = rule_for(kind)
-    floor = rule.floor if floor is None else floor
-    if not 0 <= floor < 1:
-        raise ValueError(f'floor {floor!r}: expected 0 <= floor < 1')
-    sign = 1.0 if rule.better == 'higher' else -1.0
-    good = {n: v for n, v in values.items()
-            if isinstance(v, (int, float)) and v > 0 and math.isfinite(v)}
-    peers = len(good) - 1
-    if peers < max(rule.min_peers, 1):
-        return {}
-    # log-values, oriented so that lower is worse
-    logs = {n: sign * math.log(v) for n, v in good.items()}
-    ordered = sorted(logs.values())
-    k = k_of_peers(peers)
-    floor_log = -math.log(1 - floor)
-    whole_mad = None
-    if k is not None and peers > _EXACT_MAD_PEERS:
-        mid = statistics.median(ordered)
-        whole_mad = statistics.median(abs(x - mid) for x in ordered)
-    out = {}
-    for name, x in logs.items():
-        i = bisect.bisect_left(ordered, x)
-        others = ordered[:i] + ordered[i + 1:] if whole_mad is None \
-            else None
-        mid = _median_without(ordered, i)
-        bound = floor_log
-        if k is not None:
-            mad = whole_mad if whole_mad is not None else \
-                statistics.median(abs(y - mid) for y in others)
-            bound = max(bound, k * 1.4826 * mad)
-        median = math.exp(sign * mid)
-        limit = math.exp(sign * (mid - bound))
-        out[name] = PeerJudgement(name, good[name], median, peers,
-                                  math.exp(bound), limit,
-                                  mid - x <= bound)
-    return out
-
-
-def peer_outliers(values, kind, floor=None):
-    """The judgements of ``values`` that fail (peer_judgements)."""
-    return {n: j for n, j in peer_judgements(values, kind, floor).items()
-            if not j.passed}
-
-
-def _median_without(ordered, i):
-    """The median of sorted ``ordered`` without its element ``i``."""
-    n = len(ordered) - 1
-
-    def at(j):          # j-th of the list without element i
-        return ordered[j + 1] if j >= i else ordered[j]
-    if n % 2:
-        return at(n // 2)
-    return (at(n // 2 - 1) + at(n // 2)) / 2
-
-
 def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
     """{(id(case), metric): PeerResult} for the distributed ``cases``
     (``samples_of(case)``: its samples, objects with metric, value, unit);
     ``factor``: how many times worse than the peers' median fails at
-    least (None: the figure kind's floor, PEER_RULES)."""
+    least (None: the figure kind's floor, hpcval.peers.PEER_RULES)."""
     groups = {}
     for case in cases:
         node = node_of(case)
@@ -449,12 +296,12 @@ def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
     for key, entries in groups.items():
         unit = key[-1]
         try:
-            rule_for(unit)
+            rule = peers.rule_for(unit)
         except ValueError:
             continue
         values = {(node, id(case)): value for node, case, value in entries}
-        judged = peer_judgements(values, unit, floor)
-        cmp = '>=' if rule_for(unit).better == 'higher' else '<='
+        judged = peers.judge(values, unit, floor)
+        cmp = '>=' if rule.better == 'higher' else '<='
         for node, case, _ in entries:
             j = judged.get((node, id(case)))
             if j is None:
