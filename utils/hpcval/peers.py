@@ -165,6 +165,41 @@ def _median_without(ordered, i):
     return (at(n // 2 - 1) + at(n // 2)) / 2
 
 
+#: the unit of a member's figure over its peers' median
+RATIO_UNIT = 'x'
+#: the loosest floor a verdict takes from a run: a member at half its
+#: peers' median fails whatever the run's option said
+MAX_FLOOR = 0.5
+_SUFFIX = '_vs_siblings@'
+
+
+def figure_name(figure, member):
+    """'triad', 'gpu2' -> 'triad_vs_siblings@gpu2': a member's figure
+    against its siblings (one GPU's or link's of a node)."""
+    return f'{figure}{_SUFFIX}{member}'
+
+
+def is_sibling_figure(metric):
+    return _SUFFIX in metric
+
+
+def trusted_band(reference, lower, upper):
+    """The band a verdict judges a sibling figure by, given the one its
+    run recorded: that band where the rule could have made it (reference
+    1, a floor of at most MAX_FLOOR on the worse side), else the rule's
+    loosest one."""
+    if reference == 1.0 and upper is None and \
+            isinstance(lower, (int, float)) and -MAX_FLOOR <= lower < 0:
+        return reference, lower, upper
+    if reference == 1.0 and lower is None and \
+            isinstance(upper, (int, float)) and \
+            0 < upper <= 1 / (1 - MAX_FLOOR) - 1:
+        return reference, lower, upper
+    if lower is None and upper is not None:
+        return 1.0, None, 1 / (1 - MAX_FLOOR) - 1
+    return 1.0, -MAX_FLOOR, None
+
+
 def band(j):
     """(reference, lower, upper) of ``j`` as a figure of its own: the
     member's value over its peers' median (1: equal), bounded where the

@@ -13,6 +13,8 @@ _FAMILIES = {
     'time': {'s': 1.0, 'ms': 1e-3, 'us': 1e-6, 'ns': 1e-9},
     'flops': {'MFLOP/s': 1e6, 'GFLOP/s': 1e9, 'TFLOP/s': 1e12},
     'rate': {'IOPS': 1.0, 'op/s': 1.0},
+    # a figure over another of its kind (a GPU's over its siblings')
+    'ratio': {'x': 1.0},
 }
 _FAMILY_OF = {u: f for f, units in _FAMILIES.items() for u in units}
 KNOWN_UNITS = frozenset(_FAMILY_OF)

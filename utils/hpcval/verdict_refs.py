@@ -19,7 +19,11 @@ and the comparison table.
   other bound and is not used; a case ReFrame failed stays failed);
 - no reference (none, or explicitly absent), and the report has a bound:
   nothing judges the figure (logged, so the run is incomplete): a bound
-  that is in no reference file is not trusted.
+  that is in no reference file is not trusted;
+- a member's figure against its siblings on the node
+  (``*_vs_siblings@*``, hpcval.peers) without a reference entry: the band
+  its run recorded, where the peer rule could have made it, else the
+  rule's loosest (``peers.trusted_band``).
 """
 import ast
 import functools
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from hpcval import peers
 from hpcval.judgement import Band
 
 REPORT, REFERENCES, NONE = 'report', 'references', 'none'
@@ -157,6 +162,12 @@ class Bounds:
         recorded = Band.of_sample(s)
         report = recorded.bound_text() if recorded else ''
         path = self.files.get(system, f'no reference file for {system}')
+        if ref is None and peers.is_sibling_figure(s.metric):
+            band = peers.trusted_band(s.reference, s.lower, s.upper)
+            if band == (s.reference, s.lower, s.upper):
+                return REPORT, '', '', None, report
+            return (band, Band.of(*band, s.unit).bound_text(),
+                    'the sibling rule (hpcval.peers)', None, report)
         if ref is None or ref.value is None:
             if ref is None:
                 return None, 'none (no entry for it)', path, \

@@ -11,10 +11,10 @@ of three presets (``preset``):
 - ``config``: the tests of a config file, by default upstream's
   ``examples/example.cfg`` (the guide's six tests), or ``-S config_file``.
 
-Averages can hide one bad link, so a2a and p2p also screen every GPU pair:
-a pair under ``link_fraction`` x the reference of the matching average
-(or, where the system has none, x this run's own average) fails the test,
-naming the pair.
+Averages can hide one bad link, so a2a and p2p also compare every GPU
+link with its siblings on the node (hpcval.benchmarks.siblings): each
+link's bandwidth over its siblings' median is a figure of its own, judged
+with the others in the performance stage.
 """
 import os
 import shlex
@@ -26,6 +26,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
 from hpcval import inputs, replay, suites
 from hpcval.benchmarks import siblings
 from hpcval.benchmarks.base import ParsedBenchmark
+from hpcval.benchmarks.siblings import SiblingFigures
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, at_load, checked_path, checked_token
@@ -34,7 +35,7 @@ from hpcval.parsers.common import read_text
 from hpcval import plotdata
 from hpcval.parsers.transferbench import (AVERAGE_KINDS, config_tests,
                                           parse_a2a, parse_config_run,
-                                          parse_p2p, weak_links)
+                                          parse_p2p, unmeasured)
 
 PRESETS = ('a2a', 'p2p', 'config')
 MODELS = {'hip': 'TransferBench', 'cuda': 'TransferBenchCuda'}
@@ -93,7 +94,8 @@ def link_name(src, dst):
     return f'{src.replace(" ", "").lower()}_to_{dst.replace(" ", "").lower()}'
 
 
-class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
+class TransferBench(SiblingFigures, ParsedBenchmark,
+                    rfm.RunOnlyRegressionTest):
     """One TransferBench run over all GPUs of a node; leaves add the build:
     ``build = fixture(TransferBenchBuild, scope='environment',
     variables={'model': 'cuda'})``."""
@@ -114,14 +116,10 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: config preset: the config file; '' runs upstream examples/example.cfg.
     config_file = variable(str, value='')
 
-    #: a2a/p2p: a GPU pair fails under this fraction of the average's
-    #: reference (or of the run's average where there is none).
-    link_fraction = variable(float, value=0.75)
-
     #: a2a/p2p: a GPU link this many times slower than its siblings' median
     #: on the node fails (hpcval.benchmarks.siblings;
     #: docs/benchmarks/transferbench.md).
-    sibling_factor = variable(float, value=1.6)
+    sibling_factor = 1.6
 
     #: GPUs the node must show; 0: the partition's GPU count.
     num_gpus = variable(int, value=0)
@@ -131,7 +129,6 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         'num_bytes': inputs.SIZE,
         'a2a_cus': inputs.COUNT,
         'config_file': inputs.PATH,
-        'link_fraction': inputs.number(0, 1, low_open=True),
         'num_gpus': inputs.COUNT,
         'sibling_factor': inputs.number(1, low_open=True),
     }
@@ -148,9 +145,6 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     @run_after('init')
     def check_inputs(self):
         with at_load(self):
-            if not 0 < self.link_fraction <= 1:
-                raise InputError(f'-S link_fraction={self.link_fraction}: '
-                                 f'must be in (0, 1]')
             siblings.check_factor(self.sibling_factor)
 
     def replay_inputs(self):
@@ -200,8 +194,7 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         if self.preset == 'a2a':
             result = parse_a2a(text)
             self._check_gpus(result.gpus, 'a2a matrix')
-            self._screen(result.links, 'avg_bw', result.average_gpu)
-            self._compare_siblings(result)
+            self._check_measured(result.links, 'a2a matrix')
         elif self.preset == 'p2p':
             result = parse_p2p(text)
             for matrix in (result.uni, result.bidir):
@@ -210,21 +203,22 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                                      'bidirectional matrices (P2P_MODE set?)')
                 gpus = [d for d in matrix.devices if d.startswith('GPU')]
                 self._check_gpus(gpus, f'p2p {matrix.direction} matrix')
-                self._screen(_gpu_links(matrix.links),
-                             f'{matrix.direction}_gpu_to_gpu',
-                             matrix.averages['gpu_to_gpu'])
-            self._compare_siblings(result)
+                self._check_measured(_gpu_links(matrix.links),
+                                     f'p2p {matrix.direction} matrix')
         else:
             cfg = read_text(self._config_path())
             result = parse_config_run(text, len(config_tests(cfg)))
 
         return result
 
-    def _compare_siblings(self, result):
-        failures = siblings.compare(link_groups(result), self.sibling_factor)
-        if failures:
-            raise ParseError(f'{len(failures)} GPU link(s) slower than their '
-                             f'siblings on the node: ' + '; '.join(failures))
+    def sibling_groups(self, result):
+        return {} if self.preset == 'config' else link_groups(result)
+
+    def _check_measured(self, links, what):
+        missing = unmeasured(links)
+        if missing:
+            raise ParseError(f'{what}: {len(missing)} GPU link(s) not '
+                             f'measured (N/A): {", ".join(missing)}')
 
     def _check_gpus(self, gpus, what):
         if len(gpus) != self.expected_gpus:
@@ -233,27 +227,13 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                              f'{self.expected_gpus}: a GPU is missing or '
                              f'hidden (HIP/CUDA_VISIBLE_DEVICES?)')
 
-    def _screen(self, links, metric, average):
-        if not links:
-            return      # one GPU: no pair to screen
-
-        ref = self.reference_value(metric, 'GB/s')
-        floor, basis = (ref, f'reference {metric}') if ref else \
-            (average, f'this run\'s {metric}')
-        if floor is None:
-            raise ParseError(f'{metric}: N/A in the output, nothing to '
-                             f'screen the links against')
-        bad = weak_links(links, floor, self.link_fraction, basis)
-        if bad:
-            raise ParseError(f'{len(bad)} GPU link(s) below '
-                             f'{self.link_fraction:g} x {floor:g} GB/s: '
-                             + '; '.join(bad))
-
     def metrics(self, result):
-        return getattr(self, f'_{self.preset}_metrics')(result)
+        return {**getattr(self, f'_{self.preset}_metrics')(result),
+                **self.sibling_metrics(result)}
 
     def figure_data(self, result):
         return plotdata.transferbench(self.preset, result)
+
     def components(self, result, values):
         """The link each per-pair metric measures."""
         if self.preset == 'a2a':
@@ -266,9 +246,10 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                      for pair in _gpu_links(m.links)}
         else:
             return {}
-        return {name: f'link {src} -> {dst}{how}'
-                for name, ((src, dst), how) in pairs.items()
-                if name in values}
+        return {**{name: f'link {src} -> {dst}{how}'
+                   for name, ((src, dst), how) in pairs.items()
+                   if name in values},
+                **self.sibling_components(result)}
 
     def _a2a_metrics(self, r):
         measured = r.measured()
@@ -301,16 +282,18 @@ class TransferBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
 
 def link_groups(result):
-    """{figure: {'link GPU 00 -> GPU 01': (GB/s, 'GB/s')}} of an a2a or p2p
-    result: the links that are each other's siblings."""
+    """{figure: {'gpu00_to_gpu01': ('link GPU 00 -> GPU 01 (uni)', GB/s,
+    'GB/s')}} of an a2a or p2p result: the links that are each other's
+    siblings."""
     if hasattr(result, 'uni'):
-        by_figure = {f'{m.direction}_gpu_to_gpu': _gpu_links(m.links)
+        by_figure = {m.direction: (_gpu_links(m.links), f' ({m.direction})')
                      for m in (result.uni, result.bidir)}
     else:
-        by_figure = {'a2a': result.measured()}
-    return {figure: {f'link {src} -> {dst}': (bw, 'GB/s')
+        by_figure = {'a2a': (result.measured(), '')}
+    return {figure: {link_name(src, dst): (f'link {src} -> {dst}{how}', bw,
+                                           'GB/s')
                      for (src, dst), bw in links.items() if bw is not None}
-            for figure, links in by_figure.items()}
+            for figure, (links, how) in by_figure.items()}
 
 
 def _gpu_links(links):
