@@ -184,8 +184,8 @@ class TestBadValueFailsTheRun:
         ('mode=bogus', 'checks/nccl_tests.py', "-S mode='bogus': must be one "
                                                "of rank_per_gpu, single_process"),
         ('accelerator=opencl', 'checks/osu.py', "-S accelerator='opencl'"),
-        ('link_fraction=2', 'checks/transferbench.py',
-         '-S link_fraction=2.0: must be in (0, 1]'),
+        ('sibling_factor=0.5', 'checks/transferbench.py',
+         '-S sibling_factor=0.5: must be in (1, 2]'),
     ])
     def test_the_run_fails_naming_the_variable(self, tmp_path, setting, check,
                                               says):

@@ -11,15 +11,15 @@ one defect each: a GPU 15 % slow, another 40 % slow (one kernel's row
 scaled), and one p2p link at 60 % of its siblings (one cell).  The guide
 prints two GPUs' BabelStream tables; the replayed 8-GPU node repeats
 them (GPU n shows table n % 2), so every GPU's figure is a real one."""
-import json
-import pathlib
 import sqlite3
+import subprocess
 
 import pytest
 
 from hpcval import judgement, peers, verdict, verdict_refs
 from hpcval.benchmarks import siblings
 from hpcval.benchmarks.babelstream import gpu_groups
+from hpcval.benchmarks.transferbench import REMEASURE_AWK, remeasured
 from hpcval.parsers.babelstream import parse_babelstream
 from hpcval.publish import results
 from mi300x_guide import guide_outputs
@@ -122,8 +122,9 @@ def test_the_verdict_names_the_gpu_and_link_first(slow):
                                                            files))
     lines = [f.line() for f in out.failures()]
     assert out.status == verdict.EXIT_FAILED
-    assert any(line.startswith('node vm GPU 2: BabelStreamHipCheck'
-                               ': copy_vs_siblings@gpu2 = 0.6')
+    assert any(line.startswith('node vm GPU 2: BabelStreamHipCheck ') and
+               ': copy_vs_siblings@gpu2 = 0.598154 x, -40.2% vs ref 1, '
+               'bound >= 0.909091 x (ref 1, -9.1%)' in line
                for line in lines), lines
     assert any(line.startswith('node vm GPU 1: ') and
                'triad_vs_siblings@gpu1' in line for line in lines), lines
@@ -142,3 +143,84 @@ def test_a_sibling_band_the_rule_cannot_make_is_not_trusted():
                                                    None)
     assert peers.trusted_band(None, None, None) == (1.0, -peers.MAX_FLOOR,
                                                     None)
+
+
+# -- p2p on a 4 x H200 NVLink node: an outlier link is re-measured ----------
+
+H200X4 = ROOT / 'tests' / 'fixtures' / 'captured' / 'h200x4' / 'transferbench'
+HEALTHY_P2P = sorted(p for p in H200X4.glob('p2p_*.txt') if '_1G_' not in p.name)
+# GPU 01's unidirectional row of p2p_gpu_64M_i10_r1 (GPU 01 -> GPU 02 at
+# 180.12 GB/s)
+ROW4 = '  GPU 01  ->    175.42    263.67    180.12    216.42'
+
+
+def _awk(text, factor=1.6, tmp=None):
+    path = tmp / 'p2p.out'
+    path.write_text(text)
+    return subprocess.run(['awk', '-v', f'f={factor!r}', REMEASURE_AWK,
+                           str(path)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+@pytest.mark.parametrize('path', HEALTHY_P2P, ids=lambda p: p.stem)
+def test_no_healthy_p2p_matrix_asks_for_a_remeasure(path, tmp_path):
+    assert _awk(path.read_text(), tmp=tmp_path) == ''
+
+
+def test_a_link_at_60_percent_asks_for_every_pair_again(tmp_path):
+    text = (H200X4 / 'p2p_gpu_64M_i10_r1.txt').read_text()
+    assert ROW4 in text
+    cfg = _awk(text.replace(ROW4, ROW4.replace('180.12', '108.07')),
+               tmp=tmp_path)
+    assert sorted(cfg.splitlines()) == sorted(
+        (H200X4 / 'pairs.cfg').read_text().splitlines())
+
+
+def test_the_remeasure_is_read_per_link():
+    links = remeasured(H200X4 / 'pairs.cfg', H200X4 / 'pairs_cfg_256M_r1.txt')
+    assert len(links) == 12
+    assert links['gpu02_to_gpu03'] == 275.365
+    assert links['gpu03_to_gpu02'] == 323.739
+    assert remeasured(H200X4 / 'no.cfg', H200X4 / 'no.out') == {}
+
+
+@pytest.fixture(scope='module')
+def remeasure_replays(tmp_path_factory):
+    """p2p of the 4 x H200 node with GPU 01 -> GPU 02 at 60 %, replayed
+    with the re-measure the job made: the real one (every link healthy
+    alone), and the same with that link at 60 % alone too."""
+    text = (H200X4 / 'p2p_gpu_64M_i10_r1.txt').read_text()
+    slow = text.replace(ROW4, ROW4.replace('180.12', '108.07'))
+    cfg = (H200X4 / 'pairs.cfg').read_text()
+    again = (H200X4 / 'pairs_cfg_256M_r1.txt').read_text()
+    slow_again = again.replace('310.494 GB/s |    0.865 ms |    268435456 '
+                               'bytes | G1', '186.296 GB/s |    1.441 ms |  '
+                               '  268435456 bytes | G1')
+    assert slow_again != again
+    out = {}
+    for name, rm in (('transient', again), ('confirmed', slow_again)):
+        tmp = tmp_path_factory.mktemp(name)
+        proc, report = replay(
+            'mi300x', {'TransferBenchCheck%preset=p2p': {
+                'stdout': slow, 'remeasure.cfg': cfg, 'remeasure.out': rm}},
+            ['checks/transferbench.py'], ['TransferBenchCheck.num_gpus=4'],
+            tmp)
+        assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+        out[name] = one_case(report, 'TransferBenchCheck %preset=p2p')
+    return out
+
+
+def test_a_link_healthy_alone_is_not_named(remeasure_replays):
+    tc = remeasure_replays['transient']
+    assert tc['result'] == 'pass', tc['fail_reason']
+    figures = perf(tc)
+    # the re-measured ratio stands for the link: 310.494 among its 11
+    # siblings' median
+    assert figures['uni_vs_siblings@gpu01_to_gpu02'][0] > 0.95
+
+
+def test_a_link_slow_alone_too_is_named(remeasure_replays):
+    tc = remeasure_replays['confirmed']
+    assert (tc['result'], tc['fail_phase']) == ('fail', 'performance')
+    failed = [m for m, v in perf(tc).items() if v[-1] == 'fail']
+    assert failed == ['uni_vs_siblings@gpu01_to_gpu02']

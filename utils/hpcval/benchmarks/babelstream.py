@@ -124,7 +124,7 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
         'num_times': inputs.POSITIVE,
         'model': inputs.TOKEN,
         'expected_format': inputs.TOKEN,
-        'sibling_factor': inputs.number(1, low_open=True),
+        'sibling_factor': inputs.number(1, 2, low_open=True),
     }
 
     #: A GPU this many times slower than its siblings' median on the node
