@@ -154,6 +154,11 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
     #: a2a: CUs per transfer (3rd argument); 0 leaves the default (4).
     a2a_cus = variable(int, value=0)
 
+    #: a2a/p2p: timed iterations per transfer (NUM_ITERATIONS); 0 leaves
+    #: the tool's 10.  50 halves p2p's healthy spread on a 4 x H200 NVLink
+    #: node at no cost in time (docs/benchmarks/transferbench.md).
+    iterations = variable(int, value=50)
+
     #: config preset: the config file; '' runs upstream examples/example.cfg.
     config_file = variable(str, value='')
 
@@ -169,6 +174,7 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
         'model': inputs.TOKEN,
         'num_bytes': inputs.SIZE,
         'a2a_cus': inputs.COUNT,
+        'iterations': inputs.COUNT,
         'config_file': inputs.PATH,
         'num_gpus': inputs.COUNT,
         'sibling_factor': inputs.number(1, 2, low_open=True),
@@ -231,6 +237,8 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
         self.executable_opts = [shlex.quote(a) for a in args]
         # a site-wide OUTPUT_TO_CSV=1 would leave nothing to parse
         self.env_vars['OUTPUT_TO_CSV'] = '0'
+        if self.iterations and self.preset != 'config':
+            self.env_vars['NUM_ITERATIONS'] = str(self.iterations)
         if self.preset == 'p2p':
             self._remeasure_outliers(size)
 
