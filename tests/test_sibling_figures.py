@@ -14,12 +14,14 @@ them (GPU n shows table n % 2), so every GPU's figure is a real one."""
 import sqlite3
 import subprocess
 
+import msgspec
 import pytest
 
 from hpcval import judgement, peers, verdict, verdict_refs
 from hpcval.benchmarks import siblings
 from hpcval.benchmarks.babelstream import gpu_groups
 from hpcval.benchmarks.transferbench import REMEASURE_AWK, remeasured
+from hpcval.health import report as health
 from hpcval.parsers.babelstream import parse_babelstream
 from hpcval.publish import results
 from mi300x_guide import guide_outputs
@@ -224,3 +226,34 @@ def test_a_link_slow_alone_too_is_named(remeasure_replays):
     assert (tc['result'], tc['fail_phase']) == ('fail', 'performance')
     failed = [m for m, v in perf(tc).items() if v[-1] == 'fail']
     assert failed == ['uni_vs_siblings@gpu01_to_gpu02']
+
+
+def test_the_loaded_gpu_line_carries_its_health_cause():
+    """The real 2 x H200 run with a PyTorch process copying on GPU 1
+    (tests/fixtures/captured/h200x2/gpu1_loaded_v2): its report holds the
+    health record the probe took; GPU 1's figure against its sibling, as
+    the check now makes it from the same run's outputs, fails naming GPU 1
+    and the process the probe saw on it."""
+    folder = ROOT / 'tests' / 'fixtures' / 'captured' / 'h200x2' / \
+        'gpu1_loaded_v2'
+    stage = next((folder / 'stage').glob('BabelStreamCudaCheck_*'))
+    found = siblings.compare(gpu_groups({
+        f'vm.gpu{g}': parse_babelstream(
+            (stage / f'stream.vm.gpu{g}.out').read_text()) for g in (0, 1)}),
+        1.1)
+    copy = next(s for s in found if s.metric == 'copy_vs_siblings@gpu1')
+    loaded = results.load([str(folder / 'gpu_last_loaded.json')])
+    [case] = [c for c in loaded.cases
+              if c.test.startswith('BabelStreamCudaCheck')]
+    sample = results.Sample(case, copy.metric, peers.ratio(copy.judgement),
+                            peers.RATIO_UNIT, *peers.band(copy.judgement))
+    case = msgspec.structs.replace(case, extras={
+        **case.extras, 'components': {copy.metric: copy.component}})
+    sample = msgspec.structs.replace(sample, case=case)
+    line = verdict._figure_failure(case, sample, health.Judge()).line()
+    assert line.startswith('node vm GPU 1: BabelStreamCudaCheck '), line
+    assert line.endswith(
+        ': copy_vs_siblings@gpu1 = 0.337826 x, -66.2% vs ref 1, bound >= '
+        '0.909091 x (ref 1, -9.1%): another process, /opt/torch/.venv/bin/'
+        'python3 (pid 605), held 8710 MiB on GPU 1 at 100% utilization '
+        'before the benchmark started'), line
