@@ -217,3 +217,9 @@ def test_on_the_minicluster_reframe_lists_each_partitions_checks(tmp_path):
     assert 'Mpi4pyPingPongCheck' in listed['debug']
     assert 'BabelStreamCudaCheck' in listed['gpu']
     assert 'BabelStreamCudaCheck' not in listed['debug']
+
+
+@pytest.mark.parametrize('name', ['_site', 'a b', 'x/y', ''])
+def test_a_system_name_that_is_no_site_system_is_refused(name):
+    with pytest.raises(SlurmOutputError, match='system name'):
+        site_from_slurm.render(_minicluster(), name)

@@ -168,7 +168,8 @@ def _calibrate(args):
 
     sys.stdout.write(result.diff)
     for note in result.notes:
-        print(f'hpcval calibrate: {note}', file=sys.stderr)
+        # names in notes come from reports or monitoring: data
+        print(f'hpcval calibrate: {_printable(note)}', file=sys.stderr)
     _runs_needed(result, args)
     if result.diff and not args.write:
         print(f'hpcval calibrate: not written; rerun with --write to '

@@ -24,8 +24,8 @@ from hpcval.publish.calibrate import INVENTORY_MARKER
 
 # ReFrame's partition names: [A-Za-z_][A-Za-z0-9_]*
 _NOT_IN_PARTITION_NAME = re.compile(r'[^A-Za-z0-9_]')
-# ReFrame's system names: [A-Za-z_][A-Za-z0-9_-]*
-SYSTEM_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_-]{0,62}')
+# ReFrame's system names, less a leading _ (the site layer refuses those)
+SYSTEM_NAME = re.compile(r'[A-Za-z][A-Za-z0-9_-]{0,62}')
 #: jobs ReFrame keeps in flight per partition, at most
 MAX_JOBS = 20
 _GPU_FEATURE = {'nvidia': 'ft.NVGPU', 'amd': 'ft.AMDGPU', 'habana': 'ft.GAUDI'}
