@@ -2,7 +2,8 @@
 turned into a site system and its expected GPUs.
 
 Parsed from real outputs (tests/fixtures/slurm/README.md: the
-minicluster's, both forms, and a production cluster's partitions) and
+minicluster's, both forms, a production cluster's partitions, a recorded
+cluster's partitions and nodes) and
 their mutations (cut, another tool's, hostile names); the command itself
 runs against fake ``scontrol``/``sinfo`` that print those fixtures, and,
 in the last test, against the minicluster with a GPU partition, whose
@@ -223,3 +224,28 @@ def test_on_the_minicluster_reframe_lists_each_partitions_checks(tmp_path):
 def test_a_system_name_that_is_no_site_system_is_refused(name):
     with pytest.raises(SlurmOutputError, match='system name'):
         site_from_slurm.render(_minicluster(), name)
+
+
+def test_a_recorded_clusters_partitions_nodes_and_states():
+    cluster = slurm_describe.describe(
+        'z', _text('zabbix_slurm_partitions.txt'),
+        _text('zabbix_slurm_nodes.txt'))
+    compute, gpu, debug = cluster.partitions
+    assert (len(compute.nodes), compute.shape.cpus, compute.others) == \
+        (6, 32, ())
+    # scontrol's states where no sinfo is given: down, drained, and a
+    # node that does not respond (IDLE*)
+    assert [n for n, _ in compute.unavailable] == ['n004', 'n005', 'n006']
+    assert dict(compute.unavailable)['n005'] == \
+        'idle+drain: hardware maintenance scheduled [root@2024-05-03T02:15:00]'
+    assert (gpu.shape.gpus, gpu.shape.gpu_type) == (4, 'a100')
+    assert [n for n, _ in gpu.unavailable] == ['g002']
+    # 16 and 32 CPUs in one partition: the other named, not averaged
+    [(other, names)] = debug.others
+    assert (debug.shape.cpus, other.cpus, names) == (32, 16, ('dbg01',))
+    assert debug.state == 'INACTIVE' and debug.max_nodes == '2'
+    module = site_from_slurm.render(cluster, 'zsite')['systems/zsite.py']
+    assert "time_limit='30m'" in module       # MaxTime 01:00:00
+    assert '# UNAVAILABLE now: g002 (idle*)' in module
+    assert "features=[ft.CPU, ft.MPI, ft.MULTINODE, ft.GPU, ft.NVGPU]" in \
+        module

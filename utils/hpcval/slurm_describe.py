@@ -67,6 +67,8 @@ class Node:
     shape: Shape
     features: tuple
     gres: str
+    state: str = ''      # scontrol's State=, e.g. IDLE+DRAIN
+    reason: str = ''     # scontrol's Reason=, printable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,7 +188,9 @@ def nodes(text, source='scontrol show node -o'):
         parts = tuple(p for p in rec.get('Partitions', '').split(',') if p)
         feats = tuple(f for f in rec.get('AvailableFeatures', '').split(',')
                       if f and f != '(null)')
-        out.append(Node(name, parts, shape, feats, rec.get('Gres', '')))
+        out.append(Node(name, parts, shape, feats, rec.get('Gres', ''),
+                        rec.get('State', '').lower(),
+                        _printable(rec.get('Reason', ''))))
     return out
 
 
@@ -200,6 +204,11 @@ def partitions(text, source='scontrol show partition -o'):
     return out
 
 
+def _printable(text):
+    # an admin's free text: printable, short, never a second line
+    return re.sub(r'[^\x20-\x7e]', '?', text)[:80]
+
+
 def states(text, source='sinfo'):
     """{node: (state, reason)} of ``sinfo -h -N -o '%N|%R|%T|%E'``."""
     out = {}
@@ -211,9 +220,7 @@ def states(text, source='sinfo'):
             raise SlurmOutputError(f'{source}: line {number} is not '
                                    f'NODE|PARTITION|STATE|REASON: '
                                    f'{_short(line)!r}')
-        # an admin's free text: printable, short, never a second line
-        out[parts[0]] = (parts[2], re.sub(r'[^\x20-\x7e]', '?',
-                                          parts[3])[:80])
+        out[parts[0]] = (parts[2], _printable(parts[3]))
     return out
 
 
@@ -245,11 +252,12 @@ def describe(cluster_name, partition_text, node_text, state_text=''):
             n.shape for n in members].index(s)))
         others = tuple((s, tuple(n.name for n in members if n.shape == s))
                        for s in counts if s != shape)
-        down = tuple((n.name, f'{node_states[n.name][0]}: '
-                              f'{node_states[n.name][1]}')
-                     for n in members if n.name in node_states and
-                     not node_states[n.name][0].rstrip('*~#!%$@^-')
-                     .startswith(('idle', 'mix', 'alloc', 'comp')))
+        # sinfo's state where it lists the node, else scontrol's
+        now = {n.name: node_states.get(n.name, (n.state, n.reason))
+               for n in members}
+        down = tuple((name, f'{state}: {reason}' if reason else state)
+                     for name, (state, reason) in now.items()
+                     if not _usable(state))
         out.append(Partition(
             name=name, default=rec.get('Default') == 'YES',
             max_time=rec.get('MaxTime', 'UNLIMITED'),
@@ -259,6 +267,19 @@ def describe(cluster_name, partition_text, node_text, state_text=''):
     if not out:
         raise SlurmOutputError('no partition with nodes: nothing to describe')
     return Cluster(cluster_name, tuple(out), tuple(notes))
+
+
+def _usable(state):
+    """Whether a node in this Slurm state takes jobs (sinfo's idle,
+    mixed, allocated; scontrol's IDLE, MIXED, ALLOCATED without DRAIN,
+    DOWN, FAIL, MAINT or NOT_RESPONDING; neither with the trailing * of a
+    node that does not respond)."""
+    if state.endswith('*'):
+        return False        # not responding
+    words = re.split(r'[+]', state.lower().rstrip('~#!%$@^-'))
+    return words[0].startswith(('idle', 'mix', 'alloc', 'comp')) and \
+        not any(w.startswith(('drain', 'down', 'fail', 'maint', 'not_resp',
+                              'reboot')) for w in words[1:])
 
 
 def vendor(gpu_type):
