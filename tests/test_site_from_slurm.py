@@ -249,3 +249,20 @@ def test_a_recorded_clusters_partitions_nodes_and_states():
     assert '# UNAVAILABLE now: g002 (idle*)' in module
     assert "features=[ft.CPU, ft.MPI, ft.MULTINODE, ft.GPU, ft.NVGPU]" in \
         module
+
+
+def test_a_reason_holding_fields_changes_no_shape():
+    # an admin's reason text, the last field, that looks like fields
+    text = _text('zabbix_slurm_nodes.txt').replace(
+        'Reason=hardware maintenance scheduled',
+        'Reason=hardware CPUTot=999 Gres=gpu:h100:8', 1)
+    [n005] = [n for n in slurm_describe.nodes(text) if n.name == 'n005']
+    assert (n005.shape.cpus, n005.shape.gpus) == (32, 0)
+    assert n005.reason.startswith('hardware CPUTot=999')
+
+
+def test_a_field_given_twice_is_refused():
+    text = _text('minicluster_nodes.txt').replace(
+        'RealMemory=1000 ', 'RealMemory=1000 CPUTot=64 ', 1)
+    with pytest.raises(SlurmOutputError, match='CPUTot= given twice'):
+        slurm_describe.nodes(text)

@@ -29,6 +29,9 @@ _VENDORS = (('nvidia', re.compile(r'(?i)^(nvidia|tesla|[ahbvlpt]\d|gh\d|'
                                   r'titan|quadro|geforce)')),
             ('amd', re.compile(r'(?i)^(amd|mi\d|instinct|radeon)')),
             ('habana', re.compile(r'(?i)^(gaudi|hl-?\d)')))
+#: fields whose value is free text to the end of the line (last in
+#: ``scontrol show node -o``, on a line of their own in the long form)
+FREE_TEXT = ('Reason',)
 COMMANDS = {'partitions': ('scontrol', 'show', 'partition', '-o'),
             'nodes': ('scontrol', 'show', 'node', '-o'),
             'states': ('sinfo', '-h', '-N', '-o', '%N|%R|%T|%E'),
@@ -103,6 +106,11 @@ def records(text, first_key, source):
             current = dict(fields)
             out.append(current)
         elif current is not None and fields and line[:1].isspace():
+            twice = sorted(set(fields) & set(current))
+            if twice:
+                raise SlurmOutputError(f'{source}: line {number}: '
+                                       f'{", ".join(twice)} given twice in '
+                                       f'one record')
             current.update(fields)
         else:
             raise SlurmOutputError(
@@ -119,8 +127,17 @@ def _fields(line):
         return {}
     found = {}
     for this, nxt in zip(starts, starts[1:] + [None]):
+        key = this.group(1)
+        if key in found:
+            # free text holding KEY=, or two records run together
+            raise SlurmOutputError(f'field {key}= given twice in: '
+                                   f'{_short(line)!r}')
+        if key in FREE_TEXT:
+            # an admin's text to the end of the line: never fields
+            found[key] = line[this.end():].strip()
+            break
         end = nxt.start() if nxt else len(line)
-        found[this.group(1)] = line[this.end():end].strip()
+        found[key] = line[this.end():end].strip()
     return found
 
 
