@@ -21,8 +21,9 @@ from reframe.core.exceptions import SanityError
 
 from hpcval import (features, inputs, provenance, records, reference_service,
                     replay, stacks)
-from hpcval.benchmarks import fates, nodeuse
+from hpcval.benchmarks import fates, jobscript, nodeuse
 from hpcval.benchmarks.container import ContainerRun, image_of
+from hpcval.benchmarks.jobscript import NOTHING, Lines
 from hpcval.health import probe as health_probe
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
@@ -39,7 +40,28 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     Subclasses implement ``parse()`` (returning any result object, raising
     ParseError) and ``metrics(result)`` (returning ``{name: (value, unit)}``).
+
+    Phases:
+
+    - after init: the build's shared variables, the suites' tags, whole
+      nodes, the test registered with its references;
+    - before setup: the reference entries meant for it exist;
+    - before run, the benchmark's own hooks: its executable, options and
+      prerun commands;
+    - before run, last, the job script's assembly: the methods named in
+      ``JOB_SCRIPT_STEPS`` run in that order, whatever the order of the
+      bases, and each returns what it adds (hpcval.benchmarks.jobscript);
+    - sanity: the node's records, then the parse;
+    - before performance: the figures, their references and components.
     """
+
+    #: The job script's steps, in order: a multi-node layout leaves a node
+    #: screen; a replay replaces the run; the node's load and provenance
+    #: first; the stack's modules; the benchmark's own prerun commands; the
+    #: health probe; the container's record.
+    JOB_SCRIPT_STEPS = ('exclude_multinode_from_screen', 'stage_replay',
+                        'record_provenance', 'load_stack', 'add_health_probe',
+                        'run_in_container')
 
     #: In a replay of an excerpt: what the recording left out (hpcval.replay);
     #: the parse skips the completeness checks that need it.
@@ -149,14 +171,13 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     def join_suites(self):
         self.tags = self.tags | self.suites()
 
-    @run_before('run', always_last=True)
     def record_provenance(self):
-        # last: hooks of the benchmarks may set prerun_cmds themselves
-        if not replay.active(self):
-            self.prerun_cmds = [*nodeuse.measurement_commands(self),
-                                provenance.command(*self._started_with(),
-                                                   self._stack_probes()),
-                                *self.prerun_cmds]
+        """Step: the node's load and the versions it runs with, first."""
+        if replay.active(self):
+            return NOTHING
+        return Lines(before=(*nodeuse.measurement_commands(self),
+                             provenance.command(*self._started_with(),
+                                                self._stack_probes())))
 
     def _stack_probes(self):
         stack = stacks.for_run(self)
@@ -186,16 +207,16 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
                                  features.AMDGPU, features.GAUDI)}
         return any(gpu & set(spec.split()) for spec in self.valid_systems)
 
-    @run_before('run', always_last=True)
     def add_health_probe(self):
-        # last: closest to the benchmark, after the stack and the
-        # benchmark's own prerun commands
+        """Step: the probe last, closest to the benchmark, after the
+        benchmark's own prerun commands (an EXIT trap among them is kept)."""
         if replay.active(self) or not self.health_probe:
-            return
+            return NOTHING
         health_probe.write(self.stagedir)
-        self.prerun_cmds = [*self.prerun_cmds, *health_probe.commands(
-            self.health_sampler and self.uses_gpus(), self.prerun_cmds)]
-        self.keep_files = [*self.keep_files, f'{health_probe.PREFIX}*']
+        return Lines(after=tuple(health_probe.commands(
+                         self.health_sampler and self.uses_gpus(),
+                         self.prerun_cmds)),
+                     keep=(f'{health_probe.PREFIX}*',))
 
     def _read_provenance(self):
         try:
@@ -242,20 +263,23 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         if replay.active(self):
             replay.label(self)
 
-    @run_before('run', always_last=True)
     def load_stack(self):
-        # last: the benchmark's own hooks may set prerun_cmds before
+        """Step: the site's software stack, before the benchmark's own
+        prerun commands."""
         stack = None if replay.active(self) else stacks.for_run(self)
-        if stack:
-            self.prerun_cmds = [
-                *stack.load_commands(rt.runtime().modules_system),
-                *self.prerun_cmds]
+        return Lines(before=tuple(stack.load_commands(
+            rt.runtime().modules_system))) if stack else NOTHING
 
-    @run_before('run', always_last=True)
     def stage_replay(self):
-        # last: the benchmark's own hooks still check their inputs and layout
+        """Step: in a replay, the recording in place of the benchmark."""
         if replay.active(self):
             replay.stage(self)
+        return NOTHING
+
+    @run_before('run', always_last=True)
+    def assemble_job_script(self):
+        jobscript.assemble(self, [getattr(self, name)
+                                  for name in self.JOB_SCRIPT_STEPS])
 
     @run_before('run')
     def refuse_short_time_limit(self):

@@ -27,12 +27,13 @@ import re
 import shlex
 
 import reframe as rfm
-from reframe.core.builtins import run_before, variable
+from reframe.core.builtins import variable
 from reframe.core.containers import ContainerPlatform
 from reframe.core.exceptions import SanityError
 
 from hpcval import features as ft
 from hpcval import replay, stacks
+from hpcval.benchmarks.jobscript import NOTHING, Lines
 from hpcval.inputs import InputError, checked_pattern, checked_token
 
 #: what the job wrote about the runtime and the image, in the stage folder
@@ -286,11 +287,12 @@ class ContainerRun(rfm.RegressionTestPlugin):
                              f'@sha256:... (its digest goes into '
                              f'provenance)')
 
-    @run_before('run', always_last=True)
     def run_in_container(self):
+        """Job-script step: the command in the image; the runtime's and
+        image's record after the other prerun lines."""
         image = self._container_image()
         if not image:
-            return
+            return NOTHING
         partition = self.current_partition
         platform = platform_for(partition)
         self._check_identifiable(platform.name, image)
@@ -313,10 +315,9 @@ class ContainerRun(rfm.RegressionTestPlugin):
         platform.mount_points = mounts
         self.postrun_cmds = [contained if cmd.strip() == own else cmd
                              for cmd in self.postrun_cmds]
-        self.prerun_cmds = [*self.prerun_cmds,
-                            record_command(platform, image)]
-        self.keep_files = [*self.keep_files, RECORD, RECORD_ERR]
         self._hpcval_image = image
+        return Lines(after=(record_command(platform, image),),
+                     keep=(RECORD, RECORD_ERR))
 
     def _gpu_flags(self, name):
         if not self.uses_gpus():

@@ -21,6 +21,7 @@ from reframe.core.builtins import run_after, run_before, variable
 from reframe.utility import nodelist_abbrev, nodelist_expand
 
 from hpcval import inputs
+from hpcval.benchmarks.jobscript import NOTHING
 
 # node states in which a node takes a screening job (sinfo %T, long form);
 # 'planned': the backfill scheduler holds it for a pending job, often the
@@ -183,10 +184,11 @@ class ScreenRecord(rfm.RegressionTestPlugin):
             self.hpcval_partition_nodes = slurm_partition_nodes(
                 tuple(self.current_partition.access))
 
-    @run_before('run', always_last=True)
     def exclude_multinode_from_screen(self):
+        """Job-script step: a layout of several nodes is skipped in a
+        screen; it adds no line."""
         if not self._screened() or self.is_dry_run():
-            return
+            return NOTHING
         per_node = self.num_tasks_per_node or self.num_tasks
         if self.num_tasks and per_node and self.num_tasks > per_node:
             self.hpcval_screen_excluded = (
@@ -194,3 +196,4 @@ class ScreenRecord(rfm.RegressionTestPlugin):
                 f'screen pins one node per test case, so the other node '
                 f'would be blamed on it; run it without --distribute')
             self.skip(self.hpcval_screen_excluded)
+        return NOTHING
