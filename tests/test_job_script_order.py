@@ -1,6 +1,7 @@
 """The job script is assembled by one ordered list of steps in the base
 test (``ParsedBenchmark.JOB_SCRIPT_STEPS``), not by hooks whose order is
-the class MRO: with ParsedBenchmark's bases reversed, every check's
+the class MRO: with ParsedBenchmark's bases and methods reversed, every
+check's
 ``rfm_job.sh`` (``--dry-run``, Lmod over empty modulefiles) is
 byte-identical."""
 import pathlib
@@ -17,8 +18,11 @@ from rfmrun import check_modules, reframe
 SYSTEMS = (('frontier', ()), ('gaudi2', ()),
            ('perlmutter', ('-n', 'Cuda|Nccl|ElbenchoGpu')))
 
+STACK = 'hpcval-order-stack@1'
+
 # imported first by every Python of the run: hpcval.benchmarks.base with
-# ParsedBenchmark's bases reversed, and written down
+# ParsedBenchmark's bases reversed (written down) and its methods, hooks
+# included, defined in the reverse order
 REVERSED = textwrap.dedent('''\
     import ast, importlib.util, os, sys
     spec = importlib.util.find_spec('hpcval.benchmarks.base')
@@ -26,6 +30,11 @@ REVERSED = textwrap.dedent('''\
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == 'ParsedBenchmark':
             node.bases.reverse()
+            at = [i for i, n in enumerate(node.body)
+                  if isinstance(n, ast.FunctionDef)]
+            methods = [node.body[i] for i in reversed(at)]
+            for i, method in zip(at, methods):
+                node.body[i] = method
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     exec(compile(tree, spec.origin, 'exec'), module.__dict__)
@@ -36,13 +45,14 @@ REVERSED = textwrap.dedent('''\
 
 
 def _scripts(tmp_path, env):
-    """{stage-relative path: text} of every job script of SYSTEMS."""
+    """{stage-relative path: text} of every job script of SYSTEMS, with a
+    site stack (whose place among the prerun lines is a step's)."""
     out = {}
     for system, args in SYSTEMS:
         tmp = tmp_path / system
         tmp.mkdir(parents=True)
-        proc, _ = reframe('--dry-run', '--system', system, *args,
-                          tmp_path=tmp,
+        proc, _ = reframe('--dry-run', '--system', system, *args, '-S',
+                          f'spack_spec={STACK}', tmp_path=tmp,
                           env={**system_env(tmp / 'modulefiles'), **env})
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
         stage = tmp / 'rfm' / 'stage'
