@@ -1,12 +1,41 @@
 """Run the real ReFrame on this repository's checks from a test."""
+import functools
 import json
 import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VENV_BIN = pathlib.Path(sys.executable).parent
+#: stand-ins for the host's kernel log readers, first on every run's PATH
+HOST_FREE = ROOT / 'tests' / 'hostfree'
+GPU_TOOLS = ('nvidia-smi', 'amd-smi', 'rocm-smi', 'hl-smi', 'rocminfo')
+
+
+@functools.lru_cache(maxsize=None)
+def _without_gpu_tools(folder):
+    """``folder``, or where it is the host's and holds a GPU tool, a
+    folder of links to everything else in it: no test reads the host's
+    GPUs (a test's own stand-ins, in its temporary folder, stay)."""
+    if folder.startswith(tempfile.gettempdir()) or \
+            not any(os.path.exists(os.path.join(folder, t))
+                    for t in GPU_TOOLS):
+        return folder
+    links = tempfile.mkdtemp(prefix='hpcval-no-gpu-tools-')
+    for name in os.listdir(folder):
+        if name not in GPU_TOOLS:
+            os.symlink(os.path.join(folder, name), os.path.join(links, name))
+    return links
+
+
+def host_free_path(path):
+    """``path`` (a PATH value) that reaches neither the host's kernel log
+    nor its GPU tools: tests/hostfree first, GPU tools of the host left
+    out (a test's own stand-ins stay)."""
+    return os.pathsep.join([str(HOST_FREE), *map(_without_gpu_tools,
+                                                 path.split(os.pathsep))])
 
 
 def reframe(*args, tmp_path, env=None, timeout=900, checks=('checks/',)):
@@ -16,7 +45,8 @@ def reframe(*args, tmp_path, env=None, timeout=900, checks=('checks/',)):
     Outputs, stage, perflogs and the results database go under
     ``tmp_path``; the JSON report is returned (None if none was written).
     Warnings are errors, so a check file that fails to import fails the
-    test instead of silently vanishing from the run.
+    test instead of silently vanishing from the run.  The run reads
+    neither the host's kernel log nor its GPU tools (``host_free_path``).
     """
     report = tmp_path / 'report.json'
     full_env = dict(os.environ,
@@ -26,6 +56,7 @@ def reframe(*args, tmp_path, env=None, timeout=900, checks=('checks/',)):
                     RFM_SQLITE_DB_FILE=str(tmp_path / 'results.db'),
                     RFM_WARN_AS_ERROR='y')
     full_env.update(env or {})
+    full_env['PATH'] = host_free_path(full_env['PATH'])
     proc = subprocess.run(
         [str(VENV_BIN / 'reframe'), *[a for c in checks for a in ('-c', c)],
          '--prefix',

@@ -11,6 +11,7 @@ import pytest
 from hpcval import cli, references
 from hpcval.health import inventory, judge, kernel_log, nvidia, probe
 from hpcval.references import ReferenceFileError, load
+from rfmrun import host_free_path
 
 FIX = Path(__file__).parent / 'fixtures' / 'captured' / 'h100_health'
 SMI = FIX / 'nvidia-smi'
@@ -438,7 +439,8 @@ def test_probe_script_before_sampler_after(tmp_path):
     stage = tmp_path / 'stage'
     stage.mkdir()
     probe.write(str(stage))
-    env = dict(os.environ, PATH=f'{bindir}{os.pathsep}{os.environ["PATH"]}')
+    env = dict(os.environ, PATH=host_free_path(
+        f'{bindir}{os.pathsep}{os.environ["PATH"]}'))
     before, trap = probe.commands(sample=True)
     # the job script's lines, as ReFrame writes them
     script = f'{before}\n{trap}\nsleep 1\n'

@@ -166,12 +166,22 @@ def _ours(folder):
                        mc._proc_field(pid, 'environ') or b''))})
 
 
+def _catches(pid, sig):
+    """Whether process ``pid`` has a handler of ``sig`` (/proc's SigCgt)."""
+    for line in pathlib.Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('SigCgt:'):
+            return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
+
+
 @pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_during_start_stops_what_was_started(shared_tmp, other_user,
                                                     sig):
     """Ctrl-C during start left munged, mariadbd, slurmdbd and slurmctld
     running as root; an unprivileged process read the munge key while
-    start ran.  SIGTERM (a CI job's timeout) is handled as Ctrl-C."""
+    start ran.  SIGTERM (a CI job's timeout) is handled as Ctrl-C.  Start
+    is held (SIGSTOP) from its slurmdbd on, with its handler of ``sig`` in
+    place, until the signal is pending: it cannot finish first."""
     require_minicluster()
     # in a folder every user reaches: only the cluster's own 0700 protects
     folder = shared_tmp / 'mc'
@@ -190,6 +200,8 @@ def test_ctrl_c_during_start_stops_what_was_started(shared_tmp, other_user,
             except (OSError, ValueError):
                 pass
         assert 'slurmdbd' in started, proc.stderr
+        proc.send_signal(signal.SIGSTOP)
+        assert _catches(proc.pid, sig)
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
         key = folder / 'munge' / 'munge.key'
         assert stat.S_IMODE(key.stat().st_mode) == 0o400
@@ -198,6 +210,7 @@ def test_ctrl_c_during_start_stops_what_was_started(shared_tmp, other_user,
         assert 'Permission denied' in read.value.stderr
         assert _ours(folder)
         proc.send_signal(sig)
+        proc.send_signal(signal.SIGCONT)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
         assert 'interrupted' in err and 'Traceback' not in err
