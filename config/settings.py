@@ -53,7 +53,7 @@ try:
         layouts.validate_general(getattr(_mod, 'general', {}), _origin)
     # an inventory of a misspelt partition would judge no node
     reference_service.files().check_partitions(
-        references.partitions_of(systems.ALL))
+        references.configured_partitions(systems.ALL))
     paths.announce_replacements(sys.stderr)
 except (paths.SiteError, layouts.SystemConfigError,
         references.ReferenceFileError, ValueError, OSError) as _err:

@@ -117,19 +117,24 @@ def test_an_inventory_mistake_exits_3_naming_file_and_key(
     assert re.search(message, err), err
     status, _, err = _cli(capsys, 'report', REPORT)
     assert status == 1 and re.search(message, err), err
+    status, _, err = _cli(capsys, 'references', '--schema-only')
+    assert status == 1 and re.search(message, err), err
 
 
-def test_an_inventory_mistake_stops_reframe_at_load(tmp_path):
+@pytest.mark.parametrize('old, new, message', MISTAKES)
+def test_an_inventory_mistake_stops_reframe_at_load(tmp_path, old, new,
+                                                    message):
+    import re
     site = tmp_path / 'site' / 'references'
     site.mkdir(parents=True)
-    _file(site, *MISTAKES[3][:2])
+    _file(site, old, new)
     proc, _ = reframe('-l', '--system', 'local', tmp_path=tmp_path,
                       env={'HPCVAL_SITE': str(tmp_path / 'site')},
                       checks=('checks/mpi4py_pingpong.py',))
+    said = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "inventory[0].partition: 'defualt' is no partition of system " \
-        "local" in proc.stdout + proc.stderr
-    assert 'Traceback' not in proc.stdout + proc.stderr
+    assert re.search(rf'{re.escape(str(site))}/local.yaml: {message}', said)
+    assert 'Traceback' not in said
 
 
 def _layered(tmp_path, site_text):
@@ -187,3 +192,19 @@ def test_references_of_another_owner_are_refused(tmp_path, capsys):
     status, _, err = _cli(capsys, 'verdict', '--references', path, REPORT)
     assert status == verdict.EXIT_INPUT
     assert 'is owned by uid 12345, not by root or the running user' in err
+
+
+def test_an_alias_bomb_in_the_inventory_is_refused_unexpanded(tmp_path,
+                                                              capsys):
+    """Nine aliases of nine, nine deep, as an inventory's model: one line
+    naming the key, never the 387 million strings it stands for."""
+    bomb = 'a: &a [x, x, x, x, x, x, x, x, x]\n' + ''.join(
+        f'{c}: &{c} [{", ".join([f"*{p}"] * 9)}]\n'
+        for p, c in zip('abcdefgh', 'bcdefghi'))
+    notes = ''.join(f'      {line}\n' for line in bomb.splitlines())
+    path = _file(tmp_path, '    model: H100 80GB HBM3\n',
+                 f'    notes:\n{notes}    model: *i\n')
+    status, out, err = _cli(capsys, 'verdict', '--references', path, REPORT)
+    assert status == verdict.EXIT_INPUT and out == ''
+    assert f'{path}: inventory[0].model: must be a non-empty string' in err
+    assert len(err) < 1000

@@ -62,6 +62,7 @@ def _references(args):
     try:
         by_system = references.load_dir(args.dir) if args.dir else \
             references.ReferenceSet.layered(paths.references_dirs())
+        by_system.check_partitions(references.configured_partitions())
     except references.ReferenceFileError as err:
         print(f'hpcval: {err}', file=sys.stderr)
         return 1

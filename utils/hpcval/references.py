@@ -467,7 +467,7 @@ class ReferenceSet(dict):
             for path in files:
                 _kind(path, folder=False)
             refs = cls.of_files(files)
-        refs.check_partitions(_partitions(paths))
+        refs.check_partitions(configured_partitions())
         return refs
 
     def expected(self, system, partition):
@@ -506,23 +506,20 @@ class ReferenceSet(dict):
                           f'(it has: {", ".join(sorted(known))})')
 
 
-def _partitions(paths):
-    """{system: its partitions' names} of the configured systems (none
-    where the suite has no systems/ folder)."""
-    if not os.path.isfile(os.path.join(paths.repo_root(), 'systems',
-                                       '__init__.py')):
-        return {}
-    try:
-        systems = paths.import_systems(paths.repo_root()).ALL
-    except Exception as err:    # a site module that ReFrame would refuse
-        raise ReferenceFileError(f'the systems\' partitions cannot be '
-                                 f'read: {type(err).__name__}: {err}'
-                                 ) from None
-    return partitions_of(systems)
-
-
-def partitions_of(system_modules):
-    """{system: its partitions' names} of hpcval's system modules."""
+def configured_partitions(system_modules=None):
+    """{system: its partitions' names} of hpcval's system modules (default:
+    those the suite configures; none where it has no systems/ folder)."""
+    if system_modules is None:
+        from hpcval import paths
+        if not os.path.isfile(os.path.join(paths.repo_root(), 'systems',
+                                           '__init__.py')):
+            return {}
+        try:
+            system_modules = paths.import_systems(paths.repo_root()).ALL
+        except Exception as err:    # a site module ReFrame would refuse
+            raise ReferenceFileError(f'the systems\' partitions cannot be '
+                                     f'read: {type(err).__name__}: {err}'
+                                     ) from None
     return {m.system['name']: [p['name'] for p in m.system['partitions']]
             for m in system_modules}
 
