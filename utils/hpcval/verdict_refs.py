@@ -108,7 +108,6 @@ class Bounds:
 
     def __init__(self, refs):
         self.refs = refs
-        self.files = refs.files
         self._entries = {}      # case key: _CaseJudge
 
     def _refs_of(self, case):
@@ -117,16 +116,13 @@ class Bounds:
             case.system, lineage(case.check), case.partition,
             {**dict(case.params), **dict(case.fields), **dict(case.attrs)})
 
-    def judged(self, case, s):
-        """``s`` where the report's bound agrees with the references';
-        else (the sample to judge, a Cross or None, why it is unjudged or
-        None) for the figure ``s`` of ``case``."""
-        return self.of_case(case)(s, case)
-
     def of_case(self, case):
-        """judged(case, s) as ``of_case(case)(s, case)``: one per distinct
-        test (class, partition, parameters, attributes), its entries
-        found once and each figure's bound decided once per band."""
+        """``judge(s, case)`` of ``case``'s figures: ``s`` where the
+        report's bound agrees with the references' or neither judges,
+        else (the sample to judge, its Cross, why it is unjudged or
+        None).  One per distinct test (class, partition, parameters,
+        attributes): its entries found once, each figure's bound decided
+        once per band."""
         key = (case.system, case.partition, case.check, case.params,
                case.fields, case.attrs)
         judge = self._entries.get(key)
@@ -139,21 +135,14 @@ class Bounds:
         """(the sample to judge, its Cross, why unjudged) of a figure whose
         report bound is not the references' (``decision``: _decide's)."""
         band, bound, source, why, report = decision
-        if band is None:
-            if not report:      # neither judges: as recorded
-                return s, None, None
-            judged = msgspec.structs.replace(
-                s, reference=None, lower=None, upper=None, result=None)
-            return judged, self._cross(case, s, NONE, bound, source,
-                                       report), why
+        if band is None and not report:     # neither judges: as recorded
+            return s
+        value, lower, upper = band or (None, None, None)
         judged = msgspec.structs.replace(
-            s, reference=band[0], lower=band[1], upper=band[2], result=None)
-        return judged, self._cross(case, s, REFERENCES, bound, source,
-                                   report or 'none'), None
-
-    @staticmethod
-    def _cross(case, s, by, bound, source, report):
-        return Cross(case.test, s.metric, report, bound, source, by)
+            s, reference=value, lower=lower, upper=upper, result=None)
+        return judged, Cross(case.test, s.metric, report or 'none', bound,
+                             source, NONE if band is None else REFERENCES), \
+            why if band is None else None
 
     def _decide(self, system, ref, s):
         """(band, its text, its source, why unjudged, the report's bound
@@ -161,7 +150,7 @@ class Bounds:
         upper) tuple where the reference's judges, or None."""
         recorded = Band.of_sample(s)
         report = recorded.bound_text() if recorded else ''
-        path = self.files.get(system, f'no reference file for {system}')
+        path = self.refs.files.get(system, f'no reference file for {system}')
         if ref is None and peers.is_sibling_figure(s.metric):
             band = peers.trusted_band(s.reference, s.lower, s.upper)
             if band == (s.reference, s.lower, s.upper):

@@ -740,7 +740,7 @@ def _reband(loaded, refs):
         samples, of_case = loaded.by_case.get(id(case)), judge.of_case(case)
         for i, s in enumerate(samples or ()):
             decided = of_case(s, case)
-            if decided is not s and decided[1:] != (None, None):
+            if decided is not s:
                 samples[i], cross, why = decided
                 rebanded[id(samples[i])] = (cross, why)
     loaded.samples = [s for c in loaded.cases
