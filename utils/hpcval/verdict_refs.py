@@ -110,12 +110,6 @@ class Bounds:
         self.refs = refs
         self._entries = {}      # case key: _CaseJudge
 
-    def _refs_of(self, case):
-        """{metric: Reference} of the entries that apply to ``case``."""
-        return self.refs.matching(
-            case.system, lineage(case.check), case.partition,
-            {**dict(case.params), **dict(case.fields), **dict(case.attrs)})
-
     def of_case(self, case):
         """``judge(s, case)`` of ``case``'s figures: ``s`` where the
         report's bound agrees with the references' or neither judges,
@@ -127,8 +121,11 @@ class Bounds:
                case.fields, case.attrs)
         judge = self._entries.get(key)
         if judge is None:
-            judge = self._entries[key] = _CaseJudge(
-                self, self._refs_of(case), case.system)
+            applying = self.refs.matching(
+                case.system, lineage(case.check), case.partition,
+                {**dict(case.params), **dict(case.fields), **dict(case.attrs)})
+            judge = self._entries[key] = _CaseJudge(self, applying,
+                                                    case.system)
         return judge
 
     def apply(self, case, s, decision):
