@@ -35,6 +35,9 @@ _UNAVAILABLE = re.compile(r'blocked due to reason: (ReqNodeNotAvail|Nodes '
 # controller or accounting out of reach (sbatch, sacct or srun saying so),
 # a usage error of the run (hpcval.benchmarks.fates), an operator's scancel
 _NOT_THE_NODE = (
+    # a submission reconciled with the queue (hpcval.benchmarks.screening)
+    ('controller stalled', re.compile(r'\bcontroller stalled: ')),
+    ('submission failed', re.compile(r'\bsubmission failed: ')),
     ('controller unreachable', re.compile(
         r'Unable to contact slurm controller|Socket timed out on send/recv|'
         r'slurm_load_(jobs|partitions|node) error|Zero Bytes were '
@@ -43,10 +46,19 @@ _NOT_THE_NODE = (
     ('accounting unreachable', re.compile(
         r'Problem talking to the database|slurmdbd|failed to open '
         r'persistent connection|command .sacct\b')),
-    ('usage error', re.compile(r'\busage error: ')),
+    # hpcval's own, sbatch's or srun's refusal of what the run asked for
+    ('usage error', re.compile(
+        r'\busage error: |\b(sbatch|srun): error: (Invalid|invalid|'
+        r'Unable to allocate resources: (Invalid|Requested|Job violates))|'
+        r'\b(sbatch|srun): (unrecognized|invalid) option')),
     ('cancelled (scancel, or an administrator)', re.compile(
         r'\bCANCELLED: cancelled')),
 )
+# what a reconciled submission adds to its category (the verdict's words)
+_DETAIL = re.compile(r'(sbatch refused the job: [^;|\n]*|the controller '
+                     r'created job\(s\) [0-9, ]+ of it after all, '
+                     r'cancelled|no job of it reached the queue|the queue '
+                     r'could not be read within [0-9]+ s)')
 _NID = re.compile(r'\s%\.nid=(\S+)')
 _SCREEN_PARAMS = re.compile(r'\s%\.(nid|part)=\S+')
 
@@ -73,7 +85,9 @@ def not_tested(case):
         return ''
     for what, pattern in _NOT_THE_NODE:
         if pattern.search(reason):
-            return f'not tested: {what}'
+            detail = _DETAIL.search(reason)
+            return f'not tested: {what}' + (
+                f' ({detail.group(1).strip()[:120]})' if detail else '')
     return ''
 
 

@@ -7,17 +7,37 @@
 - ``hpcval_screen_excluded``: why a multi-node layout is not screened.  A
   test that needs more than one node, pinned to one node, would also run
   on another and blame the pinned one; it is skipped with this reason.
+
+Submissions that cannot double: an ``sbatch`` that failed, above all one
+that timed out against a stalled controller, may still have created its
+job (a stopped slurmctld reads the request when it resumes).  Every Slurm
+job of a check carries ``--comment=hpcval-submission:TOKEN``; after a
+failed submission its queue is read (``squeue``, waiting up to
+RECONCILE_S for the controller) and a job of that token is cancelled and
+named, and the job script's first command leaves at once when the
+submission was given up (a marker in the stage folder), should the queue
+stay out of reach.  The failure then says why, in words the verdict
+reads (hpcval.screen): ``controller stalled: ...`` or ``usage error:
+sbatch refused the job: ...``; neither is the node's.
+
+A node that failed under its job (``NODE_FAIL``, or down when its job
+ended) fails the case before its output is read, naming the node and
+Slurm's reason, whatever the output held.
 """
 import functools
 import itertools
 import math
+import os
 import re
+import secrets
 import shlex
 import subprocess
+import time
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, variable
+from reframe.core.exceptions import ReframeError, SanityError
 from reframe.utility import nodelist_abbrev, nodelist_expand
 
 from hpcval import inputs
@@ -31,6 +51,32 @@ _JOBID = re.compile(r'[0-9]+')
 _NODE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
 #: Slurm counts time limits in whole minutes
 _MINUTE = 60
+#: how long a failed submission waits for the controller to answer
+#: before its queue is read (a stalled slurmctld: docs/screening.md)
+RECONCILE_S = 120
+#: how long the queue is watched once the controller answers again
+SETTLE_S = 10
+#: the comment that names one submission in Slurm's queue
+SUBMISSION_TAG = 'hpcval-submission:'
+#: a submission given up: its job, should the controller create it
+#: later, leaves at once
+ABANDONED = '.hpcval-submission-abandoned'
+# sbatch's refusals of what it was asked (options, partition, account,
+# QOS, time): usage errors of the run, never a node's failure
+_REFUSED = re.compile(
+    r'^sbatch: error: (?!.*(Socket timed out|Unable to contact|Zero Bytes'
+    r'|Transport endpoint))(.*([Ii]nvalid|[Uu]nrecognized|not '
+    r'recognized|Requested|violates|denied|not available|not permitted'
+    r'|[Uu]nknown|[Uu]nable to allocate).*)$', re.MULTILINE)
+# a controller that did not answer in time
+_STALLED = re.compile(r'Socket timed out|Unable to contact slurm '
+                      r'controller|Zero Bytes were transmitted|timed out '
+                      r'after|[Tt]imeout', re.MULTILINE)
+# node states of a node that failed (sinfo %T): down, failing, or not
+# responding ('*' suffix)
+_FAILED_NODE = re.compile(r'(down|fail|failing|not_responding)\b|\*$')
+#: Slurm's job states that end a job because its node failed
+NODE_FATES = ('NODE_FAIL', 'BOOT_FAIL')
 
 
 def _partition_option(options):
@@ -112,11 +158,105 @@ def slurm_job_nodes(jobid):
     return nodes
 
 
+def queued_with_comment(comment):
+    """Job ids in Slurm's queue whose comment is ``comment``, or None when
+    squeue did not answer."""
+    try:
+        proc = subprocess.run(['squeue', '-h', '-o', '%i|%k'],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    return [job for job, _, note in (line.partition('|') for line in
+                                     proc.stdout.splitlines())
+            if note.strip() == comment and _JOBID.fullmatch(job.strip())]
+
+
+def reconcile(comment, wait_s=RECONCILE_S, settle_s=SETTLE_S, every=1.0):
+    """After a failed submission: ('cancelled', [job ids]) for jobs the
+    controller made of it after all, ('none', []) when the queue held none
+    for ``settle_s`` after it first answered (a resumed controller may
+    read the old request after the first query), ('unknown', []) when the
+    queue could not be read within ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    answered, found = None, []
+    while True:
+        jobs = queued_with_comment(comment)
+        now = time.monotonic()
+        if jobs is not None:
+            answered = answered or now
+            for job in jobs:
+                subprocess.run(['scancel', job], capture_output=True,
+                               timeout=20, check=False)
+            found += [j for j in jobs if j not in found]
+            if now - answered >= settle_s:
+                return ('cancelled', found) if found else ('none', [])
+        elif answered is None and now >= deadline:
+            return 'unknown', []
+        time.sleep(every)
+
+
+def submission_failure(err_text, outcome, jobs, wait_s=RECONCILE_S):
+    """The words of a failed submission: a usage error, a stalled
+    controller (with what reconciling the queue found), or sbatch's own
+    message."""
+    refused = _REFUSED.search(err_text)
+    if refused:
+        return f'usage error: sbatch refused the job: {refused.group(2)}'
+    found = {'cancelled': f'the controller created job(s) '
+                          f'{", ".join(jobs)} of it after all, cancelled '
+                          f'before they ran',
+             'none': f'no job of it reached the queue within '
+                     f'{SETTLE_S} s of the controller answering',
+             'unknown': f'the queue could not be read within {wait_s} s; '
+                        f'a job the controller creates of it later leaves '
+                        f'at once'}[outcome]
+    first = ' | '.join(line.strip() for line in err_text.splitlines()
+                       if 'error' in line.lower())[:300] or \
+        ' '.join(err_text.split())[:300]
+    if _STALLED.search(err_text):
+        return (f'controller stalled: sbatch got no answer ({first}); '
+                f'{found}; no node is charged')
+    return f'submission failed: {first}; {found}'
+
+
+def failed_nodes(nodes):
+    """{node: 'state: reason'} of ``nodes`` that Slurm holds down, failing
+    or not responding now (sinfo), or {} when sinfo cannot tell."""
+    nodes = [n for n in nodes if _NODE.fullmatch(n)]
+    if not nodes:
+        return {}
+    try:
+        out = subprocess.run(['sinfo', '-h', '-N', '-n', ','.join(nodes),
+                              '-o', '%N|%T|%E'], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    failed = {}
+    for line in out.splitlines():
+        node, _, rest = line.partition('|')
+        state, _, reason = rest.partition('|')
+        if node in nodes and _FAILED_NODE.search(state.strip().lower()):
+            failed[node] = (f'{state.strip()}: {reason.strip()}'
+                            if reason.strip() not in ('', 'none')
+                            else state.strip())
+    return failed
+
+
 def time_limit_for(expected_s):
     """A screen job's time limit: three times the benchmark's expected
     duration and half a minute to start, in whole minutes, at least one."""
     return max(_MINUTE,
                math.ceil((3 * expected_s + 30) / _MINUTE) * _MINUTE)
+
+
+def _write_marker(path):
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        os.close(fd)
+    except OSError:
+        pass        # the stage folder gone: its job script is gone too
 
 
 class ScreenRecord(rfm.RegressionTestPlugin):
@@ -163,6 +303,36 @@ class ScreenRecord(rfm.RegressionTestPlugin):
         if self._on_slurm() and '--no-requeue' not in self.job.options:
             self.job.options += ['--no-requeue']
 
+    @run_before('run', always_last=True)
+    def submit_once(self):
+        """Tag the job, guard its script, and reconcile a failed sbatch
+        with the queue (see above)."""
+        if not self._on_slurm() or self.is_dry_run():
+            return
+        comment = SUBMISSION_TAG + secrets.token_hex(8)
+        marker = os.path.join(self.stagedir, ABANDONED)
+        self.job.options += [f'--comment={comment}']
+        # the first command of the job: a submission given up never runs
+        self.prerun_cmds = [
+            f'if [ -e {shlex.quote(marker)} ]; then echo "hpcval: this '
+            f'submission was given up after sbatch failed; not run" >&2; '
+            f'exit 3; fi'] + list(self.prerun_cmds)
+        job, submit = self.job, self.job.submit
+
+        def submit_reconciled():
+            try:
+                return submit()
+            except Exception as err:    # sbatch refused, failed or hung
+                _write_marker(marker)
+                text = f'{err} {getattr(err, "stderr", "") or ""}'
+                if _REFUSED.search(text):
+                    outcome, jobs = 'none', []
+                else:
+                    outcome, jobs = reconcile(comment)
+                raise ReframeError(submission_failure(
+                    text, outcome, jobs)) from None
+        job.submit = submit_reconciled
+
     @run_before('run')
     def screen_limit(self):
         if not self._screened():
@@ -175,8 +345,22 @@ class ScreenRecord(rfm.RegressionTestPlugin):
 
     @run_before('sanity')
     def record_job_nodes(self):
-        if self._on_slurm() and not self.is_dry_run():
-            self.hpcval_job_nodes = slurm_job_nodes(self.job.jobid)
+        """Every node of the job; a node that failed under it fails the
+        case here, named with Slurm's reason, before its output is read."""
+        if not self._on_slurm() or self.is_dry_run():
+            return
+        self.hpcval_job_nodes = slurm_job_nodes(self.job.jobid)
+        state = (self.job.state or '').split()[0] if self.job.state else ''
+        if state == 'COMPLETED':
+            return
+        nodes = self.hpcval_job_nodes or list(self.job.nodelist or ())
+        down = failed_nodes(nodes)
+        if state in NODE_FATES or down:
+            named = '; '.join(f'{n} {why}' for n, why in down.items())
+            raise SanityError(
+                f'job {self.job.jobid} on {",".join(nodes) or "its node"} '
+                f'{state or "ended"}: a node failed under the job'
+                + (f' (Slurm: {named})' if named else ''))
 
     @run_after('setup')
     def record_partition_nodes(self):
