@@ -39,7 +39,9 @@ SLOW_PERCENT = 5
 # processes beside it (its cores are not its own as a real node's are).
 # What the default rule finds is measured by tests/bench_screen.py on 16
 # and 64 nodes (docs/screening.md), not asserted on a shared host.
-LOOSE = ('--peer-factor', '4')
+# A bound of x4 (or two nodes) cannot name a node at 0.8x: such a screen
+# is not screened for slowness, which these tests accept (docs/screening.md)
+LOOSE = ('--peer-factor', '4', '--accept-unscreened')
 # the 64-node screen (one run per node, not the screen mode's best of
 # three): single runs of healthy nodes dipped to 0.65x on this host; n7 at
 # a quarter of its CPUs against a bound of x2 has room on both sides

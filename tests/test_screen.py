@@ -1,6 +1,7 @@
 """hpcval.screen without Slurm: the peer rule and node coverage on cases
 shaped as hpcval.publish.results makes them."""
 import math
+import pathlib
 from types import SimpleNamespace
 
 import pytest
@@ -225,7 +226,7 @@ def test_a_rescreen_read_with_the_first_judges_by_the_latest_run():
     again = [screen_case('n3', 20.8, time=9.0, session='s2')]
     assert judge_cases(first).status == verdict.EXIT_FAILED
     assert judge_cases(again).status == verdict.EXIT_INCOMPLETE
-    v = judge_cases(first + again)
+    v = judge_cases(first + again, accept_unscreened=True)
     assert v.status == verdict.EXIT_OK, verdict.render_text(v)
     # a later run that did not test the node does not hide the failure
     lost = [screen_case('n3', result='fail', reason=SBATCH_DOWN, time=9.0,
@@ -240,7 +241,7 @@ def test_accepted_out_nodes_let_the_rest_pass():
     cases = [screen_case(n, v, extras=recorded) for n, v in
              (('n1', 20.0), ('n2', 21.0), ('n3', 20.4))]
     assert judge_cases(cases).status == verdict.EXIT_INCOMPLETE
-    v = judge_cases(cases, accept_out=('n4',))
+    v = judge_cases(cases, accept_out=('n4',), accept_unscreened=True)
     assert v.status == verdict.EXIT_OK
     assert 'accepted as out: n4 (drained: DIMM replaced)' in \
         verdict.render_text(v)
@@ -338,3 +339,188 @@ def test_slurm_node_lists_expand_and_abbreviate_without_reframe():
     assert screen.expand(screen.abbrev(names)) == sorted(
         names[6:8]) + names[:6] + ['x']
     assert screen.abbrev(['n4']) == 'n4'
+
+
+# -- submissions that cannot double; blame by cause -------------------------
+
+SLURM = pathlib.Path(__file__).parent / 'fixtures' / 'slurm'
+
+
+def blocks(name):
+    """{header: text} of a captured file's '== command' blocks."""
+    out, head = {}, None
+    for line in (SLURM / name).read_text().splitlines():
+        if line.startswith('== '):
+            head = line[3:]
+            out[head] = ''
+        elif head:
+            out[head] += line + '\n'
+    return out
+
+
+def test_sbatchs_refusals_are_usage_errors_of_no_node():
+    from hpcval.benchmarks import screening
+    for cmd, text in blocks('sbatch_refusals.txt').items():
+        why = screening.submission_failure(text, 'none', [])
+        assert why.startswith('usage error: sbatch refused the job: '), cmd
+        c = screen_case('n1', result='fail', reason=f'run: reframe error: '
+                                                    f'{why}')
+        assert screen.not_tested(c).startswith(
+            'not tested: usage error (sbatch refused the job: '), cmd
+    # every node's sbatch refused: nothing failed, nothing tested
+    why = screening.submission_failure(
+        'sbatch: error: Invalid --time specification\n', 'none', [])
+    v = judge_cases([screen_case(n, result='fail', reason=why)
+                     for n in ('n1', 'n2', 'n3', 'n4')])
+    assert v.status == verdict.EXIT_INCOMPLETE and v.failures() == []
+    assert screen.next_steps(v)['drain'] == []
+
+
+def test_a_stalled_submission_is_named_and_charges_no_node():
+    from hpcval.benchmarks import screening
+    text = next(iter(blocks('sbatch_stalled.txt').values()))
+    why = screening.submission_failure(text, 'cancelled', ['19'])
+    assert why.startswith('controller stalled: sbatch got no answer '
+                          '(sbatch: error: Batch job submission failed: '
+                          'Socket timed out on send/recv operation)')
+    assert 'job(s) 19 of it after all, cancelled' in why
+    cases = [screen_case('n1', 20.0), screen_case('n2', 20.2),
+             screen_case('n3', result='fail', reason=f'run: {why}'),
+             screen_case('n4', 20.1)]
+    v = judge_cases(cases, accept_unscreened=True)
+    assert v.status == verdict.EXIT_INCOMPLETE and v.failures() == []
+    assert v.groups[0].coverage.untested == {'n3': (
+        'not tested: controller stalled (the controller created job(s) 19 '
+        'of it after all, cancelled)')}
+
+
+def fake_tool(folder, name, script):
+    path = folder / name
+    path.write_text('#!/bin/sh\n' + script)
+    path.chmod(0o755)
+
+
+def test_a_failed_submission_is_reconciled_with_the_queue(tmp_path,
+                                                          monkeypatch):
+    """squeue times out while the controller is stopped, then lists the
+    job it made of the timed-out sbatch (the captured outputs): that job
+    is cancelled and named; a queue that never answers is said so."""
+    from hpcval.benchmarks import screening
+    said = blocks('sbatch_stalled.txt')
+    stalled, resumed = [t for h, t in said.items() if h.startswith('squeue')]
+    (tmp_path / 'stalled.txt').write_text(stalled.rsplit('exit', 1)[0])
+    (tmp_path / 'resumed.txt').write_text(resumed.rsplit('exit', 1)[0])
+    fake_tool(tmp_path, 'squeue', f'''cd {tmp_path}
+if [ ! -e asked ]; then touch asked; cat stalled.txt >&2; exit 1; fi
+cat resumed.txt
+''')
+    fake_tool(tmp_path, 'scancel', f'echo "$@" >> {tmp_path}/cancelled\n')
+    monkeypatch.setenv('PATH', f'{tmp_path}:/usr/bin:/bin')
+    comment = 'hpcval-submission:0123456789abcdef'
+    assert screening.reconcile(comment, wait_s=5, settle_s=0, every=0) == \
+        ('cancelled', ['19'])
+    assert (tmp_path / 'cancelled').read_text() == '19\n'
+    assert screening.reconcile('hpcval-submission:other', settle_s=0,
+                               every=0) == ('none', [])
+    fake_tool(tmp_path, 'squeue', 'exit 1\n')
+    assert screening.reconcile(comment, wait_s=0, every=0) == \
+        ('unknown', [])
+
+
+# -- every partition screened, or said not to be -----------------------------
+
+def spread_cases(count, sigma, slow=None):
+    """``count`` nodes of healthy figures log-normal around 20 with
+    ``sigma`` (fixed draws), ``slow``: (node, factor) of one node."""
+    import random
+    draw = random.Random(count)
+    cases = [screen_case(f'n{i}', 20.0 * math.exp(draw.gauss(0, sigma)))
+             for i in range(1, count + 1)]
+    if slow:
+        node, factor = slow
+        cases[int(node[1:]) - 1].samples[0].value *= factor
+    return cases
+
+
+def test_each_partition_prints_what_its_screen_can_find():
+    # 64 nodes at 1 % spread: a 0.8x node is named, and the screen says so
+    v = judge_cases(spread_cases(64, 0.01, ('n7', 0.8)))
+    [r] = v.groups[0].reach
+    assert r.screened and r.peers == 63 and 1.05 <= r.bound < 1.12
+    assert r.finds < 1.25
+    assert [f.node for f in v.failures()] == ['n7']
+    text = verdict.render_text(v)
+    assert ('screen reach: LikwidBenchCheck %kernel=peakflops: '
+            'peakflops_rate: 64 nodes: bound 0.9') in text
+
+
+def test_a_small_partition_is_not_screened_for_slowness_unless_accepted():
+    # 8 nodes at 2 % spread: k(7) = 31 widens the bound past 0.8x (at
+    # 1 % it is about 0.81x: the partition is screened only just)
+    cases = spread_cases(8, 0.02, ('n3', 0.8))
+    v = judge_cases(cases)
+    [r] = v.groups[0].reach
+    assert not r.screened and r.bound > 1.25
+    assert v.failures() == [] and v.status == verdict.EXIT_INCOMPLETE
+    [why] = [w for w in v.incomplete if 'not screened' in w]
+    assert why.startswith('mc:cpu: LikwidBenchCheck %kernel=peakflops: '
+                          'peakflops_rate: 8 nodes: bound 0.')
+    assert judge_cases(cases, accept_unscreened=True).status == \
+        verdict.EXIT_OK
+    # two nodes: no spread at all
+    [r] = judge_cases(spread_cases(2, 0.01)).groups[0].reach
+    assert r.bound is None and 'too few to measure their spread' in r.line()
+
+
+def test_a_small_partition_with_references_is_judged_by_them():
+    cases = spread_cases(8, 0.02)
+    for c in cases:
+        s = c.samples[0]
+        s.reference, s.lower, s.upper = 20.0, -0.1, None
+    v = judge_cases(cases)
+    [r] = v.groups[0].reach
+    assert r.by_references and r.screened
+    assert 'judged by the references instead' in r.line()
+    assert not any('not screened' in w for w in v.incomplete)
+
+
+# -- next steps that work as printed ------------------------------------------
+
+def test_the_rescreen_carries_the_screens_settings_after_a_resume():
+    cases = [screen_case(n, v) for n, v in
+             (('n1', 20.0), ('n2', 21.0), ('n3', 2.0), ('n4', 20.5))]
+    cmd = ("/venv/bin/reframe -c checks/likwid_bench.py --prefix /x -r "
+           "--system minicluster --distribute=all -n "
+           "LikwidBenchCheck%kernel=peakflops -S LikwidBenchCheck.repeats=3 "
+           "-J account=proj1 -J exclude=n9 --report-file /x/r.json")
+    loaded = SimpleNamespace(cases=cases, fixtures=[], problems=[],
+                             damaged=[], conflicts=[], commands={'s1': cmd},
+                             samples=[s for c in cases for s in c.samples])
+    v = verdict.judge(loaded, peer_factor=4.0, accept_unscreened=True)
+    steps = screen.next_steps(v)
+    assert steps['resume'] == ['scontrol update nodename=n3 state=resume']
+    assert steps['rescreen'] == [
+        "reframe -r --system mc:cpu --distribute=all -S "
+        "LikwidBenchCheck.repeats=3 -J account=proj1 -J "
+        "exclude='n[1-2,4]' -n LikwidBenchCheck%kernel=peakflops "
+        "--report-file rescreen.json",
+        "hpcval verdict --peer-factor 4 --accept-unscreened SCREEN.json "
+        "rescreen*.json  # SCREEN.json: the first screen's report; each "
+        "node is judged by its latest run"]
+    text = verdict.render_text(v)
+    assert text.index('state=drain') < text.index('state=resume') < \
+        text.index('reframe -r')
+    # a fixed mode runs its suite: its name, no test named
+    loaded.commands = {'s1': 'hpcval run -r --system minicluster --mode '
+                             'screen --report-file /x/r.json'}
+    [line, _] = screen.next_steps(verdict.judge(loaded))['rescreen']
+    assert line == ("reframe -r --system mc:cpu --mode screen -J "
+                    "exclude='n[1-2,4]' --report-file rescreen.json")
+
+
+def test_the_rescreen_repeats_no_setting_that_is_not_plain():
+    assert screen.rescreen_settings(
+        "reframe -S 'x=$(reboot)' -S a.b=1 -c /tmp/evil -J 'q=`id`' "
+        "--mode 'a;b' --exec-policy serial -Sc.d=2 -J nodelist=n1") == [
+        '-S', 'a.b=1', '--exec-policy', 'serial', '-S', 'c.d=2']
+    assert screen.rescreen_settings("reframe -S 'unbalanced") == []

@@ -285,7 +285,8 @@ def _verdict(args):
     result = verdict.judge(loaded, keep, strict=args.strict,
                            allow_unjudged=args.allow_unjudged,
                            peer_factor=args.peer_factor,
-                           accept_out=args.accept_out)
+                           accept_out=args.accept_out,
+                           accept_unscreened=args.accept_unscreened)
     if args.format == 'json':
         sys.stdout.write(verdict.render_json(result))
     else:
@@ -633,6 +634,11 @@ def _main(argv):
                      help='in a node screen, nodes known to be out (Slurm '
                           'syntax: n4,n[7-9]): named, not a reason for '
                           'exit 2 (docs/screening.md)')
+    ver.add_argument('--accept-unscreened', action='store_true',
+                     help='in a node screen, a figure that cannot name a '
+                          'node 20%% slower than its peers (too few nodes, '
+                          'too wide a spread, no reference) is named, not '
+                          'a reason for exit 2 (docs/screening.md)')
     ver.set_defaults(func=_verdict)
     where = sub.add_parser('paths', help='where hpcval\'s configuration, '
                                          'checks, systems and references are')

@@ -16,8 +16,10 @@ After a screen (``next_steps``): scontrol lines that drain the failed
 nodes and a re-screen of only those; a re-screen read with the first
 screen judges each node by its latest run (``superseded``).
 """
+import math
 import re
 import shlex
+import statistics
 from dataclasses import dataclass, field
 
 from hpcval import peers
@@ -37,7 +39,7 @@ _UNAVAILABLE = re.compile(r'blocked due to reason: (ReqNodeNotAvail|Nodes '
 _NOT_THE_NODE = (
     # a submission reconciled with the queue (hpcval.benchmarks.screening)
     ('controller stalled', re.compile(r'\bcontroller stalled: ')),
-    ('submission failed', re.compile(r'\bsubmission failed: ')),
+    ('sbatch failed', re.compile(r'\bsbatch failed: ')),
     ('controller unreachable', re.compile(
         r'Unable to contact slurm controller|Socket timed out on send/recv|'
         r'slurm_load_(jobs|partitions|node) error|Zero Bytes were '
@@ -288,11 +290,10 @@ def coverage(cases):
                     sorted(set(excluded)))
 
 
-def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
-    """{(id(case), metric): PeerResult} for the distributed ``cases``
-    (``samples_of(case)``: its samples, objects with metric, value, unit);
-    ``factor``: how many times worse than the peers' median fails at
-    least (None: the figure kind's floor, hpcval.peers.PEER_RULES)."""
+def _peer_groups(cases, samples_of):
+    """{(system, partition, environ, test, metric, unit): [(node, case,
+    sample)]}: each figure of the distributed ``cases`` that the peer rule
+    compares."""
     groups = {}
     for case in cases:
         node = node_of(case)
@@ -301,19 +302,27 @@ def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
         for s in samples_of(case):
             if s.metric.endswith('_std') or better(s.unit) == 'unknown':
                 continue
+            try:
+                peers.rule_for(s.unit)
+            except ValueError:
+                continue
             key = (case.system, case.partition, case.environ,
                    screen_test(case), s.metric, s.unit)
-            groups.setdefault(key, []).append((node, case, s.value))
+            groups.setdefault(key, []).append((node, case, s))
+    return groups
 
+
+def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
+    """{(id(case), metric): PeerResult} for the distributed ``cases``
+    (``samples_of(case)``: its samples, objects with metric, value, unit);
+    ``factor``: how many times worse than the peers' median fails at
+    least (None: the figure kind's floor, hpcval.peers.PEER_RULES)."""
     floor = None if factor is None else 1 - 1 / factor
     out = {}
-    for key, entries in groups.items():
+    for key, entries in _peer_groups(cases, samples_of).items():
         unit = key[-1]
-        try:
-            rule = peers.rule_for(unit)
-        except ValueError:
-            continue
-        values = {(node, id(case)): value for node, case, value in entries}
+        rule = peers.rule_for(unit)
+        values = {(node, id(case)): s.value for node, case, s in entries}
         judged = peers.judge(values, unit, floor)
         cmp = '>=' if rule.better == 'higher' else '<='
         for node, case, _ in entries:
@@ -324,6 +333,96 @@ def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
                 node, j.value, unit, j.median, j.peers, j.passed,
                 f'{cmp} {j.limit:.6g} {unit} (peer median {j.median:.6g} '
                 f'of {j.peers} nodes, x{j.factor:.3g})')
+    return out
+
+
+# -- what a partition's screen can find ---------------------------------------
+
+#: the slowdown a partition's screen must name to count as screened for
+#: slowness, per figure kind: a node at 0.8x its peers (20 % slow) for
+#: rates, 1.5x for times (the noisy kind, floor 20 %)
+SCREEN_TARGET = {'flops': 1.25, 'bandwidth': 1.25, 'rate': 1.25,
+                 'time': 1.5}
+# the fewest peers whose spread the rule measures
+_MIN_SPREAD_PEERS = next(n for n in range(1, 64)
+                         if peers.k_of_peers(n) is not None)
+# standard deviations of a node's own noise between the bound and a
+# slowdown named in 99 % of screens (the 99th percentile of a normal)
+_NAMED_IN_99 = 2.33
+
+
+@dataclass
+class Reach:
+    """What one figure's screen of one partition can find: ``bound`` is
+    the peer rule's bound as a factor on the peers' median (the largest
+    over the nodes), ``finds`` the slowdown named in 99 % of screens
+    (the bound and 2.33 robust standard deviations of the nodes' spread),
+    both as 'x times worse'; ``screened``: finds <= the kind's
+    SCREEN_TARGET, or every node judged by a reference instead."""
+    test: str
+    metric: str
+    unit: str
+    nodes: int
+    peers: int
+    bound: float            # None: too few peers to measure a spread
+    finds: float            # None: as bound
+    target: float
+    by_references: bool
+    screened: bool
+    higher: bool = True     # higher is better (a rate), else a time
+
+    def line(self):
+        head = f'{self.test}: {self.metric}: {self.nodes} nodes'
+        if self.bound is None:
+            reach = (f'{self.peers} peer(s), too few to measure their '
+                     f'spread (at least {_MIN_SPREAD_PEERS})')
+        else:
+            reach = (f'bound {self._at(self.bound)}, names a node at '
+                     f'{self._at(self.finds)} in 99 % of screens')
+        if self.by_references:
+            return f'{head}: {reach}; judged by the references instead'
+        if self.screened:
+            return f'{head}: {reach}'
+        return (f'{head}: {reach}: not screened for slowness (a node at '
+                f'{self._at(self.target)} must be named; no reference '
+                f'for it)')
+
+    def _at(self, factor):
+        """A factor 'x times worse' as a fraction of the peers' median."""
+        at = 1 / factor if self.higher else factor
+        return f'{at:.2f}x the peers\' median'
+
+
+def reach(cases, samples_of, factor=PEER_FACTOR, referenced=None):
+    """[Reach] of each figure the distributed ``cases`` compare with their
+    peers; ``referenced(sample)``: whether a reference judges it (then
+    the partition is screened by the references where peers are too
+    few)."""
+    floor = None if factor is None else 1 - 1 / factor
+    out = []
+    for key, entries in sorted(_peer_groups(cases, samples_of).items(),
+                               key=lambda kv: kv[0][3:5]):
+        unit = key[-1]
+        rule = peers.rule_for(unit)
+        kind = next(k for k, r in peers.PEER_RULES.items() if r == rule)
+        values = {(node, id(case)): s.value for node, case, s in entries}
+        judged = peers.judge(values, unit, floor)
+        good = [v for v in values.values() if v > 0 and math.isfinite(v)]
+        count = max(len(good) - 1, 0)
+        bound = finds = None
+        if judged and peers.k_of_peers(count) is not None:
+            bound = max(j.factor for j in judged.values())
+            logs = [math.log(v) for v in good]
+            mid = statistics.median(logs)
+            sigma = 1.4826 * statistics.median(abs(x - mid) for x in logs)
+            finds = math.exp(math.log(bound) + _NAMED_IN_99 * sigma)
+        target = SCREEN_TARGET[kind]
+        by_refs = referenced is not None and all(
+            referenced(s) for _, _, s in entries)
+        screened = finds is not None and finds <= target
+        out.append(Reach(key[3], key[4], unit, len(entries), count, bound,
+                         finds, target, by_refs and not screened,
+                         screened or by_refs, rule.better == 'higher'))
     return out
 
 
@@ -417,9 +516,10 @@ def _short(value):
 
 
 def next_steps(verdict):
-    """What the admin does next: {'drain': [scontrol line, ...],
-    'rescreen': [command, ...], 'notes': [...]} for the failed nodes of a
-    verdict (hpcval.verdict.Verdict)."""
+    """What the admin does next: {'drain': [scontrol line, ...], 'resume':
+    [scontrol line], 'rescreen': [command, ...], 'notes': [...]} for the
+    failed nodes of a verdict (hpcval.verdict.Verdict): drain them, fix
+    them, resume them, then the same screen on them alone."""
     alone, pairs = {}, {}
     for f in verdict.failures():
         nodes = f.node.split('+') if f.node else []
@@ -438,15 +538,79 @@ def next_steps(verdict):
         if not any(n in alone for n in nodes.split('+')):
             notes.append(f'nodes {nodes} failed together in one job: '
                          f'screen each alone before draining either')
-    return {'drain': drain, 'rescreen': _rescreen(verdict, alone),
+    rescreen = _rescreen(verdict, alone)
+    drained = sorted((n for n in alone if plain_node(n)), key=_natural)
+    # a drained node takes no job: the re-screen would wait for it
+    resume = [f'scontrol update nodename={",".join(drained)} '
+              f'state=resume'] if rescreen and drained else []
+    return {'drain': drain, 'resume': resume, 'rescreen': rescreen,
             'notes': notes}
+
+
+# what a re-screen repeats of the screen's command line: the option and
+# the full match its value must be (a value from a report reaches a
+# command line the admin runs)
+_SETTING = re.compile(r'[A-Za-z0-9_.%]+=[A-Za-z0-9_.,:+/@%=-]*')
+_CARRIED = {'--mode': re.compile(r'[A-Za-z0-9_-]+'),
+            '-S': _SETTING, '--setvar': _SETTING, '-J': _SETTING,
+            '--job-option': _SETTING,
+            '--distribute': re.compile(r'[A-Za-z0-9_,-]*'),
+            '--exec-policy': re.compile(r'async|serial')}
+# -J options a re-screen sets itself
+_OWN_JOB_OPTIONS = ('nodelist', 'exclude', 'w', 'x')
+
+
+def rescreen_settings(cmdline):
+    """The options of a screen's ReFrame ``cmdline`` that a re-screen of
+    some of its nodes repeats: its mode, -S settings (repeats, the
+    figure's size), -J job options, --distribute and --exec-policy, each
+    as recorded and only where its value is plain; [] when the line
+    cannot be read."""
+    try:
+        argv = shlex.split(cmdline or '')
+    except ValueError:
+        return []
+    out, i = [], 0
+    while i < len(argv):
+        word = argv[i]
+        name, eq, value = word.partition('=')
+        if name in _CARRIED and eq:
+            pass
+        elif word in _CARRIED and word != '--distribute' and \
+                i + 1 < len(argv):
+            name, value = word, argv[i + 1]
+            i += 1
+        elif word == '--distribute':
+            name, value = word, ''
+        elif word[:2] in ('-S', '-J') and len(word) > 2:
+            name, value = word[:2], word[2:]
+        else:
+            i += 1
+            continue
+        i += 1
+        if not _CARRIED[name].fullmatch(value):
+            continue
+        if name in ('-J', '--job-option') and \
+                value.split('=')[0].lstrip('-') in _OWN_JOB_OPTIONS:
+            continue
+        short = {'--setvar': '-S', '--job-option': '-J'}.get(name, name)
+        if short == '--distribute':
+            out.append(f'--distribute={value}' if value else
+                       '--distribute')
+        else:
+            out += [short, value]
+    return out
 
 
 def _rescreen(verdict, failed):
     """reframe lines that run the failed screen tests again on the
-    ``failed`` nodes only, and the verdict that reads them with the first
-    screen.  The other nodes are excluded (``-J exclude``): a list given
-    as ``-J nodelist`` would join every pinned job to all of its nodes."""
+    ``failed`` nodes only, with the screen's own settings
+    (rescreen_settings of the command line that ran it), and the verdict
+    that reads them with the first screen, with the options that judged.
+    The other nodes are excluded (``-J exclude``): a list given as ``-J
+    nodelist`` would join every pinned job to all of its nodes."""
+    options = getattr(verdict, 'options', None) or {}
+    commands = options.get('commands') or {}
     lines = []
     for g in verdict.groups:
         mine = {n: f for n, f in failed.items()
@@ -455,24 +619,43 @@ def _rescreen(verdict, failed):
         if not nodes or g.coverage is None:
             continue
         first = mine[nodes[0]]
+        settings = rescreen_settings(commands.get(first.session, ''))
+        mode = '--mode' in settings
+        if not any(w.startswith('--distribute') for w in settings) and \
+                not mode:
+            settings.append('--distribute=all')
         head = (f'reframe -r --system '
                 f'{shlex.quote(first.system + ":" + first.partition)} '
-                f'--distribute=all')
-        names = ' '.join(f'-n {shlex.quote(t)}' for t in sorted(
-            {screen_test(f).replace(' %', '%') for f in mine.values()}))
+                + ' '.join(shlex.quote(w) for w in settings))
+        # a fixed mode runs its whole suite: no test is named
+        names = '' if mode else ' ' + ' '.join(
+            f'-n {shlex.quote(t)}' for t in sorted(
+                {screen_test(f).replace(' %', '%') for f in mine.values()}))
         others = [n for n in g.coverage.partition_nodes if n not in mine]
         if others:
-            lines.append(f'{head} -J exclude={shlex.quote(abbrev(others))} '
+            lines.append(f'{head} -J exclude={shlex.quote(abbrev(others))}'
                          f'{names} --report-file rescreen.json')
         elif g.coverage.known:      # every node of the partition failed
-            lines.append(f'{head} {names} --report-file rescreen.json')
+            lines.append(f'{head}{names} --report-file rescreen.json')
         else:       # the partition's nodes unknown: one run per node
-            lines += [f'{head} -J nodelist={n} {names} --report-file '
+            lines += [f'{head} -J nodelist={n}{names} --report-file '
                       f'rescreen-{n}.json' for n in nodes]
     if lines:
-        lines.append('hpcval verdict SCREEN.json rescreen*.json  '
-                     '# SCREEN.json: the first screen\'s report; each node '
-                     'is judged by its latest run')
+        lines.append(f'hpcval verdict {_verdict_options(options)}'
+                     f'SCREEN.json rescreen*.json  # SCREEN.json: the '
+                     f'first screen\'s report; each node is judged by its '
+                     f'latest run')
     return lines
 
 
+def _verdict_options(options):
+    """The verdict's own options, as its command line gives them."""
+    words = []
+    if options.get('peer_factor') is not None:
+        words += ['--peer-factor', f'{options["peer_factor"]:g}']
+    accepted = [n for n in options.get('accept_out') or () if plain_node(n)]
+    if accepted:
+        words += ['--accept-out', abbrev(accepted)]
+    if options.get('accept_unscreened'):
+        words.append('--accept-unscreened')
+    return ''.join(f'{shlex.quote(w)} ' for w in words)

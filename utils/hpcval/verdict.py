@@ -113,6 +113,8 @@ class Group:
     peer_judged: int = 0
     # (test, metric, unit, node, value, peer median, 'pass'|'FAIL'|'')
     per_node: list = field(default_factory=list)
+    # per figure of a node screen, what it can find (hpcval.screen.Reach)
+    reach: list = field(default_factory=list)
     # what changed, information (hpcval.health): 'node n3 GPU 1: VBIOS ..'
     changes: list = field(default_factory=list)
     # information of the nodes' health, never a failure (hpcval.health)
@@ -136,6 +138,9 @@ class Verdict:
     incomplete: list          # why the status is 2 (or 1 under strict)
     problems: list            # inputs left out, named
     distributed: bool = False
+    # the options that judged (peer_factor, accept_out,
+    # accept_unscreened): a re-screen's verdict line repeats them
+    options: dict = field(default_factory=dict)
 
     @property
     def word(self):
@@ -269,7 +274,8 @@ class _Groups(dict):
 
 
 def judge(loaded, select=None, strict=False, allow_unjudged=False,
-          peer_factor=screen.PEER_FACTOR, accept_out=()):
+          peer_factor=screen.PEER_FACTOR, accept_out=(),
+          accept_unscreened=False):
     """The Verdict of ``loaded`` (hpcval.publish.results.Loaded), each
     figure in the band it was loaded with (``results.load(...,
     bounds=...)``: the references', the report's bound a cross-check;
@@ -278,6 +284,9 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     (default: all); ``strict`` makes a
     skip or an unjudged figure a failure; ``allow_unjudged`` accepts
     figures without a reference (logged, counted, not incomplete).
+    ``accept_unscreened``: a node screen's figure that cannot name a node
+    of the kind's target slowdown (too few peers, too wide a spread; no
+    reference) is not a reason for exit 2.
     Anything the inputs held that could not be read or trusted keeps the
     verdict from passing: a damaged case that claims to have failed, or
     two differing copies of one case, is a failure; any other input left
@@ -315,7 +324,7 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     _screens(groups, screened, samples, peer_factor, accept_out)
 
     ordered = [groups[k] for k in sorted(groups)]
-    incomplete = _incomplete(ordered, allow_unjudged)
+    incomplete = _incomplete(ordered, allow_unjudged, accept_unscreened)
     commands = getattr(loaded, 'commands', None) or {}
     if any('--mode' in c for c in commands.values()):
         # an acceptance or screen narrowed is not that suite
@@ -324,7 +333,10 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     problems = [str(p) for p in loaded.problems]
     distributed = any('%.nid=' in c.test for c in loaded.cases)
     return Verdict(_status(ordered, incomplete, problems, strict), ordered,
-                   incomplete, problems, distributed)
+                   incomplete, problems, distributed,
+                   {'peer_factor': peer_factor, 'accept_out': accept_out,
+                    'accept_unscreened': accept_unscreened,
+                    'commands': commands})
 
 
 def _by_case(loaded):
@@ -530,9 +542,11 @@ def _screens(groups, screened, samples, peer_factor, accept_out):
             g.per_node = screen.per_node(mine,
                                          lambda c: samples.get(id(c), []),
                                          peer_factor)
+            g.reach = screen.reach(mine, lambda c: samples.get(id(c), []),
+                                   peer_factor, is_judged)
 
 
-def _incomplete(groups, allow_unjudged):
+def _incomplete(groups, allow_unjudged, accept_unscreened=False):
     why = []
     if not groups:
         why.append('no test case in the input: nothing was validated')
@@ -548,6 +562,9 @@ def _incomplete(groups, allow_unjudged):
         if g.coverage is not None and (g.coverage.untested or
                                        not g.coverage.known):
             why.append(f'{g.name}: node screen: {g.coverage.line()}')
+        if not accept_unscreened:
+            why += [f'{g.name}: {r.line()}' for r in g.reach
+                    if not r.screened]
     return why
 
 
@@ -627,6 +644,8 @@ def render_text(verdict, most=20, per_node=False):
                          f'peers\' median')
             lines += _capped([f'  EXCLUDED {t}: {w}'
                               for t, w in g.coverage.excluded], most)
+            lines += _capped([f'  screen reach: {r.line()}'
+                              for r in g.reach], most)
         if g.provenance:
             lines.append(f'  provenance: {_provenance_line(g)}')
         lines += _capped(_gpu_lines(g.gpus), most)
@@ -658,7 +677,8 @@ def render_text(verdict, most=20, per_node=False):
     if steps['drain'] or steps['notes']:
         lines += ['', 'next steps (drain the failed nodes, fix them, then '
                       're-screen only them):']
-        lines += [f'  {line}' for line in steps['drain'] + steps['rescreen']]
+        lines += [f'  {line}' for line in steps['drain'] +
+                  steps['resume'] + steps['rescreen']]
         lines += [f'  # {note}' for note in steps['notes']]
     if verdict.incomplete:
         lines += ['', 'not validated:'] + [f'  {w}'

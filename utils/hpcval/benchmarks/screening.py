@@ -64,10 +64,10 @@ ABANDONED = '.hpcval-submission-abandoned'
 # sbatch's refusals of what it was asked (options, partition, account,
 # QOS, time): usage errors of the run, never a node's failure
 _REFUSED = re.compile(
-    r'^sbatch: error: (?!.*(Socket timed out|Unable to contact|Zero Bytes'
-    r'|Transport endpoint))(.*([Ii]nvalid|[Uu]nrecognized|not '
-    r'recognized|Requested|violates|denied|not available|not permitted'
-    r'|[Uu]nknown|[Uu]nable to allocate).*)$', re.MULTILINE)
+    r'^sbatch: (?:error: )?(?!.*(Socket timed out|Unable to contact|Zero '
+    r'Bytes|Transport endpoint))(.*([Ii]nvalid|[Uu]nrecognized|not '
+    r'recognized|not a valid|Requested|violates|denied|not available|not '
+    r'permitted|[Uu]nknown|[Uu]nable to allocate).*)$', re.MULTILINE)
 # a controller that did not answer in time
 _STALLED = re.compile(r'Socket timed out|Unable to contact slurm '
                       r'controller|Zero Bytes were transmitted|timed out '
@@ -212,13 +212,14 @@ def submission_failure(err_text, outcome, jobs, wait_s=RECONCILE_S):
              'unknown': f'the queue could not be read within {wait_s} s; '
                         f'a job the controller creates of it later leaves '
                         f'at once'}[outcome]
-    first = ' | '.join(line.strip() for line in err_text.splitlines()
-                       if 'error' in line.lower())[:300] or \
+    errors = [line.strip() for line in err_text.splitlines()
+              if line.strip().startswith('sbatch: error')]
+    first = ' | '.join(dict.fromkeys(errors))[:300] or \
         ' '.join(err_text.split())[:300]
     if _STALLED.search(err_text):
         return (f'controller stalled: sbatch got no answer ({first}); '
                 f'{found}; no node is charged')
-    return f'submission failed: {first}; {found}'
+    return f'sbatch failed: {first}; {found}'
 
 
 def failed_nodes(nodes):
