@@ -241,6 +241,38 @@ def test_status_restart_node_and_start_after_a_crash(tmp_path):
     assert cluster.running() == {}
 
 
+def test_lifecycle_commands_after_a_controller_restart(waits):
+    """restart-controller starts slurmctld again on its state; a
+    controller an administrator started again by hand is adopted: status
+    passes, restart-node (NODE after --dir, as the usage writes it) works
+    and stop will end the new controller."""
+    def cli(*args):
+        return subprocess.run([str(VENV_BIN / 'python'), '-m',
+                               'hpcval.testing.minicluster', *args],
+                              capture_output=True, text=True, timeout=180)
+    where = ('--dir', str(waits.root))
+    old = waits.running()['slurmctld']
+    restarted = cli('restart-controller', *where)
+    assert restarted.returncode == 0, restarted.stderr
+    assert waits.running()['slurmctld'] != old
+    os.kill(waits.running()['slurmctld'], signal.SIGTERM)
+    wait_until('slurmctld to end', lambda: 'slurmctld' in waits.dead(), 30)
+    by_hand = subprocess.Popen(['slurmctld', '-D', '-f', str(waits.conf)],
+                               env=dict(os.environ, **waits.env()),
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    wait_until('the controller to answer', lambda: waits.run(
+        'scontrol', 'ping', check=False).returncode == 0, 60)
+    status = cli('status', *where)
+    assert status.returncode == 0, status.stdout
+    assert f'slurmctld: pid {by_hand.pid}' in status.stdout
+    node = cli('restart-node', *where, 'n2')
+    assert node.returncode == 0, node.stderr
+    # stop (the fixture's teardown) ends what running() names
+    assert waits.running()['slurmctld'] == by_hand.pid
+
+
 # -- blame only what is broken; what the admin does next ---------------------
 
 def wait_until(what, predicate, timeout=120, every=0.5):

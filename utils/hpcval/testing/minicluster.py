@@ -4,6 +4,7 @@
                                            # prints: export SLURM_CONF=...
     python -m hpcval.testing.minicluster status --dir DIR
     python -m hpcval.testing.minicluster restart-node --dir DIR NODE
+    python -m hpcval.testing.minicluster restart-controller --dir DIR
     python -m hpcval.testing.minicluster stop   --dir DIR
 
 Debian's ``slurm-wlm`` and ``munge``, run as root: one ``munged`` with its
@@ -739,14 +740,44 @@ class MiniCluster:
         return f'SLURM_CONF={self.conf}\0'.encode() in environ
 
     def running(self):
-        """{daemon: pid} of the recorded daemons still running."""
-        return {name: pid for name, pid in self._recorded().items()
+        """{daemon: pid} of the recorded daemons still running (one
+        started again by hand in its place is adopted: ``_adopt``)."""
+        return {name: pid for name, pid in self._adopt().items()
                 if self._is_ours(pid)}
 
     def dead(self):
         """Recorded daemons that are no longer running."""
-        return sorted(name for name, pid in self._recorded().items()
+        return sorted(name for name, pid in self._adopt().items()
                       if not _alive(pid))
+
+    def _adopt(self):
+        """The recorded PIDs, where a slurmctld or slurmd that died was
+        started again outside this class (by hand, with this cluster's
+        configuration file and, for a slurmd, its node name) replaced by
+        the new one's and recorded."""
+        pids = self._recorded()
+        gone = [name for name, pid in pids.items()
+                if name == 'slurmctld' or name.startswith('slurmd-')
+                if not _alive(pid)]
+        if not gone:
+            return pids
+        found = {}
+        for pid in processes_naming(self.conf):
+            argv = (_proc_field(pid, 'cmdline') or b'').split(b'\0')
+            words = [w.decode(errors='replace') for w in argv if w]
+            if not words or str(self.conf) not in words:
+                continue
+            program = os.path.basename(words[0])
+            if program == 'slurmctld':
+                found.setdefault('slurmctld', pid)
+            elif program == 'slurmd' and '-N' in words[:-1]:
+                found.setdefault(f'slurmd-{words[words.index("-N") + 1]}',
+                                 pid)
+        adopted = {name: found[name] for name in gone if name in found}
+        if adopted:
+            pids.update(adopted)
+            _write_new(self._pid_file, json.dumps(pids, indent=1), 0o600)
+        return pids
 
     def _spawn(self, name, cmd):
         env = dict(os.environ, **self.env())
@@ -894,6 +925,22 @@ class MiniCluster:
         if self.node_states()[node].startswith('down'):
             self.run('scontrol', 'update', f'nodename={node}', 'state=resume')
 
+    def restart_controller(self, timeout=60):
+        """End slurmctld (if it runs) and start it again on its saved
+        state, as an administrator restarts a controller; returns once it
+        answers and no node is down for it."""
+        self._secure_root()
+        pid = self.running().get('slurmctld')
+        if pid is not None:
+            _terminate([pid], 10)
+        self._spawn('slurmctld', ['slurmctld', '-D', '-f', str(self.conf)])
+        self._wait_for(self._controller_answers, timeout,
+                       'slurmctld answering')
+        self._wait_for(lambda: not any(
+            s.startswith(('down', 'unk')) or s.endswith('*')
+            for s in self.node_states().values()), timeout,
+            'every node registered with the new controller')
+
     def _dbd_answers(self):
         return self.run('sacctmgr', '-n', 'show', 'cluster',
                         check=False).returncode == 0
@@ -986,7 +1033,8 @@ def main(argv=None):
         prog='python -m hpcval.testing.minicluster',
         description='A Slurm cluster of N nodes (n1 ... nN) on this host.')
     parser.add_argument('action', choices=('start', 'stop', 'status',
-                                           'restart-node'))
+                                           'restart-node',
+                                           'restart-controller'))
     parser.add_argument('node', nargs='?',
                         help='restart-node: the node (n1, n2, ...)')
     parser.add_argument('--dir', default=None,
@@ -996,7 +1044,8 @@ def main(argv=None):
     parser.add_argument('--nodes', type=int, default=None,
                         help=f'start: how many nodes (default '
                              f'{DEFAULT_NODE_COUNT})')
-    args = parser.parse_args(argv)
+    # NODE may follow --dir, as the usage above writes it
+    args = parser.parse_intermixed_args(argv)
     if (args.action == 'restart-node') != (args.node is not None):
         parser.error('a NODE goes with restart-node, and only with it')
     if args.dir is None and args.action != 'start':
@@ -1017,6 +1066,9 @@ def main(argv=None):
         elif args.action == 'restart-node':
             cluster.restart_node(args.node)
             print(f'{args.node}: slurmd restarted', file=sys.stderr)
+        elif args.action == 'restart-controller':
+            cluster.restart_controller()
+            print('slurmctld restarted', file=sys.stderr)
         else:
             text, healthy = cluster.status()
             print(text)
