@@ -18,6 +18,11 @@ second partition, ``gpu-launch``, declares N NVIDIA GPUs per node that do
 not exist, so that the multi-node GPU checks write and submit their real
 job scripts (ranks per node, srun line) on a machine without GPUs; what
 they launch there cannot be the benchmark, and they fail sanity.
+
+With ``HPCVAL_MINICLUSTER_MAX_JOBS=N`` ReFrame runs N jobs at once (default
+one: the nodes share this host's cores, so only then is a figure a node's
+own); more measures what a screen's orchestration costs where the jobs
+run concurrently, as on a real cluster.
 """
 
 from hpcval import features as ft
@@ -30,10 +35,15 @@ from systems import local
 # (?!) matches no string: this system is chosen by --system only
 _NEVER = '(?!)'
 LAUNCH_GPUS_VAR = 'HPCVAL_MINICLUSTER_LAUNCH_GPUS'
+MAX_JOBS_VAR = 'HPCVAL_MINICLUSTER_MAX_JOBS'
 
 
 def _launch_gpus():
     return int(environment(LAUNCH_GPUS_VAR, '0'))
+
+
+def _max_jobs():
+    return max(1, int(environment(MAX_JOBS_VAR, '1')))
 
 
 def _partition(name, descr, features, environs, devices=()):
@@ -73,8 +83,11 @@ def _partition(name, descr, features, environs, devices=()):
         'extras': {'container_options': {}},
         # a stuck job must not hold the suite: Slurm ends it
         'time_limit': '10m',
-        # the nodes share this host's cores: one benchmark at a time
-        'max_jobs': 1,
+        # the nodes share this host's cores: one benchmark at a time;
+        # HPCVAL_MINICLUSTER_MAX_JOBS=N runs N at once, as a real cluster
+        # runs a screen's jobs on distinct nodes (for orchestration cost
+        # with a trivial check: tests/bench_screen.py cost)
+        'max_jobs': _max_jobs(),
     }
 
 

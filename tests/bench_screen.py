@@ -6,6 +6,8 @@ minicluster; the peer rule's own figures; a 1,000-node verdict's time.
         [--repeats 3] [--mode-screen]
     .venv/bin/python tests/bench_screen.py rule [--draws 200000]
     .venv/bin/python tests/bench_screen.py verdict REPORT [--nodes 1000]
+    .venv/bin/python tests/bench_screen.py cost [--nodes 64 256]
+        [--max-jobs N]
 
 ``screen`` starts a minicluster of ``--nodes`` nodes (as root) and runs
 ``LikwidBenchCheck%kernel=peakflops --distribute=all`` with ``-S
@@ -21,6 +23,14 @@ detection count (n3 named alone) and the false alarms over all healthy
 node figures; and where each job's time went (Slurm's accounting).
 ``rule`` draws the k(n) table of hpcval.peers again and
 prints the smallest slowdown the rule names at a given healthy spread.
+``cost`` runs a screen of a check that does nothing
+(tests/cost_checks/trivial_screen.py) on miniclusters of each
+``--nodes`` size (one slurmd per node: Slurm's multiple-slurmd mode),
+``--max-jobs`` jobs at once (default: every node's, as a real cluster
+runs them), with each Slurm command counted and timed by a wrapper on
+PATH; it prints the wall time, the calls and their time per node, the
+verdict's time, and projects 1,000 and 10,000 nodes from the per-node
+slope between the sizes.
 ``verdict`` copies a real screen report's test cases to ``--nodes`` nodes
 (two of them slow) and times ``hpcval verdict`` on it.  Figures:
 docs/screening.md and docs/measurements.md.  Not a pytest test: timings
@@ -215,6 +225,99 @@ def verdict_time(args):
             print(f'  {line.strip()}')
 
 
+SLURM_TOOLS = ('sbatch', 'squeue', 'sacct', 'sinfo', 'scontrol', 'scancel',
+               'srun')
+
+
+def _wrappers(folder, log):
+    """A folder of wrappers that log each Slurm command's name and wall
+    microseconds to ``log`` before returning its status."""
+    import shutil
+    folder.mkdir()
+    for tool in SLURM_TOOLS:
+        real = shutil.which(tool)
+        path = folder / tool
+        path.write_text(f'#!/bin/bash\ns=$(date +%s%N)\n{real} "$@"\n'
+                        f'rc=$?\necho "{tool} $(( ($(date +%s%N) - s) / '
+                        f'1000 ))" >> {log}\nexit $rc\n')
+        path.chmod(0o755)
+
+
+def one_cost(nodes, max_jobs, tmp):
+    import resource
+    from hpcval.testing.minicluster import MiniCluster
+    root = pathlib.Path(tmp, f'mc{nodes}')
+    cluster = MiniCluster(root, nodes=nodes)
+    started = time.monotonic()
+    cluster.start()
+    print(f'{nodes} nodes: minicluster started in '
+          f'{time.monotonic() - started:.0f} s', flush=True)
+    try:
+        folder = pathlib.Path(tmp, f'run{nodes}')
+        folder.mkdir()
+        log = folder / 'calls.log'
+        _wrappers(folder / 'bin', log)
+        env = dict(cluster.env(), HPCVAL_MINICLUSTER_MAX_JOBS=str(
+            max_jobs or nodes), PATH=f'{folder / "bin"}:{VENV_BIN}:'
+            f'{os.environ["PATH"]}')
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.monotonic()
+        proc, report = reframe('-r', '--system', 'minicluster',
+                               '--distribute=all', '-n',
+                               'TrivialScreenCheck', tmp_path=folder,
+                               checks=('tests/cost_checks/'
+                                       'trivial_screen.py',), env=env)
+        wall = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime +
+               after.ru_stime - before.ru_stime)
+        if report is None:
+            sys.exit(proc.stdout[-3000:] + proc.stderr[-3000:])
+        passed = sum(tc['result'] in ('pass', 'success')
+                     for tc in cases(report))
+        calls = {}
+        for line in log.read_text().splitlines():
+            tool, micro = line.split()
+            n, total = calls.get(tool, (0, 0.0))
+            calls[tool] = (n + 1, total + int(micro) / 1e6)
+        start = time.monotonic()
+        ver = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict',
+                              '--accept-unscreened',
+                              str(folder / 'report.json')],
+                             capture_output=True, text=True, cwd=ROOT)
+        vwall = time.monotonic() - start
+    finally:
+        cluster.stop()
+    print(f'{nodes} nodes, {max_jobs or nodes} jobs at once: {passed} of '
+          f'{nodes} passed; reframe {wall:.1f} s wall '
+          f'({wall / nodes:.3f} s per node), {cpu:.1f} s CPU of reframe '
+          f'and its commands; hpcval verdict {vwall:.2f} s (exit '
+          f'{ver.returncode})', flush=True)
+    for tool, (n, total) in sorted(calls.items()):
+        print(f'  {tool}: {n} calls ({n / nodes:.2f} per node), '
+              f'{total:.1f} s wall in all ({total / n * 1000:.0f} ms '
+              f'each)', flush=True)
+    return wall, calls, vwall
+
+
+def costs(args):
+    sizes = sorted(args.nodes)
+    found = {}
+    with tempfile.TemporaryDirectory(prefix='cost-') as tmp:
+        for n in sizes:
+            found[n] = one_cost(n, args.max_jobs, tmp)
+    if len(sizes) < 2:
+        return
+    (n0, (w0, _, v0)), (n1, (w1, _, v1)) = \
+        (sizes[0], found[sizes[0]]), (sizes[-1], found[sizes[-1]])
+    slope = (w1 - w0) / (n1 - n0)
+    vslope = (v1 - v0) / (n1 - n0)
+    for n in (1000, 10000):
+        print(f'projected {n} nodes: reframe {w0 + slope * (n - n0):.0f} s'
+              f' ({slope * 1000:.1f} ms per node beyond {n0}), verdict '
+              f'{v0 + vslope * (n - n0):.1f} s')
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest='what', required=True)
@@ -237,9 +340,12 @@ def main():
     v = sub.add_parser('verdict')
     v.add_argument('report')
     v.add_argument('--nodes', type=int, default=1000)
+    c = sub.add_parser('cost')
+    c.add_argument('--nodes', type=int, nargs='+', default=[64, 256])
+    c.add_argument('--max-jobs', type=int, default=None)
     args = parser.parse_args()
-    {'screen': screens, 'rule': rule_figures, 'verdict': verdict_time}[
-        args.what](args)
+    {'screen': screens, 'rule': rule_figures, 'verdict': verdict_time,
+     'cost': costs}[args.what](args)
 
 
 if __name__ == '__main__':

@@ -334,11 +334,19 @@ def test_a_hung_node_is_cut_off_drained_and_rescreened(waits, tmp_path):
                                    '%T|%E').stdout.strip().split('|', 1)
         assert state.startswith('drain') and reason.startswith(
             'hpcval: LikwidBenchCheck'), (state, reason)
+        waits.clear_faults()
+        # the printed lines, in order: resume, re-screen, verdict
+        [resume] = result['next_steps']['resume']
+        assert resume == 'scontrol update nodename=n2 state=resume'
+        ran = subprocess.run(['bash', '-c', resume], capture_output=True,
+                             text=True, timeout=30,
+                             env=dict(os.environ, **waits.env()))
+        assert ran.returncode == 0, ran.stderr
     finally:
-        waits.run('scontrol', 'update', 'nodename=n2', 'state=resume')
+        waits.run('scontrol', 'update', 'nodename=n2', 'state=resume',
+                  check=False)
 
-    waits.clear_faults()
-    rescreen = result['next_steps']['rescreen'][0]
+    rescreen, combined = result['next_steps']['rescreen']
     words = shlex.split(rescreen)
     assert words[:2] == ['reframe', '-r'] and '-J' in words
     args = words[1:words.index('--report-file')]
@@ -353,12 +361,54 @@ def test_a_hung_node_is_cut_off_drained_and_rescreened(waits, tmp_path):
         [tc] = cases(report)
         if tc['result'] == 'success':
             break
+    # the printed verdict line, as written, beside the two reports
+    assert combined.startswith('hpcval verdict --peer-factor 4 '
+                               '--accept-unscreened SCREEN.json '
+                               'rescreen*.json')
+    shutil.copy(first / 'report.json', tmp_path / 'SCREEN.json')
+    shutil.copy(again / 'report.json', tmp_path / 'rescreen.json')
     both = subprocess.run(
-        [str(VENV_BIN / 'hpcval'), 'verdict', *LOOSE,
-         str(first / 'report.json'),
-         str(again / 'report.json')], capture_output=True, text=True,
-        cwd=ROOT, timeout=120)
-    assert both.returncode == 0, both.stdout
+        ['bash', '-c', combined], capture_output=True, text=True,
+        cwd=tmp_path, timeout=120,
+        env=dict(os.environ, PATH=f'{VENV_BIN}:{os.environ["PATH"]}',
+                 HPCVAL_ROOT=str(ROOT)))
+    assert both.returncode == 0, both.stdout + both.stderr
+
+
+def test_a_usage_error_of_sbatch_fails_no_node(waits, tmp_path):
+    """-J time=abc: sbatch refuses every node's job; the verdict fails
+    no node, names the usage error and exits 2."""
+    screen(waits, tmp_path, '-J', 'time=abc')
+    status, result, proc = verdict(tmp_path / 'report.json', *LOOSE)
+    assert status == 2 and result['failures_by_node'] == {}, proc.stdout
+    [part] = result['partitions']
+    assert part['coverage']['untested'] == {n: (
+        'not tested: usage error (sbatch refused the job: Invalid --time '
+        'specification)') for n in ('n1', 'n2')}, proc.stdout
+    assert result['next_steps']['drain'] == []
+
+
+def test_a_slurmd_killed_mid_job_names_its_node_with_node_fail(waits,
+                                                              tmp_path):
+    """n1's slurmd dies while its job runs: Slurm marks n1 down and
+    ends the job NODE_FAIL; the verdict names n1 with Slurm's reason,
+    whatever the job's output held."""
+    hanging_likwid(waits, 'n1')
+    try:
+        with concurrent.futures.ThreadPoolExecutor() as pool:
+            run = pool.submit(screen, waits, tmp_path, '-J', 'nodelist=n1')
+            wait_until('the job on n1 to run',
+                       lambda: running_job_on(waits, 'n1'))
+            os.kill(waits.running()['slurmd-n1'], signal.SIGKILL)
+            run.result(timeout=300)
+    finally:
+        waits.clear_faults()
+        waits.restart_node('n1')
+    status, result, proc = verdict(tmp_path / 'report.json', *LOOSE)
+    assert status == 1, proc.stdout
+    [line] = result['failures_by_node']['n1']
+    assert 'NODE_FAIL: a node failed under the job (Slurm: n1 down' in \
+        line, line
 
 
 def test_an_operators_scancel_is_not_the_nodes_failure(waits, tmp_path):
@@ -446,7 +496,9 @@ def test_a_controller_outage_between_jobs_fails_no_node(waits, tmp_path):
     assert status is not None, 'no attempt left a report'
     assert result['failures_by_node'] == {}, proc.stdout
     assert status == 2, proc.stdout
-    assert 'not tested: controller unreachable' in proc.stdout or \
+    # a submission that met the stall is reconciled with the queue
+    # (hpcval.benchmarks.screening): named as such, charging no node
+    assert 'not tested: controller stalled' in proc.stdout or \
         'controller unreachable' in json.dumps(result), proc.stdout
 
 

@@ -250,6 +250,7 @@ ENVIRONMENT = {
     'HPCVAL_ACCOUNT': re.compile(r'[A-Za-z0-9_.][A-Za-z0-9_.-]*'),
     'HPCVAL_NCCL_NET_PLUGIN_DIR': re.compile(rf'/[{_PATH_CHARS}]*'),
     'HPCVAL_MINICLUSTER_LAUNCH_GPUS': _COUNT,
+    'HPCVAL_MINICLUSTER_MAX_JOBS': _COUNT,
     # read as a folder only, never on a command line: any one-line path
     'HPCVAL_ROOT': re.compile(r'/[^\n\r\x00]*'),
     # a site folder (hpcval.paths), relative to where hpcval started or not
@@ -267,6 +268,7 @@ _ENVIRONMENT_WHAT = {
     'HPCVAL_NCCL_NET_PLUGIN_DIR': 'must be an absolute path of safe '
                                   'characters',
     'HPCVAL_MINICLUSTER_LAUNCH_GPUS': 'expected a number of GPUs per node',
+    'HPCVAL_MINICLUSTER_MAX_JOBS': 'expected a number of jobs at once',
     'HPCVAL_ROOT': 'must be an absolute path on one line',
     'HPCVAL_SITE': 'only letters, digits and _ . , : = + @ % / - are '
                    'allowed in the path, not first a -',
