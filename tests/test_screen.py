@@ -524,3 +524,28 @@ def test_the_rescreen_repeats_no_setting_that_is_not_plain():
         "--mode 'a;b' --exec-policy serial -Sc.d=2 -J nodelist=n1") == [
         '-S', 'a.b=1', '--exec-policy', 'serial', '-S', 'c.d=2']
     assert screen.rescreen_settings("reframe -S 'unbalanced") == []
+
+
+def test_the_rule_on_a_real_clusters_memory_bandwidth_per_node():
+    """Four real nodes' STREAM Triad (Intel Cluster Checker's output,
+    tests/fixtures/documents/intel-clck-stream-per-host.txt): healthy, none is named; one
+    lowered by 20 % (a mutation of the real figures) is named by the
+    floor; with 3 peers the spread is not measured, so the partition says
+    it was not screened for slowness."""
+    import re
+    text = (pathlib.Path(__file__).parent / 'fixtures' / 'documents' /
+            'intel-clck-stream-per-host.txt').read_text()
+    found = dict(re.findall(r"host (\S+) returned: '(\S+) MB/s'", text))
+    values = {host: float(v) for host, v in found.items()}
+    assert len(values) == 4
+    assert all(r.passed for r in judge(values, unit='MB/s',
+                                       metric='triad').values())
+    values['compute-00-02'] *= 0.8
+    result = judge(values, unit='MB/s', metric='triad')
+    assert [n for n, r in result.items() if not r.passed] == \
+        ['compute-00-02']
+    cases = [case(n) for n in values]
+    figures = {id(c): [sample('triad', values[screen.node_of(c)], 'MB/s')]
+               for c in cases}
+    [r] = screen.reach(cases, lambda c: figures[id(c)])
+    assert r.bound is None and not r.screened
