@@ -59,7 +59,7 @@ _NOT_THE_NODE = (
 # what a reconciled submission adds to its category (the verdict's words)
 _DETAIL = re.compile(r'(sbatch refused the job: [^;|\n]*|the controller '
                      r'created job\(s\) [0-9, ]+ of it after all, '
-                     r'cancelled|no job of it reached the queue|the queue '
+                     r'cancelled|no job of it in the queue|the queue '
                      r'could not be read within [0-9]+ s)')
 _NID = re.compile(r'\s%\.nid=(\S+)')
 _SCREEN_PARAMS = re.compile(r'\s%\.(nid|part)=\S+')

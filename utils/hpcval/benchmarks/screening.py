@@ -207,8 +207,9 @@ def submission_failure(err_text, outcome, jobs, wait_s=RECONCILE_S):
     found = {'cancelled': f'the controller created job(s) '
                           f'{", ".join(jobs)} of it after all, cancelled '
                           f'before they ran',
-             'none': f'no job of it reached the queue within '
-                     f'{SETTLE_S} s of the controller answering',
+             'none': f'no job of it in the queue in the {SETTLE_S} s '
+                     f'after the controller answered (a job made of it '
+                     f'leaves at once: its submission was given up)',
              'unknown': f'the queue could not be read within {wait_s} s; '
                         f'a job the controller creates of it later leaves '
                         f'at once'}[outcome]
