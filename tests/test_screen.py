@@ -549,3 +549,23 @@ def test_the_rule_on_a_real_clusters_memory_bandwidth_per_node():
                for c in cases}
     [r] = screen.reach(cases, lambda c: figures[id(c)])
     assert r.bound is None and not r.screened
+
+
+def test_a_finished_jobs_node_list_is_asked_for_once():
+    from hpcval.benchmarks import screening
+
+    class Job:
+        state, asked = 'RUNNING', 0
+
+        @property
+        def nodelist(self):
+            self.asked += 1
+            return ['n1']
+
+    job = Job()
+    screening.cache_job_nodelist(job)
+    assert job.nodelist == ['n1'] and job.nodelist == ['n1']
+    assert job.asked == 2           # running: asked each time
+    job.state = 'COMPLETED'
+    assert [job.nodelist for _ in range(19)] == [['n1']] * 19
+    assert job.asked == 3 and isinstance(job, Job)

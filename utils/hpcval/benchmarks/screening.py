@@ -253,6 +253,39 @@ def time_limit_for(expected_s):
                math.ceil((3 * expected_s + 30) / _MINUTE) * _MINUTE)
 
 
+_CACHED_CLASSES = {}
+
+
+def cache_job_nodelist(job):
+    """Make ``job`` ask Slurm for its node list once: ReFrame's Slurm job
+    runs ``scontrol show hostname`` on every read of ``nodelist`` after
+    the job ended, and its logging reads it for every record (19 calls a
+    job in a screen: tests/bench_screen.py cost).  A finished job's node
+    list does not change."""
+    base = type(job)
+    found = getattr(base, 'nodelist', None)
+    if getattr(base, '_hpcval_cached', False) or \
+            not isinstance(found, property):
+        return
+    cls = _CACHED_CLASSES.get(base)
+    if cls is None:
+        from reframe.core.schedulers.slurm import slurm_state_completed
+
+        def nodelist(self):
+            cached = self.__dict__.get('_hpcval_nodelist')
+            if cached is not None:
+                return cached
+            nodes = found.fget(self)
+            if self.state and slurm_state_completed(self.state):
+                self.__dict__['_hpcval_nodelist'] = nodes
+            return nodes
+        cls = type(base.__name__, (base,), {
+            '_hpcval_cached': True, 'nodelist': property(nodelist),
+            '__module__': base.__module__})
+        _CACHED_CLASSES[base] = cls
+    job.__class__ = cls
+
+
 def _write_marker(path):
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -319,6 +352,7 @@ class ScreenRecord(rfm.RegressionTestPlugin):
             f'if [ -e {shlex.quote(marker)} ]; then echo "hpcval: this '
             f'submission was given up after sbatch failed; not run" >&2; '
             f'exit 3; fi'] + list(self.prerun_cmds)
+        cache_job_nodelist(self.job)
         job, submit = self.job, self.job.submit
 
         def submit_reconciled():
