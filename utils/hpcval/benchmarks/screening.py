@@ -271,18 +271,22 @@ def cache_job_nodelist(job):
     if cls is None:
         from reframe.core.schedulers.slurm import slurm_state_completed
 
-        def nodelist(self):
-            cached = self.__dict__.get('_hpcval_nodelist')
-            if cached is not None:
-                return cached
-            nodes = found.fget(self)
-            if self.state and slurm_state_completed(self.state):
-                self.__dict__['_hpcval_nodelist'] = nodes
-            return nodes
-        cls = type(base.__name__, (base,), {
-            '_hpcval_cached': True, 'nodelist': property(nodelist),
-            '__module__': base.__module__})
-        _CACHED_CLASSES[base] = cls
+        # a class statement: ReFrame's job metaclass prepares its namespace
+        class Cached(base):
+            _hpcval_cached = True
+
+            @property
+            def nodelist(self):
+                cached = self.__dict__.get('_hpcval_nodelist')
+                if cached is not None:
+                    return cached
+                nodes = found.fget(self)
+                if self.state and slurm_state_completed(self.state):
+                    self.__dict__['_hpcval_nodelist'] = nodes
+                return nodes
+        Cached.__name__ = Cached.__qualname__ = base.__name__
+        Cached.__module__ = base.__module__
+        cls = _CACHED_CLASSES[base] = Cached
     job.__class__ = cls
 
 
