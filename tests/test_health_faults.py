@@ -615,3 +615,28 @@ def test_an_uncorrected_non_fatal_aer_report_fails():
     assert judge.failures(rec, H200X4) == [
         ('PCI 0000:00:02.0', 'PCIe AER uncorrectable (non-fatal) error in '
                              f'the kernel log: {line}')]
+
+
+@pytest.mark.parametrize('body, lines', [
+    ('cat {x4}/tools/ident.txt >/dev/null; '
+     'printf "NVIDIA H200, 580.159.04\\n%.0s" 1 2 3 4',
+     ['gpu=NVIDIA H200 x4', 'driver=580.159.04']),
+    ('echo "No devices were found"; exit 6', []),
+    ('exec sleep 300', []),
+])
+def test_provenance_never_takes_an_error_as_the_gpu(tmp_path, body, lines):
+    """The run's provenance names the GPUs only from an answer of exit 0
+    within the time limit: never 'No devices were found x1'."""
+    from hpcval import provenance
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'nvidia-smi').write_text(f'#!/bin/sh\n{body.format(x4=X4)}\n')
+    (bindir / 'nvidia-smi').chmod(0o755)
+    cmd = provenance.command().replace('timeout -k 5 30', 'timeout -k 1 2')
+    t0 = time.monotonic()
+    subprocess.run(['bash', '-c', cmd], cwd=tmp_path, timeout=60,
+                   env={**os.environ, 'PATH': f'{bindir}:/usr/bin:/bin'})
+    assert time.monotonic() - t0 < 10
+    text = (tmp_path / provenance.FILE).read_text()
+    assert [l for l in text.splitlines()
+            if l.startswith(('gpu=', 'driver='))] == lines

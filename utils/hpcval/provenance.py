@@ -31,16 +31,20 @@ _PROBES = (
     'echo "cpu=$(sed -n "s/^model name[[:space:]]*: //p" /proc/cpuinfo '
     '| sort | uniq -c | sed "s/^ *\\([0-9]*\\) \\(.*\\)/\\2 x\\1/" '
     '| head -n 1)"',
-    'command -v nvidia-smi >/dev/null && echo "gpu=$(nvidia-smi '
-    '--query-gpu=name --format=csv,noheader | sort | uniq -c '
+    # a tool that fails prints its message where the names would be, and
+    # one that hangs (a GPU off the bus) must not hang the job: kept only
+    # when it answers, within 30 s, with exit 0
+    'command -v nvidia-smi >/dev/null && g=$(timeout -k 5 30 nvidia-smi '
+    '--query-gpu=name,driver_version --format=csv,noheader) && '
+    'echo "gpu=$(echo "$g" | sed "s/, [^,]*$//" | sort | uniq -c '
     '| sed "s/^ *\\([0-9]*\\) \\(.*\\)/\\2 x\\1/" | paste -sd, -)" '
-    '&& echo "driver=$(nvidia-smi --query-gpu=driver_version '
-    '--format=csv,noheader | sort -u | paste -sd, -)"',
+    '&& echo "driver=$(echo "$g" | sed "s/.*, //" | sort -u '
+    '| paste -sd, -)"',
     'command -v nvcc >/dev/null && echo "cuda=$(nvcc --version '
     '| sed -n "s/.*release \\([0-9.]*\\).*/\\1/p")"',
     '[ -r /opt/rocm/.info/version ] && echo "rocm=$(cat '
     '/opt/rocm/.info/version)"',
-    'command -v rocm-smi >/dev/null && echo "gpu=$(rocm-smi '
+    'command -v rocm-smi >/dev/null && echo "gpu=$(timeout -k 5 30 rocm-smi '
     '--showproductname 2>/dev/null | sed -n "s/.*Card [Ss]eries:[[:space:]]*'
     '//p" | sort | uniq -c | sed "s/^ *\\([0-9]*\\) \\(.*\\)/\\2 x\\1/" '
     '| paste -sd, -)"',
