@@ -258,6 +258,7 @@ class _Groups(dict):
         self.sessions = {}      # group name: {session uuid}
         self.node_sets = {}     # group name: {node}: 100,000 nodes stay fast
         self.provenance = {}    # group name: the provenance added last
+        self.health_lines = set()   # (group name, FAIL line) of health
 
     def of(self, case):
         key = (case.label or case.system, case.partition)
@@ -379,8 +380,10 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
     _provenance(g, case, groups.provenance)
     # the node's inventory and health first (hpcval.health)
     for node, comp, text in healths.failures(case, label):
-        g.failures.append(Failure(case.system, case.partition, node, comp,
-                                  '', '', reason=text, session=case.session))
+        f = Failure(case.system, case.partition, node, comp, '', '',
+                    reason=text, session=case.session)
+        g.failures.append(f)
+        groups.health_lines.add((g.name, f.line()))
     for node, comp, text in healths.changes(case, node_label(case)):
         g.changes.append(_changed(node, comp, text))
     for node, comp, text in healths.notes(case, label):
@@ -415,9 +418,21 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
         g.cases_passed += 1
         return
     g.cases_failed += 1
-    if not failed_figure:
+    if not failed_figure and not _health_named(groups, g, case, samples):
         # a sanity failure, a crash, an abort: no figure to name
         g.failures.append(_case_failure(case))
+
+
+def _health_named(groups, g, case, samples):
+    """Whether ``case`` failed only for what its node's health record
+    shows, already named (the node-health test's sanity error is the
+    verdict's own FAIL lines: hpcval.benchmarks.node_health)."""
+    prefix = 'sanity error: '
+    if samples or case.phase != 'sanity' or \
+            not (case.reason or '').startswith(prefix):
+        return False
+    parts = case.reason[len(prefix):].split('; ')
+    return all((g.name, p) in groups.health_lines for p in parts)
 
 
 def _changed(node, comp, text):

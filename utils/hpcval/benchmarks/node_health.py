@@ -1,0 +1,100 @@
+"""The node's health as a test of its own, so that ReFrame's own result
+says what ``hpcval verdict`` says.
+
+The job runs nothing but the health probe (hpcval.health.probe) before
+and after ``true``; sanity judges the probe's record with the verdict's
+own judge (hpcval.health.report) against the partition's expected
+inventory, and fails naming the node, the component and the fault in the
+verdict's words (``node n1: nvidia-smi failed (exit 9): ...``).  The
+kernel log it reads is its own job's window: the benchmarks' jobs read
+theirs, and the verdict judges those.
+
+It runs where a GPU is expected (a GPU feature of the partition) or a GPU
+tool is on PATH of a partition whose jobs run on this host (the local
+scheduler), once per partition and node (``--distribute`` makes one per
+node), in every suite.
+"""
+import shutil
+import types
+
+import reframe as rfm
+import reframe.core.runtime as rt
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import run_after, run_before
+
+from hpcval import features as ft, suites
+from hpcval.benchmarks.base import ParsedBenchmark
+from hpcval.health import probe, report
+from hpcval.parsers import ParseError
+
+#: The partition features that mean GPUs are expected on its nodes.
+GPU_FEATURES = (ft.GPU, ft.NVGPU, ft.AMDGPU, ft.GAUDI)
+
+
+def _judged_here(part):
+    """Whether ``part`` (a ReFrame SystemPartition) gets a health test."""
+    if part.extras.get('replay'):
+        return False        # a replay has no node to ask
+    if set(GPU_FEATURES) & set(part.features):
+        return True
+    return part.scheduler.registered_name == 'local' and \
+        any(shutil.which(tool) for tool in probe.TOOLS)
+
+
+def failure_lines(record, system, partition):
+    """The verdict's FAIL lines of ``record`` (an ``hpcval_health``
+    record) on ``system:partition``: [] for a healthy node."""
+    from hpcval.verdict import Failure
+    case = types.SimpleNamespace(extras={'health': record}, system=system,
+                                 partition=partition)
+    node = record.get('node', '') if isinstance(record, dict) else ''
+    return [Failure(system, partition, n, comp, '', '', reason=text).line()
+            for n, comp, text in report.Judge().failures(case, node)]
+
+
+class NodeHealth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
+    """The health probe alone, judged as ``hpcval verdict`` judges it."""
+
+    executable = 'true'
+    num_tasks = 1
+    num_tasks_per_node = 1
+    # the sampler measures a GPU under a benchmark's load: none here
+    health_sampler = False
+    tags = {'health'}
+
+    def suites(self):
+        return {suites.QUICK_TAG, suites.SCREEN_TAG}
+
+    @run_after('init')
+    def select_partitions(self):
+        # by feature, or where the tool answers on this host; one case per
+        # partition, in its first environment
+        system = rt.runtime().system
+        parts = [p for p in system.partitions if _judged_here(p)]
+        self.valid_systems = [p.fullname for p in parts]
+        self.valid_prog_environs = sorted(
+            {p.environs[0].name for p in parts if p.environs})
+
+    @run_before('run')
+    def refuse_without_probe(self):
+        self.skip_if(not self.health_probe,
+                     '-S health_probe=no: the node\'s health is not judged')
+        # the probe is the job's own script: no launcher in front of it
+        self.job.launcher = getlauncher('local')()
+
+    def parse(self):
+        record = self.hpcval_health
+        if not record:
+            raise ParseError('the health probe left no record '
+                             f'({probe.PREFIX}node.txt missing)')
+        lines = failure_lines(record, self.current_system.name,
+                              self.current_partition.name)
+        if lines:
+            raise ParseError('; '.join(lines))
+        return record
+
+    def metrics(self, result):
+        return {}
+
+    def _busy_note(self):
+        return ''       # the probe's verdict does not depend on load
