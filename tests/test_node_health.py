@@ -20,9 +20,10 @@ def _bin(tmp_path, script):
                                      os.environ['PATH']))}
 
 
-def _run(tmp_path, env, *args):
-    return reframe('-n', 'NodeHealthCheck',
-                   '-n', 'Mpi4pyPingPongCheck%placement=on_node', '-r',
+def _run(tmp_path, env, *args, benchmark=True):
+    more = ('-n', 'Mpi4pyPingPongCheck%placement=on_node') if benchmark \
+        else ()
+    return reframe('-n', 'NodeHealthCheck', *more, '-r',
                    '--system', 'local', *args, tmp_path=tmp_path, env=env,
                    checks=('checks/node_health.py',
                            'checks/mpi4py_pingpong.py'))
@@ -37,18 +38,22 @@ def test_a_failing_nvidia_smi_fails_reframe_naming_node_and_tool(tmp_path,
     assert line in proc.stdout
     health = one_case(report, 'NodeHealthCheck')
     assert health['result'] == 'fail' and line in health['fail_reason']
-    # the benchmark's figures are still logged
+    # the benchmark's figures are still logged (judged against their
+    # references: this test does not depend on the host's speed)
     ping = one_case(report, 'Mpi4pyPingPongCheck')
-    assert ping['result'] == 'pass' and 'latency_8B' in perf(ping)
+    assert ping['fail_phase'] in (None, 'performance'), ping['fail_reason']
+    assert 'latency_8B' in perf(ping)
     # the verdict names the failure once, in the same words
     status = cli.main(['verdict', str(tmp_path / 'report.json')])
     out = capsys.readouterr().out
     assert status == 1 and out.count(f'FAIL {line}') == 1, out
+    assert 'scontrol' not in out        # local: nothing to drain
     assert 'NodeHealthCheck: sanity' not in out
 
 
 def test_a_healthy_gpu_node_passes(tmp_path):
-    proc, report = _run(tmp_path, _bin(tmp_path, REPLAY_SMI.format(smi=SMI)))
+    proc, report = _run(tmp_path, _bin(tmp_path, REPLAY_SMI.format(smi=SMI)),
+                        benchmark=False)
     health = one_case(report, 'NodeHealthCheck')
     assert health['result'] == 'pass', health['fail_reason']
     assert health['hpcval_health']['tool'] == 'nvidia-smi'
@@ -57,7 +62,7 @@ def test_a_healthy_gpu_node_passes(tmp_path):
 
 def test_without_the_probe_it_is_skipped_not_passed(tmp_path):
     proc, report = _run(tmp_path, _bin(tmp_path, FAKE_SMI),
-                        '-S', 'health_probe=no')
+                        '-S', 'health_probe=no', benchmark=False)
     [health] = by_name(report, 'NodeHealthCheck')
     assert health['result'] == 'skip'
     assert 'health_probe=no' in health['hpcval_skip_reason']

@@ -271,7 +271,8 @@ def _verdict(args):
         verdict_refs.lineage('')        # reads the check files now
         loaded = results.load(args.reports, db=args.db,
                               on_error=args.on_error, since=args.since,
-                              until=args.until, bounds=refs)
+                              until=args.until, bounds=refs,
+                              attrs=('scheduler',))
     except (results.InputRejected, references.ReferenceFileError,
             paths.ConfigError) as err:
         print(f'hpcval verdict: {verdict.escape(str(err))}',

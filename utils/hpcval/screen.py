@@ -22,6 +22,7 @@ import shlex
 import statistics
 from dataclasses import dataclass, field
 
+from hpcval import drain as drains
 from hpcval import peers
 from hpcval.units import better
 
@@ -527,13 +528,9 @@ def next_steps(verdict):
             alone.setdefault(nodes[0], f)
         elif nodes:
             pairs.setdefault(f.node, f)
-    drain, notes = [], []
-    for node in sorted(alone, key=_natural):
-        if not plain_node(node):
-            notes.append(f'not a plain node name, no drain line: {node!r}')
-            continue
-        drain.append(f'scontrol update nodename={node} state=drain '
-                     f'reason="{drain_reason(alone[node])}"')
+    drain, notes = drains.lines(
+        verdict, {n: alone[n] for n in sorted(alone, key=_natural)},
+        drain_reason)
     for nodes in sorted(pairs):
         if not any(n in alone for n in nodes.split('+')):
             notes.append(f'nodes {nodes} failed together in one job: '

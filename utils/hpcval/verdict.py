@@ -35,7 +35,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 
-from hpcval import judgement, screen
+from hpcval import drain, judgement, screen
 from hpcval.health import report as health
 from hpcval.judgement import Band
 
@@ -125,6 +125,9 @@ class Group:
     # report differs from it (hpcval.verdict_refs.Cross)
     references: str = ''
     crosschecks: list = field(default_factory=list)
+    # the scheduler its cases ran under ('slurm', 'local'; 'mixed'; ''
+    # not recorded): drain lines only under Slurm (hpcval.drain)
+    scheduler: str = ''
 
     @property
     def name(self):
@@ -375,6 +378,9 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
                                  screen.not_started(case)):
         return          # not a node's result: counted by coverage
     g.replays += case.replay
+    sched = drain.scheduler_of(case)
+    if sched and g.scheduler != sched:
+        g.scheduler = 'mixed' if g.scheduler else sched
     label = node_label(case)
     groups.add_nodes(g, label)
     _provenance(g, case, groups.provenance)
@@ -454,7 +460,7 @@ def _judge_figure(g, case, s, by_peers, healths, why=None):
             g.failures.append(Failure(
                 case.system, case.partition, node_label(case), 'vs peers',
                 case.test, s.metric, s.value, s.unit, by_peers.bound,
-                session=case.session))
+                session=case.session, cause=_busy(case)))
     outcome = judgement.outcome(s)
     if outcome is not None:
         if outcome == judgement.PASS and (by_peers is None or

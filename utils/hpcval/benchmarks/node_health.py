@@ -55,6 +55,8 @@ def failure_lines(record, system, partition):
 class NodeHealth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     """The health probe alone, judged as ``hpcval verdict`` judges it."""
 
+    # chosen per partition at init (select_partitions)
+    valid_systems, valid_prog_environs = [], []
     executable = 'true'
     num_tasks = 1
     num_tasks_per_node = 1

@@ -1,0 +1,113 @@
+"""Drain lines (hpcval.drain): only for a node of the run's own node list,
+named as Slurm names one node, on a Slurm partition, for a failure charged
+to the node; on the real minicluster screen report
+(tests/fixtures/reports/minicluster-screen/healthy-4-nodes.json) with one
+node made slow, one change at a time."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hpcval import cli, drain
+
+SCREEN = (Path(__file__).parent / 'fixtures' / 'reports' /
+          'minicluster-screen' / 'healthy-4-nodes.json')
+H200 = (Path(__file__).parent / 'fixtures' / 'captured' / 'h200x2' /
+        'validation')
+
+
+def _screen(tmp_path, slow='n2', name=None, **fields):
+    """The screen report with ``slow`` at a tenth of its peers, renamed
+    ``name``, and ``fields`` set on its test case."""
+    report = json.loads(SCREEN.read_text())
+    for tc in report['runs'][0]['testcases']:
+        if tc['job_nodelist'] != [slow]:
+            continue
+        [(key, vals)] = tc['perfvalues'].items()
+        vals[0] = 500.0
+        tc.update(fields)
+        if name is not None:
+            for k in ('display_name', 'unique_name', 'name'):
+                tc[k] = tc[k].replace(f'nid={slow}', f'nid={name}')
+            tc['job_nodelist'] = tc['hpcval_job_nodes'] = [name]
+    path = tmp_path / 'screen.json'
+    path.write_text(json.dumps(report))
+    return path
+
+
+def _steps(capsys, path):
+    status = cli.main(['verdict', str(path), '--format', 'json',
+                       '--peer-factor', '2'])
+    out = json.loads(capsys.readouterr().out)
+    return status, out['next_steps']
+
+
+def test_a_slow_node_of_a_slurm_screen_is_drained(tmp_path, capsys):
+    status, steps = _steps(capsys, _screen(tmp_path))
+    assert status == 1
+    [line] = steps['drain']
+    assert line.startswith('scontrol update nodename=n2 state=drain '
+                           'reason="hpcval: LikwidBenchCheck')
+
+
+@pytest.mark.parametrize('name', ['ALL', 'all', 'DEFAULT', 'n[1-4]', 'n1,n3',
+                                  'n1 n3', "n1'", '-n1', 'n1.'])
+def test_a_name_that_is_not_one_node_gets_no_drain_line(tmp_path, capsys,
+                                                        name):
+    status, steps = _steps(capsys, _screen(tmp_path, name=name))
+    assert status != 0
+    assert steps['drain'] == []
+    assert not any('scontrol' in n for n in steps['notes'])
+
+
+def test_a_failure_put_down_to_load_is_not_drained(tmp_path, capsys):
+    busy = {'busy': True, 'why': '3 other runnable tasks on 2 CPUs'}
+    status, steps = _steps(capsys, _screen(tmp_path,
+                                           hpcval_node_load=busy))
+    assert status == 1 and steps['drain'] == []
+    assert any('put down to load' in n for n in steps['notes'])
+
+
+def test_a_local_run_prints_no_scontrol_line(tmp_path, capsys):
+    # a real 2 x H200 local run, its NCCL reference raised by half
+    refs = tmp_path / 'refs'
+    refs.mkdir()
+    text = (H200 / 'local.yaml').read_text()
+    assert 'value: 111.132' in text
+    (refs / 'local.yaml').write_text(text.replace('value: 111.132',
+                                                  'value: 166.6'))
+    status = cli.main(['verdict', str(H200 / 'reports' / 'healthy01.json'),
+                       '--references', str(refs / 'local.yaml')])
+    out = capsys.readouterr().out
+    assert status == 1 and 'FAIL node vm' in out
+    assert 'scontrol' not in out
+    assert 'local:default is not a Slurm partition (scheduler local): ' \
+        'nothing to drain; fix what failed on vm' in out
+
+
+def test_a_local_screen_report_prints_no_scontrol_line(tmp_path, capsys):
+    path = _screen(tmp_path)
+    report = json.loads(path.read_text())
+    for tc in report['runs'][0]['testcases']:
+        tc['scheduler'] = 'local'
+    path.write_text(json.dumps(report))
+    status, steps = _steps(capsys, path)
+    assert status == 1 and steps['drain'] == []
+    assert any('not a Slurm partition (scheduler local)' in n
+               for n in steps['notes'])
+
+
+def test_the_printed_line_is_one_command_for_one_node(tmp_path, capsys):
+    _, steps = _steps(capsys, _screen(tmp_path))
+    [line] = steps['drain']
+    words = subprocess.run(['bash', '-c', 'printf "%s\\n" ' + line],
+                           capture_output=True, text=True).stdout
+    assert words.splitlines()[:3] == ['scontrol', 'update', 'nodename=n2']
+
+
+def test_drainable_name():
+    assert drain.drainable_name('nid001234')
+    assert drain.drainable_name('gpu-a100_7.cluster')
+    for bad in ('ALL', 'All', 'n[1-2]', 'a,b', '', 'x' * 65, 'n1;id', None):
+        assert not drain.drainable_name(bad), bad
