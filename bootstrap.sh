@@ -1,17 +1,61 @@
 #!/usr/bin/env bash
 # Sets up hpcval on a fresh machine: a virtual environment in .venv with
 # ReFrame, hpcval and an MPI from PyPI (mpich + mpi4py wheels, offline-safe),
-# Debian's likwid (and with --tests Lmod, Slurm, munge, Chromium, pdflatex
-# and victoria-metrics) when we may install them, and an activate script
-# that points ReFrame at config/settings.py so that plain
-# `reframe -c checks/ ...` works.  The test extra brings `wheel`:
-# tests/test_wheel.py builds hpcval's.
+# Debian packages by group (below, and `./bootstrap.sh --help`) when we may
+# install them, and an activate script that points ReFrame at
+# config/settings.py so that plain `reframe -c checks/ ...` works.  The
+# test extra brings `wheel`: tests/test_wheel.py builds hpcval's.
 # Idempotent: running it again only fills in what is missing.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 venv="$root/.venv"
 python=${PYTHON:-python3}
+log="$venv/bootstrap.log"
+
+# Debian package groups: name, packages, why.  The first always; the
+# others with --tests, which the test suite drives for real.
+groups=(
+    "benchmarks|likwid|likwid-bench for the CPU bandwidth check (LikwidBenchCheck; skipped without it)"
+    "modules|lmod|Lmod: job scripts of the module-based systems, a site's module stack"
+    "slurm|slurm-wlm munge slurmdbd mariadb-server|Slurm with munge and accounting (slurmdbd on MariaDB): the minicluster, a real Slurm cluster on this host"
+    "report|chromium texlive-latex-base poppler-utils|the report's HTML page rendered headless, its LaTeX compiled, its PDF read page by page"
+    "monitoring|victoria-metrics|a time-series database the perflogs are sent to"
+    "containers|podman runc debootstrap|a check run from an image: a minimal Debian bookworm root with likwid, built below as root (minutes, once)"
+)
+
+usage() {
+    cat <<EOU
+usage: ./bootstrap.sh [--tests]
+
+Makes .venv (ReFrame >=4.10,<5, hpcval from utils/, mpich and mpi4py
+wheels from PyPI) and makes .venv/bin/activate export RFM_CONFIG_FILES
+and HPCVAL_ROOT.  As root on Debian/Ubuntu it installs these groups of
+Debian packages with apt-get, saying each before (apt's output goes to
+.venv/bootstrap.log); with --tests, as root with podman and debootstrap,
+it also builds the image localhost/hpcval-bench:bookworm:
+
+EOU
+    local g name pkgs why
+    for g in "${groups[@]}"; do
+        IFS='|' read -r name pkgs why <<< "$g"
+        if [ "$name" = benchmarks ]; then when=always; else when=--tests; fi
+        printf '  %s (%s): %s\n      %s\n' "$name" "$when" "$pkgs" "$why"
+    done
+    cat <<EOU
+
+pip installs hpcval with its mpi and test extras (pytest, pytest-xdist,
+wheel) either way.  Not root, or no apt-get: no Debian package is
+installed; what needs one is skipped, and this says which.
+EOU
+}
+
+case "${1:-}" in
+-h|--help) usage; exit 0 ;;
+''|--tests) ;;
+*) echo "bootstrap: unknown option ${1}; see ./bootstrap.sh --help" >&2
+   exit 2 ;;
+esac
 
 if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
@@ -22,37 +66,28 @@ if ! "$venv/bin/python" -c 'import hpcval, reframe, mpi4py, matplotlib, wheel, m
         -e "$root[mpi,test]"
 fi
 
-# Debian packages, installed only where we are root on Debian/Ubuntu:
-# likwid for its CPU bandwidth check (skipped without it); with --tests also
-# what the test suite drives for real: Lmod (job scripts of the module-based
-# systems, a site's module stack), Slurm with munge, slurmdbd and MariaDB
-# (the minicluster and its accounting), Chromium (the report's HTML page rendered headless to an
-# image), texlive-latex-base (pdflatex compiles the report's LaTeX),
-# poppler-utils (its PDF looked at page by page: pdftoppm, pdfimages,
-# pdftotext), victoria-metrics (perflogs sent to a time-series database),
-# and podman, runc and debootstrap (a check run from an image built below).
-packages=(likwid)
-if [ "${1:-}" = --tests ]; then
-    packages+=(lmod slurm-wlm munge slurmdbd mariadb-server chromium
-               texlive-latex-base poppler-utils victoria-metrics
-               podman runc debootstrap)
-fi
-missing=()
-for pkg in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' ||
-        missing+=("$pkg")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
+# Debian packages, by group, installed only where we are root on
+# Debian/Ubuntu; each group says what it is for before it is installed.
+for g in "${groups[@]}"; do
+    IFS='|' read -r name pkgs why <<< "$g"
+    [ "$name" = benchmarks ] || [ "${1:-}" = --tests ] || continue
+    missing=()
+    for pkg in $pkgs; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' ||
+            missing+=("$pkg")
+    done
+    [ "${#missing[@]}" -gt 0 ] || continue
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "bootstrap: installing $name (${missing[*]}): $why"
         export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 ||
-            { apt-get update -q >/dev/null 2>&1 &&
-              apt-get install -y -q "${missing[@]}" >/dev/null 2>&1; } ||
-            echo "bootstrap: could not install ${missing[*]}; checks and tests that need them will be skipped" >&2
+        apt-get install -y -q "${missing[@]}" >>"$log" 2>&1 ||
+            { apt-get update -q >>"$log" 2>&1 &&
+              apt-get install -y -q "${missing[@]}" >>"$log" 2>&1; } ||
+            echo "bootstrap: could not install ${missing[*]} (see $log); what needs them will be skipped" >&2
     else
-        echo "bootstrap: not root or no apt-get: ${missing[*]} not installed; checks and tests that need them will be skipped" >&2
+        echo "bootstrap: not root or no apt-get: $name (${missing[*]}) not installed; what needs them will be skipped" >&2
     fi
-fi
+done
 
 # With --tests: the image tests/test_containers.py runs likwid-bench from,
 # a minimal Debian bookworm root with Debian's likwid and the OpenMP
@@ -63,8 +98,9 @@ if [ "${1:-}" = --tests ] && [ "$(id -u)" = 0 ] &&
         command -v podman >/dev/null && command -v debootstrap >/dev/null &&
         ! podman image exists "$image" 2>/dev/null; then
     rootfs=$(mktemp -d "${TMPDIR:-/tmp}/hpcval-image.XXXXXX")
+    echo "bootstrap: building $image with debootstrap as root (minutes; output in $log)"
     if debootstrap --variant=minbase --include=likwid,libgomp1 bookworm "$rootfs" \
-            http://deb.debian.org/debian >/dev/null 2>&1 &&
+            http://deb.debian.org/debian >>"$log" 2>&1 &&
         tar -C "$rootfs" -c . | podman import --quiet \
             --change 'LABEL org.opencontainers.image.title=hpcval-bench' \
             - "$image" >/dev/null; then

@@ -24,6 +24,7 @@ from reframe.core.exceptions import ConfigError
 from hpcval import (launchers, layouts, paths, reference_service,  # noqa: F401
                     references, selection)
 from hpcval import suites
+from hpcval.benchmarks import configured
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -60,7 +61,29 @@ except (paths.SiteError, layouts.SystemConfigError,
     # ReFrame prints a ConfigError as one line, without a traceback (any
     # bad HPCVAL_* variable a system module reads is a ValueError)
     raise ConfigError(str(_err)) from None
-selection.detect_selected(systems.ALL)
+
+
+def _require_lmod(name):
+    """Refuse, in one line saying how to initialise it, a system that
+    loads modules with Lmod where this shell has not initialised Lmod
+    (ReFrame's own error names only LMOD_CMD)."""
+    # config/replay.py loads this file as hpcval_settings: no module
+    # system there
+    if __name__ == 'hpcval_settings' or os.environ.get('LMOD_CMD'):
+        return
+    for mod in systems.ALL:
+        if mod.system['name'] == name and \
+                mod.system.get('modules_system') == 'lmod':
+            raise ConfigError(
+                f'system {name} loads modules with Lmod, but LMOD_CMD is '
+                f'not set: initialise Lmod in this shell first (source '
+                f'/usr/share/lmod/lmod/init/bash, or /etc/profile.d/lmod.sh '
+                f'where the site installed it), then rerun')
+
+
+_require_lmod(selection.detect_selected(systems.ALL))
+# the check that fails without this configuration stands down
+configured.mark_loaded()
 
 
 def _state_dir():

@@ -20,5 +20,15 @@ __path__[:0] = paths.site_folders('systems')
 _NAMES = sorted({m.name for m in pkgutil.iter_modules(__path__)
                  if not m.name.startswith('_')})
 
-ALL = [importlib.import_module(f'systems.{name}')
+
+
+def _import(name):
+    try:
+        return importlib.import_module(f'systems.{name}')
+    except Exception as err:    # a module's own mistake, named in one line
+        raise paths.SiteError(paths.import_error(f'systems/{name}.py',
+                                                 err)) from None
+
+
+ALL = [_import(name)
        for name in sorted(_NAMES, key=lambda n: (n == 'local', n))]

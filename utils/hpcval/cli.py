@@ -35,6 +35,7 @@
 import argparse
 import importlib
 import os
+import re
 import shutil
 import sys
 
@@ -418,8 +419,11 @@ def run_reframe(reframe_args):
     given = [f for f in os.environ.get('RFM_CONFIG_FILES', '').split(':')
              if f and os.path.abspath(f) != config]
     env = dict(os.environ, RFM_CONFIG_FILES=':'.join([config, *given]))
-    refusal = preflight.refusal_before(reframe_args, os.environ,
-                                       socket.gethostname())
+    try:
+        refusal = preflight.refusal_before(reframe_args, os.environ,
+                                           socket.gethostname())
+    except paths.SiteError as err:      # a site module that does not load
+        refusal = str(err)
     if refusal:
         print(f'hpcval run: {refusal}', file=sys.stderr)
         return preflight.REFUSED
@@ -438,21 +442,60 @@ def run_reframe(reframe_args):
         except (ci.CiError, OSError) as err:
             print(f'hpcval run: {err}', file=sys.stderr)
             return 1
-    status, saw_zero = _passthrough([exe, *reframe_args], env,
-                                    preflight.ZERO)
+    status, saw_zero, session = _passthrough([exe, *reframe_args], env,
+                                             preflight.ZERO)
     refusal = preflight.refusal_after(reframe_args, saw_zero)
     if refusal and status == 0:
         print(f'hpcval run: {refusal}', file=sys.stderr)
         return preflight.REFUSED
+    headline = _verdict_after(reframe_args, session)
+    if headline:
+        print(headline, flush=True)
     return status
+
+
+#: ReFrame's line naming the session it stored in its results database
+_STORED = re.compile(r'Current session stored with UUID: ([0-9a-f-]{36})')
+
+
+def _report_file(reframe_args):
+    for i, arg in enumerate(reframe_args):
+        if arg == '--report-file' and i + 1 < len(reframe_args):
+            return reframe_args[i + 1]
+        if arg.startswith('--report-file='):
+            return arg.split('=', 1)[1]
+    return None
+
+
+def _verdict_after(reframe_args, session):
+    """The verdict's headline of the run ReFrame just made, and the
+    command that prints all of it; None where nothing ran."""
+    import contextlib
+    import io
+    import shlex
+    report = _report_file(reframe_args)
+    if report and '{' not in report and os.path.isfile(report):
+        args = ['verdict', report]
+    elif session:
+        args = ['verdict', '--db', '--session', session]
+    else:
+        return None
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(io.StringIO()):
+        main(args)
+    first = out.getvalue().partition('\n')[0] or \
+        'hpcval verdict: could not judge the run'
+    return f'{first}  (all of it: {shlex.join(["hpcval", *args])})'
 
 
 def _passthrough(cmd, env, pattern):
     """Run ``cmd``, copying its standard output line by line; (exit
-    status, whether a line matched ``pattern``).  Ctrl-C reaches ReFrame
+    status, whether a line matched ``pattern``, the session ReFrame
+    stored or None).  Ctrl-C reaches ReFrame
     (same process group), which ends its jobs; this waits for it."""
     import subprocess
-    seen = False
+    seen, session = False, None
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
     out = sys.stdout.buffer
     while True:
@@ -464,10 +507,13 @@ def _passthrough(cmd, env, pattern):
             break
         out.write(line)
         out.flush()
-        seen = seen or bool(pattern.search(line.decode('utf-8', 'replace')))
+        text = line.decode('utf-8', 'replace')
+        seen = seen or bool(pattern.search(text))
+        stored = _STORED.search(text)
+        session = stored.group(1) if stored else session
     while True:
         try:
-            return proc.wait(), seen
+            return proc.wait(), seen, session
         except KeyboardInterrupt:
             continue
 

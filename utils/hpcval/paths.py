@@ -201,6 +201,21 @@ def writable_references_dir():
     return os.path.join(site, 'references') if site else references_dir()
 
 
+def import_error(name, err):
+    """One line for ``err``, raised importing the module ``name``: the
+    file and line where it arose (a syntax error's own), the error."""
+    import traceback
+    if isinstance(err, SyntaxError):
+        return (f'{err.filename}:{err.lineno}: syntax error: {err.msg} '
+                f'(importing {name})')
+    frames = traceback.extract_tb(err.__traceback__)
+    stem = os.path.basename(name)
+    mine = [f for f in frames if os.path.basename(f.filename) == stem]
+    where = f'{mine[-1].filename}:{mine[-1].lineno}: ' if mine else ''
+    what = str(err).splitlines()[0] if str(err) else ''
+    return f'{where}{type(err).__name__}: {what} (importing {name})'
+
+
 def import_systems(root):
     """The ``systems`` package of the suite at ``root`` (its systems/
     folder), imported once per process under that name."""

@@ -1,0 +1,48 @@
+"""A test that fails wherever ReFrame runs hpcval's checks without
+hpcval's configuration.
+
+``.venv/bin/reframe -c checks/ -r`` without the virtual environment's
+activate script (which exports ``RFM_CONFIG_FILES``) runs ReFrame's own
+``generic`` system, on which no hpcval check is valid: "PASSED, 0 of 0".
+There, and under any configuration that did not load config/settings.py,
+this test is valid everywhere and fails naming the way out; under
+hpcval's configuration it is valid nowhere.
+"""
+import reframe as rfm
+from reframe.core.builtins import run_after, sanity_function
+from reframe.core.exceptions import SanityError
+
+from hpcval import paths
+
+_LOADED = []
+
+
+def mark_loaded():
+    """Called by config/settings.py once it has loaded."""
+    _LOADED.append(True)
+
+
+def refusal():
+    return (f'hpcval\'s ReFrame configuration is not loaded, so no hpcval '
+            f'check ran: set RFM_CONFIG_FILES={paths.config_file()} (what '
+            f'. .venv/bin/activate does), or run hpcval run ... instead '
+            f'of reframe')
+
+
+class ConfigurationLoaded(rfm.RunOnlyRegressionTest):
+    """Fails where hpcval's configuration is not loaded."""
+
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    executable = 'true'
+    local = True
+    tags = {'configuration'}
+
+    @run_after('init')
+    def only_without_hpcval(self):
+        if _LOADED:
+            self.valid_systems = []
+
+    @sanity_function
+    def refuse(self):
+        raise SanityError(refusal())
