@@ -736,11 +736,11 @@ def _gpu_lines(gpus):
 def _unjudged_lines(unjudged, shown=4):
     by_test = {}
     for test, metric, why in unjudged:
-        metrics = by_test.setdefault((test, why), [])
-        if metric not in metrics:       # the same test in several runs
-            metrics.append(metric)
+        # the same test in several runs: each metric once, in order
+        by_test.setdefault((test, why), {})[metric] = None
     lines = []
     for (test, why), metrics in by_test.items():
+        metrics = list(metrics)
         more = f' and {len(metrics) - shown} more' \
             if len(metrics) > shown else ''
         lines.append(f'  UNJUDGED {test}: {", ".join(metrics[:shown])}'
