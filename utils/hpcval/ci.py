@@ -22,7 +22,7 @@ import sys
 
 import yaml
 
-from hpcval import paths
+from hpcval import bounded, paths
 
 VERDICT_STAGE = 'hpcval-verdict'
 VERDICT_JOB = 'hpcval-verdict'
@@ -67,8 +67,8 @@ def generate(reframe_args, reframe_exe, env):
     path = os.path.abspath(target)
     try:
         with open(path, encoding='utf-8') as fp:
-            pipeline = yaml.safe_load(fp)
-    except (OSError, yaml.YAMLError) as err:
+            pipeline = bounded.load(fp.read(bounded.MAX_BYTES + 1))
+    except (OSError, yaml.YAMLError, bounded.TooBig) as err:
         raise CiError(f'{path}: cannot read ReFrame\'s pipeline: {err}'
                       ) from None
     rewritten = rewrite(pipeline, options, _Places(env))

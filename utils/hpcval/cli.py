@@ -301,12 +301,24 @@ def _verdict_selection(args, loaded):
     """The test cases the verdict judges, as a filter; or, where --db
     holds more than one system and partition and the arguments do not
     choose, the one-line question that names what it found."""
+    def in_time(case):
+        return ((args.since is None or case.time >= args.since)
+                and (args.until is None or case.time <= args.until))
+
+    # a failed case may have no completion time (its time is then the
+    # session's start): it stays with every session the window keeps
+    if args.since is not None or args.until is not None:
+        kept = {c.session for c in loaded.cases + loaded.fixtures
+                if in_time(c)}
+    else:
+        kept = set()
+
     def chosen(case):
         return ((not args.system or case.system in args.system)
                 and (not args.partition or case.partition in args.partition)
                 and (args.name is None or args.name.search(case.test))
-                and (args.since is None or case.time >= args.since)
-                and (args.until is None or case.time <= args.until))
+                and (in_time(case) or (case.result in ('fail', 'abort')
+                                       and case.session in kept)))
 
     cases = [c for c in loaded.cases + loaded.fixtures if chosen(c)]
     if args.session:

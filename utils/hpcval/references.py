@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from hpcval import trust, units
+from hpcval import bounded, trust, units
 from hpcval.health import inventory
 
 _TOP_KEYS = {'system', 'description', 'rules', 'entries', 'inventory',
@@ -195,7 +195,9 @@ def parse(text, path):
     """The YAML document of one reference file (``path`` names it in
     errors); a duplicate key is an error."""
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
+        return bounded.load(text, _UniqueKeyLoader)
+    except bounded.TooBig as err:
+        raise ReferenceFileError(f'{path}: refused: {err}') from None
     except yaml.YAMLError as err:
         raise ReferenceFileError(f'{path}: not valid YAML: '
                                  f'{_yaml_problem(err)}') from None

@@ -28,7 +28,7 @@ import textwrap
 
 import yaml
 
-from hpcval import references, units
+from hpcval import bounded, references, units
 from hpcval.publish.comparison import better
 from hpcval.publish.stats import Rule, prediction_factor
 
@@ -373,7 +373,10 @@ def _split(text, path):
 
     section = textwrap.dedent(''.join(lines[at:]))
     try:
-        entries = yaml.safe_load(section) or []
+        entries = bounded.load(section) or []
+    except bounded.TooBig as err:
+        raise CalibrationError(f'{path}: the calibrated section is '
+                               f'refused: {err}') from None
     except yaml.YAMLError as err:
         raise CalibrationError(f'{path}: the calibrated section is not '
                                f'valid YAML: {err}') from None
