@@ -364,12 +364,14 @@ def _entries(groups, old_refs, rule, include_absent, notes,
 
 
 def _split(text, path):
-    """(text before the calibrated section, that section's entries)."""
+    """(text before the calibrated section, that section's entries, the
+    site's comments in it: {index of the entry they stand in or before:
+    [comment lines]}, len(entries) for those after the last)."""
     lines = text.splitlines(keepends=True)
     at = next((i for i, line in enumerate(lines)
                if line.strip().startswith(MARKER)), None)
     if at is None:
-        return text, []
+        return text, [], {}
 
     section = textwrap.dedent(''.join(lines[at:]))
     try:
@@ -383,7 +385,29 @@ def _split(text, path):
     if not isinstance(entries, list):
         raise CalibrationError(f'{path}: the calibrated section is not a '
                                f'list of entries')
-    return ''.join(lines[:at]), entries
+    return ''.join(lines[:at]), entries, _section_comments(section)
+
+
+_HEADER = {line.strip() for line in _SECTION.splitlines()}
+
+
+def _section_comments(section):
+    """{entry index: the comment lines written in or just before it}
+    of a calibrated section (its own header left out)."""
+    comments, index = {}, -1
+    for line in section.splitlines(keepends=True):
+        if re.match(r'- ', line):
+            index += 1
+        if line.lstrip().startswith('#') and line.strip() not in _HEADER:
+            where = index if index >= 0 and not _before_next(line) \
+                else index + 1
+            comments.setdefault(where, []).append(line.strip() + '\n')
+    return comments
+
+
+def _before_next(line):
+    # a comment at the list's own indentation stands before the next entry
+    return not line[0].isspace()
 
 
 def _key(entry):
@@ -477,11 +501,12 @@ def _with_inventory(head, entries, path, notes):
         return head
     lines = head.splitlines(keepends=True)
     at = _top_level(lines, 'inventory')
-    dumped = 'inventory:\n' + textwrap.indent(yaml.dump(
-        entries, Dumper=_Dumper, sort_keys=False, width=72,
-        default_flow_style=None), '  ')
     if at is not None:
-        if at == 0 or not lines[at - 1].startswith(INVENTORY_MARKER):
+        mark = at - 1       # calibrate's comment, maybe the site's below it
+        while mark >= 0 and lines[mark].lstrip().startswith('#') and \
+                not lines[mark].startswith(INVENTORY_MARKER):
+            mark -= 1
+        if mark < 0 or not lines[mark].startswith(INVENTORY_MARKER):
             notes.append(f'{path}: kept the inventory written by hand; the '
                          f'baseline runs show: ' + '; '.join(
                              f'{e["partition"]}: {e["gpus"]} x '
@@ -490,18 +515,55 @@ def _with_inventory(head, entries, path, notes):
         end = next((i for i in range(at + 1, len(lines))
                     if lines[i].strip() and not lines[i][0].isspace()),
                    len(lines))
-        lines[at - 1:end] = [f'{INVENTORY_MARKER} the GPUs of the baseline '
-                             f'runs (rewritten by each calibration)\n',
-                             dumped]
+        block = lines[at:end]
+        entries = _keep_site_keys(entries, ''.join(block), path)
+        if entries is None:
+            notes.append(f'{path}: inventory rewritten from the baseline '
+                         f'runs (unchanged)')
+            return head         # as it was, the site's comments in place
+        lines[mark:end] = [f'{INVENTORY_MARKER} the GPUs of the baseline '
+                           f'runs (rewritten by each calibration)\n',
+                           *_comments(lines[mark + 1:end]),
+                           _inventory_block(entries)]
         notes.append(f'{path}: inventory rewritten from the baseline runs')
         return ''.join(lines)
     e = _top_level(lines, 'entries')
     if e is None:
         raise CalibrationError(f'{path}: no top-level entries key')
     lines[e:e] = [f'{INVENTORY_MARKER} the GPUs of the baseline runs '
-                  f'(rewritten by each calibration)\n', dumped]
+                  f'(rewritten by each calibration)\n',
+                  _inventory_block(entries)]
     notes.append(f'{path}: inventory written from the baseline runs')
     return ''.join(lines)
+
+
+def _inventory_block(entries):
+    return 'inventory:\n' + textwrap.indent(yaml.dump(
+        entries, Dumper=_Dumper, sort_keys=False, width=72,
+        default_flow_style=None), '  ')
+
+
+def _keep_site_keys(entries, block, path):
+    """``entries`` (what the baseline runs show) with every key the
+    site added to the same partition's entry of ``block`` (the
+    calibrated ``inventory:`` block as written: a ``pin``, a note) kept;
+    None where that is the block as it stands."""
+    try:
+        old = (bounded.load(block) or {}).get('inventory') or []
+    except (yaml.YAMLError, bounded.TooBig, AttributeError) as err:
+        raise CalibrationError(f'{path}: the calibrated inventory is not '
+                               f'readable: {err}') from None
+    by_part = {e.get('partition'): e for e in old if isinstance(e, dict)}
+    merged = [{**e, **{k: v for k, v in by_part.get(e['partition'],
+                                                     {}).items()
+                       if k not in e}} for e in entries]
+    return None if merged == old else merged
+
+
+def _comments(lines):
+    """The whole-line comments of ``lines``, as they were written."""
+    return [line if line.endswith('\n') else line + '\n'
+            for line in lines if line.lstrip().startswith('#')]
 
 
 def _rule_lines(indent, text):
@@ -519,7 +581,10 @@ def _new_file(system, rule_text):
             f'entries:\n')
 
 
-def _append(head, entries, path):
+def _append(head, entries, path, comments=None, trailing=()):
+    """``head`` with the calibrated section of ``entries`` appended, each
+    entry after the site's comments of it (``comments``: {_key(entry):
+    [lines]}), ``trailing`` comments last."""
     lines = head.splitlines(keepends=True)
     e = _top_level(lines, 'entries')
     if e is None:
@@ -532,8 +597,12 @@ def _append(head, entries, path):
     items = [re.match(r'(\s*)- ', line) for line in lines[e + 1:]]
     indent = next((m.group(1) for m in items if m), '  ')
     body = ''.join(lines).rstrip('\n') + '\n'
-    dumped = yaml.dump(entries, Dumper=_Dumper, sort_keys=False, width=72,
-                       default_flow_style=False, allow_unicode=True)
+    comments = comments or {}
+    dumped = ''.join(
+        ''.join(comments.get(_key(entry), ())) +
+        yaml.dump([entry], Dumper=_Dumper, sort_keys=False, width=72,
+                  default_flow_style=False, allow_unicode=True)
+        for entry in entries) + ''.join(trailing)
     return body + textwrap.indent(_SECTION + dumped, indent)
 
 
@@ -706,16 +775,19 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     # a new site file holds the calibrated entries only, layered over the
     # built-in file (references.ReferenceSet.layered), so that upstream
     # corrections of the other entries still reach the site
-    head, previous = _split(old, path) if old is not None else \
-        (_new_file(system, rule_text), [])
+    head, previous, comments = _split(old, path) if old is not None \
+        else (_new_file(system, rule_text), [], {})
     if not new_entries:
         notes.append(f'nothing to calibrate for {system}: the file is left '
                      f'as it is')
         return Calibration(old or '', '', notes, path, figures)
 
     head = _with_inventory(head, _inventory(selected), path, notes)
+    by_key = {_key(e): comments.pop(i, [])
+              for i, e in enumerate(previous) if isinstance(e, dict)}
     text = _append(_with_rule(head, rule_text, path),
-                   _merge(previous, new_entries), path)
+                   _merge(previous, new_entries), path, by_key,
+                   [line for rest in comments.values() for line in rest])
     _check_loads(text, system, new_entries, path, below)
     name = os.path.join(os.path.basename(ref_dir), f'{system}.yaml')
     diff = ''.join(difflib.unified_diff(
