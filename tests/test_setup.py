@@ -123,3 +123,23 @@ def test_readme_command_1_ends_with_the_verdict(tmp_path):
     # any GPU tool failing on this host would make it 1
     assert proc.returncode == int(last[0].split('exit ')[1][0]), out[-3000:]
     assert proc.returncode in (0, 1, 2)
+
+
+@pytest.mark.reframe
+@pytest.mark.parametrize('setting', ['BabelStreamBuild.model=sycl',
+                                     'BabelStreamCpuCheck.model=cuda'])
+def test_a_build_model_the_test_fixes_is_refused_not_ignored(tmp_path,
+                                                             setting):
+    proc = subprocess.run(
+        [str(VENV_BIN / 'reframe'), '-c', str(ROOT / 'checks'), '-l',
+         '--system', 'local', '-S', setting],
+        cwd=tmp_path, env=_bare_env(
+            RFM_CONFIG_FILES=str(ROOT / 'config' / 'settings.py'),
+            HOME=str(tmp_path)),
+        capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-2000:]
+    target, _, value = setting.partition('=')
+    assert f"-S {target}='{value}': " in out and \
+        'cannot change it and would be ignored' in out, out[-2000:]
+    assert 'Traceback' not in out

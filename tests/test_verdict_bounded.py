@@ -63,3 +63,30 @@ def test_aliases_the_references_use_still_load():
     doc = bounded.load('a: &b {value: 1}\nc: *b\nd: [*b, *b]\n')
     assert doc == {'a': {'value': 1}, 'c': {'value': 1},
                    'd': [{'value': 1}, {'value': 1}]}
+
+
+def test_calibrate_false_alarm_beyond_double_precision_is_one_line(capsys):
+    status = cli.main(['calibrate', '--system', 'local', '--false-alarm',
+                       '1e-17', *map(str, sorted((H200 / 'reports')
+                                                 .glob('baseline*.json')))])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert 'false_alarm from 1e-12 to below 0.5 (got 1e-17; a smaller ' \
+        'rate has no t quantile in double precision)' in err
+    assert 'unexpected error' not in err
+
+
+def test_calibrate_names_a_figure_beyond_any_measurement(tmp_path, capsys):
+    report = json.loads(REPORT.read_text())
+    for tc in report['runs'][0]['testcases']:
+        for key in tc['perfvalues'] or {}:
+            if key.endswith(':bandwidth_4MiB'):
+                tc['perfvalues'][key][0] = 1e300
+    path = tmp_path / 'huge.json'
+    path.write_text(json.dumps(report))
+    status = cli.main(['calibrate', '--system', 'local', str(path),
+                       *map(str, sorted((H200 / 'reports')
+                                        .glob('baseline*.json')))])
+    err = capsys.readouterr().err
+    assert status == 0 and 'unexpected error' not in err
+    assert 'bandwidth_4MiB: 1e+300 MB/s is beyond any measurement' in err

@@ -28,7 +28,8 @@ import subprocess
 import reframe as rfm
 import reframe.core.runtime as rt
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import run_before, sanity_function, variable
+from reframe.core.builtins import (run_after, run_before, sanity_function,
+                                   variable)
 from reframe.core.exceptions import SanityError
 
 from hpcval import inputs, replay, stacks
@@ -87,6 +88,39 @@ class SourceSettings(ContainerSettings, ValidatedInputs, Validation):
         'spack_spec': inputs.SPACK_SPEC_KIND,
         'spack_install': inputs.FLAG,
     }
+
+    #: Variables a test fixes in its build fixture's declaration
+    #: (``build_shared``): ReFrame would take -S on them and then ignore it.
+    FIXED_BY_DECLARATION = ('model', 'accelerator')
+
+    @run_after('init')
+    def refuse_ignored_settings(self):
+        options = inputs.reframe_options()
+        for assignment in getattr(options, 'vars', None) or []:
+            target, sep, text = assignment.partition('=')
+            owner, _, name = target.rpartition('.')
+            if not sep or name not in self.FIXED_BY_DECLARATION or \
+                    (owner and owner != type(self).__name__):
+                continue
+            value = self._runs_with(name)
+            if isinstance(value, str) and value != text:
+                with inputs.at_load(self):
+                    raise InputError(
+                        f'-S {target}={text!r}: {type(self).__name__} runs '
+                        f'{name}={value}, fixed by the test that declares '
+                        f'its build; -S cannot change it and would be '
+                        f'ignored: select the test of the {name} you want '
+                        f'instead (reframe -l lists them, e.g. -n '
+                        f"'%build.{name}={text}')")
+
+    def _runs_with(self, name):
+        """The value of ``name`` the test runs with: a leaf's is its build
+        fixture's declaration (ParsedBenchmark.take_build_variables)."""
+        if name in getattr(self, 'build_shared', ()):
+            build = type(self)._rfm_fixture_space['build']
+            if name in build.variables:
+                return build.variables[name]
+        return getattr(self, name, None)
 
 
 def _is_git_repo(path):

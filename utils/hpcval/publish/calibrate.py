@@ -44,6 +44,11 @@ from hpcval.publish.stats import Rule, prediction_factor
 OUTLIER_RATE = 1e-3
 OUTLIER_MIN_SPREAD = 0.005
 
+# 1 - rate must stay below 1 in double precision, with digits to spare
+# for the t quantile's iteration (stats.t_ppf)
+MIN_FALSE_ALARM = 1e-12
+# a figure whose square a double still holds, with room for a sum of them
+_LARGEST = 1e150
 RULE = 'calibrated'
 MARKER = '# hpcval calibrate:'
 INVENTORY_MARKER = '# hpcval calibrate inventory:'
@@ -213,6 +218,12 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
         values = [units.convert(s.value, s.unit, unit) for s in runs]
     except ValueError as err:
         notes.append(f'refused {label}: {err}')
+        return None
+    huge = [v for v in values if not abs(v) < _LARGEST]
+    if huge:
+        notes.append(f'refused {label}: {_listed(map(str, huge), 3)} '
+                     f'{unit} is beyond any measurement (its square, '
+                     f'which a spread needs, overflows)')
         return None
 
     apart = [] if keep_outliers else outliers(values)
@@ -747,12 +758,14 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     check_system(system, by_system_refs)
     if (floor is not None and not (math.isfinite(floor) and floor >= 0)) \
             or (k is not None and not (math.isfinite(k) and k > 0)) \
-            or min_samples < 2 or not 0 < false_alarm < 0.5:
+            or min_samples < 2 or \
+            not MIN_FALSE_ALARM <= false_alarm < 0.5:
         raise CalibrationError(f'floor must be a number >= 0 (got {floor}), '
                                f'k a number > 0 (got {k}), min_samples >= 2 '
                                f'(got {min_samples}; a spread needs two '
-                               f'runs), false_alarm in (0, 0.5) (got '
-                               f'{false_alarm})')
+                               f'runs), false_alarm from {MIN_FALSE_ALARM} '
+                               f'to below 0.5 (got {false_alarm}; a smaller '
+                               f'rate has no t quantile in double precision)')
     rule = Rule(false_alarm=false_alarm, min_samples=min_samples, k=k,
                 floor=floor)
     if ref_dir is None:
