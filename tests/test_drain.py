@@ -62,7 +62,8 @@ def test_a_name_that_is_not_one_node_gets_no_drain_line(tmp_path, capsys,
 
 
 def test_a_failure_put_down_to_load_is_not_drained(tmp_path, capsys):
-    busy = {'busy': True, 'why': '3 other runnable tasks on 2 CPUs'}
+    busy = {'cpus': 2, 'load1': 5.0, 'others_running': 3.0, 'busy': True,
+            'why': '3 other runnable tasks on 2 CPUs'}
     status, steps = _steps(capsys, _screen(tmp_path,
                                            hpcval_node_load=busy))
     assert status == 1 and steps['drain'] == []
