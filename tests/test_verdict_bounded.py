@@ -90,3 +90,27 @@ def test_calibrate_names_a_figure_beyond_any_measurement(tmp_path, capsys):
     err = capsys.readouterr().err
     assert status == 0 and 'unexpected error' not in err
     assert 'bandwidth_4MiB: 1e+300 MB/s is beyond any measurement' in err
+
+
+def test_no_health_record_on_a_gpu_partition_is_not_judged(tmp_path,
+                                                           capsys):
+    """The H100 node's healthy quick report judged by references whose
+    inventory expects its GPU: with its health records removed (as
+    -S health_probe=no leaves it) the verdict is incomplete, never 0."""
+    fix = Path(__file__).parent / 'fixtures' / 'captured' / 'h100_health'
+    refs = fix / 'reports' / 'local.yaml'
+    healthy = fix / 'reports' / 'healthy.json'
+    status, out = _verdict(capsys, healthy, '--references', refs,
+                           '--allow-unjudged')
+    assert status == 0, out.out
+    report = json.loads(healthy.read_text())
+    for run in report['runs']:
+        for tc in run['testcases']:
+            tc.pop('hpcval_health', None)
+    path = tmp_path / 'stripped.json'
+    path.write_text(json.dumps(report))
+    status, out = _verdict(capsys, path, '--references', refs,
+                           '--allow-unjudged')
+    assert status == 2, out.out
+    assert 'no health record of vm, where the inventory expects GPUs: ' \
+        'their health is not judged' in out.out

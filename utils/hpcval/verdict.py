@@ -128,6 +128,9 @@ class Group:
     # the scheduler its cases ran under ('slurm', 'local'; 'mixed'; ''
     # not recorded): drain lines only under Slurm (hpcval.drain)
     scheduler: str = ''
+    # nodes that ran a test and left no health record where the
+    # partition's inventory expects GPUs: their health is not judged
+    no_health: list = field(default_factory=list)
 
     @property
     def name(self):
@@ -262,12 +265,41 @@ class _Groups(dict):
         self.node_sets = {}     # group name: {node}: 100,000 nodes stay fast
         self.provenance = {}    # group name: the provenance added last
         self.health_lines = set()   # (group name, FAIL line) of health
+        self.health_seen = {}       # group name: {node: left a record}
+        self.expects_gpus = {}      # group name: GPUs its inventory expects
 
     def of(self, case):
         key = (case.label or case.system, case.partition)
         if key not in self:
             self[key] = Group(*key)
         return self[key]
+
+    def note_health(self, g, case, label, healths):
+        """Keep which nodes of ``g`` left a health record; a replay
+        runs no probe."""
+        if case.replay or case.result in ('skip', 'fail_deps'):
+            return
+        seen = self.health_seen.setdefault(g.name, {})
+        for node in (label.split('+') if label else ['']):
+            seen[node] = seen.get(node, False) or bool(
+                case.extras.get('health'))
+        if g.name not in self.expects_gpus:
+            try:
+                # hpcval.health.report.Judge's inventory, as it judges
+                expected = healths._expected(case) or {}
+            except (ValueError, OSError):   # the references' load names it
+                expected = {}
+            gpus = expected.get('gpus', 0)
+            self.expects_gpus[g.name] = gpus if isinstance(gpus, int) else 0
+
+    def unprobed(self):
+        """Each group's nodes without a health record where GPUs are
+        expected, into ``Group.no_health``."""
+        for g in self.values():
+            if self.expects_gpus.get(g.name):
+                g.no_health = [n or 'node not recorded' for n, seen in
+                               self.health_seen.get(g.name, {}).items()
+                               if not seen]
 
     def add_nodes(self, g, label):
         seen = self.node_sets.setdefault(g.name, set())
@@ -323,6 +355,7 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
                     healths, rebanded, getattr(loaded, 'references', None))
     for case, node, comp, text in healths.between_nodes():
         groups.of(case).changes.append(_changed(node, comp, text))
+    groups.unprobed()
     _failed_fixtures(groups, loaded.fixtures, select, seen)
     _untrusted(groups, loaded)
     _screens(groups, screened, samples, peer_factor, accept_out)
@@ -385,6 +418,7 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
     groups.add_nodes(g, label)
     _provenance(g, case, groups.provenance)
     # the node's inventory and health first (hpcval.health)
+    groups.note_health(g, case, label, healths)
     for node, comp, text in healths.failures(case, label):
         f = Failure(case.system, case.partition, node, comp, '', '',
                     reason=text, session=case.session)
@@ -580,6 +614,14 @@ def _incomplete(groups, allow_unjudged, accept_unscreened=False):
                        f'(calibrate them, or declare them diagnostic)')
         if g.judged_passed + g.judged_failed == 0 and g.cases_failed == 0:
             why.append(f'{g.name}: no figure was judged')
+        if g.no_health:
+            shown = ', '.join(g.no_health[:8]) + (
+                f' and {len(g.no_health) - 8} more'
+                if len(g.no_health) > 8 else '')
+            why.append(f'{g.name}: no health record of {shown}, where the '
+                       f'inventory expects GPUs: their health is not judged '
+                       f'(the probe was off, -S health_probe=no, or the '
+                       f'records were removed)')
         if g.coverage is not None and (g.coverage.untested or
                                        not g.coverage.known):
             why.append(f'{g.name}: node screen: {g.coverage.line()}')
