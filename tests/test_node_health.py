@@ -86,3 +86,22 @@ def test_failure_lines_are_the_verdicts():
     assert failure_lines(record, 'local', 'default') == [
         f'node n1: nvidia-smi failed (exit 9): {DRIVER_FAILED}']
     assert failure_lines({}, 'local', 'default') == []
+
+
+def test_hpcval_run_ends_with_the_verdicts_headline(tmp_path):
+    import subprocess
+    from rfmrun import ROOT
+    env = dict(os.environ, **_bin(tmp_path, FAKE_SMI),
+               RFM_SQLITE_DB_FILE=str(tmp_path / 'results.db'),
+               HOME=str(tmp_path))
+    env.pop('RFM_CONFIG_FILES', None)
+    report = tmp_path / 'run.json'
+    proc = subprocess.run(
+        [str(VENV_BIN / 'hpcval'), 'run', '-c', 'checks/node_health.py',
+         '-r', '--system', 'local', '--prefix', str(tmp_path / 'rfm'),
+         '--report-file', str(report)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    last = proc.stdout.rstrip().splitlines()[-1]
+    assert last == (f'hpcval verdict: FAILED (exit 1)  (all of it: hpcval '
+                    f'verdict {report})'), proc.stdout[-2000:]
+    assert proc.returncode != 0         # ReFrame's own status
