@@ -33,9 +33,12 @@
                                       (hpcval.verdict)
 """
 import argparse
+import contextlib
 import importlib
+import io
 import os
 import re
+import shlex
 import shutil
 import sys
 
@@ -55,7 +58,7 @@ class _Imported:
 
 inputs, paths = _Imported('hpcval.inputs'), _Imported('hpcval.paths')
 
-from hpcval import screen
+from hpcval import screen, selection
 from hpcval.publish import reference_table, report
 
 
@@ -470,22 +473,10 @@ def run_reframe(reframe_args):
 _STORED = re.compile(r'Current session stored with UUID: ([0-9a-f-]{36})')
 
 
-def _report_file(reframe_args):
-    for i, arg in enumerate(reframe_args):
-        if arg == '--report-file' and i + 1 < len(reframe_args):
-            return reframe_args[i + 1]
-        if arg.startswith('--report-file='):
-            return arg.split('=', 1)[1]
-    return None
-
-
 def _verdict_after(reframe_args, session):
     """The verdict's headline of the run ReFrame just made, and the
     command that prints all of it; None where nothing ran."""
-    import contextlib
-    import io
-    import shlex
-    report = _report_file(reframe_args)
+    report = selection.option_value(reframe_args, '--report-file')
     if report and '{' not in report and os.path.isfile(report):
         args = ['verdict', report]
     elif session:

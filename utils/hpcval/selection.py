@@ -15,11 +15,13 @@ import socket
 import sys
 
 
-def _from_argv(argv):
+def option_value(argv, option):
+    """The value of the long ``option`` in ``argv`` (``--x V`` or
+    ``--x=V``; the first given), or None."""
     for i, arg in enumerate(argv):
-        if arg == '--system' and i + 1 < len(argv):
+        if arg == option and i + 1 < len(argv):
             return argv[i + 1]
-        if arg.startswith('--system='):
+        if arg.startswith(f'{option}='):
             return arg.split('=', 1)[1]
     return None
 
@@ -29,7 +31,7 @@ def selected(systems, argv=None, environ=None, hostname=None):
     configuration order) that ReFrame will use, or None when none matches."""
     argv = sys.argv[1:] if argv is None else argv
     environ = os.environ if environ is None else environ
-    name = _from_argv(argv) or environ.get('RFM_SYSTEM')
+    name = option_value(argv, '--system') or environ.get('RFM_SYSTEM')
     if name:
         return name.split(':', 1)[0]
 
