@@ -22,8 +22,7 @@ import shlex
 import statistics
 from dataclasses import dataclass, field
 
-from hpcval import drain as drains
-from hpcval import peers
+from hpcval import drain as drains, peers
 from hpcval.units import better
 
 #: the verdict's floor as a factor on the peers' median; None: the figure
