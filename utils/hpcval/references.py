@@ -484,14 +484,8 @@ class ReferenceSet(dict):
                        for k in r.where if not k.startswith('_')})
 
     def matching(self, system, check_names, partition, attrs):
-        """{metric: Reference} of ``system``'s entries that apply to one
-        test (a live one or a recorded case: ``applies``); a later entry
-        wins over an earlier one."""
-        got = {}
-        for ref in self.get(system, ()):
-            if applies(ref, check_names, partition, attrs):
-                got[ref.metric] = ref
-        return got
+        """``applying`` of ``system``'s entries."""
+        return applying(self.get(system, ()), check_names, partition, attrs)
 
     def check_partitions(self, partitions_of):
         """ReferenceFileError naming file and key where an inventory
@@ -732,14 +726,20 @@ def select(refs, check_names, partition, attrs, metric_units):
     reference is explicitly absent (value: null) are left out, and ReFrame
     logs them without judging.
     """
-    chosen = {}
-    for ref in refs:
-        if ref.metric in metric_units and \
-                applies(ref, check_names, partition, attrs):
-            chosen[ref.metric] = ref
+    return {name: ref.as_tuple(metric_units[name]) for name, ref in
+            applying(refs, check_names, partition, attrs).items()
+            if name in metric_units and ref.value is not None}
 
-    return {name: ref.as_tuple(metric_units[name])
-            for name, ref in chosen.items() if ref.value is not None}
+
+def applying(refs, check_names, partition, attrs):
+    """{metric: Reference} of the entries of ``refs`` that apply to one
+    test (a live one or a recorded case: ``applies``); a later entry wins
+    over an earlier one."""
+    got = {}
+    for ref in refs:
+        if applies(ref, check_names, partition, attrs):
+            got[ref.metric] = ref
+    return got
 
 
 @dataclass(frozen=True)
@@ -869,11 +869,7 @@ def absent(refs, check_names, partition, attrs, metrics):
     """{metric: source} of the ``metrics`` whose applicable entry says
     explicitly that no reference judges them (value: null): logged on
     purpose, not forgotten."""
-    chosen = {}
-    for ref in refs:
-        if ref.metric in metrics and \
-                applies(ref, check_names, partition, attrs):
-            chosen[ref.metric] = ref
-
     return {name: ' '.join((ref.source or 'no reason given').split())
-            for name, ref in chosen.items() if ref.value is None}
+            for name, ref in applying(refs, check_names, partition,
+                                      attrs).items()
+            if name in metrics and ref.value is None}
