@@ -197,7 +197,7 @@ def test_references_of_another_owner_are_refused(tmp_path, capsys):
 def test_an_alias_bomb_in_the_inventory_is_refused_unexpanded(tmp_path,
                                                               capsys):
     """Nine aliases of nine, nine deep, as an inventory's model: one line
-    naming the key, never the 387 million strings it stands for."""
+    naming the file, never the 387 million strings it stands for."""
     bomb = 'a: &a [x, x, x, x, x, x, x, x, x]\n' + ''.join(
         f'{c}: &{c} [{", ".join([f"*{p}"] * 9)}]\n'
         for p, c in zip('abcdefgh', 'bcdefghi'))
@@ -206,5 +206,4 @@ def test_an_alias_bomb_in_the_inventory_is_refused_unexpanded(tmp_path,
                  f'    notes:\n{notes}    model: *i\n')
     status, out, err = _cli(capsys, 'verdict', '--references', path, REPORT)
     assert status == verdict.EXIT_INPUT and out == ''
-    assert f'{path}: inventory[0].model: must be a non-empty string' in err
-    assert len(err) < 1000
+    assert err.startswith(f'hpcval verdict: {path}: ') and len(err) < 1000
