@@ -265,6 +265,18 @@ def test_calibrate_writes_the_nvlink_expectation():
                                                   'default', 'test')
 
 
+def test_an_inactive_nvlink_seen_before_and_after_is_one_line():
+    """The lent 4 x H100 node's run with GPU 1's link 3 reported
+    inactive (tests/fixtures/captured/h100x4/README.md)."""
+    report = json.loads((X4.parent / 'h100x4' / 'reports' /
+                         'gpu1_nvlink_inactive.json').read_text())
+    rec = next(tc['hpcval_health'] for run in report['runs']
+               for tc in run['testcases']
+               if tc['name'].startswith('BabelStreamCudaCheck'))
+    assert judge.failures(rec, None) == [
+        ('GPU 1', 'NVLink 3 inactive before and after the benchmark')]
+
+
 def test_an_inactive_nvlink_fails_naming_gpu_and_link():
     inactive = _nv('h200x4_nvlink_s.txt').replace(
         'GPU 2: NVIDIA H200', 'GPU 2: X').split('GPU 2: X')
@@ -300,8 +312,8 @@ def test_fewer_nvlinks_than_the_inventory_expects():
 def test_nvlink_state_not_read_fails_where_links_are_expected():
     rec = _record(links=False)
     assert judge.failures(rec, H200X4)[0] == (
-        '', 'NVLink state: not read by the probe (the inventory expects 18 '
-            'links per GPU)')
+        '', 'NVLink state before and after the benchmark: not read by the '
+            'probe (the inventory expects 18 links per GPU)')
     assert judge.failures(rec, dict(H200X4, nvlink=None)) == []
 
 

@@ -268,37 +268,50 @@ def _nvlink(record, phase):
 
 def _nvlink_failures(record, expected):
     """Inactive links, fewer or slower links than the inventory's, and
-    link error counters that grew during the run."""
+    link error counters that grew during the run: one line per GPU and
+    finding, the phases that showed it merged."""
     want = (expected or {}).get('nvlink') or {}
-    out = []
+    found = {}         # (component, text) -> [phases]
     for phase in ('before', 'after'):
         links = _nvlink(record, phase)
         status = links.get('status')
-        when = '' if phase == 'before' else ' after the benchmark'
         if status is None:
             if want and not _tool_failed(record, record.get(phase) or {}):
                 why = links.get('status_error') or 'not read by the probe'
-                out.append(('', f'NVLink state{when}: {why} (the inventory '
-                            f'expects {want.get("links")} links per GPU)'))
+                found.setdefault(('', f'NVLink state{{when}}: {why} (the '
+                                  f'inventory expects {want.get("links")} '
+                                  f'links per GPU)'), []).append(phase)
             continue
         for idx, per in sorted(status.items(), key=lambda kv: kv[0]):
-            comp = f'GPU {idx}'
-            down = sorted((int(k) for k, v in per.items() if v is None))
-            for link in down:
-                out.append((comp, f'NVLink {link} inactive{when}'))
-            up = [v for v in per.values() if v is not None]
-            if want.get('links') and len(up) < want['links'] and \
-                    len(up) + len(down) < want['links']:
-                out.append((comp, f'{len(up)} of {want["links"]} NVLinks '
-                            f'active{when}'))
-            slow = sorted(int(k) for k, v in per.items()
-                          if v is not None and want.get('gbs') and
-                          v < 0.99 * want['gbs'])
-            for link in slow:
-                out.append((comp, f'NVLink {link} at {per[str(link)]} GB/s'
-                            f'{when}, expected {want["gbs"]} GB/s'))
-    out += [(c, t) for c, t, fails in _nvlink_growth(record) if fails]
+            for text in _link_findings(per, want):
+                found.setdefault((f'GPU {idx}', text), []).append(phase)
+    out = [(comp, text.format(when=_phases(phases)) if '{when}' in text
+            else text + _phases(phases))
+           for (comp, text), phases in found.items()]
+    return out + [(c, t) for c, t, fails in _nvlink_growth(record) if fails]
+
+
+def _link_findings(per, want):
+    """What fails in one GPU's {link: GB/s or None} against ``want``."""
+    out = []
+    down = sorted(int(k) for k, v in per.items() if v is None)
+    out += [f'NVLink {link} inactive' for link in down]
+    up = [v for v in per.values() if v is not None]
+    if want.get('links') and len(up) + len(down) < want['links']:
+        out.append(f'{len(up)} of {want["links"]} NVLinks active')
+    for link in sorted(int(k) for k, v in per.items() if v is not None and
+                       want.get('gbs') and v < 0.99 * want['gbs']):
+        out.append(f'NVLink {link} at {per[str(link)]} GB/s, expected '
+                   f'{want["gbs"]} GB/s')
     return out
+
+
+def _phases(phases):
+    if phases == ['before']:
+        return ''
+    if phases == ['after']:
+        return ' after the benchmark'
+    return ' before and after the benchmark'
 
 
 def _nvlink_growth(record):
