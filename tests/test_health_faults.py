@@ -7,7 +7,6 @@ quick suite's report of a lent 4 x H200 NVLink node
 time where no real output has the defect.  Every fault fails the node
 naming its kind and the GPU; information is shown once, never failing;
 what a user's process prints fails nothing."""
-import copy
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ from hpcval import cli
 from hpcval.health import catalogue, inventory, judge, kernel_log, nvidia
 from hpcval.health import probe
 from hpcval.health.xid_catalog import XIDS
+from test_health import _report_with
 
 FIX = Path(__file__).parent / 'fixtures' / 'health'
 KERNEL = FIX / 'kernel'
@@ -516,24 +516,13 @@ def site(tmp_path, monkeypatch):
     return refs
 
 
-def _report(tmp_path, record):
-    report = json.loads((H100 / 'reports' / 'healthy.json').read_text())
-    for run in report['runs']:
-        for tc in run['testcases']:
-            if tc.get('hpcval_health'):
-                tc['hpcval_health'] = copy.deepcopy(record)
-    path = tmp_path / 'report.json'
-    path.write_text(json.dumps(report))
-    return str(path)
-
-
 def _verdict(capsys, *args):
     status = cli.main(['verdict', '--allow-unjudged', *args])
     return status, capsys.readouterr().out
 
 
 def test_the_verdict_header_counts_the_gpus(tmp_path, site, capsys):
-    status, out = _verdict(capsys, _report(tmp_path, _record()))
+    status, out = _verdict(capsys, _report_with(tmp_path, _record()))
     assert status == 0, out
     assert 'on 1 node(s), 4 GPUs: vm' in out
     assert ('gpus node vm: 4 x NVIDIA H200 (VBIOS 96.00.A5.00.1A): '
@@ -548,14 +537,14 @@ def test_information_is_shown_once_and_never_fails(tmp_path, site, capsys):
                                                       '0000:00:06') +
         _kernel('aer_correctable_popos3363.txt'))
     rec['kernel_log'] = ''
-    status, out = _verdict(capsys, _report(tmp_path, rec))
+    status, out = _verdict(capsys, _report_with(tmp_path, rec))
     assert status == 0, out
     xid = [l for l in out.splitlines() if 'INFO node vm GPU 0: Xid 13' in l]
     assert len(xid) == 1 and '(3 times)' in xid[0], out
     assert out.count('INFO node vm PCI 0000:00:00.0: PCIe AER corrected') \
         == 1
     status = cli.main(['verdict', '--allow-unjudged', '--format', 'json',
-                       _report(tmp_path, rec)])
+                       _report_with(tmp_path, rec)])
     data = json.loads(capsys.readouterr().out)
     (part,) = data['partitions']
     assert len(part['infos']) == 2
@@ -569,7 +558,7 @@ def test_a_throttled_gpu_is_one_line(tmp_path, site, capsys):
     rec['after']['gpus'][1]['throttle_us'] = dict(
         rec['before']['gpus'][1]['throttle_us'], hw_thermal_slowdown=3200000)
     rec['samples']['1']['throttle'] = {'hw_slowdown': 0.75}
-    status, out = _verdict(capsys, _report(tmp_path, rec))
+    status, out = _verdict(capsys, _report_with(tmp_path, rec))
     assert status == 1
     lines = [l for l in out.splitlines() if l.startswith('  FAIL node vm')]
     assert lines == [
