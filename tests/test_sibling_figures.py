@@ -11,6 +11,7 @@ one defect each: a GPU 15 % slow, another 40 % slow (one kernel's row
 scaled), and one p2p link at 60 % of its siblings (one cell).  The guide
 prints two GPUs' BabelStream tables; the replayed 8-GPU node repeats
 them (GPU n shows table n % 2), so every GPU's figure is a real one."""
+import json
 import sqlite3
 import subprocess
 
@@ -258,3 +259,56 @@ def test_the_loaded_gpu_line_carries_its_health_cause():
         '0.909091 x (ref 1, -9.1%): another process, /opt/torch/.venv/bin/'
         'python3 (pid 605), held 8710 MiB on GPU 1 at 100% utilization '
         'before the benchmark started'), line
+
+
+# -- every GPU measured or named ----------------------------------------------
+
+WARMUP = ROOT / 'tests' / 'fixtures' / 'captured' / 'h200x4' / 'run' / \
+    'warmup.json'
+
+
+def _not_measured(path):
+    return [f.line() for f in verdict.judge(results.load([str(path)]))
+            .failures() if 'not measured' in f.line()]
+
+
+def test_every_gpu_of_the_4_x_h200_run_was_measured():
+    assert _not_measured(WARMUP) == []
+
+
+def test_a_gpu_no_benchmark_measured_is_named(tmp_path):
+    """The real 4 x H200 run with GPU 3's figures gone from BabelStream's
+    and TransferBench's records (as when the runtime lost it): the GPU the
+    probe listed is named once, with the checks that left it out."""
+    report = json.loads(WARMUP.read_text())
+    for tc in report['runs'][0]['testcases']:
+        comps = tc.get('hpcval_components') or {}
+        tc['hpcval_components'] = {
+            m: c for m, c in comps.items()
+            if 'GPU 3' not in c and 'GPU 03' not in c}
+    path = tmp_path / 'gpu3_lost.json'
+    path.write_text(json.dumps(report))
+    assert _not_measured(path) == [
+        'node vm GPU 3: not measured by BabelStreamCudaCheck '
+        '%build.model=cuda, TransferBenchCudaCheck %preset=p2p '
+        '%build.model=cuda']
+
+
+def test_a_run_failed_only_by_its_siblings_still_calibrates(slow):
+    """Calibration from a baseline whose only failures are sibling
+    figures: its other figures count, with a note; per-link figures are
+    TransferBench's declared diagnostics, not calibrated."""
+    from hpcval.publish import calibrate
+    tmp, _ = slow
+    loaded = results.load([str(tmp / 'report.json')])
+    notes = []
+    kept = calibrate._select(loaded.samples, 'mi300x', True, False, notes)
+    # p2p failed on its slow link's sibling figure alone; BabelStream's
+    # slow GPUs failed the guide's references too: left out
+    assert {s.case.test.split()[0] for s in kept} == {'TransferBenchCheck'}
+    assert 'counted 1 run(s) that failed only their sibling figures (a GPU '\
+        'or link slower than its siblings in that run): their other ' \
+        'figures count' in notes
+    [p2p] = [c for c in loaded.cases if c.test.startswith('TransferBench')]
+    assert p2p.extras['unjudged']['uni_gpu00_to_gpu01'].startswith(
+        'diagnostic: one link\'s bandwidth')

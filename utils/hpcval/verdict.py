@@ -344,18 +344,20 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
                                   lambda c: samples.get(id(c), []),
                                   peer_factor)
 
-    groups, seen = _Groups(), set()
+    groups, seen, judged = _Groups(), set(), []
     healths = health.Judge(getattr(loaded, 'references', None))
     rebanded = getattr(loaded, 'rebanded', None) or {}
     for case in loaded.cases:
         if not select(case) or _key(case) in seen:
             continue
         seen.add(_key(case))
+        judged.append(case)
         _judge_case(groups, case, samples.get(id(case), []), peer, fixtures,
                     healths, rebanded, getattr(loaded, 'references', None))
     for case, node, comp, text in healths.between_nodes():
         groups.of(case).changes.append(_changed(node, comp, text))
     groups.unprobed()
+    _unmeasured(groups, judged)
     _failed_fixtures(groups, loaded.fixtures, select, seen)
     _untrusted(groups, loaded)
     _screens(groups, screened, samples, peer_factor, accept_out)
@@ -473,6 +475,53 @@ def _health_named(groups, g, case, samples):
         return False
     parts = case.reason[len(prefix):].split('; ')
     return all((g.name, p) in groups.health_lines for p in parts)
+
+
+_GPU_IN = re.compile(r'\bGPU (\d+)\b')
+
+
+def _gpu_indices(names):
+    """{N} of the GPUs named in ``names`` ('GPU 1', 'link GPU 00 -> GPU 01
+    (uni)')."""
+    return {int(n) for name in names if isinstance(name, str)
+            for n in _GPU_IN.findall(name)}
+
+
+def _probed_gpus(case):
+    """{N} of the GPUs the case's health probe listed before the job."""
+    rec = case.extras.get('health')
+    before = rec.get('before') if isinstance(rec, dict) else None
+    gpus = before.get('gpus') if isinstance(before, dict) else None
+    return {g['index'] for g in gpus or () if isinstance(g, dict) and
+            isinstance(g.get('index'), int) and not isinstance(
+                g.get('index'), bool)}
+
+
+def _unmeasured(groups, cases):
+    """'node n1 GPU 3: not measured by BabelStreamCudaCheck, ...': per
+    node, each GPU its probe listed that a check measuring GPU by GPU (one
+    whose figures name GPUs) left out, whatever the reason (hidden by
+    CUDA_VISIBLE_DEVICES, lost by the runtime)."""
+    missing = {}        # (group key, node): {gpu: [test]}
+    for case in cases:
+        comps = case.extras.get('components')
+        measured = _gpu_indices(comps.values()) \
+            if isinstance(comps, dict) else set()
+        probed = _probed_gpus(case)
+        if not measured or not probed:
+            continue
+        node = node_label(case)
+        key = ((case.label or case.system, case.partition), node)
+        for gpu in sorted(probed - measured):
+            tests = missing.setdefault(key, {}).setdefault(gpu, [])
+            if case.test not in tests:
+                tests.append(case.test)
+    for (gkey, node), gpus in missing.items():
+        g = groups[gkey]
+        for gpu, tests in sorted(gpus.items()):
+            g.failures.append(Failure(
+                g.system, g.partition, node, f'GPU {gpu}', '', '',
+                reason=f'not measured by {", ".join(tests)}'))
 
 
 def _changed(node, comp, text):

@@ -28,7 +28,7 @@ import textwrap
 
 import yaml
 
-from hpcval import bounded, references, units
+from hpcval import bounded, peers, references, units
 from hpcval.publish.comparison import better
 from hpcval.publish.stats import Rule, prediction_factor
 
@@ -107,10 +107,13 @@ def _select(samples, system, allow_replays, accept_performance_failures,
     # a failed case has samples only if it got to its performance stage:
     # its sanity passed, and only its old bounds (or a later stage) failed
     ok = {'pass', 'fail'} if accept_performance_failures else {'pass'}
+    by_siblings = set() if accept_performance_failures else \
+        _failed_by_siblings_only(samples)
     kept, left = [], {}
     for s in samples:
         why = ('another system' if s.case.system != system else
-               f'result {s.case.result}' if s.case.result not in ok else
+               f'result {s.case.result}' if s.case.result not in ok and
+               id(s.case) not in by_siblings else
                'a replay' if s.case.replay and not allow_replays else None)
         if why:
             left[why] = left.get(why, 0) + 1
@@ -118,7 +121,25 @@ def _select(samples, system, allow_replays, accept_performance_failures,
             kept.append(s)
     notes += [f'left out {n} sample(s) of {why}'
               for why, n in sorted(left.items())]
+    counted = {id(s.case) for s in kept} & by_siblings
+    if counted:
+        notes.append(f'counted {len(counted)} run(s) that failed only their '
+                     f'sibling figures (a GPU or link slower than its '
+                     f'siblings in that run): their other figures count')
     return kept
+
+
+def _failed_by_siblings_only(samples):
+    """ids of the cases that failed in their performance stage on sibling
+    figures (hpcval.peers) and on nothing else."""
+    failing = {}
+    for s in samples:
+        if s.case.result == 'fail' and s.case.phase == 'performance':
+            mine = failing.setdefault(id(s.case), [])
+            if s.result == 'fail':
+                mine.append(s.metric)
+    return {case for case, metrics in failing.items() if metrics and
+            all(peers.is_sibling_figure(m) for m in metrics)}
 
 
 def _groups(samples):
