@@ -4,7 +4,6 @@ the class MRO: with ParsedBenchmark's bases and methods reversed, every
 check's
 ``rfm_job.sh`` (``--dry-run``, Lmod over empty modulefiles) is
 byte-identical."""
-import pathlib
 import textwrap
 
 import reframe as rfm

@@ -4,7 +4,6 @@ variables and the fixed modes.  Where the attack needs another local user,
 a real unprivileged one is made here (useradd; the tests run as root, as
 CI does) and removed after.  docs/security.md lists each defence with its
 test."""
-import argparse
 import json
 import os
 import pathlib
@@ -21,7 +20,7 @@ import time
 import pytest
 
 from conftest import require_minicluster
-from hpcval import inputs, trust
+from hpcval import inputs, preflight, suites, trust
 from hpcval.testing import minicluster as mc
 from rfmrun import ROOT, VENV_BIN, reframe
 
@@ -393,23 +392,28 @@ class TestFixedModes:
 
     @pytest.mark.parametrize('args, words', [
         (('--mode', 'acceptance', '-S', 'LikwidBenchCheck.working_set=16kB'),
-         ("-S LikwidBenchCheck.working_set='16kB' changes what the check "
-          "measures",)),
+         ('--mode acceptance: -S LikwidBenchCheck.working_set=16kB: not the '
+          'acceptance suite, which runs every check as it is',)),
         (('--mode', 'acceptance', '-n', 'LikwidBenchCheck%kernel=copy'),
-         ("-n 'LikwidBenchCheck%kernel=copy': a narrowed selection is not "
-          "the acceptance suite",)),
+         ('--mode acceptance: -n LikwidBenchCheck%kernel=copy: ',)),
         (('--mode', 'screen', '-x', 'LikwidBenchCheck'),
-         ("--mode screen: -x 'LikwidBenchCheck'",)),
+         ('--mode screen: -x LikwidBenchCheck: ',)),
         (('--mode=acceptance', '--setv', 'strict=no'),
-         ('-S strict=',)),
+         ('-S strict=no: ',)),
         (('--mode', 'acceptance', '--skip-performance-check'),
-         ('--mode acceptance: --skip-performance-check',)),
+         ('--mode acceptance: --skip-performance-check: ',)),
         (('--mode', 'screen', '--max-retries', '3'),
-         ('--mode screen: --max-retries=3: a failure retried',)),
+         ('--mode screen: --max-retries 3: ',)),
+        (('--mode', 'acceptance', '--disable-hook', 'assemble_job_script'),
+         ('--mode acceptance: --disable-hook assemble_job_script: ',)),
+        (('--mode', 'acceptance', '-P', 'LikwidBenchCheck.working_set=16kB'),
+         ('--mode acceptance: -P LikwidBenchCheck.working_set=16kB: ',)),
+        (('--mode', 'screen', '-S', 'LikwidBenchCheck.repeats=1'),
+         ('--mode screen: -S LikwidBenchCheck.repeats=1: ',)),
     ])
     def test_refused(self, tmp_path, args, words):
-        proc, report = reframe('-r', *args, tmp_path=tmp_path, checks=LIKWID,
-                               env=WARN)
+        # the whole suite's check files: only ``args`` is refused
+        proc, report = reframe('-r', *args, tmp_path=tmp_path, env=WARN)
         one_line_error(proc, *words, 'nothing was run')
         assert report is None
 
@@ -421,38 +425,59 @@ class TestFixedModes:
                           env=WARN)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
 
-    @pytest.mark.parametrize('field, value, flag', [
-        ('tags', ['gpu'], '-t'), ('exclude_tags', ['x'], '-T'),
-        ('filter_expr', ['x'], '-E'), ('maintainers', ['x'], '--maintainer'),
-        ('cpu_only', True, '--cpu-only'), ('gpu_only', True, '--gpu-only'),
-        ('failed', True, '--failed'), ('prgenv', ['.*', 'gnu'], '-p'),
-        ('skip_sanity_check', True, '--skip-sanity-check'),
-        ('skip_system_check', True, '--skip-system-check'),
-        ('skip_prgenv_check', True, '--skip-prgenv-check')])
-    def test_every_narrowing_option(self, field, value, flag):
-        options = argparse.Namespace(mode='acceptance', vars=['strict=yes'],
-                                     names=[], prgenv=['.*'])
-        setattr(options, field, value)
+    @pytest.mark.parametrize('args, flag', [
+        (['-t', 'gpu'], '-t gpu'), (['-T', 'x'], '-T x'),
+        (['-E', 'x'], '-E x'), (['--maintainer', 'x'], '--maintainer x'),
+        (['--cpu-only'], '--cpu-only'), (['--gpu-only'], '--gpu-only'),
+        (['--failed'], '--failed'), (['-p', '.*', '-p', 'gnu'], '-p gnu'),
+        (['--skip-sanity-check'], '--skip-sanity-check'),
+        (['--skip-system-check'], '--skip-system-check'),
+        (['--skip-prgenv-check'], '--skip-prgenv-check'),
+        (['-rn', 'X'], '-n X'), (['-rx', 'X'], '-x X'),
+        (['--disable-h', 'x'], '--disable-hook x'),
+        (['--job-option=--gres=gpu:1'], '-J --gres=gpu:1'),
+        (['--repeat', '2'], '--repeat 2'), (['-m', 'cuda'], '-m cuda'),
+        (['--distribute=all'], '--distribute all'),
+        (['--exec-order', 'random'], '--exec-order random')])
+    def test_every_option_not_known_harmless(self, args, flag):
         with pytest.raises(inputs.InputError,
-                           match=f'acceptance: {re.escape(flag)}[ :]'):
-            inputs.check_command_line(options)
+                           match=f'acceptance: {re.escape(flag)}[ :;]'):
+            preflight.check_command_line(
+                ['--mode', 'acceptance', '-r', *args], {})
 
-    def test_the_modes_own_options_are_not_the_users(self):
-        from hpcval import suites
-        options = argparse.Namespace(mode='screen', vars=[], names=[],
-                                     tags=[suites.SCREEN[1]], prgenv=['.*'])
-        inputs.check_command_line(options)
-        options.tags.append('gpu')
-        with pytest.raises(inputs.InputError, match="-t 'gpu'"):
-            inputs.check_command_line(options)
-        quick = argparse.Namespace(mode='quick', vars=['working_set=16kB'],
-                                   names=['x'], tags=[suites.QUICK[1]],
-                                   prgenv=['.*'])
-        inputs.check_command_line(quick)
-        repeated = argparse.Namespace(mode='acceptance',
-                                      vars=['strict=yes', 'strict=yes'],
-                                      names=[], prgenv=['.*'])
-        inputs.check_command_line(repeated)
+    def test_an_option_reframe_refuses_is_not_validated(self):
+        with pytest.raises(inputs.InputError,
+                           match='ReFrame cannot parse the command line: '
+                                 'unrecognized arguments: --bogus: an '
+                                 'acceptance or screen runs only from a '
+                                 'line ReFrame reads'):
+            preflight.check_command_line(
+                ['--mode', 'acceptance', '-r', '--bogus'], {})
+
+    def test_the_environment_counts_as_options(self):
+        with pytest.raises(inputs.InputError,
+                           match=r'-m cuda \(from the environment\)'):
+            preflight.check_command_line(['--mode', 'screen', '-r'],
+                                         {'RFM_USER_MODULES': 'cuda'})
+        preflight.check_command_line(['--mode', 'screen', '-r'],
+                                     {'RFM_WARN_AS_ERROR': 'y'})
+
+    def test_harmless_options_and_the_modes_own(self):
+        for args in (['-t', suites.SCREEN[1], '--distribute=all',
+                      '--max-retries=0', '-S', 'LikwidBenchCheck.repeats=3'],
+                     ['--prefix', '/tmp/x', '-v', '--report-file', 'r.json',
+                      '--keep-stage-files', '-C', 'config/settings.py',
+                      '--system', 'local', '-p', '.*', '--nocolor']):
+            preflight.check_command_line(['--mode', 'screen', '-r', *args],
+                                         {})
+        preflight.check_command_line(['--mode', 'quick', '-r', '-S',
+                                      'working_set=16kB', '-n', 'x'], {})
+        preflight.check_command_line(['--mode', 'acceptance', '-r', '-S',
+                                      'strict=yes', '-S', 'strict=yes'], {})
+        with pytest.raises(inputs.InputError, match="-t gpu"):
+            preflight.check_command_line(
+                ['--mode', 'screen', '-r', '-t', suites.SCREEN[1], '-t',
+                 'gpu'], {})
 
 
 # -- the rule itself (hpcval.trust) ------------------------------------------

@@ -1,8 +1,9 @@
-"""An acceptance or screen is the whole suite, or nothing (issue 26): check
-paths (-c) that leave out a check file of the suite are refused before
-anything runs, by ``hpcval run`` (one line, exit 3) and by ReFrame under
-hpcval's configuration, so no verdict can read a part as an acceptance."""
-import argparse
+"""An acceptance or screen is the whole suite, or nothing (issues 26, 36):
+check paths (-c) that leave out a check file of the suite, and any option
+the mode does not accept, are refused before anything runs, by ``hpcval
+run`` (one line, exit 3) and by ReFrame under hpcval's configuration; the
+verdict reads a report's command line with ReFrame's own parser, so no
+verdict can read a part as an acceptance."""
 import os
 import pathlib
 import subprocess
@@ -10,7 +11,7 @@ import sys
 
 import pytest
 
-from hpcval import inputs, preflight
+from hpcval import inputs, preflight, suites
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHECKS = ROOT / 'checks'
@@ -27,34 +28,35 @@ def test_hpcval_run_refuses_a_narrowed_check_path(tmp_path, mode):
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == preflight.REFUSED, proc.stderr
     [line] = proc.stderr.splitlines()
-    assert line.startswith(f'hpcval run: --mode {mode}: -c {CHECKS}/osu.py: '
+    assert line.startswith(f'hpcval run: --mode {mode}: -c {CHECKS}/osu.py '
                            f'leaves out {CHECKS}/babelstream.py and ')
     assert f'not the {mode} suite' in line
     assert proc.stdout == '' and list(tmp_path.iterdir()) == []
 
 
 def test_the_whole_suite_or_another_mode_is_not_refused():
+    suite = preflight.suite_check_files()
     for given in ([str(CHECKS)], [f'{CHECKS}/'],
                   [str(CHECKS), str(ROOT / 'tests')]):
-        assert preflight.narrowed_checks('acceptance', given) == ''
-    assert preflight.narrowed_checks('acceptance', []) == ''
-    assert preflight.narrowed_checks('quick', [str(CHECKS / 'osu.py')]) == ''
+        argv = ['--mode', 'acceptance', *[a for g in given for a in ('-c', g)]]
+        assert suites.narrowing(argv, suite) is None
+    assert suites.narrowing(['--mode', 'acceptance'], suite) is None
+    assert suites.narrowing(['--mode', 'quick', '-c', str(CHECKS / 'osu.py')],
+                            suite) is None
     env = {'RFM_CHECK_SEARCH_PATH': str(CHECKS / 'osu.py')}
     assert 'leaves out' in preflight.refusal_before(
         ['--system', 'local', '--mode', 'screen', '-r'], env, 'vm')
 
 
 def test_reframe_under_hpcvals_configuration_refuses_it_too():
-    options = argparse.Namespace(mode='acceptance', vars=['strict=yes'],
-                                 names=[], prgenv=['.*'],
-                                 checkpath=[str(CHECKS / 'osu.py'),
-                                            str(CHECKS / 'nccl_tests.py')])
+    argv = ['--mode', 'acceptance', '-r', '-c', str(CHECKS / 'osu.py'),
+            '-c', str(CHECKS / 'nccl_tests.py')]
     with pytest.raises(inputs.InputError,
                        match='--mode acceptance: -c .*osu.py -c .*'
-                             'nccl_tests.py: leaves out .*babelstream.py'):
-        inputs.check_command_line(options)
-    options.checkpath = [str(CHECKS)]
-    inputs.check_command_line(options)
+                             'nccl_tests.py leaves out .*babelstream.py'):
+        preflight.check_command_line(argv, {})
+    preflight.check_command_line(['--mode', 'acceptance', '-c', str(CHECKS)],
+                                 {})
 
 
 # -- the verdict of a report that says it ran a narrowed acceptance ----------
@@ -83,7 +85,20 @@ def _verdict_of(tmp_path, capsys, cmdline):
      'suite'),
     ('reframe -c checks/babelstream.py --mode=screen -r',
      '--mode screen narrowed (-c checks/babelstream.py leaves out '
-     'comm_scope.py, '),
+     'comm_scope.py and '),
+    ('reframe --mode screen -rn LikwidBenchCheck', 'narrowed (-n '
+     'LikwidBenchCheck)'),
+    ('reframe --mode screen -rx LikwidBenchCheck', 'narrowed (-x '
+     'LikwidBenchCheck)'),
+    ('reframe --mode acceptance -r -P LikwidBenchCheck.working_set=16kB',
+     'narrowed (-P LikwidBenchCheck.working_set=16kB)'),
+    ('reframe --mode acceptance -r --disable-hook assemble_job_script',
+     'narrowed (--disable-hook assemble_job_script)'),
+    ('reframe --mode acceptance -r --no-such-option',
+     'its command line cannot be read (ReFrame cannot parse the command '
+     'line: unrecognized arguments: --no-such-option): not validated'),
+    ("reframe --mode acceptance -r -n 'unclosed",
+     'its command line cannot be read (it cannot be split: '),
     ('reframe --mode acceptance -S LikwidBenchCheck.working_set=16kB -r',
      'narrowed (-S LikwidBenchCheck.working_set=16kB)'),
     ('reframe --mode acceptance --skip-performance-check -r',

@@ -157,18 +157,27 @@ def test_site_folder_with_the_installed_package(installed, tmp_path):
 
 
 def test_reframe_variables_refused_with_the_lowest_reframe(installed):
-    """hpcval.inputs reads ReFrame's parsed command line from its main():
-    the lowest allowed ReFrame must expose it the same way."""
+    """hpcval reads ReFrame's argument parser from its main() and the
+    command line of the running reframe (hpcval.suites, hpcval.preflight):
+    the lowest allowed ReFrame must expose them the same way.  ``hpcval
+    run`` refuses a narrowed mode before ReFrame starts (exit 3)."""
     venv, work, env, _ = installed
-    for args in (['-S', 'LikwidBenchCheck.prerun_cmds=touch x'],
-                 ['--mode', 'acceptance', '-n', 'LikwidBenchCheck']):
-        proc = subprocess.run([str(venv / 'bin' / 'hpcval'), 'run', '-l',
-                               '--system', 'local', *args], cwd=work,
-                              env=env, capture_output=True, text=True,
-                              timeout=600)
+    config = _hpcval(installed, 'paths', 'config').stdout.strip()
+    for cmd in ([venv / 'bin' / 'hpcval', 'run', '-l', '--system', 'local',
+                 '-S', 'LikwidBenchCheck.prerun_cmds=touch x'],
+                [venv / 'bin' / 'reframe', '-C', config, '-l', '--system',
+                 'local', '--mode', 'acceptance', '-n', 'LikwidBenchCheck']):
+        proc = subprocess.run([str(c) for c in cmd], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=600)
         out = proc.stdout + proc.stderr
         assert proc.returncode == 1 and 'nothing was run' in out, out[-2000:]
         assert 'Traceback' not in out
+    proc = _hpcval(installed, 'run', '-l', '--system', 'local', '--mode',
+                   'acceptance', '-n', 'LikwidBenchCheck')
+    assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr
+    assert proc.stderr.startswith('hpcval run: --mode acceptance: -n '
+                                  'LikwidBenchCheck: not the acceptance '
+                                  'suite'), proc.stderr
 
 
 RUN_DIRS = ('stage', 'output', 'perflogs')

@@ -23,7 +23,6 @@ import contextlib
 import functools
 import os
 import re
-import sys
 
 import reframe as rfm
 from reframe.core.builtins import run_after
@@ -296,7 +295,7 @@ def environment(name, default=''):
 
 
 @functools.lru_cache(maxsize=None)
-def _reframe_variables():
+def reframe_variables():
     return frozenset().union(*(
         base._rfm_var_space.vars for base in (
             rfm.RegressionTest, rfm.RunOnlyRegressionTest,
@@ -306,7 +305,7 @@ def _reframe_variables():
 def hpcval_variables(cls):
     """Names of the variables that hpcval's classes declare on ``cls`` (not
     ReFrame's own, such as ``executable`` or ``valid_systems``)."""
-    return sorted(set(cls._rfm_var_space.vars) - _reframe_variables())
+    return sorted(set(cls._rfm_var_space.vars) - reframe_variables())
 
 
 def _unlisted(value, name):
@@ -379,145 +378,6 @@ def check_reframe_variable(name, text):
                         'letters, digits and _ . , : = + @ % / - only')
 
 
-#: Modes whose verdict is a statement about the system (suites.py): what
-#: their checks measure and which checks run are fixed
-FIXED_MODES = ('acceptance', 'screen')
-#: variables -S may set in those modes: where sources, builds and tools
-#: come from, and how long a job may wait or run; not what is measured
-WHERE_FROM = frozenset({
-    'src_mirror', 'prebuilt_dir', 'repo_url', 'submodules',
-    'submodule_root', 'stack_modules', 'spack_spec', 'image', 'cuda_arch',
-    'nccl_home', 'mpi_home', 'mpicc', 'mpicxx', 'python', 'hl_qual',
-    'scratch_dir', 'time_limit', 'max_pending_time'})
-#: ReFrame's options that narrow the selection, by their ``options`` field
-_SELECTION = (('names', '-n'), ('exclude_names', '-x'), ('tags', '-t'),
-              ('exclude_tags', '-T'), ('filter_expr', '-E'),
-              ('maintainers', '--maintainer'), ('cpu_only', '--cpu-only'),
-              ('gpu_only', '--gpu-only'), ('failed', '--failed'))
-
-
-#: ReFrame's options that leave out a sanity or performance check, or run
-#: a check where it is not valid
-_UNCHECKED = (('skip_sanity_check', '--skip-sanity-check'),
-              ('skip_performance_check', '--skip-performance-check'),
-              ('skip_system_check', '--skip-system-check'),
-              ('skip_prgenv_check', '--skip-prgenv-check'))
-
-
-def reframe_options():
-    """The options of the ``reframe`` command this process runs, as ReFrame
-    parsed them (abbreviations resolved, its mode's options added), or None
-    outside one."""
-    # ReFrame hands tests the -S values it parsed but not the rest of the
-    # command line (mode, selection); its main() holds them all, and a
-    # re-parse of sys.argv here could read an option differently
-    frame = sys._getframe(1)
-    while frame is not None:
-        if (frame.f_code.co_name == 'main' and
-                frame.f_globals.get('__name__') == 'reframe.frontend.cli'):
-            return frame.f_locals.get('options')
-        frame = frame.f_back
-    return None
-
-
-#: the options of a mode (suites.MODES) by the field ReFrame parses them to
-_MODE_FIELDS = {'-S': 'vars', '-n': 'names', '-x': 'exclude_names',
-                '-t': 'tags', '-T': 'exclude_tags', '-E': 'filter_expr',
-                '-p': 'prgenv'}
-
-
-def _mode_given(mode):
-    """{options field: [values]}: what the mode's own options add (written
-    as ``FLAG VALUE`` in suites.MODES)."""
-    from hpcval import suites
-    given = {field: [] for field in _MODE_FIELDS.values()}
-    for entry in suites.MODES:
-        if entry['name'] == mode:
-            opts = entry['options']
-            for flag, value in zip(opts, opts[1:]):
-                if flag in _MODE_FIELDS:
-                    given[_MODE_FIELDS[flag]].append(value)
-    return given
-
-
-def _less(values, taken):
-    # the mode's own values, also where the user repeats them
-    return [value for value in values or [] if value not in taken]
-
-
-def check_command_line(options):
-    """Apply the policy to a reframe command line (``reframe_options()``):
-    -S on ReFrame's variables, and in an acceptance or screen no -S that
-    changes what a check measures and no narrowed selection.  InputError
-    names the option."""
-    mode = getattr(options, 'mode', None)
-    fixed = mode in FIXED_MODES
-    given = _mode_given(mode)
-    for assignment in _less(options.vars, given['vars']):
-        target, sep, text = assignment.partition('=')
-        name = target.rsplit('.', 1)[-1]
-        if sep and name in _reframe_variables():
-            check_reframe_variable(name, text)
-        if fixed and name not in WHERE_FROM:
-            raise InputError(
-                f'--mode {mode}: -S {target}={text!r} changes what the '
-                f'check measures, and the run would not be the {mode} '
-                f'suite; run without --mode {mode} for a test of that '
-                f'setting (-S may give {mode} only where sources, builds '
-                f'and tools come from: {", ".join(sorted(WHERE_FROM))})')
-    if not fixed:
-        return
-    for field, flag in _UNCHECKED:
-        if getattr(options, field, None):
-            raise InputError(f'--mode {mode}: {flag}: the {mode} suite '
-                             f'judges what it measures, on the systems and '
-                             f'environments each check is valid for; run '
-                             f'without --mode {mode}')
-    if getattr(options, 'max_retries', 0):
-        raise InputError(f'--mode {mode}: --max-retries='
-                         f'{options.max_retries}: a failure retried until it '
-                         f'passes is not the {mode} suite; run without '
-                         f'--mode {mode}')
-    for field, flag in _SELECTION:
-        value = getattr(options, field, None)
-        if field in given and not isinstance(value, bool):
-            value = _less(value, given[field])
-        if value:
-            shown = flag if isinstance(value, bool) else \
-                ' '.join(f'{flag} {v!r}' for v in value)
-            raise _narrowed(mode, shown)
-    prgenv = [p for p in getattr(options, 'prgenv', None) or [] if p != '.*']
-    if prgenv:
-        raise _narrowed(mode, f'-p {prgenv[0]!r}')
-    from hpcval import preflight
-    narrowed = preflight.narrowed_checks(
-        mode, getattr(options, 'checkpath', None) or [])
-    if narrowed:
-        raise InputError(narrowed)
-
-
-def _narrowed(mode, shown):
-    return InputError(f'--mode {mode}: {shown}: a narrowed selection is not '
-                      f'the {mode} suite; run without --mode {mode} to test '
-                      f'a part')
-
-
-_CHECKED = []
-
-
-def check_this_command_line():
-    """check_command_line() once for the reframe command this process
-    runs; a refusal stops the run before anything runs."""
-    options = reframe_options()
-    if options is None or any(o is options for o in _CHECKED):
-        return
-    try:
-        check_command_line(options)
-    except InputError as err:
-        raise SystemExit(f'ERROR: {err}; nothing was run') from None
-    _CHECKED.append(options)
-
-
 @contextlib.contextmanager
 def at_load(test):
     """Refused values while ReFrame creates tests stop the run: ReFrame
@@ -535,7 +395,6 @@ class ValidatedInputs(rfm.RegressionTestPlugin):
 
     @run_after('init')
     def validate_inputs(self):
-        check_this_command_line()
         policy = policy_of(type(self))
         with at_load(self):
             for name in hpcval_variables(type(self)):

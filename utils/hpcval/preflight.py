@@ -5,10 +5,12 @@ and this host is one of the named system's (its ``hostnames`` patterns), so
 that nothing is submitted from the wrong machine (``--dry-run`` and the
 listings submit nothing: they may read any system anywhere).  A system without host
 patterns (a standalone box, the test cluster) is selected by name only and
-runs anywhere.  An acceptance or screen (hpcval.inputs.FIXED_MODES) is
-refused with check paths (``-c``) that leave out a file of the suite's
-checks: ``-c checks/osu.py --mode acceptance`` would say PASSED of one
-benchmark.  After: a selection of no test case at all (``-n`` matching
+runs anywhere.  An acceptance or screen (hpcval.suites.FIXED_MODES) is
+refused with any option it does not accept (hpcval.suites.narrowing), such
+as check paths (``-c``) that leave out a file of the suite's checks:
+``-c checks/osu.py --mode acceptance`` would say PASSED of one benchmark.
+ReFrame under hpcval's configuration applies the same guard
+(``check_this_command_line``).  After: a selection of no test case at all (``-n`` matching
 nothing, ``-t nccl`` on a node without GPUs) ran nothing, which ReFrame
 reports as PASSED; ``hpcval run`` turns it into a refusal naming the
 filter.
@@ -18,8 +20,9 @@ verdict's 0/1/2: the monitoring plugins' convention, where 3 is UNKNOWN.
 """
 import os
 import re
+import sys
 
-from hpcval import paths
+from hpcval import inputs, paths, reference_service, suites
 
 REFUSED = 3
 NEVER = '(?!)'
@@ -72,7 +75,6 @@ def _systems():
 
 
 def mode_names():
-    from hpcval import suites
     return [m['name'] for m in suites.MODES]
 
 
@@ -103,42 +105,15 @@ def refusal_before(argv, environ, hostname):
         if mode not in mode_names() and not extra_configs:
             return (f'--mode {mode}: no such mode; valid: '
                     f'{", ".join(mode_names())}')
-    return narrowed_checks(*_mode_and_checkpaths(argv, environ))
-
-
-def narrowed_checks(mode, checkpaths):
-    """'' where the check paths ``checkpaths`` (-c values: files or
-    folders) hold every check file of the ``mode`` suite (ReFrame's check
-    search path: the built-in checks/ less what a site replaces, and the
-    site's), or ``mode`` is not a fixed one; else the one-line reason,
-    naming a file left out."""
-    from hpcval import inputs
-    if mode not in inputs.FIXED_MODES or not checkpaths:
-        return ''
-    suite = suite_check_files()
-    missing = sorted(suite - _check_files(checkpaths))
-    if not missing:
-        return ''
-    more = f' and {len(missing) - 1} more' if len(missing) > 1 else ''
-    return (f'--mode {mode}: -c {" -c ".join(checkpaths)}: leaves out '
-            f'{missing[0]}{more} of the {mode} suite\'s checks; a narrowed '
-            f'selection is not the {mode} suite; run without -c (the '
-            f'suite\'s check search path), or without --mode {mode} to '
-            f'test a part')
+    return narrowed(argv, environ)
 
 
 def suite_check_files():
     """The real paths of the suite's check files (ReFrame's check search
-    path: hpcval.reference_service.checks_dirs)."""
-    from hpcval import reference_service
-    return _check_files(reference_service.checks_dirs())
-
-
-def _check_files(checkpaths):
-    """The real paths of the check files ``checkpaths`` name (a folder:
-    its ``*.py``, as ReFrame loads it without -R)."""
+    path: hpcval.reference_service.checks_dirs; a folder: its ``*.py``, as
+    ReFrame loads it without -R)."""
     out = set()
-    for path in checkpaths:
+    for path in reference_service.checks_dirs():
         if os.path.isdir(path):
             out.update(os.path.realpath(os.path.join(path, f))
                        for f in os.listdir(path) if f.endswith('.py'))
@@ -147,11 +122,66 @@ def _check_files(checkpaths):
     return out
 
 
-def _mode_and_checkpaths(argv, environ):
-    modes = values(argv, '--mode', '--mode')
-    given = values(argv, '-c', '--checkpath') or [
-        p for p in environ.get('RFM_CHECK_SEARCH_PATH', '').split(':') if p]
-    return (modes[-1] if modes else None), given
+def narrowed(argv, environ):
+    """'' where ``argv`` (ReFrame's options, with the RFM_* variables of
+    ``environ``) runs no fixed mode or the whole of it, else the one-line
+    reason naming each option the mode does not accept."""
+    found = suites.narrowing(argv, suite_check_files(), environ)
+    if not found:
+        return ''
+    mode, what = found
+    if mode == '?':
+        return f'{what[0]}: an acceptance or screen runs only from a line ' \
+               f'ReFrame reads'
+    return (f'--mode {mode}: {"; ".join(what)}: not the {mode} suite, '
+            f'which runs every check as it is (it accepts the options '
+            f'docs/security.md lists, and -S only of '
+            f'{", ".join(sorted(suites.WHERE_FROM))}); run without --mode '
+            f'{mode} to test a part or a setting')
+
+
+def check_command_line(argv, environ):
+    """The run guard: -S on ReFrame's own variables, and a fixed mode's
+    allow-list; InputError names the option."""
+    try:
+        assignments = suites.parse(argv).get('vars', [])
+    except ValueError:
+        assignments = []    # ReFrame refuses the line itself
+    for assignment in assignments:
+        target, sep, text = assignment.partition('=')
+        name = target.rsplit('.', 1)[-1]
+        if sep and name in inputs.reframe_variables():
+            inputs.check_reframe_variable(name, text)
+    reason = narrowed(argv, environ)
+    if reason:
+        raise inputs.InputError(reason)
+
+
+def _in_reframe():
+    # ReFrame hands tests the -S values it parsed but not its command line;
+    # its main() on the stack says this process is the reframe command
+    frame = sys._getframe(1)
+    while frame is not None:
+        if (frame.f_code.co_name == 'main' and
+                frame.f_globals.get('__name__') == 'reframe.frontend.cli'):
+            return True
+        frame = frame.f_back
+    return False
+
+
+_CHECKED = []
+
+
+def check_this_command_line():
+    """check_command_line() once for the reframe command this process
+    runs; a refusal stops the run before anything runs."""
+    if _CHECKED or not _in_reframe():
+        return
+    try:
+        check_command_line(sys.argv[1:], os.environ)
+    except inputs.InputError as err:
+        raise SystemExit(f'ERROR: {err}; nothing was run') from None
+    _CHECKED.append(True)
 
 
 def refusal_after(argv, saw_zero):

@@ -35,7 +35,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 
-from hpcval import drain, judgement, screen
+from hpcval import drain, judgement, screen, verdict_modes
 from hpcval.health import report as health
 from hpcval.judgement import Band
 
@@ -365,10 +365,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     ordered = [groups[k] for k in sorted(groups)]
     incomplete = _incomplete(ordered, allow_unjudged, accept_unscreened)
     commands = getattr(loaded, 'commands', None) or {}
-    if any('--mode' in c for c in commands.values()):
-        # an acceptance or screen narrowed is not that suite
-        from hpcval import verdict_modes
-        incomplete += verdict_modes.not_the_suite(groups.sessions, commands)
+    # an acceptance or screen narrowed is not that suite
+    incomplete += verdict_modes.not_the_suite(groups.sessions, commands)
     problems = [str(p) for p in loaded.problems]
     distributed = any('%.nid=' in c.test for c in loaded.cases)
     return Verdict(_status(ordered, incomplete, problems, strict), ordered,

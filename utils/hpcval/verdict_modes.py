@@ -1,61 +1,18 @@
 """Whether a session that ran ``--mode acceptance`` or ``--mode screen``
 ran the whole suite, read from the command line its report records.
 
-``hpcval run`` and ReFrame under hpcval's configuration refuse a
-narrowed acceptance or screen (hpcval.inputs.check_command_line,
-hpcval.preflight.narrowed_checks); a report made elsewhere (another
-configuration that defines the mode, an older hpcval) may still say it
-ran one.  The verdict reads the command line as written, without
-ReFrame's abbreviations of long options, and names what narrowed it: the
-run is then not validated as that suite (exit 2 at best).
+``hpcval run`` and ReFrame under hpcval's configuration refuse what a
+fixed mode does not accept (hpcval.preflight); a report made elsewhere
+(another configuration that defines the mode, an older hpcval) may still
+say it ran one.  The verdict reads the recorded command line with
+ReFrame's own argument parser (hpcval.suites.narrowing) and names what
+narrowed it, or that the line cannot be read: the run is then not
+validated as that suite (exit 2 at best).
 """
 import os
 import shlex
 
-from hpcval import inputs, preflight
-
-# options that take a value and narrow the selection
-_NARROWING = (('-n', '--name'), ('-x', '--exclude'), ('-t', '--tag'),
-              ('-T', '--exclude-tag'), ('-E', '--filter-expr'),
-              ('-p', '--prgenv'), ('--maintainer', '--maintainer'))
-# flags that narrow it, or leave a check out
-_FLAGS = ('--cpu-only', '--gpu-only', '--failed', '--skip-sanity-check',
-          '--skip-performance-check', '--skip-system-check',
-          '--skip-prgenv-check')
-
-
-def narrowing(cmdline, suite_checks):
-    """(mode, [what narrowed it]) of a session's ReFrame ``cmdline`` that
-    ran a fixed mode (hpcval.inputs.FIXED_MODES) narrowed, else None.
-    ``suite_checks``: the file names of the suite's check files."""
-    try:
-        argv = shlex.split(cmdline)
-    except ValueError:
-        return None
-    modes = preflight.values(argv, '--mode', '--mode')
-    mode = modes[-1] if modes else None
-    if mode not in inputs.FIXED_MODES:
-        return None
-    what = [f'{short} {value}' for short, long in _NARROWING
-            for value in preflight.values(argv, short, long)
-            if not (short == '-p' and value == '.*')]
-    what += [a for a in argv if a.split('=', 1)[0] in _FLAGS]
-    own = inputs._mode_given(mode)['vars']
-    what += [f'-S {value}' for value in preflight.values(argv, '-S',
-                                                         '--setvar')
-             if value not in own and value.partition('=')[0].rsplit(
-                 '.', 1)[-1] not in inputs.WHERE_FROM]
-    what += [f'--max-retries {value}' for value in preflight.values(
-        argv, '--max-retries', '--max-retries') if value != '0']
-    checks = preflight.values(argv, '-c', '--checkpath')
-    if checks and all(c.endswith('.py') for c in checks):
-        # files, not folders: their names against the suite's
-        missing = sorted(set(suite_checks) -
-                         {os.path.basename(c) for c in checks})
-        if missing:
-            what.append(f'-c {" -c ".join(checks)} leaves out '
-                        f'{", ".join(missing)}')
-    return (mode, what) if what else None
+from hpcval import preflight, suites
 
 
 def suite_checks():
@@ -63,6 +20,16 @@ def suite_checks():
     built-in checks/ less what a site replaces, and the site's)."""
     return sorted({os.path.basename(f)
                    for f in preflight.suite_check_files()})
+
+
+def _narrowing(cmdline, names):
+    try:
+        argv = shlex.split(cmdline)
+    except ValueError as err:
+        return '?', [f'it cannot be split: {err}']
+    # the first word is the program that ran (reframe, or its path)
+    return suites.narrowing(argv[1:] if argv and not argv[0].startswith('-')
+                            else argv, names)
 
 
 def not_the_suite(sessions_of, commands):
@@ -74,12 +41,17 @@ def not_the_suite(sessions_of, commands):
     for group in sorted(sessions_of):
         for uuid in sorted(sessions_of[group]):
             cmdline = commands.get(uuid) or ''
-            if '--mode' not in cmdline:
+            if not isinstance(cmdline, str) or '--mode' not in cmdline and \
+                    not any(m in cmdline for m in suites.FIXED_MODES):
                 continue
             if names is None:
                 names = suite_checks()
-            found = narrowing(cmdline, names)
-            if found:
+            found = _narrowing(cmdline, names)
+            if found and found[0] == '?':
+                out.append(f'{group}: session {uuid}: its command line '
+                           f'cannot be read ({found[1][0]}): not validated '
+                           f'as an acceptance or screen')
+            elif found:
                 mode, what = found
                 out.append(f'{group}: session {uuid} ran --mode {mode} '
                            f'narrowed ({"; ".join(what)}): not the {mode} '

@@ -19,8 +19,8 @@ from reframe.core.builtins import (run_after, run_before, sanity_function,
                                    variable)
 from reframe.core.exceptions import SanityError
 
-from hpcval import (features, inputs, provenance, records, reference_service,
-                    replay, stacks)
+from hpcval import (features, inputs, preflight, provenance, records,
+                    reference_service, replay, stacks)
 from hpcval.benchmarks import fates, jobscript, nodeuse
 from hpcval.benchmarks.container import ContainerRun, image_of
 from hpcval.benchmarks.jobscript import NOTHING, Lines
@@ -247,6 +247,10 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         if self.job.exitcode not in (0, None):
             notes.append(f'exit code {self.job.exitcode}')
         return f' ({", ".join(notes)})' if notes else ''
+
+    @run_after('init')
+    def refuse_a_narrowed_mode(self):
+        preflight.check_this_command_line()
 
     @run_after('init')
     def register_loaded(self):
