@@ -23,6 +23,7 @@ import contextlib
 import functools
 import os
 import re
+import sys
 
 import reframe as rfm
 from reframe.core.builtins import run_after
@@ -376,6 +377,21 @@ def check_reframe_variable(name, text):
     else:
         checked_pattern(text, name, _SAFE_TEXT,
                         'letters, digits and _ . , : = + @ % / - only')
+
+
+def reframe_options():
+    """The options of the ``reframe`` command this process runs, as ReFrame
+    parsed them (abbreviations resolved, its mode's options added), or None
+    outside one."""
+    # ReFrame hands tests the -S values it parsed but not the rest of the
+    # command line; its main() on the stack holds them all
+    frame = sys._getframe(1)
+    while frame is not None:
+        if (frame.f_code.co_name == 'main' and
+                frame.f_globals.get('__name__') == 'reframe.frontend.cli'):
+            return frame.f_locals.get('options')
+        frame = frame.f_back
+    return None
 
 
 @contextlib.contextmanager

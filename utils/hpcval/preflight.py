@@ -157,25 +157,13 @@ def check_command_line(argv, environ):
         raise inputs.InputError(reason)
 
 
-def _in_reframe():
-    # ReFrame hands tests the -S values it parsed but not its command line;
-    # its main() on the stack says this process is the reframe command
-    frame = sys._getframe(1)
-    while frame is not None:
-        if (frame.f_code.co_name == 'main' and
-                frame.f_globals.get('__name__') == 'reframe.frontend.cli'):
-            return True
-        frame = frame.f_back
-    return False
-
-
 _CHECKED = []
 
 
 def check_this_command_line():
     """check_command_line() once for the reframe command this process
     runs; a refusal stops the run before anything runs."""
-    if _CHECKED or not _in_reframe():
+    if _CHECKED or inputs.reframe_options() is None:
         return
     try:
         check_command_line(sys.argv[1:], os.environ)
