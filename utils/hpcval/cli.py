@@ -300,6 +300,26 @@ def _verdict(args):
     return result.status
 
 
+def _diff(args):
+    from hpcval.publish import changes, results
+    if not args.reports and args.db is None:
+        print('hpcval diff: nothing to compare: give run reports or --db',
+              file=sys.stderr)
+        return changes.EXIT_INPUT
+    args.no_replays = True
+    try:
+        loaded, samples = report.load_selected(args, replays=False)
+    except results.InputRejected as err:
+        print(f'hpcval diff: rejected {err}', file=sys.stderr)
+        return changes.EXIT_INPUT
+    keep = report.case_filter(args, replays=False)
+    diffs = changes.since_good(samples, [c for c in loaded.cases
+                                         if keep(c)])
+    sys.stdout.write(changes.diff_json(diffs) if args.format == 'json'
+                     else changes.diff_text(diffs, show_all=args.all))
+    return changes.diff_status(diffs)
+
+
 def _verdict_selection(args, loaded):
     """The test cases the verdict judges, as a filter; or, where --db
     holds more than one system and partition and the arguments do not
@@ -690,6 +710,14 @@ def _main(argv):
                           'too wide a spread, no reference) is named, not '
                           'a reason for exit 2 (docs/screening.md)')
     ver.set_defaults(func=_verdict)
+    dif = sub.add_parser('diff', help='each node\'s newest run against its '
+                                      'last passing run: provenance that '
+                                      'changed, figures beyond their noise')
+    report.add_input_arguments(dif)
+    dif.add_argument('--format', choices=('text', 'json'), default='text')
+    dif.add_argument('--all', action='store_true',
+                     help='every figure, also those within noise')
+    dif.set_defaults(func=_diff)
     where = sub.add_parser('paths', help='where hpcval\'s configuration, '
                                          'checks, systems and references are')
     where.add_argument('what', nargs='?', choices=[
@@ -720,7 +748,7 @@ def _main(argv):
     except SystemExit as done:
         # argparse's usage errors exit 2, the verdict's "incomplete":
         # `hpcval verdict --typo` exits with its input-error code instead
-        if done.code == 2 and argv[:1] == ['verdict']:
+        if done.code == 2 and argv[:1] in (['verdict'], ['diff']):
             from hpcval import verdict
             return verdict.EXIT_INPUT
         raise

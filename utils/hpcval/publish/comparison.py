@@ -307,6 +307,12 @@ def _placed(cases, per_node, among=None):
     return {id(c): place[_kind(c, per_node)] for c in cases}
 
 
+def placed(cases, per_node=False):
+    """{id(case): (column, measurement label)} of ``cases``, as the
+    table places them."""
+    return _placed(list(dict.fromkeys(cases)), per_node)
+
+
 def _kind(case, per_node):
     """What decides a case's column and measurement label."""
     return (case.label, case.system, case.hostname, case.replay,

@@ -278,6 +278,15 @@ def _md(text):
     return ''.join(_MD.get(ch, ch) for ch in visible(text))
 
 
+md_text = _md
+
+
+def csv_text(x):
+    """A CSV cell of a value: text made safe, numbers as Python writes
+    them."""
+    return x if isinstance(x, (int, float)) else _text_cell(x)
+
+
 def bibliography_md(tables):
     """'## Sources' with each cited document in full, or ''."""
     docs = sources.cited(tables)

@@ -166,6 +166,20 @@ def add_arguments(parser):
     parser.add_argument('--per-node', action='store_true',
                         help='one column per node list instead of per '
                              'system')
+    parser.add_argument('--group-by', type=_provenance_key, metavar='KEY',
+                        help='runs side by side per value of a provenance '
+                             'key (driver, vbios, cuda, nccl, kernel, '
+                             'image, or any key the runs recorded), with n, '
+                             'spread and Welch\'s t-test per figure; md '
+                             '(default) or csv on stdout')
+
+
+def _provenance_key(text):
+    if not re.fullmatch(r'[a-z][a-z0-9_]{0,39}', text):
+        raise argparse.ArgumentTypeError(
+            f'{formats.visible(text)[:60]!r} is not a provenance key '
+            f'(lower-case letters, digits, _)')
+    return text
 
 
 def _formats(text):
@@ -228,6 +242,25 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
     return '\n'.join(formats.RENDER[fmt](t) for t in tables)
 
 
+def _group_by(args, fmt, samples, cases):
+    from hpcval.publish import changes
+    key = changes.ALIASES.get(args.group_by, args.group_by)
+    known = changes.recorded_keys(cases)
+    if key not in known:
+        print(f'hpcval report: --group-by {args.group_by}: no selected run '
+              f'recorded it (recorded: {", ".join(known) or "none"})',
+              file=sys.stderr)
+        return EXIT_EMPTY
+    if fmt not in ('md', 'csv'):
+        print(f'hpcval report: --group-by writes md or csv, not {fmt}',
+              file=sys.stderr)
+        return EXIT_REJECTED
+    figures = changes.group_by(samples, cases, key)
+    sys.stdout.write(changes.group_csv(figures, key) if fmt == 'csv'
+                     else changes.group_text(figures, key))
+    return EXIT_OK
+
+
 def run(args):
     from hpcval.publish import published
     fmts = _formats(args.format)
@@ -252,6 +285,9 @@ def run(args):
             return EXIT_EMPTY
 
         keep = case_filter(args, replays=not args.no_replays)
+        if args.group_by:
+            return _group_by(args, fmts[0], samples,
+                             [c for c in loaded.cases if keep(c)])
         with results.without_gc():
             tables = [comparison.build(
                 samples, args.title, [c for c in loaded.cases if keep(c)],
