@@ -572,14 +572,14 @@ class TestCsvFormulas:
         assert rows
         for row in rows:
             for key in ('benchmark', 'test', 'metric', 'unit', 'better',
-                        'column', 'verdict'):
+                        'system', 'judgement'):
                 assert row[key][:1] not in ('=', '+', '-', '@', '\t',
                                             '\r'), (key, row[key])
             # the row is what was measured (the parameter), the check
             # class is named in its own column
             assert row['test'] == "'+1"
             assert row['checks'].startswith("'=HYPERLINK")
-            float(row['mean'])      # numbers stay numbers
+            float(row['value'])     # numbers stay numbers
 
 
 class TestMarkdownEscaping:

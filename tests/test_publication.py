@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -18,8 +19,8 @@ import browser
 import make_comparison as mc
 from hpcval import cli
 
-PAGE_BYTES = 2 * 2**20          # the page with every figure inside
-PAGE_HEIGHT = 30_000            # px at 1400 px wide (four measured or replayed columns)
+PAGE_BYTES = mc.PAGE_BYTES      # the page with every figure inside
+PAGE_HEIGHT = mc.PAGE_HEIGHT    # px at 1400 px wide (four measured or replayed columns)
 PASS_RGB, FAIL_RGB = (0xe3, 0xf4, 0xe3), (0xf8, 0xdc, 0xdc)
 _URI = re.compile(r'data:image/png;base64,[A-Za-z0-9+/=]+')
 
@@ -37,6 +38,8 @@ def test_committed_comparison_is_current(rebuilt):
     for name in ('comparison.md', 'comparison.csv', 'comparison.tex'):
         assert (rebuilt / name).read_text() == \
             (mc.OUT / name).read_text(), f'docs/comparison/{name} {stale}'
+    assert mc.readme() == (mc.OUT / 'README.md').read_text(), \
+        f'docs/comparison/README.md {stale}'
     # the figures' pixels depend on matplotlib's and FreeType's versions:
     # the page is compared without them, the figures by name
     page = _URI.sub('data:', (rebuilt / 'comparison.html').read_text())
@@ -73,7 +76,7 @@ def test_mi300x_and_h200_share_rows():
     columns = {}
     for r in rows:
         columns.setdefault((r['benchmark'], r['test'], r['metric']),
-                           set()).add(r['column'])
+                           set()).add(r['system'])
     for bench, metric in (('babelstream', 'copy'),
                           ('nccl_tests', 'busbw_inplace_largest'),
                           ('transferbench', 'avg_bw')):
@@ -161,7 +164,20 @@ def test_latex_compiles_with_figures_and_tables(tmp_path):
     tex = tmp_path / 'comparison.tex'
     shutil.copy(mc.OUT / 'comparison.tex', tex)
     shutil.copytree(mc.OUT / 'plots', tmp_path / 'plots')
-    pages = _pdflatex(tex, tmp_path)
+    _pdflatex(tex, tmp_path)
+    # twice: the second run resolves every \\cite and \\ref
+    pages, log = _pdflatex(tex, tmp_path), (tmp_path / 'comparison.log')
+    assert not re.search(r'(Citation|Reference) .* undefined',
+                         log.read_text(errors='replace'))
+    source = tex.read_text()
+    keys = set(re.findall(r'\\cite\{([^}]+)\}', source))
+    bib = (mc.OUT / 'comparison.bib').read_text()
+    assert keys and all(f'{{{k},' in bib for k in keys), keys
+    floats = source.count(r'\begin{figure}')
+    assert floats == len(list((mc.OUT / 'plots').glob('*.png')))
+    assert source.count(r'\caption{') == source.count(r'\label{') >= \
+        floats + 8
+    assert 'Figure: ' not in source         # captions say what is shown
     pdf = tmp_path / 'comparison.pdf'
     pngs = list((mc.OUT / 'plots').glob('*.png'))
     listing = subprocess.run(['pdfimages', '-list', str(pdf)],
@@ -311,10 +327,10 @@ def test_no_output_names_an_internal_file(rebuilt):
 def test_a_replayed_cell_is_never_marked_pass(rebuilt):
     rows = list(csv.DictReader(io.StringIO(
         (rebuilt / 'comparison.csv').read_text())))
-    replayed = [r for r in rows if r['column'].endswith('(replay)')]
-    assert replayed
-    assert not [r for r in replayed if r['verdict'] == 'pass']
-    assert {r['verdict'] for r in replayed} >= {
+    replayed = [r for r in rows if r['system'].endswith('(replay)')]
+    assert replayed and {r['kind'] for r in replayed} == {'replay'}
+    assert not [r for r in replayed if r['judgement'] == 'pass']
+    assert {r['judgement'] for r in replayed} >= {
         'reproduces the published figure'}
     md = (rebuilt / 'comparison.md').read_text()
     assert 'reproduces the published figure' in md
@@ -325,10 +341,10 @@ def test_no_cell_is_judged_against_another_systems_references(rebuilt):
     floors) and is shown as h200x2: none of its cells is marked pass."""
     rows = list(csv.DictReader(io.StringIO(
         (rebuilt / 'comparison.csv').read_text())))
-    h200 = [r for r in rows if r['column'] == 'h200x2']
+    h200 = [r for r in rows if r['system'] == 'h200x2']
     referenced = [r for r in h200 if r['reference']]
     assert referenced, 'the H200 runs carried references: test is void'
-    assert {r['verdict'] for r in referenced} == {'not judged'}
+    assert {r['judgement'] for r in referenced} == {'not judged'}
 
 
 def test_a_label_other_than_the_system_is_not_judged(tmp_path):
@@ -406,3 +422,136 @@ def test_differences_are_flagged_only_beyond_both_spreads(tmp_path):
                 flagged[(row.metric, col)] = shown.measured(cell)
     assert set(flagged) == {('copy', 'a'), ('copy', 'b')}, flagged
     assert flagged[('copy', 'a')].endswith('; differs from b')
+
+
+#: the tidy CSV's schema: column -> a check of its text
+_NUMBER = re.compile(r'-?\d+(\.\d+)?([eE][-+]?\d+)?|nan|inf|')
+SCHEMA = {
+    'table': str.strip, 'system': str.strip,
+    'kind': {'measured', 'replay', 'quoted'}.__contains__,
+    'benchmark': str.strip, 'version': lambda v: True, 'test': str.strip,
+    'scope': {'', 'per GPU', 'per GPU pair', 'per node'}.__contains__,
+    'gpus': re.compile(r'\d*').fullmatch,
+    'nodes': re.compile(r'\d*').fullmatch, 'metric': str.strip,
+    'unit': str.strip, 'better': {'higher', 'lower', 'unknown'}.__contains__,
+    'statistic': {'mean', 'min', 'max', 'published'}.__contains__,
+    'value': _NUMBER.fullmatch, 'n': re.compile(r'\d+').fullmatch,
+    'spread': _NUMBER.fullmatch, 'reference': _NUMBER.fullmatch,
+    'lower_bound': _NUMBER.fullmatch, 'upper_bound': _NUMBER.fullmatch,
+    'judgement': str.strip, 'references_of': lambda v: True,
+    'note': lambda v: True, 'runs': re.compile(r'\d+').fullmatch,
+    'passed_runs': re.compile(r'\d+').fullmatch, 'checks': lambda v: True,
+    'source': lambda v: True, 'citation': lambda v: True}
+
+
+def _tidy_rows():
+    with open(mc.OUT / 'comparison.csv', newline='') as fp:
+        reader = csv.DictReader(fp)
+        assert tuple(reader.fieldnames) == tuple(SCHEMA)
+        return list(reader)
+
+
+def test_the_csv_is_one_tidy_table():
+    """One header, one line per table x system x test x metric x
+    statistic, every value of its column's type; measured, replayed and
+    quoted figures marked apart, each quoted or replayed one cited."""
+    rows = _tidy_rows()
+    for i, row in enumerate(rows, 2):
+        for key, ok in SCHEMA.items():
+            assert ok(row[key]), f'line {i}, {key}: {row[key]!r}'
+    keys = [(r['table'], r['system'], r['test'], r['metric'],
+             r['statistic']) for r in rows]
+    assert len(keys) == len(set(keys))
+    assert {r['kind'] for r in rows} == {'measured', 'replay', 'quoted'}
+    for r in rows:
+        assert bool(r['citation']) == (r['kind'] != 'measured'), r
+    bib = (mc.OUT / 'comparison.bib').read_text()
+    assert all(f'{{{r["citation"]},' in bib for r in rows if r['citation'])
+    nccl = [r for r in rows if r['benchmark'] == 'nccl_tests'
+            and r['kind'] != 'quoted']
+    assert nccl and all(r['version'] and r['gpus'] and r['nodes']
+                        for r in nccl)
+    h200 = {(r['gpus'], r['nodes']) for r in nccl if r['system'] == 'h200x2'}
+    mi300x = {(r['gpus'], r['nodes']) for r in nccl
+              if r['system'] == 'mi300x (replay)'}
+    assert h200 == {('2', '1')} and mi300x == {('8', '1')}
+
+
+@pytest.mark.parametrize('library', ['pandas', 'polars'])
+def test_the_csv_loads_as_one_dataframe(library):
+    frames = pytest.importorskip(library)
+    frame = frames.read_csv(mc.OUT / 'comparison.csv')
+    assert tuple(frame.columns) == tuple(SCHEMA)
+    assert len(frame) == len(_tidy_rows())
+
+
+def _table_lines(md):
+    """The '|' lines of the runs' benchmark tables (before the published
+    ones)."""
+    runs = ('\n' + md).split('\n## ')[1]
+    return [line for line in runs.splitlines() if line.startswith('|')]
+
+
+def test_the_markdown_tables_rebuild_from_the_csv():
+    from hpcval.publish import formats
+    tables = formats.tables_from_csv(_tidy_rows())
+    assert tables[0].title == mc.TITLE
+    rebuilt = formats.to_markdown(tables[0])
+    committed = (mc.OUT / 'comparison.md').read_text()
+    assert _table_lines(rebuilt) == _table_lines(committed)
+    assert len(_table_lines(committed)) > 100
+
+
+def test_no_figure_draws_a_bound_its_column_was_not_judged_by(tmp_path):
+    """The plot data: every reference line a figure draws is that
+    column's own (a pass/fail or a replay's published figure); the h100
+    and h200x2 runs, judged by local.yaml, draw none."""
+    from hpcval.publish import comparison, plots, report, results
+    inputs = [report.report_argument(a) for a in mc.report_args(tmp_path)
+              if a.endswith('.json')]
+    loaded = results.load(inputs, attrs=('version', 'num_tasks'))
+    table = comparison.build(loaded.samples, mc.TITLE, loaded.cases,
+                             fixtures=loaded.fixtures)
+    # the figures that draw references: BabelStream's bars and the small
+    # multiples (curves and heat maps draw none)
+    drawn = plots.Plotted()
+    drawn.add(plots.babelstream_kernels(loaded.samples, tmp_path,
+                                        table=table))
+    for bench in ('nccl_tests', 'transferbench'):
+        drawn.add(plots.benchmark_multiples(table, bench, tmp_path))
+    assert drawn.references, 'no reference drawn: the test is void'
+    cells = {}
+    for (row, col), cell in table.cells.items():
+        cells.setdefault((col, row.metric), []).append(cell)
+    for figure, col, metric, _ in drawn.references:
+        assert not col.startswith(('h100', 'h200x2')), (figure, col)
+        assert any(comparison.drawn_reference(c) is not None
+                   for c in cells[(col, metric.split(' ')[0])]), \
+            (figure, col, metric)
+    not_judged = [c for c in table.cells.values()
+                  if c.verdict == comparison.NOT_ITS_OWN]
+    assert not_judged and all(comparison.drawn_reference(c) is None
+                              for c in not_judged)
+
+
+_ABSOLUTE = re.compile(r'(?<![\w.:/])/(?:home|root|tmp|work|usr|opt|var|'
+                       r'scratch|mnt|srv)/')
+
+
+def test_no_absolute_path_and_no_replay_dated_by_its_regeneration():
+    for path in sorted(mc.OUT.rglob('*')):
+        if path.suffix in ('.md', '.csv', '.html', '.tex', '.bib', '.json'):
+            found = _ABSOLUTE.search(_URI.sub('', path.read_text()))
+            assert found is None, (path.name, found)
+    from hpcval.publish import sources
+    for system, name in mc.REPLAYED:
+        report = json.loads((mc.REPORTS / name).read_text())
+        year = sources.replayed_from(system).year
+        times = [report['session_info']['time_start_unix']] + [
+            tc['job_completion_time_unix'] for run in report['runs']
+            for tc in run['testcases'] if tc['job_completion_time_unix']]
+        assert {time.gmtime(t).tm_year for t in times} == {year}
+    page = (mc.OUT / 'comparison.html').read_text()
+    assert '<td>2024, Advanced Micro Devices (2024)</td>' in page
+    assert '<td>2025, National Renewable Energy Laboratory (2025)</td>' \
+        in page

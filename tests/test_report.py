@@ -101,13 +101,14 @@ def test_every_format_from_real_reports(real_reports, every_format,
             ) in md
     assert '### transferbench' in md
 
-    rows = list(csv.DictReader(io.StringIO((out / 'comparison.csv')
-                                           .read_text())))
+    rows = [r for r in csv.DictReader(io.StringIO((out / 'comparison.csv')
+                                                  .read_text()))
+            if r['statistic'] == 'mean']
     measured = perfvalues([json.loads(p.read_text()) for p in real_reports])
     # rows are keyed on what was measured, not on the test's name
     label = {c.test: lab for c, lab in measures.labels(
         results.load(real_reports).cases).items()}
-    by_key = {(r['column'], r['test'], r['metric']): r for r in rows}
+    by_key = {(r['system'], r['test'], r['metric']): r for r in rows}
     expected = {(system, label[test], metric)
                 for system, test, metric in measured}
     # a live run that missed its references (a busy host) fails its case:
@@ -116,20 +117,20 @@ def test_every_format_from_real_reports(real_reports, every_format,
         [json.loads(p.read_text()) for p in real_reports])}
     unmeasured = {key for key in set(by_key) - expected
                   if key[:2] in failed and by_key[key]['n'] == '0'
-                  and by_key[key]['verdict'] == 'fail'}
+                  and by_key[key]['judgement'] == 'fail'}
     assert set(by_key) - unmeasured == expected, (
         sorted(set(by_key) - unmeasured - expected),
         sorted(expected - set(by_key)))
     for (system, test, metric), (value, result) in measured.items():
         row = by_key[(system, label[test], metric)]
-        assert float(row['mean']) == pytest.approx(value, rel=1e-12)
+        assert float(row['value']) == pytest.approx(value, rel=1e-12)
         assert row['n'] == '1'
         # hpcval's verdict of one sample is ReFrame's own; a replay
         # reproduces its document's figure or differs from it
         if system.endswith('(replay)') and result in ('pass', 'fail'):
             result = {'pass': comparison.REPRODUCES,
                       'fail': comparison.DIFFERS}[result]
-        assert row['verdict'] == result, row
+        assert row['judgement'] == result, row
 
     page = (out / 'comparison.html').read_text()
     checker = _HtmlCheck()
@@ -258,7 +259,7 @@ def test_outputs_are_never_overwritten_silently(local_run, tmp_path, capsys):
     assert (out / 'comparison.csv').read_text() == 'edited by hand\n'
     assert hpcval(local_run.path, '--format', 'csv', '--out', out,
                   '--force') == 0
-    assert (out / 'comparison.csv').read_text().startswith('benchmark,')
+    assert (out / 'comparison.csv').read_text().startswith('table,system,')
 
 
 def test_nothing_selected_is_an_error(local_run, capsys):
@@ -321,7 +322,8 @@ def test_a_unit_hpcval_does_not_know_has_no_direction(local_run, tmp_path,
     path.write_text(json.dumps(report))
     assert hpcval(path, '--format', 'csv') == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    [row] = [r for r in rows if r['unit'] == 'furlongs/fortnight']
+    [row] = [r for r in rows if r['unit'] == 'furlongs/fortnight'
+             and r['statistic'] == 'mean']
     assert row['better'] == 'unknown'
     assert hpcval(path) == 0
     assert '\\[furlongs/fortnight\\] ?' in capsys.readouterr().out
@@ -421,7 +423,7 @@ def test_csv_on_stdout_escapes_control_characters(tmp_path, capsys):
     text = capsys.readouterr().out
     _inert(text)
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert {r['column'] for r in rows} == {EVIL_SYSTEM}
+    assert {r['system'] for r in rows} == {EVIL_SYSTEM}
     assert any(r['test'].startswith('Evil\\r\\x1b[2K') for r in rows)
     assert EVIL_METRIC in {r['metric'] for r in rows}
 

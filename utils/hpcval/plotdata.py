@@ -18,6 +18,7 @@ from hpcval.parsers.nccl_tests import IN_PLACE, OUT_OF_PLACE
 CURVES = 'busbw_by_size'        # {place: [[bytes, GB/s], ...]}
 MATRICES = 'matrices'           # [{title, devices, gbps: [[GB/s | None]]}]
 PER_GPU = 'per_gpu'             # [{host, gpu, gbps: {kernel: GB/s}}]
+RANKS = 'ranks'                 # {devices: GPUs, hosts: nodes} of a collective
 
 
 def _number(x):
@@ -40,7 +41,12 @@ def collective(result):
         if by_size:
             out[place] = [[size, sum(v) / len(v)]
                           for size, v in sorted(by_size.items())]
-    return {CURVES: out} if out else {}
+    if not out:
+        return {}
+    ranks = getattr(result, 'ranks', ())
+    return {CURVES: out, **({RANKS: {
+        'devices': len(ranks), 'hosts': len({r.host for r in ranks})}}
+        if ranks else {})}
 
 
 def _grid(devices, links):

@@ -87,6 +87,7 @@ class Cell:
     judged_by: str = ''          # the system whose references the runs had,
                                  # where it is not the column's own
     gpus: object = None          # GPUs the runs used, where they name them
+    nodes: object = None         # nodes a collective's runs spanned
     _stats: object = field(default=None, repr=False, compare=False)
 
     @property
@@ -134,6 +135,8 @@ class Table:
     checks: dict = field(default_factory=dict)  # (benchmark, column) -> {check}
     cases: list = field(default_factory=list)
     sources: list = field(default_factory=list)  # hpcval.publish.sources
+    versions: dict = field(default_factory=dict)  # (benchmark, column) -> {v}
+    cited_by: dict = field(default_factory=dict)  # replay column -> Document
 
     def groups(self, links=True):
         """(benchmark, [rows]) in row order; ``links=False`` leaves out the
@@ -188,8 +191,30 @@ def _reference(sample):
     return Reference(sample.reference, sample.lower, sample.upper)
 
 
+def versions_of(cases, fixtures):
+    """{id(case): the benchmark's version} where the case's fixtures (its
+    source, through its build) recorded one (a Source's ``version``, a
+    tag such as v2.19.6)."""
+    by_name = {(f.session, f.name): f for f in fixtures}
+    out = {}
+    for case in cases:
+        todo, seen = list(case.deps), set()
+        while todo:
+            name = todo.pop()
+            f = by_name.get((case.session, name))
+            if f is None or name in seen:
+                continue
+            seen.add(name)
+            version = dict(f.attrs).get('version')
+            if isinstance(version, str) and version:
+                out[id(case)] = version
+                break
+            todo += f.deps
+    return out
+
+
 def build(samples, title='Cross-system comparison', cases=None,
-          per_node=False):
+          per_node=False, fixtures=()):
     """Aggregate ``samples`` (hpcval.publish.results.Sample) into a Table.
 
     ``cases``: every selected test case, also those without samples (a run
@@ -243,6 +268,11 @@ def build(samples, title='Cross-system comparison', cases=None,
         checks.add((case.benchmark, col, case.check))
     for bench, col, check in checks:
         table.checks.setdefault((bench, col), set()).add(check)
+    versions = versions_of(cases, fixtures)
+    for case in cases:
+        if id(case) in versions:
+            table.versions.setdefault((case.benchmark, where[id(case)][0]),
+                                      set()).add(versions[id(case)])
     for (bench, test, col), metrics in groups.items():
         for key, pairs in metrics.items():
             metric, unit = (key, unit_of[(bench, test)][key]) \
@@ -284,6 +314,7 @@ def _cite_replays(table, cases, where):
         if doc is None or col in done or col not in table.columns:
             continue
         done.add(col)
+        table.cited_by[col] = doc
         if doc not in table.sources:
             table.sources.append(doc)
         table.notes.append(f'{col}: the example outputs printed in '
@@ -368,11 +399,65 @@ def _cell(table, row, col, pairs, runs, failed_runs):
         # out of another file's band, or of the replayed document's: not a
         # failure of this system (a run that failed without a figure is)
         outside = 0
+    used = {s.case for _, s in pairs}
+    gpus, nodes = collective_layout(used) or (gpus_used(used), None)
     return _judged(Cell(values, ref, diagnostic=_diagnostic(pairs),
                         runs=max(runs, len(pairs)),
                         failed_runs=failed + outside, replay=replay,
-                        judged_by=judged_by,
-                        gpus=gpus_used({s.case for _, s in pairs})))
+                        judged_by=judged_by, gpus=gpus, nodes=nodes))
+
+
+_GPU_COUNT = re.compile(r' x(\d+)$')
+
+
+def collective_layout(cases):
+    """(GPUs, nodes) of a collective's runs (their plot data holds the
+    busbw curve): the ranks nccl-tests printed, else the GPUs the node
+    reported (provenance ``gpu``, "NVIDIA H200 x2") times its nodes;
+    None for other benchmarks or where neither is recorded."""
+    from hpcval import plotdata
+    for case in sorted(cases, key=lambda c: c.time, reverse=True):
+        data = case.plot_data or {}
+        if plotdata.CURVES not in data:
+            return None
+        ranks = data.get(plotdata.RANKS)
+        if isinstance(ranks, dict) and all(
+                isinstance(ranks.get(k), int) and ranks[k] > 0
+                for k in ('devices', 'hosts')):
+            return ranks['devices'], ranks['hosts']
+        fields, attrs = dict(case.fields), dict(case.attrs)
+        if fields.get('mode') == 'rank_per_gpu' and isinstance(
+                attrs.get('num_tasks'), int) and isinstance(
+                fields.get('num_nodes'), int):
+            # one rank per GPU: the job's ranks are its GPUs
+            return attrs['num_tasks'], fields['num_nodes']
+        gpu = _GPU_COUNT.search((case.provenance or {}).get('gpu') or '')
+        if gpu and case.nodes and not case.replay:
+            return int(gpu[1]) * len(case.nodes), len(case.nodes)
+        return None, 0          # a collective that recorded neither
+    return None
+
+
+def drawn_reference(cell):
+    """The reference a figure may draw for ``cell``: the one its own
+    system judged it by (a replay's: the published figure); None where the
+    cell is not judged (another system's file, or no reference)."""
+    if cell.reference is None or cell.judged_by or cell.verdict not in (
+            PASS, FAIL, REPRODUCES, DIFFERS):
+        return None
+    return cell.reference
+
+
+def scope(row):
+    """What one figure of ``row`` is of: a GPU, a GPU pair, a node or the
+    job's GPUs together."""
+    if '@' in row.metric or row.test.startswith('GPU, every GPU'):
+        return 'per GPU'
+    if re.search(r'gpu\d+_to_gpu\d+$', row.metric):
+        return 'per GPU pair'
+    if WHOLE_NODE.search(row.metric) or row.test.startswith('CPU'):
+        return 'per node'
+    return ''
 
 
 _GPU = re.compile(r'\bGPU (\d+)\b')

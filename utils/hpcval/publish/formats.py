@@ -15,7 +15,7 @@ import urllib.parse
 
 from hpcval.publish import numbers, sources
 from hpcval.publish.comparison import (FAIL, NOT_ITS_OWN, PASS, PUBLISHED,
-                                      WHOLE_NODE, is_link_metric)
+                                      WHOLE_NODE, is_link_metric, scope)
 
 ARROW = {'higher': '↑', 'lower': '↓', 'unknown': '?'}
 LEGEND = ('↑ higher is better, ↓ lower is better (? a unit hpcval does not '
@@ -144,8 +144,13 @@ def measured(cell, scale=lambda x: x):
     if cell.std is not None:
         text += f' ± {num(scale(cell.std))}'
     counts = f'n={cell.n}' + (', no spread' if cell.n == 1 else '')
-    if getattr(cell, 'gpus', None):
+    if getattr(cell, 'nodes', None) == 0:
+        counts += '; GPUs x nodes not recorded'
+    elif getattr(cell, 'gpus', None):
         counts += f'; {cell.gpus} GPU{"s" if cell.gpus != 1 else ""}'
+        nodes = getattr(cell, 'nodes', None)
+        if nodes:
+            counts += f' x {nodes} node{"s" if nodes != 1 else ""}'
     if cell.runs and (cell.failed_runs or cell.runs != cell.n):
         counts += f'; {runs_text(cell)}'
     return f'{text} ({counts})'
@@ -199,8 +204,17 @@ def checks_note(table, bench):
     for col in table.columns:
         for check in sorted(table.checks.get((bench, col), ())):
             by_check.setdefault(check, []).append(col)
-    return '; '.join(f'{check} ({", ".join(cols)})'
-                     for check, cols in by_check.items())
+    checks = '; '.join(f'{check} ({", ".join(cols)})'
+                       for check, cols in by_check.items())
+    if not checks or not table.cases:
+        return checks
+    by_version = {}
+    for col in table.columns:
+        if any(b == bench and c == col for b, c in table.checks):
+            version = ', '.join(sorted(table.versions.get((bench, col), ())))
+            by_version.setdefault(version or 'not recorded', []).append(col)
+    return checks + '. Benchmark version: ' + '; '.join(
+        f'{v} ({", ".join(cols)})' for v, cols in by_version.items())
 
 
 def columns_of(table, rows):
@@ -301,15 +315,23 @@ def _md_url(path):
     return urllib.parse.quote(str(path), safe='/')
 
 
-CSV_FIELDS = ('benchmark', 'test', 'metric', 'unit', 'better', 'column',
-              'n', 'mean', 'std', 'min', 'max', 'reference', 'lower_bound',
-              'upper_bound', 'verdict', 'runs', 'passed_runs', 'checks')
+#: the tidy CSV: one line per table x system x test x metric x statistic
+CSV_FIELDS = ('table', 'system', 'kind', 'benchmark', 'version', 'test',
+              'scope', 'gpus', 'nodes', 'metric', 'unit', 'better',
+              'statistic', 'value', 'n', 'spread', 'reference',
+              'lower_bound', 'upper_bound', 'judgement', 'references_of',
+              'note', 'runs', 'passed_runs', 'checks', 'source', 'citation')
+#: the statistics of a measured or replayed cell (spread: the sample std
+#: of its n figures, on each line); a published one has one, 'published'
+STATISTICS = ('mean', 'min', 'max')
+MEASURED, REPLAY, QUOTED = 'measured', 'replay', 'quoted'
 
 
-def to_csv(table):
-    buf = io.StringIO()
-    out = csv.writer(buf, lineterminator='\n')
-    out.writerow(CSV_FIELDS)
+def csv_lines(table):
+    """The tidy lines of ``table``: dicts of CSV_FIELDS."""
+    published = bool(table.cells) and all(
+        c.verdict == PUBLISHED for c in table.cells.values())
+    doc = table.sources[0] if published and table.sources else None
     for row in table.rows:
         for col in table.columns:
             cell = table.cells.get((row, col))
@@ -317,19 +339,101 @@ def to_csv(table):
                 continue
             ref = cell.reference
             lo, hi = ref.bounds() if ref else (None, None)
-            out.writerow([*map(_text_cell, (row.benchmark, row.test,
-                                            row.metric, row.unit, row.better,
-                                            col)),
-                          cell.n, _opt(cell.mean),
-                          _opt(cell.std), _opt(min(cell.values, default=None)),
-                          _opt(max(cell.values, default=None)),
-                          _opt(ref and ref.value), _opt(lo), _opt(hi),
-                          _text_cell(cell.verdict), cell.runs,
-                          cell.passed_runs,
-                          _text_cell(' '.join(sorted(table.checks.get(
-                              (row.benchmark, col), ()))))])
+            cited = doc or table.cited_by.get(col)
+            kind = QUOTED if published else REPLAY if cell.replay \
+                else MEASURED
+            base = {
+                'table': table.title, 'system': col, 'kind': kind,
+                'benchmark': row.benchmark,
+                'version': ' '.join(sorted(table.versions.get(
+                    (row.benchmark, col), ()))),
+                'test': row.test, 'scope': scope(row),
+                'gpus': _opt(cell.gpus), 'nodes': _opt(cell.nodes),
+                'metric': row.metric, 'unit': row.unit,
+                'better': row.better, 'n': cell.n,
+                'spread': _opt(cell.std), 'reference': _opt(ref and ref.value),
+                'lower_bound': _opt(lo), 'upper_bound': _opt(hi),
+                'judgement': cell.verdict, 'references_of': cell.judged_by,
+                'note': cell.diagnostic,
+                'runs': cell.runs, 'passed_runs': cell.passed_runs,
+                'checks': ' '.join(sorted(table.checks.get(
+                    (row.benchmark, col), ()))),
+                'source': cited.short if cited else '',
+                'citation': cited.key if cited else ''}
+            if published:
+                yield {**base, 'statistic': 'published',
+                       'value': _opt(cell.mean)}
+                continue
+            if not cell.values:
+                yield {**base, 'statistic': 'mean', 'value': ''}
+                continue
+            for stat, value in zip(STATISTICS, (
+                    cell.mean, min(cell.values), max(cell.values))):
+                yield {**base, 'statistic': stat, 'value': _opt(value)}
 
+
+def to_csv(tables):
+    """Every table as one tidy CSV (one header)."""
+    tables = tables if isinstance(tables, (list, tuple)) else [tables]
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator='\n')
+    out.writerow(CSV_FIELDS)
+    for table in tables:
+        for line in csv_lines(table):
+            out.writerow([line[k] if isinstance(line[k], int)
+                          else _text_cell(line[k]) for k in CSV_FIELDS])
     return buf.getvalue()
+
+
+def tables_from_csv(rows):
+    """The comparison Tables (cells with their mean, spread, n, reference
+    and verdict) of tidy CSV lines (dicts, as csv.DictReader gives them):
+    what to_markdown prints, rebuilt from the CSV alone."""
+    from hpcval.publish import comparison
+    tables = {}
+
+    def number(text):
+        return float(text.lstrip("'")) if text else None
+
+    for line in rows:
+        if line['statistic'] not in ('mean', 'published'):
+            continue
+        table = tables.get(line['table'])
+        if table is None:
+            table = tables[line['table']] = comparison.Table(
+                line['table'], [], [], {})
+        row = comparison.Row(line['benchmark'], line['test'],
+                             line['metric'], line['unit'])
+        col = line['system']
+        n, mean, spread = int(line['n']), number(line['value']), \
+            number(line['spread'])
+        ref, lo, hi = (number(line[k]) for k in (
+            'reference', 'lower_bound', 'upper_bound'))
+        cell = comparison.Cell(
+            [mean] * n if mean is not None else [],
+            None if ref is None else comparison.Reference(
+                ref, None if lo is None else lo / ref - 1 if ref else lo,
+                None if hi is None else hi / ref - 1 if ref else hi),
+            verdict=line['judgement'], runs=int(line['runs']),
+            failed_runs=int(line['runs']) - int(line['passed_runs']),
+            diagnostic=line['note'], replay=line['kind'] == REPLAY,
+            judged_by=line['references_of'],
+            gpus=int(line['gpus']) if line['gpus'] else None,
+            nodes=int(line['nodes']) if line['nodes'] else None)
+        if line['statistic'] == 'published':
+            cell.spread = spread
+        elif mean is not None:
+            cell._stats = (mean, spread)
+        table.cells[(row, col)] = cell
+        if line['checks']:
+            table.checks.setdefault((row.benchmark, col), set()).update(
+                line['checks'].split())
+    for table in tables.values():
+        table.rows = sorted({r for r, _ in table.cells},
+                            key=lambda r: (r.benchmark, r.test, r.metric))
+        table.columns = sorted({c for _, c in table.cells},
+                               key=lambda c: (c.endswith('(replay)'), c))
+    return list(tables.values())
 
 
 def _text_cell(text):

@@ -58,7 +58,8 @@ def _longtable(table, bench, rows):
     head = ' & '.join(['test', 'metric'] + [tex(c) for c in cols]) + r' \\'
     out = [r'\begin{landscape}' if landscape else '', size,
            rf'\begin{{longtable}}{{{spec}}}',
-           rf'\caption{{{tex(table.title)}: {tex(bench)}}}\\',
+           rf'\caption{{{tex(table.title)}: {tex(bench)}}}'
+           rf'\label{{{_label("tab", table.title + "-" + bench)}}}\\',
            r'\hline', head, r'\hline', r'\endfirsthead',
            r'\hline', head, r'\hline', r'\endhead', r'\hline', r'\endfoot']
     for test, row in formats.labelled_rows(rows):
@@ -91,7 +92,7 @@ def _systems(table):
     out = [r'\begin{landscape}', r'\scriptsize',
            rf'\begin{{longtable}}{{{spec}}}',
            r'\caption{Systems: where, when and with what the columns were '
-           r'measured or replayed}\\',
+           r'measured or replayed}\label{tab:systems}\\',
            r'\hline', head, r'\hline', r'\endfirsthead', r'\hline', head,
            r'\hline', r'\endhead', r'\hline', r'\endfoot']
     out += [' & '.join([tex(col)] + [tex(info[k]) for k in keys]) + r' \\'
@@ -100,17 +101,64 @@ def _systems(table):
     return out
 
 
+def _label(prefix, text):
+    return f'{prefix}:' + re.sub(r'[^a-z0-9]+', '-', text.lower()).strip('-')
+
+
+def _cited(text, docs):
+    """``text`` (LaTeX already) with each document's short citation
+    followed by its ``\\cite``."""
+    for d in docs:
+        short = tex(d.short)
+        if short in text:
+            text = text.replace(short, f'{short}~\\cite{{{d.key}}}')
+    return text
+
+
+def figure_caption(stem):
+    """What a figure of ``hpcval report --plots`` shows, from its name."""
+    parts = stem.split('-')
+    kind, bench = parts[0], parts[1] if len(parts) > 1 else ''
+    rest = ' '.join(parts[2:])
+    if stem.startswith('bars-babelstream-kernels-'):
+        what = ('one node (CPU)' if stem.endswith('cpu') else
+                'the node\'s slowest GPU, per device')
+        return (f'BabelStream kernels by system, {what}: bars are the mean, '
+                f'error bars the sample standard deviation of n runs (n in '
+                f'the legend); a line is the column\'s own reference, drawn '
+                f'only where its system judged it')
+    if stem.startswith('bars-babelstream-per-gpu-'):
+        return (f'BabelStream per GPU ({rest[8:]}): each device\'s five '
+                f'kernels, mean and sample standard deviation of n runs')
+    if kind == 'curve':
+        return (f'{bench}: bus bandwidth (GB/s) against message size '
+                f'({rest}), one line per system and check')
+    if kind == 'heatmap':
+        return (f'{bench}: GPU-to-GPU bandwidth matrix (GB/s) of {rest}; '
+                f'grey cells were not measured')
+    if kind == 'multiples':
+        return (f'{bench}: every figure that two or more systems share, '
+                f'mean with the sample standard deviation of n runs (n and '
+                f'GPUs x nodes under each bar); a dashed line is the '
+                f'column\'s own reference where its system judged it')
+    return stem
+
+
 def _figures(images):
-    """Each figure on its own, full width, captioned by its file name."""
+    """Each figure a float with a caption saying what it shows and a
+    label (fig:<file name>)."""
     out = []
-    for caption, path in images:
+    for i, (caption, path) in enumerate(images):
         if not _FIGURE_PATH.fullmatch(str(path)) or '..' in str(path):
             continue        # a path we did not write: not included
-        out += [r'\begin{center}',
-                rf'\includegraphics[width=\linewidth,height=0.8\textheight,'
-                rf'keepaspectratio]{{{path}}}\par',
-                rf'\small Figure: {tex(caption)}\normalsize',
-                r'\end{center}']
+        out += [r'\begin{figure}[htbp]', r'\centering',
+                rf'\includegraphics[width=\linewidth,height=0.75\textheight,'
+                rf'keepaspectratio]{{{path}}}',
+                rf'\caption{{{tex(figure_caption(caption))}}}',
+                rf'\label{{{_label("fig", caption)}}}',
+                r'\end{figure}']
+        if i % 3 == 2:
+            out.append(r'\clearpage')      # floats never pile up
     return out
 
 
@@ -119,24 +167,27 @@ def document(tables, title=None, images=()):
     [(caption, PNG path relative to the document)] shown after the
     tables."""
     title = title or tables[0].title
+    docs = sources.cited(tables)
     out = [_PREAMBLE.rstrip('\n'), rf'\section*{{{tex(title)}}}',
            tex(formats.legend(tables)) + r'\par']
-    out += _systems(tables[0])
+    out += [_cited(line, docs) for line in _systems(tables[0])]
     for table in tables:
         if len(tables) > 1:
-            out.append(rf'\subsection*{{{tex(table.title)}}}')
+            out.append(rf'\subsection*{{{_cited(tex(table.title), docs)}}}')
         for bench, rows in table.groups(links=False):
             note = formats.checks_note(table, bench)
             if note:
                 out.append(rf'\noindent\textit{{{tex(bench)}: measured by '
                            rf'{tex(note)}.}}\par')
-            out += _longtable(table, bench, rows)
+            out += [_cited(line, docs)
+                    for line in _longtable(table, bench, rows)]
         for note in table.notes:
-            out.append(tex(note) + r'\par')
+            out.append(_cited(tex(note), docs) + r'\par')
     if images:
+        out.append(r'\clearpage')
         out.append(r'\section*{Figures}')
         out += _figures(images)
-    docs = sources.cited(tables)
+        out.append(r'\clearpage')
     if docs:
         # the same entries as comparison.bib, typeset without a bibtex run
         out.append(r'\begin{thebibliography}{9}')

@@ -87,12 +87,15 @@ def systems(table):
         cases = by_col.get(col, [])
         if not cases:
             continue
-        times = [c.time for c in cases
-                 if c.time and _date(c.time) != 'undated']
+        times = [c.time for c in cases if not c.replay
+                 and c.time and _date(c.time) != 'undated']
         prov = {}
         for c in cases:
             for key, val in (c.provenance or {}).items():
-                prov.setdefault(str(key), set()).add(str(val))
+                if isinstance(val, str):
+                    # a program's path on the node says nothing to a
+                    # reader: its name and version do
+                    prov.setdefault(str(key), set()).add(without_paths(val))
         ran = [c for c in cases if c.result != 'skip']
         out.append((col, {
             'kind': 'replay of recorded output' if cases[0].replay
@@ -104,7 +107,8 @@ def systems(table):
             'runs': f'{sum(c.result == "pass" for c in ran)} of {len(ran)} '
                     f'passed' + (f', {len(cases) - len(ran)} skipped'
                                  if len(cases) > len(ran) else ''),
-            'dates': (f'{_date(min(times))} to {_date(max(times))}'
+            'dates': (sources.date_of(cases[0], _date) if cases[0].replay
+                      else f'{_date(min(times))} to {_date(max(times))}'
                       if times and _date(min(times)) != _date(max(times))
                       else _date(max(times, default=0))),
             'ReFrame': ', '.join(sorted({c.version for c in cases
@@ -200,13 +204,15 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
     title = title or main.title
     figures = _by_benchmark(images)
     runs = [c for c in main.cases if c.result != 'skip']
-    latest = max((c.time for c in main.cases
-                  if c.time and _date(c.time) != 'undated'), default=None)
+    # a replay's time is when it was replayed, not a date of its figures
+    latest = max((c.time for c in main.cases if not c.replay
+                  and c.time and _date(c.time) != 'undated'), default=None)
     parts = ['<!DOCTYPE html><html><head><meta charset="utf-8">',
              f'<title>{esc(title)}</title><style>{_CSS}</style></head><body>',
              f'<h1>{esc(title)}</h1>']
     if main.cases:
-        parts.append(f'<p class="meta">Runs up to {_date(latest)}: '
+        parts.append(f'<p class="meta">Measured runs up to {_date(latest)}'
+                     f' (replays carry their documents\' dates): '
                      f'{len(runs)} runs of {len(main.columns)} systems; '
                      f'made by <code>hpcval report</code>.</p>')
     toc = []

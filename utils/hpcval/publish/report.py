@@ -104,7 +104,8 @@ def load_selected(args, replays=True, bounds=None):
     """Loaded inputs and the samples the arguments select (or raises
     results.InputRejected); ``bounds``: results.load's."""
     loaded = results.load(args.reports, db=args.db, on_error=args.on_error,
-                          since=args.since, until=args.until, bounds=bounds)
+                          since=args.since, until=args.until, bounds=bounds,
+                          attrs=('version', 'num_tasks'))
     for problem in loaded.problems:
         print(f'hpcval: left out {problem}', file=sys.stderr)
     if loaded.duplicates:
@@ -239,6 +240,8 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
                           for i, t in enumerate(tables)] +
                          ([bib] if bib else []))
 
+    if fmt == 'csv':
+        return formats.to_csv(tables)
     return '\n'.join(formats.RENDER[fmt](t) for t in tables)
 
 
@@ -291,7 +294,7 @@ def run(args):
         with results.without_gc():
             tables = [comparison.build(
                 samples, args.title, [c for c in loaded.cases if keep(c)],
-                per_node=args.per_node)]
+                per_node=args.per_node, fixtures=loaded.fixtures)]
         # the verdict's BOUND lines, in its words
         tables[0].notes += dict.fromkeys(
             f'BOUND {loaded.rebanded[id(s)][0].line()}' for s in samples

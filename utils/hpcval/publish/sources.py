@@ -91,6 +91,16 @@ def replayed_from(system):
     return REPLAYED_FROM.get(system)
 
 
+def date_of(case, measured):
+    """A run's date: a replay carries its document's ("2024, Advanced
+    Micro Devices (2024)"), never the day it was replayed; ``measured``
+    turns a measured run's time into its date."""
+    doc = replayed_from(case.system) if case.replay else None
+    if case.replay:
+        return f'{doc.year}, {doc.short}' if doc else 'undated (a replay)'
+    return measured(case.time)
+
+
 def cited(tables):
     """The documents ``tables`` cite (their ``sources``), in DOCUMENTS
     order."""

@@ -92,8 +92,12 @@ def _across(table, outdir, plotted, force):
                     continue
                 values[kernel] = (_gb(cell.mean, row.unit),
                                   _gb(cell.std or 0, row.unit), cell.n)
-                if cell.reference is not None:
-                    refs[kernel] = _gb(cell.reference.value, row.unit)
+                ref = comparison.drawn_reference(cell)
+                if ref is not None:
+                    refs[kernel] = _gb(ref.value, row.unit)
+                    plotted.references.append((
+                        slug('bars', BENCHMARK, 'kernels', kind), col,
+                        kernel, ref.value))
             label = col if len(tests) == 1 else f'{col}, {test.split()[0]}'
             bars.append((label, col.endswith('(replay)'), values, refs))
         title = f'BabelStream kernels by system ({kind})'
@@ -193,7 +197,10 @@ def _per_gpu(samples, outdir, plotted, force):
     label = columns(cases)      # of every case: the table's column names
     refs = {}                   # the node's references: each GPU must hold
     for s in sorted(samples, key=lambda s: s.case.time):
-        if s.metric in KERNELS and s.reference and s.case.check in GPU_CHECKS:
+        # only a system's own references (a report shown under another
+        # label was judged by that system's file)
+        if s.metric in KERNELS and s.reference and s.case.check in \
+                GPU_CHECKS and s.case.label in ('', s.case.system):
             refs.setdefault((label[s.case], s.case.check), {})[s.metric] = \
                 _gb(s.reference, s.unit)
     runs = {}
@@ -227,6 +234,10 @@ def _per_gpu(samples, outdir, plotted, force):
             bars.append((name, col.endswith('(replay)'), values,
                          refs.get((col, check), {})))
         where = f' on {next(iter(hosts))}' if len(hosts) == 1 else ''
+        for kernel, value in sorted(refs.get((col, check), {}).items()):
+            plotted.references.append((slug('bars', BENCHMARK, 'per-gpu',
+                                            col, check), col, kernel,
+                                       value))
         _grouped(bars, f'BabelStream per GPU: {col}\n{check}{where}',
                  'each GPU (its own output)', outdir,
                  slug('bars', BENCHMARK, 'per-gpu', col, check), plotted,

@@ -30,9 +30,10 @@ def _top(cells):
     peaks = []
     for cell in cells:
         peaks.append(cell.mean + (cell.std or 0))
-        if cell.reference is not None:
-            peaks.append(cell.reference.value)
-            hi = cell.reference.bounds()[1]
+        ref = _drawn(cell)
+        if ref is not None:
+            peaks.append(ref.value)
+            hi = ref.bounds()[1]
             if hi is not None:
                 peaks.append(hi)
     return max(peaks + [0]) * 1.18 or 1.0
@@ -71,19 +72,26 @@ def _bars(table, row, outdir, force, plotted):
                     (x, cell.mean + (cell.std or 0)), xytext=(0, 3),
                     textcoords='offset points', ha='center', va='bottom',
                     fontsize=8, zorder=4)
-        if cell.reference is not None:
-            lo, hi = _bounds(cell.reference, 0, top)
+        ref = comparison.drawn_reference(cell)
+        if ref is not None:
+            lo, hi = _bounds(ref, 0, top)
             ax.fill_between([x - 0.42, x + 0.42], lo, hi, color=BAND_COLOUR,
                             alpha=0.15, linewidth=0, zorder=1)
-            ax.hlines(cell.reference.value, x - 0.42, x + 0.42,
+            ax.hlines(ref.value, x - 0.42, x + 0.42,
                       colors=REFERENCE_COLOUR, linestyles='--', linewidth=1.8,
                       zorder=3)
+            plotted.references.append((slug('bars', row.benchmark, row.test,
+                                            row.metric), col, row.metric,
+                                       ref.value))
 
     ax.set_ylim(0, top)
     ax.set_xlim(-0.6, len(cols) - 0.4)
     ax.set_xticks(list(xs), [f'{_wrapped(c)}\nn={cell.n}'
                              for c, cell in zip(cols, cells)], fontsize=8)
-    ax.set_ylabel(f'{row.metric} ({row.unit})\n{better_label(row.better)}')
+    where = comparison.scope(row)
+    ax.set_ylabel(f'{row.metric} ({row.unit}'
+                  f'{", " + where if where else ""})\n'
+                  f'{better_label(row.better)}')
     ax.set_title(f'{row.benchmark}: {row.metric}\n{_wrapped(row.test, 60)}',
                  fontsize=10)
     ax.grid(axis='y', alpha=0.3, zorder=0)
@@ -98,9 +106,9 @@ def _legend(cells, cols, band=True):
     handles = [Patch(facecolor=VERDICT_COLOURS[v], edgecolor='black',
                      label=v)
                for v in VERDICT_COLOURS if any(c.verdict == v for c in cells)]
-    if any(c.reference is not None for c in cells):
+    if any(_drawn(c) is not None for c in cells):
         handles.append(Line2D([], [], color=REFERENCE_COLOUR, linestyle='--',
-                              label='reference'))
+                              label='reference (the column\'s own)'))
         if band:
             handles.append(Patch(facecolor=BAND_COLOUR, alpha=0.15,
                                  label='pass band'))
@@ -111,7 +119,9 @@ def _legend(cells, cols, band=True):
                                    'measurement)'))
     if any(c.std is not None for c in cells):
         handles.append(Line2D([], [], color='black', marker='_',
-                              markersize=10, label='± std'))
+                              markersize=10,
+                              label='± sample std of n runs (n under '
+                                    'each bar)'))
     return handles
 
 
@@ -179,8 +189,9 @@ def _multiples(table, benchmark, rows, part, outdir, force, plotted):
     fig = new_figure(width * ncols, 2.9 * nrows + 0.9)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     cells_all = []
+    stem = slug('multiples', benchmark, part or None)
     for ax, row in zip(axes.flat, rows):
-        cells_all += _panel(ax, table, row)
+        cells_all += _panel(ax, table, row, stem, plotted)
     for ax in list(axes.flat)[len(rows):]:
         ax.set_axis_off()
     cols = [c for c in table.columns
@@ -189,11 +200,10 @@ def _multiples(table, benchmark, rows, part, outdir, force, plotted):
     fig.suptitle(f'{benchmark}: every figure by system{more}', fontsize=11)
     fig.legend(handles=_legend(cells_all, cols, band=False), fontsize=7,
                loc='outside lower center', ncols=5)
-    save(fig, outdir, slug('multiples', benchmark, part or None), plotted,
-         force)
+    save(fig, outdir, stem, plotted, force)
 
 
-def _panel(ax, table, row):
+def _panel(ax, table, row, stem, plotted):
     cols = [c for c in table.columns
             if (table.cells.get((row, c)) or _EMPTY).values]
     cells = [table.cells[(row, c)] for c in cols]
@@ -217,16 +227,21 @@ def _panel(ax, table, row):
                     (x, scaled(cell.mean) + scaled(cell.std or 0)),
                     xytext=(0, 2), textcoords='offset points', ha='center',
                     va='bottom', fontsize=6.5, zorder=4)
-        if cell.reference is not None:
-            ax.hlines(scaled(cell.reference.value), x - 0.4, x + 0.4,
+        ref = comparison.drawn_reference(cell)
+        if ref is not None:
+            ax.hlines(scaled(ref.value), x - 0.4, x + 0.4,
                       colors=REFERENCE_COLOUR, linestyles='--',
                       linewidth=1.4, zorder=3)
+            plotted.references.append((stem, col, row.metric, ref.value))
     ax.set_ylim(0, top)
     ax.set_xlim(-0.6, len(cols) - 0.4)
-    ax.set_xticks(range(len(cols)), [_wrapped(c, 12) for c in cols],
+    ax.set_xticks(range(len(cols)), [f'{_wrapped(c, 12)}\n{_layout(cell)}'
+                                     for c, cell in zip(cols, cells)],
                   fontsize=6.5)
     ax.tick_params(axis='y', labelsize=7)
-    ax.set_ylabel(f'{unit} {ARROWS.get(row.better, "?")}', fontsize=7)
+    where = comparison.scope(row)
+    ax.set_ylabel(f'{unit}{", " + where if where else ""} '
+                  f'{ARROWS.get(row.better, "?")}', fontsize=7)
     ax.set_title(_wrapped(f'{row.test}: {row.metric}', 34), fontsize=7.5)
     ax.grid(axis='y', alpha=0.3, zorder=0)
     return cells
@@ -235,11 +250,24 @@ def _panel(ax, table, row):
 ARROWS = {'higher': '↑', 'lower': '↓'}
 
 
+def _layout(cell):
+    """'n=7', and the GPUs x nodes of a collective's runs."""
+    text = f'n={cell.n}'
+    if cell.gpus and cell.nodes:
+        text += f', {cell.gpus} GPU x {cell.nodes} node'
+    return text
+
+
+def _drawn(cell):
+    return comparison.drawn_reference(cell) if isinstance(
+        cell, comparison.Cell) else cell.reference
+
+
 class _Scaled:
     """A cell seen in another unit (for the axis limits)."""
 
     def __init__(self, cell, scaled):
         self.mean, self.std = scaled(cell.mean), scaled(cell.std)
-        ref = cell.reference
+        ref = comparison.drawn_reference(cell)
         self.reference = None if ref is None else comparison.Reference(
             scaled(ref.value), ref.lower, ref.upper)

@@ -36,6 +36,9 @@ class Plotted:
     each figure) and, per case or row left out, a message saying why."""
     files: list = field(default_factory=list)
     skipped: list = field(default_factory=list)
+    #: every reference line drawn: (figure, column, metric, value in the
+    #: row's unit), so that a test can see which bounds a figure shows
+    references: list = field(default_factory=list)
 
     def __iter__(self):
         return iter(self.files)
@@ -43,6 +46,7 @@ class Plotted:
     def add(self, other):
         self.files.extend(other.files)
         self.skipped.extend(other.skipped)
+        self.references.extend(other.references)
         return self
 
 

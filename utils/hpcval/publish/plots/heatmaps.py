@@ -16,6 +16,7 @@ import numpy as np
 from hpcval.parsers import ParseError
 from hpcval.parsers.transferbench import parse_a2a, parse_p2p
 from hpcval import plotdata
+from hpcval.publish import sources
 from hpcval.publish.comparison import columns
 from hpcval.publish.plots.common import (Plotted, describe, kept_output,
                                          new_figure, not_passed, save, slug,
@@ -132,7 +133,7 @@ def _figure(case, col, preset, panels, runs, outdir, plotted, force):
     for ax, (title, devices, grid) in zip(axes, panels):
         image = _panel(ax, title, devices, grid, span)
     fig.colorbar(image, ax=list(axes), label='GB/s', shrink=0.8)
-    when = _date(case.time)
+    when = sources.date_of(case, _date)
     latest = f', latest of {runs} runs' if runs > 1 else ''
     fig.suptitle(f'TransferBench {preset} (GB/s): {col}\n{case.check}, '
                  f'{when}{latest}', fontsize=10)
