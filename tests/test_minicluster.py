@@ -150,6 +150,14 @@ def test_pingpong_on_one_node_and_across_two(minicluster,
                  'srun python3 -m mpi4py.bench pingpong -a numpy -n 65536'):
         assert line in script, script
 
+    # every node of the job recorded its own provenance
+    nodes = across['hpcval_provenance']['nodes']
+    assert sorted(nodes) == ['n1', 'n2'], nodes
+    for record in nodes.values():
+        assert record['kernel'] and record['cpu'], record
+    assert list(on_node['hpcval_provenance']['nodes']) == [
+        allocated(minicluster, on_node)]
+
     print(f'\nminicluster latency_8B: on one node '
           f'{perf(on_node)["latency_8B"]:.2f} us, across n1/n2 '
           f'{perf(across)["latency_8B"]:.2f} us')

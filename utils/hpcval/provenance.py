@@ -9,6 +9,14 @@ record, which the run report carries to ``hpcval verdict`` and ``hpcval
 calibrate``.  Versions the benchmark prints itself (NCCL/RCCL through
 nccl-tests) are added by the check.
 
+Every node of the job is asked too (``node_probe()``): through ``srun``,
+one task per node, where the job runs under Slurm, else on the node the
+job script runs on.  Each node's lines are tagged with its host name and
+appended to FILE; ``read()`` gives them as ``record['nodes']``: per node
+the kernel, CPU, driver, CUDA/ROCm and each GPU's UUID, serial and
+VBIOS, read from the vendor tool's output with the health module's
+parsers (hpcval.health.nvidia, hpcval.health.amd).
+
 The MPI is the one the job ran: the MPI library the benchmark's
 executable loads (``ldd``), named by the version tool installed beside it
 (``ompi_info``, ``mpichversion``, ``impi_info``), and the launcher the job
@@ -78,6 +86,44 @@ def _launcher_probe(launcher):
             f'| grep -v "^[[:space:]]*$" | head -n 2 | paste -sd"|" -)"')
 
 
+#: per-node probes: the tool's whole output, base64 on one line (a line
+#: per node and key, whatever the tool prints)
+_IDENTITY = (
+    'command -v nvidia-smi >/dev/null && echo "nvidia_smi=$(nvidia-smi '
+    '--query-gpu=index,name,uuid,serial,vbios_version,driver_version '
+    '--format=csv 2>&1 | base64 -w0)"',
+    'command -v amd-smi >/dev/null && echo "amd_smi=$(amd-smi static --json '
+    '2>&1 | base64 -w0)"',
+    '! command -v amd-smi >/dev/null && command -v rocm-smi >/dev/null && '
+    'echo "rocm_smi=$(rocm-smi --showproductname --showserial --showuniqueid '
+    '--showvbios --showdriverversion --json 2>&1 | base64 -w0)"',
+)
+# the first node's probes that every node answers for itself
+_NODE_PROBES = tuple(p for p in _PROBES if 'mpiexec' not in p)
+_HOST = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,62}')
+_NODE_KEYS = ('kernel', 'cpu', 'gpu', 'driver', 'cuda', 'rocm')
+
+
+def node_probe(launcher=''):
+    """One shell line that appends every node's ``@<host> key=value``
+    lines to FILE: through srun, one task per node, in a Slurm job;
+    else on this node.  Never fails the job."""
+    inner = '; '.join(f'{{ {p}; }}' for p in (*_NODE_PROBES, *_IDENTITY))
+    # a node by the name Slurm gives it (the job's node list), else its
+    # host name
+    script = (f'h=${{SLURMD_NODENAME:-$(hostname -s 2>/dev/null || '
+              f'hostname)}}; '
+              f'{{ {inner}; }} 2>/dev/null | sed "s/^/@$h /"')
+    run = 'sh -c "$hpcval_node"'
+    if launcher == 'srun':
+        run = (f'if [ -n "${{SLURM_JOB_NUM_NODES:-}}" ]; then srun '
+               f'--nodes="$SLURM_JOB_NUM_NODES" '
+               f'--ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 '
+               f'--kill-on-bad-exit=0 {run}; else {run}; fi')
+    run = f'hpcval_node={shlex.quote(script)}; {run}'
+    return f'{{ {run}; }} >> {FILE} 2>/dev/null || true'
+
+
 def command(executable='', launcher='', extra=()):
     """One shell line for the job script: writes FILE, never fails.
     ``executable``: the benchmark's program (its MPI library is probed);
@@ -89,7 +135,8 @@ def command(executable='', launcher='', extra=()):
     if launcher and re.fullmatch(r'[\w.+-]+', launcher):
         probes.append(_launcher_probe(launcher))
     probes = '; '.join(f'{{ {p}; }}' for p in probes)
-    return f'{{ {probes}; }} > {FILE} 2>/dev/null || true'
+    return (f'{{ {probes}; }} > {FILE} 2>/dev/null || true; '
+            f'{node_probe(launcher)}')
 
 
 def read(text):
@@ -97,8 +144,13 @@ def read(text):
     anything unprintable are dropped (the file comes from a job).  The
     ``mpi`` is the library's own (beside the executable's libmpi), else
     the launcher's, else the first mpiexec on PATH."""
-    out, raw = {}, {}
+    out, raw, nodes = {}, {}, {}
     for line in text.splitlines():
+        if line.startswith('@'):
+            host, _, rest = line[1:].partition(' ')
+            if _HOST.fullmatch(host):
+                nodes.setdefault(host, []).append(rest)
+            continue
         key, sep, value = line.partition('=')
         value = value.strip()
         if not (sep and value and _VALUE.fullmatch(value)):
@@ -115,7 +167,63 @@ def read(text):
     if 'launcher' in out and raw.get('launcher_banner'):
         out['launcher'] = (f'{out["launcher"]} '
                            f'({launcher_version(raw["launcher_banner"])})')
+    if nodes:
+        out[NODES] = {host: _node(lines) for host, lines in
+                      sorted(nodes.items())}
     return out
+
+
+def _node(lines):
+    """{key: value} of one node's tagged lines: its own probes, and its
+    GPUs' identity from the vendor tool's output."""
+    got, tools = {}, {}
+    for line in lines:
+        key, sep, value = line.partition('=')
+        value = value.strip()
+        if not sep or not value:
+            continue
+        if key in ('nvidia_smi', 'amd_smi', 'rocm_smi'):
+            tools.setdefault(key, value)
+        elif key in _NODE_KEYS and key not in got \
+                and _VALUE.fullmatch(value):
+            got[key] = value
+    for key, encoded in tools.items():
+        got.update(identity(key, encoded))
+    return got
+
+
+def identity(tool, encoded):
+    """{'gpu_uuid', 'gpu_serial', 'vbios', 'driver', 'gpus'} (comma lists
+    in GPU order) from a node's base64 tool output; {'identity': why}
+    where the tool's output does not parse."""
+    import base64
+    import binascii
+    from hpcval.health import amd, nvidia
+    try:
+        text = base64.b64decode(encoded, validate=True).decode(
+            'utf-8', 'replace')
+    except (binascii.Error, ValueError):
+        return {'identity': f'{tool}: output not readable'}
+    try:
+        gpus = nvidia.gpus(text) if tool == 'nvidia_smi' else amd.gpus(
+            text, tool='amd-smi' if tool == 'amd_smi' else 'rocm-smi')
+    except ValueError as err:
+        why = str(err).splitlines()[0][:120] if str(err) else 'no GPU'
+        return {'identity': _printable(f'{tool.replace("_", "-")}: {why}')}
+    gpus = sorted(gpus, key=lambda g: g.get('index', 0))
+    out = {'gpus': str(len(gpus))}
+    for key, field in (('gpu_uuid', 'uuid'), ('gpu_serial', 'serial'),
+                       ('vbios', 'vbios'), ('driver', 'driver')):
+        values = [_printable(str(g.get(field) or 'none')) for g in gpus]
+        if any(v != 'none' for v in values):
+            # one value where every GPU has it (a driver, a VBIOS)
+            out[key] = ','.join(values) if len(set(values)) > 1 \
+                or key in ('gpu_uuid', 'gpu_serial') else values[0]
+    return out
+
+
+def _printable(text):
+    return ''.join(ch if ' ' <= ch <= '~' else '?' for ch in text)[:2000]
 
 
 _MPI_BANNERS = (

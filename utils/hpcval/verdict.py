@@ -35,7 +35,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 
-from hpcval import drain, judgement, screen, verdict_modes
+from hpcval import drain, judgement, provenance, screen, verdict_modes
 from hpcval.health import report as health
 from hpcval.judgement import Band
 
@@ -105,6 +105,9 @@ class Group:
     unjudged: list = field(default_factory=list)    # (test, metric, why)
     nodes: list = field(default_factory=list)
     provenance: dict = field(default_factory=dict)  # key: [values]
+    # what each node reported about itself (hpcval.provenance's per-node
+    # record): {node: {key: value}}
+    node_provenance: dict = field(default_factory=dict)
     sessions: int = 0
     replays: int = 0
     # a node screen (--distribute): nodes tested of the partition's, and
@@ -243,6 +246,11 @@ def _provenance(group, case, last):
     if not prov or prov == last.get(group.name):
         return
     last[group.name] = prov
+    nodes = prov.get(provenance.NODES)
+    for node, record in (nodes.items() if isinstance(nodes, dict) else ()):
+        if isinstance(record, dict):
+            group.node_provenance[str(node)] = {
+                k: v for k, v in record.items() if isinstance(v, str)}
     for key, val in prov.items():
         if val:
             seen = group.provenance.setdefault(key, [])
@@ -691,6 +699,9 @@ def as_dict(verdict):
                          for t, m, r in g.unjudged]
         d['crosschecks'] = [dict(asdict(c), line=c.line())
                             for c in g.crosschecks]
+        if g.node_provenance:
+            head, differs = node_summary(g)
+            d['nodes_and_gpus'], d['provenance_differs'] = head, differs
         out['partitions'].append(d)
     out['failures_by_node'] = by_node(verdict)
     out['next_steps'] = screen.next_steps(verdict)
@@ -714,6 +725,31 @@ def _provenance_line(g):
     keys = [k for k in PROVENANCE_KEYS if k in g.provenance] + \
         sorted(k for k in g.provenance if k not in PROVENANCE_KEYS)
     return '; '.join(f'{k} {" | ".join(g.provenance[k])}' for k in keys)
+
+
+#: keys every GPU has its own value of: not a difference between nodes
+_OWN_KEYS = ('gpu_uuid', 'gpu_serial')
+
+
+def node_summary(g):
+    """('N nodes, M GPUs', {key: {node: value}} of the provenance keys
+    whose value differs between the group's nodes)."""
+    nodes = g.nodes or sorted(g.node_provenance)
+    counts = [g.node_provenance.get(n, {}).get('gpus') for n in nodes]
+    known = [int(c) for c in counts if c and c.isdigit()]
+    gpus = (f'{sum(known)} GPUs' if len(known) == len(nodes) else
+            f'GPUs recorded on {len(known)} of {len(nodes)} nodes'
+            + (f' ({sum(known)})' if known else ''))
+    keys = sorted({k for n in nodes for k in g.node_provenance.get(n, {})
+                   if k not in _OWN_KEYS and k != 'gpus'})
+    differs = {}
+    for key in keys:
+        values = {n: g.node_provenance.get(n, {}).get(key, 'not recorded')
+                  for n in nodes}
+        if len(set(values.values())) > 1:
+            differs[key] = values
+    return f'{len(nodes)} node{"s" if len(nodes) != 1 else ""}, {gpus}', \
+        differs
 
 
 def render_text(verdict, most=20, per_node=False):
@@ -756,6 +792,14 @@ def render_text(verdict, most=20, per_node=False):
                               for t, w in g.coverage.excluded], most)
             lines += _capped([f'  screen reach: {r.line()}'
                               for r in g.reach], most)
+        if g.node_provenance:
+            head, differs = node_summary(g)
+            lines.append(f'  {head}; provenance of every node recorded on '
+                         f'{len(g.node_provenance)}')
+            for key, values in differs.items():
+                lines.append(f'  DIFFERS between nodes: {escape(key)}: ' +
+                             ', '.join(f'{escape(n)} {escape(v)}'
+                                       for n, v in values.items()))
         if g.provenance:
             lines.append(f'  provenance: {_provenance_line(g)}')
         lines += _capped(_gpu_lines(g.gpus), most)
