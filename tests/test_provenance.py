@@ -117,3 +117,86 @@ def test_a_spack_stack_records_its_concretised_spec(tmp_path):
                            'arch=linux-debian12-zen2/abcdefg\n') == {
         'spack': 'osu-micro-benchmarks@7.4%gcc@12.2.0 '
                  'arch=linux-debian12-zen2/abcdefg'}
+
+
+# -- every node of a job ------------------------------------------------------
+
+NVIDIA_SMI = pathlib.Path(__file__).parent / 'fixtures' / 'captured' / \
+    'h100_health' / 'nvidia-smi'
+
+
+def _node_record(tmp_path, node, output, exit_code=0):
+    """What node_probe() appends on ``node`` where nvidia-smi prints the
+    real ``output`` (a fake tool on PATH that prints it, whatever it is
+    asked)."""
+    bin_dir = tmp_path / f'bin-{node}'
+    bin_dir.mkdir()
+    tool = bin_dir / 'nvidia-smi'
+    tool.write_text(f'#!/bin/sh\ncat {output}\nexit {exit_code}\n')
+    tool.chmod(0o755)
+    env = {'PATH': f'{bin_dir}:/usr/bin:/bin', 'SLURMD_NODENAME': node}
+    subprocess.run(['bash', '-c', provenance.node_probe('')], cwd=tmp_path,
+                   env=env, check=True, timeout=60)
+    return (tmp_path / provenance.FILE).read_text()
+
+
+def test_each_node_records_its_gpus_identity(tmp_path):
+    """A real H100 query (driver 580.159.04) on n1 and the same output
+    with another driver planted on n2: each node's UUID, serial, VBIOS
+    and driver, by node."""
+    real = NVIDIA_SMI / 'query_idle.csv'
+    planted = tmp_path / 'other_driver.csv'
+    planted.write_text(real.read_text().replace('580.159.04', '580.95.05'))
+    _node_record(tmp_path, 'n1', real)
+    text = _node_record(tmp_path, 'n2', planted)
+    record = provenance.read(text)
+    n1, n2 = record['nodes']['n1'], record['nodes']['n2']
+    assert n1['gpu_uuid'] == 'GPU-5cec1e9f-080f-51a8-14e6-8ec0aa0c921e'
+    assert n1['gpu_serial'] == '1752624014320'
+    assert n1['vbios'] == '96.00.DA.00.0C' and n1['gpus'] == '1'
+    assert (n1['driver'], n2['driver']) == ('580.159.04', '580.95.05')
+    assert provenance.of_node(record, 'n2')['driver'] == '580.95.05'
+    # a node without an entry has the job's (first node's) keys
+    assert 'nodes' not in provenance.of_node(record, 'n9')
+
+
+@pytest.mark.parametrize('name', ['bogus_field.txt', 'competitor.txt'])
+def test_a_tool_that_prints_no_table_is_named_not_trusted(tmp_path, name):
+    record = provenance.read(_node_record(tmp_path, 'n1', NVIDIA_SMI / name,
+                                          exit_code=2))
+    node = record['nodes']['n1']
+    assert node['identity'].startswith('nvidia-smi: ')
+    assert 'gpu_uuid' not in node and 'gpus' not in node
+
+
+def test_a_forged_node_name_is_dropped():
+    record = provenance.read('@n1 kernel=6.1\n@../etc kernel=x\n'
+                             '@n2;rm kernel=y\n@n2 kernel=6.2\n')
+    assert sorted(record['nodes']) == ['n1', 'n2']
+
+
+def test_the_verdict_says_nodes_gpus_and_what_differs(tmp_path):
+    """The real H200 run (tests/fixtures/reports/h200x2) with a per-node
+    record planted for two nodes that differ in their driver."""
+    import json
+    src = pathlib.Path(__file__).parent / 'fixtures' / 'reports' / \
+        'h200x2' / 'nccl-transferbench-babelstream.json'
+    report = json.loads(src.read_text())
+    for run in report['runs']:
+        for tc in run['testcases']:
+            if tc.get('hpcval_provenance'):
+                tc['job_nodelist'] = ['n1', 'n2']
+                tc['hpcval_provenance']['nodes'] = {
+                    'n1': {'driver': '580.159.04', 'gpus': '2',
+                           'gpu_uuid': 'GPU-a,GPU-b'},
+                    'n2': {'driver': '580.95.05', 'gpus': '2',
+                           'gpu_uuid': 'GPU-c,GPU-d'}}
+    path = tmp_path / 'two.json'
+    path.write_text(json.dumps(report))
+    proc = subprocess.run([sys.executable, '-m', 'hpcval.cli', 'verdict',
+                           str(path), '--format', 'text'],
+                          capture_output=True, text=True, timeout=120)
+    assert '2 nodes, 4 GPUs' in proc.stdout, proc.stdout
+    assert 'DIFFERS between nodes: driver: n1 580.159.04, n2 580.95.05' \
+        in proc.stdout
+    assert 'gpu_uuid' not in proc.stdout.split('DIFFERS')[1].split('\n')[0]
