@@ -177,10 +177,12 @@ def group_text(figures, key):
                          f'{esc(fig.metric)} | {esc(g.value)} | {g.n} | '
                          f'{numbers.sig(_in(g.mean, fig.unit, unit), 4)}'
                          f'{spread} {esc(unit)} | {p} |')
-    differs = sum(1 for f in figures for t in f.tests
-                  if t is not None and t[2] < ALPHA)
-    lines += ['', f'{differs} of {len(figures)} figures differ between '
-                  f'values at p < {ALPHA}.']
+    tests = [t for f in figures for t in f.tests if t is not None]
+    differs = sum(1 for t in tests if t[2] < ALPHA)
+    lines += ['', f'{differs} of {len(tests)} tests (of {len(figures)} '
+                  f'figures) differ at p < {ALPHA}; about '
+                  f'{len(tests) * ALPHA:.1f} would by chance alone (no '
+                  f'correction for multiple comparisons).']
     return '\n'.join(lines) + '\n'
 
 
