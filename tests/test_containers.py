@@ -8,8 +8,10 @@ Podman) through Podman on this host and through Slurm on the minicluster,
 each with the image's digest in its provenance.
 """
 import os
+import pathlib
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -119,9 +121,61 @@ def test_likwid_runs_from_the_image_with_its_digest(tmp_path):
     runs = [ln for ln in _script(case).splitlines()
             if ln.startswith('podman run')]
     assert len(runs) == 2
-    assert all(f' {IMAGE} likwid-bench -t peakflops_' in ln for ln in runs)
+    # run by the id the job recorded, never by the tag
+    assert all(' "$HPCVAL_IMAGE_ID" likwid-bench -t peakflops_' in ln
+               for ln in runs)
+    script = _script(case)
+    assert script.index('HPCVAL_IMAGE_ID=$(podman image inspect') < \
+        script.index('\npodman run')
     for opt in container.host_podman_options():
         assert f' {opt} ' in runs[0]
+
+
+@pytest.fixture
+def mpich_image(tmp_path):
+    """The test image with the [mpi] extra's MPICH 4.3.2 (this venv's
+    mpichversion and its libraries) copied in: an image with an MPI of
+    its own."""
+    _need_image()
+    venv = pathlib.Path(sys.executable).parent.parent
+    context = tmp_path / 'mpich-context'
+    context.mkdir()
+    shutil.copy(venv / 'bin' / 'mpichversion', context)
+    shutil.copy(venv / 'lib' / 'libmpi.so.12', context)
+    shutil.copytree(venv / 'lib' / 'mpich', context / 'mpich')
+    (context / 'Containerfile').write_text(
+        f'FROM {IMAGE}\nCOPY mpichversion /usr/local/bin/mpichversion\n'
+        f'COPY libmpi.so.12 /usr/local/lib/libmpi.so.12\n'
+        f'COPY mpich /usr/local/lib/mpich\n')
+    image = 'localhost/hpcval-test-mpi:mpich'
+    subprocess.run(['podman', 'build', '--quiet', '--tag', image,
+                    str(context)], check=True, capture_output=True,
+                   timeout=300)
+    yield image
+    subprocess.run(['podman', 'rmi', '--force', image], capture_output=True,
+                   timeout=120)
+
+
+def test_a_podman_run_records_the_images_mpi_and_runs_by_its_id(
+        mpich_image, tmp_path):
+    proc, report = reframe('-r', '--system', 'local', '-n', PEAKFLOPS,
+                           '-S', f'image={mpich_image}', '--keep-stage-files',
+                           tmp_path=tmp_path, checks=LIKWID)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    case = one_case(report, PEAKFLOPS_CASE)
+    prov = case['hpcval_provenance']
+    image_id = subprocess.run(['podman', 'image', 'inspect', '--format',
+                               '{{.Id}}', '--', mpich_image],
+                              capture_output=True, text=True,
+                              timeout=60).stdout.strip()
+    assert prov['image_id'] == f'sha256:{image_id}'
+    # the image's MPI (mpichversion in the image), not the host's
+    assert prov['image_mpi'] == 'MPICH 4.3.2' and prov['mpi'] == 'MPICH 4.3.2'
+    runs = [ln for ln in _script(case).splitlines()
+            if ln.startswith('podman run')]
+    assert runs and all('"$HPCVAL_IMAGE_ID" likwid-bench' in ln
+                        for ln in runs)
+    assert mpich_image not in ' '.join(runs)
 
 
 def test_a_missing_image_fails_naming_it(tmp_path):
@@ -213,7 +267,7 @@ def _babelstream_from(image, system, tmp_path, env=None):
     assert case['perfvalues']
     line = next(ln for ln in _script(case).splitlines()
                 if ' podman run ' in ln)
-    assert f' {image} omp-stream ' in line
+    assert ' "$HPCVAL_IMAGE_ID" omp-stream ' in line
     assert '--env=OMP_NUM_THREADS' in line
     return case
 
@@ -301,5 +355,6 @@ def test_through_slurm_on_the_minicluster(minicluster, tmp_path):
     assert case['scheduler'] == 'slurm' and case['jobid']
     prov = case['hpcval_provenance']
     assert prov['image_digest'] == _inspect('{{.Digest}}').stdout.strip()
-    assert any(ln.startswith('podman run') and IMAGE in ln
+    assert any(ln.startswith('podman run') and '"$HPCVAL_IMAGE_ID"' in ln
                for ln in _script(case).splitlines())
+    assert prov['image_id'] == 'sha256:' + _inspect('{{.Id}}').stdout.strip()

@@ -32,13 +32,31 @@ from reframe.core.containers import ContainerPlatform
 from reframe.core.exceptions import SanityError
 
 from hpcval import features as ft
-from hpcval import replay, stacks
+from hpcval import provenance, replay, stacks
 from hpcval.benchmarks.jobscript import NOTHING, Lines
 from hpcval.inputs import InputError, checked_pattern, checked_token
 
 #: what the job wrote about the runtime and the image, in the stage folder
 RECORD = 'hpcval_container.txt'
 RECORD_ERR = 'hpcval_container.err'
+#: the job's shell variable holding the image id Podman runs
+IMAGE_ID_VAR = 'HPCVAL_IMAGE_ID'
+#: the stack inside the image, asked in the image itself: the MPI's
+#: version tool's banner, CUDA, ROCm and the NCCL/RCCL library's version
+STACK_PROBE = (
+    'for t in mpichversion "ompi_info --version" "impi_info -v" '
+    '"mpirun --version" "mpiexec --version"; do command -v ${t%% *} '
+    '>/dev/null 2>&1 || continue; echo "image_mpi_banner=$($t 2>&1 '
+    '| grep -v "^[[:space:]]*$" | head -n 2 | paste -sd"|" -)"; break; done; '
+    'command -v nvcc >/dev/null 2>&1 && echo "image_cuda=$(nvcc --version '
+    '| sed -n "s/.*release \\([0-9.]*\\).*/\\1/p")"; '
+    '[ -r /opt/rocm/.info/version ] && echo "image_rocm=$(cat '
+    '/opt/rocm/.info/version)"; '
+    'for l in /usr/lib/*/libnccl.so.* /usr/lib*/libnccl.so.* '
+    '/usr/local/lib/libnccl.so.* /opt/rocm/lib/librccl.so.*; do '
+    # the last of libnccl.so.2, libnccl.so.2.21.5: the full version
+    '[ -e "$l" ] && v=${l##*.so.}; done; '
+    '[ -n "${v:-}" ] && echo "image_nccl=$v"; true')
 
 # an OCI reference ([registry[:port]/]name[:tag][@sha256:hex]), with an
 # optional transport (docker://, oras://, docker-archive:), or a path to a
@@ -113,7 +131,11 @@ class Podman(ContainerPlatform):
         if self.workdir:
             opts.append(f'--workdir={shlex.quote(self.workdir)}')
         opts += self.options
-        line = f'podman run {" ".join(opts)} {shlex.quote(self.image)}'
+        # by the image id the job recorded (record_command), never by a
+        # tag that may have moved since
+        ref = f'"${IMAGE_ID_VAR}"' if getattr(self, 'by_id', False) \
+            else shlex.quote(self.image)
+        line = f'podman run {" ".join(opts)} {ref}'
         return f'{line} {self.command}' if self.command else line
 
 
@@ -174,11 +196,18 @@ def record_command(platform, image):
     digest into RECORD, on the node that runs it; never fails the job."""
     ref = shlex.quote(image)
     if platform.name == 'Podman':
-        probes = ['echo "container_runtime=$(podman --version)"',
-                  f'echo "image_id=sha256:$(podman image inspect '
-                  f'--format "{{{{.Id}}}}" -- {ref})"',
+        # the id is read once: the record and every run use the same one
+        opts = ' '.join(['--rm', '--pull=never', '--network=none',
+                         *platform.options])
+        probes = [f'{IMAGE_ID_VAR}=$(podman image inspect '
+                  f'--format "{{{{.Id}}}}" -- {ref})',
+                  'echo "container_runtime=$(podman --version)"',
+                  f'echo "image_id=sha256:${IMAGE_ID_VAR}"',
                   f'echo "image_digest=$(podman image inspect '
-                  f'--format "{{{{.Digest}}}}" -- {ref})"']
+                  f'--format "{{{{.Digest}}}}" -- {ref})"',
+                  f'[ -n "${IMAGE_ID_VAR}" ] && podman run {opts} '
+                  f'--entrypoint /bin/sh "${IMAGE_ID_VAR}" -c '
+                  f'{shlex.quote(STACK_PROBE)}']
     elif platform.name in ('Apptainer', 'Singularity'):
         exe = platform.name.lower()
         probes = [f'echo "container_runtime=$({exe} --version)"']
@@ -197,6 +226,10 @@ def record_command(platform, image):
 
 
 _DIGEST = re.compile(r'(?:[^@\s]+@)?(sha256:[0-9a-f]{64})')
+_VERSION = re.compile(r'[0-9][\w.+-]{0,39}')
+#: what the image holds stands for the host's in a run from it
+_OWN_STACK = {'image_mpi': 'mpi', 'image_cuda': 'cuda', 'image_rocm': 'rocm',
+              'image_nccl': 'nccl'}
 
 
 def read_record(text, image):
@@ -212,6 +245,12 @@ def read_record(text, image):
         if not (sep and _VALUE.fullmatch(value)):
             continue
         if key == 'container_runtime':
+            out[key] = value
+        elif key == 'image_mpi_banner' and 'image_mpi' not in out:
+            out['image_mpi'] = provenance.mpi_version(value) or \
+                'version unknown'
+        elif key in ('image_cuda', 'image_rocm', 'image_nccl') \
+                and key not in out and _VERSION.fullmatch(value):
             out[key] = value
         elif key in ('image_digest', 'image_id') and key not in out:
             m = _DIGEST.fullmatch(value)
@@ -250,6 +289,9 @@ class ContainerRun(rfm.RegressionTestPlugin):
             raise SanityError(f'image {image}: no digest recorded on the '
                               f'node ({self._record_error()}); a run from '
                               f'an unidentified image is not reproducible')
+        # the benchmark ran on the image's stack, not the host's
+        record.update({host: record[own] for own, host in _OWN_STACK.items()
+                       if own in record and record[own] != 'version unknown'})
         return record
 
     def _record_error(self):
@@ -298,6 +340,7 @@ class ContainerRun(rfm.RegressionTestPlugin):
         self._check_identifiable(platform.name, image)
         own = ' '.join([self.executable, *self.executable_opts]).strip()
         platform.image = image
+        platform.by_id = platform.name == 'Podman'
         platform.command = own
         platform.options = [
             *checked_options(
