@@ -244,6 +244,55 @@ def test_every_dashboard_query_returns_data(victoria, monitored_runs):
                 assert found, (panel['title'], expr)
                 asked += 1
     assert asked >= 8
+    # the provenance annotation: each run's node and kernel
+    [note] = dash['annotations']['list']
+    expr = (note['expr'].replace('$site', '.*').replace('$system', '.*')
+            .replace('$test', '.*'))
+    found = _range(victoria, expr)
+    assert found and all(s['metric']['kernel'] for s in found), found
+
+
+def test_every_panel_says_its_unit():
+    dash = _dashboard()
+    for panel in dash['panels']:
+        assert panel['fieldConfig']['defaults']['unit'], panel['title']
+    [series] = [p for p in dash['panels'] if p['type'] == 'timeseries']
+    units = {o['matcher']['options']: o['properties'][0]['value']
+             for o in series['fieldConfig']['overrides']
+             if o['matcher']['id'] == 'byRegexp'}
+    # every quantity monitoring names gets its axis unit
+    assert units == {r'.*\(seconds\)$': 's',
+                     r'.*\(bytes_per_second\)$': 'Bps',
+                     r'.*\(flop_per_second\)$': 'flops',
+                     r'.*\(operations_per_second\)$': 'ops'}
+    assert all(t['legendFormat'].endswith(' ($quantity)')
+               for t in series['targets'])
+
+
+def test_provenance_is_an_info_series_per_node():
+    """Each node's own record (hpcval.provenance) as labels of
+    hpcval_provenance_info; the figures' series carry none of them."""
+    import types
+    from hpcval import monitoring
+    record = types.SimpleNamespace(
+        check_job_completion_time_unix=1.0, created=1.0,
+        check_result='pass', check_job_nodelist=['n1', 'n2'],
+        check_perfvalues={'local:latency_8B': (1.0, 2.0, None, 9.0, 'us',
+                                               'pass')},
+        check_system='mc', check_hpcval_provenance={
+            'driver': '580.159.04', 'nccl': '2.28.9', 'nodes': {
+                'n1': {'driver': '580.159.04', 'kernel': '6.1'},
+                'n2': {'driver': '580.95.05', 'kernel': '6.1'}}})
+    lines = [json.loads(x) for x in monitoring.victoriametrics(
+        record, {'site': 's'}, ()).splitlines()]
+    info = {x['metric']['node']: x['metric'] for x in lines
+            if x['metric']['__name__'] == 'hpcval_provenance_info'}
+    assert info['n1']['driver'] == '580.159.04'
+    assert info['n2']['driver'] == '580.95.05'
+    assert info['n2']['nccl'] == '2.28.9' and info['n2']['kernel'] == '6.1'
+    figures = [x['metric'] for x in lines
+               if x['metric']['__name__'].startswith('hpcval_perf_')]
+    assert figures and not any('driver' in m for m in figures)
 
 
 def test_failures_panel_names_the_failed_figure(victoria, monitored_runs):

@@ -15,6 +15,11 @@ advises::
     hpcval_perf_lower_bound_<unit>           its limits (hpcval.judgement)
     hpcval_perf_upper_bound_<unit>
     hpcval_perf_passed                       1 or 0 per judged variable
+    hpcval_provenance_info                   1 per node of a test case, its
+                                             driver, vbios, cuda, rocm,
+                                             nccl, mpi, kernel and image
+                                             as labels (the dashboard's
+                                             annotation: what changed when)
 
 ``<unit>`` is ``seconds``, ``bytes_per_second``, ``flop_per_second`` or
 ``operations_per_second``; a unit hpcval does not know keeps its value and
@@ -121,7 +126,42 @@ def victoriametrics(record, extras, ignore_keys):
             if _finite(figure):
                 lines.append(_line(f'hpcval_perf_{name}_{suffix}', series,
                                    base_unit(figure, unit)[0], millis))
+    lines += _provenance_lines(record, labels, millis)
     return '\n'.join(lines) + '\n'
+
+
+#: provenance keys the info series carries (a fixed set of label names)
+PROVENANCE_LABELS = ('driver', 'vbios', 'cuda', 'rocm', 'nccl', 'rccl',
+                     'mpi', 'kernel', 'image_digest')
+
+
+_JOB_WIDE = ('nccl', 'rccl', 'mpi', 'image_digest')
+
+
+def _provenance_lines(record, labels, millis):
+    """hpcval_provenance_info of each node the record's provenance names:
+    an info series (value 1) whose labels change when the node's stack
+    does; the figures' own series never carry them."""
+    from hpcval import provenance
+    prov = getattr(record, 'check_hpcval_provenance', None)
+    if not isinstance(prov, dict):
+        return []
+    nodes = prov.get(provenance.NODES)
+    named = sorted(nodes) if isinstance(nodes, dict) and nodes else \
+        [labels.get('node', '')]
+    out = []
+    for node in named:
+        # the node's own record, and what the job ran for all its nodes
+        own = {**{k: prov[k] for k in _JOB_WIDE if isinstance(prov.get(k),
+                                                              str)},
+               **provenance.of_node(prov, node)}
+        info = {k: own[k][:200] for k in PROVENANCE_LABELS
+                if isinstance(own.get(k), str) and own[k]}
+        if info:
+            out.append(_line('hpcval_provenance_info',
+                             {**labels, 'node': str(node), **info}, 1,
+                             millis))
+    return out
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
