@@ -122,10 +122,10 @@ def test_likwid_runs_from_the_image_with_its_digest(tmp_path):
             if ln.startswith('podman run')]
     assert len(runs) == 2
     # run by the id the job recorded, never by the tag
-    assert all(' "$HPCVAL_IMAGE_ID" likwid-bench -t peakflops_' in ln
+    assert all(' "$hpcval_image_id" likwid-bench -t peakflops_' in ln
                for ln in runs)
     script = _script(case)
-    assert script.index('HPCVAL_IMAGE_ID=$(podman image inspect') < \
+    assert script.index('hpcval_image_id=$(podman image inspect') < \
         script.index('\npodman run')
     for opt in container.host_podman_options():
         assert f' {opt} ' in runs[0]
@@ -143,11 +143,16 @@ def mpich_image(tmp_path):
     shutil.copy(venv / 'bin' / 'mpichversion', context)
     shutil.copy(venv / 'lib' / 'libmpi.so.12', context)
     shutil.copytree(venv / 'lib' / 'mpich', context / 'mpich')
-    (context / 'Containerfile').write_text(
-        f'FROM {IMAGE}\nCOPY mpichversion /usr/local/bin/mpichversion\n'
-        f'COPY libmpi.so.12 /usr/local/lib/libmpi.so.12\n'
-        f'COPY mpich /usr/local/lib/mpich\n')
-    image = 'localhost/hpcval-test-mpi:mpich'
+    yield from _built_image(context, 'localhost/hpcval-test-mpi:mpich', (
+        'COPY mpichversion /usr/local/bin/mpichversion\n'
+        'COPY libmpi.so.12 /usr/local/lib/libmpi.so.12\n'
+        'COPY mpich /usr/local/lib/mpich\n'))
+
+
+def _built_image(context, image, lines):
+    """``image`` built from IMAGE and ``lines`` in ``context``, yielded,
+    then removed."""
+    (context / 'Containerfile').write_text(f'FROM {IMAGE}\n{lines}')
     subprocess.run(['podman', 'build', '--quiet', '--tag', image,
                     str(context)], check=True, capture_output=True,
                    timeout=300)
@@ -173,7 +178,7 @@ def test_a_podman_run_records_the_images_mpi_and_runs_by_its_id(
     assert prov['image_mpi'] == 'MPICH 4.3.2' and prov['mpi'] == 'MPICH 4.3.2'
     runs = [ln for ln in _script(case).splitlines()
             if ln.startswith('podman run')]
-    assert runs and all('"$HPCVAL_IMAGE_ID" likwid-bench' in ln
+    assert runs and all('"$hpcval_image_id" likwid-bench' in ln
                         for ln in runs)
     assert mpich_image not in ' '.join(runs)
 
@@ -241,15 +246,8 @@ def babelstream_image(tmp_path_factory):
     context.mkdir()
     shutil.copy(os.path.join(build['stagedir'], 'build', 'omp-stream'),
                 context)
-    (context / 'Containerfile').write_text(
-        f'FROM {IMAGE}\nCOPY omp-stream /usr/local/bin/omp-stream\n')
-    image = 'localhost/hpcval-test-babelstream:omp'
-    subprocess.run(['podman', 'build', '--quiet', '--tag', image,
-                    str(context)], check=True, capture_output=True,
-                   timeout=300)
-    yield image
-    subprocess.run(['podman', 'rmi', '--force', image], capture_output=True,
-                   timeout=120)
+    yield from _built_image(context, 'localhost/hpcval-test-babelstream:omp',
+                            'COPY omp-stream /usr/local/bin/omp-stream\n')
 
 
 def _babelstream_from(image, system, tmp_path, env=None):
@@ -267,7 +265,7 @@ def _babelstream_from(image, system, tmp_path, env=None):
     assert case['perfvalues']
     line = next(ln for ln in _script(case).splitlines()
                 if ' podman run ' in ln)
-    assert ' "$HPCVAL_IMAGE_ID" omp-stream ' in line
+    assert ' "$hpcval_image_id" omp-stream ' in line
     assert '--env=OMP_NUM_THREADS' in line
     return case
 
@@ -355,6 +353,6 @@ def test_through_slurm_on_the_minicluster(minicluster, tmp_path):
     assert case['scheduler'] == 'slurm' and case['jobid']
     prov = case['hpcval_provenance']
     assert prov['image_digest'] == _inspect('{{.Digest}}').stdout.strip()
-    assert any(ln.startswith('podman run') and '"$HPCVAL_IMAGE_ID"' in ln
+    assert any(ln.startswith('podman run') and '"$hpcval_image_id"' in ln
                for ln in _script(case).splitlines())
     assert prov['image_id'] == 'sha256:' + _inspect('{{.Id}}').stdout.strip()

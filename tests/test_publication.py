@@ -20,7 +20,7 @@ import make_comparison as mc
 from hpcval import cli
 
 PAGE_BYTES = mc.PAGE_BYTES      # the page with every figure inside
-PAGE_HEIGHT = mc.PAGE_HEIGHT    # px at 1400 px wide (four measured or replayed columns)
+PAGE_HEIGHT = mc.PAGE_HEIGHT    # px at 1400 px wide
 PASS_RGB, FAIL_RGB = (0xe3, 0xf4, 0xe3), (0xf8, 0xdc, 0xdc)
 _URI = re.compile(r'data:image/png;base64,[A-Za-z0-9+/=]+')
 

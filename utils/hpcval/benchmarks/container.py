@@ -40,7 +40,7 @@ from hpcval.inputs import InputError, checked_pattern, checked_token
 RECORD = 'hpcval_container.txt'
 RECORD_ERR = 'hpcval_container.err'
 #: the job's shell variable holding the image id Podman runs
-IMAGE_ID_VAR = 'HPCVAL_IMAGE_ID'
+IMAGE_ID_VAR = 'hpcval_image_id'
 #: the stack inside the image, asked in the image itself: the MPI's
 #: version tool's banner, CUDA, ROCm and the NCCL/RCCL library's version
 STACK_PROBE = (
