@@ -128,17 +128,29 @@ def committed(report, system, workdir):
     return out
 
 
+def runs_table(out=OUT):
+    """(the runs' comparison Table, its samples) as ``hpcval report``
+    makes them of report_args(out): the same inputs, references and
+    selection."""
+    import argparse
+    from hpcval.publish import comparison, report
+    from hpcval.references import ReferenceSet
+    parser = argparse.ArgumentParser()
+    report.add_arguments(parser)
+    args = parser.parse_args(report_args(out))
+    loaded, samples = report.load_selected(
+        args, True, ReferenceSet.given(args.references))
+    table = comparison.build(samples, TITLE, loaded.cases,
+                             fixtures=loaded.fixtures)
+    return table, samples
+
+
 def readme(out=OUT):
     """docs/comparison/README.md, from the facts of the page it describes:
     its columns, their kind, runs, dates and provenance, the n of their
     cells, the figures, and the command that made it."""
-    from hpcval.publish import comparison, page, report, results
-    inputs = [report.report_argument(a) for a in report_args(out)
-              if not a.startswith('--') and a not in (
-                  'md,csv,html,tex', TITLE, str(out))]
-    loaded = results.load(inputs, attrs=('version', 'num_tasks'))
-    table = comparison.build(loaded.samples, TITLE, loaded.cases,
-                             fixtures=loaded.fixtures)
+    from hpcval.publish import page
+    table, _ = runs_table(out)
     counts = page.summary(table)
     lines = [
         '# GPU systems compared: an example publication', '',

@@ -506,17 +506,12 @@ def test_no_figure_draws_a_bound_its_column_was_not_judged_by(tmp_path):
     """The plot data: every reference line a figure draws is that
     column's own (a pass/fail or a replay's published figure); the h100
     and h200x2 runs, judged by local.yaml, draw none."""
-    from hpcval.publish import comparison, plots, report, results
-    inputs = [report.report_argument(a) for a in mc.report_args(tmp_path)
-              if a.endswith('.json')]
-    loaded = results.load(inputs, attrs=('version', 'num_tasks'))
-    table = comparison.build(loaded.samples, mc.TITLE, loaded.cases,
-                             fixtures=loaded.fixtures)
+    from hpcval.publish import comparison, plots
+    table, samples = mc.runs_table(tmp_path)
     # the figures that draw references: BabelStream's bars and the small
     # multiples (curves and heat maps draw none)
     drawn = plots.Plotted()
-    drawn.add(plots.babelstream_kernels(loaded.samples, tmp_path,
-                                        table=table))
+    drawn.add(plots.babelstream_kernels(samples, tmp_path, table=table))
     for bench in ('nccl_tests', 'transferbench'):
         drawn.add(plots.benchmark_multiples(table, bench, tmp_path))
     assert drawn.references, 'no reference drawn: the test is void'
