@@ -295,9 +295,12 @@ def run(args):
             tables = [comparison.build(
                 samples, args.title, [c for c in loaded.cases if keep(c)],
                 per_node=args.per_node, fixtures=loaded.fixtures)]
-        # the verdict's BOUND lines, in its words
+        # the verdict's BOUND lines, in its words (a publication names a
+        # reference file, never its path on this machine)
+        from hpcval.publish.page import without_paths
         tables[0].notes += dict.fromkeys(
-            f'BOUND {loaded.rebanded[id(s)][0].line()}' for s in samples
+            f'BOUND {without_paths(loaded.rebanded[id(s)][0].line())}'
+            for s in samples
             if loaded.rebanded.get(id(s), (None,))[0] is not None)
         inputs, problems = loaded.sources, loaded.problems
         if args.with_published:
