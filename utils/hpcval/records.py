@@ -32,8 +32,9 @@ class NodeLoad(msgspec.Struct, frozen=True):
 #: nodes ('GPU 1', 'link GPU 00 -> GPU 01')}
 Components = dict[str, str]
 #: {key: value} of what the node reported about itself (hpcval.provenance
-#: KEYS, the container's runtime and image)
-Provenance = dict[str, str]
+#: KEYS, the container's runtime and image), and under ``nodes`` each
+#: node's own {node: {key: value}} (hpcval.provenance.NODES)
+Provenance = dict[str, str | dict[str, dict[str, str]]]
 
 TYPES = {'components': Components, 'provenance': Provenance,
          'node_load': NodeLoad}

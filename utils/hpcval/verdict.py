@@ -252,7 +252,7 @@ def _provenance(group, case, last):
             group.node_provenance[str(node)] = {
                 k: v for k, v in record.items() if isinstance(v, str)}
     for key, val in prov.items():
-        if val:
+        if val and isinstance(val, str):      # the per-node part: above
             seen = group.provenance.setdefault(key, [])
             if val not in seen:
                 seen.append(val)

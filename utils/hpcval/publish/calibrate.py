@@ -169,7 +169,8 @@ def _versions(cases):
     found = {}
     for c in cases:
         for key, val in c.extras.get('provenance', {}).items():
-            if key not in ('kernel', 'cpu'):
+            # each node's own record (a mapping) is not a version
+            if key not in ('kernel', 'cpu') and isinstance(val, str):
                 found.setdefault(key, set()).add(val)
     return '; '.join(f'{key} {_listed(vals)}'
                      for key, vals in sorted(found.items()))
