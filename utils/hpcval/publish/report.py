@@ -15,6 +15,7 @@ import re
 import sys
 import time
 
+from hpcval import paths
 from hpcval.publish import comparison, formats, output, results, sources
 from hpcval.references import ReferenceFileError, ReferenceSet
 
@@ -295,11 +296,11 @@ def run(args):
             tables = [comparison.build(
                 samples, args.title, [c for c in loaded.cases if keep(c)],
                 per_node=args.per_node, fixtures=loaded.fixtures)]
-        # the verdict's BOUND lines, in its words (a publication names a
-        # reference file, never its path on this machine)
-        from hpcval.publish.page import without_paths
+        # the verdict's BOUND lines, in its words; the built-in files by
+        # their place in hpcval (references/local.yaml), not on this machine
+        builtin = os.path.join(paths.repo_root(), '')
         tables[0].notes += dict.fromkeys(
-            f'BOUND {without_paths(loaded.rebanded[id(s)][0].line())}'
+            'BOUND ' + loaded.rebanded[id(s)][0].line().replace(builtin, '')
             for s in samples
             if loaded.rebanded.get(id(s), (None,))[0] is not None)
         inputs, problems = loaded.sources, loaded.problems
