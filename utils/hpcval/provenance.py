@@ -88,15 +88,17 @@ def _launcher_probe(launcher):
 
 #: per-node probes: the tool's whole output, base64 on one line (a line
 #: per node and key, whatever the tool prints)
+#: (a hung tool is stopped, as the first node's probes stop it)
 _IDENTITY = (
-    'command -v nvidia-smi >/dev/null && echo "nvidia_smi=$(nvidia-smi '
-    '--query-gpu=index,name,uuid,serial,vbios_version,driver_version '
-    '--format=csv 2>&1 | base64 -w0)"',
-    'command -v amd-smi >/dev/null && echo "amd_smi=$(amd-smi static --json '
-    '2>&1 | base64 -w0)"',
+    'command -v nvidia-smi >/dev/null && echo "nvidia_smi=$(timeout -k 5 30 '
+    'nvidia-smi --query-gpu=index,name,uuid,serial,vbios_version,'
+    'driver_version --format=csv 2>&1 | base64 -w0)"',
+    'command -v amd-smi >/dev/null && echo "amd_smi=$(timeout -k 5 30 '
+    'amd-smi static --json 2>&1 | base64 -w0)"',
     '! command -v amd-smi >/dev/null && command -v rocm-smi >/dev/null && '
-    'echo "rocm_smi=$(rocm-smi --showproductname --showserial --showuniqueid '
-    '--showvbios --showdriverversion --json 2>&1 | base64 -w0)"',
+    'echo "rocm_smi=$(timeout -k 5 30 rocm-smi --showproductname '
+    '--showserial --showuniqueid --showvbios --showdriverversion --json '
+    '2>&1 | base64 -w0)"',
 )
 # the first node's probes that every node answers for itself
 _NODE_PROBES = tuple(p for p in _PROBES if 'mpiexec' not in p)
