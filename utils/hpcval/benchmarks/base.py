@@ -56,10 +56,12 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     """
 
     #: The job script's steps, in order: a multi-node layout leaves a node
-    #: screen; a replay replaces the run; the node's load and provenance
+    #: screen; a Slurm job's guard against a given-up submission comes
+    #: first; a replay replaces the run; the node's load and provenance
     #: first; the stack's modules; the benchmark's own prerun commands; the
     #: health probe; the container's record.
-    JOB_SCRIPT_STEPS = ('exclude_multinode_from_screen', 'stage_replay',
+    JOB_SCRIPT_STEPS = ('exclude_multinode_from_screen', 'submit_once',
+                        'stage_replay',
                         'record_provenance', 'load_stack', 'add_health_probe',
                         'run_in_container')
 

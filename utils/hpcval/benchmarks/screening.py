@@ -41,7 +41,7 @@ from reframe.core.exceptions import ReframeError, SanityError
 from reframe.utility import nodelist_abbrev, nodelist_expand
 
 from hpcval import inputs
-from hpcval.benchmarks.jobscript import NOTHING
+from hpcval.benchmarks.jobscript import NOTHING, Lines
 
 # node states in which a node takes a screening job (sinfo %T, long form);
 # 'planned': the backfill scheduler holds it for a pending job, often the
@@ -342,20 +342,18 @@ class ScreenRecord(rfm.RegressionTestPlugin):
         if self._on_slurm() and '--no-requeue' not in self.job.options:
             self.job.options += ['--no-requeue']
 
-    @run_before('run', always_last=True)
     def submit_once(self):
-        """Tag the job, guard its script, and reconcile a failed sbatch
-        with the queue (see above)."""
+        """Job-script step: tag the job, guard its script (the guard is the
+        job's first command), and reconcile a failed sbatch with the queue
+        (see above)."""
         if not self._on_slurm() or self.is_dry_run():
-            return
+            return NOTHING
         comment = SUBMISSION_TAG + secrets.token_hex(8)
         marker = os.path.join(self.stagedir, ABANDONED)
         self.job.options += [f'--comment={comment}']
-        # the first command of the job: a submission given up never runs
-        self.prerun_cmds = [
-            f'if [ -e {shlex.quote(marker)} ]; then echo "hpcval: this '
-            f'submission was given up after sbatch failed; not run" >&2; '
-            f'exit 3; fi'] + list(self.prerun_cmds)
+        guard = (f'if [ -e {shlex.quote(marker)} ]; then echo "hpcval: this '
+                 f'submission was given up after sbatch failed; not run" '
+                 f'>&2; exit 3; fi')
         cache_job_nodelist(self.job)
         job, submit = self.job, self.job.submit
 
@@ -372,6 +370,7 @@ class ScreenRecord(rfm.RegressionTestPlugin):
                 raise ReframeError(submission_failure(
                     text, outcome, jobs)) from None
         job.submit = submit_reconciled
+        return Lines(before=(guard,))
 
     @run_before('run')
     def screen_limit(self):
