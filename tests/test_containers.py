@@ -216,9 +216,10 @@ def test_gpu_ranks_get_the_gpus_and_their_rank(tmp_path):
                            env={'HPCVAL_MINICLUSTER_LAUNCH_GPUS': '2'})
     assert proc.returncode == 0, proc.stdout[-3000:]
     [case] = by_name(report, 'BabelStreamCudaCheck')
-    line = next(ln for ln in _script(case).splitlines()
-                if ' podman run ' in ln)
-    assert line.startswith('srun ') and ' podman run ' in line
+    # the benchmark's launch line (the provenance record before it asks
+    # the image for its stack with a podman run of its own)
+    [line] = [ln for ln in _script(case).splitlines()
+              if ln.startswith('srun ') and ' podman run ' in ln]
     assert '--device=nvidia.com/gpu=all' in line
     assert "'--env=SLURM_*'" in line and '--env=CUDA_VISIBLE_DEVICES' in line
     # the image holds the benchmark: nothing fetched, nothing built
