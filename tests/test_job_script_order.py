@@ -6,8 +6,6 @@ check's
 byte-identical."""
 import textwrap
 
-import reframe as rfm
-
 from hpcval.benchmarks.base import ParsedBenchmark
 from lmodenv import system_env
 from rfmrun import check_modules, reframe
@@ -64,7 +62,7 @@ def _scripts(tmp_path, env):
 def _leaves():
     return {obj.__name__ for _, module in check_modules('order')
             for obj in vars(module).values()
-            if isinstance(obj, type) and issubclass(obj, rfm.RegressionTest)
+            if isinstance(obj, type) and issubclass(obj, ParsedBenchmark)
             and obj.__module__ == module.__name__
             and not obj.__name__.startswith('_')}
 
