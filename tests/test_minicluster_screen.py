@@ -541,12 +541,15 @@ def test_faults_of_a_set_size_meet_their_node_only(faults):
     from hpcval.testing.minicluster import processes_naming
     faults.slow_node_by('n2', 0.2)
     faults.compete('n2', 'memory', 64)
-    # the stream runs dd after dd: look for up to 10 s
+    # the stream runs dd after dd: look for up to 10 s, among the
+    # children of this cluster's competitors only (a suite beside this one
+    # runs streams of its own)
+    mine = shlex.quote(f'^/bin/sh {faults.faults}/')
+    dd = ('ps -o args= --ppid "$(pgrep -d, -f ' + mine + ')" '
+          '| grep "^dd if=/dev/zero of=/dev/null bs=64M"')
     probe = ('cat /proc/self/cgroup; for i in $(seq 20); do sleep 0.5; '
-             'ps -eo args | grep "^dd if=/dev/zero of=/dev/null bs=64M" && '
-             'break; done; ps -eo pid,ppid,args | grep -e compete -e "dd if" '
-             '| grep -v grep; echo "streams: $(ps -eo args | grep -c '
-             '"^dd if=/dev/z")"')
+             f'{dd} && break; done; pgrep -af {mine}; '
+             f'echo "streams: $({dd} | wc -l)"')
     out = faults.run('srun', '-w', 'n2', '-N1', '-n1', 'sh', '-c', probe,
                      timeout=120).stdout
     group = faults.quota.base / 'n2'

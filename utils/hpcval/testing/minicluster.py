@@ -628,16 +628,24 @@ class MiniCluster:
                 f'File={gpus}/gpu[0-{GPUS_PER_GPU_NODE - 1}]\n')
 
     def _task_prolog(self):
-        # slurmstepd ends the prolog's process group when it exits: the
+        # slurmstepd kills the prolog's process group when it exits: the
         # competitor runs in a session of its own, watches the step (the
-        # prolog's parent) and ends with it
+        # prolog's parent) and ends with it.  The prolog waits until the
+        # competitor's session exists (it marks a file once in it): under
+        # load the forked child may not have left the group by the kill.
         return ('#!/bin/sh\n'
                 '# minicluster fault hook: lines of faults/<node> reach the '
                 'task\n'
                 f'f={shlex.quote(str(self.faults))}/"$SLURMD_NODENAME"\n'
                 '[ -r "$f" ] && cat "$f"\n'
-                '[ -x "$f.compete" ] && STEP=$PPID setsid -f "$f.compete" '
-                '</dev/null >/dev/null 2>&1\n'
+                '[ -x "$f.compete" ] || exit 0\n'
+                'm="$f.started.$$"\n'
+                'STEP=$PPID setsid -f sh -c \': > "$1"; exec "$2"\' sh '
+                '"$m" "$f.compete" </dev/null >/dev/null 2>&1\n'
+                'i=0\n'
+                'while [ ! -e "$m" ] && [ $i -lt 300 ]; do sleep 0.1; '
+                'i=$((i + 1)); done\n'
+                'rm -f "$m"\n'
                 'exit 0\n')
 
     def _write_files(self):
