@@ -49,13 +49,14 @@ def collective(result):
         if ranks else {})}
 
 
-def _grid(devices, links):
+def grid(devices, links):
+    """The matrix of ``links`` ({(src, dst): GB/s}) over ``devices``."""
     index = {d: i for i, d in enumerate(devices)}
-    grid = [[None] * len(devices) for _ in devices]
+    cells = [[None] * len(devices) for _ in devices]
     for (src, dst), bw in links.items():
         if bw is not None and src in index and dst in index:
-            grid[index[src]][index[dst]] = bw
-    return grid
+            cells[index[src]][index[dst]] = bw
+    return cells
 
 
 def transferbench(preset, result):
@@ -65,7 +66,7 @@ def transferbench(preset, result):
         gpus = list(result.gpus)
         return {MATRICES: [{'title': 'all-to-all, every pair at once',
                             'devices': gpus,
-                            'gbps': _grid(gpus, result.links)}]}
+                            'gbps': grid(gpus, result.links)}]}
     if preset != 'p2p':
         return {}
     panels = []
@@ -73,7 +74,7 @@ def transferbench(preset, result):
                     (result.bidir, 'bidirectional, each direction')):
         if m is not None:
             panels.append({'title': f'p2p {what}', 'devices': list(m.devices),
-                           'gbps': _grid(list(m.devices), m.links)})
+                           'gbps': grid(list(m.devices), m.links)})
     return {MATRICES: panels} if panels else {}
 
 

@@ -293,8 +293,7 @@ class _Groups(dict):
                 case.extras.get('health'))
         if g.name not in self.expects_gpus:
             try:
-                # hpcval.health.report.Judge's inventory, as it judges
-                expected = healths._expected(case) or {}
+                expected = healths.expected(case) or {}
             except (ValueError, OSError):   # the references' load names it
                 expected = {}
             gpus = expected.get('gpus', 0)

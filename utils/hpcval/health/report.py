@@ -20,7 +20,9 @@ class Judge:
         # (system, partition): ({node: identity}, a case of the group)
         self._identities = {}
 
-    def _expected(self, case):
+    def expected(self, case):
+        """The inventory entry that judges ``case``'s partition (None:
+        none); ValueError or OSError where the references do not load."""
         if self._refs is None:
             # an unreadable inventory is an error, never judged without
             self._refs = references.ReferenceSet.given()
@@ -37,7 +39,7 @@ class Judge:
         rec = self._record(case)
         node = node or clean(rec.get('node', ''))
         try:
-            found = judge.failures(rec, self._expected(case))
+            found = judge.failures(rec, self.expected(case))
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             # a report is data from anywhere: a record of the wrong shape
             # is not a healthy node
@@ -82,7 +84,7 @@ class Judge:
         rec = self._record(case)
         node = node or clean(rec.get('node', ''))
         try:
-            expected = self._expected(case)
+            expected = self.expected(case)
             found = judge.changes(rec, expected)
             ident = judge.identity(rec)
         except (AttributeError, KeyError, TypeError, ValueError):

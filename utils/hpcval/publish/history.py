@@ -269,7 +269,7 @@ def _case_key(labels):
 
 def _case(url, labels, when, result, declared):
     test = labels['test']
-    check, params, _ = results._named(test, '')
+    check, params, _ = results.named(test, '')
     return results.Case(
         source=url, session='', check=check, test=test, params=params,
         benchmark='', system=labels.get('system', ''),

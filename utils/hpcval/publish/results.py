@@ -265,7 +265,8 @@ def _text(tc, key, where, required=False):
 _DISPLAY = {}       # (display name, file name) -> (check, params, benchmark)
 
 
-def _named(display, filename):
+def named(display, filename):
+    """(check, params, benchmark) of a test's display name and file."""
     got = _DISPLAY.get((display, filename))
     if got is None:
         check = display.split(' ', 1)[0]
@@ -310,7 +311,7 @@ def _case(tc, major, source, session, where, label, attrs=()):
     result = _text(tc, 'result', where, required=True)
     nodes = _strings(tc, 'job_nodelist' if 'job_nodelist' in tc
                      else 'nodelist', where)
-    check, params, benchmark = _named(display,
+    check, params, benchmark = named(display,
                                       _text(tc, 'filename', where) or '')
     return Case(
         source=source, session=session['uuid'],
@@ -420,7 +421,7 @@ def _figure_result(result):
 def _typed_case(tc, source, session, label, attrs=()):
     """_case of a typed_sessions.TestCase: its types and ranges are
     checked already."""
-    check, params, benchmark = _named(tc.display_name, tc.filename or '')
+    check, params, benchmark = named(tc.display_name, tc.filename or '')
     value_of = functools.partial(getattr, tc)
     return Case(
         source=source, session=session['uuid'],

@@ -65,7 +65,7 @@ def _from_metrics(samples):
     for d, links in sorted(by_dir.items(), key=lambda kv: kv[0] != 'uni'):
         devices = sorted({x for pair in links for x in pair})
         panels.append((titles[d] + ' (GPU pairs of the report)', devices,
-                       plotdata._grid(devices, links)))
+                       plotdata.grid(devices, links)))
     return panels or None
 
 
