@@ -45,7 +45,10 @@ def test_pass_is_reframes(ref, lower, upper):
     for value in (ref, ref * 0.9, ref * 1.1, ref - 1, ref + 1, low, high):
         if math.isinf(value):
             continue
-        assert band.passes(value) == (low <= value <= high), value
+        # ReFrame's, less a figure no benchmark produces (1 vs ref 1e-9)
+        plausible = not ref or abs(value) <= abs(ref) * judgement.IMPLAUSIBLE
+        assert band.passes(value) == (low <= value <= high and plausible), \
+            value
 
 
 def test_wider_fractions_than_reframe_allows_pass_nothing():
@@ -56,6 +59,28 @@ def test_wider_fractions_than_reframe_allows_pass_nothing():
 
 def test_nan_never_passes():
     assert not Band(5.0, -0.5, 0.5).passes(math.nan)
+
+
+@pytest.mark.parametrize('value', (1e300, math.inf, -math.inf, math.nan,
+                                   900.0 * judgement.IMPLAUSIBLE + 1))
+def test_a_figure_no_benchmark_produces_never_passes(value):
+    """A lower bound alone leaves the top open: 1e300 GB/s, inf or more
+    than IMPLAUSIBLE times the reference fail, and say why."""
+    band = Band(900.0, -0.2, None, 'GB/s')
+    assert not band.passes(value)
+    assert judgement.outcome(_sample(value, 900.0, -0.2, None, 'pass')) \
+        == 'fail'
+    assert band.implausible(value).startswith('implausible: not a '
+                                              'measurement')
+
+
+def test_a_figure_within_the_plausible_range_is_judged_by_its_band():
+    band = Band(900.0, -0.2, None, 'GB/s')
+    assert band.passes(900.0 * judgement.IMPLAUSIBLE)
+    assert band.implausible(900.0 * 25) == ''
+    # a count of 0 errors against an upper bound stays a pass
+    assert Band(3.0, None, 0.5).passes(0) and Band(0, None, 2).passes(1e300)\
+        is False
 
 
 def test_no_bound_is_no_band():

@@ -141,6 +141,40 @@ def test_a_failed_figure_names_node_metric_value_and_bound(tmp_path, capsys):
     assert data['failures_by_node'] == {'vm': [fail['line']]}
 
 
+@pytest.mark.parametrize('value, dev', ((1e300, '+2.91e+299%'),
+                                        (343.27e3 + 1, '+99900%')))
+def test_an_absurd_figure_fails_against_a_lower_bound(tmp_path, capsys,
+                                                      value, dev):
+    """A report's figure no benchmark produces (hpcval.judgement.
+    IMPLAUSIBLE), judged by a lower bound only: FAIL naming the value,
+    the reference and why."""
+    report = _judged(_report())
+    tc = _case(report, 'NcclTestsNodeCheck %collective=all_reduce')
+    tup = tc['perfvalues']['local:default:busbw_outofplace_largest']
+    tup[0], tup[2:4] = value, [-0.1, None]
+    status, out, _ = _run(capsys, _write(tmp_path, report))
+    assert status == verdict.EXIT_FAILED, out
+    line = next(l for l in out.splitlines() if l.startswith('  FAIL'))
+    assert line.startswith(
+        '  FAIL node vm: NcclTestsNodeCheck %collective=all_reduce: '
+        f'busbw_outofplace_largest = {value:g} GB/s, {dev} vs ref 343.27, ')
+    assert line.endswith('bound >= 308.943 GB/s (ref 343.27, -10.0%): '
+                         'implausible: not a measurement (not finite, or '
+                         'more than 1000 times its reference)')
+
+
+@pytest.mark.parametrize('value', ('inf', 'nan'))
+def test_a_figure_not_finite_is_unusable_input(tmp_path, capsys, value):
+    report = _judged(_report())
+    tc = _case(report, 'NcclTestsNodeCheck %collective=all_reduce')
+    tup = tc['perfvalues']['local:default:busbw_outofplace_largest']
+    tup[0], tup[2:4] = float(value), [-0.1, None]
+    status, out, _ = _run(capsys, _write(tmp_path, report))
+    assert status == verdict.EXIT_INPUT, out
+    assert f"metric 'busbw_outofplace_largest' value is {value}, not a " \
+        f"finite number" in out
+
+
 def test_components_the_check_recorded_are_named(tmp_path, capsys):
     report = _judged(_report())
     tc = _case(report, 'BabelStreamCudaCheck')

@@ -6,6 +6,11 @@ reference_bounds`` (relative for a non-zero reference, inverted for a
 negative one, absolute for a reference of 0).  The verdict, the published
 tables, the dashboard bands, the reference audit and calibration all take
 their limits, pass/fail and bound text from ``Band``.
+
+A figure no benchmark can produce never passes, whatever side its band
+leaves open: not finite, or more than ``IMPLAUSIBLE`` times its reference
+in size (a bandwidth of 1e300 GB/s against a lower bound).
+docs/verdict.md states the rule.
 """
 import functools
 import math
@@ -14,6 +19,12 @@ from dataclasses import dataclass
 from reframe.utility.sanity import reference_bounds
 
 PASS, FAIL = 'pass', 'fail'
+
+#: How many times its reference in size a figure may be and still be a
+#: measurement: the widest real ratio in the captured reports is 25 (a
+#: generic floor of 6,000 MB/s under 150,865 MB/s); a CPU's floor under a
+#: GPU's figure is about 100
+IMPLAUSIBLE = 1000
 
 
 def _num(value, digits=6):
@@ -55,13 +66,17 @@ class Band:
                                       self.upper)[:2])
 
     def passes(self, value):
-        """Inside ReFrame's limits, to the last bit; a NaN value or an
-        invalid band never passes."""
-        low, high, _ = _limits(self.reference, self.lower, self.upper)
-        if not isinstance(value, (int, float)) or math.isnan(value):
-            return False
-        return (low is None or value >= low) and \
-            (high is None or value <= high)
+        """Inside ReFrame's limits, to the last bit; a NaN or implausible
+        value or an invalid band never passes."""
+        return _inside(self.reference, self.lower, self.upper, value)
+
+    def implausible(self, value):
+        """Why no benchmark measures ``value`` against this reference
+        (``IMPLAUSIBLE``), or ''."""
+        if _plausible(self.reference, value):
+            return ''
+        return (f'implausible: not a measurement (not finite, or more '
+                f'than {IMPLAUSIBLE} times its reference)')
 
     def deviation(self, value):
         """(value - reference) / |reference|, None for a reference of 0."""
@@ -95,7 +110,8 @@ class Band:
         if dev is None:
             return ''
         pct = dev * 100
-        text = f'{pct:+.0f}%' if abs(pct) >= 100 else f'{pct:+.1f}%'
+        text = f'{pct:+.3g}%' if abs(pct) >= 1e6 else \
+            f'{pct:+.0f}%' if abs(pct) >= 100 else f'{pct:+.1f}%'
         return f'{text} vs ref {_num(self.reference)}'
 
     def bound_text(self, digits=6):
@@ -132,6 +148,19 @@ def _limits(reference, lower, upper):
             None if high == math.inf else high, '')
 
 
+def _plausible(reference, value):
+    # only above: far below a reference is a count of 0 errors as well
+    # as a broken benchmark, and a lower bound catches the latter
+    return isinstance(value, (int, float)) and math.isfinite(value) and \
+        (not reference or abs(value) <= abs(reference) * IMPLAUSIBLE)
+
+
+def _inside(reference, lower, upper, value):
+    low, high, _ = _limits(reference, lower, upper)
+    return _plausible(reference, value) and \
+        (low is None or value >= low) and (high is None or value <= high)
+
+
 def _decimal(limit):
     return float(f'{limit:.15g}')
 
@@ -147,10 +176,6 @@ def outcome(sample):
     reference, lower, upper = sample.reference, sample.lower, sample.upper
     if reference is None or (lower is None and upper is None):
         return None
-    low, high, _ = _limits(reference, lower, upper)
-    value = sample.value
-    if not isinstance(value, (int, float)) or value != value or not (
-            (low is None or value >= low) and
-            (high is None or value <= high)):
+    if not _inside(reference, lower, upper, sample.value):
         return FAIL
     return FAIL if getattr(sample, 'result', None) == FAIL else PASS

@@ -583,8 +583,9 @@ def _figure_failure(case, s, healths):
                    session=case.session,
                    shown=band.value_text(s.value, digits),
                    deviation=band.deviation_text(s.value),
-                   cause='; '.join(c for c in (healths.cause(case, component,
-                                                             s),
+                   cause='; '.join(c for c in (band.implausible(s.value),
+                                                healths.cause(case, component,
+                                                              s),
                                                 _busy(case)) if c))
 
 
