@@ -85,35 +85,41 @@ def _pingpong(tmp, env):
                    checks=('checks/mpi4py_pingpong.py',))
 
 
-def _failing_site(tmp):
-    """A site folder whose local references ask 8-byte latency below 10 ns:
-    the same figure of the same check then fails."""
+def _site(tmp, failing):
+    """A site folder whose local references any loaded host meets (the
+    ping-pong's bounds opened wide), and, where ``failing``, ask 8-byte
+    latency below 10 ns: the same figure of the same check then fails."""
     refs = tmp / 'site' / 'references'
     refs.mkdir(parents=True)
     text = (ROOT / 'references' / 'local.yaml').read_text()
-    tight, n = re.subn(r'(latency_8B:\n\s+value:) 2\.0\n(\s+upper:) 9\.0',
-                       r'\1 0.001\n\2 9.0', text)
-    assert n == 1
-    (refs / 'local.yaml').write_text(tight)
+    text, n = re.subn(r'(\n\s+upper:) 9\.0\n', r'\1 999.0\n', text)
+    assert n >= 2
+    text, n = re.subn(r'(\n\s+lower:) -0\.8\n', r'\1 -0.99\n', text)
+    assert n >= 1
+    if failing:
+        text, n = re.subn(r'(latency_8B:\n\s+value:) 2\.0\n',
+                          r'\1 0.001\n', text)
+        assert n == 1
+    (refs / 'local.yaml').write_text(text)
     return tmp / 'site'
 
 
 @pytest.fixture(scope='module')
 def monitored_runs(victoria, tmp_path_factory):
-    """The ping-pong twice: against the built-in references, then against a
-    site's that it cannot meet."""
+    """The ping-pong twice: against a site's references that it meets on
+    any host, then against a site's that it cannot meet."""
     runs = []
-    for extra in ({}, 'fail'):
+    for failing in (False, True):
         tmp = tmp_path_factory.mktemp('monitored')
         env = _env(victoria)
-        if extra:
-            env['HPCVAL_SITE'] = str(_failing_site(tmp))
+        env['HPCVAL_SITE'] = str(_site(tmp, failing))
         proc, report = _pingpong(tmp, env)
         assert report is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
         assert 'dropped' not in proc.stderr, proc.stderr[-2000:]
         case = one_case(report, 'Mpi4pyPingPongCheck')
         assert case['perfvalues'], case['fail_reason']
         runs.append((tmp, case))
+    assert runs[0][1]['result'] == 'pass', runs[0][1]['fail_reason']
     assert runs[1][1]['result'] == 'fail'
     assert perf(runs[1][1])['latency_8B'][-1] == 'fail'
     return runs

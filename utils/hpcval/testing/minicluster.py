@@ -687,10 +687,14 @@ class MiniCluster:
         controller's state, so an old accounting record must not remain."""
         shutil.rmtree(self.root / 'db', ignore_errors=True)
         data = self._folder('db/data')
+        # temporary tables in the cluster's folder: in the shared /tmp a
+        # bootstrap failed on a temporary file gone from under it
+        tmp = self._folder('db/tmp')
         proc = subprocess.run(
             ['mariadb-install-db', '--no-defaults', f'--datadir={data}',
              '--user=root', '--auth-root-authentication-method=normal',
-             '--skip-test-db'], capture_output=True, text=True, timeout=120)
+             '--skip-test-db', f'--tmpdir={tmp}'],
+            capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             raise MiniClusterError(f'mariadb-install-db failed: '
                                    f'{proc.stdout[-1000:]}{proc.stderr}')
@@ -711,6 +715,7 @@ class MiniCluster:
                         f'--log-file={self.root / "log" / "munged.log"}']),
             ('mariadbd', ['mariadbd', '--no-defaults',
                           f'--datadir={self.root / "db" / "data"}',
+                          f'--tmpdir={self.root / "db" / "tmp"}',
                           '--user=root', '--bind-address=127.0.0.1',
                           f'--port={self.db_port}', '--skip-name-resolve',
                           f'--socket={self.db_socket}',
