@@ -32,7 +32,8 @@ import types
 import pytest
 
 from hpcval.testing.minicluster import MiniCluster, missing_prerequisites
-from rfmrun import ROOT, reframe
+import readme
+from rfmrun import ROOT, VENV_BIN, reframe
 
 # a real ReFrame run: its process, its JSON report, the report's path
 Run = collections.namedtuple('Run', 'proc report path')
@@ -148,10 +149,41 @@ def _back_in_service(cluster, timeout=30):
 
 @pytest.fixture(scope='session')
 def local_run(tmp_path_factory):
-    """``reframe -r --system local``, the README's first command, once."""
-    tmp = tmp_path_factory.mktemp('local')
-    proc, report = reframe('-r', '--system', 'local', tmp_path=tmp)
-    assert report is not None, proc.stdout + proc.stderr
+    """README command 1 as written (``reframe -c checks/ -r --system local
+    --report-file local.json; hpcval verdict local.json``), once, in a
+    folder that stands in for the checkout (readme.link_checkout), from a
+    fresh shell's environment without network (readme.OFFLINE); its
+    results database beside the report, warnings as errors (a check file
+    that fails to import fails the run instead of vanishing from it)."""
+    tmp = readme.link_checkout(tmp_path_factory.mktemp('local'))
+    env = readme.bare_env(HOME=str(tmp), RFM_WARN_AS_ERROR='y',
+                          RFM_SQLITE_DB_FILE=str(tmp / 'results.db'),
+                          **readme.OFFLINE)
+    proc = readme.shell_reframe(readme.command('./bootstrap.sh && '),
+                                cwd=tmp, env=env)
+    path = tmp / 'local.json'
+    assert path.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return Run(proc, json.loads(path.read_text()), path)
+
+
+@pytest.fixture(scope='session')
+def failing_smi_run(tmp_path_factory):
+    """``reframe -c checks/ -r --system local`` with an nvidia-smi that
+    fails the real way (exit 9, test_health.FAKE_SMI) first on PATH, once:
+    every check of checks/ that runs here, beside the node's failed
+    health."""
+    from test_health import FAKE_SMI
+    tmp = tmp_path_factory.mktemp('local-failing-smi')
+    bindir = tmp / 'bin'
+    bindir.mkdir()
+    (bindir / 'nvidia-smi').write_text(FAKE_SMI)
+    (bindir / 'nvidia-smi').chmod(0o755)
+    proc, report = reframe(
+        '-r', '--system', 'local', tmp_path=tmp,
+        env={'PATH': os.pathsep.join((str(bindir), str(VENV_BIN),
+                                      os.environ['PATH'])),
+             **readme.OFFLINE})
+    assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
     return Run(proc, report, tmp / 'report.json')
 
 
@@ -199,7 +231,8 @@ def replay_reports(tmp_path_factory):
 
 TESTS = pathlib.Path(__file__).resolve().parent
 # what makes a test slow, and the marker it gets
-TRIGGERS = {id(reframe): 'reframe', id(MiniCluster): 'minicluster',
+TRIGGERS = {id(reframe): 'reframe', id(readme.shell_reframe): 'reframe',
+            id(MiniCluster): 'minicluster',
             id(require_minicluster): 'minicluster'}
 SLOW = ('reframe', 'minicluster')
 
@@ -445,7 +478,8 @@ def pytest_runtest_protocol(item):
 
 def _starts(args):
     """The marker a command needs: 'reframe' for ReFrame (also through
-    ``hpcval run``), 'minicluster' for Slurm's and munge's daemons."""
+    ``hpcval run`` or a ``bash -c`` script that runs either),
+    'minicluster' for Slurm's and munge's daemons."""
     argv = [args] if isinstance(args, (str, bytes, os.PathLike)) \
         else list(args)
     argv = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else
@@ -458,6 +492,12 @@ def _starts(args):
                       r'restart-node)\b', ' '.join(argv), re.S):
         return 'minicluster'
     if first == 'reframe' or (first == 'hpcval' and argv[1:2] == ['run']):
+        return 'reframe'
+    # a shell script (a README block): a command of it, not a comment,
+    # that runs ReFrame
+    script = re.sub(r'(^|\s)#.*', '', ' '.join(argv[2:3]), flags=re.M)
+    if first in ('bash', 'sh') and argv[1:2] == ['-c'] and re.search(
+            r'(^|[\s;&|{(/])(reframe|hpcval\s+run)\s', script):
         return 'reframe'
     return None
 

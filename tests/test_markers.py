@@ -71,6 +71,10 @@ def test_reaches_follows_calls(probes, name, kinds):
     (['python', '-m', 'hpcval.testing.minicluster', 'stop'], None),
     (['bash', '-c', 'eval "$(python -m hpcval.testing.minicluster start '
       '--dir x)" && reframe -r'], 'minicluster'),
+    (['bash', '-c', '. .venv/bin/activate && {\n  reframe -c checks/ -r'],
+     'reframe'),
+    (['bash', '-c', 'hpcval run --mode quick --system X'], 'reframe'),
+    (['bash', '-c', 'hpcval report --db  # reframe runs'], None),
     ('ls -l', None), ([], None)])
 def test_guard_knows_what_a_command_starts(argv, need):
     assert conftest._starts(argv) == need
@@ -83,7 +87,8 @@ def test_this_session_marks_by_fixture(request):
         names = set(item.fixturenames)
         if names & {'minicluster', 'faults', 'minicluster_pingpong'}:
             assert item.get_closest_marker('minicluster'), item.nodeid
-        if names & {'local_run', 'replay_reports', 'dry_run'}:
+        if names & {'local_run', 'failing_smi_run', 'replay_reports',
+                     'dry_run'}:
             assert item.get_closest_marker('reframe'), item.nodeid
         if item.get_closest_marker('reframe') or \
                 item.get_closest_marker('minicluster'):

@@ -1,10 +1,11 @@
 """The node-health test (checks/node_health.py): ReFrame's own result
 says what ``hpcval verdict`` says of the node's health, on real ReFrame
-runs on ``local`` with an nvidia-smi that fails the real way (exit 9) or
+runs on ``local`` with an nvidia-smi that fails the real way (exit 9),
+the whole checks/ once a session (conftest's ``failing_smi_run``), or
 replays the lent H100's captured outputs."""
 import os
 
-from rfmrun import VENV_BIN, by_name, one_case, perf, reframe
+from rfmrun import VENV_BIN, by_name, cases, one_case, perf, reframe
 from test_health import DRIVER_FAILED, FAKE_SMI, REPLAY_SMI, SMI
 
 from hpcval import cli
@@ -20,31 +21,37 @@ def _bin(tmp_path, script):
                                      os.environ['PATH']))}
 
 
-def _run(tmp_path, env, *args, benchmark=True):
-    more = ('-n', 'Mpi4pyPingPongCheck%placement=on_node') if benchmark \
-        else ()
-    return reframe('-n', 'NodeHealthCheck', *more, '-r',
-                   '--system', 'local', *args, tmp_path=tmp_path, env=env,
-                   checks=('checks/node_health.py',
-                           'checks/mpi4py_pingpong.py'))
+def _run(tmp_path, env, *args):
+    return reframe('-n', 'NodeHealthCheck', '-r', '--system', 'local', *args,
+                   tmp_path=tmp_path, env=env,
+                   checks=('checks/node_health.py',))
 
 
-def test_a_failing_nvidia_smi_fails_reframe_naming_node_and_tool(tmp_path,
-                                                                 capsys):
-    proc, report = _run(tmp_path, _bin(tmp_path, FAKE_SMI))
-    assert proc.returncode != 0, proc.stdout
+def test_a_failing_nvidia_smi_fails_reframe_naming_node_and_tool(
+        failing_smi_run, capsys):
+    """``reframe -c checks/ -r --system local`` with a failing nvidia-smi
+    first on PATH (the session's ``failing_smi_run``: every check that
+    runs here) exits non-zero, its summary naming the node and the tool;
+    README command 1's run without it (``local_run``) passes
+    (test_live_local.test_run_succeeds)."""
+    proc, report, path = failing_smi_run
+    assert proc.returncode != 0, proc.stdout[-3000:]
     host = report['session_info']['hostname']
     line = f'node {host}: nvidia-smi failed (exit 9): {DRIVER_FAILED}'
-    assert line in proc.stdout
+    summary = proc.stdout[proc.stdout.index('SUMMARY OF FAILURES'):]
+    assert line in summary, proc.stdout[-3000:]
     health = one_case(report, 'NodeHealthCheck')
     assert health['result'] == 'fail' and line in health['fail_reason']
-    # the benchmark's figures are still logged (judged against their
-    # references: this test does not depend on the host's speed)
-    ping = one_case(report, 'Mpi4pyPingPongCheck')
+    # the whole checks/ ran: the benchmarks too, their figures still logged
+    # (judged against their references: no test depends on the host's speed)
+    names = {tc['display_name'].split()[0] for tc in cases(report)}
+    assert {'NodeHealthCheck', 'Mpi4pyPingPongCheck', 'BabelStreamCpuCheck',
+            'OsuCpuCheck'} <= names, names
+    ping = one_case(report, 'Mpi4pyPingPongCheck %placement=on_node')
     assert ping['fail_phase'] in (None, 'performance'), ping['fail_reason']
     assert 'latency_8B' in perf(ping)
     # the verdict names the failure once, in the same words
-    status = cli.main(['verdict', str(tmp_path / 'report.json')])
+    status = cli.main(['verdict', str(path)])
     out = capsys.readouterr().out
     assert status == 1 and out.count(f'FAIL {line}') == 1, out
     assert 'scontrol' not in out        # local: nothing to drain
@@ -52,8 +59,7 @@ def test_a_failing_nvidia_smi_fails_reframe_naming_node_and_tool(tmp_path,
 
 
 def test_a_healthy_gpu_node_passes(tmp_path):
-    proc, report = _run(tmp_path, _bin(tmp_path, REPLAY_SMI.format(smi=SMI)),
-                        benchmark=False)
+    proc, report = _run(tmp_path, _bin(tmp_path, REPLAY_SMI.format(smi=SMI)))
     health = one_case(report, 'NodeHealthCheck')
     assert health['result'] == 'pass', health['fail_reason']
     assert health['hpcval_health']['tool'] == 'nvidia-smi'
@@ -62,7 +68,7 @@ def test_a_healthy_gpu_node_passes(tmp_path):
 
 def test_without_the_probe_it_is_skipped_not_passed(tmp_path):
     proc, report = _run(tmp_path, _bin(tmp_path, FAKE_SMI),
-                        '-S', 'health_probe=no', benchmark=False)
+                        '-S', 'health_probe=no')
     [health] = by_name(report, 'NodeHealthCheck')
     assert health['result'] == 'skip'
     assert 'health_probe=no' in health['hpcval_skip_reason']

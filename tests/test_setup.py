@@ -1,7 +1,7 @@
 """Set-up that says what it does: bootstrap.sh --help, a ReFrame without
 hpcval's configuration that refuses to pass, Lmod not initialised and a
-broken site system module in one line each, and the README's first
-command run as written."""
+broken site system module in one line each (README command 1, run as
+written, is tests/test_live_local.py's)."""
 import os
 import subprocess
 
@@ -99,30 +99,6 @@ def test_a_broken_site_system_module_is_one_line(tmp_path, text, says):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and 'Traceback' not in out, out
     assert f'{site}/systems/broken.py:1: ' in out and says in out, out
-
-
-@pytest.mark.reframe
-def test_readme_command_1_ends_with_the_verdict(tmp_path):
-    """README command 1 as written, in a folder of its own (bootstrap.sh,
-    .venv and checks/ linked there, so the run's outputs stay there): it
-    ends with the verdict and exits with the verdict's status."""
-    readme = (ROOT / 'README.md').read_text()
-    block = readme.split('# 1. set up, measure this machine', 1)[1]
-    script = block.split('\n', 1)[1].split('\n\n', 1)[0]
-    assert script.startswith('./bootstrap.sh && . .venv/bin/activate &&')
-    for name in ('bootstrap.sh', '.venv', 'checks'):
-        (tmp_path / name).symlink_to(ROOT / name)
-    proc = subprocess.run(['bash', '-c', script], cwd=tmp_path,
-                          env=_bare_env(HOME=str(tmp_path)),
-                          capture_output=True, text=True, timeout=900)
-    out = proc.stdout
-    last = [line for line in out.splitlines()
-            if line.startswith('hpcval verdict: ')]
-    assert last, out[-3000:]
-    # no GPU, no network here: skipped checks leave it incomplete (2);
-    # any GPU tool failing on this host would make it 1
-    assert proc.returncode == int(last[0].split('exit ')[1][0]), out[-3000:]
-    assert proc.returncode in (0, 1, 2)
 
 
 @pytest.mark.reframe

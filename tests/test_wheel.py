@@ -1,24 +1,27 @@
 """hpcval installed from its wheel, used as the README's installed way says,
 from a folder that is not the checkout.
 
-The wheel is built from this tree and installed into a fresh virtual
-environment with the lowest ReFrame that setup.py allows (the suite's own
-.venv has the newest): ``hpcval run`` then lists and runs the local checks,
-``hpcval references`` and ``hpcval report --references-only`` read the
-references the wheel carries, and ReFrame's results commands work under
-the installed configuration.
+The README's block runs as written: its ``pip wheel`` in a copy of the
+checkout (``wheel``), its ``pip install`` into a fresh virtual environment
+(``installed``), the lowest ReFrame that setup.py allows held by a pip
+constraint in the environment (the suite's own .venv has the newest).  ``hpcval run``
+then lists and runs the local checks, ``hpcval references`` and ``hpcval
+report --references-only`` read the references the wheel carries, and
+ReFrame's results commands work under the installed configuration.
 """
 import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
 
 import pytest
 
-from rfmrun import ROOT, VENV_BIN, by_name, one_case, perf
+import readme
+from rfmrun import ROOT, by_name, one_case, perf
 
 # the installed ``hpcval run`` runs reframe from the wheel's environment
 pytestmark = pytest.mark.reframe
@@ -33,27 +36,52 @@ def _lowest_reframe(wheel):
     return low + '.0' * (2 - low.count('.'))
 
 
+def _readme(start):
+    """The README's command that starts with ``start``, its comment cut."""
+    return readme.command(start).split('  #', 1)[0].rstrip()
+
+
 @pytest.fixture(scope='module')
 def wheel(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp('dist')
-    subprocess.run([str(VENV_BIN / 'python'), '-m', 'pip', 'wheel', '-q',
-                    '--no-deps', '--no-build-isolation', '-w',
-                    str(tmp / 'dist'), str(ROOT)], check=True, cwd=tmp,
-                   capture_output=True)
-    [built] = (tmp / 'dist').glob('hpcval-*.whl')
+    """The README's ``pip wheel`` line, in a copy of the checkout (its
+    tracked files and those git does not ignore) with the suite's .venv
+    first on PATH: the wheel it names (setup.py without a pyproject.toml:
+    pip builds it with the setuptools at hand, no download)."""
+    clone = tmp_path_factory.mktemp('clone')
+    files = subprocess.run(['git', 'ls-files', '-z', '-co',
+                            '--exclude-standard'], cwd=ROOT, check=True,
+                           capture_output=True, text=True).stdout
+    for name in filter(None, files.split('\0')):
+        if (ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, clone / name)
+    line = readme.command('pip wheel ')
+    proc = readme.shell(_readme('pip wheel '), cwd=clone, env=readme.bare_env(
+        PIP_DISABLE_PIP_VERSION_CHECK='1'))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    [built] = (clone / 'dist').glob('hpcval-*.whl')
+    # the README names the wheel it makes, and installs that one
+    assert line.endswith(f'# in the clone: dist/{built.name}'), line
+    assert f"'dist/{built.name}[mpi]'" in _readme('pip install ')
     return built
 
 
 @pytest.fixture(scope='module')
 def installed(tmp_path_factory, wheel):
+    """The README's ``pip install`` line, run beside the wheel's dist/
+    folder, into a fresh virtual environment (first on PATH), ReFrame
+    held to the lowest that the wheel allows."""
     tmp = tmp_path_factory.mktemp('wheel')
     lowest = _lowest_reframe(wheel)
     venv = tmp / 'venv'
     subprocess.run([sys.executable, '-m', 'venv', str(venv)], check=True)
-    subprocess.run([str(venv / 'bin' / 'pip'), 'install', '-q',
-                    '--disable-pip-version-check', f'{wheel}[mpi]',
-                    f'reframe-hpc=={lowest}'], check=True,
-                   capture_output=True)
+    (tmp / 'lowest.txt').write_text(f'reframe-hpc=={lowest}\n')
+    proc = readme.shell(_readme('pip install '), cwd=wheel.parent.parent,
+                        env={'PATH': f'{venv / "bin"}:/usr/bin:/bin',
+                             'HOME': os.environ.get('HOME', str(tmp)),
+                             'PIP_CONSTRAINT': str(tmp / 'lowest.txt'),
+                             'PIP_DISABLE_PIP_VERSION_CHECK': '1'})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     work = tmp / 'anywhere'
     work.mkdir()
     # nothing of the checkout: no RFM_CONFIG_FILES, HPCVAL_ROOT, PYTHONPATH
@@ -92,15 +120,18 @@ def test_runs_the_local_checks_from_any_folder(installed):
                   'BabelStreamCpuCheck', 'OsuCpuCheck'):
         assert check in listing.stdout
 
-    # the two benchmarks that need no upstream source (CI has none); of
-    # likwid the one-second kernel (the session's local run measures the
-    # 2 GB bandwidths from the checkout)
-    proc = _hpcval(installed, 'run', '-r', '--system', 'local',
-                   '-n', 'Mpi4pyPingPongCheck',
-                   '-n', 'LikwidBenchCheck%kernel=peakflops',
-                   '-S', 'loops=1000',
-                   '--performance-report', '--report-file',
-                   str(work / 'report.json'))
+    # the README's line, with a selection appended: the two benchmarks
+    # that need no upstream source (CI has none); of likwid the one-second
+    # kernel (the session's local run measures the 2 GB bandwidths from the
+    # checkout)
+    line = _readme('hpcval run -r ')
+    assert line == 'hpcval run -r --system local', line
+    venv, _, env, _ = installed
+    proc = readme.shell_reframe(
+        f'{line} -n Mpi4pyPingPongCheck -n '
+        f'LikwidBenchCheck%kernel=peakflops -S loops=1000 '
+        f'--performance-report --report-file {work / "report.json"}',
+        cwd=work, env=env, timeout=600)
     report = json.loads((work / 'report.json').read_text())
     case = one_case(report, 'Mpi4pyPingPongCheck')
     # judged: sanity passed and the figures met (or missed) their references
