@@ -114,15 +114,15 @@ def test_publishing_block(failing_smi_run, tmp_path):
     """The publishing block, each line as written in a folder of its own,
     with this machine's stored runs (``--db``) the results database of the
     session's local run with a failing nvidia-smi, ``site-a/`` that run's
-    report, ``site-b/`` one of the lent H200s' (tests/fixtures/reports/h200x2),
-    ``baseline-*.json`` six quick runs on a lent H100
-    (tests/fixtures/reports/h100_quick: system ``local``)."""
+    report, ``site-b/`` a run on the lent H200s
+    (tests/fixtures/reports/h200x2), ``baseline-*.json`` six quick runs on
+    a lent H100 (tests/fixtures/reports/h100_quick: system ``local``)."""
     report = failing_smi_run.path
     for name in ('site-a', 'site-b'):
         (tmp_path / name).mkdir()
     shutil.copy(report, tmp_path / 'site-a' / 'local.json')
     shutil.copy(ROOT / 'tests/fixtures/reports/h200x2/'
-                'osu-mpi4py-gpu-buffers.json', tmp_path / 'site-b')
+                'nccl-transferbench-babelstream.json', tmp_path / 'site-b')
     quick = sorted((ROOT / 'tests/fixtures/reports/h100_quick')
                    .glob('prebuilt*.json'))
     for i, path in enumerate(quick, 1):

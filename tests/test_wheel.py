@@ -4,10 +4,11 @@ from a folder that is not the checkout.
 The README's block runs as written: its ``pip wheel`` in a copy of the
 checkout (``wheel``), its ``pip install`` into a fresh virtual environment
 (``installed``), the lowest ReFrame that setup.py allows held by a pip
-constraint in the environment (the suite's own .venv has the newest).  ``hpcval run``
-then lists and runs the local checks, ``hpcval references`` and ``hpcval
-report --references-only`` read the references the wheel carries, and
-ReFrame's results commands work under the installed configuration.
+constraint in the environment (the suite's own .venv has the newest).
+``hpcval run`` (the README's line, a selection appended) then lists and
+runs the local checks, ``hpcval references`` and ``hpcval report
+--references-only`` read the references the wheel carries, and ReFrame's
+results commands work under the installed configuration.
 """
 import json
 import os
