@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcval import cli, references
+from hpcval import cli, records, references, verdict
 from hpcval.health import inventory, judge, kernel_log, nvidia, probe
 from hpcval.references import ReferenceFileError, load
 from rfmrun import host_free_path
@@ -135,8 +135,8 @@ def _edits(**kw):
 
 def test_healthy_record_fails_nothing(tmp_path):
     rec = _stage(tmp_path)
-    assert rec['node'] == 'vm' and rec['tool'] == 'nvidia-smi'
-    assert rec['samples']['0']['n'] >= 5
+    assert rec.node == 'vm' and rec.tool == 'nvidia-smi'
+    assert rec.samples['0'].n >= 5
     assert judge.failures(rec, H100) == []
     assert judge.cause(rec, 'GPU 0') == ''
 
@@ -272,7 +272,8 @@ def _report_with(tmp_path, record):
     for run in report['runs']:
         for tc in run['testcases']:
             if tc.get('hpcval_health'):
-                tc['hpcval_health'] = record
+                tc['hpcval_health'] = records.builtins(record) \
+                    if isinstance(record, records.Health) else record
                 # the H100 run's per-GPU figures name its one GPU: beside
                 # a record of more GPUs the others would be unmeasured
                 # (hpcval.verdict names them)
@@ -342,17 +343,31 @@ def test_each_defect_fails_the_verdict(tmp_path, site, capsys, defect,
     assert out.count(line) == 1, out     # once per node, not per test case
 
 
-@pytest.mark.parametrize('record', [
-    {'node': 'vm', 'tool': 'nvidia-smi', 'before': ['not', 'a', 'dict']},
-    {'node': 'vm', 'tool': 'nvidia-smi', 'before': {'rc': 0, 'gpus': [1]}},
-    {'node': 'vm', 'samples': {'0': {'throttle': 'x'}}},
+@pytest.mark.parametrize('record, why', [
+    ({'node': 'vm', 'tool': 'nvidia-smi', 'before': ['not', 'a', 'dict']},
+     'Expected `object`, got `array` - at `$.before`'),
+    ({'node': 'vm', 'tool': 'nvidia-smi', 'before': {'rc': 0, 'gpus': [1]}},
+     'Expected `object`, got `int` - at `$.before.gpus[0]`'),
+    ({'node': 'vm', 'tool': 'nvidia-smi',
+      'samples': {'0': {'n': 1, 'throttle': 'x'}}},
+     'Expected `object`, got `str` - at `$.samples[...].throttle`'),
+    ({'node': 'vm'}, 'Object missing required field `tool`'),
+    ({'node': 'vm', 'tool': 'nvidia-smi', 'colour': 'green'},
+     'Object contains unknown field `colour`'),
+    ({'node': 'vm', 'tool': 'nvidia-smi', 'before': {'gpus': []}},
+     'Object missing required field `rc` - at `$.before`'),
 ])
-def test_a_malformed_record_is_named_not_a_traceback(tmp_path, site, capsys,
-                                                     record):
-    status, out = _verdict(capsys, '--allow-unjudged',
-                           _report_with(tmp_path, record))
-    assert status == 1, out
-    assert 'FAIL node vm: health record unreadable' in out
+def test_a_malformed_record_is_unusable_input(tmp_path, site, capsys,
+                                              record, why):
+    """A health record of another shape (missing, unknown or wrongly
+    typed field): one line naming the report and the test case, exit 3,
+    and its node never healthy."""
+    path = _report_with(tmp_path, record)
+    status, out = _verdict(capsys, '--allow-unjudged', path)
+    assert status == verdict.EXIT_INPUT, out
+    assert f'{path}: runs[0].testcases[9] (BabelStreamCudaCheck ' \
+        f'%build.model=cuda): unreadable health record ({why})' in out
+    assert 'HEALTHY' not in out
 
 
 # -- the inventory in the reference files ----------------------------------
@@ -458,11 +473,11 @@ def test_probe_script_before_sampler_after(tmp_path):
         state = 'gone'
     assert state in ('gone', 'Z'), f'the sampler outlived the job: {state}'
     rec = probe.read(str(stage))
-    assert rec['tool'] == 'nvidia-smi'
-    assert [g['uuid'] for g in rec['before']['gpus']] == \
+    assert rec.tool == 'nvidia-smi'
+    assert [g.uuid for g in rec.before.gpus] == \
         ['GPU-5cec1e9f-080f-51a8-14e6-8ec0aa0c921e']
-    assert rec['before']['apps'][0]['pid'] == 854
-    assert rec['samples']['0']['n'] >= 1
+    assert rec.before.apps[0].pid == 854
+    assert rec.samples['0'].n >= 1
     assert judge.failures(rec, H100) == []
     assert 'python3 (pid 854)' in judge.cause(rec, 'GPU 0')
 

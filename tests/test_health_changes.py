@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hpcval import cli, references
+from hpcval import cli, records, references
 from hpcval.health import inventory, judge, probe
 from hpcval.health import report as health_report
 from hpcval.publish import calibrate as cal, results
@@ -98,15 +98,14 @@ def test_a_broken_baseline_names_file_and_key(tmp_path, block, message):
 
 # -- between the nodes of one verdict ---------------------------------------
 
-def _record(node, vbios=None, driver=None):
-    rec = probe.read(str(FIX / 'stage' / 'healthy'))
-    rec = copy.deepcopy(rec)
-    rec['node'] = node
+def _record(node, vbios=None, driver=None, kernel=None):
+    rec = records.builtins(probe.read(str(FIX / 'stage' / 'healthy')))
+    rec['node'], rec['kernel'] = node, kernel or rec.get('kernel', '')
     for snap in (rec['before'], rec['after']):
         for gpu in snap['gpus']:
             gpu['vbios'] = vbios or gpu['vbios']
             gpu['driver'] = driver or gpu['driver']
-    return rec
+    return records.decode('health', rec)
 
 
 def _case(rec):
@@ -120,8 +119,8 @@ def test_the_node_unlike_the_others_is_named():
             _record('n3', vbios='96.00.99.00.01', driver='575.57.08'),
             _record('n4')]
     for rec in recs:
-        assert j.failures(_case(rec), rec['node']) == []
-        assert j.changes(_case(rec), rec['node']) == []
+        assert j.failures(_case(rec), rec.node) == []
+        assert j.changes(_case(rec), rec.node) == []
     lines = [(n, c, t) for _, n, c, t in j.between_nodes()]
     assert lines == [
         ('n3', '', 'driver 575.57.08, other nodes 580.159.04'),
@@ -135,8 +134,7 @@ def test_one_node_has_no_others():
 
 
 def test_changes_of_a_record():
-    rec = _record('vm')
-    rec['kernel'] = '6.8.0-45-generic'
+    rec = _record('vm', kernel='6.8.0-45-generic')
     base = {'gpus': 1, 'baseline': {'kernel': '6.8.0-31-generic',
                                     'driver': '575.57.08'}}
     assert judge.changes(rec, base) == [

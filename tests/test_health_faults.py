@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcval import cli
+from hpcval import cli, records
 from hpcval.health import catalogue, inventory, judge, kernel_log, nvidia
 from hpcval.health import probe
 from hpcval.health.xid_catalog import XIDS
@@ -54,6 +54,13 @@ def _warmup_record():
     return next(tc['hpcval_health'] for run in report['runs']
                 for tc in run['testcases']
                 if tc['name'].startswith('BabelStreamCudaCheck'))
+
+
+def _h(rec):
+    """The typed record of a report's record changed in place here, or
+    of the probe (hpcval.records.Health already)."""
+    return rec if isinstance(rec, records.Health) else \
+        records.decode('health', rec)
 
 
 def _events(text):
@@ -195,7 +202,7 @@ def test_an_xid_in_pci_domain_3_is_named_on_that_gpu():
     line = _kernel('xid79_aer_fatal_gpuburn1.txt').splitlines()[-1] \
         .replace('PCI:0000:02:00', 'PCI:0003:00:00')
     rec['kernel_events'] = kernel_log.events(line)
-    assert judge.failures(rec, H200X4) == [
+    assert judge.failures(_h(rec), H200X4) == [
         ('GPU 3', f'Xid 79 (GPU has fallen off the bus) in the kernel log: '
                   f'{line}')]
 
@@ -206,14 +213,14 @@ def test_an_xid_45_caused_by_a_previous_nvlink_xid_fails_the_gpu():
     rec = _record()
     rec['before']['gpus'][0]['bus_id'] = '00000000:0A:00.0'
     rec['kernel_events'] = kernel_log.events(line)
-    assert judge.failures(rec, H200X4) == [
+    assert judge.failures(_h(rec), H200X4) == [
         ('GPU 0', 'Xid 45 (Preemptive cleanup, due to previous errors) '
                   'caused by Xid 149 (NVLINK: NETIR Error) in the kernel '
                   f'log: {line}')]
     # without the suffix: the application's, information
     rec['kernel_events'] = kernel_log.events(real)
-    assert judge.failures(rec, H200X4) == []
-    assert judge.notes(rec)[0][0] == 'GPU 0'
+    assert judge.failures(_h(rec), H200X4) == []
+    assert judge.notes(_h(rec))[0][0] == 'GPU 0'
 
 
 # -- the 4 x H200 node's record and its NVLinks -------------------------------
@@ -247,21 +254,21 @@ def test_nvlink_outputs_of_the_h200_node():
 
 def test_the_healthy_4_gpu_record_passes():
     rec = _record()
-    assert judge.failures(rec, H200X4) == []
-    assert judge.notes(rec) == []
-    assert [g['uuid'] for g in judge.gpu_identity(rec)] == [
+    assert judge.failures(_h(rec), H200X4) == []
+    assert judge.notes(_h(rec)) == []
+    assert [g['uuid'] for g in judge.gpu_identity(_h(rec))] == [
         'GPU-28f4c570-4492-e6ab-5c81-b243191cba85',
         'GPU-0057510f-96b4-d6a0-5be4-af6850ed007d',
         'GPU-f7da5474-6b1c-c5dc-eec5-03cfcf8c0985',
         'GPU-9084251a-5561-d5db-a4da-cef1b0f762a5']
-    assert judge.gpu_identity(rec)[2]['serial'] == '1654124008869'
+    assert judge.gpu_identity(_h(rec))[2]['serial'] == '1654124008869'
 
 
 def test_calibrate_writes_the_nvlink_expectation():
-    entry = inventory.from_records([_record()], 'default', 'test')
+    entry = inventory.from_records([_h(_record())], 'default', 'test')
     assert entry['nvlink'] == {'links': 18, 'gbs': 26.562}
     assert entry['gpus'] == 4 and entry['model'] == 'NVIDIA H200'
-    assert 'nvlink' not in inventory.from_records([_record(links=False)],
+    assert 'nvlink' not in inventory.from_records([_h(_record(links=False))],
                                                   'default', 'test')
 
 
@@ -273,7 +280,7 @@ def test_an_inactive_nvlink_seen_before_and_after_is_one_line():
     rec = next(tc['hpcval_health'] for run in report['runs']
                for tc in run['testcases']
                if tc['name'].startswith('BabelStreamCudaCheck'))
-    assert judge.failures(rec, None) == [
+    assert judge.failures(_h(rec), None) == [
         ('GPU 1', 'NVLink 3 inactive before and after the benchmark')]
 
 
@@ -284,10 +291,10 @@ def test_an_inactive_nvlink_fails_naming_gpu_and_link():
         'Link 5: 26.562 GB/s', 'Link 5: <inactive>', 1)
     rec = _record()
     rec['after']['nvlink'] = _links(after, _nv('h200x4_nvlink_e.txt'))
-    assert judge.failures(rec, H200X4) == [
+    assert judge.failures(_h(rec), H200X4) == [
         ('GPU 2', 'NVLink 5 inactive after the benchmark')]
     # without an expectation, an inactive link fails all the same
-    assert judge.failures(rec, None) == [
+    assert judge.failures(_h(rec), None) == [
         ('GPU 2', 'NVLink 5 inactive after the benchmark')]
 
 
@@ -295,7 +302,7 @@ def test_the_public_v100_output_with_two_links_inactive():
     rec = _record()
     rec['before']['nvlink'] = _links(
         _nv('v100_nvlink_s_inactive_azhpc73.txt'), '')
-    found = judge.failures(rec, None)
+    found = judge.failures(_h(rec), None)
     assert found == [('GPU 3', 'NVLink 3 inactive'),
                      ('GPU 3', 'NVLink 5 inactive')]
 
@@ -304,17 +311,17 @@ def test_fewer_nvlinks_than_the_inventory_expects():
     rec = _record()
     a100 = _nv('a100x8_nvlink_s_gpud.txt')
     rec['before']['nvlink']['status'] = _links(a100, '')['status']
-    found = judge.failures(rec, H200X4)
+    found = judge.failures(_h(rec), H200X4)
     assert ('GPU 0', '12 of 18 NVLinks active') in found
     assert ('GPU 0', 'NVLink 0 at 25 GB/s, expected 26.562 GB/s') in found
 
 
 def test_nvlink_state_not_read_fails_where_links_are_expected():
     rec = _record(links=False)
-    assert judge.failures(rec, H200X4)[0] == (
+    assert judge.failures(_h(rec), H200X4)[0] == (
         '', 'NVLink state before and after the benchmark: not read by the '
             'probe (the inventory expects 18 links per GPU)')
-    assert judge.failures(rec, dict(H200X4, nvlink=None)) == []
+    assert judge.failures(_h(rec), dict(H200X4, nvlink=None)) == []
 
 
 def test_growing_nvlink_errors():
@@ -323,20 +330,20 @@ def test_growing_nvlink_errors():
         'Link 3: CRC Errors: 0', 'Link 3: CRC Errors: 12', 1)
     rec = _record()
     rec['after']['nvlink'] = _links(_nv('h200x4_nvlink_s.txt'), crc)
-    assert judge.failures(rec, H200X4) == [
+    assert judge.failures(_h(rec), H200X4) == [
         ('GPU 1', 'NVLink 3: 12 crc error(s) during the benchmark')]
     replay = grown[0] + 'GPU 1:' + grown[1].replace(
         'Link 3: Replay Errors: 0', 'Link 3: Replay Errors: 4', 1)
     rec['after']['nvlink'] = _links(_nv('h200x4_nvlink_s.txt'), replay)
-    assert judge.failures(rec, H200X4) == []
-    assert judge.notes(rec) == [
+    assert judge.failures(_h(rec), H200X4) == []
+    assert judge.notes(_h(rec)) == [
         ('GPU 1', 'NVLink 3: 4 replay error(s) during the benchmark')]
 
 
 def test_a_gpu_lost_during_the_run_without_an_inventory():
     rec = _record()
     rec['after']['gpus'] = rec['after']['gpus'][:3]
-    assert judge.failures(rec, None) == [
+    assert judge.failures(_h(rec), None) == [
         ('GPU 3', 'lost during the run: listed before the benchmark '
                   '(00000000:00:09.0, GPU-9084251a-5561-d5db-a4da-'
                   'cef1b0f762a5), not after it')]
@@ -358,8 +365,8 @@ def test_an_inforom_warning_keeps_every_gpu_and_names_gpu_2(tmp_path):
     stage = _stage(tmp_path, before=text, before_rc='14', after=text,
                    after_rc='14')
     rec = probe.read(str(stage))
-    assert len(rec['before']['gpus']) == 4
-    assert judge.failures(rec, dict(H200X4, nvlink=None)) == [
+    assert len(rec.before.gpus) == 4
+    assert judge.failures(_h(rec), dict(H200X4, nvlink=None)) == [
         ('GPU 2', 'infoROM corrupted (nvidia-smi: WARNING: infoROM is '
                   'corrupted)')]
 
@@ -376,8 +383,8 @@ def test_a_process_name_of_any_shape_fails_nothing(tmp_path, name):
     text = _nv('h200x4_ident.csv')
     stage = _stage(tmp_path, before=text, after=text, before_apps=apps)
     rec = probe.read(str(stage))
-    assert judge.failures(rec, dict(H200X4, nvlink=None)) == []
-    (note,) = judge.notes(rec)
+    assert judge.failures(_h(rec), dict(H200X4, nvlink=None)) == []
+    (note,) = judge.notes(_h(rec))
     assert note[0] == 'GPU 2' and '(pid 4242), held 600 MiB' in note[1]
 
 
@@ -390,11 +397,11 @@ def test_an_exception_reading_the_probe_files_is_a_named_finding(tmp_path,
         raise RecursionError('deep')
     monkeypatch.setattr(nvidia, 'gpus', broken)
     rec = probe.read(str(stage))
-    assert judge.failures(rec, H200X4)[0] == (
+    assert judge.failures(_h(rec), H200X4)[0] == (
         '', 'nvidia-smi: probe output unreadable (RecursionError)')
     monkeypatch.setattr(probe, '_keys', broken)
     rec = probe.read(str(stage))
-    assert judge.failures(rec, H200X4) == [
+    assert judge.failures(_h(rec), H200X4) == [
         ('', 'probe output unreadable (RecursionError: deep)')]
 
 
@@ -470,9 +477,9 @@ def _run_probe(tmp_path, refused=(), hang=False, limit=None):
 
 def test_the_probe_reads_the_h200_nodes_gpus_and_nvlinks(tmp_path):
     rec, _, _ = _run_probe(tmp_path)
-    assert len(rec['after']['gpus']) == 4
-    assert rec['before']['nvlink']['status']['3']['17'] == 26.562
-    assert judge.failures(rec, H200X4) == []
+    assert len(rec.after.gpus) == 4
+    assert rec.before.nvlink.status['3']['17'] == 26.562
+    assert judge.failures(_h(rec), H200X4) == []
 
 
 def test_a_driver_refusing_fields_loses_only_those(tmp_path):
@@ -488,14 +495,14 @@ def test_a_driver_refusing_fields_loses_only_those(tmp_path):
               'retired_pages.pending',
               'ecc.errors.uncorrected.volatile.total'):
         assert f in fields
-    assert rec['before']['rc'] == 0 and len(rec['before']['gpus']) == 4
+    assert rec.before.rc == 0 and len(rec.before.gpus) == 4
 
 
 def test_a_hanging_nvidia_smi_ends_the_probe_within_its_limit(tmp_path):
     rec, took, _ = _run_probe(tmp_path, hang=True, limit=2)
     # one call waits out the limit; every later one is not started
     assert took < 15, took
-    found = judge.failures(rec, H200X4)
+    found = judge.failures(_h(rec), H200X4)
     assert found[0] == ('', 'nvidia-smi timed out after 2 s (a GPU that '
                             'fell off the bus hangs its tool)')
 
@@ -598,11 +605,11 @@ def test_memory_faults_of_one_gpu_of_four(field, value, line, fails):
     """The real record, one field of GPU 1 after the benchmark changed."""
     rec = _record()
     rec['after']['gpus'][1][field] = value
-    found = judge.failures(rec, H200X4)
+    found = judge.failures(_h(rec), H200X4)
     if fails:
         assert found == [('GPU 1', line)]
     else:
-        assert found == [] and judge.notes(rec) == [('GPU 1', line)]
+        assert found == [] and judge.notes(_h(rec)) == [('GPU 1', line)]
 
 
 def test_an_uncorrected_non_fatal_aer_report_fails():
@@ -613,7 +620,7 @@ def test_an_uncorrected_non_fatal_aer_report_fails():
     assert (ev['code'], ev['fatal']) == ('Non-Fatal', True)
     rec = _record()
     rec['kernel_events'] = [ev]
-    assert judge.failures(rec, H200X4) == [
+    assert judge.failures(_h(rec), H200X4) == [
         ('PCI 0000:00:02.0', 'PCIe AER uncorrectable (non-fatal) error in '
                              f'the kernel log: {line}')]
 

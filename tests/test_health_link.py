@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcval import cli
+from hpcval import cli, records
 from hpcval.health import judge, link, probe
 
 FIX = Path(__file__).parent / 'fixtures' / 'captured' / 'h100_health'
@@ -36,6 +36,10 @@ def _narrowed(record):
     return rec
 
 
+def _health(tc):
+    return records.decode('health', tc['hpcval_health'])
+
+
 @pytest.mark.parametrize('metric, n', [
     ('h2d_bandwidth', 1), ('host_gpu_bandwidth', 1), ('uni_gpu_to_cpu', 1),
     ('bidir_cpu_to_gpu', 2), ('host_to_hbm', 1), ('hbm_host_bidir', 2),
@@ -56,14 +60,15 @@ def test_a_full_link_puts_the_figure_beside_its_ceiling():
     tc = _transferbench_record(_healthy_report())
     value = tc['perfvalues']['local:default:uni_gpu_to_cpu'][0]
     assert value == 47.08
-    assert link.context(tc['hpcval_health'], '', 'uni_gpu_to_cpu', value,
+    assert link.context(_health(tc), '', 'uni_gpu_to_cpu', value,
                         'GB/s') == ("74% of the Gen5 x16 link's ceiling "
                                     "64.0 GB/s (width / 8 x GT/s)")
-    assert link.context(tc['hpcval_health'], '', 'copy', value, 'GB/s') == ''
+    assert link.context(_health(tc), '', 'copy', value, 'GB/s') == ''
 
 
 def test_a_narrow_link_is_the_cause():
-    rec = _narrowed(_transferbench_record(_healthy_report())['hpcval_health'])
+    rec = records.decode('health', _narrowed(
+        _transferbench_record(_healthy_report())['hpcval_health']))
     assert link.context(rec, 'GPU 0', 'uni_gpu_to_cpu', 11.2, 'GB/s') == \
         NARROW
     assert judge.cause(rec, '', ('uni_gpu_to_cpu', 11.2, 'GB/s')) == NARROW
@@ -76,16 +81,18 @@ def test_a_narrow_link_is_the_cause():
 def test_an_idle_link_trained_down_is_not_narrow():
     """The snapshots of an idle GPU show Gen1; the samples under load
     Gen5: the link is judged at the highest generation seen."""
-    rec = probe.read(str(FIX / 'stage' / 'healthy'))
+    rec = records.builtins(probe.read(str(FIX / 'stage' / 'healthy')))
     for phase in ('before', 'after'):
         for gpu in rec[phase]['gpus']:
             gpu['pcie_gen'] = 1
-    assert link.links(rec) == {0: (5, 16, 5, 16)}
+    assert link.links(records.decode('health', rec)) == {0: (5, 16, 5, 16)}
 
 
 def test_a_record_without_a_link_says_nothing():
-    assert link.context({}, '', 'uni_gpu_to_cpu', 1.0, 'GB/s') == ''
-    rec = {'before': {'gpus': [{'index': 0}]}}
+    assert link.context(None, '', 'uni_gpu_to_cpu', 1.0, 'GB/s') == ''
+    rec = records.decode('health', {'node': 'vm', 'tool': 'nvidia-smi',
+                                    'before': {'rc': 0,
+                                               'gpus': [{'index': 0}]}})
     assert link.context(rec, '', 'uni_gpu_to_cpu', 1.0, 'GB/s') == ''
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcval import cli
+from hpcval import cli, records
 from hpcval.health import amd, habana, judge, kernel_log, probe
 from rfmrun import host_free_path
 from test_health import _report_with  # the H100 report with a record
@@ -110,9 +110,9 @@ def test_navi_max_pcie_width_is_not_its_link():
     """amd-smi static gives this x8 card max_pcie_width 16 (the link inside
     the Navi package), metric the x8 it trained: without a pinned link the
     judge names x8 against 16, with the site's pin the card passes."""
-    rec = {'tool': 'amd-smi', 'before': {'rc': 0, 'gpus': amd.gpus(
-        RX_STATIC + RX_METRIC)}}
-    rec['after'] = rec['before']
+    snap = {'rc': 0, 'gpus': amd.gpus(RX_STATIC + RX_METRIC)}
+    rec = records.decode('health', {'node': 'vm', 'tool': 'amd-smi',
+                                    'before': snap, 'after': snap})
     unpinned = {k: v for k, v in RX6600.items() if k != 'pcie'}
     assert judge.failures(rec, unpinned) == [
         ('GPU 0', 'PCIe x8, the link can train x16')]
@@ -483,8 +483,8 @@ def test_probe_script_runs_the_vendor_tool(tmp_path, tool, expected,
     subprocess.run(['bash', '-c', f'{before}\n{trap}\ntrue\n'], cwd=stage,
                    env=env, check=True, timeout=60)
     rec = probe.read(str(stage))
-    assert rec['tool'] == name
-    assert rec['kernel']
+    assert rec.tool == name
+    assert rec.kernel
     assert judge.failures(rec, expected) == failures
     if not failures:
-        assert len(rec['after']['gpus']) == expected['gpus']
+        assert len(rec.after.gpus) == expected['gpus']

@@ -8,7 +8,7 @@ import os
 from rfmrun import VENV_BIN, by_name, cases, one_case, perf, reframe
 from test_health import DRIVER_FAILED, FAKE_SMI, REPLAY_SMI, SMI
 
-from hpcval import cli
+from hpcval import cli, records
 from hpcval.benchmarks.node_health import failure_lines
 
 
@@ -86,12 +86,13 @@ def test_no_health_test_without_gpu_feature_or_tool(tmp_path):
 
 
 def test_failure_lines_are_the_verdicts():
-    record = {'node': 'n1', 'tool': 'nvidia-smi',
-              'before': {'rc': 9, 'message': DRIVER_FAILED, 'gpus': []},
-              'after': {'rc': 9, 'message': DRIVER_FAILED, 'gpus': []}}
+    record = records.decode('health', {
+        'node': 'n1', 'tool': 'nvidia-smi',
+        'before': {'rc': 9, 'message': DRIVER_FAILED, 'gpus': []},
+        'after': {'rc': 9, 'message': DRIVER_FAILED, 'gpus': []}})
     assert failure_lines(record, 'local', 'default') == [
         f'node n1: nvidia-smi failed (exit 9): {DRIVER_FAILED}']
-    assert failure_lines({}, 'local', 'default') == []
+    assert failure_lines(None, 'local', 'default') == []
 
 
 def test_hpcval_run_ends_with_the_verdicts_headline(tmp_path):

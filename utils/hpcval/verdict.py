@@ -289,8 +289,8 @@ class _Groups(dict):
             return
         seen = self.health_seen.setdefault(g.name, {})
         for node in (label.split('+') if label else ['']):
-            seen[node] = seen.get(node, False) or bool(
-                case.extras.get('health'))
+            seen[node] = seen.get(node, False) or \
+                case.extras.get('health') is not None
         if g.name not in self.expects_gpus:
             try:
                 expected = healths.expected(case) or {}
@@ -495,11 +495,7 @@ def _gpu_indices(names):
 def _probed_gpus(case):
     """{N} of the GPUs the case's health probe listed before the job."""
     rec = case.extras.get('health')
-    before = rec.get('before') if isinstance(rec, dict) else None
-    gpus = before.get('gpus') if isinstance(before, dict) else None
-    return {g['index'] for g in gpus or () if isinstance(g, dict) and
-            isinstance(g.get('index'), int) and not isinstance(
-                g.get('index'), bool)}
+    return {g.index for g in rec.before.gpus} if rec is not None else set()
 
 
 def _unmeasured(groups, cases):

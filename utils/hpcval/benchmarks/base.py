@@ -107,7 +107,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     # typ.Bool: from the command line 'false' / 'no' / '0' is False
     health_probe = variable(typ.Bool, value=True)
     health_sampler = variable(typ.Bool, value=True)
-    #: The probe's record (hpcval.health.probe.read), for ``hpcval verdict``
+    #: The probe's record (hpcval.records.Health), for ``hpcval verdict``
     hpcval_health = variable(dict, value={})
 
     #: The node's load and busiest processes at job start, and whether it
@@ -346,7 +346,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     def validate_output(self):
         # first: what the node ran with is worth keeping when sanity fails
         self.hpcval_provenance = self._read_provenance()
-        self.hpcval_health = health_probe.read(self.stagedir)
+        self.hpcval_health = records.builtins(
+            health_probe.read(self.stagedir))
         self.hpcval_node_load = records.builtins(self._read_node_load())
         # the image's digest, or why the run from it cannot be trusted
         self.hpcval_provenance = {**self.hpcval_provenance,

@@ -22,7 +22,7 @@ import reframe.core.runtime as rt
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import run_after, run_before
 
-from hpcval import features as ft, suites
+from hpcval import features as ft, records, suites
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.health import probe, report
 from hpcval.parsers import ParseError
@@ -42,14 +42,13 @@ def _judged_here(part):
 
 
 def failure_lines(record, system, partition):
-    """The verdict's FAIL lines of ``record`` (an ``hpcval_health``
-    record) on ``system:partition``: [] for a healthy node."""
+    """The verdict's FAIL lines of ``record`` (hpcval.records.Health) on
+    ``system:partition``: [] for a healthy node."""
     from hpcval.verdict import Failure
     case = types.SimpleNamespace(extras={'health': record}, system=system,
                                  partition=partition)
-    node = record.get('node', '') if isinstance(record, dict) else ''
     return [Failure(system, partition, n, comp, '', '', reason=text).line()
-            for n, comp, text in report.Judge().failures(case, node)]
+            for n, comp, text in report.Judge().failures(case, '')]
 
 
 class NodeHealth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
@@ -85,8 +84,8 @@ class NodeHealth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         self.job.launcher = getlauncher('local')()
 
     def parse(self):
-        record = self.hpcval_health
-        if not record:
+        record = records.decode('health', self.hpcval_health)
+        if record is None:
             raise ParseError('the health probe left no record '
                              f'({probe.PREFIX}node.txt missing)')
         lines = failure_lines(record, self.current_system.name,

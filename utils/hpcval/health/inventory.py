@@ -148,12 +148,11 @@ def nvlink_of(records):
     has no NVLink state or no GPU has a link."""
     counts, speeds = [], []
     for r in records:
-        status = ((r.get('before') or {}).get('nvlink') or {}).get('status')
-        if not isinstance(status, dict) or not status:
+        status = r.before.nvlink.status
+        if not status:
             return None
         for links in status.values():
-            up = [v for v in (links or {}).values()
-                  if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            up = [v for v in links.values() if v is not None]
             counts.append(len(up))
             speeds += up
     if not counts or not min(counts):
@@ -203,49 +202,48 @@ def _common(values):
 
 
 def from_records(records, partition, source):
-    """The inventory entry of ``partition`` that the health records of its
-    baseline runs show (``hpcval calibrate``), or None when they show no
-    GPU tool or disagree on the count.  ``baseline`` holds the versions
+    """The inventory entry of ``partition`` that the health records
+    (hpcval.records.Health) of its baseline runs show (``hpcval
+    calibrate``), or None when they show no GPU tool or disagree on the
+    count.  ``baseline`` holds the versions
     seen (one value each; a key whose nodes differ is left out)."""
-    snaps = [r.get('before') for r in records if isinstance(r, dict)]
-    tools = {r.get('tool') for r in records if isinstance(r, dict)}
+    snaps = [r.before for r in records]
+    tools = {r.tool for r in records}
     if len(tools) != 1 or not snaps:
         return None
     tool = tools.pop()
-    gpus = [s.get('gpus') for s in snaps if isinstance(s, dict) and
-            s.get('rc') == 0 and isinstance(s.get('gpus'), list)]
+    gpus = [s.gpus for s in snaps if s.rc == 0]
     counts = {len(g) for g in gpus}
     if len(counts) != 1 or len(gpus) != len(snaps):
         return None
-    flat = [g for node in gpus for g in node if isinstance(g, dict)]
+    flat = [g for node in gpus for g in node]
     entry = {'partition': partition, 'gpus': counts.pop()}
     if not entry['gpus']:
         entry['source'] = source
         return entry
     entry['vendor'] = VENDOR_OF_TOOL.get(tool)
-    entry['model'] = _common(g.get('model') for g in flat)
+    entry['model'] = _common(g.model for g in flat)
     if not entry['vendor'] or not entry['model']:
         return None
-    mem = [g.get('memory_total_mib') for g in flat]
+    mem = [g.memory_total_mib for g in flat]
     if all(isinstance(m, (int, float)) for m in mem):
         entry['memory_gib'] = max(1, int(min(mem) / 1024))
-    gen = [g.get('pcie_gen_max') for g in flat]
-    width = [g.get('pcie_width_max') for g in flat]
+    gen = [g.pcie_gen_max for g in flat]
+    width = [g.pcie_width_max for g in flat]
     if all(isinstance(v, int) for v in gen + width):
         entry['pcie'] = {'gen': min(gen), 'width': min(width)}
     links = nvlink_of(records)
     if links:
         entry['nvlink'] = links
-    base = {'driver': _common(g.get('driver') for g in flat),
-            'vbios': _common(g.get('vbios') for g in flat),
-            'kernel': _common(r.get('kernel') for r in records)}
+    base = {'driver': _common(g.driver for g in flat),
+            'vbios': _common(g.vbios for g in flat),
+            'kernel': _common(r.kernel for r in records)}
     base = {k: v for k, v in base.items() if v}
     serials = {}
     for r in records:
-        node = r.get('node')
-        for g in (r.get('before') or {}).get('gpus') or ():
-            if node and isinstance(g, dict) and g.get('serial'):
-                serials.setdefault(node, set()).add(str(g['serial']))
+        for g in r.before.gpus if r.node else ():
+            if g.serial:
+                serials.setdefault(r.node, set()).add(str(g.serial))
     if serials:
         base['serials'] = {n: sorted(v) for n, v in sorted(serials.items())}
     if base:

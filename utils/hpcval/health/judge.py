@@ -42,42 +42,37 @@ _NO_DEVICES = 'No devices were found'
 _INFOROM_EXIT = 14
 
 
-def _gpus(snap):
-    return snap.get('gpus', []) if isinstance(snap, dict) else []
-
-
 def _tool_failed(record, snap):
-    rc = snap.get('rc')
-    tool = record.get('tool', 'the GPU tool')
-    if snap.get('error'):
-        return f'{tool}: {snap["error"]}'
+    rc, tool = snap.rc, record.tool
+    if snap.error:
+        return f'{tool}: {snap.error}'
     if rc == 0:
         return ''
     if rc == 124:
-        return (f'{snap.get("message") or tool + " timed out"} (a GPU that '
+        return (f'{snap.message or tool + " timed out"} (a GPU that '
                 f'fell off the bus hangs its tool)')
-    if _NO_DEVICES in snap.get('message', ''):
+    if _NO_DEVICES in snap.message:
         return ''
     if tool == 'none':
-        return snap.get('message') or 'no GPU tool on PATH'
-    if rc == _INFOROM_EXIT and _gpus(snap) and snap.get('warnings'):
+        return snap.message or 'no GPU tool on PATH'
+    if rc == _INFOROM_EXIT and snap.gpus and snap.warnings:
         return ''       # the table is there; the warning names the GPU
-    return f'{tool} failed (exit {rc}): {snap.get("message", "")}'
+    return f'{tool} failed (exit {rc}): {snap.message}'
 
 
 def _link(gpu, samples):
-    gens = [g for g in (gpu.get('pcie_gen'), samples.get('pcie_gen_max'))
+    gens = [g for g in (gpu.pcie_gen, samples and samples.pcie_gen_max)
             if isinstance(g, int)]
-    return (max(gens) if gens else None), gpu.get('pcie_width')
+    return (max(gens) if gens else None), gpu.pcie_width
 
 
-def _gpu_failures(gpu, expected, samples, phase):
+def _gpu_failures(gpu, expected, samples):
     out = []
-    model = gpu.get('model') or '?'
+    model = str(gpu.model or '?')
     want = expected or {}
     if want.get('model') and want['model'].lower() not in model.lower():
         out.append(f'{model}, expected {want["model"]}')
-    mem = gpu.get('memory_total_mib')
+    mem = gpu.memory_total_mib
     if want.get('memory_gib') and isinstance(mem, (int, float)) \
             and mem < 0.95 * want['memory_gib'] * 1024:
         out.append(f'{mem / 1024:.1f} GiB of memory, expected '
@@ -90,21 +85,19 @@ def _gpu_failures(gpu, expected, samples, phase):
         out.append(f'PCIe Gen{gen} x{width}, expected Gen{pcie["gen"]} '
                    f'x{pcie["width"]}')
     elif not pcie and isinstance(width, int) and \
-            isinstance(gpu.get('pcie_width_max'), int) and \
-            width < gpu['pcie_width_max']:
-        out.append(f'PCIe x{width}, the link can train x'
-                   f'{gpu["pcie_width_max"]}')
-    if want.get('driver') and gpu.get('driver') and \
-            gpu['driver'] != want['driver']:
-        out.append(f'driver {gpu["driver"]}, pinned {want["driver"]}')
-    n = gpu.get('ecc_uncorrected')
+            isinstance(gpu.pcie_width_max, int) and \
+            width < gpu.pcie_width_max:
+        out.append(f'PCIe x{width}, the link can train x{gpu.pcie_width_max}')
+    if want.get('driver') and gpu.driver and gpu.driver != want['driver']:
+        out.append(f'driver {gpu.driver}, pinned {want["driver"]}')
+    n = gpu.ecc_uncorrected
     if isinstance(n, int) and not isinstance(n, bool) and n > 0:
         out.append(f'{n} uncorrectable ECC error(s) since the driver loaded')
-    if gpu.get('remap_failure') is True:
+    if gpu.remap_failure is True:
         out.append('row remapping failed')
-    if gpu.get('remap_pending') is True:
+    if gpu.remap_pending is True:
         out.append('row remapping pending (the GPU needs a reset)')
-    if gpu.get('retired_pending') is True:
+    if gpu.retired_pending is True:
         out.append('page retirement pending (the GPU needs a reset)')
     return out
 
@@ -114,13 +107,9 @@ def _temp(c):
 
 
 def _grown_counters(before, after):
-    grown = {}
-    for key, val in (after.get('throttle_us') or {}).items():
-        old = (before.get('throttle_us') or {}).get(key)
-        if isinstance(val, (int, float)) and isinstance(old, (int, float)) \
-                and val > old:
-            grown[key] = val - old
-    return grown
+    return {key: val - before.throttle_us[key]
+            for key, val in after.throttle_us.items()
+            if val > before.throttle_us.get(key, val)}
 
 
 def _count_failures(record, expected):
@@ -128,39 +117,38 @@ def _count_failures(record, expected):
     GPU lost between before and after (with or without an inventory)."""
     want = (expected or {}).get('gpus', 0)
     model = (expected or {}).get('model', 'GPU')
-    before, after = record.get('before', {}), record.get('after', {})
+    before, after = record.before, record.after
     out, first = [], None
     for phase, snap in (('before', before), ('after', after)):
         failed = _tool_failed(record, snap)
-        if failed and not want and record.get('tool') == 'none':
+        if failed and not want and record.tool == 'none':
             continue            # no tool, and no GPU expected
-        if not failed and expected is not None and 'unparsed' not in snap \
-                and len(_gpus(snap)) != want:
-            failed = (f'{len(_gpus(snap))} of {want} GPUs (expected '
+        if not failed and expected is not None and not snap.unparsed \
+                and len(snap.gpus) != want:
+            failed = (f'{len(snap.gpus)} of {want} GPUs (expected '
                       f'{want} x {model})')
         if not failed or failed == first:
             continue
         out.append(('', failed if phase == 'before'
                     else f'after the benchmark: {failed}'))
         first = failed
-    had, has = _gpus(before), _gpus(after)
-    if had and not _tool_failed(record, after) and 'unparsed' not in after:
-        left = {_gpu_key(g) for g in has}
-        for gpu in had:
+    if before.gpus and not _tool_failed(record, after) and not after.unparsed:
+        left = {_gpu_key(g) for g in after.gpus}
+        for gpu in before.gpus:
             if _gpu_key(gpu) not in left:
-                out.append((f'GPU {gpu.get("index")}', 'lost during the run: '
+                out.append((f'GPU {gpu.index}', 'lost during the run: '
                             f'listed before the benchmark ({_ident(gpu)}), '
                             f'not after it'))
     return out
 
 
 def _gpu_key(gpu):
-    return gpu.get('uuid') or gpu.get('bus_id') or gpu.get('index')
+    return gpu.uuid or gpu.bus_id or gpu.index
 
 
 def _ident(gpu):
-    return ', '.join(str(gpu[k]) for k in ('bus_id', 'uuid') if gpu.get(k)) \
-        or f'index {gpu.get("index")}'
+    return ', '.join(str(v) for v in (gpu.bus_id, gpu.uuid) if v) \
+        or f'index {gpu.index}'
 
 
 def _throttle_failures(record):
@@ -168,26 +156,24 @@ def _throttle_failures(record):
     share of the samples, the time its counter grew, the peak
     temperature."""
     seen = {}
-    before, after = record.get('before', {}), record.get('after', {})
+    before, after = record.before, record.after
     for phase, snap in (('before', before), ('after', after)):
-        for gpu in _gpus(snap):
-            for why in gpu.get('throttle', []):
+        for gpu in snap.gpus:
+            for why in gpu.throttle:
                 if why in FAILING_REASONS:
-                    seen.setdefault((gpu.get('index'), why), {}).setdefault(
-                        'phases', []).append(phase)
-                    seen[(gpu.get('index'), why)].setdefault('temps', []) \
-                        .append(gpu.get('temp_c'))
-    samples = record.get('samples') or {}
-    for idx, s in samples.items():
-        for why, share in (s.get('throttle') or {}).items():
+                    got = seen.setdefault((gpu.index, why), {})
+                    got.setdefault('phases', []).append(phase)
+                    got.setdefault('temps', []).append(gpu.temp_c)
+    for idx, s in record.samples.items():
+        for why, share in s.throttle.items():
             if why in FAILING_REASONS:
                 key = (_int_index(idx), why)
                 seen.setdefault(key, {})['share'] = share
-                seen[key].setdefault('temps', []).append(s.get('temp_max'))
+                seen[key].setdefault('temps', []).append(s.temp_max)
     by_index = {}
     for snap in (before, after):
-        for gpu in _gpus(snap):
-            by_index.setdefault(gpu.get('index'), []).append(gpu)
+        for gpu in snap.gpus:
+            by_index.setdefault(gpu.index, []).append(gpu)
     for idx, snaps in by_index.items():
         if len(snaps) == 2:
             for why, us in _grown_counters(*snaps).items():
@@ -212,7 +198,7 @@ def _throttle_failures(record):
 
 
 def _int_index(idx):
-    return int(idx) if isinstance(idx, str) and idx.isdigit() else idx
+    return int(idx) if idx.isdigit() else idx
 
 
 def _warning_findings(record):
@@ -220,21 +206,20 @@ def _warning_findings(record):
     table: an infoROM warning fails the GPU it names."""
     out = []
     gpus = _all_gpus(record)
-    for phase in ('before', 'after'):
-        snap = record.get(phase) or {}
-        for bus, text in snap.get('warnings') or ():
+    for snap in (record.before, record.after):
+        for bus, text in snap.warnings:
             comp = _component_of_bus(gpus, bus) if bus else ''
             if not comp and bus:
                 comp = f'PCI {bus}'
             inforom = 'inforom' in text.lower()
-            what = (f'infoROM corrupted ({record.get("tool")}: {text})'
-                    if inforom else f'{record.get("tool")}: {text}')
+            what = (f'infoROM corrupted ({record.tool}: {text})'
+                    if inforom else f'{record.tool}: {text}')
             out.append((comp, what, inforom))
     return _unique(out)
 
 
 def _all_gpus(record):
-    return _gpus(record.get('before', {})) or _gpus(record.get('after', {}))
+    return record.before.gpus or record.after.gpus
 
 
 def _kernel_findings(record, fatal):
@@ -242,28 +227,21 @@ def _kernel_findings(record, fatal):
     how often it was logged and its first record."""
     gpus = _all_gpus(record)
     groups = {}
-    for ev in record.get('kernel_events', []):
-        if not isinstance(ev, dict) or bool(ev.get('fatal')) != fatal:
+    for ev in record.kernel_events:
+        if ev.fatal != fatal:
             continue
-        comp = _component_of_bus(gpus, ev.get('bus_id', ''))
-        if not comp and ev.get('bus_id'):
-            comp = f'PCI {ev["bus_id"]}'
-        what = ev.get('what') or {'xid': f'Xid {ev.get("code")}',
-                                  'aer': f'PCIe AER {ev.get("code")} error'}\
-            .get(ev.get('kind'), f'{ev.get("kind")} error')
-        key = (comp, what)
-        groups.setdefault(key, []).append(ev.get('line', ''))
+        comp = _component_of_bus(gpus, ev.bus_id)
+        if not comp and ev.bus_id:
+            comp = f'PCI {ev.bus_id}'
+        what = ev.what or {'xid': f'Xid {ev.code}',
+                           'aer': f'PCIe AER {ev.code} error'}\
+            .get(ev.kind, f'{ev.kind} error')
+        groups.setdefault((comp, what), []).append(ev.line)
     out = []
     for (comp, what), lines in groups.items():
         times = f' ({len(lines)} times)' if len(lines) > 1 else ''
         out.append((comp, f'{what} in the kernel log{times}: {lines[0]}'))
     return out
-
-
-def _nvlink(record, phase):
-    snap = record.get(phase) or {}
-    links = snap.get('nvlink') if isinstance(snap, dict) else None
-    return links if isinstance(links, dict) else {}
 
 
 def _nvlink_failures(record, expected):
@@ -273,11 +251,11 @@ def _nvlink_failures(record, expected):
     want = (expected or {}).get('nvlink') or {}
     found = {}         # (component, text) -> [phases]
     for phase in ('before', 'after'):
-        links = _nvlink(record, phase)
-        status = links.get('status')
+        snap = getattr(record, phase)
+        status = snap.nvlink.status
         if status is None:
-            if want and not _tool_failed(record, record.get(phase) or {}):
-                why = links.get('status_error') or 'not read by the probe'
+            if want and not _tool_failed(record, snap):
+                why = snap.nvlink.status_error or 'not read by the probe'
                 found.setdefault(('', f'NVLink state{{when}}: {why} (the '
                                   f'inventory expects {want.get("links")} '
                                   f'links per GPU)'), []).append(phase)
@@ -316,14 +294,14 @@ def _phases(phases):
 
 def _nvlink_growth(record):
     """(component, text, fails) of each link counter that grew."""
-    old = _nvlink(record, 'before').get('errors') or {}
-    new = _nvlink(record, 'after').get('errors') or {}
+    old = record.before.nvlink.errors or {}
+    new = record.after.nvlink.errors or {}
     out = []
     for idx, links in sorted(new.items()):
         for link, counts in sorted(links.items(), key=lambda kv: int(kv[0])):
             for kind, n in sorted(counts.items()):
-                was = ((old.get(idx) or {}).get(link) or {}).get(kind)
-                if isinstance(n, int) and isinstance(was, int) and n > was:
+                was = old.get(idx, {}).get(link, {}).get(kind)
+                if was is not None and n > was:
                     out.append((f'GPU {idx}', f'NVLink {link}: {n - was} '
                                 f'{kind.replace("_", " ")} error(s) during '
                                 f'the benchmark', kind != 'replay'))
@@ -331,27 +309,25 @@ def _nvlink_growth(record):
 
 
 def failures(record, expected=None):
-    """[(component, text)] of what fails the node of ``record`` (an
-    ``hpcval_health`` record, hpcval.health.probe.read) against
-    ``expected`` (its partition's inventory entry, or None): one line per
-    GPU and fault."""
-    if not record:
+    """[(component, text)] of what fails the node of ``record`` (its
+    hpcval.records.Health, or None) against ``expected`` (its
+    partition's inventory entry, or None): one line per GPU and fault."""
+    if record is None:
         return []
-    if record.get('unreadable'):
-        return [('', record['unreadable'])]
+    if record.unreadable:
+        return [('', record.unreadable)]
     out = _count_failures(record, expected)
-    samples = record.get('samples') or {}
-    for phase in ('before', 'after'):
-        for gpu in _gpus(record.get(phase, {})):
-            s = samples.get(str(gpu.get('index')), {})
-            for text in _gpu_failures(gpu, expected, s, phase):
-                out.append((f'GPU {gpu.get("index")}', text))
+    for snap in (record.before, record.after):
+        for gpu in snap.gpus:
+            s = record.samples.get(str(gpu.index))
+            for text in _gpu_failures(gpu, expected, s):
+                out.append((f'GPU {gpu.index}', text))
     out += _throttle_failures(record)
     out += [(c, t) for c, t, fails in _warning_findings(record) if fails]
     out += _nvlink_failures(record, expected)
     out += _kernel_findings(record, fatal=True)
     gpus = _all_gpus(record)
-    for dev, kinds in sorted((record.get('aer_grown') or {}).items()):
+    for dev, kinds in sorted(record.aer_grown.items()):
         for kind in ('fatal', 'nonfatal'):
             if kinds.get(kind):
                 out.append((_component_of_bus(gpus, dev) or f'PCI {dev}',
@@ -366,22 +342,22 @@ def failures(record, expected=None):
 
 def firmware_word(record):
     """What the record's ``vbios`` is called: hl-smi's is the firmware."""
-    return 'firmware' if record.get('tool') == 'hl-smi' else 'VBIOS'
+    return 'firmware' if record and record.tool == 'hl-smi' else 'VBIOS'
 
 
 def identity(record):
     """{(component, key): value} of the versions a record shows: the
     node's kernel and driver, each GPU's VBIOS / firmware."""
-    gpus = _gpus(record.get('before', {})) or _gpus(record.get('after', {}))
+    gpus = _all_gpus(record)
     out = {}
-    if isinstance(record.get('kernel'), str) and record['kernel']:
-        out[('', 'kernel')] = record['kernel']
-    drivers = {g.get('driver') for g in gpus if g.get('driver')}
+    if record.kernel:
+        out[('', 'kernel')] = record.kernel
+    drivers = {g.driver for g in gpus if g.driver}
     if len(drivers) == 1:
         out[('', 'driver')] = drivers.pop()
     for g in gpus:
-        if g.get('vbios'):
-            out[(f'GPU {g.get("index")}', 'vbios')] = str(g['vbios'])
+        if g.vbios:
+            out[(f'GPU {g.index}', 'vbios')] = str(g.vbios)
     return out
 
 
@@ -390,7 +366,7 @@ def changes(record, expected):
     baseline: kernel, driver, each GPU's VBIOS and serial (a serial the
     node did not have at calibration: another card)."""
     base = (expected or {}).get('baseline') or {}
-    if not record or not base:
+    if record is None or not base:
         return []
     words = {'kernel': 'kernel', 'driver': 'driver',
              'vbios': firmware_word(record)}
@@ -399,11 +375,10 @@ def changes(record, expected):
         if base.get(key) and val != base[key]:
             out.append((comp, f'{words[key]} {val}, baseline {base[key]}',
                         key))
-    serials = (base.get('serials') or {}).get(record.get('node'))
-    gpus = _gpus(record.get('before', {})) or _gpus(record.get('after', {}))
-    for g in gpus if serials else ():
-        if g.get('serial') and str(g['serial']) not in serials:
-            out.append((f'GPU {g.get("index")}', f'serial {g["serial"]}, '
+    serials = (base.get('serials') or {}).get(record.node)
+    for g in _all_gpus(record) if serials else ():
+        if g.serial and str(g.serial) not in serials:
+            out.append((f'GPU {g.index}', f'serial {g.serial}, '
                         f'not one of the node\'s {len(serials)} at '
                         f'calibration (another card)', 'serial'))
     return out
@@ -420,36 +395,35 @@ def _unique(items):
 
 def _component_of_bus(gpus, bus):
     for gpu in gpus:
-        if kernel_log.same_device(gpu.get('bus_id') or '', bus):
-            return f'GPU {gpu.get("index")}'
+        if kernel_log.same_device(str(gpu.bus_id or ''), bus):
+            return f'GPU {gpu.index}'
     return ''
 
 
 def notes(record):
     """[(component, text)] reported but failing nothing: each once."""
     out = []
-    if not record or record.get('unreadable'):
+    if record is None or record.unreadable:
         return out
-    if record.get('kernel_log'):
-        out.append(('', f'kernel log {record["kernel_log"]}'))
-    for phase in ('before', 'after'):
-        snap = record.get(phase) or {}
-        if isinstance(snap, dict) and snap.get('apps_error'):
-            out.append(('', f'{record.get("tool")}: {snap["apps_error"]}'))
-    if record.get('samples_error'):
-        out.append(('', record['samples_error']))
-    before = {g.get('index'): g for g in _gpus(record.get('before', {}))}
-    for gpu in _gpus(record.get('after', {})):
-        old = before.get(gpu.get('index'), {})
-        a, b = gpu.get('ecc_corrected'), old.get('ecc_corrected')
+    if record.kernel_log:
+        out.append(('', f'kernel log {record.kernel_log}'))
+    for snap in (record.before, record.after):
+        if snap.apps_error:
+            out.append(('', f'{record.tool}: {snap.apps_error}'))
+    if record.samples_error:
+        out.append(('', record.samples_error))
+    before = {g.index: g for g in record.before.gpus}
+    for gpu in record.after.gpus:
+        a = gpu.ecc_corrected
+        b = before[gpu.index].ecc_corrected if gpu.index in before else None
         if isinstance(a, int) and isinstance(b, int) and a > b:
-            out.append((f'GPU {gpu.get("index")}', f'{a - b} correctable ECC '
+            out.append((f'GPU {gpu.index}', f'{a - b} correctable ECC '
                         f'error(s) during the benchmark'))
     out += [(c, t) for c, t, fails in _warning_findings(record)
             if not fails]
     out += [(c, t) for c, t, fails in _nvlink_growth(record) if not fails]
     out += _kernel_findings(record, fatal=False)
-    for dev, kinds in sorted((record.get('aer_grown') or {}).items()):
+    for dev, kinds in sorted(record.aer_grown.items()):
         if kinds.get('cor'):
             out.append((_component_of_bus(_all_gpus(record), dev) or
                         f'PCI {dev}', f'{kinds["cor"]} PCIe AER corrected '
@@ -463,30 +437,25 @@ def gpu_identity(record):
     """[{index, model, uuid, serial, vbios, bus_id}] of the GPUs a record
     lists (before the benchmark, else after): what the tool printed as
     each GPU's identity, never its error message."""
-    out = []
-    for gpu in _all_gpus(record or {}):
-        if not isinstance(gpu, dict) or not isinstance(gpu.get('index'), int):
-            continue
-        out.append({k: gpu[k] for k in ('index', 'model', 'uuid', 'serial',
-                                         'vbios', 'bus_id')
-                    if gpu.get(k) is not None})
-    return out
+    keys = ('index', 'model', 'uuid', 'serial', 'vbios', 'bus_id')
+    return [{k: getattr(gpu, k) for k in keys if getattr(gpu, k) is not None}
+            for gpu in (_all_gpus(record) if record is not None else ())]
 
 
 def _other_processes(record):
     """Processes on a GPU before the benchmark started: not the
     benchmark's, which had not started yet."""
-    before = record.get('before', {})
-    uuid_to_idx = {g.get('uuid'): g.get('index') for g in _gpus(before)}
+    before = record.before
+    uuid_to_idx = {g.uuid: g.index for g in before.gpus}
     out = []
-    for app in before.get('apps', []) if isinstance(before, dict) else []:
-        idx = app['index'] if isinstance(app.get('index'), int) \
-            else uuid_to_idx.get(app.get('uuid'))
-        mem = app.get('memory_mib')
+    for app in before.apps:
+        idx = app.index if app.index is not None \
+            else uuid_to_idx.get(app.uuid)
+        mem = app.memory_mib
         held = f'{mem} MiB' if isinstance(mem, (int, float)) else 'memory'
         out.append((f'GPU {idx}' if idx is not None else '',
-                    f'another process, {app.get("name")} (pid '
-                    f'{app.get("pid")}), held {held} on GPU {idx}'))
+                    f'another process, {app.name} (pid {app.pid}), held '
+                    f'{held} on GPU {idx}'))
     return out
 
 
@@ -499,39 +468,35 @@ def cause(record, component='', figure=None):
     """Why a figure of ``component`` may be low, from the same run's
     health record: '' when nothing stands out.  ``figure`` (metric, value,
     unit) of a host <-> device bandwidth adds its link (hpcval.health.link)."""
-    if not record:
+    if record is None:
         return ''
     idx = _index(component)
-    samples = record.get('samples') or {}
     parts = []
-    for key in sorted(samples, key=lambda k: int(k) if k.isdigit() else 0):
+    for key, s in sorted(record.samples.items(),
+                         key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0):
         if idx is not None and key != str(idx):
             continue
-        s = samples[key]
         shares = [f'{REASON_WORDS[w]} {v:.0%} of the time'
-                  for w, v in sorted((s.get('throttle') or {}).items(),
-                                     key=lambda kv: -kv[1])
+                  for w, v in sorted(s.throttle.items(), key=lambda kv: -kv[1])
                   if w in REASON_WORDS and (w not in POWER_REASONS or
                                             v >= POWER_CAP_SHARE)]
-        hot = isinstance(s.get('temp_max'), (int, float)) and \
-            s['temp_max'] >= HOT_C
+        hot = isinstance(s.temp_max, (int, float)) and s.temp_max >= HOT_C
         if shares or hot:
             parts.append(f'during the run GPU {key} was '
-                         f'{", ".join(shares) or "hot"}'
-                         f'{_temp(s.get("temp_max"))}')
-    before = {g.get('index'): g for g in _gpus(record.get('before', {}))}
+                         f'{", ".join(shares) or "hot"}{_temp(s.temp_max)}')
+    before = {g.index: g for g in record.before.gpus}
     for comp, text in _other_processes(record):
         if idx is None or comp == f'GPU {idx}':
-            gpu = before.get(_index(comp), {})
-            util = gpu.get('util_pct')
+            gpu = before.get(_index(comp))
+            util = gpu.util_pct if gpu is not None else None
             busy = f' at {util}% utilization' if isinstance(util, int) \
                 and util > 0 else ''
             parts.append(f'{text}{busy} before the benchmark started')
     if not parts:
-        for key, gpu in sorted(before.items(), key=lambda kv: kv[0] or 0):
+        for key, gpu in sorted(before.items()):
             if idx is not None and key != idx:
                 continue
-            util = gpu.get('util_pct')
+            util = gpu.util_pct
             if isinstance(util, int) and util >= 50:
                 parts.append(f'GPU {key} was {util}% busy before the '
                              f'benchmark started')

@@ -43,35 +43,27 @@ def ceiling(gen, width):
     return link_bandwidth(f'gen{gen}', width)
 
 
-def _snapshots(record):
-    for phase in ('before', 'after'):
-        snap = record.get(phase)
-        if isinstance(snap, dict):
-            yield from (g for g in snap.get('gpus') or ()
-                        if isinstance(g, dict))
-
-
 def _int(v):
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def links(record):
     """{GPU index: (gen, width, gen_max, width_max)} of the links the
-    record shows; a value the tool did not print is None."""
+    record (hpcval.records.Health) shows; a value the tool did not print
+    is None."""
     out = {}
-    samples = record.get('samples') or {}
-    for gpu in _snapshots(record):
-        idx = gpu.get('index')
-        s = samples.get(str(idx), {}) if isinstance(samples, dict) else {}
-        gens = [v for v in (gpu.get('pcie_gen'), s.get('pcie_gen_max'))
-                if _int(v)]
-        widths = [v for v in (gpu.get('pcie_width'), s.get('pcie_width_min'))
-                  if _int(v)]
-        old = out.get(idx, (None, None, None, None))
-        gen = max(gens + [old[0]] if old[0] else gens, default=None)
-        width = min(widths + [old[1]] if old[1] else widths, default=None)
-        out[idx] = (gen, width, _int(gpu.get('pcie_gen_max')) or old[2],
-                    _int(gpu.get('pcie_width_max')) or old[3])
+    for snap in (record.before, record.after):
+        for gpu in snap.gpus:
+            s = record.samples.get(str(gpu.index))
+            gens = [v for v in (gpu.pcie_gen, s and s.pcie_gen_max)
+                    if _int(v)]
+            widths = [v for v in (gpu.pcie_width, s and s.pcie_width_min)
+                      if _int(v)]
+            old = out.get(gpu.index, (None, None, None, None))
+            gen = max(gens + [old[0]] if old[0] else gens, default=None)
+            width = min(widths + [old[1]] if old[1] else widths, default=None)
+            out[gpu.index] = (gen, width, _int(gpu.pcie_gen_max) or old[2],
+                              _int(gpu.pcie_width_max) or old[3])
     return out
 
 
@@ -81,7 +73,7 @@ def context(record, component, metric, value, unit):
     slow as its cause, or the figure's share of the link's ceiling; ''
     for any other figure or when the record shows no link."""
     n = directions(metric)
-    if not n or not record or not isinstance(value, (int, float)):
+    if not n or record is None or not isinstance(value, (int, float)):
         return ''
     try:
         gbs = units.convert(value, unit, 'GB/s')

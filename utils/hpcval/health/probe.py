@@ -18,6 +18,7 @@ record (plain JSON, carried by the run report).
 import os
 import re
 
+from hpcval import records
 from hpcval.health import amd, habana, kernel_log, nvidia
 from hpcval.health.common import clean, first_line
 
@@ -372,16 +373,16 @@ def summarize(samples):
 
 
 def read(stagedir):
-    """The ``hpcval_health`` record of the probe's files in ``stagedir``;
-    {} when the probe did not run there.  Whatever of them cannot be read
-    is a named ``unreadable`` finding, never an exception: the
+    """The hpcval.records.Health of the probe's files in ``stagedir``;
+    None when the probe did not run there.  Whatever of them cannot be
+    read is a named ``unreadable`` finding, never an exception: the
     benchmark's figures are read beside it."""
     try:
-        return _record(stagedir)
+        return records.decode('health', _record(stagedir))
     except Exception as err:    # noqa: BLE001 -- files of a job, any shape
-        return {'node': '', 'tool': 'unknown', 'unreadable':
-                f'probe output unreadable ({type(err).__name__}: '
-                f'{clean(err, 200)})'}
+        return records.Health('', 'unknown', unreadable=(
+            f'probe output unreadable ({type(err).__name__}: '
+            f'{clean(err, 200)})'))
 
 
 def _record(stagedir):

@@ -30,14 +30,18 @@ class Judge:
 
     @staticmethod
     def _record(case):
-        rec = case.extras.get('health')
-        return rec if isinstance(rec, dict) else {}
+        # hpcval.records.Health, decoded as the report loaded
+        return case.extras.get('health')
+
+    @staticmethod
+    def _node(rec, node):
+        return node or (clean(rec.node) if rec is not None else '')
 
     def failures(self, case, node):
         """[(node, component, text)] of ``case``'s health record not named
         before; ``node`` is the verdict's name of the case's node."""
         rec = self._record(case)
-        node = node or clean(rec.get('node', ''))
+        node = self._node(rec, node)
         try:
             found = judge.failures(rec, self.expected(case))
         except (AttributeError, KeyError, TypeError, ValueError) as err:
@@ -56,13 +60,9 @@ class Judge:
         """[(node, component, text)] of ``case``'s information items
         (hpcval.health.judge.notes) not named before for the node."""
         rec = self._record(case)
-        node = node or clean(rec.get('node', ''))
-        try:
-            found = judge.notes(rec)
-        except (AttributeError, KeyError, TypeError, ValueError):
-            return []       # failures() names the unreadable record
+        node = self._node(rec, node)
         out = []
-        for comp, text in found:
+        for comp, text in judge.notes(rec):
             key = (case.system, case.partition, node, comp, 'info', text)
             if key not in self._named:
                 self._named.add(key)
@@ -72,17 +72,14 @@ class Judge:
     def gpus(self, case):
         """[{index, model, uuid, serial, vbios, bus_id}] of the GPUs
         ``case``'s health record lists (hpcval.health.judge.gpu_identity)."""
-        try:
-            return judge.gpu_identity(self._record(case))
-        except (AttributeError, KeyError, TypeError, ValueError):
-            return []
+        return judge.gpu_identity(self._record(case))
 
     def changes(self, case, node):
         """[(node, component, text)] of ``case``'s record that differs from
         its partition's baseline and is not pinned (pinned: a failure),
         not named before."""
         rec = self._record(case)
-        node = node or clean(rec.get('node', ''))
+        node = self._node(rec, node)
         try:
             expected = self.expected(case)
             found = judge.changes(rec, expected)

@@ -508,9 +508,9 @@ def _inventory(samples):
     by_part = {}
     for s in samples:
         rec = s.case.extras.get('health')
-        if isinstance(rec, dict) and rec.get('node'):
+        if rec is not None and rec.node:
             # the latest record of each node
-            by_part.setdefault(s.case.partition, {})[rec['node']] = \
+            by_part.setdefault(s.case.partition, {})[rec.node] = \
                 (s.case.time, rec)
     out = []
     for part, nodes in sorted(by_part.items()):

@@ -328,7 +328,7 @@ def _case(tc, major, source, session, where, label, attrs=()):
         label=label, fields=_layout(tc.get, where),
         reason=_whole_reason(tc.get('fail_reason')),
         phase=_field(tc, 'fail_phase', str, where) or '',
-        extras=_extras(tc.get),
+        extras=_extras(tc.get, where),
         fixture=bool(tc.get('fixture')),
         name=_field(tc, 'unique_name', str, where) or '',
         deps=_fixtures_used(tc.get('dependencies_actual')),
@@ -350,21 +350,26 @@ def _whole_reason(text):
 EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
           'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
           'health', 'node_load')
-_EXTRA_TYPES = (dict, str, list, records.NodeLoad)
+_EXTRA_TYPES = (dict, str, list, records.NodeLoad, records.Health)
 
 
 _EXTRA_FIELDS = tuple((name, f'hpcval_{name}') for name in EXTRAS)
 
 
-def _extras(value_of):
+def _extras(value_of, where=''):
     """{name: value} of the EXTRAS that ``value_of('hpcval_<name>')``
     gives (a test case's ``get``, or getattr of a typed one); a declared
-    record (hpcval.records) decoded."""
+    record (hpcval.records) decoded, _Bad (after ``where``) where a
+    health record is unreadable."""
     out = {}
     for name, key in _EXTRA_FIELDS:
         val = value_of(key)
         if name in records.TYPES and val is not None:
-            val = records.decode(name, val)
+            try:
+                val = records.decode(name, val)
+            except records.Unreadable as err:
+                raise _Bad(f'{where}: {err}' if where else str(err)) \
+                    from None
         if isinstance(val, _EXTRA_TYPES):
             out[name] = val
     return out
@@ -579,8 +584,15 @@ class _Collector:
                 # each record freed once read: the memory of a large
                 # report's records is reused for its cases and samples
                 cases[i] = None
-                case = _typed_case(tc, source, session, label,
-                                   self.attrs)
+                try:
+                    case = _typed_case(tc, source, session, label,
+                                       self.attrs)
+                except _Bad as err:
+                    where = _named_where({'display_name': tc.display_name},
+                                         f'runs[{r}].testcases[{i}]')
+                    self.damaged(source, where, {'result': tc.result},
+                                 f'{where}: {err}')
+                    continue
                 if case.fixture:
                     self.loaded.fixtures.append(case)
                 else:
