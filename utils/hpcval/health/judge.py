@@ -167,7 +167,7 @@ def _throttle_failures(record):
     for idx, s in record.samples.items():
         for why, share in s.throttle.items():
             if why in FAILING_REASONS:
-                key = (_int_index(idx), why)
+                key = (int(idx), why)
                 seen.setdefault(key, {})['share'] = share
                 seen[key].setdefault('temps', []).append(s.temp_max)
     by_index = {}
@@ -195,10 +195,6 @@ def _throttle_failures(record):
         out.append((f'GPU {idx}', f'{FAILING_REASONS[why]} active '
                     f'{", ".join(parts)}{_temp(hottest)}'))
     return out
-
-
-def _int_index(idx):
-    return int(idx) if idx.isdigit() else idx
 
 
 def _warning_findings(record):
@@ -472,8 +468,7 @@ def cause(record, component='', figure=None):
         return ''
     idx = _index(component)
     parts = []
-    for key, s in sorted(record.samples.items(),
-                         key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0):
+    for key, s in sorted(record.samples.items(), key=lambda kv: int(kv[0])):
         if idx is not None and key != str(idx):
             continue
         shares = [f'{REASON_WORDS[w]} {v:.0%} of the time'

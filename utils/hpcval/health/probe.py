@@ -240,9 +240,7 @@ def _snapshot(stagedir, phase, tool):
     rc = _rc(stagedir, f'{phase}.txt')
     snap = {'rc': rc, 'message': '', 'gpus': []}
     if tool == 'nvidia-smi':
-        found = nvidia.warnings(text)
-        if found:
-            snap['warnings'] = [list(w) for w in found]
+        snap['warnings'] = nvidia.warnings(text)
     if tool not in PARSED:
         if rc != 0:
             snap['message'] = first_line(text) or 'no output'
@@ -267,9 +265,7 @@ def _snapshot(stagedir, phase, tool):
     except ValueError as err:
         snap['apps_error'] = f'unreadable process list: {clean(err)}'
     if tool == 'nvidia-smi':
-        links = _nvlink(stagedir, phase)
-        if links:
-            snap['nvlink'] = links
+        snap['nvlink'] = _nvlink(stagedir, phase)
     return snap
 
 
@@ -397,13 +393,8 @@ def _record(stagedir):
         except Exception as err:    # noqa: BLE001
             rec[phase] = {'rc': None, 'gpus': [], 'error':
                           f'probe output unreadable ({type(err).__name__})'}
-    for key in ('start', 'end'):
-        if node.get(key, '').isdigit():
-            rec[key] = int(node[key])
-    if node.get('kernel'):
-        rec['kernel'] = node['kernel']
-    if node.get('timeout', '').isdigit():
-        rec['timeout'] = int(node['timeout'])
+    rec.update({k: int(node[k]) for k in ('start', 'end', 'timeout')
+                if node.get(k, '').isdigit()}, kernel=node.get('kernel', ''))
     samples = _read(stagedir, 'samples.txt')
     if samples is not None and tool in PARSED:
         try:
@@ -418,8 +409,6 @@ def _record(stagedir):
         rec['kernel_log'] = f'not readable (dmesg exit {rc}: {err})'
     elif kmsg is not None:
         rec['kernel_events'] = kernel_log.events(kmsg)
-    grown = _aer_growth(_aer(_read(stagedir, 'aer_before.txt')),
-                        _aer(_read(stagedir, 'aer_after.txt')))
-    if grown:
-        rec['aer_grown'] = grown
+    rec['aer_grown'] = _aer_growth(_aer(_read(stagedir, 'aer_before.txt')),
+                                   _aer(_read(stagedir, 'aer_after.txt')))
     return rec
