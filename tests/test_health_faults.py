@@ -388,6 +388,20 @@ def test_a_process_name_of_any_shape_fails_nothing(tmp_path, name):
     assert note[0] == 'GPU 2' and '(pid 4242), held 600 MiB' in note[1]
 
 
+def test_a_process_without_a_pid_keeps_the_record_readable(tmp_path):
+    """nvidia-smi prints [N/A] for a process it cannot see into (the
+    real idle table, one row's pid and memory changed so)."""
+    apps = _nv('h200x4_apps_idle.csv') + \
+        'GPU-f7da5474-6b1c-c5dc-eec5-03cfcf8c0985, [N/A], x, [N/A]\n'
+    text = _nv('h200x4_ident.csv')
+    rec = probe.read(str(_stage(tmp_path, before=text, after=text,
+                                before_apps=apps)))
+    assert not rec.unreadable and rec.before.apps[0].pid is None
+    assert judge.notes(rec) == [('GPU 2', 'another process, x (pid None), '
+                                 'held memory on GPU 2 before the benchmark '
+                                 'started')]
+
+
 def test_an_exception_reading_the_probe_files_is_a_named_finding(tmp_path,
                                                                   monkeypatch):
     stage = _stage(tmp_path, before=_nv('h200x4_ident.csv'),

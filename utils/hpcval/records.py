@@ -39,7 +39,7 @@ Gpu = msgspec.defstruct('Gpu', [('index', int), *(
 
 class App(_Record):
     """A process on a GPU: by uuid (nvidia-smi) or index (hl-smi)."""
-    pid: int
+    pid: int | None = None
     name: str = ''
     memory_mib: Reading = None
     uuid: str | None = None
