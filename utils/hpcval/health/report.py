@@ -45,8 +45,7 @@ class Judge:
         try:
             found = judge.failures(rec, self.expected(case))
         except (AttributeError, KeyError, TypeError, ValueError) as err:
-            # a report is data from anywhere: a record of the wrong shape
-            # is not a healthy node
+            # a record the judge cannot read is not a healthy node
             found = [('', f'health record unreadable ({type(err).__name__})')]
         out = []
         for comp, text in found:
