@@ -35,6 +35,7 @@ from reframe.core.exceptions import SanityError
 from hpcval import inputs, replay, stacks
 from hpcval.benchmarks import nodeuse
 from hpcval.benchmarks.container import ContainerSettings, image_of
+from hpcval.benchmarks.lean_logging import LeanLogging
 from hpcval.benchmarks.validation import Validation
 from hpcval.layouts import gpu_arch
 from hpcval.inputs import (InputError, ValidatedInputs, checked_path,
@@ -52,7 +53,8 @@ _PROBE_TIMEOUT_S = 20
 # source and build fixtures alike, so that ``-S src_mirror=...`` meets no
 # test without the variable (ReFrame warns about those).  Only the fixtures
 # below act on the first two; checks that build nothing ignore them.
-class SourceSettings(ContainerSettings, ValidatedInputs, Validation):
+class SourceSettings(ContainerSettings, ValidatedInputs, Validation,
+                     LeanLogging):
     #: Local copy of the upstream source for air-gapped sites: a git
     #: repository (bare or not), a folder at the pinned version, or a
     #: release tarball with one top-level folder.
