@@ -9,10 +9,11 @@ from rfmrun import ROOT, VENV_BIN, host_free_path
 
 README = ROOT / 'README.md'
 
-# a closed local port: git and urllib (the benchmarks' sources) fail at once,
-# the README's "without network"
-OFFLINE = {name: 'http://127.0.0.1:9' for name in
-           ('http_proxy', 'https_proxy', 'HTTP_PROXY', 'HTTPS_PROXY')}
+# a closed local port for every host: git and urllib (the benchmarks'
+# sources) fail at once, the README's "without network"
+OFFLINE = {**{name: 'http://127.0.0.1:9' for name in
+              ('http_proxy', 'https_proxy', 'HTTP_PROXY', 'HTTPS_PROXY')},
+           'no_proxy': '', 'NO_PROXY': ''}
 
 
 def blocks(text=None):
