@@ -56,9 +56,9 @@ def _degraded(tc):
 
 
 @pytest.fixture(scope='module')
-def history_runs(minicluster, victoria, tmp_path_factory):  # noqa: F811
+def history_runs(waiting_cluster, victoria, tmp_path_factory):  # noqa: F811
     tmp = tmp_path_factory.mktemp('history')
-    env = {**minicluster.env(),
+    env = {**waiting_cluster.env(),
            'RFM_CONFIG_FILES': f'{ROOT}/config/settings.py:'
                                f'{ROOT}/config/monitoring.py',
            'HPCVAL_PERFLOG_URL': f'{victoria}/api/v1/import',
