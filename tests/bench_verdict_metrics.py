@@ -19,26 +19,17 @@ import argparse
 import json
 import os
 import pathlib
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 
-import yaml
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-H200 = ROOT / 'tests/fixtures/reports/h200x2' / \
-    'nccl-transferbench-babelstream.json'
-HPCVAL = ROOT / '.venv/bin/hpcval'
+from verdict_bench import (H200, HPCVAL, babelstream_case, timed_verdict,
+                           write_references)
 
 
 def make(n, path):
     """The report of one case of ``n`` figures at ``path`` and, beside
     it, the references folder that judges it."""
-    report = json.loads(H200.read_text())
-    case = next(tc for tc in report['runs'][0]['testcases']
-                if tc['display_name'].startswith('BabelStreamCudaCheck'))
+    report, case = babelstream_case()
     [(key, triad)] = [(k, v) for k, v in case['perfvalues'].items()
                       if k.endswith(':triad')]
     prefix, value = key.rsplit(':', 1)[0], triad[0]
@@ -51,15 +42,11 @@ def make(n, path):
     case['perfvalues'] = perf
     case['hpcval_unjudged'] = {}
     report['runs'] = [{'testcases': [case]}]
-    refs = path.parent / 'references'
-    refs.mkdir(exist_ok=True)
-    (refs / 'local.yaml').write_text(yaml.safe_dump({
-        'system': 'local', 'description': 'the benchmark\'s own value',
-        'rules': {'own': 'the figure of the case, +-10%'},
-        'entries': [{'check': 'BabelStreamCudaCheck', 'metrics': {
-            'triad': {'value': value, 'lower': -0.1, 'upper': 0.1,
-                      'unit': triad[4], 'rule': 'own',
-                      'source': str(H200.name)}}}]}))
+    write_references(path.parent / 'references',
+                     'the figure of the case, +-10%', {
+                         'triad': {'value': value, 'lower': -0.1,
+                                   'upper': 0.1, 'unit': triad[4],
+                                   'rule': 'own', 'source': H200.name}})
     path.write_text(json.dumps(report))
 
 
@@ -73,13 +60,8 @@ def main():
         path = pathlib.Path(tmp) / 'report.json'
         make(args.metrics, path)
         size = os.path.getsize(path)
-        start = time.monotonic()
-        proc = subprocess.run([args.hpcval, 'verdict', str(path),
-                               '--references',
-                               str(path.parent / 'references')],
-                              capture_output=True, text=True)
-        wall = time.monotonic() - start
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc, wall, usage = timed_verdict(
+            args.hpcval, path, '--references', path.parent / 'references')
         peak, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     print(f'{args.metrics} figures in one test case ({size / 2**20:.0f} '
           f'MiB report): hpcval verdict {wall:.1f} s wall, {cpu:.1f} s CPU, '

@@ -18,40 +18,28 @@ import copy
 import json
 import os
 import pathlib
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 
-import yaml
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-H200 = ROOT / 'tests/fixtures/reports/h200x2' / \
-    'nccl-transferbench-babelstream.json'
-HPCVAL = ROOT / '.venv/bin/hpcval'
+from verdict_bench import (H200, HPCVAL, babelstream_case, timed_verdict,
+                           write_references)
 
 
 def make(n, path):
     """The report of ``n`` cases at ``path`` and, beside it, the
     references folder that judges it."""
-    report = json.loads(H200.read_text())
-    template = next(tc for tc in report['runs'][0]['testcases']
-                    if tc['display_name'].startswith('BabelStreamCudaCheck'))
+    report, template = babelstream_case()
     values = {k.rsplit(':', 1)[-1]: tup[0]
               for k, tup in template['perfvalues'].items()}
     for key, tup in template['perfvalues'].items():
         tup[1:4] = [values[key.rsplit(':', 1)[-1].partition('@')[0]],
                     -0.1, 0.1]
-    refs = path.parent / 'references'
-    refs.mkdir(exist_ok=True)
-    (refs / 'local.yaml').write_text(yaml.safe_dump({
-        'system': 'local', 'description': 'the benchmark\'s own values',
-        'rules': {'own': 'the figure of the cloned case, +-10%'},
-        'entries': [{'check': 'BabelStreamCudaCheck', 'metrics': {
-            m: {'value': v, 'lower': -0.1, 'upper': 0.1, 'unit': 'MB/s',
-                'rule': 'own', 'source': str(H200.name)}
-            for m, v in values.items() if '@' not in m}}]}))
+    write_references(path.parent / 'references',
+                     'the figure of the cloned case, +-10%', {
+                         m: {'value': v, 'lower': -0.1, 'upper': 0.1,
+                             'unit': 'MB/s', 'rule': 'own',
+                             'source': H200.name}
+                         for m, v in values.items() if '@' not in m})
     cases = []
     for i in range(n):
         tc = copy.deepcopy(template)
@@ -79,13 +67,10 @@ def main():
         path = pathlib.Path(tmp) / 'report.json'
         make(args.cases, path)
         size = os.path.getsize(path)
-        start = time.monotonic()
         refs = [] if args.no_references else \
-            ['--references', str(path.parent / 'references')]
-        proc = subprocess.run([args.hpcval, 'verdict', str(path), *refs],
-                              capture_output=True, text=True)
-        wall = time.monotonic() - start
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            ['--references', path.parent / 'references']
+        proc, wall, usage = timed_verdict(args.hpcval, path, *refs)
+        peak = usage.ru_maxrss
     print(f'{args.cases} test cases on distinct nodes ({size / 2**20:.0f} '
           f'MiB report): hpcval verdict {wall:.1f} s wall, exit '
           f'{proc.returncode}, peak {peak / 1024:.0f} MiB')
