@@ -8,6 +8,7 @@ copies naming the GPU pair or the stopped test.
 import pytest
 import yaml
 
+from gpu_views import without_last_gpu
 from mi300x_guide import guide_outputs, replayer
 from rfmrun import ROOT, one_case, perf, reframe
 
@@ -137,3 +138,36 @@ def test_degraded_outputs_fail_naming_what(degraded_run):
     cfg = one_case(report, 'TransferBenchCheck %preset=config')
     assert 'the config file has 6 tests, the output 4 (last: Test 4)' in \
         cfg['fail_reason']
+
+
+@pytest.fixture(scope='module')
+def hidden_run(tmp_path_factory):
+    """p2p of the guide's node with GPU 07 hidden from the runtime."""
+    tmp = tmp_path_factory.mktemp('hidden')
+    out = guide_outputs()
+    out['p2p'] = without_last_gpu(out['p2p'], 'GPU 07')
+    bins = replayer(tmp / 'bin', out)
+    return reframe('-r', '--system', 'mi300x', '-n',
+                   'TransferBenchCheck%preset=p2p',
+                   '-S', f'prebuilt_dir={bins}', tmp_path=tmp)
+
+
+def test_a_hidden_gpu_fails_sanity_recording_the_gpus_measured(
+        hidden_run, guide_run):
+    """The GPUs the output showed are recorded before the parse refuses
+    it: the verdict names the one missing (tests/test_not_measured.py)."""
+    proc, report = hidden_run
+    assert report, proc.stdout + proc.stderr
+    p2p = one_case(report, 'TransferBenchCheck %preset=p2p')
+    assert (p2p['result'], p2p['fail_phase']) == ('fail', 'sanity')
+    assert 'p2p uni matrix lists 7 GPUs' in p2p['fail_reason']
+    assert p2p['hpcval_measured_gpus'] == list(range(7))
+    assert p2p['hpcval_components'] == {}
+    _, whole = guide_run
+    assert one_case(whole, 'TransferBenchCheck %preset=p2p')[
+        'hpcval_measured_gpus'] == list(range(8))
+    assert one_case(whole, 'TransferBenchCheck %preset=a2a')[
+        'hpcval_measured_gpus'] == list(range(8))
+    # a config's transfers are the site's: not GPU by GPU
+    assert one_case(whole, 'TransferBenchCheck %preset=config')[
+        'hpcval_measured_gpus'] is None

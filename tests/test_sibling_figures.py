@@ -99,6 +99,7 @@ def test_a_slow_gpu_fails_in_performance_keeping_every_figure(slow):
     failed = sorted(m for m, v in figures.items() if v[-1] == 'fail'
                     and 'siblings' in m)
     assert failed == ['copy_vs_siblings@gpu2', 'triad_vs_siblings@gpu1']
+    assert tc['hpcval_measured_gpus'] == list(range(8))
     assert figures['copy_vs_siblings@gpu2'][0] == pytest.approx(0.6,
                                                                 abs=0.01)
     # the results database holds the slow run's figures

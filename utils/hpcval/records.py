@@ -149,8 +149,14 @@ Components = dict[str, str]
 #: node's own {node: {key: value}} (hpcval.provenance.NODES)
 Provenance = dict[str, str | dict[str, dict[str, str]]]
 
+#: The GPUs (their runtime numbers) a check that measures GPU by GPU saw
+#: in its output, recorded even where sanity failed; absent (None) for a
+#: check that measures the node as a whole
+MeasuredGpus = list[Annotated[int, msgspec.Meta(ge=0)]]
+
 TYPES = {'components': Components, 'provenance': Provenance,
-         'node_load': NodeLoad, 'health': Health}
+         'node_load': NodeLoad, 'health': Health,
+         'measured_gpus': MeasuredGpus}
 
 
 def decode(name, value):

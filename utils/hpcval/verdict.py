@@ -26,7 +26,9 @@ What the checks record beside their figures (the ``hpcval_*`` loggable
 variables of hpcval.benchmarks.base, in the report as ``Case.extras``):
 ``components`` ({metric: the GPU or link it measures}), ``unjudged``
 ({metric: why no reference judged it}), ``provenance`` (GPU model, driver,
-CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU) and ``skip_reason``.  Reports
+CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU), ``measured_gpus`` (the GPUs a
+per-GPU check's output showed, kept when sanity fails) and
+``skip_reason``.  Reports
 without them (other tools, older runs) are judged all the same: their
 figures are attributed to the job's nodes and an unjudged figure counts as
 one without a reference.
@@ -499,30 +501,66 @@ def _probed_gpus(case):
 
 
 def _unmeasured(groups, cases):
-    """'node n1 GPU 3: not measured by BabelStreamCudaCheck, ...': per
-    node, each GPU its probe listed that a check measuring GPU by GPU (one
-    whose figures name GPUs) left out, whatever the reason (hidden by
-    CUDA_VISIBLE_DEVICES, lost by the runtime)."""
-    missing = {}        # (group key, node): {gpu: [test]}
+    """'node n1 GPU 3: not measured by BabelStreamCudaCheck (sanity: ...),
+    ...': per node, each GPU its probe listed that a check measuring GPU
+    by GPU left out, whatever the reason (hidden by CUDA_VISIBLE_DEVICES,
+    lost by the runtime, an output the check refused): one line per GPU
+    naming every such check, with its failure where it failed."""
+    missing = {}        # (group key, node): {gpu: [check]}
     for case in cases:
-        comps = case.extras.get('components')
-        measured = _gpu_indices(comps.values()) \
-            if isinstance(comps, dict) else set()
         probed = _probed_gpus(case)
-        if not measured or not probed:
+        measured = _measured_gpus(case)
+        if measured is None or not probed or \
+                case.result in ('skip', 'fail_deps'):
             continue
         node = node_label(case)
         key = ((case.label or case.system, case.partition), node)
+        why = '' if case.result == 'pass' else f' ({_few_words(case)})'
         for gpu in sorted(probed - measured):
-            tests = missing.setdefault(key, {}).setdefault(gpu, [])
-            if case.test not in tests:
-                tests.append(case.test)
+            checks = missing.setdefault(key, {}).setdefault(gpu, [])
+            if case.test + why not in checks:
+                checks.append(case.test + why)
     for (gkey, node), gpus in missing.items():
         g = groups[gkey]
-        for gpu, tests in sorted(gpus.items()):
+        for gpu, checks in sorted(gpus.items()):
             g.failures.append(Failure(
                 g.system, g.partition, node, f'GPU {gpu}', '', '',
-                reason=f'not measured by {", ".join(tests)}'))
+                reason=f'not measured by {", ".join(checks)}'))
+
+
+def _measured_gpus(case):
+    """{N} of the GPUs ``case`` measured: those its figures name, else
+    those its output showed (the check's record, kept when sanity
+    failed); None for a check that does not measure GPU by GPU."""
+    comps = case.extras.get('components')
+    named = _gpu_indices(comps.values()) if isinstance(comps, dict) \
+        else set()
+    shown = case.extras.get('measured_gpus')
+    if named or shown is None:
+        return named or None
+    return set(shown)
+
+
+# the most of a check's failure shown beside a GPU it did not measure;
+# a clause ends at ': ' only past CLAUSE characters ('vm.gpu0: no result
+# table' is one)
+FEW_WORDS, CLAUSE = 80, 24
+_CLAUSE_END = re.compile(r'; | \| |: ')
+
+
+def _few_words(case):
+    """'sanity: p2p uni matrix lists 3 GPUs (GPU 00, GPU 01, GPU 02),
+    expected 4': the phase and the first clause of why ``case`` failed."""
+    text = case.reason or case.result
+    text = text.removeprefix('sanity error: ')
+    for end in _CLAUSE_END.finditer(text):
+        if end.group() != ': ' or end.start() >= CLAUSE:
+            text = text[:end.start()]
+            break
+    text = f'{case.phase}: {text}' if case.phase else text
+    if len(text) <= FEW_WORDS:
+        return text
+    return text[:FEW_WORDS].rsplit(' ', 1)[0] + '...'
 
 
 def _changed(node, comp, text):
@@ -597,7 +635,10 @@ def _busy(case):
 
 def _case_failure(case):
     phase = f'{case.phase}: ' if case.phase else ''
-    return Failure(case.system, case.partition, node_label(case), '',
+    # a failure of one GPU (a check's sanity error naming it) heads with it
+    gpus = _gpu_indices([case.reason])
+    return Failure(case.system, case.partition, node_label(case),
+                   f'GPU {gpus.pop()}' if len(gpus) == 1 else '',
                    case.test, '',
                    reason=f'{phase}{case.reason or case.result}',
                    session=case.session)

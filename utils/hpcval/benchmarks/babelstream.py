@@ -216,6 +216,13 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
 
         return results
 
+    def measured_gpus(self):
+        if not self.is_gpu:
+            return None
+        return gpus_with_results(
+            glob.glob(os.path.join(self.stagedir, 'stream.*.gpu*.out')),
+            self.model, self.num_times)
+
     def parse(self):
         if self.is_gpu:
             results = self._gpu_outputs()
@@ -277,6 +284,25 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
             out.update({f'{name}@{_gpu(key)}': _gpu_label(key)
                         for key in results})
         return {**out, **self.sibling_components(results)}
+
+
+def gpus_with_results(paths, model, num_times):
+    """The GPU numbers N of the per-GPU outputs (``stream.<host>.gpuN.out``
+    among ``paths``) that hold a complete run: the GPUs measured, whatever
+    became of the others."""
+    found = set()
+    for out in paths:
+        number = _GPU_OUT.fullmatch(os.path.basename(out))
+        if number is None:
+            continue
+        try:
+            check_run(parse_babelstream(read_text(out),
+                                        read_text(out[:-4] + '.err')),
+                      model, num_times)
+        except (ParseError, OSError, UnicodeDecodeError):
+            continue
+        found.add(int(number.group(2)))
+    return found
 
 
 def gpu_groups(results):

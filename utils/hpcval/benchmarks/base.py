@@ -82,6 +82,10 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     #: {metric: the component it measures} where that is narrower than
     #: the job's nodes ('GPU 1', 'link GPU 00 -> GPU 01')
     hpcval_components = variable(dict, value={})
+    #: The GPUs (the runtime's numbers) the output showed measured, for a
+    #: check that measures GPU by GPU, recorded before the parse so that
+    #: it survives a sanity failure; None for a check of the whole node
+    hpcval_measured_gpus = variable(typ.List[int], type(None), value=None)
     #: {metric: why no reference judges it}: 'diagnostic: ...' (declared,
     #: or explicitly absent in the reference file) or 'no reference ...'
     hpcval_unjudged = variable(dict, value={})
@@ -92,6 +96,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     input_policy = {
         'hpcval_plot_data': inputs.RECORD,
         'hpcval_components': inputs.RECORD,
+        'hpcval_measured_gpus': inputs.RECORD,
         'hpcval_unjudged': inputs.RECORD,
         'hpcval_provenance': inputs.RECORD,
         'health_probe': inputs.FLAG,
@@ -160,6 +165,14 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         """{metric: component} for the metrics in ``values`` that measure
         one GPU, GPU pair or link rather than the job's nodes."""
         return {}
+
+    def measured_gpus(self):
+        """The GPU numbers whose figures the output holds, read apart
+        from ``parse()`` (which may refuse the whole output), for a check
+        that measures GPU by GPU; None for one that measures the node as a
+        whole.  Called in the stage directory; may raise ParseError or
+        OSError for an output that shows no GPU."""
+        return None
 
     def provenance_of_output(self, result):
         """Versions the benchmark printed itself ({key: value})."""
@@ -349,6 +362,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         self.hpcval_health = records.builtins(
             health_probe.read(self.stagedir))
         self.hpcval_node_load = records.builtins(self._read_node_load())
+        self.hpcval_measured_gpus = self._measured_gpus()
         # the image's digest, or why the run from it cannot be trusted
         self.hpcval_provenance = {**self.hpcval_provenance,
                                   **self.container_record()}
@@ -382,6 +396,14 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         self.hpcval_components = dict(self.components(self.result, values))
         self.hpcval_provenance = {**self.hpcval_provenance,
                                   **self.provenance_of_output(self.result)}
+
+    def _measured_gpus(self):
+        try:
+            with osext.change_dir(self.stagedir):
+                found = self.measured_gpus()
+        except (ParseError, OSError, ValueError):
+            found = ()      # the parse says why
+        return None if found is None else sorted(set(found))
 
     def _references(self, metric_units):
         return reference_service.for_test(self, metric_units)

@@ -17,6 +17,7 @@ link's bandwidth over its siblings' median is a figure of its own, judged
 with the others in the performance stage.
 """
 import os
+import re
 import shlex
 
 import reframe as rfm
@@ -292,6 +293,11 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
 
         return result
 
+    def measured_gpus(self):
+        if self.preset == 'config':     # the config says what it measures
+            return None
+        return gpus_listed(read_text(self.stdout.evaluate()), self.preset)
+
     def sibling_groups(self, result):
         return {} if self.preset == 'config' else link_groups(result)
 
@@ -399,6 +405,23 @@ def remeasured(cfg, out):
                          f'{err}') from None
     return {link_name(_gpu_name(t.src), _gpu_name(t.dst)): t.bandwidth
             for test in run for t in test.transfers}
+
+
+_GPU_DEVICE = re.compile(r'GPU ([0-9]{1,6})')
+
+
+def gpus_listed(text, preset):
+    """The GPU numbers a p2p or a2a output's matrices list (every one of
+    them, for p2p): the GPUs the runtime showed it, however many."""
+    if preset == 'a2a':
+        names = [parse_a2a(text).gpus]
+    else:
+        result = parse_p2p(text)
+        names = [m.devices for m in (result.uni, result.bidir)
+                 if m is not None]
+    listed = [{int(m.group(1)) for m in map(_GPU_DEVICE.fullmatch, devices)
+               if m} for devices in names]
+    return set.intersection(*listed) if listed else set()
 
 
 def _gpu_name(short):

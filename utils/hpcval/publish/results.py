@@ -349,7 +349,7 @@ def _whole_reason(text):
 # anywhere)
 EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
           'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
-          'health', 'node_load')
+          'health', 'node_load', 'measured_gpus')
 _EXTRA_TYPES = (dict, str, list, records.NodeLoad, records.Health)
 
 

@@ -64,6 +64,7 @@ class TestCase(Struct):
     hpcval_job_nodes: Any = None
     hpcval_node_load: Any = None
     hpcval_health: Any = None
+    hpcval_measured_gpus: Any = None
 
 
 class Run(Struct):
