@@ -97,8 +97,8 @@ def _site(tmp, failing):
     text, n = re.subn(r'(\n\s+lower:) -0\.8\n', r'\1 -0.99\n', text)
     assert n >= 1
     if failing:
-        text, n = re.subn(r'(latency_8B:\n\s+value:) 2\.0\n',
-                          r'\1 0.001\n', text)
+        text, n = re.subn(r'(latency_8B:\n\s+value:) 2\.0\n(\s+upper:) '
+                          r'999\.0\n', r'\1 0.001\n\2 9.0\n', text)
         assert n == 1
     (refs / 'local.yaml').write_text(text)
     return tmp / 'site'
