@@ -200,3 +200,27 @@ def test_the_verdict_says_nodes_gpus_and_what_differs(tmp_path):
     assert 'DIFFERS between nodes: driver: n1 580.159.04, n2 580.95.05' \
         in proc.stdout
     assert 'gpu_uuid' not in proc.stdout.split('DIFFERS')[1].split('\n')[0]
+
+
+def test_a_fleets_odd_node_is_named_not_every_node(tmp_path):
+    """The same real H200 run with 20 nodes planted, n13 on another
+    driver: the line counts the common driver and names n13 alone."""
+    import json
+    src = pathlib.Path(__file__).parent / 'fixtures' / 'reports' / \
+        'h200x2' / 'nccl-transferbench-babelstream.json'
+    report = json.loads(src.read_text())
+    nodes = [f'n{i}' for i in range(1, 21)]
+    for run in report['runs']:
+        for tc in run['testcases']:
+            if tc.get('hpcval_provenance'):
+                tc['job_nodelist'] = nodes
+                tc['hpcval_provenance']['nodes'] = {
+                    n: {'driver': '580.95.05' if n == 'n13' else
+                        '580.159.04', 'gpus': '2'} for n in nodes}
+    path = tmp_path / 'fleet.json'
+    path.write_text(json.dumps(report))
+    proc = subprocess.run([sys.executable, '-m', 'hpcval.cli', 'verdict',
+                           str(path), '--format', 'text'],
+                          capture_output=True, text=True, timeout=120)
+    assert 'DIFFERS between nodes: driver: 580.159.04 on 19 nodes; ' \
+        '580.95.05 on n13\n' in proc.stdout, proc.stdout

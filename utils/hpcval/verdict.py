@@ -707,10 +707,8 @@ def _incomplete(groups, allow_unjudged, accept_unscreened=False):
         if g.judged_passed + g.judged_failed == 0 and g.cases_failed == 0:
             why.append(f'{g.name}: no figure was judged')
         if g.no_health:
-            shown = ', '.join(g.no_health[:8]) + (
-                f' and {len(g.no_health) - 8} more'
-                if len(g.no_health) > 8 else '')
-            why.append(f'{g.name}: no health record of {shown}, where the '
+            why.append(f'{g.name}: no health record of '
+                       f'{_names(g.no_health, 8)}, where the '
                        f'inventory expects GPUs: their health is not judged '
                        f'(the probe was off, -S health_probe=no, or the '
                        f'records were removed)')
@@ -789,6 +787,26 @@ def node_summary(g):
         differs
 
 
+def _differing(values, most=8):
+    """``{node: value}`` as 'n1 v1, n2 v2' for a few nodes; for more, each
+    value once with its node count, the nodes named for all but the most
+    common value (a fleet's one odd node, not 64 names)."""
+    if len(values) <= most:
+        return ', '.join(f'{escape(n)} {escape(v)}' for n, v in values.items())
+    by_value = {}
+    for node, value in values.items():
+        by_value.setdefault(value, []).append(node)
+    common, *odd = sorted(by_value.items(), key=lambda kv: -len(kv[1]))
+    return '; '.join([f'{escape(common[0])} on {len(common[1])} nodes'] + [
+        f'{escape(value)} on {_names(nodes, most)}' for value, nodes in odd])
+
+
+def _names(nodes, most):
+    shown = ', '.join(escape(n) for n in nodes[:most])
+    return shown + (f' and {len(nodes) - most} more'
+                    if len(nodes) > most else '')
+
+
 def render_text(verdict, most=20, per_node=False):
     """The verdict on one screen: a headline, per partition its counts,
     failures, skips and unjudged figures (``most`` of each); with
@@ -805,8 +823,7 @@ def render_text(verdict, most=20, per_node=False):
             lines += _capped([f'  FAIL {f.line()}' for f in g.failures],
                              most)
             continue
-        nodes = ', '.join(g.nodes[:8]) + (
-            f' and {len(g.nodes) - 8} more' if len(g.nodes) > 8 else '')
+        nodes = _names(g.nodes, 8)
         lines += [
             '',
             f'{g.name}: {g.cases_passed + g.cases_failed + g.cases_skipped} '
@@ -833,10 +850,9 @@ def render_text(verdict, most=20, per_node=False):
             head, differs = node_summary(g)
             lines.append(f'  {head}; provenance of every node recorded on '
                          f'{len(g.node_provenance)}')
-            for key, values in differs.items():
-                lines.append(f'  DIFFERS between nodes: {escape(key)}: ' +
-                             ', '.join(f'{escape(n)} {escape(v)}'
-                                       for n, v in values.items()))
+            lines += [f'  DIFFERS between nodes: {escape(key)}: '
+                      f'{_differing(values)}'
+                      for key, values in differs.items()]
         if g.provenance:
             lines.append(f'  provenance: {_provenance_line(g)}')
         lines += _capped(_gpu_lines(g.gpus), most)
