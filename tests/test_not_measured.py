@@ -14,7 +14,9 @@ Data, each a real capture with one defect at a time:
 - the real 2 x H200 run whose BabelStream and TransferBench failed in
   sanity (tests/fixtures/captured/h200x2/gpu1_loaded_v2), as recorded, and
   the real one-GPU TransferBench output of that node with GPU 1 hidden
-  (``CUDA_VISIBLE_DEVICES=0``, tb/p2p_gpu_last_hidden.txt)."""
+  (``CUDA_VISIBLE_DEVICES=0``, tb/p2p_gpu_last_hidden.txt), and its real
+  nccl-tests output (nccl/ar_full_c1.txt), whole and cut before its device
+  list."""
 import json
 import shutil
 import types
@@ -25,6 +27,7 @@ from hpcval import verdict
 from hpcval.benchmarks.babelstream import BabelStream, gpus_with_results
 from hpcval.benchmarks.transferbench import TransferBench, gpus_listed
 from hpcval.parsers import ParseError
+from hpcval.parsers.nccl_tests import listed_devices
 from hpcval.parsers.transferbench import parse_p2p
 from gpu_views import without_last_gpu
 from hpcval.publish import results
@@ -204,3 +207,36 @@ def test_a_gpu_hidden_from_babelstream_fails_sanity_recording_the_rest(
     assert 'expected 8 per-GPU outputs' in tc['fail_reason']
     assert 'missing stream.guidenode.gpu7.out' in tc['fail_reason']
     assert tc['hpcval_measured_gpus'] == list(range(7))
+
+
+NCCL = 'NcclTestsNodeCheck %collective=all_reduce'
+
+
+def test_nccl_tests_banner_lists_the_devices_it_measured():
+    text = (H200X2 / 'nccl' / 'ar_full_c1.txt').read_text()
+    assert listed_devices(text) == {0, 1}
+    # nccl-tests' common.cu prints "Invalid number of GPUs" (stderr) and
+    # stops before its device list: the real output cut there
+    assert listed_devices(text.split('# Using devices')[0]) == set()
+
+
+def test_a_collective_that_saw_no_gpu_names_every_gpu(tmp_path):
+    """healthy01's all_reduce case (skipped there: its build failed) as
+    the sanity failure of a run stopped at "Invalid number of GPUs", with
+    the node's health record of the same run's BabelStream case."""
+    report = json.loads(HEALTHY.read_text())
+    cases = {tc['display_name']: tc for tc in report['runs'][0]['testcases']}
+    nccl = cases[NCCL]
+    nccl['hpcval_health'] = cases[BS]['hpcval_health']
+    nccl['job_nodelist'] = cases[BS]['job_nodelist']
+    _failed_in_sanity(
+        nccl, 'sanity error: no result table header ("#  size  count  type '
+        '..."): the run died before its first size; stderr: Invalid number '
+        'of GPUs: 4 requested but only 3 were found.', [])
+    path = tmp_path / 'nccl.json'
+    path.write_text(json.dumps(report))
+    found = verdict.judge(results.load([str(path)]))
+    assert _not_measured(found) == [
+        f'node vm GPU {n}: not measured by {NCCL} (sanity: no result table '
+        f'header ("#  size  count  type ..."))' for n in range(4)]
+    assert found.status == verdict.EXIT_FAILED

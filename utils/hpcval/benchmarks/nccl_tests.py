@@ -32,8 +32,8 @@ from hpcval import plotdata
 from hpcval.parsers.nccl_tests import (IN_PLACE, OUT_OF_PLACE,
                                        check_collective, check_devices,
                                        check_gpus_per_process, check_sizes,
-                                       check_tool, parse_nccl_tests,
-                                       parse_size)
+                                       check_tool, listed_devices,
+                                       parse_nccl_tests, parse_size)
 
 #: bus bandwidth counts the bytes moved between GPUs: 0 on one GPU
 BUSBW = r'busbw_\w+|avg_busbw'
@@ -235,6 +235,12 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             check_gpus_per_process(result, self.gpus_per_process)
             check_devices(result, self.expected_gpus)
         return result
+
+    def measured_gpus(self):
+        # one node's GPUs in one process; a quoted table lists no device
+        if self.mode != 'single_process' or self.replay_excerpt:
+            return None
+        return listed_devices(read_text(self.stdout.evaluate()))
 
     def provenance_of_output(self, result):
         # nccl-tests' first line: '... nccl-library=22809' (NCCL 2.28.9)

@@ -314,6 +314,12 @@ def _ranks(text):
     return ranks
 
 
+def listed_devices(text):
+    """{N} of the devices the banner's ``# Rank ... device N`` lines list
+    (the runtime's numbers): none where the run stopped before them."""
+    return {r.device for r in _ranks(text)}
+
+
 def parse_nccl_tests(text, require_footer=True):
     """Parse one nccl-tests / rccl-tests run.
 
