@@ -149,7 +149,7 @@ def readme(out=OUT):
     """docs/comparison/README.md, from the facts of the page it describes:
     its columns, their kind, runs, dates and provenance, the n of their
     cells, the figures, and the command that made it."""
-    from hpcval.publish import page
+    from hpcval.publish import formats, page
     table, _ = runs_table(out)
     counts = page.summary(table)
     lines = [
@@ -163,7 +163,7 @@ def readme(out=OUT):
         'from the same inputs by the command below):', '',
         '| column | kind | what it is | runs | dates | n per cell | input |',
         '|---|---|---|---|---|---|---|']
-    for col, info in page.systems(table):
+    for col, info in formats.systems(table):
         ns = sorted({c.n for (r, c2), c in table.cells.items()
                      if c2 == col and c.values})
         n = f'{ns[0]}' if len(ns) == 1 else f'{ns[0]} to {ns[-1]}'

@@ -9,13 +9,17 @@ reported, full precision) so that it loads into any spreadsheet or
 dataframe without parsing cell text.
 """
 import csv
+import datetime
 import io
+import re
 import unicodedata
 import urllib.parse
 
 from hpcval.publish import numbers, sources
 from hpcval.publish.comparison import (FAIL, NOT_ITS_OWN, PASS, PUBLISHED,
-                                      WHOLE_NODE, is_link_metric, scope)
+                                      WHOLE_NODE, Cell, Reference, Row,
+                                      Table, is_link_metric, scope,
+                                      columns as column_labels)
 
 ARROW = {'higher': '↑', 'lower': '↓', 'unknown': '?'}
 LEGEND = ('↑ higher is better, ↓ lower is better (? a unit hpcval does not '
@@ -389,7 +393,6 @@ def tables_from_csv(rows):
     """The comparison Tables (cells with their mean, spread, n, reference
     and verdict) of tidy CSV lines (dicts, as csv.DictReader gives them):
     what to_markdown prints, rebuilt from the CSV alone."""
-    from hpcval.publish import comparison
     tables = {}
 
     def number(text):
@@ -400,18 +403,18 @@ def tables_from_csv(rows):
             continue
         table = tables.get(line['table'])
         if table is None:
-            table = tables[line['table']] = comparison.Table(
+            table = tables[line['table']] = Table(
                 line['table'], [], [], {})
-        row = comparison.Row(line['benchmark'], line['test'],
+        row = Row(line['benchmark'], line['test'],
                              line['metric'], line['unit'])
         col = line['system']
         n, mean, spread = int(line['n']), number(line['value']), \
             number(line['spread'])
         ref, lo, hi = (number(line[k]) for k in (
             'reference', 'lower_bound', 'upper_bound'))
-        cell = comparison.Cell(
+        cell = Cell(
             [mean] * n if mean is not None else [],
-            None if ref is None else comparison.Reference(
+            None if ref is None else Reference(
                 ref, None if lo is None else lo / ref - 1 if ref else lo,
                 None if hi is None else hi / ref - 1 if ref else hi),
             verdict=line['judgement'], runs=int(line['runs']),
@@ -448,14 +451,64 @@ def _opt(x):
     return '' if x is None else repr(x)
 
 
-def to_html(tables, inputs=(), problems=(), images=(), title=None):
-    from hpcval.publish import page
-    return page.render(tables, inputs, problems, images, title)
+def utc_date(ts):
+    """The UTC date of unix time ``ts``; 'undated' for none or nonsense
+    (reports come from anywhere)."""
+    try:
+        return datetime.datetime.fromtimestamp(
+            ts, datetime.timezone.utc).strftime('%Y-%m-%d')
+    except (TypeError, ValueError, OverflowError, OSError):
+        return 'undated'
 
 
-def to_latex(table):
-    from hpcval.publish import latex
-    return latex.document([table])
+_PATH = re.compile(r'(?<![\w.])/(?:[^\s/]+/)+([^\s/()]+)')
 
 
-RENDER = {'md': to_markdown, 'csv': to_csv, 'tex': to_latex}
+def without_paths(text):
+    """``text`` with each absolute path cut to its last part."""
+    return _PATH.sub(lambda m: m[1], text)
+
+
+def systems(table):
+    """[(column, {what: text})] of the table's columns: where and when its
+    runs were made, and what the nodes reported about themselves."""
+    label = column_labels(table.cases)
+    by_col = {}
+    for case in table.cases:
+        by_col.setdefault(label[case], []).append(case)
+    out = []
+    for col in table.columns:
+        cases = by_col.get(col, [])
+        if not cases:
+            continue
+        times = [c.time for c in cases if not c.replay
+                 and c.time and utc_date(c.time) != 'undated']
+        prov = {}
+        for c in cases:
+            for key, val in (c.provenance or {}).items():
+                if isinstance(val, str):
+                    # a program's path on the node says nothing to a
+                    # reader: its name and version do
+                    prov.setdefault(str(key), set()).add(without_paths(val))
+        ran = [c for c in cases if c.result != 'skip']
+        out.append((col, {
+            'kind': 'replay of recorded output' if cases[0].replay
+                    else 'measured',
+            'system': ', '.join(sorted({f'{c.system}:{c.partition}'
+                                        for c in cases})),
+            'nodes': ', '.join(sorted({n for c in cases for n in c.nodes}))
+                     or 'not recorded',
+            'runs': f'{sum(c.result == "pass" for c in ran)} of {len(ran)} '
+                    f'passed' + (f', {len(cases) - len(ran)} skipped'
+                                 if len(cases) > len(ran) else ''),
+            'dates': (sources.date_of(cases[0], utc_date) if cases[0].replay
+                      else f'{utc_date(min(times))} to {utc_date(max(times))}'
+                      if times and utc_date(min(times)) != utc_date(max(times))
+                      else utc_date(max(times, default=0))),
+            'ReFrame': ', '.join(sorted({c.version for c in cases
+                                         if c.version})) or 'not recorded',
+            'provenance': '; '.join(f'{k}: {", ".join(sorted(v))}'
+                                    for k, v in sorted(prov.items()))
+                          or 'not recorded',
+        }))
+    return out

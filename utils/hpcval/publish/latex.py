@@ -82,8 +82,7 @@ _FIGURE_PATH = re.compile(r'[A-Za-z0-9_./-]+\.png')
 def _systems(table):
     """The systems table: nodes, runs, dates, ReFrame and provenance of
     every column (the page's)."""
-    from hpcval.publish import page
-    rows = page.systems(table) if table.cases else []
+    rows = formats.systems(table) if table.cases else []
     if not rows:
         return []
     keys = list(rows[0][1])

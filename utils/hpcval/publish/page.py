@@ -5,7 +5,6 @@ per benchmark (its table, then its figures), notes, and the inputs named by
 file name or label only (never the paths of the machine that made the
 page).  Plots arrive as data URIs: the page needs no other file.
 """
-import datetime
 import html
 import os
 import re
@@ -41,16 +40,6 @@ def _anchor(text):
     return 'b-' + re.sub(r'[^a-z0-9_]+', '-', text.lower()).strip('-')
 
 
-def _date(ts):
-    """The UTC date of unix time ``ts``; 'undated' for none or nonsense
-    (reports come from anywhere)."""
-    try:
-        return datetime.datetime.fromtimestamp(
-            ts, datetime.timezone.utc).strftime('%Y-%m-%d')
-    except (TypeError, ValueError, OverflowError, OSError):
-        return 'undated'
-
-
 def input_name(source):
     """A report's file name (its label, for LABEL=REPORT), or the results
     database's file name and session: never a path of this machine."""
@@ -63,61 +52,7 @@ def input_name(source):
 def _problem(problem):
     name = input_name(problem.source)
     reason = str(problem.reason).replace(str(problem.source), name)
-    return without_paths(f'{name}: {reason}')
-
-
-_PATH = re.compile(r'(?<![\w.])/(?:[^\s/]+/)+([^\s/()]+)')
-
-
-def without_paths(text):
-    """``text`` with each absolute path cut to its last part."""
-    return _PATH.sub(lambda m: m[1], text)
-
-
-def systems(table):
-    """[(column, {what: text})] of the table's columns: where and when its
-    runs were made, and what the nodes reported about themselves."""
-    from hpcval.publish.comparison import columns
-    label = columns(table.cases)
-    by_col = {}
-    for case in table.cases:
-        by_col.setdefault(label[case], []).append(case)
-    out = []
-    for col in table.columns:
-        cases = by_col.get(col, [])
-        if not cases:
-            continue
-        times = [c.time for c in cases if not c.replay
-                 and c.time and _date(c.time) != 'undated']
-        prov = {}
-        for c in cases:
-            for key, val in (c.provenance or {}).items():
-                if isinstance(val, str):
-                    # a program's path on the node says nothing to a
-                    # reader: its name and version do
-                    prov.setdefault(str(key), set()).add(without_paths(val))
-        ran = [c for c in cases if c.result != 'skip']
-        out.append((col, {
-            'kind': 'replay of recorded output' if cases[0].replay
-                    else 'measured',
-            'system': ', '.join(sorted({f'{c.system}:{c.partition}'
-                                        for c in cases})),
-            'nodes': ', '.join(sorted({n for c in cases for n in c.nodes}))
-                     or 'not recorded',
-            'runs': f'{sum(c.result == "pass" for c in ran)} of {len(ran)} '
-                    f'passed' + (f', {len(cases) - len(ran)} skipped'
-                                 if len(cases) > len(ran) else ''),
-            'dates': (sources.date_of(cases[0], _date) if cases[0].replay
-                      else f'{_date(min(times))} to {_date(max(times))}'
-                      if times and _date(min(times)) != _date(max(times))
-                      else _date(max(times, default=0))),
-            'ReFrame': ', '.join(sorted({c.version for c in cases
-                                         if c.version})) or 'not recorded',
-            'provenance': '; '.join(f'{k}: {", ".join(sorted(v))}'
-                                    for k, v in sorted(prov.items()))
-                          or 'not recorded',
-        }))
-    return out
+    return formats.without_paths(f'{name}: {reason}')
 
 
 def summary(table):
@@ -206,18 +141,18 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
     runs = [c for c in main.cases if c.result != 'skip']
     # a replay's time is when it was replayed, not a date of its figures
     latest = max((c.time for c in main.cases if not c.replay
-                  and c.time and _date(c.time) != 'undated'), default=None)
+                  and c.time and formats.utc_date(c.time) != 'undated'), default=None)
     parts = ['<!DOCTYPE html><html><head><meta charset="utf-8">',
              f'<title>{esc(title)}</title><style>{_CSS}</style></head><body>',
              f'<h1>{esc(title)}</h1>']
     if main.cases:
-        parts.append(f'<p class="meta">Measured runs up to {_date(latest)}'
+        parts.append(f'<p class="meta">Measured runs up to {formats.utc_date(latest)}'
                      f' (replays carry their documents\' dates): '
                      f'{len(runs)} runs of {len(main.columns)} systems; '
                      f'made by <code>hpcval report</code>.</p>')
     toc = []
     body = []
-    sys_rows = systems(main) if main.cases else []
+    sys_rows = formats.systems(main) if main.cases else []
     if sys_rows:
         toc.append(('systems', 'Systems'))
         keys = list(sys_rows[0][1])
@@ -282,7 +217,7 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
                                   else i[0] for i in inputs]),
             ('left-out', 'Inputs left out', [_problem(p) for p in problems]),
             ('not-drawn', 'Figures not drawn',
-             [without_paths(why) for why in unplotted])):
+             [formats.without_paths(why) for why in unplotted])):
         if items:
             toc.append((anchor, heading))
             body.append(f'<h2 id="{anchor}">{heading}</h2><ul class="notes">'

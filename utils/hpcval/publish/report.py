@@ -16,7 +16,8 @@ import sys
 import time
 
 from hpcval import paths
-from hpcval.publish import comparison, formats, output, results, sources
+from hpcval.publish import (comparison, formats, latex, output, page,
+                            results, sources)
 from hpcval.references import ReferenceFileError, ReferenceSet
 
 EXIT_OK, EXIT_REJECTED, EXIT_EMPTY = 0, 1, 2
@@ -225,11 +226,9 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
     """``images``: [(file name, data URI or path relative to the output)];
     ``unplotted``: why a figure was not drawn (the page lists them)."""
     if fmt == 'html':
-        from hpcval.publish import page
         return page.render(tables, inputs, problems, images, title,
                            unplotted)
     if fmt == 'tex':
-        from hpcval.publish import latex
         return latex.document(tables, title, images)
     if fmt == 'md':
         by_bench = {}
@@ -240,10 +239,7 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
         return '\n'.join([formats.to_markdown(t, by_bench if i == 0 else None)
                           for i, t in enumerate(tables)] +
                          ([bib] if bib else []))
-
-    if fmt == 'csv':
-        return formats.to_csv(tables)
-    return '\n'.join(formats.RENDER[fmt](t) for t in tables)
+    return formats.to_csv(tables)
 
 
 def _group_by(args, fmt, samples, cases):
