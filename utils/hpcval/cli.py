@@ -34,32 +34,23 @@
 """
 import argparse
 import contextlib
-import importlib
 import io
+import math
 import os
 import re
 import shlex
 import shutil
+import socket
+import subprocess
 import sys
+import time
 
-from hpcval import reference_service, references
-
-
-class _Imported:
-    """A module imported at its first use: hpcval.inputs and hpcval.paths
-    import ReFrame (half a second), which `hpcval report` never needs."""
-
-    def __init__(self, name):
-        self._name = name
-
-    def __getattr__(self, attr):
-        return getattr(importlib.import_module(self._name), attr)
-
-
-inputs, paths = _Imported('hpcval.inputs'), _Imported('hpcval.paths')
-
-from hpcval import screen, selection
-from hpcval.publish import reference_table, report
+from hpcval import (ci, inputs, paths, preflight, reference_service,
+                    references, screen, selection, site, site_from_slurm,
+                    slurm_describe, verdict, verdict_refs)
+from hpcval.publish import (calibrate, changes, history, reference_table,
+                            report, results, sample_size)
+from hpcval.publish.stats import Rule
 
 
 def _references(args):
@@ -103,7 +94,6 @@ def _references(args):
 def _effective(refs):
     """Each judged figure as the layers give it, where it came from, and
     a warning per site figure breaking the rule it names."""
-    from hpcval import site
     rows = [('check', 'where', 'metric', 'value', 'unit', 'lower', 'upper',
              'rule', 'origin'), *site.effective(refs)]
     rows = [[_printable(c) for c in row] for row in rows]
@@ -135,7 +125,6 @@ def _unmatched(system, path, found):
 
 
 def _calibrate(args):
-    from hpcval.publish import calibrate
     if len(args.system) != 1:
         print('hpcval calibrate: give exactly one --system', file=sys.stderr)
         return 2
@@ -184,9 +173,7 @@ def _calibrate(args):
 
 def _history(args, by_system):
     """The samples of ``--from URL`` (None after a message)."""
-    import time
 
-    from hpcval.publish import history
     if args.reports or args.db is not None or args.since is None:
         print('hpcval calibrate: --from reads the monitoring history alone '
               '(no reports, no --db) and needs --since', file=sys.stderr)
@@ -217,8 +204,6 @@ def _history(args, by_system):
 def _runs_needed(result, args):
     """Per calibrated figure: its runs, spread and bound, and the runs it
     needs for the requested false-alarm rate (publish.sample_size)."""
-    from hpcval.publish import sample_size
-    from hpcval.publish.stats import Rule
     if not result.figures:
         return
     rule = Rule(false_alarm=args.false_alarm, min_samples=args.min_samples,
@@ -264,8 +249,6 @@ def _node_list(text):
 
 
 def _verdict(args):
-    from hpcval import verdict, verdict_refs
-    from hpcval.publish import results
     if not args.reports and args.db is None:
         print('hpcval verdict: nothing to judge: give run reports '
               '(--report-file) or --db', file=sys.stderr)
@@ -301,7 +284,6 @@ def _verdict(args):
 
 
 def _diff(args):
-    from hpcval.publish import changes, results
     if not args.reports and args.db is None:
         print('hpcval diff: nothing to compare: give run reports or --db',
               file=sys.stderr)
@@ -397,7 +379,6 @@ def _run(args):
 
 
 def _finite(text):
-    import math
     try:
         value = float(text)
     except ValueError:
@@ -437,9 +418,9 @@ def _paths(args):
     for name, path in where.items():
         print(f'{name:<11}{path or f"(none: set {paths.SITE_VAR})"}')
     # what the site layer puts in place of hpcval's own files
-    for kind, builtin, site in paths.replacements():
+    for kind, builtin, replacement in paths.replacements():
         print(f'{"replaced":<11}{kind}/{os.path.basename(builtin)} by '
-              f'{site}')
+              f'{replacement}')
     return 0
 
 
@@ -448,8 +429,6 @@ def run_reframe(reframe_args):
     (after it, the files already named there: a site's logging, say),
     after hpcval.preflight's checks; a selection of no test case is
     refused after the fact (exit preflight.REFUSED)."""
-    import socket
-    from hpcval import preflight
     config = paths.config_file()
     given = [f for f in os.environ.get('RFM_CONFIG_FILES', '').split(':')
              if f and os.path.abspath(f) != config]
@@ -471,7 +450,6 @@ def run_reframe(reframe_args):
         return 1
     if any(a == '--ci-generate' or a.startswith('--ci-generate=')
            for a in reframe_args):
-        from hpcval import ci
         try:
             return ci.generate(reframe_args, exe, env)
         except (ci.CiError, OSError) as err:
@@ -517,7 +495,6 @@ def _passthrough(cmd, env, pattern):
     status, whether a line matched ``pattern``, the session ReFrame
     stored or None).  Ctrl-C reaches ReFrame
     (same process group), which ends its jobs; this waits for it."""
-    import subprocess
     seen, session = False, None
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
     out = sys.stdout.buffer
@@ -542,7 +519,6 @@ def _passthrough(cmd, env, pattern):
 
 
 def _site_init(args):
-    from hpcval import site
     if args.from_slurm:
         return _site_from_slurm(args)
     try:
@@ -558,7 +534,6 @@ def _site_init(args):
 
 
 def _site_from_slurm(args):
-    from hpcval import site, site_from_slurm, slurm_describe
     try:
         cluster, files, written = site_from_slurm.init(
             args.dir, args.name, dry_run=args.dry_run)
@@ -749,7 +724,6 @@ def _main(argv):
         # argparse's usage errors exit 2, the verdict's "incomplete":
         # `hpcval verdict --typo` exits with its input-error code instead
         if done.code == 2 and argv[:1] in (['verdict'], ['diff']):
-            from hpcval import verdict
             return verdict.EXIT_INPUT
         raise
     return _run(args)

@@ -130,6 +130,8 @@ def validate_system(system, origin):
             if key in extras:
                 _settings(f'{where}.{key}', extras[key], _SETTINGS_KEYS)
 
+        # at call time: layouts is a ground-floor module (no hpcval import)
+        # and the container rules belong to the benchmark base above it
         from hpcval.benchmarks.container import validate_extras
         validate_extras(where, extras, SystemConfigError)
 

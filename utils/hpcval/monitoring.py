@@ -45,7 +45,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from hpcval import units
+from hpcval import provenance, units
 from hpcval.judgement import PASS, Band, outcome
 
 _CASE_LABELS = {'test': 'check_display_name', 'system': 'check_system',
@@ -142,7 +142,6 @@ def _provenance_lines(record, labels, millis):
     """hpcval_provenance_info of each node the record's provenance names:
     an info series (value 1) whose labels change when the node's stack
     does; the figures' own series never carry them."""
-    from hpcval import provenance
     prov = getattr(record, 'check_hpcval_provenance', None)
     if not isinstance(prov, dict):
         return []

@@ -23,8 +23,12 @@ executable loads (``ldd``), named by the version tool installed beside it
 started it with; the first ``mpiexec`` on PATH only where neither says.
 The version banners are parsed here (``mpi_version()``), not in the shell.
 """
+import base64
+import binascii
 import re
 import shlex
+
+from hpcval.health import amd, nvidia
 
 FILE = 'hpcval_provenance.txt'
 KEYS = ('gpu', 'driver', 'cuda', 'rocm', 'nccl', 'rccl', 'mpi', 'kernel',
@@ -198,9 +202,6 @@ def identity(tool, encoded):
     """{'gpu_uuid', 'gpu_serial', 'vbios', 'driver', 'gpus'} (comma lists
     in GPU order) from a node's base64 tool output; {'identity': why}
     where the tool's output does not parse."""
-    import base64
-    import binascii
-    from hpcval.health import amd, nvidia
     try:
         text = base64.b64decode(encoded, validate=True).decode(
             'utf-8', 'replace')

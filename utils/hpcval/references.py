@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from hpcval import bounded, trust, units
+from hpcval import bounded, paths, trust, units
 from hpcval.health import inventory
 
 _TOP_KEYS = {'system', 'description', 'rules', 'entries', 'inventory',
@@ -455,7 +455,6 @@ class ReferenceSet(dict):
         nobody else) and a regular file; else the installed and the
         site's, layered; each inventory's partitions checked against the
         configured systems."""
-        from hpcval import paths    # imports ReFrame: only when needed
         if not given:
             refs = cls.layered(paths.references_dirs())
         else:
@@ -506,7 +505,6 @@ def configured_partitions(system_modules=None):
     """{system: its partitions' names} of hpcval's system modules (default:
     those the suite configures; none where it has no systems/ folder)."""
     if system_modules is None:
-        from hpcval import paths
         if not os.path.isfile(os.path.join(paths.repo_root(), 'systems',
                                            '__init__.py')):
             return {}

@@ -19,7 +19,7 @@ import textwrap
 
 import yaml
 
-from hpcval import slurm_describe
+from hpcval import site, slurm_describe
 from hpcval.publish.calibrate import INVENTORY_MARKER
 
 # ReFrame's partition names: [A-Za-z_][A-Za-z0-9_]*
@@ -240,7 +240,6 @@ def init(folder, name=None, dry_run=False, env=None):
     """Describe the cluster, then make the site folder (hpcval.site.init)
     with the system module and reference file; ``dry_run``: only return
     them.  Returns (cluster, {path: text}, [paths written])."""
-    from hpcval import site
     cluster = slurm_describe.from_slurm(name, env)
     files = render(cluster, name or cluster.name)
     if dry_run:

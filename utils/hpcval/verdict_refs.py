@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from hpcval import peers
+from hpcval import peers, reference_service
 from hpcval.judgement import Band
 
 REPORT, REFERENCES, NONE = 'report', 'references', 'none'
@@ -63,7 +63,6 @@ class Cross:
 def _bases():
     """{class name: [base class names]} of the checks and hpcval's
     benchmarks, read (never imported) from their files."""
-    from hpcval import reference_service
     here = os.path.dirname(os.path.abspath(__file__))
     files = [*(f for d in reference_service.checks_dirs() for f in (
                [d] if d.endswith('.py') else

@@ -26,6 +26,7 @@ from hpcval import features as ft, records, suites
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.health import probe, report
 from hpcval.parsers import ParseError
+from hpcval.verdict import Failure
 
 #: The partition features that mean GPUs are expected on its nodes.
 GPU_FEATURES = (ft.GPU, ft.NVGPU, ft.AMDGPU, ft.GAUDI)
@@ -44,7 +45,6 @@ def _judged_here(part):
 def failure_lines(record, system, partition):
     """The verdict's FAIL lines of ``record`` (hpcval.records.Health) on
     ``system:partition``: [] for a healthy node."""
-    from hpcval.verdict import Failure
     case = types.SimpleNamespace(extras={'health': record}, system=system,
                                  partition=partition)
     return [Failure(system, partition, n, comp, '', '', reason=text).line()

@@ -28,7 +28,9 @@ import textwrap
 
 import yaml
 
-from hpcval import bounded, peers, references, units
+from hpcval import (bounded, paths, peers, reference_service, references,
+                    units)
+from hpcval.health import inventory
 from hpcval.publish.comparison import better
 from hpcval.publish.stats import Rule, prediction_factor
 
@@ -351,7 +353,6 @@ def _entries(groups, old_refs, rule, include_absent, notes,
     """New calibrated entries: [(key, {metric: spec})], only for checks
     that exist (a report naming another class would make an entry that
     fails every test of the system in setup)."""
-    from hpcval import reference_service
     known = reference_service.known_checks()
     out = []
     for (check, partition, params), metrics in groups.items():
@@ -504,7 +505,6 @@ def _with_rule(head, rule_text, path):
 def _inventory(samples):
     """The inventory entries the health records of the selected runs show
     (hpcval.health.inventory.from_records), one per partition."""
-    from hpcval.health import inventory
     by_part = {}
     for s in samples:
         rec = s.case.extras.get('health')
@@ -734,7 +734,6 @@ _SYSTEM = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]*')
 def known_systems(by_system_refs):
     """Systems a reference file may be calibrated for: those of systems/
     and those with a reference file already."""
-    from hpcval import paths
     modules = set()
     for folder in (os.path.join(paths.repo_root(), 'systems'),
                    *paths.site_folders('systems')):
@@ -791,7 +790,6 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     rule = Rule(false_alarm=false_alarm, min_samples=min_samples, k=k,
                 floor=floor)
     if ref_dir is None:
-        from hpcval import paths
         ref_dir = paths.references_dir()
     path = os.path.join(ref_dir, f'{system}.yaml')
     old = _read(path)

@@ -22,9 +22,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from hpcval import judgement, units
+from hpcval import judgement, plotdata, units
 from hpcval.units import better  # noqa: F401 (a Row's direction)
-from hpcval.publish import measures
+from hpcval.publish import measures, sources
 
 PASS, FAIL = judgement.PASS, judgement.FAIL
 NO_REFERENCE, PUBLISHED = 'no reference', 'published'
@@ -306,7 +306,6 @@ def build(samples, title='Cross-system comparison', cases=None,
 
 def _cite_replays(table, cases, where):
     """Each replay column names the document its recordings come from."""
-    from hpcval.publish import sources
     done = set()
     for case in cases:
         doc = sources.replayed_from(case.system) if case.replay else None
@@ -415,7 +414,6 @@ def collective_layout(cases):
     busbw curve): the ranks nccl-tests printed, else the GPUs the node
     reported (provenance ``gpu``, "NVIDIA H200 x2") times its nodes;
     None for other benchmarks or where neither is recorded."""
-    from hpcval import plotdata
     for case in sorted(cases, key=lambda c: c.time, reverse=True):
         data = case.plot_data or {}
         if plotdata.CURVES not in data:

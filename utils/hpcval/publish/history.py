@@ -25,6 +25,8 @@ Every request has a timeout, follows no redirect, uses no proxy and sends
 no credentials but a configured bearer token.
 """
 import ast
+import importlib
+import pkgutil
 import glob
 import json
 import math
@@ -35,7 +37,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from hpcval import monitoring, units
+import hpcval.benchmarks as pkg
+from hpcval import monitoring, reference_service, units
 from hpcval.publish import results
 
 TIMEOUT = 30
@@ -140,11 +143,7 @@ def diagnostics():
     """{check class: {regex: why}} the check classes declare as diagnostic
     (their own or an hpcval benchmark base's ``diagnostics``), read from
     the check files without running them."""
-    import importlib
-    import pkgutil
 
-    import hpcval.benchmarks as pkg
-    from hpcval import reference_service
     bases = {}
     for info in pkgutil.iter_modules(pkg.__path__):
         module = importlib.import_module(f'hpcval.benchmarks.{info.name}')

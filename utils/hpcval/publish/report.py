@@ -16,8 +16,8 @@ import sys
 import time
 
 from hpcval import paths
-from hpcval.publish import (comparison, formats, latex, output, page,
-                            results, sources)
+from hpcval.publish import (changes, comparison, formats, latex, output,
+                            page, published, results, sources)
 from hpcval.references import ReferenceFileError, ReferenceSet
 
 EXIT_OK, EXIT_REJECTED, EXIT_EMPTY = 0, 1, 2
@@ -243,7 +243,6 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
 
 
 def _group_by(args, fmt, samples, cases):
-    from hpcval.publish import changes
     key = changes.ALIASES.get(args.group_by, args.group_by)
     known = changes.recorded_keys(cases)
     if key not in known:
@@ -262,7 +261,6 @@ def _group_by(args, fmt, samples, cases):
 
 
 def run(args):
-    from hpcval.publish import published
     fmts = _formats(args.format)
     try:
         refs = ReferenceSet.given(args.references)

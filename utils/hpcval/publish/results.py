@@ -28,8 +28,10 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 import msgspec
+from reframe.core import config
+from reframe.utility import osext
 
-from hpcval import records, verdict_refs
+from hpcval import paths, records, verdict_refs
 from hpcval.publish import typed_sessions
 from hpcval.publish.measures import LAYOUT_FIELDS
 
@@ -843,9 +845,6 @@ def default_db():
     fallback = os.path.join(os.path.expanduser('~'), '.reframe', 'reports',
                             'results.db')
     try:
-        from reframe.core import config
-        from reframe.utility import osext
-        from hpcval import paths
         ours = paths.config_file()
         files = [ours, *[f for f in os.environ.get('RFM_CONFIG_FILES',
                                                    '').split(':')
