@@ -22,7 +22,7 @@ import sys
 
 import yaml
 
-from hpcval import bounded, paths
+from hpcval import bounded, paths, trust
 
 VERDICT_STAGE = 'hpcval-verdict'
 VERDICT_JOB = 'hpcval-verdict'
@@ -75,10 +75,7 @@ def generate(reframe_args, reframe_exe, env):
     # written next to ReFrame's file and renamed over it: no symlink
     # followed, never half a pipeline
     tmp = f'{path}.hpcval-tmp'
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                 0o644)
-    with os.fdopen(fd, 'w', encoding='utf-8') as fp:
-        fp.write(dump(rewritten))
+    trust.write_new(tmp, dump(rewritten))
     os.replace(tmp, path)
     print(f'hpcval run: {path}: jobs run `hpcval run` with '
           f'{" ".join(options) or "no --system"}; a last stage '

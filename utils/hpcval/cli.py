@@ -651,12 +651,7 @@ def _main(argv):
     one.add_argument('--session', action='append', default=[],
                      metavar='UUID', help='judge only this ReFrame session '
                                           '(repeatable)')
-    ver.add_argument('--references', action='append', default=[],
-                     metavar='FILE|DIR',
-                     help='judge by these reference files (a SYSTEM.yaml, '
-                          'or a folder of them; repeatable) instead of the '
-                          'installed ones and the site\'s; the report\'s '
-                          'own bounds are only a cross-check')
+    report.add_references_argument(ver)
     ver.add_argument('--format', choices=('text', 'json'), default='text')
     ver.add_argument('--strict', action='store_true',
                      help='a skip or a figure without a reference fails '

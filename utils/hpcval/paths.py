@@ -69,14 +69,16 @@ def site_dir():
     path = os.path.abspath(value)
     if not os.path.isdir(path):
         raise SiteError(f'{SITE_VAR}={value}: {path} is not a folder')
-    try:
-        trust.check_path(path)
-    except trust.UntrustedPath as err:
-        raise SiteError(f'{SITE_VAR}={value}: not used: {err} (a site '
-                        f'folder is code hpcval runs; docs/security.md)'
-                        ) from None
-
+    _trusted(trust.check_path, path, f'{SITE_VAR}={value}:')
     return path
+
+
+def _trusted(check, path, what):
+    try:
+        check(path)
+    except trust.UntrustedPath as err:
+        raise SiteError(f'{what} not used: {err} (a site folder is code '
+                        f'hpcval runs; docs/security.md)') from None
 
 
 def _private_names(folder):
@@ -93,12 +95,7 @@ def site_folders(kind):
     folder = os.path.join(site, kind) if site else ''
     if not (folder and os.path.isdir(folder)):
         return []
-    try:
-        trust.check_tree(folder)
-    except trust.UntrustedPath as err:
-        raise SiteError(f'{SITE_VAR}: {kind}/ not used: {err} (a site '
-                        f'folder is code hpcval runs; docs/security.md)'
-                        ) from None
+    _trusted(trust.check_tree, folder, f'{SITE_VAR}: {kind}/')
     private = _private_names(folder) if kind == 'systems' else []
     if private:
         raise SiteError(f'{os.path.join(folder, private[0])}: names starting '

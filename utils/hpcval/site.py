@@ -73,14 +73,14 @@ def init(folder, from_system=None):
     for kind in paths.KINDS:
         os.mkdir(os.path.join(folder, kind), 0o755)
     readme = os.path.join(folder, 'README.md')
-    _write_new(readme, README.format(
+    trust.write_new(readme, README.format(
         path=folder, docs=os.path.join(paths.repo_root(), 'docs')).encode())
     written.append(readme)
     for source, kind in sources:
         if os.path.isfile(source):
             target = os.path.join(folder, kind, os.path.basename(source))
             with open(source, 'rb') as fp:
-                _write_new(target, fp.read())
+                trust.write_new(target, fp.read())
             written.append(target)
     return written
 
@@ -190,10 +190,3 @@ def _sources(name):
     return [(os.path.join(root, 'systems', f'{name}.py'), 'systems')]
 
 
-def _write_new(path, data):
-    # a new file, never through a link, never writable by others whatever
-    # the umask
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                 0o644)
-    with os.fdopen(fd, 'wb') as fp:
-        fp.write(data)

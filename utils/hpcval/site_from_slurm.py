@@ -19,7 +19,7 @@ import textwrap
 
 import yaml
 
-from hpcval import site, slurm_describe
+from hpcval import site, slurm_describe, trust
 from hpcval.publish.calibrate import INVENTORY_MARKER
 
 # ReFrame's partition names: [A-Za-z_][A-Za-z0-9_]*
@@ -247,6 +247,6 @@ def init(folder, name=None, dry_run=False, env=None):
     written = site.init(folder)
     for rel, text in files.items():
         path = os.path.join(os.path.abspath(folder), rel)
-        site._write_new(path, text.encode())
+        trust.write_new(path, text)
         written.append(path)
     return cluster, files, written

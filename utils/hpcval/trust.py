@@ -103,3 +103,13 @@ def own_folder(path, mode=0o700, uid=None):
     if why:
         raise UntrustedPath(why)
     return path
+
+
+def write_new(path, data, mode=0o644):
+    """``data`` (bytes or text, UTF-8) as the new file ``path``, created
+    with ``mode`` from its first byte: never through a symbolic link, never
+    over an existing file, never writable by others whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                 mode)
+    with os.fdopen(fd, 'wb') as fp:
+        fp.write(data if isinstance(data, bytes) else data.encode())

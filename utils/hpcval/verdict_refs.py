@@ -129,7 +129,7 @@ class Bounds:
 
     def apply(self, case, s, decision):
         """(the sample to judge, its Cross, why unjudged) of a figure whose
-        report bound is not the references' (``decision``: _decide's)."""
+        report bound is not the references' (``decision``: decide's)."""
         band, bound, source, why, report = decision
         if band is None and not report:     # neither judges: as recorded
             return s
@@ -140,7 +140,7 @@ class Bounds:
                              source, NONE if band is None else REFERENCES), \
             why if band is None else None
 
-    def _decide(self, system, ref, s):
+    def decide(self, system, ref, s):
         """(band, its text, its source, why unjudged, the report's bound
         text): band is REPORT where the report's agrees, a (value, lower,
         upper) tuple where the reference's judges, or None."""
@@ -192,7 +192,7 @@ class _CaseJudge:
         decision = self.decided.get(key)
         if decision is None:
             metric = s.metric
-            decision = self.decided[key] = self.bounds._decide(
+            decision = self.decided[key] = self.bounds.decide(
                 self.system, self.refs.get(
                     metric.partition('@')[0] if '@' in metric else metric),
                 s)

@@ -88,7 +88,8 @@ class Cell:
                                  # where it is not the column's own
     gpus: object = None          # GPUs the runs used, where they name them
     nodes: object = None         # nodes a collective's runs spanned
-    _stats: object = field(default=None, repr=False, compare=False)
+    # (mean, std), computed once; given where only they are known (a CSV)
+    stats: object = field(default=None, repr=False, compare=False)
 
     @property
     def n(self):
@@ -96,9 +97,9 @@ class Cell:
 
     def _mean_std(self):
         # once per cell: tables of a hundred thousand runs ask repeatedly
-        if self._stats is None:
-            self._stats = _mean_std(self.values)
-        return self._stats
+        if self.stats is None:
+            self.stats = _mean_std(self.values)
+        return self.stats
 
     @property
     def mean(self):

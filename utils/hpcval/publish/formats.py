@@ -426,7 +426,7 @@ def tables_from_csv(rows):
         if line['statistic'] == 'published':
             cell.spread = spread
         elif mean is not None:
-            cell._stats = (mean, spread)
+            cell.stats = (mean, spread)
         table.cells[(row, col)] = cell
         if line['checks']:
             table.checks.setdefault((row.benchmark, col), set()).update(

@@ -102,6 +102,16 @@ def add_input_arguments(parser):
                              'stops the command (reject)')
 
 
+def add_references_argument(parser):
+    """``--references``, as the verdict and the report read it."""
+    parser.add_argument('--references', action='append', default=[],
+                        metavar='FILE|DIR',
+                        help='judge by these reference files (a SYSTEM.yaml, '
+                             'or a folder of them; repeatable) instead of '
+                             'the installed ones and the site\'s; the runs\' '
+                             'own bounds are only a cross-check')
+
+
 def load_selected(args, replays=True, bounds=None):
     """Loaded inputs and the samples the arguments select (or raises
     results.InputRejected); ``bounds``: results.load's."""
@@ -153,13 +163,7 @@ def add_arguments(parser):
     parser.add_argument('--force', action='store_true',
                         help='overwrite existing output files')
     parser.add_argument('--title', default='Cross-system comparison')
-    parser.add_argument('--references', action='append', default=[],
-                        metavar='FILE|DIR',
-                        help='judge by these reference files (a SYSTEM.yaml, '
-                             'or a folder of them; repeatable) instead of '
-                             'the installed ones and the site\'s, as '
-                             '`hpcval verdict` does; the runs\' own bounds '
-                             'are only a cross-check')
+    add_references_argument(parser)
     parser.add_argument('--references-only', action='store_true',
                         help='the published-reference view: tables from '
                              'references/ alone, no runs')

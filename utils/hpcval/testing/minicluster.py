@@ -94,14 +94,9 @@ class MiniClusterError(RuntimeError):
 
 
 def _write_new(path, data, mode):
-    """``path`` made anew with ``mode`` from its first byte: never through
-    a symbolic link, never readable by others in between."""
-    path = pathlib.Path(path)
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                 mode)
-    with os.fdopen(fd, 'wb') as fp:
-        fp.write(data if isinstance(data, bytes) else data.encode())
+    """``path`` made anew (hpcval.trust.write_new) over an older one."""
+    pathlib.Path(path).unlink(missing_ok=True)
+    trust.write_new(path, data, mode)
 
 
 def default_dir():
