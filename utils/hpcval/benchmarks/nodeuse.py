@@ -11,8 +11,9 @@
   running then have finished and no build starts while it runs, whatever
   the execution policy.  On a batch partition the measurements run on
   other nodes than the builds and need no lock.
-- The node's load at job start: the job samples /proc/loadavg five times
-  over a quarter of a second (each job of a screen pays it) and lists the busiest processes (``ps``), into
+- The node's load at job start: the job samples /proc/loadavg five times,
+  SPACING_S apart (each job of a screen pays it), and lists the busiest
+  processes (``ps``), into
   ``LOAD_FILE``; ``read()`` makes the check's ``hpcval_node_load`` record
   of it.  The node was busy when, in the median sample, other runnable
   tasks than the job's numbered at least ``max(1, BUSY_SHARE x CPUs)``.
@@ -30,6 +31,12 @@ LOAD_FILE = 'hpcval_node_load.txt'
 LOCK_NAME = '.hpcval-node.lock'
 BUSY_SHARE = 0.1
 _SAMPLES = 5
+#: seconds between samples: a process that keeps a CPU busy is runnable in
+#: every sample however close they are, and 10 ms is several of the
+#: kernel's time slices, so samples this far apart still see a short-lived
+#: task come and go; 50 ms cost each job of a screen 0.2 s more
+#: (docs/measurements.md, "Where a screen job's time goes")
+SPACING_S = 0.01
 _PROCESSES = 8
 _LOCK_FD = 9
 
@@ -67,7 +74,8 @@ def measurement_commands(test):
         lines += ['hpcval_wait=$SECONDS', _flock('-x'),
                   'hpcval_wait=$((SECONDS - hpcval_wait))']
     sample = (f'for hpcval_i in {" ".join(["1"] * _SAMPLES)}; do '
-              f'echo "loadavg=$(cat /proc/loadavg)"; sleep 0.05; done')
+              f'echo "loadavg=$(cat /proc/loadavg)"; '
+              f'sleep {SPACING_S:g}; done')
     ps = (f'ps -eo pid=,ppid=,stat=,pcpu=,comm= --sort=-pcpu '
           f'| head -n {_PROCESSES + 4} | sed "s/^/ps=/"')
     lines.append(f'{{ echo "cpus=$(nproc)"; echo "self=$$"; '
