@@ -17,6 +17,7 @@ a node that is slow is slow in every run), and ``<figure>_std`` their
 standard deviation, a diagnostic.  Each run costs likwid-bench's own
 start (about a second) beside its compute (docs/screening.md).
 """
+import functools
 import re
 import shlex
 import shutil
@@ -38,6 +39,9 @@ from hpcval.parsers.likwid_bench import parse_likwid_bench
 _RUN = re.compile(r'^LIKWID MICRO BENCHMARK$', re.MULTILINE)
 
 
+# asked once per ReFrame run, not once per node of a screen: each test asks
+# just before its submission, between one node's job and the next
+@functools.lru_cache(maxsize=None)
 def likwid_kernels():
     """Kernels this host's likwid-bench offers, or an empty set."""
     try:
