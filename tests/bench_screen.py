@@ -8,6 +8,7 @@ minicluster; the peer rule's own figures; a 1,000-node verdict's time.
     .venv/bin/python tests/bench_screen.py verdict REPORT [--nodes 1000]
     .venv/bin/python tests/bench_screen.py cost [--nodes 64 256]
         [--max-jobs N]
+    .venv/bin/python tests/bench_screen.py steps [--nodes 4] [--repeats 3]
 
 ``screen`` starts a minicluster of ``--nodes`` nodes (as root) and runs
 ``LikwidBenchCheck%kernel=peakflops --distribute=all`` with ``-S
@@ -31,6 +32,12 @@ runs them), with each Slurm command counted and timed by a wrapper on
 PATH; it prints the wall time, the CPU of ReFrame and its commands, the
 calls and their time per node, the verdict's time, and projects 1,000
 and 10,000 nodes from the CPU per node of the largest size.
+``steps`` says where one node's job cycle goes: it runs the screen's
+likwid-bench figure on a minicluster of ``--nodes`` nodes, prints each
+job's cycle from slurmctld's log (milliseconds: submission to allocation,
+allocation to completion, completion to the next submission), then
+submits each job's own rfm_job.sh again, one at a time, with a time stamp
+after each of its lines, and prints each step's median time.
 ``verdict`` copies a real screen report's test cases to ``--nodes`` nodes
 (two of them slow) and times ``hpcval verdict`` on it.  Figures:
 docs/screening.md and docs/measurements.md.  Not a pytest test: timings
@@ -43,6 +50,8 @@ import math
 import os
 import pathlib
 import random
+import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -317,6 +326,94 @@ def costs(args):
               f'node at {n} nodes), beside the benchmark\'s own run')
 
 
+_CTLD = re.compile(r'^\[(\S+)\] (?:_slurm_rpc_submit_batch_job: JobId=(\d+)'
+                   r'|sched: Allocate JobId=(\d+)|_job_complete: JobId=(\d+) '
+                   r'done)')
+
+
+def _ctld_cycles(log):
+    """[(submitted, allocated, completed)] per job, in seconds, from
+    slurmctld's log (its time stamps have milliseconds)."""
+    import datetime
+    seen = {}
+    for line in log.read_text(errors='replace').splitlines():
+        m = _CTLD.match(line)
+        if not m:
+            continue
+        when = datetime.datetime.fromisoformat(m[1]).timestamp()
+        for i, job in enumerate(m.groups()[1:]):
+            if job:
+                seen.setdefault(job, [None] * 3)[i] = when
+    return sorted(tuple(t) for t in seen.values() if None not in t)
+
+
+def _stamped(script, log):
+    """``script`` (an rfm_job.sh) with a time stamp into ``log`` before its
+    first command and after each of its lines (an EXIT trap's own around
+    it)."""
+    head, body = [], []
+    for line in script.splitlines():
+        (head if line.startswith('#') and not body else body).append(line)
+    out = [*head, f'exec 7>>{shlex.quote(str(log))}; '
+           't() { echo "$1 $EPOCHREALTIME" >&7; }; t start']
+    for i, line in enumerate(body):
+        m = re.fullmatch(r"trap '(.*)' EXIT", line)
+        if m:
+            line = f"trap 't trap; {m[1]}; t exit' EXIT"
+        out += [line, f't {i + 1}']
+    return '\n'.join(out) + '\n', body
+
+
+def job_steps(args):
+    import shutil
+    from hpcval.testing.minicluster import MiniCluster
+    with tempfile.TemporaryDirectory(prefix='steps-') as tmp:
+        cluster = MiniCluster(os.path.join(tmp, 'mc'), nodes=args.nodes)
+        cluster.start()
+        try:
+            folder = pathlib.Path(tmp, 'run')
+            folder.mkdir()
+            reframe('-r', '--system', 'minicluster', '--distribute=all',
+                    '-n', 'LikwidBenchCheck%kernel=peakflops', '-S',
+                    f'LikwidBenchCheck.repeats={args.repeats}',
+                    '--keep-stage-files', tmp_path=folder,
+                    checks=('checks/likwid_bench.py',), env=cluster.env())
+            cycles = _ctld_cycles(cluster.root / 'log' / 'slurmctld.log')
+            for (s, a, c), nxt in zip(cycles, [*cycles[1:], None]):
+                gap = f'{nxt[0] - c:.2f}' if nxt else '-'
+                print(f'  job: submission to allocation {a - s:.2f} s '
+                      f'(at {a % 1:.2f} of its second), allocation to '
+                      f'completion {c - a:.2f} s, completion to the next '
+                      f'submission {gap} s', flush=True)
+            steps = {}
+            for script in sorted(folder.glob('rfm/stage/**/rfm_job.sh')):
+                log = script.parent / 'steps.log'
+                text, body = _stamped(script.read_text(), log)
+                timed = script.parent / 'rfm_job_stamped.sh'
+                timed.write_text(text)
+                start = time.time()
+                cluster.run('sbatch', '--wait', '-Q', '-D',
+                            str(script.parent), str(timed), timeout=300)
+                last = start
+                for name, at in (line.split() for line in
+                                 log.read_text().splitlines()):
+                    at = float(at)
+                    key = 'sbatch to the first line' if name == 'start' \
+                        else ('EXIT trap' if name == 'exit' else name)
+                    if name != 'trap':
+                        steps.setdefault(key, []).append(at - last)
+                    last = at
+            labels = {str(i + 1): line for i, line in enumerate(body)}
+            for key, values in steps.items():
+                what = labels.get(key, key)
+                print(f'  {statistics.median(values):6.3f} s (median of '
+                      f'{len(values)}; {min(values):.3f}-{max(values):.3f})'
+                      f'  {what[:90]}', flush=True)
+            shutil.rmtree(folder / 'rfm', ignore_errors=True)
+        finally:
+            cluster.stop()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest='what', required=True)
@@ -342,9 +439,12 @@ def main():
     c = sub.add_parser('cost')
     c.add_argument('--nodes', type=int, nargs='+', default=[64, 256])
     c.add_argument('--max-jobs', type=int, default=None)
+    t = sub.add_parser('steps')
+    t.add_argument('--nodes', type=int, default=4)
+    t.add_argument('--repeats', type=int, default=3)
     args = parser.parse_args()
-    {'screen': screens, 'rule': rule_figures, 'verdict': verdict_time,
-     'cost': costs}[args.what](args)
+    {'steps': job_steps, 'screen': screens, 'rule': rule_figures,
+     'verdict': verdict_time, 'cost': costs}[args.what](args)
 
 
 if __name__ == '__main__':
