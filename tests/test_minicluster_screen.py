@@ -23,6 +23,7 @@ import time
 
 import pytest
 
+from hpcval.drain import LOAD as LOAD_BLAMED
 from hpcval.testing.minicluster import MiniCluster
 from conftest import require_minicluster
 from rfmrun import ROOT, VENV_BIN, cases, reframe
@@ -43,9 +44,12 @@ SLOW_PERCENT = 5
 # is not screened for slowness, which these tests accept (docs/screening.md)
 LOOSE = ('--peer-factor', '4', '--accept-unscreened')
 # the 64-node screen (one run per node, not the screen mode's best of
-# three): single runs of healthy nodes dipped to 0.65x on this host; n7 at
-# a quarter of its CPUs against a bound of x2 has room on both sides
-SLOW_FRACTION_64 = 0.75
+# three): single runs of healthy nodes dipped to 0.65x on a quiet host, to
+# 0.3x beside another suite, which widened the rule's bound to 0.22x the
+# median (n7 at a quarter of its CPUs, 0.34x, was then not named); at a
+# twentieth of its CPUs n7 stays below such a bound, and its job (about
+# 0.5 CPU-seconds) still ends well within the one-minute limit
+SLOW_FRACTION_64 = 0.95
 CI_HOST_64 = ('--peer-factor', '2')
 
 
@@ -85,8 +89,18 @@ def test_64_node_screen_names_exactly_the_two_bad_nodes(cluster64, tmp_path):
 
     status, result, proc = verdict(tmp_path / 'report.json', *CI_HOST_64)
     assert status == 1, proc.stdout + proc.stderr
-    assert sorted(result['failures_by_node']) == ['n42', 'n7'], \
-        json.dumps(result['failures_by_node'], indent=1)
+    # a healthy node may be named beside them only where the verdict puts
+    # it down to load (a suite beside this one takes the cores from under
+    # its job), never drained
+    named = result['failures_by_node']
+    busy = {node for node, lines in named.items()
+            if node not in ('n7', 'n42') and lines
+            and all(LOAD_BLAMED in line for line in lines)}
+    assert sorted(set(named) - busy) == ['n42', 'n7'], \
+        json.dumps(named, indent=1)
+    assert not [line for line in result['next_steps']['drain']
+                for node in busy if f'nodename={node} ' in line], \
+        result['next_steps']
     [part] = result['partitions']
     cov = part['coverage']
     assert len(cov['partition_nodes']) == 64 and len(cov['tested']) == 64
