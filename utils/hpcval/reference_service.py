@@ -253,7 +253,7 @@ def _load_shapes(system, keys):
     from reframe.frontend.loader import RegressionCheckLoader
 
     site = config.load_config(_suite('config', 'settings.py'))
-    for entry in site._site_config['systems']:
+    for entry in site['systems']:
         # matching needs tests, not modules: no Lmod to ask
         entry['modules_system'] = 'nomod'
     site.validate()
