@@ -139,6 +139,14 @@ class Table:
     versions: dict = field(default_factory=dict)  # (benchmark, column) -> {v}
     cited_by: dict = field(default_factory=dict)  # replay column -> Document
 
+    def sort(self):
+        """Rows and columns from the cells: rows by benchmark, test and
+        metric, measured columns before replays."""
+        self.rows = sorted({r for r, _ in self.cells},
+                           key=lambda r: (r.benchmark, r.test, r.metric))
+        self.columns = sorted({c for _, c in self.cells},
+                              key=lambda c: (c.endswith('(replay)'), c))
+
     def groups(self, links=True):
         """(benchmark, [rows]) in row order; ``links=False`` leaves out the
         per-GPU-pair rows (the heat maps show them)."""
@@ -296,10 +304,7 @@ def build(samples, title='Cross-system comparison', cases=None,
                 table.cells[(row, col)] = _judged(Cell([], runs=failed,
                                                        failed_runs=failed))
 
-    table.rows = sorted({r for r, _ in table.cells},
-                        key=lambda r: (r.benchmark, r.test, r.metric))
-    table.columns = sorted({c for _, c in table.cells},
-                           key=lambda c: (c.endswith('(replay)'), c))
+    table.sort()
     table.cases = cases
     _cite_replays(table, cases, where)
     return table

@@ -9,7 +9,6 @@ reported, full precision) so that it loads into any spreadsheet or
 dataframe without parsing cell text.
 """
 import csv
-import datetime
 import io
 import re
 import unicodedata
@@ -432,10 +431,7 @@ def tables_from_csv(rows):
             table.checks.setdefault((row.benchmark, col), set()).update(
                 line['checks'].split())
     for table in tables.values():
-        table.rows = sorted({r for r, _ in table.cells},
-                            key=lambda r: (r.benchmark, r.test, r.metric))
-        table.columns = sorted({c for _, c in table.cells},
-                               key=lambda c: (c.endswith('(replay)'), c))
+        table.sort()
     return list(tables.values())
 
 
@@ -449,16 +445,6 @@ def _text_cell(text):
 
 def _opt(x):
     return '' if x is None else repr(x)
-
-
-def utc_date(ts):
-    """The UTC date of unix time ``ts``; 'undated' for none or nonsense
-    (reports come from anywhere)."""
-    try:
-        return datetime.datetime.fromtimestamp(
-            ts, datetime.timezone.utc).strftime('%Y-%m-%d')
-    except (TypeError, ValueError, OverflowError, OSError):
-        return 'undated'
 
 
 _PATH = re.compile(r'(?<![\w.])/(?:[^\s/]+/)+([^\s/()]+)')
@@ -482,7 +468,9 @@ def systems(table):
         if not cases:
             continue
         times = [c.time for c in cases if not c.replay
-                 and c.time and utc_date(c.time) != 'undated']
+                 and c.time and sources.utc_date(c.time) != 'undated']
+        first, last = (sources.utc_date(pick(times, default=0))
+                       for pick in (min, max))
         prov = {}
         for c in cases:
             for key, val in (c.provenance or {}).items():
@@ -501,10 +489,8 @@ def systems(table):
             'runs': f'{sum(c.result == "pass" for c in ran)} of {len(ran)} '
                     f'passed' + (f', {len(cases) - len(ran)} skipped'
                                  if len(cases) > len(ran) else ''),
-            'dates': (sources.date_of(cases[0], utc_date) if cases[0].replay
-                      else f'{utc_date(min(times))} to {utc_date(max(times))}'
-                      if times and utc_date(min(times)) != utc_date(max(times))
-                      else utc_date(max(times, default=0))),
+            'dates': (sources.date_of(cases[0]) if cases[0].replay
+                      else f'{first} to {last}' if first != last else last),
             'ReFrame': ', '.join(sorted({c.version for c in cases
                                          if c.version})) or 'not recorded',
             'provenance': '; '.join(f'{k}: {", ".join(sorted(v))}'

@@ -140,13 +140,14 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
     figures = _by_benchmark(images)
     runs = [c for c in main.cases if c.result != 'skip']
     # a replay's time is when it was replayed, not a date of its figures
-    latest = max((c.time for c in main.cases if not c.replay
-                  and c.time and formats.utc_date(c.time) != 'undated'), default=None)
+    latest = max((c.time for c in main.cases if not c.replay and c.time
+                  and sources.utc_date(c.time) != 'undated'), default=None)
     parts = ['<!DOCTYPE html><html><head><meta charset="utf-8">',
              f'<title>{esc(title)}</title><style>{_CSS}</style></head><body>',
              f'<h1>{esc(title)}</h1>']
     if main.cases:
-        parts.append(f'<p class="meta">Measured runs up to {formats.utc_date(latest)}'
+        parts.append(f'<p class="meta">Measured runs up to '
+                     f'{sources.utc_date(latest)}'
                      f' (replays carry their documents\' dates): '
                      f'{len(runs)} runs of {len(main.columns)} systems; '
                      f'made by <code>hpcval report</code>.</p>')

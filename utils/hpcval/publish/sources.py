@@ -6,6 +6,7 @@ bibliography of the documents it used (Markdown, HTML, LaTeX with a
 BibTeX file beside it); a table or column names its document by its short
 citation, "Pearson et al. (2023)".
 """
+import datetime
 from dataclasses import dataclass
 
 
@@ -91,14 +92,23 @@ def replayed_from(system):
     return REPLAYED_FROM.get(system)
 
 
-def date_of(case, measured):
+def utc_date(ts):
+    """The UTC date of unix time ``ts``; 'undated' for none or nonsense
+    (reports come from anywhere)."""
+    try:
+        return datetime.datetime.fromtimestamp(
+            ts, datetime.timezone.utc).strftime('%Y-%m-%d')
+    except (TypeError, ValueError, OverflowError, OSError):
+        return 'undated'
+
+
+def date_of(case):
     """A run's date: a replay carries its document's ("2024, Advanced
-    Micro Devices (2024)"), never the day it was replayed; ``measured``
-    turns a measured run's time into its date."""
+    Micro Devices (2024)"), never the day it was replayed."""
     doc = replayed_from(case.system) if case.replay else None
     if case.replay:
         return f'{doc.year}, {doc.short}' if doc else 'undated (a replay)'
-    return measured(case.time)
+    return utc_date(case.time)
 
 
 def cited(tables):

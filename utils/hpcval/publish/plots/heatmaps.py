@@ -7,7 +7,6 @@ another site draws it.  Older reports: the job output ReFrame kept, parsed
 again where it is on this machine, else the GPU pairs of the report's
 per-pair metrics.
 """
-import datetime
 import math
 import re
 
@@ -25,14 +24,6 @@ from hpcval.publish.plots.common import (Plotted, describe, kept_output,
 BENCHMARK = 'transferbench'
 PRESETS = {'a2a': parse_a2a, 'p2p': parse_p2p}
 _PAIR = re.compile(r'(?:(?P<dir>uni|bidir)_)?gpu(?P<src>\d+)_to_gpu(?P<dst>\d+)')
-
-
-def _date(ts):
-    try:
-        return datetime.datetime.fromtimestamp(
-            ts, datetime.timezone.utc).strftime('%Y-%m-%d')
-    except (TypeError, ValueError, OverflowError, OSError):
-        return 'undated'
 
 
 def _from_output(case, preset):
@@ -133,7 +124,7 @@ def _figure(case, col, preset, panels, runs, outdir, plotted, force):
     for ax, (title, devices, grid) in zip(axes, panels):
         image = _panel(ax, title, devices, grid, span)
     fig.colorbar(image, ax=list(axes), label='GB/s', shrink=0.8)
-    when = sources.date_of(case, _date)
+    when = sources.date_of(case)
     latest = f', latest of {runs} runs' if runs > 1 else ''
     fig.suptitle(f'TransferBench {preset} (GB/s): {col}\n{case.check}, '
                  f'{when}{latest}', fontsize=10)
