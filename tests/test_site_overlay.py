@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import yaml
 
-from hpcval import references, site
+from hpcval import paths, references, site
 from rfmrun import ROOT, VENV_BIN, perf, one_case, reframe
 
 ONE_BOUND = '''\
@@ -276,3 +276,17 @@ entries:
     figures = perf(one_case(report, 'Mpi4pyPingPongCheck'))
     assert figures['bandwidth_4MiB'][1:3] == [6000, -1.0]
     assert figures['latency_8B'][1:4] == [2.0, None, 9.0]
+
+
+def test_a_check_file_that_does_not_parse_is_left_to_reframe(tmp_path):
+    # the readers of check files (class names, bases, diagnostics) skip
+    # it; ReFrame names it when it loads the file
+    broken = tmp_path / 'broken.py'
+    broken.write_text('class Half(:\n')
+    binary = tmp_path / 'binary.py'
+    binary.write_bytes(b'\xff\xfe\x00')
+    for path in (broken, binary, tmp_path / 'missing.py'):
+        assert paths.parsed_check_file(str(path)).body == []
+    good = tmp_path / 'good.py'
+    good.write_text('class A(B):\n    pass\n')
+    assert [n.name for n in paths.parsed_check_file(str(good)).body] == ['A']

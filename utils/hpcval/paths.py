@@ -107,14 +107,20 @@ def site_folders(kind):
     return [folder]
 
 
-def _check_classes(path):
-    """Names of the classes a check file defines (read, not imported)."""
+def parsed_check_file(path):
+    """The syntax tree of a check file, read and never imported; an empty
+    one where the file does not read or parse (ReFrame names it when it
+    loads it)."""
     try:
         with open(path, encoding='utf-8') as fp:
-            tree = ast.parse(fp.read(), path)
+            return ast.parse(fp.read(), path)
     except (OSError, SyntaxError, ValueError):
-        return []       # ReFrame reports it when it loads the file
-    return [node.name for node in tree.body
+        return ast.Module(body=[], type_ignores=[])
+
+
+def _check_classes(path):
+    """Names of the classes a check file defines (read, not imported)."""
+    return [node.name for node in parsed_check_file(path).body
             if isinstance(node, ast.ClassDef)]
 
 

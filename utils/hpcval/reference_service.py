@@ -48,6 +48,12 @@ def checks_dirs():
     return paths.check_search_path(_suite('checks'))
 
 
+def check_files():
+    """The files of checks_dirs() (each a folder of checks or one file)."""
+    return [f for d in checks_dirs() for f in (
+        [d] if d.endswith('.py') else glob.glob(os.path.join(d, '*.py')))]
+
+
 class Attrs:
     """A test's attributes as the entries' ``where`` reads them: None for
     one it lacks or that ReFrame sets only later."""
@@ -123,15 +129,11 @@ def _partitions(test):
 def known_checks():
     """Every class name of the loaded tests, hpcval.benchmarks and the
     checks/ folders, read without importing them."""
-    found = [*(f for d in checks_dirs() for f in (
-               [d] if d.endswith('.py') else
-               glob.glob(os.path.join(d, '*.py')))),
+    found = [*check_files(),
              *glob.glob(os.path.join(_HERE, 'benchmarks', '*.py'))]
     names = {n for t in _LOADED for n in _names(t)}
     for path in found:
-        with open(path, encoding='utf-8') as fp:
-            tree = ast.parse(fp.read(), path)
-        names |= {n.name for n in ast.walk(tree)
+        names |= {n.name for n in ast.walk(paths.parsed_check_file(path))
                   if isinstance(n, ast.ClassDef)}
     return frozenset(names)
 

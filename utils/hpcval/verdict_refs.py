@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from hpcval import peers, reference_service
+from hpcval import paths, peers, reference_service
 from hpcval.judgement import Band
 
 REPORT, REFERENCES, NONE = 'report', 'references', 'none'
@@ -64,18 +64,11 @@ def _bases():
     """{class name: [base class names]} of the checks and hpcval's
     benchmarks, read (never imported) from their files."""
     here = os.path.dirname(os.path.abspath(__file__))
-    files = [*(f for d in reference_service.checks_dirs() for f in (
-               [d] if d.endswith('.py') else
-               glob.glob(os.path.join(d, '*.py')))),
+    files = [*reference_service.check_files(),
              *glob.glob(os.path.join(here, 'benchmarks', '*.py'))]
     bases = {}
     for path in files:
-        try:
-            with open(path, encoding='utf-8') as fp:
-                tree = ast.parse(fp.read(), path)
-        except (OSError, SyntaxError, ValueError):
-            continue        # ReFrame names such a file when it loads it
-        for node in ast.walk(tree):
+        for node in ast.walk(paths.parsed_check_file(path)):
             if isinstance(node, ast.ClassDef):
                 bases.setdefault(node.name, [
                     b.id if isinstance(b, ast.Name) else b.attr

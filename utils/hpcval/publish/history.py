@@ -27,7 +27,6 @@ no credentials but a configured bearer token.
 import ast
 import importlib
 import pkgutil
-import glob
 import json
 import math
 import os
@@ -38,7 +37,7 @@ import urllib.parse
 import urllib.request
 
 import hpcval.benchmarks as pkg
-from hpcval import monitoring, reference_service, units
+from hpcval import monitoring, paths, reference_service, units
 from hpcval.publish import results
 
 TIMEOUT = 30
@@ -152,20 +151,15 @@ def diagnostics():
                     getattr(obj, 'diagnostics', None), dict):
                 bases[name] = dict(obj.diagnostics)
     found = dict(bases)
-    for folder in reference_service.checks_dirs():
-        files = [folder] if folder.endswith('.py') else \
-            glob.glob(os.path.join(folder, '*.py'))
-        for path in files:
-            with open(path, encoding='utf-8') as fp:
-                tree = ast.parse(fp.read(), path)
-            for node in ast.walk(tree):
-                if isinstance(node, ast.ClassDef):
-                    pats = {}
-                    for base in node.bases:
-                        name = getattr(base, 'id', None) or \
-                            getattr(base, 'attr', None)
-                        pats.update(found.get(name, {}))
-                    found.setdefault(node.name, pats)
+    for path in reference_service.check_files():
+        for node in ast.walk(paths.parsed_check_file(path)):
+            if isinstance(node, ast.ClassDef):
+                pats = {}
+                for base in node.bases:
+                    name = getattr(base, 'id', None) or \
+                        getattr(base, 'attr', None)
+                    pats.update(found.get(name, {}))
+                found.setdefault(node.name, pats)
     return _declared(found)
 
 
