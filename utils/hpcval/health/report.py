@@ -47,22 +47,21 @@ class Judge:
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             # a record the judge cannot read is not a healthy node
             found = [('', f'health record unreadable ({type(err).__name__})')]
-        out = []
-        for comp, text in found:
-            key = (case.system, case.partition, node, comp, text)
-            if key not in self._named:
-                self._named.add(key)
-                out.append((node, comp, text))
-        return out
+        return self._unnamed(case, node, found)
 
     def notes(self, case, node):
         """[(node, component, text)] of ``case``'s information items
         (hpcval.health.judge.notes) not named before for the node."""
         rec = self._record(case)
         node = self._node(rec, node)
+        return self._unnamed(case, node, judge.notes(rec), 'info')
+
+    def _unnamed(self, case, node, items, *kind):
+        """[(node, component, text)] of ``items`` not named before for the
+        node (``kind`` tells notes from failures)."""
         out = []
-        for comp, text in judge.notes(rec):
-            key = (case.system, case.partition, node, comp, 'info', text)
+        for comp, text in items:
+            key = (case.system, case.partition, node, comp, *kind, text)
             if key not in self._named:
                 self._named.add(key)
                 out.append((node, comp, text))
