@@ -14,6 +14,7 @@ from matplotlib import image as mpimg
 
 from hpcval.publish import comparison, plots, results
 from hpcval.parsers.nccl_tests import parse_nccl_tests
+from hpcval.publish.plots.common import passed
 from mutate import cut_after
 from rfmrun import ROOT
 
@@ -326,3 +327,15 @@ def test_slug():
         'bars-osucpucheck-benchmark-osu_bw-a-b-c'
     assert plots.slug('../..', '') == 'figure'
     assert len(plots.slug('x' * 500)) == 120
+
+
+def test_a_failed_run_is_named_and_not_drawn(loaded):
+    case = next(c for c in loaded.cases if c.result == 'pass')
+    failed = msgspec.structs.replace(case, result='fail')
+    skipped = msgspec.structs.replace(case, result='skip')
+    why = []
+    assert list(passed([case, failed, skipped], why)) == [case]
+    # a skipped run ran nothing: no message for it
+    assert len(why) == 1
+    assert why[0].startswith(f'{case.test} @{case.system}:')
+    assert why[0].endswith(': result fail; its output is not plotted')

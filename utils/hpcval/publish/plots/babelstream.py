@@ -27,7 +27,7 @@ from hpcval.parsers.babelstream import CLASSIC_KERNELS, parse_babelstream
 from hpcval.parsers.common import read_text
 from hpcval.publish.comparison import columns
 from hpcval.publish.plots.common import (REFERENCE_COLOUR, REPLAY_HATCH, Plotted,
-                                 describe, new_figure, not_passed, save, slug,
+                                 describe, new_figure, passed, save, slug,
                                  unique_cases)
 
 BENCHMARK = 'babelstream'
@@ -204,13 +204,8 @@ def _per_gpu(samples, outdir, plotted, force):
             refs.setdefault((label[s.case], s.case.check), {})[s.metric] = \
                 _gb(s.reference, s.unit)
     runs = {}
-    for case in cases:
-        if case.check not in GPU_CHECKS:
-            continue
-        why = not_passed(case)
-        if why is not None:
-            plotted.skipped.extend([why] if why else [])
-            continue
+    for case in passed((c for c in cases if c.check in GPU_CHECKS),
+                       plotted.skipped):
         found, why = _gpu_results(case)
         if found is None:
             plotted.skipped.append(why)

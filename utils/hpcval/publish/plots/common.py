@@ -131,14 +131,16 @@ def kept_output(case, name=None):
                      f'not plotted'
 
 
-def not_passed(case):
-    """A message for a case whose output must not be drawn, else None."""
-    if case.result == 'pass':
-        return None
-    if case.result == 'skip':
-        return ''       # nothing ran: not worth a message
-    return f'{describe(case)}: result {case.result}; its output is not ' \
-           f'plotted'
+def passed(cases, skipped):
+    """The cases that passed, whose output may be drawn; why each failed
+    one is not drawn goes to ``skipped`` (a skipped one ran nothing: not
+    worth a message)."""
+    for case in cases:
+        if case.result == 'pass':
+            yield case
+        elif case.result != 'skip':
+            skipped.append(f'{describe(case)}: result {case.result}; its '
+                           f'output is not plotted')
 
 
 def value_label(value):

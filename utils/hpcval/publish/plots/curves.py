@@ -18,7 +18,7 @@ from hpcval import plotdata
 from hpcval.publish.comparison import columns
 from hpcval.units import AXIS_SIZES, size_label
 from hpcval.publish.plots.common import (Plotted, better_label, describe,
-                                 kept_output, new_figure, not_passed, save,
+                                 kept_output, new_figure, passed, save,
                                  slug, unique_cases)
 
 BENCHMARK = 'nccl_tests'
@@ -69,13 +69,8 @@ def _collect(cases, place):
     """{collective: {(column, check): [run curves]}} and messages."""
     label = columns(cases)
     curves, skipped = {}, []
-    for case in cases:
-        if case.benchmark != BENCHMARK:
-            continue
-        why = not_passed(case)
-        if why is not None:
-            skipped.extend([why] if why else [])
-            continue
+    for case in passed((c for c in cases if c.benchmark == BENCHMARK),
+                       skipped):
         curve, why = _run_curve(case, place)
         if curve is None:
             skipped.append(why)

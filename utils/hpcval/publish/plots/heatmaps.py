@@ -18,7 +18,7 @@ from hpcval import plotdata
 from hpcval.publish import sources
 from hpcval.publish.comparison import columns
 from hpcval.publish.plots.common import (Plotted, describe, kept_output,
-                                         new_figure, not_passed, save, slug,
+                                         new_figure, passed, save, slug,
                                          unique_cases)
 
 BENCHMARK = 'transferbench'
@@ -64,15 +64,9 @@ def _latest(cases):
     """{(column, check, preset): (latest passed case, runs)} and messages."""
     label = columns(cases)
     chosen, skipped = {}, []
-    for case in cases:
-        preset = dict(case.params).get('preset')
-        if case.benchmark != BENCHMARK or preset not in PRESETS:
-            continue
-        why = not_passed(case)
-        if why is not None:
-            skipped.extend([why] if why else [])
-            continue
-        key = (label[case], case.check, preset)
+    for case in passed((c for c in cases if c.benchmark == BENCHMARK and
+                        dict(c.params).get('preset') in PRESETS), skipped):
+        key = (label[case], case.check, dict(case.params)['preset'])
         best, runs = chosen.get(key, (None, 0))
         if best is None or case.time >= best.time:
             best = case
