@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hpcval import cli, records, references, verdict
-from hpcval.health import inventory, judge, kernel_log, nvidia, probe
+from hpcval.health import judge, kernel_log, nvidia, probe
 from hpcval.references import ReferenceFileError, load
 from rfmrun import host_free_path
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from hpcval import cli, verdict
+from hpcval import verdict
 from hpcval.judgement import Band
 
 from test_verdict import (_REFERENCES, H200, _case, _cases, _failed_build,

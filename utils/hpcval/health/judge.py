@@ -269,13 +269,13 @@ def _link_findings(per, want):
     """What fails in one GPU's {link: GB/s or None} against ``want``."""
     out = []
     down = sorted(int(k) for k, v in per.items() if v is None)
-    out += [f'NVLink {link} inactive' for link in down]
+    out += [f'NVLink {n} inactive' for n in down]
     up = [v for v in per.values() if v is not None]
     if want.get('links') and len(up) + len(down) < want['links']:
         out.append(f'{len(up)} of {want["links"]} NVLinks active')
-    for link in sorted(int(k) for k, v in per.items() if v is not None and
-                       want.get('gbs') and v < 0.99 * want['gbs']):
-        out.append(f'NVLink {link} at {per[str(link)]} GB/s, expected '
+    for n in sorted(int(k) for k, v in per.items() if v is not None and
+                    want.get('gbs') and v < 0.99 * want['gbs']):
+        out.append(f'NVLink {n} at {per[str(n)]} GB/s, expected '
                    f'{want["gbs"]} GB/s')
     return out
 
@@ -294,11 +294,11 @@ def _nvlink_growth(record):
     new = record.after.nvlink.errors or {}
     out = []
     for idx, links in sorted(new.items()):
-        for link, counts in sorted(links.items(), key=lambda kv: int(kv[0])):
+        for lane, counts in sorted(links.items(), key=lambda kv: int(kv[0])):
             for kind, n in sorted(counts.items()):
-                was = old.get(idx, {}).get(link, {}).get(kind)
+                was = old.get(idx, {}).get(lane, {}).get(kind)
                 if was is not None and n > was:
-                    out.append((f'GPU {idx}', f'NVLink {link}: {n - was} '
+                    out.append((f'GPU {idx}', f'NVLink {lane}: {n - was} '
                                 f'{kind.replace("_", " ")} error(s) during '
                                 f'the benchmark', kind != 'replay'))
     return out
