@@ -15,15 +15,11 @@ case (30,000: 5.2 s, 60,000: 20.2 s of CPU) until the unjudged figures
 were grouped in a dict.  Not a pytest test: a timing depends on the
 machine, so it is measured, not asserted.
 """
-import argparse
 import json
-import os
-import pathlib
 import sys
-import tempfile
 
-from verdict_bench import (H200, HPCVAL, babelstream_case, timed_verdict,
-                           write_references)
+from verdict_bench import (H200, arguments, babelstream_case,
+                           made_and_judged, write_references)
 
 
 def make(n, path):
@@ -51,22 +47,13 @@ def make(n, path):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--metrics', type=int, default=300_000)
-    parser.add_argument('--hpcval', default=str(HPCVAL),
-                        help='the hpcval to time (default: this checkout\'s)')
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = pathlib.Path(tmp) / 'report.json'
-        make(args.metrics, path)
-        size = os.path.getsize(path)
-        proc, wall, usage = timed_verdict(
-            args.hpcval, path, '--references', path.parent / 'references')
-        peak, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+    args = arguments('metrics', 300_000)
+    proc, wall, usage, size = made_and_judged(make, args.metrics,
+                                              args.hpcval)
+    peak, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     print(f'{args.metrics} figures in one test case ({size / 2**20:.0f} '
           f'MiB report): hpcval verdict {wall:.1f} s wall, {cpu:.1f} s CPU, '
-          f'exit '
-          f'{proc.returncode}, peak {peak / 1024:.0f} MiB')
+          f'exit {proc.returncode}, peak {peak / 1024:.0f} MiB')
     print('\n'.join(proc.stdout.splitlines()[:4]))
     return 0 if proc.returncode == 1 else 1
 

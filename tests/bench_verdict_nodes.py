@@ -13,16 +13,12 @@ compare); its wall time, exit status and peak memory are printed
 (figures: docs/measurements.md).  Not a pytest test: a timing depends on
 the machine, so it is measured, not asserted.
 """
-import argparse
 import copy
 import json
-import os
-import pathlib
 import sys
-import tempfile
 
-from verdict_bench import (H200, HPCVAL, babelstream_case, timed_verdict,
-                           write_references)
+from verdict_bench import (H200, arguments, babelstream_case,
+                           made_and_judged, write_references)
 
 
 def make(n, path):
@@ -55,25 +51,14 @@ def make(n, path):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--cases', type=int, default=100_000)
-    parser.add_argument('--hpcval', default=str(HPCVAL),
-                        help='the hpcval to time (default: this checkout\'s)')
-    parser.add_argument('--no-references', action='store_true',
-                        help='judge by the report\'s bounds (an hpcval '
-                             'without --references)')
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = pathlib.Path(tmp) / 'report.json'
-        make(args.cases, path)
-        size = os.path.getsize(path)
-        refs = [] if args.no_references else \
-            ['--references', path.parent / 'references']
-        proc, wall, usage = timed_verdict(args.hpcval, path, *refs)
-        peak = usage.ru_maxrss
+    args = arguments('cases', 100_000, (
+        '--no-references', 'judge by the report\'s bounds (an hpcval '
+        'without --references)'))
+    proc, wall, usage, size = made_and_judged(
+        make, args.cases, args.hpcval, references=not args.no_references)
     print(f'{args.cases} test cases on distinct nodes ({size / 2**20:.0f} '
           f'MiB report): hpcval verdict {wall:.1f} s wall, exit '
-          f'{proc.returncode}, peak {peak / 1024:.0f} MiB')
+          f'{proc.returncode}, peak {usage.ru_maxrss / 1024:.0f} MiB')
     print('\n'.join(proc.stdout.splitlines()[:7]))
     return 0 if proc.returncode == 1 else 1
 

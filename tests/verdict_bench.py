@@ -1,9 +1,12 @@
 """What the verdict's speed benches share: the real case they clone, the
 references file that judges it, and the timed ``hpcval verdict``."""
+import argparse
 import json
+import os
 import pathlib
 import resource
 import subprocess
+import tempfile
 import time
 
 import yaml
@@ -39,3 +42,25 @@ def timed_verdict(hpcval, *args):
                           capture_output=True, text=True)
     wall = time.monotonic() - start
     return proc, wall, resource.getrusage(resource.RUSAGE_CHILDREN)
+
+
+def arguments(count, default, *extra):
+    """The benches' command line: ``--<count>`` and ``--hpcval``."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument(f'--{count}', type=int, default=default)
+    parser.add_argument('--hpcval', default=str(HPCVAL),
+                        help='the hpcval to time (default: this checkout\'s)')
+    for flag, text in extra:
+        parser.add_argument(flag, action='store_true', help=text)
+    return parser.parse_args()
+
+
+def made_and_judged(make, n, hpcval, references=True):
+    """(process, wall, rusage, report bytes) of ``hpcval verdict`` on the
+    report ``make(n, path)`` writes, with its references where asked."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / 'report.json'
+        make(n, path)
+        refs = ['--references', path.parent / 'references'] \
+            if references else []
+        return (*timed_verdict(hpcval, path, *refs), os.path.getsize(path))
