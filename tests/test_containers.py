@@ -12,6 +12,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import uuid
 
 import pytest
 
@@ -151,7 +152,9 @@ def mpich_image(tmp_path):
 
 def _built_image(context, image, lines):
     """``image`` built from IMAGE and ``lines`` in ``context``, yielded,
-    then removed."""
+    then removed; its tag made unique, since another suite on the host
+    shares Podman's image store."""
+    image = f'{image}-{uuid.uuid4().hex[:8]}'
     (context / 'Containerfile').write_text(f'FROM {IMAGE}\n{lines}')
     subprocess.run(['podman', 'build', '--quiet', '--tag', image,
                     str(context)], check=True, capture_output=True,

@@ -173,6 +173,10 @@ def _catches(pid, sig):
     return False
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_during_start_stops_what_was_started(shared_tmp, other_user,
                                                     sig):
@@ -184,10 +188,14 @@ def test_ctrl_c_during_start_stops_what_was_started(shared_tmp, other_user,
     require_minicluster()
     # in a folder every user reaches: only the cluster's own 0700 protects
     folder = shared_tmp / 'mc'
+    # SIGINT at its default, as a terminal's Ctrl-C finds it: a suite
+    # started in the background of a script inherits it ignored, and
+    # Python then installs no handler
     proc = subprocess.Popen([str(VENV_BIN / 'python'), '-m',
                              'hpcval.testing.minicluster', 'start', '--dir',
                              str(folder)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     pids = folder / 'daemons.json'
     deadline = time.monotonic() + 90
     started = {}

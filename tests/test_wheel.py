@@ -85,8 +85,11 @@ def installed(tmp_path_factory, wheel):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     work = tmp / 'anywhere'
     work.mkdir()
-    # nothing of the checkout: no RFM_CONFIG_FILES, HPCVAL_ROOT, PYTHONPATH
-    env = {'HOME': os.environ.get('HOME', str(tmp)),
+    # nothing of the checkout: no RFM_CONFIG_FILES, HPCVAL_ROOT, PYTHONPATH;
+    # a home of its own, whose state folder no other suite on the host shares
+    home = tmp / 'home'
+    home.mkdir()
+    env = {'HOME': str(home),
            'PATH': f'{venv / "bin"}:/usr/bin:/bin',
            'RFM_SQLITE_DB_FILE': str(tmp / 'results.db')}
     return venv, work, env, lowest
