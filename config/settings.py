@@ -24,7 +24,7 @@ from reframe.core.exceptions import ConfigError
 from hpcval import (launchers, layouts, paths, reference_service,  # noqa: F401
                     references, selection)
 from hpcval import suites
-from hpcval.benchmarks import configured
+from hpcval.benchmarks import configured, container
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -50,7 +50,8 @@ try:
             raise layouts.SystemConfigError(
                 f'{_origin}: system name {_mod.system["name"]!r} must be '
                 f'the module\'s name, {_stem!r}')
-        layouts.validate_system(_mod.system, _origin)
+        layouts.validate_system(_mod.system, _origin,
+                                container.validate_extras)
         layouts.validate_general(getattr(_mod, 'general', {}), _origin)
     # an inventory of a misspelt partition would judge no node
     reference_service.files().check_partitions(

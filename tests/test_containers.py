@@ -78,7 +78,8 @@ def test_unsafe_image_references_are_refused(ref):
 def test_a_system_names_its_container_settings_well(extras, named):
     system = {'partitions': [{'name': 'p', 'extras': extras}]}
     with pytest.raises(SystemConfigError) as err:
-        validate_system(system, 'systems/site.py')
+        validate_system(system, 'systems/site.py',
+                        container.validate_extras)
     assert "systems/site.py: partition 'p': extras" in str(err.value)
     assert named in str(err.value)
 

@@ -109,8 +109,10 @@ def _settings(where, data, allowed):
         _fail(f'{where}.one_visible_gpu', 'must be true or false')
 
 
-def validate_system(system, origin):
-    """Check every partition's extras of one system entry."""
+def validate_system(system, origin, *rules):
+    """Check every partition's extras of one system entry; each of
+    ``rules`` (``rule(where, extras, error)``: the container settings'
+    rules, kept with the benchmarks above this module) checks them too."""
     for part in system.get('partitions', []):
         where = f'{origin}: partition {part.get("name")!r}: extras'
         extras = part.get('extras', {})
@@ -130,10 +132,8 @@ def validate_system(system, origin):
             if key in extras:
                 _settings(f'{where}.{key}', extras[key], _SETTINGS_KEYS)
 
-        # at call time: layouts is a ground-floor module (no hpcval import)
-        # and the container rules belong to the benchmark base above it
-        from hpcval.benchmarks.container import validate_extras
-        validate_extras(where, extras, SystemConfigError)
+        for rule in rules:
+            rule(where, extras, SystemConfigError)
 
         scratch = extras.get('scratch_dir', '/')
         if not isinstance(scratch, str) or not scratch.startswith(('/', '$')):
