@@ -37,15 +37,15 @@ def best_of_three(document, size):
             for node, r in runs(document, size).items()}
 
 
-def named(values):
-    return sorted(n for n, r in judge(values, unit='MB/s',
-                                      metric='triad').items()
+def named(values, unit='MB/s', metric='triad'):
+    return sorted(n for n, r in judge(values, unit=unit,
+                                      metric=metric).items()
                   if not r.passed)
 
 
-def reach(values):
-    cases = [case(node, test='STREAM') for node in values]
-    figures = {id(c): [sample('triad', values[screen.node_of(c)], 'MB/s')]
+def reach(values, unit='MB/s', metric='triad', test='STREAM'):
+    cases = [case(node, test=test) for node in values]
+    figures = {id(c): [sample(metric, values[screen.node_of(c)], unit)]
                for c in cases}
     [r] = screen.reach(cases, lambda c: figures[id(c)])
     return r
@@ -56,14 +56,17 @@ def slowest_median_fastest(values):
     return order[0], order[len(order) // 2], order[-1]
 
 
-def smallest_drop_named_alone(values, node, step=1e-4):
+def smallest_drop_named_alone(values, node, step=1e-4, **rule):
     """The smallest fraction by which lowering ``node`` alone gets it,
-    and no other node, named (bisection to ``step``)."""
+    and no other node, named (bisection to ``step``); ``rule``: the
+    unit and metric ``named`` judges by."""
     low, high = 0.0, 0.5
-    assert named({**values, node: values[node] * (1 - high)}) == [node]
+    assert named({**values, node: values[node] * (1 - high)},
+                 **rule) == [node]
     while high - low > step:
         mid = (low + high) / 2
-        if named({**values, node: values[node] * (1 - mid)}) == [node]:
+        if named({**values, node: values[node] * (1 - mid)},
+                 **rule) == [node]:
             high = mid
         else:
             low = mid
