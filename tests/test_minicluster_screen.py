@@ -512,7 +512,10 @@ def test_a_controller_outage_between_jobs_fails_no_node(waits, tmp_path):
         mine = sorted((j, submit) for j, _, submit in jobs(folder))
         slipped = len(mine) >= 2 and \
             mine[1][1] < stopped.replace(microsecond=0)
-        status, result, proc = verdict(folder / 'report.json', *LOOSE)
+        # a flow test on the waiting cluster, whose jobs yield the cores:
+        # judged at x20, as the hung node's (a healthy node fell to 1/6 of
+        # its peer beside another suite)
+        status, result, proc = verdict(folder / 'report.json', *HUNG)
         # sbatch may also wait out the stop and submit after it: then no
         # submission met the outage, and the screen passes as it should
         if not slipped and status != 0:
