@@ -453,77 +453,60 @@ def test_an_operators_scancel_is_not_the_nodes_failure(waits, tmp_path):
         'n1': 'not tested: cancelled (scancel, or an administrator)'}
 
 
+# the screen's second sbatch, first on PATH: it says it is about to submit
+# and waits, at most two minutes, until the test has stopped the
+# controller; then the real sbatch meets the stall, whatever the host's load
+GATED_SBATCH = """#!/bin/sh
+gate={gate}
+if mkdir "$gate/first" 2>/dev/null; then exec {real} "$@"; fi
+touch "$gate/submitting"
+i=0
+while [ ! -e "$gate/stopped" ] && [ "$i" -lt 1200 ]; do
+    sleep 0.1; i=$((i + 1))
+done
+exec {real} "$@"
+"""
+
+
 def test_a_controller_outage_between_jobs_fails_no_node(waits, tmp_path):
-    """slurmctld stops answering for 45 s (SIGSTOP) once the screen's
-    first job has ended: the next job cannot be submitted; the verdict
-    fails no node, names the outage and exits 2.  ReFrame may submit the
-    next job before the stop lands, or sbatch may wait the stop out; then
-    no submission met the outage, and the screen is run again (at most
-    five times).  A stop during ReFrame's start meets its scontrol (the
-    node list of --distribute), and ReFrame ends the session without a
-    report: that too is one more attempt."""
-    import datetime
+    """slurmctld stops answering for 30 s (SIGSTOP) just as the screen
+    submits its second job: sbatch gets no answer within MessageTimeout
+    (10 s); the verdict fails no node, names the outage and exits 2.  A
+    wrapper of sbatch (GATED_SBATCH) holds that submission until the stop
+    has landed, so the two always meet."""
     ctld = waits.running()['slurmctld']
-
-    def jobs(folder):
-        """This attempt's jobs, by the folder ReFrame ran them in: a job of
-        an earlier test whose record reached accounting late is not one
-        of them (its end once stopped the controller while ReFrame was
-        still reading the node list)."""
-        out = waits.run('sacct', '-X', '-n', '-P', '-o',
-                        'JobID,State,Submit,WorkDir', '-S',
-                        'now-1hour').stdout
-        return [(int(j), state, datetime.datetime.fromisoformat(submit))
-                for j, state, submit, workdir in
-                (line.split('|', 3) for line in out.splitlines())
-                if workdir.startswith(f'{folder}/')]
-
-    status = None
-    for attempt in range(5):
-        folder = tmp_path / f'attempt{attempt}'
-        folder.mkdir()
-
-        def ended():
-            return any(state == 'COMPLETED' for _, state, _ in jobs(folder))
-
-        with concurrent.futures.ThreadPoolExecutor() as pool:
-            run = pool.submit(reframe, '-r', '--system', 'minicluster',
-                              *SCREEN, '--exec-policy=serial',
-                              tmp_path=folder, checks=LIKWID,
-                              env=waits.env())
-            # as soon as accounting shows it: ReFrame polls the same
-            # sacct, and its next sbatch must meet the stopped controller
-            wait_until('the first job to end', ended, timeout=180,
-                       every=0.1)
-            os.kill(ctld, signal.SIGSTOP)
-            stopped = datetime.datetime.now()
-            try:
-                time.sleep(45)
-            finally:
-                os.kill(ctld, signal.SIGCONT)
-            proc, report = run.result(timeout=300)
-        if report is None:
-            # the stop met ReFrame's own scontrol (its node list), and
-            # ReFrame ended the session: no report, no verdict to judge
-            assert 'Socket timed out' in proc.stdout + proc.stderr or \
-                'Unable to contact slurm controller' in \
-                proc.stdout + proc.stderr, proc.stdout[-3000:]
-            continue
-        mine = sorted((j, submit) for j, _, submit in jobs(folder))
-        slipped = len(mine) >= 2 and \
-            mine[1][1] < stopped.replace(microsecond=0)
-        # a flow test on the waiting cluster, whose jobs yield the cores:
-        # judged at x20, as the hung node's (a healthy node fell to 1/6 of
-        # its peer beside another suite)
-        status, result, proc = verdict(folder / 'report.json', *HUNG)
-        # sbatch may also wait out the stop and submit after it: then no
-        # submission met the outage, and the screen passes as it should
-        if not slipped and status != 0:
-            break
-    assert status is not None, 'no attempt left a report'
+    gate, bindir = tmp_path / 'gate', tmp_path / 'bin'
+    gate.mkdir()
+    bindir.mkdir()
+    path = os.pathsep.join((str(VENV_BIN), os.environ['PATH']))
+    (bindir / 'sbatch').write_text(GATED_SBATCH.format(
+        gate=shlex.quote(str(gate)),
+        real=shlex.quote(shutil.which('sbatch', path=path))))
+    (bindir / 'sbatch').chmod(0o755)
+    env = dict(waits.env(), PATH=os.pathsep.join((str(bindir), path)))
+    with concurrent.futures.ThreadPoolExecutor() as pool:
+        run = pool.submit(reframe, '-r', '--system', 'minicluster', *SCREEN,
+                          '--exec-policy=serial', tmp_path=tmp_path,
+                          checks=LIKWID, env=env)
+        wait_until('the second submission',
+                   lambda: (gate / 'submitting').exists() or run.done(),
+                   timeout=300, every=0.1)
+        assert not run.done(), run.result()[0].stdout[-3000:]
+        os.kill(ctld, signal.SIGSTOP)
+        try:
+            (gate / 'stopped').touch()
+            time.sleep(30)
+        finally:
+            os.kill(ctld, signal.SIGCONT)
+        proc, report = run.result(timeout=300)
+    assert report is not None, proc.stdout[-3000:]
+    # a flow test on the waiting cluster, whose jobs yield the cores:
+    # judged at x20, as the hung node's (a healthy node fell to 1/6 of
+    # its peer beside another suite)
+    status, result, proc = verdict(tmp_path / 'report.json', *HUNG)
     assert result['failures_by_node'] == {}, proc.stdout
     assert status == 2, proc.stdout
-    # a submission that met the stall is reconciled with the queue
+    # the submission that met the stall is reconciled with the queue
     # (hpcval.benchmarks.screening): named as such, charging no node
     assert 'not tested: controller stalled' in proc.stdout or \
         'controller unreachable' in json.dumps(result), proc.stdout
