@@ -21,11 +21,16 @@ MAX_NODES = 1_000_000
 MAX_DEPTH = 64
 
 
+#: libyaml's parser where PyYAML has it: a fifth of the pure-Python
+#: parser's CPU, and every ReFrame and hpcval process parses the references
+SAFE_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+
+
 class TooBig(ValueError):
     """A document beyond the bounds; the message says which."""
 
 
-def load(text, loader=yaml.SafeLoader):
+def load(text, loader=SAFE_LOADER):
     """The YAML document ``text``, built by ``loader`` (a PyYAML loader
     class) once its bounds are checked; raises TooBig or yaml.YAMLError."""
     if len(text) > MAX_BYTES:

@@ -168,7 +168,7 @@ def _metric(path, key, data, rules):
                                                   data['source']), spread
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+class _UniqueKeyLoader(bounded.SAFE_LOADER):
     """safe_load, except that a key given twice in one mapping is an error:
     PyYAML keeps the last silently, so a second ``entries:`` would wipe
     the first one's references."""
