@@ -25,7 +25,7 @@ CHECKS = ('checks/mpi4py_pingpong.py', 'checks/babelstream.py')
 RUN = ('-r', '--system', 'local',
        '-n', 'Mpi4pyPingPongCheck|BabelStreamCpuCheck',
        # a quicker, noisier ping-pong; the rerun uses the same setting
-       '-S', 'Mpi4pyPingPongCheck.loops=1000',
+       '-S', 'Mpi4pyPingPongCheck.loops=100',
        *(('-S', f'BabelStreamSource.src_mirror={MIRROR}') if MIRROR else ()))
 PINGPONG = ('Mpi4pyPingPongCheck', 'default', (('placement', 'on_node'),))
 TIMES = ('latency_8B', 'latency_1KiB')

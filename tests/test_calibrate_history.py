@@ -74,7 +74,7 @@ def history_runs(waiting_cluster, victoria, tmp_path_factory):  # noqa: F811
     proc, report = reframe(
         '-r', '--system', 'minicluster', '-n',
         'Mpi4pyPingPongCheck%placement=on_node', '-S', 'max_size=65536',
-        '--repeat', str(RUNS), tmp_path=tmp, env=env,
+        '-S', 'loops=100', '--repeat', str(RUNS), tmp_path=tmp, env=env,
         checks=('checks/mpi4py_pingpong.py',))
     assert report is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
     cases = report['runs'][0]['testcases']

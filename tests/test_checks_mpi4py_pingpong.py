@@ -11,3 +11,15 @@ def test_mpi4py_device_buffers_skip_without_gpu_aware_mpi(tmp_path):
         {'skip'}
     assert 'does not declare gpu-aware-mpi: MPI is not GPU-aware here' in \
         proc.stdout
+
+
+def test_fewer_loops_shorten_every_size(tmp_path):
+    """``loops`` below mpi4py's 1000 also caps the sizes from 16 KiB up
+    (``--loop-large``), whose 1000 round trips each took most of a short
+    run's time."""
+    proc, _ = reframe('--dry-run', '--system', 'local', '-n',
+                      'Mpi4pyPingPongCheck%placement=on_node', '-S',
+                      'loops=100', tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    [script] = (tmp_path / 'rfm' / 'stage').glob('**/rfm_job.sh')
+    assert '-l 100 --loop-large 100' in script.read_text()

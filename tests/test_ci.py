@@ -46,7 +46,7 @@ def _generate(tmp_path, refs):
     work.mkdir()
     proc = subprocess.run(
         [str(VENV_BIN / 'hpcval'), 'run', '--system', 'local', '-n',
-         'Mpi4pyPingPongCheck', '-S', 'Mpi4pyPingPongCheck.loops=1000',
+         'Mpi4pyPingPongCheck', '-S', 'Mpi4pyPingPongCheck.loops=100',
          '--ci-generate=pipeline.yml'],
         cwd=work, env=_env(tmp_path, HPCVAL_SITE=str(site)),
         capture_output=True, text=True, timeout=600)
@@ -98,7 +98,7 @@ def test_the_pipeline_names_no_path_of_this_installation(passing):
     words = shlex.split(line)
     assert words[:2] == ['hpcval', 'run']
     assert '--system=local' in words
-    assert '-SMpi4pyPingPongCheck.loops=1000' in words
+    assert '-SMpi4pyPingPongCheck.loops=100' in words
     assert '-c "$(hpcval paths checks)"' in line
     assert re.search(r'--report-junit=\S+\.xml', line)
     assert ping['artifacts']['reports']['junit'].endswith('-report.xml')

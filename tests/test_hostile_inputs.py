@@ -75,7 +75,7 @@ def pingpong(tmp_path_factory):
     ``--min-samples 3`` (the default asks for 5 runs)."""
     tmp = tmp_path_factory.mktemp('pingpong')
     proc, report = reframe('-r', '--system', 'local', '--repeat', '3',
-                           '-S', 'loops=1000', tmp_path=tmp,
+                           '-S', 'loops=100', tmp_path=tmp,
                            checks=('checks/mpi4py_pingpong.py',))
     assert report is not None, proc.stdout[-3000:]
     return tmp / 'report.json', tmp / 'results.db'
@@ -207,7 +207,7 @@ class TestEntryMatchingNoTest:
         path = local_yaml(root)
         path.write_text(path.read_text().replace('      latency_8B:',
                                                  '      latency_8b:', 1))
-        proc, report = reframe('-r', '--system', 'local', '-S', 'loops=1000',
+        proc, report = reframe('-r', '--system', 'local', '-S', 'loops=100',
                                tmp_path=tmp_path,
                                checks=('checks/mpi4py_pingpong.py',),
                                env={'HPCVAL_ROOT': str(root)})

@@ -518,7 +518,7 @@ def test_a_two_node_job_names_both_nodes(faults, tmp_path):
     faults.inject_fault('n2', 'export PYTHONHOME=/nonexistent')
     proc, report = reframe('-r', '--system', 'minicluster', '-n',
                            'Mpi4pyPingPongCheck%placement=across_nodes',
-                           '-S', 'max_size=1024', '-S', 'loops=1000',
+                           '-S', 'max_size=1024', '-S', 'loops=100',
                            tmp_path=tmp_path,
                            checks=('checks/mpi4py_pingpong.py',),
                            env=faults.env())

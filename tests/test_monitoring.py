@@ -79,7 +79,7 @@ def _env(victoria):
 
 def _pingpong(tmp, env):
     return reframe('-r', '--system', 'local', '-n', 'Mpi4pyPingPongCheck',
-                   '-S', 'Mpi4pyPingPongCheck.loops=1000',
+                   '-S', 'Mpi4pyPingPongCheck.loops=100',
                    '--perflogdir', str(tmp / 'perflogs'),
                    tmp_path=tmp, env=env,
                    checks=('checks/mpi4py_pingpong.py',))

@@ -16,7 +16,7 @@ from rfmrun import ROOT, reframe
 
 CHECKS = ('checks/mpi4py_pingpong.py',)
 RUN = ('-r', '--system', 'local', '-n', 'Mpi4pyPingPongCheck',
-       '-S', 'Mpi4pyPingPongCheck.loops=1000')
+       '-S', 'Mpi4pyPingPongCheck.loops=100')
 
 
 @pytest.fixture(scope='module')

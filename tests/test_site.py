@@ -18,7 +18,7 @@ import yaml
 
 from rfmrun import ROOT, VENV_BIN, by_name, one_case, perf, reframe
 
-PINGPONG = ('-n', 'Mpi4pyPingPongCheck', '-S', 'Mpi4pyPingPongCheck.loops=1000')
+PINGPONG = ('-n', 'Mpi4pyPingPongCheck', '-S', 'Mpi4pyPingPongCheck.loops=100')
 
 SITEBOX = '''\
 """sitebox: a site's own system, this host run by the local scheduler."""

@@ -269,7 +269,7 @@ entries:
     folder = _site(tmp_path, text, 'local.yaml')
     proc, report = reframe('-r', '--system', 'local', '-n',
                            'Mpi4pyPingPongCheck', '-S',
-                           'Mpi4pyPingPongCheck.loops=1000',
+                           'Mpi4pyPingPongCheck.loops=100',
                            tmp_path=tmp_path, env={'HPCVAL_SITE': str(folder)},
                            checks=('checks/mpi4py_pingpong.py',))
     assert report is not None, proc.stdout[-3000:]

@@ -64,7 +64,7 @@ def lmodbox(tmp_path_factory):
 
 
 PINGPONG = ('-r', '--system', 'lmodbox', '-n', 'Mpi4pyPingPongCheck',
-            '-S', 'Mpi4pyPingPongCheck.loops=1000')
+            '-S', 'Mpi4pyPingPongCheck.loops=100')
 
 
 def test_pingpong_runs_from_the_module(lmodbox, tmp_path):

@@ -133,7 +133,7 @@ def test_runs_the_local_checks_from_any_folder(installed):
     venv, _, env, _ = installed
     proc = readme.shell_reframe(
         f'{line} -n Mpi4pyPingPongCheck -n '
-        f'LikwidBenchCheck%kernel=peakflops -S loops=1000 '
+        f'LikwidBenchCheck%kernel=peakflops -S loops=100 '
         f'--performance-report --report-file {work / "report.json"}',
         cwd=work, env=env, timeout=600)
     report = json.loads((work / 'report.json').read_text())
@@ -229,7 +229,7 @@ def test_a_run_from_root_leaves_nothing_there(installed, tmp_path):
     home.mkdir()
     proc = subprocess.run(
         [str(venv / 'bin' / 'hpcval'), 'run', '-r', '--system', 'local',
-         '-t', 'mpi4py', '-S', 'loops=1000'], cwd='/',
+         '-t', 'mpi4py', '-S', 'loops=100'], cwd='/',
         env={**env, 'HOME': str(home)}, capture_output=True, text=True,
         timeout=600)
     assert 'Ran ' in proc.stdout, proc.stdout[-3000:] + proc.stderr

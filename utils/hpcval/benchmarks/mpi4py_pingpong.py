@@ -23,6 +23,8 @@ from hpcval.units import size_label
 PLACEMENTS = ('on_node', 'across_nodes')
 ARRAYS = ('numpy', 'cupy', 'numba', 'none')
 DEVICE_ARRAYS = ('cupy', 'numba')
+#: mpi4py.bench's timed iterations per size from 16 KiB up to 1 MiB
+MPI4PY_LOOP_LARGE = 1000
 
 
 class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
@@ -37,8 +39,9 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: Largest message size in bytes; bandwidth is reported there.
     max_size = variable(int, value=4 * 2**20)
 
-    #: Timed iterations per size below 16 KiB (mpi4py's ``-l``); 0 keeps
-    #: mpi4py's default, 10000.  Fewer give a quicker, noisier mean.
+    #: Timed iterations per size (mpi4py's ``-l`` below 16 KiB, default
+    #: 10000; and ``--loop-large`` above it, default 1000, where fewer); 0
+    #: keeps mpi4py's defaults.  Fewer give a quicker, noisier mean.
     loops = variable(int, value=0)
 
     #: Sizes in bytes whose latency is reported.
@@ -95,6 +98,8 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                                 '-a', self.array, '-n', str(self.max_size)]
         if self.loops > 0:
             self.executable_opts += ['-l', str(self.loops)]
+        if 0 < self.loops < MPI4PY_LOOP_LARGE:
+            self.executable_opts += ['--loop-large', str(self.loops)]
 
     def parse(self):
         text = read_text(self.stdout.evaluate())
