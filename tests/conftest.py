@@ -193,7 +193,8 @@ def minicluster_pingpong(minicluster, tmp_path_factory):
     tmp = tmp_path_factory.mktemp('mc-pingpong')
     proc, report = reframe('-r', '--system', 'minicluster', '-n',
                            'Mpi4pyPingPongCheck', '-S', 'max_size=65536',
-                           tmp_path=tmp, env=minicluster.env())
+                           tmp_path=tmp, env=minicluster.env(),
+                           checks=('checks/mpi4py_pingpong.py',))
     assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
     return Run(proc, report, tmp / 'report.json')
 

@@ -35,7 +35,7 @@ def _case(report, layout, pattern):
 
 def test_local_job_scripts(tmp_path):
     proc, report = reframe('--dry-run', '--system', 'local', '-n', CPU,
-                           tmp_path=tmp_path)
+                           tmp_path=tmp_path, checks=('checks/elbencho.py',))
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert len(_scripts(tmp_path, f'{CPU}_*/rfm_job.sh')) == 4
     by_case = {tuple(tc['display_name'].split()[1:3]):
@@ -76,7 +76,8 @@ def test_scratch_dir_threads_and_sizes(tmp_path):
         '--dry-run', '--system', 'local', '-n', f'{CPU}.*shared_file.*seq',
         '-S', f'{CPU}.scratch_dir=$TMPDIR/io', '-S', f'{CPU}.threads=4',
         '-S', f'{CPU}.iodepth=16', '-S', f'{CPU}.file_size=2G',
-        '-S', f'{CPU}.direct_io=false', tmp_path=tmp_path)
+        '-S', f'{CPU}.direct_io=false', tmp_path=tmp_path,
+        checks=('checks/elbencho.py',))
     assert proc.returncode == 0, proc.stdout[-3000:]
     [script] = _scripts(tmp_path, f'{CPU}_*/rfm_job.sh')
     text = script.read_text()
@@ -98,7 +99,7 @@ def test_scratch_dir_threads_and_sizes(tmp_path):
 def test_unsafe_values_fail_before_a_script(tmp_path, setting, message):
     proc, report = reframe('--dry-run', '--system', 'local', '-n',
                            f'{CPU}.*shared_file.*seq', '-S', setting,
-                           tmp_path=tmp_path)
+                           tmp_path=tmp_path, checks=('checks/elbencho.py',))
     if report is None:      # the input policy stops the run at load
         assert proc.returncode != 0 and message in proc.stderr, proc.stderr
         assert not _scripts(tmp_path, f'{CPU}_*/rfm_job.sh')
@@ -123,7 +124,7 @@ def test_prepared_checkout_at_another_tag(tmp_path):
     proc, report = reframe('-r', '--system', 'local', '-n',
                            f'{CPU}.*shared_file.*seq', '-S',
                            f'ElbenchoSource.src_mirror={tree}',
-                           tmp_path=tmp_path)
+                           tmp_path=tmp_path, checks=('checks/elbencho.py',))
     [source] = by_name(report, 'ElbenchoSource')
     assert source['result'] == 'fail'
     [script] = _scripts(tmp_path, 'ElbenchoSource_*/rfm_job.sh')
@@ -142,7 +143,8 @@ def test_live_cpu_buffers(tmp_path):
         '-r', '--system', 'local', '-n', CPU,
         '-S', f'ElbenchoSource.src_mirror={MIRROR}',
         '-S', f'{CPU}.file_size=128M', '-S', f'{CPU}.threads=2',
-        '-S', f'{CPU}.rand_amount=32M', tmp_path=tmp_path)
+        '-S', f'{CPU}.rand_amount=32M', tmp_path=tmp_path,
+        checks=('checks/elbencho.py',))
     assert proc.returncode == 0, proc.stdout[-3000:]
     for layout in ('shared_file', 'file_per_thread'):
         for pattern in ('seq_1m', 'rand_4k'):

@@ -311,7 +311,7 @@ def _scripts(tmp_path, pattern):
 @pytest.mark.parametrize('system', GAUDI_SYSTEMS)
 def test_hl_qual_job_scripts(tmp_path, system):
     proc, report = reframe('--dry-run', '--system', system, '-t', 'hl_qual',
-                           tmp_path=tmp_path)
+                           tmp_path=tmp_path, checks=('checks/hl_qual.py',))
     assert proc.returncode == 0, proc.stdout[-3000:]
     lines = {}
     for script in _scripts(tmp_path, 'HlQual*/rfm_job.sh'):
@@ -336,7 +336,7 @@ def test_hl_qual_switch_rule_is_enforced_before_submission(tmp_path):
     proc, report = reframe('--dry-run', '--system', GAUDI_SYSTEMS[0], '-n',
                            'HlQualHostLinkCheck', '-S',
                            'HlQualHostLinkCheck.mode=parallel',
-                           tmp_path=tmp_path)
+                           tmp_path=tmp_path, checks=('checks/hl_qual.py',))
     [tc] = by_name(report, 'HlQualHostLinkCheck')
     assert tc['result'] == 'fail'
     assert '-sramOnly and -pciOnly must be run using serial mode' in \

@@ -122,7 +122,7 @@ def test_live_on_local(tmp_path):
                                  '%placement=same_socket',
                            '-S', f'OsuSource.src_mirror={MIRROR}',
                            '-S', 'OsuCpuCheck.iterations=1000',
-                           tmp_path=tmp_path)
+                           tmp_path=tmp_path, checks=('checks/osu.py',))
     assert proc.returncode == 0, proc.stdout[-3000:]
     perf = {}
     for tc in by_name(report, 'OsuCpuCheck'):

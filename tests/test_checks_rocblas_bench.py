@@ -10,7 +10,7 @@ from rfmrun import one_case, perf, reframe
 
 def test_listing(tmp_path):
     proc, _ = reframe('-l', '-n', 'RocblasBench', '--system', 'mi300x',
-                      tmp_path=tmp_path)
+                      tmp_path=tmp_path, checks=('checks/rocblas_bench.py',))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for gemm in GEMMS:
         assert f'RocblasBenchCheck %gemm={gemm}' in proc.stdout
@@ -18,7 +18,7 @@ def test_listing(tmp_path):
 
 def test_dry_run_job_scripts(tmp_path):
     proc, _ = reframe('--dry-run', '--system', 'mi300x', '-t', 'rocblas',
-                      tmp_path=tmp_path)
+                      tmp_path=tmp_path, checks=('checks/rocblas_bench.py',))
     assert proc.returncode == 0, proc.stdout[-3000:]
     stage = tmp_path / 'rfm' / 'stage' / 'mi300x' / 'default' / 'rocm'
     lines = [p.read_text().splitlines()[-1]
@@ -41,7 +41,8 @@ def guide_run(tmp_path_factory):
     return reframe('-r', '--system', 'mi300x', '-t', 'rocblas',
                    '-x', 'RocblasBenchCheck%gemm=bf16_strided',
                    '-S', f'prebuilt_dir={bins}',
-                   '-S', 'RocblasBenchCheck.repetitions=1', tmp_path=tmp)
+                   '-S', 'RocblasBenchCheck.repetitions=1', tmp_path=tmp,
+                   checks=('checks/rocblas_bench.py',))
 
 
 def test_guide_outputs_through_the_checks(guide_run):

@@ -15,7 +15,7 @@ from rfmrun import ROOT, one_case, perf, reframe
 
 def _rfm(*args, tmp_path):
     return reframe(*args, '-n', 'TransferBench', '--system', 'mi300x',
-                   tmp_path=tmp_path)
+                   tmp_path=tmp_path, checks=('checks/transferbench.py',))
 
 
 def test_listing(tmp_path):
@@ -29,7 +29,8 @@ def test_listing(tmp_path):
 
 def test_dry_run_job_scripts(tmp_path):
     proc, _ = reframe('--dry-run', '--system', 'mi300x', '-t',
-                      'transferbench', tmp_path=tmp_path)
+                      'transferbench', tmp_path=tmp_path,
+                      checks=('checks/transferbench.py',))
     assert proc.returncode == 0, proc.stdout[-3000:]
     stage = tmp_path / 'rfm' / 'stage' / 'mi300x' / 'default' / 'rocm'
     # the benchmark's line (p2p's re-measure follows it)
@@ -60,7 +61,8 @@ def guide_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('guide')
     bins = replayer(tmp / 'bin', guide_outputs())
     return reframe('-r', '--system', 'mi300x', '-t', 'transferbench',
-                   '-S', f'prebuilt_dir={bins}', tmp_path=tmp)
+                   '-S', f'prebuilt_dir={bins}', tmp_path=tmp,
+                   checks=('checks/transferbench.py',))
 
 
 def _reference(check, metric):
@@ -118,7 +120,8 @@ def degraded_run(tmp_path_factory):
     out['cfg'] = out['cfg'].split('## "Read-only" by CPU 0')[0]
     bins = replayer(tmp / 'bin', out)
     return reframe('-r', '--system', 'mi300x', '-t', 'transferbench',
-                   '-S', f'prebuilt_dir={bins}', tmp_path=tmp)
+                   '-S', f'prebuilt_dir={bins}', tmp_path=tmp,
+                   checks=('checks/transferbench.py',))
 
 
 def test_degraded_outputs_fail_naming_what(degraded_run):
@@ -149,7 +152,8 @@ def hidden_run(tmp_path_factory):
     bins = replayer(tmp / 'bin', out)
     return reframe('-r', '--system', 'mi300x', '-n',
                    'TransferBenchCheck%preset=p2p',
-                   '-S', f'prebuilt_dir={bins}', tmp_path=tmp)
+                   '-S', f'prebuilt_dir={bins}', tmp_path=tmp,
+                   checks=('checks/transferbench.py',))
 
 
 def test_a_hidden_gpu_fails_sanity_recording_the_gpus_measured(

@@ -59,7 +59,8 @@ def _run(tmp, outputs):
     import os
     env = {"PATH": f"{bins}:{VENV_BIN}:{os.environ['PATH']}"}
     return reframe('-r', '--system', 'local', '-n', 'NcclTestsNodeCheck',
-                   '-S', f'prebuilt_dir={prebuilt}', tmp_path=tmp, env=env)
+                   '-S', f'prebuilt_dir={prebuilt}', tmp_path=tmp, env=env,
+                   checks=('checks/nccl_tests.py',))
 
 
 @pytest.fixture(scope='module')

@@ -48,7 +48,8 @@ def test_an_unreachable_source_leaves_the_suite_incomplete(tmp_path, capsys):
     # the suite's selection instead of narrowing it)
     proc, report = reframe('-r', '--system', 'local',
                            '-n', 'BabelStreamCpuCheck', '-S', UNREACHABLE,
-                           tmp_path=tmp_path)
+                           tmp_path=tmp_path,
+                           checks=('checks/babelstream.py',))
     assert proc.returncode == 0     # ReFrame itself says PASSED
     run, = report['runs']
     assert (run['num_cases'], run['num_skipped'], run['num_failures']) == \
@@ -69,7 +70,8 @@ def test_an_unreachable_source_leaves_the_suite_incomplete(tmp_path, capsys):
 def test_strict_fails_what_would_be_skipped(tmp_path, capsys):
     proc, _ = reframe('-r', '--system', 'local',
                       '-n', 'BabelStreamCpuCheck', '-S', UNREACHABLE,
-                      '-S', 'strict=yes', tmp_path=tmp_path)
+                      '-S', 'strict=yes', tmp_path=tmp_path,
+                      checks=('checks/babelstream.py',))
     assert proc.returncode == 1
     assert 'strict, and it would be skipped: file:///nonexistent/' \
         'BabelStream.git (v5.0) unreachable' in proc.stdout
