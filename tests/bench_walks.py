@@ -1,6 +1,6 @@
 """The two walks of issue 33, counted by a data-flow trace.
 
-    .venv/bin/python tests/bench_walks.py [--walk 1|2]
+    .venv/bin/python tests/bench_walks.py [--walk 1|2] [--deep]
 
 A walk is the ordered set of repository source files (utils/hpcval/**,
 config/, systems/, checks/) through which one value travels.  The value is
@@ -8,8 +8,10 @@ a unique marker number; ``sys.setprofile`` (and ``threading.setprofile``)
 looks, on every call and return event of a function defined in such a
 file, whether the marker is in the frame's locals (or, on return, in the
 returned value): the value itself, in a list/tuple/set/dict (keys and
-values) up to two levels deep, in an object's ``__dict__`` or
-``__slots__`` one level deep, or as text in a str.  A number carries the
+values) up to two levels deep, in an object's (not a module's or
+class's) ``__dict__`` or ``__slots__`` one level deep, or as text in a
+str; ``--deep`` looks four levels deep, into objects at every level, to
+show what the shallow look misses.  A number carries the
 marker if it equals it (relative 1e-9), if it is the marker times a power
 of ten (a unit prefix), or if it is a number the final output prints for
 it (the bound, the rounded cell, relative 1e-5).  Files are listed in the
@@ -45,6 +47,7 @@ import re
 import sys
 import tempfile
 import threading
+import types
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCES = ('utils/hpcval/', 'config/', 'systems/', 'checks/')
@@ -57,7 +60,9 @@ NUMBER = re.compile(r'\d+(?:\.\d+)?')
 class Tracer:
     """Profile function recording where the marker numbers appear."""
 
-    def __init__(self, exact, printed=()):
+    def __init__(self, exact, printed=(), deep=False):
+        # deep: four levels, objects at every level (a sensitivity check)
+        self.depth, self.deep = (4 if deep else 2), deep
         self.exact = [float(x) for x in exact]
         self.printed = [float(x) for x in printed]
         self.texts = [repr(x) for x in self.exact] + list(map(str, printed))
@@ -75,7 +80,8 @@ class Tracer:
                 return True
         return any(abs(x - p) <= 1e-5 * abs(p) for p in self.printed)
 
-    def carries(self, value, depth=2):
+    def carries(self, value, depth=None):
+        depth = self.depth if depth is None else depth
         if isinstance(value, bool):
             return False
         if isinstance(value, (float, int)):
@@ -89,12 +95,14 @@ class Tracer:
                        for k, v in list(value.items()))
         if isinstance(value, (list, tuple, set, frozenset)):
             return any(self.carries(v, depth - 1) for v in list(value))
-        if depth == 2 and not isinstance(value, type):
+        if (self.deep or depth == self.depth) and \
+                not isinstance(value, (type, types.ModuleType)):
             attrs = getattr(value, '__dict__', None)
             if not isinstance(attrs, dict):
                 attrs = {s: getattr(value, s, None) for s in
                          getattr(type(value), '__slots__', ())}
-            return any(self.carries(v, 0) for v in list(attrs.values()))
+            below = depth - 1 if self.deep else 0
+            return any(self.carries(v, below) for v in list(attrs.values()))
         return False
 
     def __call__(self, frame, event, arg):
@@ -146,7 +154,7 @@ def cli(*argv):
     return status, out.getvalue()
 
 
-def walk1(tmp):
+def walk1(tmp, deep=False):
     refs = tmp / 'local.yaml'
     text = (H200 / 'local.yaml').read_text()
     assert 'value: 111.132' in text
@@ -158,7 +166,7 @@ def walk1(tmp):
                 if ln.startswith('  FAIL') and 'avg_busbw' in ln)
     printed = [n for n in NUMBER.findall(line.split('avg_busbw', 1)[1])
                if 0.5 < float(n) / REF_MARKER < 2]
-    with Tracer([REF_MARKER], printed).on() as tracer:
+    with Tracer([REF_MARKER], printed, deep).on() as tracer:
         cli(*args)
     return tracer.record(), line, status
 
@@ -167,14 +175,14 @@ SHIM = '''import atexit, json, os, sys, threading
 os.environ.pop('PYTHONPATH')    # the jobs' own processes are not traced
 sys.path.insert(0, {tests!r})
 import bench_walks
-_t = bench_walks.Tracer({exact!r})
+_t = bench_walks.Tracer({exact!r}, deep={deep!r})
 sys.setprofile(_t)
 threading.setprofile(_t)
 atexit.register(lambda: open({out!r}, 'w').write(json.dumps(_t.record())))
 '''
 
 
-def walk2(tmp):
+def walk2(tmp, deep=False):
     sys.path.insert(0, str(ROOT / 'tests'))
     import replays
     text = (VM / 'babelstream_v5.0_omp_n20_s33554432.txt').read_text()
@@ -184,7 +192,8 @@ def walk2(tmp):
     shim, rec = tmp / 'shim', tmp / 'reframe-walk.json'
     shim.mkdir()
     (shim / 'sitecustomize.py').write_text(SHIM.format(
-        tests=str(ROOT / 'tests'), exact=[STDOUT_MARKER], out=str(rec)))
+        tests=str(ROOT / 'tests'), exact=[STDOUT_MARKER], out=str(rec),
+        deep=deep))
     env = {'PYTHONPATH': str(shim),
            'RFM_CONFIG_FILES': str(replays.REPLAY_CONFIG)}
     recordings = replays.write_recordings(
@@ -201,7 +210,7 @@ def walk2(tmp):
     row = next(ln for ln in out.splitlines() if re.search(r'\btriad\b', ln))
     cells = [n for n in NUMBER.findall(row) if float(n) and _decade(
         math.log10(float(n) / STDOUT_MARKER))]
-    with Tracer([STDOUT_MARKER], cells).on() as tracer:
+    with Tracer([STDOUT_MARKER], cells, deep).on() as tracer:
         cli('report', tmp / 'report.json')
     files = dict(first['files'])
     for f, fn in tracer.files.items():
@@ -231,14 +240,17 @@ def show(title, record, line):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--walk', choices=('1', '2'), action='append')
-    walks = parser.parse_args().walk or ['1', '2']
+    parser.add_argument('--deep', action='store_true',
+                        help='look four levels deep, objects at every level')
+    args = parser.parse_args()
+    walks = args.walk or ['1', '2']
     with tempfile.TemporaryDirectory(prefix='hpcval-walks-') as tmp:
         tmp = pathlib.Path(tmp)
         for n, walk, title in (('1', walk1, 'reference -> verdict line'),
                                ('2', walk2, 'stdout -> table cell')):
             if n in walks:
                 (tmp / n).mkdir()
-                record, line, _ = walk(tmp / n)
+                record, line, _ = walk(tmp / n, args.deep)
                 show(f'walk {n} ({title})', record, line)
 
 
