@@ -4,6 +4,7 @@ import copy
 
 import pytest
 
+from hpcval.benchmarks.container import validate_extras
 from hpcval.layouts import SystemConfigError, validate_system
 from systems import frontier
 
@@ -34,7 +35,8 @@ BREAKAGES = {
 def test_shipped_systems_are_valid():
     import systems
     for mod in systems.ALL:
-        validate_system(mod.system, mod.__name__)
+        # with the container rules, as config/settings.py loads them
+        validate_system(mod.system, mod.__name__, validate_extras)
 
 
 @pytest.mark.parametrize('breakage', BREAKAGES)
