@@ -87,7 +87,7 @@ def test_command_2_runs_the_suite():
     bootstrap.sh finds everything installed and writes nothing; pytest's
     cache is off."""
     script = readme.command('./bootstrap.sh --tests && ')
-    assert script == ('./bootstrap.sh --tests && .venv/bin/pytest -q -n 4 '
+    assert script == ('./bootstrap.sh --tests && .venv/bin/pytest -q -n 5 '
                       '--dist loadgroup'), script
     missing = _missing_for_bootstrap()
     if missing:
