@@ -97,9 +97,10 @@ def circles(names, edges):
 
 
 def floors(names, top):
-    """Longest-path floor of each module over module-level arrows; a
-    module in a module-level circle gets the floor of the circle's
-    lowest way out, so the layering stays defined."""
+    """Longest-path floor of each module over module-level arrows; an
+    arrow back into the path being followed is not followed, so a
+    module-level circle still gets floors (and at least one of its
+    arrows counts as upward)."""
     floor = {}
 
     def visit(v, seen):
