@@ -313,3 +313,63 @@ def test_a_run_failed_only_by_its_siblings_still_calibrates(slow):
     [p2p] = [c for c in loaded.cases if c.test.startswith('TransferBench')]
     assert p2p.extras['unjudged']['uni_gpu00_to_gpu01'].startswith(
         'diagnostic: one link\'s bandwidth')
+
+
+# -- the MI300X's own sibling bands (references/mi300x.yaml) -----------------
+
+# the guide's a2a row of GPU 04 (GB/s to GPU 00..GPU 07)
+A2A_ROW = 'GPU 04 34.388 35.432 34.283'
+
+
+@pytest.fixture(scope='module')
+def at_70_percent(tmp_path_factory):
+    """The MI300X guide's a2a and p2p, each with one link at 0.70 of its
+    siblings' median: a2a GPU 04 -> GPU 01 (median 36.5 GB/s), p2p bidir
+    GPU 02 -> GPU 01 (median 46.2 GB/s)."""
+    rec = mi300x_recordings()
+    a2a = rec['TransferBenchCheck%preset=a2a']['stdout']
+    assert A2A_ROW in a2a and ROW in rec['TransferBenchCheck%preset=p2p'][
+        'stdout']
+    rec['TransferBenchCheck%preset=a2a']['stdout'] = a2a.replace(
+        A2A_ROW, A2A_ROW.replace('35.432', '25.55'))
+    rec['TransferBenchCheck%preset=p2p']['stdout'] = rec[
+        'TransferBenchCheck%preset=p2p']['stdout'].replace(
+        ROW, ROW.replace('46.18', '32.34'))
+    keep = ('TransferBenchCheck%preset=a2a', 'TransferBenchCheck%preset=p2p')
+    tmp = tmp_path_factory.mktemp('at70')
+    proc, report = replay('mi300x', {k: rec[k] for k in keep},
+                          ['checks/transferbench.py'], [], tmp)
+    assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return tmp, report
+
+
+def test_an_mi300x_link_at_70_percent_is_named_with_its_direction(
+        at_70_percent):
+    tmp, report = at_70_percent
+    for test, metric, ratio in (
+            ('TransferBenchCheck %preset=a2a', 'a2a_vs_siblings@gpu04_to_gpu01',
+             0.70),
+            ('TransferBenchCheck %preset=p2p',
+             'bidir_vs_siblings@gpu02_to_gpu01', 0.70)):
+        tc = one_case(report, test)
+        failed = {m: v for m, v in perf(tc).items() if v[-1] == 'fail'}
+        assert list(failed) == [metric], failed
+        assert failed[metric][0] == pytest.approx(ratio, abs=0.01)
+        # the system's band, not the benchmark's default 0.625
+        assert failed[metric][2] in (-0.25, -0.2)
+    loaded = results.load([str(tmp / 'report.json')],
+                          bounds=references.ReferenceSet.given())
+    lines = [f.line() for f in verdict.judge(loaded).failures()]
+    assert any(line.startswith('node vm link GPU 04 -> GPU 01: ')
+               for line in lines), lines
+    assert any(line.startswith('node vm link GPU 02 -> GPU 01 (bidir): ')
+               for line in lines), lines
+
+
+def test_a_sibling_band_is_the_systems_not_an_options(tmp_path):
+    band = (1.0, -0.2, None, 'x')
+    assert siblings.factor_of_band(band, 'f') == pytest.approx(1.25)
+    for bad in ((1.0, -0.7, None, 'x'), (1.0, -0.2, 0.1, 'x'),
+                (2.0, -0.2, None, 'x'), (1.0, -0.2, None, 'GB/s')):
+        with pytest.raises(siblings.InputError, match='a sibling band is'):
+            siblings.factor_of_band(bad, 'references/x.yaml: T uni')

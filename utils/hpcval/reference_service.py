@@ -184,9 +184,11 @@ def check_metrics(test, reported):
     it did not report, and that looks like a mistake (references.
     unreported); ``reported``: its metric names."""
     system = test.current_system.name
+    # a reference for ``name`` judges every ``name@member`` figure
+    families = {m.partition('@')[0] for m in reported}
     missing = references.unreported(
         _refs_of(test), _names(test), test.current_partition.name,
-        Attrs(test), reported)
+        Attrs(test), {*reported, *families})
     if missing:
         from reframe.core.exceptions import PerformanceError
         raise PerformanceError('; '.join(

@@ -3,11 +3,14 @@
 An absolute floor (a fraction of the reference) passes a GPU or link that
 is much worse than its siblings on the same node, and siblings are the
 best reference a node has.  Each member's figure is compared with the
-median of its siblings by the peer rule (hpcval.peers) with the
-benchmark's ``sibling_factor`` as the floor and no spread term (a node
-has too few GPUs for one: the factor is chosen from the measured healthy
-spread, docs/benchmarks/<benchmark>.md gives it with its false-alarm
-rate and detection limit).
+median of its siblings by the peer rule (hpcval.peers) with a factor as
+the floor and no spread term (a node has too few GPUs for one).  The
+factor is the system's: the band its reference file gives the figure's
+family (``<figure>_vs_siblings``: value 1, unit x, ``lower`` -0.25 for
+a bound of 0.75 x, with its source), else the benchmark's
+``sibling_factor`` (docs/benchmarks/<benchmark>.md gives it with its
+false-alarm rate and detection limit), so that a tolerance widened for
+one system changes no other.
 
 The comparison is a performance figure, not a sanity check: each member
 gets ``<figure>_vs_siblings@<member>``, its value over its siblings'
@@ -44,9 +47,25 @@ class Sibling:
     judgement: object   # hpcval.peers.PeerJudgement
 
 
+def factor_of_band(band, where):
+    """The sibling factor of a reference tuple (1, lower, None, 'x'), the
+    only shape a sibling band has; InputError naming ``where`` else."""
+    value, lower, upper, unit = band
+    if value != 1 or upper is not None or unit != peers.RATIO_UNIT or \
+            not isinstance(lower, float) or \
+            not -peers.MAX_FLOOR <= lower < 0:
+        raise InputError(f'{where}: a sibling band is value 1, unit '
+                         f'{peers.RATIO_UNIT}, lower in '
+                         f'[-{peers.MAX_FLOOR}, 0) and no upper; got '
+                         f'{band!r}')
+    return 1 / (1 + lower)
+
+
 def compare(groups, factor):
     """[Sibling] of ``groups``: {figure: {member: (component, value,
-    unit)}}, e.g. {'triad': {'gpu2': ('GPU 2', 3.98e6, 'MB/s'), ...}}."""
+    unit)}}, e.g. {'triad': {'gpu2': ('GPU 2', 3.98e6, 'MB/s'), ...}};
+    ``factor``: a number, or a function of the figure giving one."""
+    factor_of = factor if callable(factor) else lambda figure: factor
     out = []
     for figure, members in groups.items():
         units = {unit for _, _, unit in members.values()}
@@ -54,7 +73,8 @@ def compare(groups, factor):
             continue        # never within one figure; nothing to compare
         [unit] = units
         judged = peers.judge({m: v for m, (_, v, _) in members.items()},
-                             unit, 1 - 1 / factor, spread=False)
+                             unit, 1 - 1 / factor_of(figure),
+                             spread=False)
         for member, j in judged.items():
             out.append(Sibling(peers.figure_name(figure, member), figure,
                                members[member][0], unit, j))
@@ -77,7 +97,8 @@ class SiblingFigures(rfm.RegressionTestPlugin):
     ``sibling_metrics(result)`` to its metrics and
     ``sibling_components(result)`` to its components."""
 
-    #: a member this many times worse than its siblings' median fails;
+    #: a member this many times worse than its siblings' median fails,
+    #: where the system's references give its figure no sibling band;
     #: the benchmark sets its default
     sibling_factor = variable(float, value=1.6)
 
@@ -85,10 +106,30 @@ class SiblingFigures(rfm.RegressionTestPlugin):
         """{figure: {member: (component, value, unit)}}."""
         return {}
 
+    def sibling_factor_of(self, figure):
+        """The factor judging ``figure``'s members: the system's sibling
+        band of it, else ``sibling_factor``; an option that contradicts
+        the system's band is refused, not obeyed silently."""
+        name = peers.figure_name(figure, '')[:-1]
+        band = self._references({f'{name}@*': peers.RATIO_UNIT})
+        if not band:
+            return self.sibling_factor
+        where = (f'references/{self.current_system.name}.yaml: '
+                 f'{type(self).__name__} {name}')
+        factor = factor_of_band(band[f'{name}@*'], where)
+        default = type(self)._rfm_var_space['sibling_factor'].default_value
+        if self.sibling_factor != default and \
+                abs(self.sibling_factor - factor) > 1e-9:
+            raise InputError(f'-S sibling_factor={self.sibling_factor:g}: '
+                             f'{where} gives the sibling bound '
+                             f'{1 / factor:.3g} x; change it there (a site '
+                             f'layer, docs/site.md), not by an option')
+        return factor
+
     def judge_siblings(self, result):
         """[Sibling] of ``result``; a benchmark that re-measures an
         outlier before it is named overrides this."""
-        return compare(self.sibling_groups(result), self.sibling_factor)
+        return compare(self.sibling_groups(result), self.sibling_factor_of)
 
     def siblings(self, result):
         if getattr(self, '_siblings_of', (None,))[0] is not result:

@@ -41,6 +41,8 @@ from hpcval.parsers.transferbench import (AVERAGE_KINDS, config_tests,
 PRESETS = ('a2a', 'p2p', 'config')
 #: p2p: the config of every ordered GPU pair, written by the job where a
 #: link of the p2p matrices is an outlier, and TransferBench's run of it
+#: the figures of p2p's two matrices, each judged against its siblings
+P2P_FIGURES = ('uni', 'bidir')
 REMEASURE_CFG, REMEASURE_OUT = 'remeasure.cfg', 'remeasure.out'
 # reads p2p's matrices; prints one transfer per ordered GPU pair, each
 # with all of a GPU's subexecutors (NUM_GPU_SE), where a GPU link is
@@ -261,7 +263,7 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
         self.postrun_cmds = [
             *self.postrun_cmds,
             'hpcval_rc=$?',
-            f'awk -v f={float(self.sibling_factor)!r} '
+            f'awk -v f={min(map(self.sibling_factor_of, P2P_FIGURES))!r} '
             f'{shlex.quote(REMEASURE_AWK)} '
             f'{shlex.quote(self.job.stdout)} > {REMEASURE_CFG}',
             f'if [ "$hpcval_rc" = 0 ] && [ -s {REMEASURE_CFG} ]; then '
@@ -308,19 +310,24 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
         again = getattr(self, '_remeasured', None)
         if not again or all(s.judgement.passed for s in found):
             return found
-        second = {s.metric.rpartition('@')[2]: s for s in siblings.compare(
-            {'alone': {m: ('', v, 'GB/s') for m, v in again.items()}},
-            self.sibling_factor)}
         out = []
         for s in found:
-            alone = second.get(s.metric.rpartition('@')[2])
-            if not s.judgement.passed and alone is not None and \
-                    alone.judgement.passed:
+            alone = None if s.judgement.passed else self._alone(s, again)
+            if alone is not None and alone.judgement.passed:
                 s = siblings.Sibling(s.metric, s.figure,
                                      f'{s.component} (re-measured alone)',
                                      s.unit, alone.judgement)
             out.append(s)
         return out
+
+    def _alone(self, s, again):
+        """The Sibling of ``s``'s link among the re-measured ones (all
+        measured alone, by ``s``'s figure's factor), or None."""
+        member = s.metric.rpartition('@')[2]
+        return next((a for a in siblings.compare(
+            {'alone': {m: ('', v, 'GB/s') for m, v in again.items()}},
+            self.sibling_factor_of(s.figure))
+            if a.metric.rpartition('@')[2] == member), None)
 
     def _check_measured(self, links, what):
         missing = unmeasured(links)
