@@ -104,13 +104,20 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def parse(self):
         text = read_text(self.stdout.evaluate())
         try:
-            return parse_pingpong(text)
+            return parse_pingpong(text, self._launcher())
         except ParseError as err:
             if self.array not in DEVICE_ARRAYS:
                 raise
             both = text + read_text(self.stderr.evaluate())
             raise device_buffer_error(err, both,
                                       f'-a {self.array} buffers') from None
+
+    def _launcher(self):
+        """The launcher's command as the job script ran it ('srun', say)."""
+        try:
+            return self.job.launcher.run_command(self.job).strip()
+        except Exception:       # noqa: BLE001 (the message only loses it)
+            return ''
 
     def metrics(self, rows):
         values = {}
