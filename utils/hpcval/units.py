@@ -30,6 +30,13 @@ def family(unit):
                          f'{", ".join(sorted(KNOWN_UNITS))})') from None
 
 
+def extremes(unit):
+    """The units of ``unit``'s family that give its figures the most and
+    the fewest digits before the point (B/s and TiB/s for GB/s)."""
+    scale = _FAMILIES[family(unit)]
+    return min(scale, key=scale.get), max(scale, key=scale.get)
+
+
 def convert(value, from_unit, to_unit):
     """``value`` in ``from_unit`` expressed in ``to_unit``."""
     if from_unit == to_unit:
