@@ -1,6 +1,8 @@
 """A launcher that starts the ranks as separate one-rank jobs cannot pass
 the ping-pong check (docs/benchmarks/mpi4py_pingpong.md, "One
-communicator, not one-rank jobs").
+communicator, not one-rank jobs"), nor nccl-tests' (its parser counts
+tables and ranks).  OSU refuses to start on one rank itself (osu_latency,
+osu_bw: "requires exactly two processes"; osu_allreduce: "at least two").
 
 One real ReFrame run on ``local`` (about 6 s): its launcher, ``mpiexec
 -n 2``, starts a stand-in ``python`` twice, and each copy prints the real
@@ -13,8 +15,11 @@ import stat
 
 import pytest
 
+from hpcval.parsers import ParseError
+from hpcval.parsers.nccl_tests import parse_nccl_tests
 from mutate import set_cell
 from rfmrun import by_name, reframe
+from test_one_gpu import one_gpu
 
 CAPTURED = pathlib.Path(__file__).parent / 'fixtures' / 'captured'
 MPICH = CAPTURED / 'mpi4py412_mpich432_pingpong_n4194304.txt'
@@ -52,3 +57,20 @@ def test_a_latency_of_minus_5_us_fails_sanity(tmp_path):
     assert 'latency_8B = -5 us is negative: a time never is' in \
         case['fail_reason'], case['fail_reason']
     assert not case.get('perfvalues'), case['perfvalues']
+
+
+# -- nccl-tests refuses one-rank jobs itself --------------------------------
+
+def test_nccl_tests_one_rank_jobs_print_two_tables():
+    """Two one-rank jobs of the MPI build each print a banner with
+    ``Rank 0`` and a table: the real 2-rank capture reduced to the
+    one-rank output (tests/test_one_gpu.py's ``one_gpu``), twice.  The
+    parser refuses it by its table count (and, interleaved, by rank 0
+    listed twice; rank lines against the GPUs asked: check_devices)."""
+    one = one_gpu((CAPTURED / 'h200x2' /
+                   'check_nccl2196_all_reduce_mpi_r2.txt').read_text())
+    assert len(parse_nccl_tests(one).ranks) == 1
+    with pytest.raises(ParseError, match=r"2 result tables: .* a launcher "
+                                         r"without the MPI's PMI started "
+                                         r'each rank as a one-rank job'):
+        parse_nccl_tests(one + one)
