@@ -36,7 +36,8 @@ MPICH = CAPTURED / 'mpi4py412_mpich432_pingpong_n4194304.txt'
 OPENMPI = CAPTURED / 'h200x2_hand' / 'mpi4py_pingpong_numpy.txt'
 ALL_REDUCE = CAPTURED / 'h200x2' / 'check_nccl2196_all_reduce_g2.txt'
 OSU = CAPTURED / 'osu'
-ELBENCHO = CAPTURED / 'elbencho' / 'elbencho319_shared_file_seq_1m_t2_s256M.txt'
+ELBENCHO = (CAPTURED / 'elbencho' /
+            'elbencho319_shared_file_seq_1m_t2_s256M.txt')
 LIKWID = CAPTURED / 'likwid522_copy_avx_N2GB1.txt'
 
 PINGPONG = types.SimpleNamespace(latency_sizes=[8, 1024], max_size=4 * 2**20)
