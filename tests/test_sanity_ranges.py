@@ -172,5 +172,17 @@ def test_the_check_fails_sanity_naming_each_figure():
                         'measurement')
 
 
+def test_many_figures_out_of_range_are_counted_past_eight():
+    """A run whose every link read 0 names eight and counts the rest."""
+    values = {f'gpu{i:02d}_to_gpu{i + 1:02d}': (0.0, 'GB/s')
+              for i in range(10)}
+    check = types.SimpleNamespace(result=None, zero_readings={},
+                                  metrics=lambda _: values,
+                                  _exit_status=lambda: '')
+    reason = str(ParsedBenchmark._checked_figures(check))
+    assert reason.count('a bandwidth of 0 is no measurement') == 8
+    assert reason.endswith('; and 2 more'), reason
+
+
 def test_a_replay_excerpt_figure_it_does_not_show_is_not_judged():
     assert out_of_range({'latency_8B': (None, 'us')}, {}) == []

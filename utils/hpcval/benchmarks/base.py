@@ -34,6 +34,8 @@ from hpcval.parsers.common import read_text, stderr_reason
 
 #: launchers that are programs of their own, asked for their version
 LAUNCHER_PROGRAMS = ('srun', 'mpirun', 'mpiexec', 'jsrun')
+#: figures out of range a sanity failure names, the rest counted
+SHOWN_OUT_OF_RANGE = 8
 
 
 class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
@@ -398,6 +400,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
             return SanityError(f'{err}{self._exit_status()}')
 
         wrong = out_of_range(values, self.zero_readings)
+        if len(wrong) > SHOWN_OUT_OF_RANGE:     # a reason stays one line
+            wrong[SHOWN_OUT_OF_RANGE:] = [
+                f'and {len(wrong) - SHOWN_OUT_OF_RANGE} more']
         return SanityError('; '.join(wrong)) if wrong else values
 
     @run_before('performance')
