@@ -450,7 +450,6 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         return found[metric][0] if metric in found else None
 
 
-
 def out_of_range(values, zero_readings):
     """Why each of ``values`` ({metric: (value, unit)}) cannot have been
     measured (hpcval.units.outside_range); a metric matching a regex of
