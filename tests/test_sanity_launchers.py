@@ -4,11 +4,12 @@ communicator, not one-rank jobs"), nor nccl-tests' (its parser counts
 tables and ranks).  OSU refuses to start on one rank itself (osu_latency,
 osu_bw: "requires exactly two processes"; osu_allreduce: "at least two").
 
-One real ReFrame run on ``local`` (about 6 s): its launcher, ``mpiexec
--n 2``, starts a stand-in ``python`` twice, and each copy prints the real
-mpich capture whole, as two MPI singletons would each print their own
-header and rows; and a second whose rank 0 alone prints that capture with
-the 8 B latency set to -5 us, a figure outside its physical range.
+Two real ReFrame runs on ``local`` (about 3 s each on the loaded 2-core
+host): in one, the launcher ``mpiexec -n 2`` starts a stand-in ``python``
+twice and each copy prints the real mpich capture whole, as two MPI
+singletons each print their own header and rows; in the other rank 0
+alone prints that capture with the 8 B latency set to -5 us, a figure
+outside its physical range.
 """
 import pathlib
 import stat
