@@ -2,7 +2,9 @@
 
 Inputs: numpy buffers on Open MPI 4.1.6 (2 x H200 node, up to 16 MiB), the
 same with CuPy buffers on that non-CUDA-aware MPI (a segmentation fault),
-and this project's capture on PyPI mpich 4.3.2 (up to 4 MiB).
+this project's capture on PyPI mpich 4.3.2 (up to 4 MiB), and two MPI
+singletons of that mpich started side by side into one file, as a launcher
+without PMI starts two ranks.
 """
 import pathlib
 
@@ -17,15 +19,12 @@ OPENMPI = SHARED / 'captured' / 'h200x2_hand' / 'mpi4py_pingpong_numpy.txt'
 CUPY = SHARED / 'captured' / 'h200x2_hand' / 'mpi4py_pingpong_cupy.txt'
 MPICH = (pathlib.Path(__file__).parent / 'fixtures' / 'captured' /
          'mpi4py412_mpich432_pingpong_n4194304.txt')
+SINGLETONS = MPICH.with_name('mpi4py412_mpich432_pingpong_two_singletons.txt')
 
 
 @pytest.fixture(scope='module')
 def openmpi():
     return OPENMPI.read_text(encoding='utf-8')
-
-
-
-
 
 
 # -- real outputs -----------------------------------------------------------
@@ -96,3 +95,31 @@ def test_died_after_header(openmpi):
     with pytest.raises(ParseError, match=r'no result rows.*Segmentation '
                                          r'fault \(11\)'):
         parse_pingpong(cut_after(openmpi, '# Size [B]') + crash)
+
+
+# -- one-rank jobs in place of one 2-rank communicator ----------------------
+
+ONE_RANK_JOBS = (r"mpi4py.bench printed 2 '# MPI PingPong Test' headers: "
+                 r'the launcher \(srun\) ran 2 one-rank jobs, not one 2-rank '
+                 r'communicator')
+
+
+def test_two_singletons_fail_naming_the_launcher():
+    """Each singleton times a ping to itself, its lines interleaved with
+    the other's: no latency between the ranks was measured."""
+    with pytest.raises(ParseError, match=ONE_RANK_JOBS):
+        parse_pingpong(SINGLETONS.read_text(encoding='utf-8'), 'srun')
+
+
+def test_two_whole_outputs_one_after_the_other():
+    """The same when the two jobs' outputs do not interleave."""
+    text = MPICH.read_text(encoding='utf-8')
+    with pytest.raises(ParseError, match=ONE_RANK_JOBS):
+        parse_pingpong(text + text, 'srun')
+    with pytest.raises(ParseError, match=r'the launcher ran 2 one-rank'):
+        parse_pingpong(text + text)
+
+
+def test_one_header_is_one_communicator():
+    assert len(parse_pingpong(MPICH.read_text(encoding='utf-8'), 'srun')) \
+        == 23

@@ -57,6 +57,30 @@ BREAKAGES = {
                           r"system: must be 'local'"),
     'entries not a list': (lambda d: d.update(entries={}),
                            r'entries: must be a list'),
+    # bands that are no pair of finite limits (references._band)
+    'upper limit overflows': (
+        lambda d: _metric(d).update(value=1.0e+308, upper=1.0),
+        r'latency_8B\.upper: 1 above value 1e\+308 us puts the upper limit '
+        r'at inf: no bound'),
+    'overflows in another unit': (
+        lambda d: _metric(d).update(value=1.0e+306, upper=1.0),
+        r'latency_8B\.value: 1e\+306 us is inf in ns: beyond any float'),
+    'upper overflows in another unit': (
+        lambda d: _metric(d).update(value=1.0e+305, upper=1.0),
+        r'latency_8B\.upper: 1 above value 1e\+305 us \(1e\+308 ns\) puts '
+        r'the upper limit at inf'),
+    'value underflows': (lambda d: _metric(d).update(value=1e-310),
+                         r'latency_8B\.value: 1e-310 us is below the '
+                         r'smallest normal float'),
+    'value underflows in another unit': (
+        lambda d: _metric(d).update(value=1e-300, unit='ns'),
+        r'latency_8B\.value: 1e-300 ns \(1e-309 s\) is below the smallest '
+        r'normal float'),
+    # low > high needs a positive lower or a negative upper: refused
+    'low above high': (lambda d: _metric(d).update(lower=0.5, upper=-0.5),
+                       r'latency_8B\.lower: must be <= 0'),
+    'negative upper': (lambda d: _metric(d).update(upper=-0.5),
+                       r'latency_8B\.upper: must be >= 0'),
 }
 
 
@@ -196,3 +220,29 @@ def test_where_on_a_missing_or_none_attribute_matches_nothing():
                              {'bw': 'MB/s'}) == {}
     assert references.select([ref], ['C'], 'p', {'x': 'None'},
                              {'bw': 'MB/s'})
+
+
+@pytest.mark.parametrize('old, new, message', [
+    ('value: 111.132\n        lower: -0.1194',
+     'value: 1.0e+307\n        lower: -0.1194\n        upper: 1.0',
+     'entries[9].metrics.avg_busbw.value: 1e+307 GB/s is inf in B/s'),
+    ('value: 2.0\n        upper: 9.0', 'value: 1.0e+308\n        upper: 1.0',
+     '.upper: 1 above value 1e+308 us puts the upper limit at inf'),
+], ids=['value', 'upper'])
+def test_a_band_without_finite_limits_is_bad_input(tmp_path, capsys, old,
+                                                   new, message):
+    """``hpcval verdict --references`` with such a file exits 3 in one
+    line naming file, key and value (the real 2 x H200 validation run and
+    its references)."""
+    from hpcval import cli
+    h200 = ROOT / 'tests' / 'fixtures' / 'captured' / 'h200x2' / 'validation'
+    text = (h200 / 'local.yaml').read_text()
+    assert old in text
+    path = tmp_path / 'local.yaml'
+    path.write_text(text.replace(old, new, 1))
+    status = cli.main(['verdict', str(h200 / 'reports' / 'healthy01.json'),
+                       '--references', str(path)])
+    out, err = capsys.readouterr()
+    assert (status, out) == (3, '')
+    assert err.splitlines() == [err.strip()] and str(path) in err
+    assert message in err, err

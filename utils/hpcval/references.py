@@ -38,6 +38,7 @@ import os
 import re
 import reprlib
 import stat
+import sys
 from dataclasses import dataclass, field
 
 import yaml
@@ -161,11 +162,44 @@ def _metric(path, key, data, rules):
         if lower is None and upper is None:
             _fail(path, key, 'a reference with neither bound judges '
                              'nothing: give lower or upper, or value: null')
+        _band(path, key, value, upper, unit)
     elif spread is not None:
         _fail(path, f'{key}.spread', 'a spread needs a value')
 
     return value, lower, upper, unit, rule, _text(path, f'{key}.source',
                                                   data['source']), spread
+
+
+def _band(path, key, value, upper, unit):
+    """Refuse a reference whose band is no pair of finite numbers in some
+    unit of its family, where the check may report it: ``value: 1e308,
+    upper: 1.0`` puts the top at inf, a bound silently dropped, and a
+    value that underflows to 0 turns ReFrame's fractions into absolute
+    limits.  The sign rules keep the band from being empty (lower in
+    [-1, 0] puts the low limit between 0 and the value, upper >= 0 the
+    high one above it)."""
+    if value == 0:      # ReFrame's limits are the fractions themselves
+        return
+    for other in dict.fromkeys((unit, *units.extremes(unit))):
+        ref = units.convert(value, unit, other)
+        there = '' if other == unit else f' ({_g(ref)} {other})'
+        if not math.isfinite(ref):
+            _fail(path, f'{key}.value', f'{_g(value)} {unit} is inf in '
+                                        f'{other}: beyond any float')
+        if abs(ref) < sys.float_info.min:
+            _fail(path, f'{key}.value', f'{_g(value)} {unit}{there} is '
+                                        f'below the smallest normal float: '
+                                        f'no benchmark measures it')
+        if upper is not None and not math.isfinite(ref * (1 + upper)):
+            _fail(path, f'{key}.upper', f'{_g(upper)} above value '
+                                        f'{_g(value)} {unit}{there} puts '
+                                        f'the upper limit at inf: no '
+                                        f'bound; give a smaller upper, or '
+                                        f'null for none')
+
+
+def _g(number):
+    return f'{number:g}'
 
 
 class _UniqueKeyLoader(bounded.SAFE_LOADER):

@@ -4,6 +4,8 @@ A reference may be written in the unit its source published (the MI300X
 guide's MB/s, Sandia's GB/s); the loader converts it to the unit the check
 reports, and refuses to convert across families (GB/s to us).
 """
+import math
+import sys
 
 _FAMILIES = {
     'bandwidth': {
@@ -26,6 +28,13 @@ def family(unit):
     except KeyError:
         raise ValueError(f'unknown unit {unit!r} (known: '
                          f'{", ".join(sorted(KNOWN_UNITS))})') from None
+
+
+def extremes(unit):
+    """The units of ``unit``'s family that give its figures the most and
+    the fewest digits before the point (B/s and TiB/s for GB/s)."""
+    scale = _FAMILIES[family(unit)]
+    return min(scale, key=scale.get), max(scale, key=scale.get)
 
 
 def convert(value, from_unit, to_unit):
@@ -68,3 +77,47 @@ def better(unit):
         return 'unknown'
 
     return 'lower' if fam == 'time' else 'higher'
+
+
+#: The smallest figure of a family a benchmark can have measured, in the
+#: family's first unit: no timer resolves a picosecond (a clock cycle is
+#: 200 ps at 5 GHz), and no benchmark moves under a byte or a FLOP in a
+#: second; a rate (IOPS) may be a fraction of one per second.
+_FLOORS = {'time': 1e-12, 'bandwidth': 1.0, 'flops': 1e-6,
+           'rate': sys.float_info.min}
+_FLOOR_WORDS = {'time': '1 ps', 'bandwidth': '1 B/s', 'flops': '1 FLOP/s',
+                'rate': '2.2e-308 (subnormal)'}
+
+
+def outside_range(name, value, unit, zero_ok=False):
+    """Why ``name`` = ``value`` ``unit`` cannot have been measured, or None.
+
+    Any figure must be finite.  A time, bandwidth, FLOP rate or operation
+    rate must be positive and at least its family's floor; 0 is allowed
+    where ``zero_ok`` (the tool prints 0 for it by design).  A ratio may
+    be 0, never negative.  A unit hpcval does not know is only checked
+    for finiteness.
+    """
+    shown = f'{name} = {value:g} {unit}'
+    if not math.isfinite(value):
+        return f'{shown} is not a finite number'
+
+    try:
+        fam = family(unit)
+    except ValueError:
+        return None
+
+    if math.copysign(1.0, value) < 0:   # -0.0 too: computed from a negative
+        return f'{shown} is negative: a {fam} never is'
+    if fam not in _FLOORS or (value == 0 and zero_ok):
+        return None
+    if value == 0:
+        return f'{shown}: a {fam} of 0 is no measurement'
+    if convert(value, unit, _first(fam)) < _FLOORS[fam]:
+        return (f'{shown} is below {_FLOOR_WORDS[fam]}, smaller than any '
+                f'benchmark measures')
+    return None
+
+
+def _first(fam):
+    return next(iter(_FAMILIES[fam]))

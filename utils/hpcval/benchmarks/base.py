@@ -9,6 +9,7 @@ up their references in references/<system>.yaml.  On a partition of
 config/replay.py the run stage replays a recording instead (hpcval.replay).
 """
 import os
+import re
 import shlex
 
 import reframe.core.runtime as rt
@@ -20,7 +21,7 @@ from reframe.core.builtins import (run_after, run_before, sanity_function,
 from reframe.core.exceptions import SanityError
 
 from hpcval import (features, inputs, preflight, provenance, records,
-                    reference_service, replay, stacks)
+                    reference_service, replay, stacks, units)
 from hpcval.benchmarks import fates, jobscript, nodeuse
 from hpcval.benchmarks.container import ContainerRun, image_of
 from hpcval.benchmarks.jobscript import NOTHING, Lines
@@ -33,6 +34,8 @@ from hpcval.parsers.common import read_text, stderr_reason
 
 #: launchers that are programs of their own, asked for their version
 LAUNCHER_PROGRAMS = ('srun', 'mpirun', 'mpiexec', 'jsrun')
+#: figures out of range a sanity failure names, the rest counted
+SHOWN_OUT_OF_RANGE = 8
 
 
 class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
@@ -77,6 +80,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     #: are judged only where a reference file gives them a value, and
     #: ``hpcval calibrate`` leaves them out.
     diagnostics = {}
+    #: Metrics the tool prints as 0 by design, {regex: why}; any other
+    #: time or rate of 0 fails sanity (hpcval.units.outside_range).
+    zero_readings = {}
 
     #: For ``hpcval verdict``, in the run report (hpcval.verdict):
     #: {metric: the component it measures} where that is narrower than
@@ -371,14 +377,40 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
             raise SanityError(f'the benchmark printed complete results but '
                               f'exited with code {self.job.exitcode}')
 
+        self.figures    # noqa: B018 (or raises the figure out of range)
         return True
+
+    @property
+    def figures(self):
+        """``metrics(result)``, computed once; raises SanityError naming
+        each figure outside its physical range (a negative latency, a
+        bandwidth of 0, a NaN), which no reference may judge."""
+        if not hasattr(self, '_figures'):
+            with osext.change_dir(self.stagedir):
+                self._figures = self._checked_figures()
+        if isinstance(self._figures, SanityError):
+            raise self._figures
+        return self._figures
+
+    def _checked_figures(self):
+        result = self.result
+        try:
+            values = self.metrics(result)
+        except ParseError as err:
+            return SanityError(f'{err}{self._exit_status()}')
+
+        wrong = out_of_range(values, self.zero_readings)
+        if len(wrong) > SHOWN_OUT_OF_RANGE:     # a reason stays one line
+            wrong[SHOWN_OUT_OF_RANGE:] = [
+                f'and {len(wrong) - SHOWN_OUT_OF_RANGE} more']
+        return SanityError('; '.join(wrong)) if wrong else values
 
     @run_before('performance')
     def publish_metrics(self):
         if self.is_dry_run():       # nothing ran, nothing was parsed
             return
 
-        values = self.metrics(self.result)
+        values = self.figures
         self.hpcval_plot_data = self.figure_data(self.result)
         reference_service.check_metrics(self, values)
         if self.replay_excerpt:     # figures the excerpt does not show
@@ -417,3 +449,16 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         found = self._references({metric: unit})
         return found[metric][0] if metric in found else None
 
+
+def out_of_range(values, zero_readings):
+    """Why each of ``values`` ({metric: (value, unit)}) cannot have been
+    measured (hpcval.units.outside_range); a metric matching a regex of
+    ``zero_readings`` may be 0.  None values, a replay excerpt's figures
+    it does not show, are not judged."""
+    def zero_ok(name):
+        return any(re.fullmatch(regex, name.partition('@')[0])
+                   for regex in zero_readings)
+
+    found = (units.outside_range(name, value, unit, zero_ok(name))
+             for name, (value, unit) in values.items() if value is not None)
+    return [why for why in found if why]

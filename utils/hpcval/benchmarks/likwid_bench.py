@@ -87,6 +87,7 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     diagnostics = {r'\w+_std': 'the spread of the repeated runs in the '
                                'job describes the noise, no health signal '
                                'of its own'}
+    zero_readings = {r'\w+_std': 'runs that printed the same figure'}
 
     #: kernel: (working set, iterations, the result line it reports).
     #: copy/stream: far above the caches, likwid's own iteration count.

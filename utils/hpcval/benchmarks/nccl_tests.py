@@ -205,6 +205,7 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         self.expected_gpus = per_process * self.num_tasks
         if self.expected_gpus == 1:
             self.diagnostics = {**self.diagnostics, BUSBW: ONE_GPU}
+            self.zero_readings = {**self.zero_readings, BUSBW: ONE_GPU}
         self.executable = self.build.command(f'{self.collective}_perf')
         self.executable_opts = [
             '-b', self.min_bytes, '-e', self.max_bytes,

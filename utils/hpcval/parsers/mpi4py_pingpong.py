@@ -8,6 +8,11 @@ Output (mpi4py 4.x)::
 
 Bandwidth is 10^6 bytes per second; the time is one way (half the round
 trip), mean and standard deviation over ``Samples`` iterations.
+
+Rank 0 prints the header once; the communicator's size is printed nowhere
+(a one-rank communicator pings itself through ``Sendrecv``).  A launcher
+without the MPI's process manager starts each rank as an MPI job of its
+own: every one prints the header and times a ping to itself.
 """
 import re
 from dataclasses import dataclass
@@ -30,12 +35,23 @@ class PingPongRow:
     samples: int
 
 
-def parse_pingpong(text):
-    """Return the rows of a ping-pong run, in the order printed."""
+def parse_pingpong(text, launcher=''):
+    """Return the rows of a ping-pong run, in the order printed;
+    ``launcher``: the command that started it, for the message when it
+    started several one-rank jobs."""
     if _HEADER not in text:
         raise ParseError(f'no {_HEADER!r} header: the benchmark did not '
                          f'start or died before flushing its output'
                          f'{crash_report(text)}')
+
+    headers = sum(line.strip() == _HEADER for line in text.splitlines())
+    if headers > 1:
+        # each job's rank 0 printed it: every row was a rank pinging itself
+        by = f' ({launcher})' if launcher else ''
+        raise ParseError(f'mpi4py.bench printed {headers} {_HEADER!r} '
+                         f'headers: the launcher{by} ran {headers} one-rank '
+                         f'jobs, not one 2-rank communicator; no message '
+                         f'crossed between ranks')
 
     rows = []
     for m in _ROW.finditer(text):

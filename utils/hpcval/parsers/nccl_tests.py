@@ -211,8 +211,10 @@ def _find_header(lines):
 
     if len(headers) > 1:
         raise ParseError(f'the output holds {len(headers)} result tables: '
-                         f'separate runs were concatenated, or nccl-tests '
-                         f'built without MPI=1 ran once per mpirun rank')
+                         f'separate runs were concatenated, nccl-tests '
+                         f'built without MPI=1 ran once per mpirun rank, or '
+                         f'a launcher without the MPI\'s PMI started each '
+                         f'rank as a one-rank job')
 
     return headers[0]
 
