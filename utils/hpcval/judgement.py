@@ -8,8 +8,10 @@ tables, the dashboard bands, the reference audit and calibration all take
 their limits, pass/fail and bound text from ``Band``.
 
 A figure no benchmark can produce never passes, whatever side its band
-leaves open: not finite, or more than ``IMPLAUSIBLE`` times its reference
-in size (a bandwidth of 1e300 GB/s against a lower bound).
+leaves open: not finite, more than ``IMPLAUSIBLE`` times its reference in
+size (a bandwidth of 1e300 GB/s against a lower bound), or outside its
+unit's physical range (a negative or zero latency under an upper bound:
+hpcval.units.outside_range, the rule the run's sanity applies).
 docs/verdict.md states the rule.
 """
 import functools
@@ -17,6 +19,8 @@ import math
 from dataclasses import dataclass
 
 from reframe.utility.sanity import reference_bounds
+
+from hpcval import units
 
 PASS, FAIL = 'pass', 'fail'
 
@@ -57,6 +61,13 @@ class Band:
         """Why ReFrame refuses these fractions for this reference, or ''."""
         return _limits(self.reference, self.lower, self.upper)[2]
 
+    def infinite(self):
+        """Whether a bound it gives lands at infinity (a reference near
+        the largest float, widened)."""
+        low, high = reference_bounds(self.reference, self.lower, self.upper)
+        return (self.lower is not None and math.isinf(low)) or \
+            (self.upper is not None and math.isinf(high))
+
     def limits(self):
         """(low, high) in the reference's unit, as the decimals they mean
         (900 x (1 - 0.8) is 180, not binary's 179.99999999999997); None
@@ -68,15 +79,17 @@ class Band:
     def passes(self, value):
         """Inside ReFrame's limits, to the last bit; a NaN or implausible
         value or an invalid band never passes."""
-        return _inside(self.reference, self.lower, self.upper, value)
+        return _inside(self.reference, self.lower, self.upper, value,
+                       self.unit)
 
     def implausible(self, value):
         """Why no benchmark measures ``value`` against this reference
         (``IMPLAUSIBLE``), or ''."""
-        if _plausible(self.reference, value):
+        if _plausible(self.reference, value, self.unit):
             return ''
-        return (f'implausible: not a measurement (not finite, or more '
-                f'than {IMPLAUSIBLE} times its reference)')
+        return (f'implausible: not a measurement (not finite, outside '
+                f'its unit\'s physical range, or more than {IMPLAUSIBLE} '
+                f'times its reference)')
 
     def deviation(self, value):
         """(value - reference) / |reference|, None for a reference of 0."""
@@ -148,16 +161,29 @@ def _limits(reference, lower, upper):
             None if high == math.inf else high, '')
 
 
-def _plausible(reference, value):
-    # only above: far below a reference is a count of 0 errors as well
-    # as a broken benchmark, and a lower bound catches the latter
-    return isinstance(value, (int, float)) and math.isfinite(value) and \
-        (not reference or abs(value) <= abs(reference) * IMPLAUSIBLE)
+def _plausible(reference, value, unit=''):
+    # far below a reference is a count of 0 errors as well as a broken
+    # benchmark, and a lower bound catches the latter; a time has no 0
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and
+            (not reference or abs(value) <= abs(reference) * IMPLAUSIBLE)):
+        return False
+    # every unit's physical floor is far below 1e-3 of it: cheap for the
+    # millions of figures a verdict reads
+    return value >= 1e-3 or not unit or units.outside_range(
+        '', value, unit, zero_ok=_zero_ok(unit)) is None
 
 
-def _inside(reference, lower, upper, value):
+@functools.lru_cache(maxsize=256)
+def _zero_ok(unit):
+    try:
+        return units.family(unit) != 'time'
+    except ValueError:
+        return True
+
+
+def _inside(reference, lower, upper, value, unit=''):
     low, high, _ = _limits(reference, lower, upper)
-    return _plausible(reference, value) and \
+    return _plausible(reference, value, unit) and \
         (low is None or value >= low) and (high is None or value <= high)
 
 
@@ -176,6 +202,6 @@ def outcome(sample):
     reference, lower, upper = sample.reference, sample.lower, sample.upper
     if reference is None or (lower is None and upper is None):
         return None
-    if not _inside(reference, lower, upper, sample.value):
+    if not _inside(reference, lower, upper, sample.value, sample.unit):
         return FAIL
     return FAIL if getattr(sample, 'result', None) == FAIL else PASS

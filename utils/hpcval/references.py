@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from hpcval import bounded, paths, trust, units
+from hpcval import bounded, judgement, paths, trust, units
 from hpcval.health import inventory
 
 _TOP_KEYS = {'system', 'description', 'rules', 'entries', 'inventory',
@@ -190,7 +190,7 @@ def _band(path, key, value, upper, unit):
             _fail(path, f'{key}.value', f'{_g(value)} {unit}{there} is '
                                         f'below the smallest normal float: '
                                         f'no benchmark measures it')
-        if upper is not None and not math.isfinite(ref * (1 + upper)):
+        if upper is not None and judgement.Band(ref, None, upper).infinite():
             _fail(path, f'{key}.upper', f'{_g(upper)} above value '
                                         f'{_g(value)} {unit}{there} puts '
                                         f'the upper limit at inf: no '

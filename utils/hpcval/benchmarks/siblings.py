@@ -24,6 +24,7 @@ import reframe as rfm
 from reframe.core.builtins import variable
 
 from hpcval import peers
+from hpcval.judgement import Band
 from hpcval.inputs import InputError
 
 
@@ -58,7 +59,7 @@ def factor_of_band(band, where):
                          f'{peers.RATIO_UNIT}, lower in '
                          f'[-{peers.MAX_FLOOR}, 0) and no upper; got '
                          f'{band!r}')
-    return 1 / (1 + lower)
+    return 1 / Band(value, lower, None).limits()[0]
 
 
 def compare(groups, factor):
