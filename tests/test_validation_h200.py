@@ -126,7 +126,7 @@ def test_calibrating_the_baseline_gives_the_file_the_node_used(ref_dir):
     # the same figures, means and spreads as the file the node used; the
     # bounds differ: that file was made by the rule of 1e-4 per figure,
     # calibrate now shares a budget per node out over its figures
-    # (docs/calibrate.md, "The false-alarm budget")
+    # (docs/calibrate.md, "The statistics")
     assert _figures(result.text) == _figures((V / 'local.yaml').read_text())
     notes = '\n'.join(result.notes)
     assert 'refused TransferBenchCudaCheck preset=p2p (partition default) ' \

@@ -1,5 +1,5 @@
 """A false-alarm budget per node, not per figure (docs/calibrate.md, "The
-false-alarm budget").
+statistics: a false-alarm budget per node").
 
 A node's verdict judges every figure of its run: m figures each failing a
 healthy run with probability a fail one of them with 1 - (1 - a)^m.  So
