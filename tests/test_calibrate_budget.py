@@ -163,3 +163,14 @@ def test_a_larger_budget_tightens_and_a_rate_per_figure_replaces_it(
         bound(budget=0.7)
     assert math.isclose(budget.per_figure(0.05, 44),
                         1 - 0.95 ** (1 / 44))
+
+
+def test_a_budget_out_of_range_is_one_line(capsys, tmp_path):
+    from hpcval import cli
+    reports = sorted(str(p) for p in
+                     NODES['h200x2'][0].glob('baseline*.json'))
+    status = cli.main(['calibrate', '--system', 'local', '--ref-dir',
+                       str(tmp_path), '--budget', '0.7', *reports])
+    err = capsys.readouterr().err
+    assert status == 1 and err == ('hpcval calibrate: expected budget from '
+                                   '1e-12 to below 0.5 (got 0.7)\n')

@@ -853,9 +853,10 @@ def _check_options(floor, k, min_samples, budget, false_alarm):
             ('min_samples', min_samples, min_samples < 2, '>= 2',
              '; a spread needs two runs'),
             ('budget', budget, not MIN_FALSE_ALARM <= budget < 0.5, rate,
-             why),
+             why if budget < MIN_FALSE_ALARM else ''),
             ('false_alarm', false_alarm, false_alarm is not None and
-             not MIN_FALSE_ALARM <= false_alarm < 0.5, rate, why)):
+             not MIN_FALSE_ALARM <= false_alarm < 0.5, rate,
+             why if (false_alarm or 0) < MIN_FALSE_ALARM else '')):
         if bad:
             raise CalibrationError(f'expected {name} {want} (got '
                                    f'{value}{note})')
