@@ -17,6 +17,7 @@ import copy
 import datetime
 import http.server
 import json
+import math
 import os
 import re
 import subprocess
@@ -160,7 +161,7 @@ def test_history_calibrates_as_the_reports_do(history_runs,
     [node] = bad['job_nodelist']
     assert ('latency_1KiB', (node, f'{day} {when}')) in named[0], named[0]
     # per figure: its runs, spread, bound and the runs it needs
-    assert 'runs needed' in from_vm.stderr
+    assert 'runs for half the bound' in from_vm.stderr
     written = yaml.safe_load((tmp / 'from_vm' / 'minicluster.yaml')
                              .read_text())
     assert f'monitoring series of {victoria}' in json.dumps(written)
@@ -220,15 +221,33 @@ def test_runs_needed_for_a_false_alarm_rate():
     assert Rule().factor(n) * 0.01 <= 0.05 < Rule().factor(n - 1) * 0.01
 
 
+
+
 def test_a_refused_figure_says_what_it_needs():
-    # 5 runs of 8.43 % spread: f(5) * cv = 1.2, no lower bound; the fewest
-    # runs with f(n) * cv < 1 give one
+    # 5 runs of 8.43 % spread: f(5) * s = 1.2 on the log scale, no lower
+    # bound; the fewest runs with f(n) * s < 1 give one
     fig = {'label': 'x bw', 'metric': 'bw', 'direction': 'higher', 'n': 5,
-           'mean': 1.0, 'std': 0.0843, 'tolerance': None,
-           'how': 'refused: 14.3 std / mean = 1.203 >= 1'}
+           'mean': 1.0, 'std': 0.0843, 'log_std': 0.0843, 'tolerance': None,
+           'how': 'refused: 14.3 std of ln = 1.203 >= 1'}
     [row] = sample_size.table([fig], Rule())
     judge = sample_size.runs_to_judge(0.0843, 1e-4, 5)
     assert Rule().factor(judge) * 0.0843 < 1 <= \
         Rule().factor(judge - 1) * 0.0843
-    assert row[3] == 'none' and row[5].startswith(
-        f'47 ({judge} for any bound at all; then the spread sets')
+    assert row[3] == 'none' and row[5] == f'{judge} for any bound at all'
+
+
+def test_runs_for_half_the_bound():
+    """The table's last column: how many runs make a bound half as wide,
+    or why none do."""
+    rule = Rule(false_alarm=1e-4)
+    # 1 % spread of ln over 5 runs: 1 - exp(-14.3 * 0.01) = 0.133
+    n, why = sample_size.runs_to_halve(0.01, 0.133, 0.05, 'higher', 1e-4, 5)
+    assert why == f'{n} runs give 0.0665'
+    assert 1 - math.exp(-rule.factor(n) * 0.01) <= 0.0665 < \
+        1 - math.exp(-rule.factor(n - 1) * 0.01)
+    # at the floor: half of it is out of reach
+    assert sample_size.runs_to_halve(0.001, 0.05, 0.05, 'higher', 1e-4) \
+        == (None, 'never: half (0.025) is below the floor 0.05')
+    # 20 % spread of a time: even z = 3.72 leaves exp(0.74) - 1 = 1.1
+    n, why = sample_size.runs_to_halve(0.2, 1.6, 0.5, 'lower', 1e-4)
+    assert n is None and why.startswith('never: the spread alone gives')

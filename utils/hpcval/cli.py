@@ -50,7 +50,6 @@ from hpcval import (ci, inputs, paths, preflight, reference_service,
                     slurm_describe, verdict, verdict_refs)
 from hpcval.publish import (calibrate, changes, history, reference_table,
                             report, results, sample_size)
-from hpcval.publish.stats import Rule
 
 
 def _references(args):
@@ -149,8 +148,8 @@ def _calibrate(args):
             _, samples = report.load_selected(args)
         result = calibrate.calibrate(
             samples, args.system[0], by_system, floor=args.floor, k=args.k,
-            min_samples=args.min_samples, false_alarm=args.false_alarm,
-            allow_replays=args.allow_replays,
+            min_samples=args.min_samples, budget=args.budget,
+            false_alarm=args.false_alarm, allow_replays=args.allow_replays,
             include_absent=args.include_absent,
             accept_performance_failures=args.accept_performance_failures,
             ref_dir=ref_dir, write=args.write, base_dir=base_dir,
@@ -206,15 +205,17 @@ def _runs_needed(result, args):
     needs for the requested false-alarm rate (publish.sample_size)."""
     if not result.figures:
         return
-    rule = Rule(false_alarm=args.false_alarm, min_samples=args.min_samples,
-                k=args.k, floor=args.floor)
-    rows = [('figure', 'n', 'spread', 'bound', 'set by', 'runs needed'),
+    rule = result.rule
+    rows = [('figure', 'n', 'spread', 'bound', 'set by',
+             'runs for half the bound'),
             *sample_size.table(result.figures, rule)]
     rows = [[_printable(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    node = '' if rule.budget is None else \
+        f'node budget {rule.budget:g} over {rule.judged} judged figures, '
     print(f'hpcval calibrate: per figure, at false-alarm rate '
-          f'{args.false_alarm:g} (docs/calibrate.md, "How many runs"):',
-          file=sys.stderr)
+          f'{rule.false_alarm:.3g} ({node}docs/calibrate.md, "How many '
+          f'runs"):', file=sys.stderr)
     for row in rows:
         print('  ' + '  '.join(c.ljust(w) for c, w in zip(row, widths))
               + '  ' + row[-1], file=sys.stderr)
@@ -608,10 +609,13 @@ def _main(argv):
     cal.add_argument('--ref-dir', default=None,
                      help='the references folder (default: the built-in '
                           'one, or the site\'s under $HPCVAL_SITE)')
-    cal.add_argument('--false-alarm', type=_finite, default=1e-4,
-                     help='chance that a healthy run fails one figure '
-                          '(normal figures; default 1e-4): sets the '
-                          'prediction bound')
+    cal.add_argument('--budget', type=_finite, default=calibrate.BUDGET,
+                     help='chance that a healthy run of the node fails any '
+                          'figure it judges (default 0.005, 1 in 200 '
+                          'runs), shared out over those figures')
+    cal.add_argument('--false-alarm', type=_finite, default=None,
+                     help='instead: the chance that a healthy run fails '
+                          'one figure')
     cal.add_argument('--k', type=_finite, default=None,
                      help='instead: a fixed k standard deviations')
     cal.add_argument('--floor', type=_finite, default=None,

@@ -3,9 +3,12 @@
 A site measures its baseline after maintenance: the selected runs (passed,
 of one system, no replays unless asked) become references whose value is
 the mean over the runs, whose bound comes from their spread (a one-sided
-prediction bound that a healthy run passes with a stated probability, never
-tighter than a floor per kind of metric; hpcval.publish.stats.Rule), and
-whose ``source`` says where, when and with what they were measured.
+prediction bound on the logarithms, built so that a healthy run of the
+node fails any of the figures it judges with a stated probability, the
+budget, hpcval.publish.budget; never tighter than a floor per kind of
+metric; hpcval.publish.stats.Rule), and whose ``source`` says where, when
+and with what they were measured.  GPUs and links against their siblings
+get one band per figure family (hpcval.publish.sibling_bands).
 
 The old file's text is kept as it is, comments and anchors included: the
 calibrated entries go into a section at its end, after a marker comment,
@@ -31,6 +34,7 @@ import yaml
 from hpcval import (bounded, paths, peers, reference_service, references,
                     units)
 from hpcval.health import inventory
+from hpcval.publish import budget as node_budget, sibling_bands
 from hpcval.publish.comparison import better
 from hpcval.publish.stats import Rule, prediction_factor
 
@@ -51,7 +55,21 @@ OUTLIER_MIN_SPREAD = 0.005
 MIN_FALSE_ALARM = 1e-12
 # a figure whose square a double still holds, with room for a sum of them
 _LARGEST = 1e150
+#: the node's false-alarm budget by default (hpcval.publish.budget)
+BUDGET = node_budget.BUDGET
 RULE = 'calibrated'
+SIBLING_RULE = 'calibrated_siblings'
+SIBLING_RULE_TEXT = (
+    'Measured on this node by `hpcval calibrate`: a GPU\'s or link\'s '
+    'figure over the median of its siblings in the same run (unit x), one '
+    'band per figure family for every member, value 1.  The bound is the '
+    'lower of a one-sided prediction bound on the logarithms of the healthy '
+    'ratios of all members over all baseline runs (t(1 - a; runs - 1) '
+    '* sqrt(1 + 1/runs) std below their mean, a the per-figure rate of '
+    'the rule calibrated) and the lowest healthy ratio times '
+    f'{sibling_bands.MARGIN:g}, never looser than '
+    f'{sibling_bands.LOOSEST:g} (1/1.6) nor tighter than '
+    f'{sibling_bands.TIGHTEST:g}.')
 MARKER = '# hpcval calibrate:'
 INVENTORY_MARKER = '# hpcval calibrate inventory:'
 _SECTION = f"""\
@@ -76,6 +94,9 @@ class Calibration:
     #: each calibrated figure: label, metric, direction, n, mean, std,
     #: tolerance, how (hpcval.publish.sample_size.table)
     figures: list = dataclasses.field(default_factory=list)
+    #: the rule the bounds were built by: the node's budget (None where a
+    #: rate per figure was given), that rate, and the figures a run judges
+    rule: object = None
 
 
 class _Folded(str):
@@ -276,6 +297,9 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
                 statistics.fmean(values) > 0:
             figures.append({**figure, 'mean': statistics.fmean(values),
                             'std': statistics.stdev(values),
+                            'log_std': statistics.stdev(
+                                [math.log(v) for v in values])
+                            if min(values) > 0 else None,
                             'tolerance': None,
                             'how': f'refused: fewer than {rule.min_samples}'
                                    f' runs'})
@@ -297,18 +321,28 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
         return None
 
     direction = better(unit)
-    tol, how = rule.tolerance(metric, direction, len(values), mean, std)
+    logs = [math.log(v) for v in values] if min(values) > 0 else None
+    log_std = statistics.stdev(logs) if logs and len(logs) > 1 else None
+    log_mean = statistics.fmean(logs) if logs else None
+    figure.update(mean=mean, std=std, log_std=log_std)
+    tol, how = rule.tolerance(metric, direction, len(values), mean, std,
+                              log_mean, log_std)
     tol = _fraction_up(tol)
+    # too noisy to judge: a linear bound at 0, or (on logs) a bound that
+    # passes e^-1 = 37 % of the baseline, the same to first order
+    width = rule.width(len(values), log_std if log_std is not None else
+                       std / mean) if rule.k is None else tol
     spec = {'value': _significant(mean)}
     if direction == 'higher':
-        if tol >= 1:
-            notes.append(f'refused {label}: {how} = {tol:g}, a '
-                         f'lower bound at 0 would judge nothing (take '
-                         f'quieter or more runs)')
+        if tol >= 1 or width >= 1:
+            what = f'{how} = {tol:g}' if tol >= 1 else \
+                f'{how} = {width:.4g} >= 1'
+            notes.append(f'refused {label}: {what}, a lower bound '
+                         f'{"at 0" if tol >= 1 else "this far below"} '
+                         f'would judge nothing (take quieter or more runs)')
             if figures is not None:
-                figures.append({**figure, 'mean': mean, 'std': std,
-                                'tolerance': None,
-                                'how': f'refused: {how} = {tol:.4g} >= 1'})
+                figures.append({**figure, 'tolerance': None,
+                                'how': f'refused: {what}'})
             return None
         spec['lower'] = -tol
         if tol >= 0.5:
@@ -324,8 +358,7 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
     spec.update(spread=_significant(std), unit=unit, rule=RULE,
                 source=_provenance(runs, mean, std, unit, how))
     if figures is not None:
-        figures.append({**figure, 'mean': mean, 'std': std,
-                        'tolerance': tol, 'how': how})
+        figures.append({**figure, 'tolerance': tol, 'how': how})
     return spec
 
 
@@ -348,11 +381,11 @@ def _declared_diagnostic(runs):
     return None
 
 
-def _entries(groups, old_refs, rule, include_absent, notes,
-             keep_outliers=False, figures=None):
-    """New calibrated entries: [(key, {metric: spec})], only for checks
-    that exist (a report naming another class would make an entry that
-    fails every test of the system in setup)."""
+def _plan(groups, old_refs, include_absent, notes):
+    """What to calibrate: [(key, test label, {metric: runs}, {sibling
+    family: runs})], only for checks that exist (a report naming another
+    class would make an entry that fails every test of the system in
+    setup); what is left out is said in ``notes``."""
     known = reference_service.known_checks()
     out = []
     for (check, partition, params), metrics in groups.items():
@@ -369,9 +402,14 @@ def _entries(groups, old_refs, rule, include_absent, notes,
             notes.append(f'{test}: runs of environments '
                          f'{_listed(envs)} calibrated together (references '
                          f'do not tell environments apart)')
-        specs = {}
+        wanted, families = {}, {}
         for metric, runs in metrics.items():
             label = f'{test} {metric}'
+            if peers.is_sibling_figure(metric):
+                # every member's ratio makes its family's one band
+                families.setdefault(sibling_bands.family(metric),
+                                    []).extend(runs)
+                continue
             if '@' in metric:
                 # one GPU's figure: judged against its metric's reference
                 continue
@@ -388,13 +426,60 @@ def _entries(groups, old_refs, rule, include_absent, notes,
                              f'diagnostic ({declared}); include_absent '
                              f'calibrates it')
                 continue
-            spec = _metric(label, metric, runs, rule, notes, keep_outliers,
-                           figures)
+            wanted[metric] = runs
+        out.append(((check, partition, params), test, wanted, families))
+    return out
+
+
+def _entries(plan, rule, notes, keep_outliers=False, figures=None):
+    """New calibrated entries: [(key, {metric: spec})]."""
+    out = []
+    for key, test, metrics, families in plan:
+        specs = {}
+        for metric, runs in metrics.items():
+            spec = _metric(f'{test} {metric}', metric, runs, rule, notes,
+                           keep_outliers, figures)
             if spec:
                 specs[metric] = spec
+        for name, runs in sorted(families.items()):
+            spec = _family(f'{test} {name}', runs, rule, notes, figures)
+            if spec:
+                specs[name] = spec
         if specs:
-            out.append(((check, partition, params), specs))
+            out.append((key, specs))
     return out
+
+
+def _family(label, runs, rule, notes, figures):
+    """The band of one sibling family (hpcval.publish.sibling_bands) from
+    the healthy ratios of all its members over all runs, or None."""
+    kept = sibling_bands.healthy_ratios(runs, notes, label)
+    cases = {id(s.case): s.case for s in kept}.values()
+    if len(cases) < rule.min_samples:
+        notes.append(f'refused {label}: ratios of {len(cases)} run(s), '
+                     f'fewer than {rule.min_samples}')
+        return None
+    ratios = [s.value for s in kept]
+    bound, how = sibling_bands.band(ratios, len(cases), rule.false_alarm)
+    tol = _fraction_up(1 - bound)
+    members = {s.metric.split('@', 1)[1] for s in kept}
+    std = statistics.stdev(ratios)
+    if figures is not None:
+        figures.append({'label': label, 'metric': sibling_bands.family(
+            kept[0].metric), 'direction': 'higher', 'n': len(ratios),
+            'mean': statistics.fmean(ratios), 'std': std,
+            'log_std': statistics.stdev([math.log(r) for r in ratios]),
+            'tolerance': tol, 'how': how, 'family': True})
+    nodes = _listed(n for c in cases for n in c.nodes) or 'not recorded'
+    return {'value': 1, 'lower': -tol, 'spread': _significant(std),
+            'unit': peers.RATIO_UNIT, 'rule': SIBLING_RULE,
+            'source': _Folded(
+                f'calibrated by `hpcval calibrate` from this node\'s '
+                f'healthy runs: {len(ratios)} ratios of {len(members)} '
+                f'members ({_listed(members, 4)}) against their siblings '
+                f'over {len(cases)} runs, {_dates(cases)}: lowest '
+                f'{min(ratios):.4g}, mean {statistics.fmean(ratios):.4g}; '
+                f'bound {1 - tol:.4g} x, {how}; job nodes {nodes}')}
 
 
 def _split(text, path):
@@ -470,35 +555,35 @@ def _top_level(lines, key):
                  if re.match(rf'{key}:', line)), None)
 
 
-def _with_rule(head, rule_text, path):
-    """``head`` with rules.calibrated set to ``rule_text``."""
+def _with_rule(head, rule_text, path, name=RULE):
+    """``head`` with rules.<name> set to ``rule_text``."""
     lines = head.splitlines(keepends=True)
     r = _top_level(lines, 'rules')
     if r is None:
         e = _top_level(lines, 'entries')
         if e is None:
             raise CalibrationError(f'{path}: no top-level entries key')
-        lines[e:e] = ['rules:\n', *_rule_lines('  ', rule_text)]
+        lines[e:e] = ['rules:\n', *_rule_lines('  ', rule_text, name)]
         return ''.join(lines)
 
     if lines[r].strip() != 'rules:':
         raise CalibrationError(f'{path}: rules must be a block mapping '
-                               f'(one rule per line) to add {RULE!r}')
+                               f'(one rule per line) to add {name!r}')
     end = next((i for i in range(r + 1, len(lines))
                 if lines[i].strip() and not lines[i][0].isspace()),
                len(lines))
     body = [i for i in range(r + 1, end) if lines[i].strip()]
     indent = re.match(r'\s*', lines[body[0]]).group() if body else '  '
-    old = next((i for i in body if lines[i].startswith(f'{indent}{RULE}:')),
+    old = next((i for i in body if lines[i].startswith(f'{indent}{name}:')),
                None)
     if old is None:
         at = body[-1] + 1 if body else r + 1
-        lines[at:at] = _rule_lines(indent, rule_text)
+        lines[at:at] = _rule_lines(indent, rule_text, name)
     else:
         stop = next((i for i in range(old + 1, end) if lines[i].strip()
                      and len(lines[i]) - len(lines[i].lstrip())
                      <= len(indent)), end)
-        lines[old:stop] = _rule_lines(indent, rule_text)
+        lines[old:stop] = _rule_lines(indent, rule_text, name)
     return ''.join(lines)
 
 
@@ -599,10 +684,10 @@ def _comments(lines):
             for line in lines if line.lstrip().startswith('#')]
 
 
-def _rule_lines(indent, text):
+def _rule_lines(indent, text, name=RULE):
     body = textwrap.fill(text, 76, initial_indent=indent * 2,
                          subsequent_indent=indent * 2)
-    return [f'{indent}{RULE}: >\n', body + '\n']
+    return [f'{indent}{name}: >\n', body + '\n']
 
 
 def _new_file(system, rule_text):
@@ -756,10 +841,32 @@ def check_system(system, by_system_refs):
     return system
 
 
+def _check_options(floor, k, min_samples, budget, false_alarm):
+    """One line naming the option that is out of range."""
+    rate = f'from {MIN_FALSE_ALARM} to below 0.5'
+    why = '; a smaller rate has no t quantile in double precision'
+    for name, value, bad, want, note in (
+            ('floor', floor, floor is not None and
+             not (math.isfinite(floor) and floor >= 0), '>= 0', ''),
+            ('k', k, k is not None and not (math.isfinite(k) and k > 0),
+             '> 0', ''),
+            ('min_samples', min_samples, min_samples < 2, '>= 2',
+             '; a spread needs two runs'),
+            ('budget', budget, not MIN_FALSE_ALARM <= budget < 0.5, rate,
+             why if budget < MIN_FALSE_ALARM else ''),
+            ('false_alarm', false_alarm, false_alarm is not None and
+             not MIN_FALSE_ALARM <= false_alarm < 0.5, rate,
+             why if (false_alarm or 0) < MIN_FALSE_ALARM else '')):
+        if bad:
+            raise CalibrationError(f'expected {name} {want} (got '
+                                   f'{value}{note})')
+
+
 def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
-              min_samples=5, false_alarm=1e-4, allow_replays=False,
-              include_absent=False, accept_performance_failures=False,
-              ref_dir=None, write=False, base_dir=None, keep_outliers=False):
+              min_samples=5, budget=BUDGET, false_alarm=None,
+              allow_replays=False, include_absent=False,
+              accept_performance_failures=False, ref_dir=None, write=False,
+              base_dir=None, keep_outliers=False):
     """Calibrate ``system`` from ``samples`` (hpcval.publish.results.Sample).
 
     ``by_system_refs`` is references.load_dir(ref_dir) as the caller read
@@ -768,7 +875,10 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     failed the old bounds; replays only with ``allow_replays``; metrics the
     old file marks absent (value: null) stay so unless ``include_absent``;
     runs apart from the rest of their metric (``outliers``) are left out
-    with a warning naming them, unless ``keep_outliers``.
+    with a warning naming them, unless ``keep_outliers``.  ``budget``: the
+    chance that a healthy run of the node fails any judged figure, shared
+    out over the figures a run judges (hpcval.publish.budget);
+    ``false_alarm`` instead sets the rate per figure.
     ``base_dir``: the built-in folder a site's ``ref_dir`` is layered
     over (references.ReferenceSet.layered): a new site file holds the
     calibrated entries only.  Returns a
@@ -777,18 +887,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     since ``by_system_refs`` was read.
     """
     check_system(system, by_system_refs)
-    if (floor is not None and not (math.isfinite(floor) and floor >= 0)) \
-            or (k is not None and not (math.isfinite(k) and k > 0)) \
-            or min_samples < 2 or \
-            not MIN_FALSE_ALARM <= false_alarm < 0.5:
-        raise CalibrationError(f'floor must be a number >= 0 (got {floor}), '
-                               f'k a number > 0 (got {k}), min_samples >= 2 '
-                               f'(got {min_samples}; a spread needs two '
-                               f'runs), false_alarm from {MIN_FALSE_ALARM} '
-                               f'to below 0.5 (got {false_alarm}; a smaller '
-                               f'rate has no t quantile in double precision)')
-    rule = Rule(false_alarm=false_alarm, min_samples=min_samples, k=k,
-                floor=floor)
+    _check_options(floor, k, min_samples, budget, false_alarm)
     if ref_dir is None:
         ref_dir = paths.references_dir()
     path = os.path.join(ref_dir, f'{system}.yaml')
@@ -802,8 +901,25 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     notes, figures = [], []
     selected = _select(samples, system, allow_replays,
                        accept_performance_failures, notes)
-    new_entries = _entries(_groups(selected), old_refs, rule,
-                           include_absent, notes, keep_outliers, figures)
+    plan = _plan(_groups(selected), old_refs, include_absent, notes)
+    judged = node_budget.judged_per_run(selected, {
+        (*key, metric) for key, _, metrics, _ in plan for metric in metrics})
+    if false_alarm is None:
+        false_alarm = node_budget.per_figure(budget, judged)
+        notes.append(f'bounds built for a node false-alarm rate of '
+                     f'{budget:g} per healthy run (1 in {1 / budget:.0f}) '
+                     f'over the {judged} figures a run judges: '
+                     f'{false_alarm:.3g} per figure')
+    else:
+        budget = None
+        notes.append(f'bounds built for a false-alarm rate of '
+                     f'{false_alarm:g} per figure; a run judges {judged} '
+                     f'figures: a healthy run of the node fails with '
+                     f'probability up to '
+                     f'{-math.expm1(judged * math.log1p(-false_alarm)):.3g}')
+    rule = Rule(false_alarm=false_alarm, min_samples=min_samples, k=k,
+                floor=floor, budget=budget, judged=judged)
+    new_entries = _entries(plan, rule, notes, keep_outliers, figures)
     rule_text = _rule_text(rule)
     # a new site file holds the calibrated entries only, layered over the
     # built-in file (references.ReferenceSet.layered), so that upstream
@@ -813,11 +929,14 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     if not new_entries:
         notes.append(f'nothing to calibrate for {system}: the file is left '
                      f'as it is')
-        return Calibration(old or '', '', notes, path, figures)
+        return Calibration(old or '', '', notes, path, figures, rule)
 
     head = _with_inventory(head, _inventory(selected), path, notes)
     by_key = {_key(e): comments.pop(i, [])
               for i, e in enumerate(previous) if isinstance(e, dict)}
+    if any(spec.get('rule') == SIBLING_RULE for _, specs in new_entries
+           for spec in specs.values()):
+        head = _with_rule(head, SIBLING_RULE_TEXT, path, SIBLING_RULE)
     text = _append(_with_rule(head, rule_text, path),
                    _merge(previous, new_entries), path, by_key,
                    [line for rest in comments.values() for line in rest])
@@ -839,4 +958,4 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
                                    f'nothing written') from None
         _replace(path, text)
         notes.append(f'wrote {path}')
-    return Calibration(text, diff, notes, path, figures)
+    return Calibration(text, diff, notes, path, figures, rule)

@@ -1,6 +1,14 @@
 """How many runs a figure needs for its calibrated bound (docs/calibrate.md,
 "How many runs").
 
+The table calibrate prints says, per figure, how many runs would make its
+bound half as wide (``runs_to_halve``): a bound is max(g(f(n) s), floor),
+g(w) = 1 - e^-w for a lower bound and e^w - 1 for an upper one, s the
+spread of the logarithms of the runs' values, f(n) the prediction factor
+for the per-figure false-alarm rate.  Half the bound is out of reach where
+it is below the floor, or where even the normal quantile z (f of
+infinitely many runs) leaves g(z s) above it.
+
 A calibrated bound is ``max(f(n) * cv, floor)``: f(n) is the prediction
 factor for the requested false-alarm rate (hpcval.publish.stats), cv the
 runs' spread (std / mean).  More runs shrink f(n) towards the normal
@@ -11,6 +19,7 @@ runs reaches the floor: then N is the fewest runs that bring f(N) within
 10 % of z (more runs change the bound by less than that).
 """
 import functools
+import math
 
 from hpcval.publish.stats import prediction_factor
 
@@ -64,29 +73,54 @@ def runs_to_judge(cv, false_alarm, least=2):
     return _fewest(false_alarm, lambda f: f * cv < 1, least)
 
 
+def _widen(width, direction):
+    return -math.expm1(-width) if direction == 'higher' else \
+        math.expm1(width)
+
+
+def runs_to_halve(log_std, tolerance, floor, direction, false_alarm,
+                  least=2):
+    """(runs, why) for a bound half as wide as ``tolerance``: the fewest
+    runs whose bound g(f(n) log_std) is within it, or (None, why not)."""
+    half = tolerance / 2
+    if half < floor:
+        return None, f'never: half ({half:.3g}) is below the floor {floor:g}'
+    z = _limit(false_alarm)
+    if _widen(z * log_std, direction) > half:
+        return None, (f'never: the spread alone gives at best '
+                      f'{_widen(z * log_std, direction):.3g}')
+    n = _fewest(false_alarm, lambda f: _widen(f * log_std, direction)
+                <= half, least)
+    return n, f'{n} runs give {half:.3g}'
+
+
 def table(figures, rule):
-    """Rows (figure, n, spread, bound, set by, runs needed) of the
-    calibrated ``figures`` (dicts of label, metric, direction, n, mean,
-    std, tolerance, how)."""
+    """Rows (figure, n, spread, bound, set by, runs for half the bound) of
+    the calibrated ``figures`` (dicts of label, metric, direction, n, mean,
+    std, log_std, tolerance, how; ``family`` for a sibling band)."""
     rows = []
     for fig in figures:
         cv = fig['std'] / fig['mean'] if fig['mean'] else 0.0
+        s = fig.get('log_std')
+        s = cv if s is None else s
         floor = rule.floor_of(fig['metric'], fig['direction'])
+        least = max(rule.min_samples, 2)
         if rule.k is not None:
-            need, why = rule.min_samples, f'fixed k = {rule.k:g}'
+            need = f'fixed k = {rule.k:g}'
+        elif fig.get('family'):
+            need = 'a family band: its caps and lowest ratio set it'
+        elif fig['tolerance'] is None:
+            judge = _fewest(rule.false_alarm, lambda f: f * s < 1, least)
+            need = f'{judge} for any bound at all' if judge else \
+                'no number of runs: the spread alone judges nothing'
         else:
-            need, why = runs_needed(cv, floor, rule.false_alarm,
-                                    max(rule.min_samples, 2))
-        if fig['tolerance'] is None and fig['direction'] == 'higher' and \
-                rule.k is None:
-            judge = runs_to_judge(cv, rule.false_alarm,
-                                  max(rule.min_samples, 2))
-            need, why = (need, f'{judge} for any bound at all; then {why}'
-                         ) if judge else \
-                (None, 'no number of runs: the spread alone passes 0')
+            n, why = runs_to_halve(s, fig['tolerance'], floor,
+                                   fig['direction'], rule.false_alarm,
+                                   least)
+            need = why
         sign = '-' if fig['direction'] == 'higher' else '+'
         bound = 'none' if fig['tolerance'] is None else \
             f'{sign}{fig["tolerance"]:.4g}'
         rows.append((fig['label'], str(fig['n']), f'{cv:.2%}', bound,
-                     fig['how'], f'{need} ({why})' if need else why))
+                     fig['how'], need))
     return rows

@@ -82,9 +82,13 @@ def false_alarm_rate(n, k):
 # Floors per kind of metric: never a bound tighter than this fraction.
 # Tiny-message latencies (8 B to 1 KiB, nccl-tests' smallest size) are
 # launch and polling overheads that move by tens of percent between healthy
-# runs; other times a little less; bandwidths and rates are steadier.
+# runs; other times a little less; host links (a GPU to or from host
+# memory, over PCIe) have a heavy low tail: one real H100 whose five
+# baselines spread by 0.7 % gave a healthy run 10.8 % below their mean;
+# device bandwidths and rates are steadier.
 TINY_LATENCY = re.compile(r'.*(_smallest|_\d{1,3}B|_1KiB)')
-FLOORS = (('tiny-message latency', 0.5), ('time', 0.2),
+HOST_LINK = re.compile(r'gpu_to_cpu|cpu_to_gpu|h2d|d2h|host')
+FLOORS = (('tiny-message latency', 0.5), ('time', 0.2), ('host link', 0.2),
           ('bandwidth or rate', 0.05))
 
 
@@ -92,20 +96,26 @@ FLOORS = (('tiny-message latency', 0.5), ('time', 0.2),
 class Rule:
     """How calibrate turns runs into a bound.
 
-    By default a one-sided prediction bound: a healthy run of the same
-    population falls beyond it with probability ``false_alarm`` (normal
-    figures; the factor grows as runs get fewer), never tighter than the
-    floor of the metric's kind.  ``k`` replaces the factor by a fixed
-    number of standard deviations, ``floor`` the floors by one for all.
+    By default a one-sided prediction bound on the logarithms of the
+    runs' values: a healthy run of the same population falls beyond it
+    with probability ``false_alarm`` (log-normal figures; the factor grows
+    as runs get fewer), never tighter than the floor of the metric's
+    kind.  ``k`` replaces it by the linear k std / mean of earlier
+    versions, ``floor`` the floors by one for all.  ``budget`` and
+    ``judged`` say what ``false_alarm`` was derived from (hpcval.publish.
+    budget), for the rule's text.
     """
     false_alarm: float = 1e-4
     min_samples: int = 5
     k: object = None
     floor: object = None
+    budget: object = None
+    judged: object = None
 
     def kind(self, metric, direction):
         if direction == 'higher':
-            return 'bandwidth or rate'
+            return 'host link' if HOST_LINK.search(metric) else \
+                'bandwidth or rate'
         return 'tiny-message latency' if TINY_LATENCY.fullmatch(metric) \
             else 'time'
 
@@ -118,24 +128,46 @@ class Rule:
         return self.k if self.k is not None else \
             prediction_factor(n, self.false_alarm)
 
-    def tolerance(self, metric, direction, n, mean, std):
-        """(fraction, what set it) for ``n`` runs of ``mean`` +- ``std``."""
-        factor = self.factor(n)
-        spread = factor * std / mean
+    def width(self, n, log_std):
+        """The prediction bound's half-width on the log scale."""
+        return prediction_factor(n, self.false_alarm) * log_std
+
+    def tolerance(self, metric, direction, n, mean, std, log_mean=None,
+                  log_std=None):
+        """(fraction, what set it) for ``n`` runs of ``mean`` +- ``std``
+        (``log_mean`` +- ``log_std`` of their logarithms; without them,
+        ln(mean) +- std / mean)."""
         floor = self.floor_of(metric, direction)
+        if self.k is not None:
+            spread, how = self.k * std / mean, f'{self.k:.3g} std / mean'
+        else:
+            if log_std is None:
+                log_mean, log_std = math.log(mean), std / mean
+            factor = prediction_factor(n, self.false_alarm)
+            sign = -1 if direction == 'higher' else 1
+            bound = math.exp(log_mean + sign * factor * log_std)
+            spread = sign * (bound / mean - 1)
+            how = f'{factor:.3g} std of ln'
         if spread >= floor:
-            return spread, f'{factor:.3g} std / mean'
+            return spread, how
         return floor, f'floor {floor:g} ({self.kind(metric, direction)})'
 
     def text(self):
         if self.k is not None:
             how = f'k = {self.k:g} standard deviations relative to the mean'
         else:
-            how = (f'a one-sided prediction bound, mean -+ t(1 - '
-                   f'{self.false_alarm:g}; n - 1) * sqrt(1 + 1/n) * std: a '
-                   f'healthy run falls outside it with probability '
-                   f'{self.false_alarm:g} per figure (normal figures), '
-                   f'the factor growing as runs get fewer (n = 5: '
+            node = '' if self.budget is None else (
+                f'built so that a healthy run of this node fails any of '
+                f'the {self.judged} figures it judges with probability at '
+                f'most {self.budget:g} (1 in {1 / self.budget:.0f} healthy '
+                f'runs), so per figure 1 - (1 - {self.budget:g})^(1/'
+                f'{self.judged}) = {self.false_alarm:.3g}: ')
+            how = (f'{node}a one-sided prediction bound on the logarithms '
+                   f'of the runs\' values, exp(mean -+ t(1 - '
+                   f'{self.false_alarm:.3g}; n - 1) * sqrt(1 + 1/n) * std): '
+                   f'a healthy run falls outside it with probability '
+                   f'{self.false_alarm:.3g} per figure (log-normal '
+                   f'figures), the factor growing as runs get fewer (n = 5: '
                    f'{prediction_factor(5, self.false_alarm):.3g} std)')
         floors = f'the floor {self.floor:g}' if self.floor is not None else \
             'the floor of its kind (' + ', '.join(
