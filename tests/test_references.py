@@ -1,6 +1,8 @@
 """Reference files: schema, units, provenance, and rejection at load."""
 import ast
 import copy
+import re
+
 import pytest
 import yaml
 
@@ -246,3 +248,24 @@ def test_a_band_without_finite_limits_is_bad_input(tmp_path, capsys, old,
     assert (status, out) == (3, '')
     assert err.splitlines() == [err.strip()] and str(path) in err
     assert message in err, err
+
+
+def test_the_false_alarm_rate_of_a_file_is_read_and_checked(tmp_path):
+    """``false_alarms``: what calibrate built a file's bounds for, which
+    the verdict repeats; a rate outside (0, 0.5) is bad input."""
+    body = ('system: local\ndescription: d\n'
+            'false_alarms: {node_rate: 0.005, figures: 104, '
+            'per_figure: 4.82e-05}\nentries:\n'
+            '  - check: Mpi4pyPingPongCheck\n    absent: none here\n')
+    path = tmp_path / 'local.yaml'
+    path.write_text(body)
+    rate = references.ReferenceSet.of_files([str(path)]).false_alarms[
+        'local']
+    assert rate.text() == ('a node false-alarm rate of 1 in 200 healthy '
+                           'runs over 104 figures, 4.82e-05 per figure')
+    for bad in ('node_rate: 0.7', 'figures: 0', 'per_figure: -1'):
+        key = bad.partition(':')[0]
+        path.write_text(re.sub(rf'{key}: [^,}}]+', bad, body))
+        with pytest.raises(references.ReferenceFileError,
+                           match='false_alarms'):
+            references.ReferenceSet.of_files([str(path)])

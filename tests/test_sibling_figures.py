@@ -347,8 +347,8 @@ def test_an_mi300x_link_at_70_percent_is_named_with_its_direction(
         at_70_percent):
     tmp, report = at_70_percent
     for test, metric, ratio in (
-            ('TransferBenchCheck %preset=a2a', 'a2a_vs_siblings@gpu04_to_gpu01',
-             0.70),
+            ('TransferBenchCheck %preset=a2a',
+             'a2a_vs_siblings@gpu04_to_gpu01', 0.70),
             ('TransferBenchCheck %preset=p2p',
              'bidir_vs_siblings@gpu02_to_gpu01', 0.70)):
         tc = one_case(report, test)

@@ -190,4 +190,5 @@ def test_a_site_others_can_write_judges_nothing(tmp_path, capsys,
     refs.chmod(0o755)
     status, out, _ = _run(capsys, H200 / 'reports' / 'healthy01.json')
     assert status == verdict.EXIT_INCOMPLETE
-    assert f"bounds: the references ({refs / 'local.yaml'}); 0 differ" in out
+    assert (f"bounds: the references ({refs / 'local.yaml'}; no false-alarm "
+            f"rate stated); 0 differ") in out

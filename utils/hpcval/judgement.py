@@ -87,9 +87,12 @@ class Band:
         (``IMPLAUSIBLE``), or ''."""
         if _plausible(self.reference, value, self.unit):
             return ''
-        return (f'implausible: not a measurement (not finite, outside '
-                f'its unit\'s physical range, or more than {IMPLAUSIBLE} '
-                f'times its reference)')
+        if _plausible(self.reference, value):
+            why = units.outside_range('the figure', value, self.unit,
+                                      zero_ok=_zero_ok(self.unit))
+            return f'implausible: not a measurement ({why})'
+        return (f'implausible: not a measurement (not finite, or more '
+                f'than {IMPLAUSIBLE} times its reference)')
 
     def deviation(self, value):
         """(value - reference) / |reference|, None for a reference of 0."""

@@ -21,6 +21,10 @@ Schema (every key is checked; unknown keys are rejected so a typo such as
             rule: floor               # a key of ``rules``
             spread: 0.2               # optional: published std, same unit
             source: "Sandia Cluster 2023 poster Table 3 (...)" or "measured on HOST, DATE, by CMD"
+    false_alarms:                 # optional: the rate the bounds were built
+      node_rate: 0.005            # for (hpcval calibrate): per healthy run,
+      figures: 104                # over the figures a run judges, and per
+      per_figure: 4.82e-05        # figure
     inventory:                    # optional: each partition's expected GPUs
       - partition: gpu            # (hpcval.health.inventory)
         gpus: 4
@@ -47,10 +51,49 @@ from hpcval import bounded, judgement, paths, trust, units
 from hpcval.health import inventory
 
 _TOP_KEYS = {'system', 'description', 'rules', 'entries', 'inventory',
-             'replace'}
+             'replace', 'false_alarms'}
 _ENTRY_KEYS = {'check', 'partition', 'where', 'metrics', 'absent', 'notes'}
 _METRIC_KEYS = {'value', 'lower', 'upper', 'unit', 'rule', 'source', 'notes',
                 'spread'}
+
+
+@dataclass(frozen=True)
+class FalseAlarms:
+    """The false-alarm rate a file's bounds were built for: per healthy
+    run of a node (None: not stated), over ``figures`` judged, and per
+    figure."""
+    node_rate: object
+    figures: int
+    per_figure: float
+
+    def text(self):
+        node = '' if self.node_rate is None else (
+            f'a node false-alarm rate of 1 in {1 / self.node_rate:.0f} '
+            f'healthy runs over ')
+        return (f'{node}{self.figures} figures, {self.per_figure:.3g} '
+                f'per figure')
+
+
+def _false_alarms(path, data):
+    """The file's validated ``false_alarms``, or None."""
+    got = data.get('false_alarms')
+    if got is None:
+        return None
+    if not isinstance(got, dict):
+        _fail(path, 'false_alarms', 'must be a mapping')
+    _unknown(path, 'false_alarms', got, {'node_rate', 'figures',
+                                         'per_figure'})
+    node = _number(path, 'false_alarms.node_rate', got.get('node_rate'), '+')
+    per = _number(path, 'false_alarms.per_figure', got.get('per_figure'),
+                  '+', allow_null=False)
+    figures = got.get('figures')
+    if isinstance(figures, bool) or not isinstance(figures, int) or \
+            figures < 1:
+        _fail(path, 'false_alarms.figures', f'must be a whole number >= 1, '
+                                            f'got {_shown(figures)}')
+    if not 0 < per < 0.5 or (node is not None and not 0 < node < 0.5):
+        _fail(path, 'false_alarms', 'rates must be above 0 and below 0.5')
+    return FalseAlarms(node, figures, per)
 
 
 class ReferenceFileError(ValueError):
@@ -436,10 +479,13 @@ class ReferenceSet(dict):
     health judge all read.  Made by one layering rule (``layered``) or
     from the files a user names (``given``)."""
 
-    def __init__(self, refs=(), inventory=None, files=None):
+    def __init__(self, refs=(), inventory=None, files=None,
+                 false_alarms=None):
         super().__init__(refs)
         self.inventory = inventory or {}
         self.files = files or {}
+        #: {system: FalseAlarms} of the file that last stated one
+        self.false_alarms = false_alarms or {}
 
     @classmethod
     def layered(cls, dirs):
@@ -456,16 +502,21 @@ class ReferenceSet(dict):
         whole, and is kept where it gives none.  ``replace: true`` at the
         top of the file replaces the earlier file whole.  Every Reference
         carries its Origin."""
-        layers = {}
+        layers, rates = {}, {}
         for depth, dirname in enumerate(dirs):
             layer = BUILT_IN if depth == 0 else SITE
             for name in _yaml_names(dirname):
                 path = os.path.join(dirname, name)
+                data = _document(path)
                 layers[name[:-5]] = _layer_on(layers.get(name[:-5]), path,
-                                              _document(path), layer)
+                                              data, layer)
+                rate = _false_alarms(path, data)
+                if rate is not None or data.get('replace'):
+                    rates[name[:-5]] = rate
         return cls({s: lay.references() for s, lay in layers.items()},
                    {s: lay.inventory for s, lay in layers.items()},
-                   {s: lay.path for s, lay in layers.items()})
+                   {s: lay.path for s, lay in layers.items()},
+                   {s: r for s, r in rates.items() if r is not None})
 
     @classmethod
     def of_files(cls, files):
@@ -479,6 +530,9 @@ class ReferenceSet(dict):
             out[system] = _refs(path, _entries_of(path, data),
                                 _rules(path, data))
             out.files[system] = path
+            rate = _false_alarms(path, data)
+            if rate is not None:
+                out.false_alarms[system] = rate
         return out
 
     @classmethod

@@ -129,6 +129,9 @@ class Group:
     # the reference file that judged, and each figure whose bound in the
     # report differs from it (hpcval.verdict_refs.Cross)
     references: str = ''
+    # the false-alarm rate the references' bounds were built for, in
+    # words ('' where the file states none: hpcval.references.FalseAlarms)
+    false_alarms: str = ''
     crosschecks: list = field(default_factory=list)
     # the scheduler its cases ran under ('slurm', 'local'; 'mixed'; ''
     # not recorded): drain lines only under Slurm (hpcval.drain)
@@ -415,6 +418,9 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
     g = groups.of(case)
     if refs is not None and not g.references:
         g.references = refs.files.get(case.system, 'none')
+        rate = refs.false_alarms.get(case.system)
+        g.false_alarms = rate.text() if rate else ''
+
     groups.sessions.setdefault(g.name, set()).add(case.session)
     if screen.node_of(case) and (case.extras.get('screen_excluded') or
                                  screen.not_started(case)):
@@ -857,8 +863,11 @@ def render_text(verdict, most=20, per_node=False):
             lines.append(f'  provenance: {_provenance_line(g)}')
         lines += _capped(_gpu_lines(g.gpus), most)
         if g.references:
-            lines.append(f'  bounds: the references ({g.references}); '
-                         f'{len(g.crosschecks)} differ from the report\'s')
+            rate = f'; built for {g.false_alarms}' if g.false_alarms \
+                else '' if g.references == 'none' else \
+                '; no false-alarm rate stated'
+            lines.append(f'  bounds: the references ({g.references}{rate})'
+                         f'; {len(g.crosschecks)} differ from the report\'s')
         lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
         lines += _capped([f'  CHANGED {c}' for c in g.changes], most)
         lines += _capped([f'  INFO {c}' for c in g.infos], most)

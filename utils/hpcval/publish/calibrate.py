@@ -587,6 +587,23 @@ def _with_rule(head, rule_text, path, name=RULE):
     return ''.join(lines)
 
 
+def _with_false_alarms(head, rule):
+    """``head`` with its top-level ``false_alarms`` (the rate the bounds
+    were built for: hpcval.references.FalseAlarms) set from ``rule``."""
+    lines = head.splitlines(keepends=True)
+    old = _top_level(lines, 'false_alarms')
+    if old is not None:
+        end = next((i for i in range(old + 1, len(lines))
+                    if lines[i].strip() and not lines[i][0].isspace()),
+                   len(lines))
+        del lines[old:end]
+    at = _top_level(lines, 'entries')
+    node = '' if rule.budget is None else f'node_rate: {rule.budget:g}, '
+    lines[at:at] = [f'false_alarms: {{{node}figures: {rule.judged}, '
+                    f'per_figure: {rule.false_alarm:.3g}}}\n']
+    return ''.join(lines)
+
+
 def _inventory(samples):
     """The inventory entries the health records of the selected runs show
     (hpcval.health.inventory.from_records), one per partition."""
@@ -937,6 +954,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     if any(spec.get('rule') == SIBLING_RULE for _, specs in new_entries
            for spec in specs.values()):
         head = _with_rule(head, SIBLING_RULE_TEXT, path, SIBLING_RULE)
+    head = _with_false_alarms(head, rule)
     text = _append(_with_rule(head, rule_text, path),
                    _merge(previous, new_entries), path, by_key,
                    [line for rest in comments.values() for line in rest])
