@@ -258,3 +258,25 @@ def test_every_mode_measures_a_failure_again_once():
                                                 'screen suite'):
         preflight.check_command_line(
             ['--mode', 'screen', '-r', '--max-retries=3'], {})
+
+
+def test_a_fault_the_first_run_recorded_fails_whatever_the_retry(
+        capsys, tmp_path):
+    """nvidia-smi failed after the loaded run's BabelStream job (its
+    record changed so); the re-measure passed: the node fails on the
+    first run's record, its figures stay INTERMITTENT."""
+    loaded = _read(H100 / 'gpu0_loaded.json')
+    for tc in loaded['runs'][0]['testcases']:
+        if tc['display_name'] == STREAM:
+            tc['hpcval_health']['after'] = {'rc': 9, 'message': 'Unable to '
+                                            'determine the device handle'}
+    first = tmp_path / 'first.json'
+    first.write_text(json.dumps(loaded))
+    path = _retried(first, H100 / 'healthy.json',
+                    _failed(H100 / 'gpu0_loaded.json'), tmp_path)
+    status, data = _verdict(capsys, path, '--references',
+                            H100 / 'local.yaml')
+    [fault] = _all(data, 'failures')
+    assert fault['line'].startswith('node vm') and 'exit 9' in fault['line']
+    assert len(_all(data, 'intermittent')) == 12
+    assert status == 1
