@@ -15,6 +15,11 @@ NOT_RUN = ('skip', 'fail_deps')
 RETRIED = ('fail', 'fail_deps')
 
 
+def _run(case):
+    # what is not a results.Case (a test's, another reader's) is a first run
+    return getattr(case, 'run', 0)
+
+
 def _key(case):
     # reports of ReFrame < 4.7 have no session uuid: their file and host
     return (case.session or (case.source, case.hostname), case.test,
@@ -27,7 +32,7 @@ def runs(cases):
     replaces, ``first`` {id(the run judged): the first run} of each test
     case measured again.  A run follows a failed one as its retry; a run
     after a passed one (``--reruns``) is a measurement of its own."""
-    if not any(case.run for case in cases):
+    if not any(map(_run, cases)):
         return set(), {}        # no run but the first: nothing to pair
     by_test = {}
     for case in cases:
@@ -36,7 +41,7 @@ def runs(cases):
     for found in by_test.values():
         if len(found) < 2:
             continue
-        found.sort(key=lambda c: c.run)
+        found.sort(key=_run)
         for chain in _chains(found):
             measured = [c for c in chain[1:] if c.result not in NOT_RUN]
             judged = measured[-1] if measured else chain[0]
@@ -52,7 +57,7 @@ def _chains(found):
     chain = [found[0]]
     for case in found[1:]:
         last = chain[-1]
-        if case.run == last.run + 1 and last.result in RETRIED:
+        if _run(case) == _run(last) + 1 and last.result in RETRIED:
             chain.append(case)
             continue
         if len(chain) > 1:
