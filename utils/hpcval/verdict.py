@@ -17,7 +17,8 @@ Exit status, for automation:
 - 1: something failed (a figure out of bounds, a sanity or build failure,
   an aborted case), or with ``strict`` something was not validated;
 - 2: incomplete: nothing failed, but test cases were skipped, figures had
-  no reference, or nothing at all was judged;
+  no reference, a failure passed its re-measure (INTERMITTENT,
+  hpcval.retries), or nothing at all was judged;
 - 3: unknown: nothing failed, but an input could not be read (a missing
   file, a folder, a file that is not a run report, a damaged test case),
   or the command line was wrong.  3 is the monitoring plugins' UNKNOWN.
