@@ -8,12 +8,17 @@ hpcval.benchmarks.base, as the tags ``quick`` and ``screen``).
   pair's copy bandwidth, and MPI on the node; the checks' own sizes, so
   that references calibrated from quick runs hold for the full runs too.
 - ``screen``: the quick suite's single-node checks but the MPI ping-pong
-  on every node of the partition (``--distribute=all``, Slurm-like schedulers), once each: no
-  retries, so a slow node is named, not rerun until it passes; the CPU
-  figure is the best of three likwid-bench runs in the node's job, whose
-  healthy spread the default peer rule is built on (docs/screening.md).
+  on every node of the partition (``--distribute=all``, Slurm-like
+  schedulers); the CPU figure is the best of three likwid-bench runs in
+  the node's job, whose healthy spread the default peer rule is built on
+  (docs/screening.md).
 - ``acceptance``: every check, multi-node collectives and latencies
   included, and nothing may be skipped (``-S strict=yes``).
+
+Every mode measures a failed test case once more in its session
+(``--max-retries=1``): a failure that reproduces fails the node with both
+figures, one that does not is INTERMITTENT, never a pass (hpcval.retries,
+docs/verdict.md); a slow node is named, not rerun until it passes.
 
 ``screen`` and ``acceptance`` are statements about the system: they accept
 only the options known to be harmless (``narrowing``, an allow-list read
@@ -33,20 +38,23 @@ import os
 QUICK_TAG, SCREEN_TAG = 'quick', 'screen'
 QUICK = ['-t', f'^{QUICK_TAG}$']
 SCREEN = ['-t', f'^{SCREEN_TAG}$']
+#: a failure measured again once before it fails the node (ReFrame's own
+#: retry of that test case alone, in the same session)
+RETRY = '--max-retries=1'
 
 MODES = [
     {
         'name': 'quick',
-        'options': [*QUICK, '--max-retries=0'],
+        'options': [*QUICK, RETRY],
     },
     {
         'name': 'screen',
-        'options': [*SCREEN, '--distribute=all', '--max-retries=0',
+        'options': [*SCREEN, '--distribute=all', RETRY,
                     '-S', 'LikwidBenchCheck.repeats=3'],
     },
     {
         'name': 'acceptance',
-        'options': ['-S', 'strict=yes', '--max-retries=0'],
+        'options': ['-S', 'strict=yes', RETRY],
     },
 ]
 
@@ -64,7 +72,8 @@ WHERE_FROM = frozenset({
 #: listed, where outputs and reports go, the configuration and system, and
 #: how much is printed.  -S (WHERE_FROM), -c (every check file of the
 #: suite), -p (only '.*') and the mode's own options are checked by value;
-#: any other option is refused (docs/security.md).
+#: any other option is refused (docs/security.md).  ``retries_threshold``
+#: only leaves failures unconfirmed, which fail as they are.
 HARMLESS = frozenset({
     'run', 'dry_run', 'list', 'list_detailed', 'list_tags', 'describe',
     'mode', 'config_files', 'system', 'prefix', 'output', 'stage',
@@ -72,7 +81,8 @@ HARMLESS = frozenset({
     'keep_stage_files', 'clean_stagedir', 'save_log_files', 'timestamp',
     'recursive', 'exec_policy', 'verbose', 'quiet', 'colorize',
     'warn_as_error', 'failure_stats', 'performance_report',
-    'session_extras', 'table_format', 'table_format_delim'})
+    'session_extras', 'table_format', 'table_format_delim',
+    'retries_threshold'})
 
 
 class _Parsed(Exception):
@@ -158,8 +168,14 @@ def narrowing(argv, suite_files, environ=None):
     env = {f: v for f, v in _from_environment(environ or {}).items()
            if f not in given}
     own = _mode_options(mode)
+    plain = parse([])
     what = []
     for field, value in {**env, **given}.items():
+        if field not in env and value == plain.get(field):
+            # ReFrame's parser fills in its defaults: unset, or set to
+            # what ReFrame does without it (--max-retries=0 only leaves a
+            # failure unconfirmed, which fails as it is)
+            continue
         values = _listed(value)
         extra = [v for v in values if v not in _listed(own.get(field))]
         if field == 'vars':

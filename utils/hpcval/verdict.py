@@ -17,7 +17,8 @@ Exit status, for automation:
 - 1: something failed (a figure out of bounds, a sanity or build failure,
   an aborted case), or with ``strict`` something was not validated;
 - 2: incomplete: nothing failed, but test cases were skipped, figures had
-  no reference, or nothing at all was judged;
+  no reference, a failure passed its re-measure (INTERMITTENT,
+  hpcval.retries), or nothing at all was judged;
 - 3: unknown: nothing failed, but an input could not be read (a missing
   file, a folder, a file that is not a run report, a damaged test case),
   or the command line was wrong.  3 is the monitoring plugins' UNKNOWN.
@@ -37,7 +38,8 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 
-from hpcval import drain, judgement, provenance, screen, verdict_modes
+from hpcval import (drain, judgement, provenance, retries, screen,
+                    verdict_modes)
 from hpcval.health import report as health
 from hpcval.judgement import Band
 
@@ -71,6 +73,9 @@ class Failure:
     shown: str = ''       # the value as printed: digits apart from the bound
     deviation: str = ''   # '+717% vs ref 0.706'
     cause: str = ''       # what the node's health record shows (hpcval.health)
+    # the first run's value as printed, where this is its re-measure
+    # (hpcval.retries): both are shown
+    first: str = ''
 
     def where(self):
         if (self.system, self.partition) == INPUT:
@@ -83,9 +88,12 @@ class Failure:
         why = f': {self.cause}' if self.cause else ''
         if self.metric:
             dev = f'{self.deviation}, ' if self.deviation else ''
+            value = f'{self.shown or _num(self.value)} {self.unit}'
+            if self.first:
+                value = (f'{self.first} {self.unit} on first run, {value} '
+                         f'on re-measure')
             return (f'{self.where()}: {self.test}: {self.metric} = '
-                    f'{self.shown or _num(self.value)} {self.unit}, '
-                    f'{dev}bound {self.bound}{why}')
+                    f'{value}, {dev}bound {self.bound}{why}')
         test = f'{self.test}: ' if self.test else ''
         return f'{self.where()}: {test}{self.reason}'
 
@@ -103,6 +111,9 @@ class Group:
     logged: int = 0           # figures without a reference
     diagnostic: int = 0       # figures logged on purpose (declared)
     failures: list = field(default_factory=list)
+    # what failed on its first run and passed its re-measure: never a
+    # pass, never a drain (hpcval.retries)
+    intermittent: list = field(default_factory=list)
     skips: list = field(default_factory=list)       # (test, reason)
     unjudged: list = field(default_factory=list)    # (test, metric, why)
     nodes: list = field(default_factory=list)
@@ -341,9 +352,14 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     out makes the status EXIT_INPUT.
     """
     select = select or (lambda case: True)
-    # node screen (hpcval.screen): a re-screen read with the first screen
-    # judges each node by its latest run
-    replaced = screen.superseded(loaded.cases)
+    # a failed case measured again in its session is judged by its
+    # re-measure beside its first run (hpcval.retries); a node screen
+    # (hpcval.screen): a re-screen read with the first screen judges each
+    # node by its latest run
+    earlier, first_runs = retries.runs(loaded.cases)
+    replaced = earlier | screen.superseded(
+        [c for c in loaded.cases if id(c) not in earlier]
+        if earlier else loaded.cases)
     chosen = select
 
     def select(case):
@@ -364,8 +380,10 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
             continue
         seen.add(_key(case))
         judged.append(case)
+        first = first_runs.get(id(case))
         _judge_case(groups, case, samples.get(id(case), []), peer, fixtures,
-                    healths, rebanded, getattr(loaded, 'references', None))
+                    healths, rebanded, getattr(loaded, 'references', None),
+                    first and (first, samples.get(id(first), [])))
     for case, node, comp, text in healths.between_nodes():
         groups.of(case).changes.append(_changed(node, comp, text))
     groups.unprobed()
@@ -411,10 +429,11 @@ def _status(groups, incomplete, problems, strict):
 
 
 def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
-                refs):
+                refs, first=None):
     """Count one test case into its group: skipped, its figures against
     their references and peers (``rebanded``: Loaded.rebanded), and a
-    failure without a figure."""
+    failure without a figure.  ``first``: (case, samples) of its first run
+    where this is its re-measure (hpcval.retries)."""
     g = groups.of(case)
     if refs is not None and not g.references:
         g.references = refs.files.get(case.system, 'none')
@@ -432,17 +451,11 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
     label = node_label(case)
     groups.add_nodes(g, label)
     _provenance(g, case, groups.provenance)
-    # the node's inventory and health first (hpcval.health)
+    # the node's inventory and health first (hpcval.health); a first
+    # run's record is a fact of the node, never excused by its re-measure
     groups.note_health(g, case, label, healths)
-    for node, comp, text in healths.failures(case, label):
-        f = Failure(case.system, case.partition, node, comp, '', '',
-                    reason=text, session=case.session)
-        g.failures.append(f)
-        groups.health_lines.add((g.name, f.line()))
-    for node, comp, text in healths.changes(case, node_label(case)):
-        g.changes.append(_changed(node, comp, text))
-    for node, comp, text in healths.notes(case, label):
-        g.infos.append(_changed(node, comp, text))
+    for ran in ((first[0], case) if first else (case,)):
+        _health(groups, g, ran, node_label(ran), healths)
     if label and '+' not in label and label not in g.gpus:
         found = healths.gpus(case)
         if found:
@@ -457,25 +470,80 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
     failed_figure = refs_failed = False
     outcome, passed = judgement.outcome, judgement.PASS
     label = node_label(case) if rebanded else ''
+    before = {s.metric: s for s in first[1]} if first else {}
     for s in samples:
         cross, why = rebanded.get(id(s), (None, None))
         if cross is not None:
             g.crosschecks.append(replace(cross, node=label))
         by_peers = peer.get((id(case), s.metric)) if peer else None
+        was = before.get(s.metric)
         if by_peers is None and outcome(s) == passed:
             g.judged_passed += 1        # _judge_figure's commonest case
+            if was is not None and outcome(was) == judgement.FAIL:
+                g.intermittent.append(_intermittent(first[0], was, s,
+                                                    healths))
             continue
-        failed = _judge_figure(g, case, s, by_peers, healths, why)
+        failed = _judge_figure(g, case, s, by_peers, healths, why, was)
+        if not failed and was is not None and \
+                outcome(was) == judgement.FAIL:
+            g.intermittent.append(_intermittent(first[0], was, s, healths))
         failed_figure |= failed
         # ReFrame passed the case by another bound than the references'
         refs_failed |= failed and id(s) in rebanded
     if case.result == 'pass' and not refs_failed:
         g.cases_passed += 1
+        # a first run failed by its node's health is that FAIL already
+        if first and first[0].result == 'fail' and \
+                first[0].phase != 'performance' and \
+                not _health_named(groups, g, *first):
+            g.intermittent.append(_case_failure(
+                first[0], f'{_reason(first[0])} on first run, passed on '
+                          f're-measure'))
         return
     g.cases_failed += 1
     if not failed_figure and not _health_named(groups, g, case, samples):
         # a sanity failure, a crash, an abort: no figure to name
-        g.failures.append(_case_failure(case))
+        g.failures.append(_case_failure(case, _remeasured(case, first)))
+
+
+def _health(groups, g, case, label, healths):
+    """What ``case``'s health record shows of its node: failures,
+    changes and notes, each named once (hpcval.health)."""
+    for node, comp, text in healths.failures(case, label):
+        f = Failure(case.system, case.partition, node, comp, '', '',
+                    reason=text, session=case.session)
+        g.failures.append(f)
+        groups.health_lines.add((g.name, f.line()))
+    for node, comp, text in healths.changes(case, label):
+        g.changes.append(_changed(node, comp, text))
+    for node, comp, text in healths.notes(case, label):
+        g.infos.append(_changed(node, comp, text))
+
+
+def _reason(case):
+    phase = f'{case.phase}: ' if case.phase else ''
+    return f'{phase}{case.reason or case.result}'
+
+
+def _remeasured(case, first):
+    """Why a re-measured ``case`` failed, beside its first run's reason
+    (``first``: (case, samples) or None); None for a case run once."""
+    if not first:
+        return None
+    now, then = _reason(case), _reason(first[0])
+    if now == then:
+        return f'{now} on first run and on re-measure'
+    return f'{now} on re-measure; first run: {then}'
+
+
+def _intermittent(case, was, s, healths):
+    """The INTERMITTENT line of a figure ``was`` of ``case``'s first run
+    that failed and whose re-measure ``s`` passed: the first run's
+    deviation and cause, both values."""
+    f = _figure_failure(case, was, healths)
+    band = Band.of_sample(s)
+    return replace(f, first=f.shown, value=s.value,
+                   shown=band.value_text(s.value, band.digits(s.value)))
 
 
 def _health_named(groups, g, case, samples):
@@ -575,11 +643,12 @@ def _changed(node, comp, text):
         f': {text}'
 
 
-def _judge_figure(g, case, s, by_peers, healths, why=None):
+def _judge_figure(g, case, s, by_peers, healths, why=None, was=None):
     """Count one figure: against its reference (Band) and, in a node
     screen, its peers (``by_peers``: screen.PeerResult or None); True if
     it failed and is named.  ``why``: why no reference judges it, where
-    the references say so rather than the check's record."""
+    the references say so rather than the check's record; ``was``: the
+    figure's first run, where this is its re-measure."""
     failed = False
     if by_peers is not None:
         g.peer_judged += 1
@@ -598,7 +667,7 @@ def _judge_figure(g, case, s, by_peers, healths, why=None):
         g.judged_failed += 1
         if outcome == judgement.PASS:
             return failed       # named above, against its peers
-        g.failures.append(_figure_failure(case, s, healths))
+        g.failures.append(_figure_failure(case, s, healths, was))
         return True
     if by_peers is not None:
         g.judged_passed += by_peers.passed
@@ -613,9 +682,13 @@ def _judge_figure(g, case, s, by_peers, healths, why=None):
     return failed
 
 
-def _figure_failure(case, s, healths):
+def _figure_failure(case, s, healths, was=None):
+    """The FAIL line of figure ``s``; ``was``: its first run, shown
+    beside it."""
     band = Band.of_sample(s)
     digits = band.digits(s.value)
+    first = band.value_text(was.value, band.digits(was.value)) \
+        if was is not None else ''
     component = _component(case, s.metric)
     return Failure(case.system, case.partition, node_label(case),
                    component, case.test, s.metric,
@@ -626,7 +699,8 @@ def _figure_failure(case, s, healths):
                    cause='; '.join(c for c in (band.implausible(s.value),
                                                 healths.cause(case, component,
                                                               s),
-                                                _busy(case)) if c))
+                                                _busy(case)) if c),
+                   first=first)
 
 
 def _busy(case):
@@ -639,27 +713,33 @@ def _busy(case):
     return ''
 
 
-def _case_failure(case):
-    phase = f'{case.phase}: ' if case.phase else ''
+def _case_failure(case, reason=None):
     # a failure of one GPU (a check's sanity error naming it) heads with it
     gpus = _gpu_indices([case.reason])
     return Failure(case.system, case.partition, node_label(case),
                    f'GPU {gpus.pop()}' if len(gpus) == 1 else '',
-                   case.test, '',
-                   reason=f'{phase}{case.reason or case.result}',
+                   case.test, '', reason=reason or _reason(case),
                    session=case.session)
 
 
 def _failed_fixtures(groups, fixtures, select, seen):
     """Fixtures that failed (a build, a source fetch) fail the run: their
-    tests are only reported as skipped by ReFrame."""
+    tests are only reported as skipped by ReFrame.  A fixture ReFrame ran
+    again (its retry) is judged by its last run, its first beside it."""
+    earlier, first_runs = retries.runs(fixtures)
     for fix in fixtures:
-        if fix.result in ('fail', 'abort') and select(fix) \
-                and _key(fix) not in seen:
+        if id(fix) in earlier or not select(fix) or _key(fix) in seen:
+            continue
+        first = first_runs.get(id(fix))
+        if fix.result in ('fail', 'abort'):
             seen.add(_key(fix))
             g = groups.of(fix)
             g.cases_failed += 1
-            g.failures.append(_case_failure(fix))
+            g.failures.append(_case_failure(
+                fix, _remeasured(fix, first and (first, ()))))
+        elif first is not None and fix.result == 'pass':
+            groups.of(fix).intermittent.append(_case_failure(
+                first, f'{_reason(first)} on first run, passed on retry'))
 
 
 def _untrusted(groups, loaded):
@@ -712,6 +792,11 @@ def _incomplete(groups, allow_unjudged, accept_unscreened=False):
                        f'(calibrate them, or declare them diagnostic)')
         if g.judged_passed + g.judged_failed == 0 and g.cases_failed == 0:
             why.append(f'{g.name}: no figure was judged')
+        if g.intermittent:
+            why.append(f'{g.name}: {len(g.intermittent)} result(s) failed '
+                       f'on the first run and passed on re-measure '
+                       f'(INTERMITTENT): not confirmed either way, re-run '
+                       f'to confirm')
         if g.no_health:
             why.append(f'{g.name}: no health record of '
                        f'{_names(g.no_health, 8)}, where the '
@@ -735,6 +820,8 @@ def as_dict(verdict):
     for g in verdict.groups:
         d = asdict(g)
         d['failures'] = [dict(asdict(f), line=f.line()) for f in g.failures]
+        d['intermittent'] = [dict(asdict(f), line=f.line())
+                             for f in g.intermittent]
         d['skips'] = [{'test': t, 'reason': r} for t, r in g.skips]
         d['unjudged'] = [{'test': t, 'metric': m, 'reason': r}
                          for t, m, r in g.unjudged]
@@ -869,6 +956,8 @@ def render_text(verdict, most=20, per_node=False):
             lines.append(f'  bounds: the references ({g.references}{rate})'
                          f'; {len(g.crosschecks)} differ from the report\'s')
         lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
+        lines += _capped([f'  INTERMITTENT {f.line()}'
+                          for f in g.intermittent], most)
         lines += _capped([f'  CHANGED {c}' for c in g.changes], most)
         lines += _capped([f'  INFO {c}' for c in g.infos], most)
         lines += _capped([f'  SKIP {t}: {r}' for t, r in g.skips], most)

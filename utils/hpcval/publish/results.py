@@ -87,6 +87,9 @@ class Case(msgspec.Struct, frozen=True, gc=False):
     # ((name, value), ...) of the test attributes load() was asked to keep
     # (those the references' ``where`` matches), where scalar
     attrs: tuple = ()
+    # the report's run it is of: 0, or a retry (--max-retries) or rerun
+    # of the session (hpcval.retries)
+    run: int = 0
 
     @property
     def plot_data(self):
@@ -298,7 +301,7 @@ def _attrs(value_of, names):
     return _ATTRS.setdefault(got, got)
 
 
-def _case(tc, major, source, session, where, label, attrs=()):
+def _case(tc, major, source, session, where, label, attrs=(), run=0):
     display = (_text(tc, 'display_name', where)
                or _text(tc, 'name', where, required=True))
     if major == 3:
@@ -334,7 +337,7 @@ def _case(tc, major, source, session, where, label, attrs=()):
         fixture=bool(tc.get('fixture')),
         name=_field(tc, 'unique_name', str, where) or '',
         deps=_fixtures_used(tc.get('dependencies_actual')),
-        attrs=_attrs(tc.get, attrs))
+        attrs=_attrs(tc.get, attrs), run=run)
 
 
 def _whole_reason(text):
@@ -425,7 +428,7 @@ def _figure_result(result):
     return result if result in ('pass', 'fail') else None
 
 
-def _typed_case(tc, source, session, label, attrs=()):
+def _typed_case(tc, source, session, label, attrs=(), run=0):
     """_case of a typed_sessions.TestCase: its types and ranges are
     checked already."""
     check, params, benchmark = named(tc.display_name, tc.filename or '')
@@ -447,7 +450,7 @@ def _typed_case(tc, source, session, label, attrs=()):
         fixture=bool(tc.fixture),
         name=tc.unique_name or '',
         deps=_fixtures_used(tc.dependencies_actual),
-        attrs=_attrs(functools.partial(getattr, tc), attrs))
+        attrs=_attrs(functools.partial(getattr, tc), attrs), run=run)
 
 
 def _typed_samples(tc, case):
@@ -543,7 +546,7 @@ class _Collector:
                 where = _named_where(tc, where)
                 try:
                     case = _case(tc, major, source, session, where, label,
-                                 self.attrs)
+                                 self.attrs, r)
                     samples = [] if case.fixture else \
                         _samples(tc, major, case, where)
                 except _Bad as err:
@@ -588,7 +591,7 @@ class _Collector:
                 cases[i] = None
                 try:
                     case = _typed_case(tc, source, session, label,
-                                       self.attrs)
+                                       self.attrs, r)
                 except _Bad as err:
                     where = _named_where({'display_name': tc.display_name},
                                          f'runs[{r}].testcases[{i}]')
