@@ -277,14 +277,14 @@ def _check_health(record):
         for i, gpu in enumerate(getattr(record, phase).gpus):
             for key in ('index', 'uuid', 'bus_id'):
                 val = getattr(gpu, key)
-                ident = val.lower() if isinstance(val, str) else val
                 if val is None:
                     continue
-                if (key, ident) in seen:
+                ident = (key, val.lower() if isinstance(val, str) else val)
+                if ident in seen:
                     raise _unreadable(
-                        f'GPU listed twice (as {phase}.gpus[{seen[key, ident]}])',
+                        f'GPU listed twice (as {phase}.gpus[{seen[ident]}])',
                         f'$.{phase}.gpus[{i}].{key}', val)
-                seen[key, ident] = i
+                seen[ident] = i
     for i, ev in enumerate(record.kernel_events):
         if kernel_log.event(ev.line) is None:
             raise _unreadable('not a kernel log record of a GPU or PCIe '
