@@ -64,6 +64,11 @@ def _no_driver_line(rec):
                              'code': 79, 'fatal': True}]
 
 
+def _app_memory(rec):
+    rec['before']['apps'] = [{'pid': 5504, 'name': 'python3',
+                              'memory_mib': float('inf')}]
+
+
 INPUT_ERRORS = {
     'ECC 1e308': (_gpu(ecc_uncorrected=1e308), 'ecc_uncorrected', '1e+308'),
     'ECC inf': (_gpu(ecc_uncorrected=float('inf')), 'ecc_uncorrected',
@@ -82,6 +87,7 @@ INPUT_ERRORS = {
     'GPU listed twice': (_twice, 'after.gpus[1].index', '0'),
     'event of no driver': (_no_driver_line, 'kernel_events[0].line',
                            "'Xid 79 somewhere'"),
+    'process memory inf': (_app_memory, 'before.apps[0].memory_mib', 'inf'),
 }
 
 

@@ -14,10 +14,6 @@ import msgspec
 
 #: A GPU's or link's number as a JSON key
 Key = Annotated[str, msgspec.Meta(pattern=r'^[0-9]{1,6}$')]
-#: What a GPU tool printed for a field: a number, a flag, the tool's own
-#: text; None where it printed N/A (hpcval.health.common.value)
-Reading = int | float | bool | str | None
-
 # The health record's values as its probe writes them, and nothing else: a
 # value outside them is no reading of a GPU (a report edited, or written
 # by something else), and the record is Unreadable (docs/health.md).
@@ -89,11 +85,11 @@ Gpu = msgspec.defstruct('Gpu', [
 
 class App(_Record):
     """A process on a GPU: by uuid (nvidia-smi) or index (hl-smi)."""
-    pid: int | None = None
+    pid: Count | None = None
     name: str = ''
-    memory_mib: Reading = None
-    uuid: str | None = None
-    index: int | None = None
+    memory_mib: Amount | None = None
+    uuid: Text | None = None
+    index: Count | None = None
 
 
 class NvLink(_Record):

@@ -198,6 +198,14 @@ def gpus(text, lenient=False):
 _UUID = re.compile(r'(?:GPU|MIG)-[0-9a-fA-F-]{8,}')
 
 
+def _whole(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _number(v):
+    return _whole(v) or isinstance(v, float) and 0 <= v < 1e15
+
+
 def apps(text):
     """[{uuid, pid, name, memory_mib}] of ``--query-compute-apps=gpu_uuid,
     pid,process_name,used_gpu_memory`` CSV (columns by the header).  A
@@ -232,10 +240,11 @@ def apps(text):
         rec.update(zip(header[at + 1:], cells[len(cells) - tail:]))
         name = ','.join(cells[at:len(cells) - tail])
         pid = value(rec.get('pid', ''))
+        mem = value(rec.get('used_gpu_memory', ''))
         out.append({'uuid': clean(rec.get('gpu_uuid', '')) or None,
-                    'pid': pid if isinstance(pid, int) else None,
+                    'pid': pid if _whole(pid) else None,
                     'name': clean(name, 100),
-                    'memory_mib': value(rec.get('used_gpu_memory', ''))})
+                    'memory_mib': mem if _number(mem) else None})
     return out
 
 
