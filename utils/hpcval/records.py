@@ -145,8 +145,8 @@ class Health(_Record):
     """``hpcval_health``: the node's GPUs before and after the benchmark,
     sampled during it, its kernel log and PCIe error counters
     (hpcval.health.probe.read; judged by hpcval.health.judge)."""
-    node: str
-    tool: str
+    node: Text
+    tool: Text
     #: a query the probe left no file of: a tool that failed (rc None)
     before: Snapshot = Snapshot(None)
     after: Snapshot = Snapshot(None)

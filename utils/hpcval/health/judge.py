@@ -490,8 +490,7 @@ def _other_processes(record):
         held = f'{mem} MiB' if isinstance(mem, (int, float)) else 'memory'
         out.append((f'GPU {idx}' if idx is not None else '',
                     f'another process, {_said(app.name, 100)} (pid '
-                    f'{app.pid}), held '
-                    f'{held} on GPU {idx}'))
+                    f'{app.pid}), held {held} on GPU {idx}'))
     return out
 
 
