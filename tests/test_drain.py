@@ -17,6 +17,19 @@ H200 = (Path(__file__).parent / 'fixtures' / 'captured' / 'h200x2' /
         'validation')
 
 
+LOCAL_CLUSTER = drain.local_cluster
+
+
+@pytest.fixture(autouse=True)
+def here(monkeypatch):
+    """The Slurm cluster here: the minicluster the screen ran on (no test
+    asks the host's Slurm)."""
+    cluster = ['minicluster']
+    monkeypatch.setattr(drain, 'local_cluster', lambda: (cluster[0], (
+        '' if cluster[0] else 'scontrol show config: FileNotFoundError')))
+    return cluster
+
+
 def _screen(tmp_path, slow='n2', name=None, **fields):
     """The screen report with ``slow`` at a tenth of its peers, renamed
     ``name``, and ``fields`` set on its test case."""
@@ -49,16 +62,86 @@ def test_a_slow_node_of_a_slurm_screen_is_drained(tmp_path, capsys):
     [line] = steps['drain']
     assert line.startswith('scontrol update nodename=n2 state=drain '
                            'reason="hpcval: LikwidBenchCheck')
+    # only the node it drained: an admin's drained node stays drained
+    assert steps['resume'] == ['scontrol update nodename=n2 state=resume']
+    assert steps['notes'][0].startswith('the scontrol lines are for Slurm '
+                                        'cluster minicluster')
 
 
 @pytest.mark.parametrize('name', ['ALL', 'all', 'DEFAULT', 'n[1-4]', 'n1,n3',
                                   'n1 n3', "n1'", '-n1', 'n1.'])
 def test_a_name_that_is_not_one_node_gets_no_drain_line(tmp_path, capsys,
                                                         name):
-    status, steps = _steps(capsys, _screen(tmp_path, name=name))
+    path = _screen(tmp_path, name=name)
+    status, steps = _steps(capsys, path)
     assert status != 0
-    assert steps['drain'] == []
+    assert steps['drain'] == steps['resume'] == steps['rescreen'] == []
     assert not any('scontrol' in n for n in steps['notes'])
+    cli.main(['verdict', str(path), '--peer-factor', '2'])
+    assert 'nodename=' not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize('name, node', [('ALL', 'ALL'), ('all', 'all'),
+                                        ("n1'", 'n1')])
+def test_the_only_failed_node_not_one_node_gets_a_comment(tmp_path, capsys,
+                                                          name, node):
+    """n1's own case renamed: no drain, resume or re-screen line names
+    it, nor what a quote was stripped from; a comment says why."""
+    path = _screen(tmp_path, slow='n1', name=name)
+    status, steps = _steps(capsys, path)
+    assert status == 1
+    assert steps['drain'] == steps['resume'] == steps['rescreen'] == []
+    [note] = steps['notes']
+    assert note.startswith(f'not drained: {node!r}: '), note
+    cli.main(['verdict', str(path), '--peer-factor', '2'])
+    text = capsys.readouterr().out
+    assert 'nodename=' not in text and f'  # {note}' in text, text
+
+
+def test_a_case_without_a_node_list_is_not_charged_by_its_parameter(
+        tmp_path, capsys):
+    """The node a case's ``%.nid=`` names is no Slurm node list."""
+    path = _screen(tmp_path, job_nodelist=[], hpcval_job_nodes=[])
+    status, steps = _steps(capsys, path)
+    assert status == 1
+    assert steps['drain'] == steps['resume'] == steps['rescreen'] == []
+    assert "not drained: 'n2': not in the Slurm node list of every job " \
+        "charged to it" in steps['notes']
+
+
+@pytest.mark.parametrize('cluster, where', [
+    ('frontier', "this host's Slurm cluster is frontier"),
+    ('', 'no Slurm cluster answers here (scontrol show config: '
+         'FileNotFoundError)')])
+def test_a_report_of_another_cluster_gets_comments_only(tmp_path, capsys,
+                                                        here, cluster,
+                                                        where):
+    """The minicluster's screen judged on frontier, or where no Slurm
+    answers: nothing here to drain."""
+    here[0] = cluster
+    status, steps = _steps(capsys, _screen(tmp_path))
+    assert status == 1
+    assert steps['drain'] == steps['resume'] == steps['rescreen'] == []
+    assert steps['notes'] == [
+        f'not drained: n2: the report is of system minicluster, {where}; '
+        f'judge it where scontrol show config names ClusterName=minicluster']
+
+
+def test_the_cluster_here_is_read_from_scontrol(tmp_path, monkeypatch):
+    """``scontrol show config``'s ClusterName, or why there is none."""
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    tool = bindir / 'scontrol'
+    tool.write_text('#!/bin/sh\necho "ClusterName             = mc2"\n')
+    tool.chmod(0o755)
+    monkeypatch.setenv('PATH', str(bindir))
+    real = LOCAL_CLUSTER.__wrapped__        # not the fixture's, not cached
+    assert real() == ('mc2', '')
+    tool.write_text('#!/bin/sh\necho "error: no config" >&2; exit 1\n')
+    assert real() == ('', 'scontrol show config (exit 1) names no '
+                          'ClusterName')
+    tool.unlink()
+    assert real() == ('', 'scontrol show config: FileNotFoundError')
 
 
 def test_a_failure_put_down_to_load_is_not_drained(tmp_path, capsys):

@@ -151,7 +151,9 @@ def test_the_loaded_run_names_the_other_process(tmp_path):
 
 def _eight_gpus(text):
     head, row = text.splitlines()[:2]
+    # each its own bus id and UUID: a GPU listed twice is no record
     rows = [row.replace('00000000:00:06.0', f'00000000:00:{6 + i:02X}.0')
+            .replace('6645ff051a93', f'6645ff051a9{i}')
             .replace('0, NVIDIA', f'{i}, NVIDIA', 1) for i in range(8)]
     return '\n'.join([head, *rows]) + '\n'
 
@@ -347,7 +349,7 @@ def test_each_defect_fails_the_verdict(tmp_path, site, capsys, defect,
     ({'node': 'vm', 'tool': 'nvidia-smi', 'before': ['not', 'a', 'dict']},
      'Expected `object`, got `array` - at `$.before`'),
     ({'node': 'vm', 'tool': 'nvidia-smi', 'before': {'rc': 0, 'gpus': [1]}},
-     'Expected `object`, got `int` - at `$.before.gpus[0]`'),
+     'Expected `object`, got `int` - at `$.before.gpus[0]`; value 1'),
     ({'node': 'vm', 'tool': 'nvidia-smi',
       'samples': {'0': {'n': 1, 'throttle': 'x'}}},
      'Expected `object`, got `str` - at `$.samples[...].throttle`'),

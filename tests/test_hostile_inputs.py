@@ -747,3 +747,29 @@ class TestVerdictBoundedInputs:
         assert 'bomb.yaml: refused: more than 1000000 values with every ' \
             'alias expanded' in proc.stderr
         assert len(proc.stderr) < 1000
+
+
+class TestStickySiteFolder:
+    """A site folder of mode 1777 (sticky, like /tmp): anyone may add a
+    module to it, so it is refused as any folder others can write."""
+
+    def test_refused_in_one_line(self, tmp_path):
+        site = tmp_path / 'site'
+        assert hpcval('site', 'init', site).returncode == 0
+        site.chmod(0o1777)
+        proc = hpcval('paths', env={'HPCVAL_SITE': str(site)})
+        out = (proc.stdout + proc.stderr).strip()
+        assert proc.returncode != 0 and len(out.splitlines()) == 1, out
+        assert f'HPCVAL_SITE={site}: not used: {site} is writable by ' \
+            f'group or others (mode 1777)' in out, out
+
+    def test_a_sticky_folder_above_is_still_trusted(self, tmp_path):
+        from hpcval import trust
+        shared = tmp_path / 'shared'
+        shared.mkdir()
+        shared.chmod(0o1777)
+        (shared / 'site').mkdir(mode=0o755)
+        trust.check_path(shared / 'site')
+        trust.own_folder(shared / 'mine')
+        with pytest.raises(trust.UntrustedPath, match='mode 1777'):
+            trust.check_path(shared)

@@ -53,11 +53,15 @@ SLOW_FRACTION_64 = 0.95
 CI_HOST_64 = ('--peer-factor', '2')
 
 
-def verdict(report_path, *args):
+def verdict(report_path, *args, cluster=None):
+    """``hpcval verdict --format json``; with ``cluster``, where its Slurm
+    answers (drain lines are printed only for the Slurm cluster here)."""
     proc = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict', '--format',
                            'json', *args, str(report_path)],
                           capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
+                          timeout=120, env=dict(
+                              os.environ, **(cluster.env() if cluster
+                                             else {})))
     return proc.returncode, json.loads(proc.stdout), proc
 
 
@@ -339,7 +343,8 @@ def test_a_hung_node_is_cut_off_drained_and_rescreened(waits, tmp_path):
     # (the limit itself: --time and TIMEOUT below); not a bound on how fast
     # this host is
     assert wall < 600, wall
-    status, result, proc = verdict(first / 'report.json', *HUNG)
+    status, result, proc = verdict(first / 'report.json', *HUNG,
+                                   cluster=waits)
     assert status == 1, proc.stdout
     assert list(result['failures_by_node']) == ['n2'], proc.stdout
     assert any('TIMEOUT: killed at its time limit (0:01:00)' in line

@@ -106,7 +106,7 @@ def test_a_health_record_of_another_shape_is_unreadable(tmp_path):
     for mutate, why in ((_cut, 'Object missing required field `index` - '
                                'at `$.before.gpus[0]`'),
                         (_mistyped, 'Expected `int`, got `str` - at '
-                                    '`$.after.gpus[0].index`'),
+                                    "`$.after.gpus[0].index`; value '0'"),
                         (_unknown, 'Object contains unknown field '
                                    '`healthy` - at `$.after.gpus[0]`')):
         loaded = _loaded(tmp_path, hpcval_health=_health(mutate))

@@ -6,7 +6,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from hpcval import peers, screen
+from hpcval import drain, peers, screen
+
+
+@pytest.fixture(autouse=True)
+def _slurm_cluster_here(monkeypatch):
+    """The screens below are of system mc: its Slurm cluster is here."""
+    monkeypatch.setattr(drain, 'local_cluster', lambda: ('mc', ''))
 
 
 def case(node, result='pass', reason='', extras=None,

@@ -1,26 +1,37 @@
-"""The verdict's drain lines: ``scontrol update nodename=N state=drain``
-only where pasting one can do nothing but drain that node.
+"""The verdict's Slurm lines: ``scontrol update nodename=N state=drain``,
+the ``state=resume`` line and the re-screen of the failed nodes, only
+where pasting one can do nothing but act on that node, of this cluster.
 
-A line is printed for a node only when all of these hold:
+``lines`` is the one place they are decided.  A node is admitted when all
+of these hold, else it gets a ``not drained: ...`` comment and no command:
 
 - its partition ran under Slurm (the report's ``scheduler`` of its test
   cases is ``slurm`` or ``squeue``, or Slurm's ``sinfo`` recorded the
   partition's nodes); elsewhere (``local``) the next step says what to do
   instead;
-- the node is in the run's own node list (the jobs' nodes, or the
-  partition's nodes recorded at run time);
+- the report's system is the Slurm cluster here (``ClusterName`` of
+  ``scontrol show config``, compared without case as Slurm stores it): a
+  report of another cluster, or one judged where no Slurm answers, gets
+  comments only;
 - its name matches Slurm's host name grammar as a whole (letters,
   digits, ``-``, ``_`` and ``.``, starting and ending with a letter or
   digit, 64 characters at most) and is no Slurm keyword (``ALL``,
-  ``DEFAULT``): no range, list or expression (``n[1-4]``, ``a,b``);
-- at least one of its failures is charged to the node: a figure the
-  verdict puts down to load ("the node was busy at job start") is not.
+  ``all``, ``DEFAULT``): no range, list or expression (``n[1-4]``,
+  ``a,b``); a quote or bracket disqualifies it, never stripped;
+- every test case charged to it ran there by Slurm's own node list of
+  its job (``job_nodelist``, or the accounting's ``hpcval_job_nodes``),
+  never by a name a test parameter (``%.nid=``) gives.
 
-The name is quoted for the shell as well (shlex), and the reason keeps
-no character a shell or scontrol reads (hpcval.screen.drain_reason).
+A drain line also needs a failure charged to the node: a figure the
+verdict puts down to load ("the node was busy at job start") is not; such
+a node is re-screened, not drained.  The name is quoted for the shell as
+well (shlex), and the reason keeps no character a shell or scontrol reads
+(hpcval.screen.drain_reason).
 """
+import functools
 import re
 import shlex
+import subprocess
 
 SLURM = ('slurm', 'squeue')
 #: A host name as Slurm's node names are written, one name, no hostlist.
@@ -29,6 +40,9 @@ _HOSTNAME = re.compile(r'[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?')
 KEYWORDS = ('ALL', 'DEFAULT')
 #: What the verdict writes of a figure it puts down to load (verdict._busy).
 LOAD = 'the node was busy at job start'
+#: Seconds ``scontrol show config`` may take to name the cluster here.
+TIMEOUT = 10
+_CLUSTER = re.compile(r'^ClusterName\s*=\s*(\S+)\s*$', re.M)
 
 
 def drainable_name(name):
@@ -43,38 +57,97 @@ def charged(failure):
     return LOAD not in (failure.cause or '')
 
 
-def lines(verdict, alone, reason):
-    """(drain lines, notes) for ``alone`` ({node: its first failure}, of
-    failures of one node each); ``reason(failure)``: the drain reason."""
+def note_case(ran_there, label, job_nodes):
+    """Keep in ``ran_there`` ({node: bool}, hpcval.verdict.Group) whether
+    every case charged to the nodes of ``label`` ran on them by Slurm's
+    node lists ``job_nodes`` of its job."""
+    for node in label.split('+') if label else ():
+        ran_there[node] = ran_there.get(node, True) and node in job_nodes
+
+
+@functools.lru_cache(maxsize=1)
+def local_cluster():
+    """(the ClusterName of the Slurm here, '') or ('', why none)."""
+    try:
+        proc = subprocess.run(('scontrol', 'show', 'config'),
+                              capture_output=True, text=True,
+                              timeout=TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return '', f'scontrol show config: {type(err).__name__}'
+    found = _CLUSTER.search(proc.stdout) if proc.returncode == 0 else None
+    if not found:
+        return '', f'scontrol show config (exit {proc.returncode}) names ' \
+                   f'no ClusterName'
+    return found.group(1), ''
+
+
+def lines(verdict, alone, reason, cluster=None):
+    """{'drain': [line], 'resume': [line], 'admitted': {node: failure},
+    'notes': [comment]} for ``alone`` ({node: its first failure}, of
+    failures of one node each): ``admitted``, the nodes whose re-screen
+    may be printed; ``reason(failure)``: the drain reason; ``cluster``:
+    (name, why not) of the Slurm here, local_cluster() by default."""
     groups = {(g.system, g.partition): g for g in verdict.groups}
-    drain, notes, elsewhere = [], [], {}
+    drain, drained, notes, elsewhere = [], [], [], {}
+    admitted, foreign, here = {}, {}, None
     for node, first in alone.items():
         g = groups.get((first.system, first.partition))
         if g is None:
             continue
-        mine = [f for f in g.failures if f.node == node]
         if getattr(g, 'scheduler', '') not in SLURM:
             elsewhere.setdefault(g.name, []).append(node)
             continue
-        if not drainable_name(node) or node not in _run_nodes(g):
-            notes.append(f'not a node of this run\'s node list as Slurm '
-                         f'names one, no drain line: {node!r}')
+        why = _not_a_node(g, node)
+        if why:
+            notes.append(f'not drained: {node!r}: {why}')
             continue
-        blamed = [f for f in mine if charged(f)]
+        if here is None:        # asked once, only where a node may drain
+            here, no_slurm = cluster or local_cluster()
+        if not here or here.lower() != first.system.lower():
+            foreign.setdefault((first.system, here, no_slurm), []).append(
+                node)
+            continue
+        admitted[node] = first
+        blamed = [f for f in g.failures if f.node == node and charged(f)]
         if not blamed:
             notes.append(f'{node}: every failure is put down to load ('
                          f'{LOAD}): no drain line; run it again on the '
                          f'idle node')
             continue
+        drained.append(node)
         drain.append(f'scontrol update nodename={shlex.quote(node)} '
                      f'state=drain reason="{reason(blamed[0])}"')
+    # a drained node takes no job: the re-screen would wait for it
+    resume = [f'scontrol update nodename={",".join(drained)} '
+              f'state=resume'] if drained else []
+    for (system, here, no_slurm), nodes in sorted(foreign.items()):
+        where = f'this host\'s Slurm cluster is {here}' if here else \
+            f'no Slurm cluster answers here ({no_slurm})'
+        notes.append(f'not drained: {", ".join(nodes)}: the report is of '
+                     f'system {system}, {where}; judge it where scontrol '
+                     f'show config names ClusterName={system}')
+    if drained:
+        notes.insert(0, f'the scontrol lines are for Slurm cluster '
+                        f'{here} (ClusterName of scontrol show config '
+                        f'here, the report\'s system)')
     for name, nodes in sorted(elsewhere.items()):
         notes.append(f'{name} is not a Slurm partition (scheduler '
                      f'{_scheduler_word(groups, name)}): nothing to drain; '
                      f'fix what failed on {", ".join(sorted(nodes))} (the '
                      f'FAIL lines), then run the same checks again and '
                      f'judge their report with hpcval verdict')
-    return drain, notes
+    return {'drain': drain, 'resume': resume, 'admitted': admitted,
+            'notes': notes}
+
+
+def _not_a_node(g, node):
+    """Why ``node`` is not admitted as one node of ``g``'s run, or ''."""
+    if not drainable_name(node):
+        return 'not one node as Slurm names one (its host name grammar, ' \
+               'no ALL, DEFAULT, range, list, quote or bracket)'
+    if not getattr(g, 'ran_there', {}).get(node):
+        return 'not in the Slurm node list of every job charged to it'
+    return ''
 
 
 def _scheduler_word(groups, name):
@@ -82,13 +155,6 @@ def _scheduler_word(groups, name):
         if g.name == name:
             return getattr(g, 'scheduler', '') or 'not recorded'
     return 'not recorded'
-
-
-def _run_nodes(g):
-    nodes = set(g.nodes)
-    if g.coverage is not None:
-        nodes.update(g.coverage.partition_nodes)
-    return nodes
 
 
 def scheduler_of(case):

@@ -5,15 +5,50 @@ hpcval.publish.results loads a report).  A report comes from anywhere:
 a record of another shape decodes to None, never to something half
 trusted, and a health record of another shape is ``Unreadable``: the
 node it speaks for is never judged healthy from it."""
-from typing import Annotated
+import math
+import re
+import reprlib
+from typing import Annotated, Literal
 
 import msgspec
 
 #: A GPU's or link's number as a JSON key
 Key = Annotated[str, msgspec.Meta(pattern=r'^[0-9]{1,6}$')]
-#: What a GPU tool printed for a field: a number, a flag, the tool's own
-#: text; None where it printed N/A (hpcval.health.common.value)
-Reading = int | float | bool | str | None
+# The health record's values as its probe writes them, and nothing else: a
+# value outside them is no reading of a GPU (a report edited, or written
+# by something else), and the record is Unreadable (docs/health.md).
+# Bounds on numbers also refuse NaN and the infinities.
+_BIG = 10 ** 15
+#: errors, rows, samples: a whole number >= 0
+Count = Annotated[int, msgspec.Meta(ge=0)]
+#: a measurement (W, C, MHz, MiB, us): a finite number
+Number = Annotated[int, msgspec.Meta(ge=-_BIG, le=_BIG)] | \
+    Annotated[float, msgspec.Meta(ge=-float(_BIG), le=float(_BIG))]
+#: memory, power, clocks, counters: a finite number >= 0
+Amount = Annotated[int, msgspec.Meta(ge=0, le=_BIG)] | \
+    Annotated[float, msgspec.Meta(ge=0.0, le=float(_BIG))]
+#: a utilization, %
+Percent = Annotated[int, msgspec.Meta(ge=0, le=100)] | \
+    Annotated[float, msgspec.Meta(ge=0.0, le=100.0)]
+#: a share of the samples
+Share = Annotated[int, msgspec.Meta(ge=0, le=1)] | \
+    Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+#: a PCIe generation
+Gen = Annotated[int, msgspec.Meta(ge=1, le=7)]
+#: a PCIe link width: the widths PCIe defines
+Width = Literal[1, 2, 4, 8, 16, 32]
+#: what a tool printed as an identity or version (hpcval.health.common.clean)
+Text = Annotated[str, msgspec.Meta(max_length=200)]
+#: a tool's field name (nvidia-smi's ``remapped_rows.pending``)
+Field = Annotated[str, msgspec.Meta(pattern=r'^[a-z][a-z0-9_.]{0,79}$')]
+#: a state a tool printed instead of a value (``[GPU requires reset]``)
+State = Annotated[str, msgspec.Meta(pattern=r'^\[[ -~]{1,60}\]$')]
+#: a slow-down reason or counter name
+Reason = Annotated[str, msgspec.Meta(pattern=r'^[a-z][a-z0-9_]{0,63}$')]
+#: the kinds of PCIe AER counters (sysfs ``aer_dev_*``'s TOTAL_ERR_*)
+AerKind = Literal['cor', 'fatal', 'nonfatal']
+#: the kernel log events hpcval.health.kernel_log reads
+EventKind = Literal['xid', 'nvrm', 'amdgpu', 'habanalabs', 'aer']
 
 
 class _Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
@@ -23,34 +58,45 @@ class _Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
 
 #: One GPU as its tool listed it (hpcval.health.nvidia, amd, habana):
 #: its index, each field the tool printed (None: it did not), its active
-#: slow-down reasons and their counters (microseconds)
-Gpu = msgspec.defstruct('Gpu', [('index', int), *(
-    (k, Reading, None) for k in (
-    'model', 'uuid', 'serial', 'bus_id', 'vbios', 'driver',
-    'memory_total_mib', 'memory_used_mib', 'pcie_gen', 'pcie_gen_max',
-    'pcie_width', 'pcie_width_max', 'power_w', 'power_limit_w', 'temp_c',
-    'temp_mem_c', 'util_pct', 'mem_util_pct', 'sm_mhz', 'sm_max_mhz',
-    'ecc_corrected', 'ecc_uncorrected', 'retired_pending',
-    'remapped_uncorrectable', 'remap_pending', 'remap_failure')),
-    ('throttle', tuple[str, ...], ()),
-    ('throttle_us', dict[str, int | float], {})],
+#: slow-down reasons and their counters (microseconds), and the states it
+#: printed instead of a value ({field: '[GPU is lost]'}: a fault)
+_GPU_FIELDS = {
+    **dict.fromkeys(('model', 'uuid', 'serial', 'bus_id', 'vbios',
+                     'driver'), Text),
+    **dict.fromkeys(('memory_total_mib', 'memory_used_mib', 'power_w',
+                     'power_limit_w', 'sm_mhz', 'sm_max_mhz'), Amount),
+    **dict.fromkeys(('pcie_gen', 'pcie_gen_max'), Gen),
+    **dict.fromkeys(('pcie_width', 'pcie_width_max'), Width),
+    **dict.fromkeys(('temp_c', 'temp_mem_c'), Number),
+    **dict.fromkeys(('util_pct', 'mem_util_pct'), Percent),
+    **dict.fromkeys(('ecc_corrected', 'ecc_uncorrected',
+                     'remapped_uncorrectable'), Count),
+    **dict.fromkeys(('retired_pending', 'remap_pending', 'remap_failure'),
+                    bool),
+}
+Gpu = msgspec.defstruct('Gpu', [
+    ('index', Annotated[int, msgspec.Meta(ge=0, le=999999)]),
+    *((k, typ | None, None) for k, typ in _GPU_FIELDS.items()),
+    ('throttle', tuple[Reason, ...], ()),
+    ('throttle_us', dict[Reason, Amount], {}),
+    ('states', dict[Field, State], {})],
     bases=(_Record,), module=__name__)
 
 
 class App(_Record):
     """A process on a GPU: by uuid (nvidia-smi) or index (hl-smi)."""
-    pid: int | None = None
+    pid: Count | None = None
     name: str = ''
-    memory_mib: Reading = None
-    uuid: str | None = None
-    index: int | None = None
+    memory_mib: Amount | None = None
+    uuid: Text | None = None
+    index: Count | None = None
 
 
 class NvLink(_Record):
     """``nvidia-smi nvlink -s``/``-e``: {gpu: {link: GB/s or None}},
     {gpu: {link: {counter: n}}}, or why the tool failed."""
-    status: dict[Key, dict[Key, int | float | None]] | None = None
-    errors: dict[Key, dict[Key, dict[str, int]]] | None = None
+    status: dict[Key, dict[Key, Amount | None]] | None = None
+    errors: dict[Key, dict[Key, dict[Reason, Count]]] | None = None
     status_error: str = ''
     errors_error: str = ''
 
@@ -58,7 +104,7 @@ class NvLink(_Record):
 class Snapshot(_Record):
     """One query of the GPU tool (before or after the benchmark): its
     exit code and first line, its GPUs, what it printed beside them."""
-    rc: int | None
+    rc: Annotated[int, msgspec.Meta(ge=0, le=255)] | None
     message: str = ''
     gpus: tuple[Gpu, ...] = ()
     apps: tuple[App, ...] = ()
@@ -73,16 +119,20 @@ class Snapshot(_Record):
 #: One GPU's ~1 Hz samples during the benchmark (hpcval.health.probe.
 #: summarize): how many, how often each slow-down reason was active, peaks
 Summary = msgspec.defstruct('Summary', [
-    ('n', int), ('throttle', dict[str, int | float], {}),
-    *((k, Reading, None) for k in (
-        'temp_max', 'temp_mem_max', 'power_max', 'power_limit', 'util_mean',
-        'memory_used_max', 'pcie_gen_max', 'pcie_width_min'))],
+    ('n', Count), ('throttle', dict[Reason, Share], {}),
+    *((k, Number | None, None) for k in ('temp_max', 'temp_mem_max')),
+    *((k, Amount | None, None) for k in (
+        'power_max', 'power_limit', 'memory_used_max')),
+    ('util_mean', Percent | None, None), ('pcie_gen_max', Gen | None, None),
+    ('pcie_width_min', Width | None, None)],
     bases=(_Record,), module=__name__)
 
 
 class Event(_Record):
-    """A GPU or PCIe fault of the kernel log (hpcval.health.kernel_log)."""
-    kind: str
+    """A GPU or PCIe fault of the kernel log (hpcval.health.kernel_log).
+    Its line is what counts: the judge reads kind, device, code and
+    severity from it again, never from the fields beside it."""
+    kind: EventKind
     line: str
     bus_id: str = ''
     code: int | str = ''
@@ -95,8 +145,8 @@ class Health(_Record):
     """``hpcval_health``: the node's GPUs before and after the benchmark,
     sampled during it, its kernel log and PCIe error counters
     (hpcval.health.probe.read; judged by hpcval.health.judge)."""
-    node: str
-    tool: str
+    node: Text
+    tool: Text
     #: a query the probe left no file of: a tool that failed (rc None)
     before: Snapshot = Snapshot(None)
     after: Snapshot = Snapshot(None)
@@ -111,7 +161,7 @@ class Health(_Record):
     kernel_log: str = ''
     kernel_events: tuple[Event, ...] = ()
     #: {PCI device: {severity: errors more after than before}}
-    aer_grown: dict[str, dict[str, int]] = {}
+    aer_grown: dict[Text, dict[AerKind, Count]] = {}
     #: why the probe's files were not read
     unreadable: str = ''
 
@@ -162,15 +212,80 @@ TYPES = {'components': Components, 'provenance': Provenance,
 def decode(name, value):
     """The record ``name`` of a report's ``value``, or None; a health
     record: None where the check left none ({}), Unreadable where it is
-    of another shape."""
+    of another shape (its message names the field and its value)."""
     if name == 'health' and value == {}:
         return None
     try:
-        return msgspec.convert(value, TYPES[name])
+        record = msgspec.convert(value, TYPES[name])
     except msgspec.ValidationError as err:
         if name == 'health':
-            raise Unreadable(f'unreadable health record ({err})') from None
+            raise Unreadable(_why(str(err), value)) from None
         return None
+    if name == 'health':
+        _check_health(record)
+    return record
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlevel = 80, 80, 1
+_AT = re.compile(r' - at `\$((?:\.[A-Za-z_]\w*|\[\d+\]|\[\.\.\.\])*)`$')
+_STEP = re.compile(r'\.([A-Za-z_]\w*)|\[(\d+)\]|\[\.\.\.\]')
+
+
+def _why(message, value):
+    """'unreadable health record (msgspec's message; value V)': the value
+    at the path msgspec names, where one path leads to it."""
+    m = _AT.search(message)
+    if not m:
+        return f'unreadable health record ({message})'
+    at = value
+    for step in _STEP.finditer(m.group(1)):
+        key, index = step.group(1), step.group(2)
+        if key is not None and isinstance(at, dict) and key in at:
+            at = at[key]
+        elif index is not None and isinstance(at, list) and \
+                int(index) < len(at):
+            at = at[int(index)]
+        else:
+            return f'unreadable health record ({message})'
+    if isinstance(at, (dict, list)):
+        return f'unreadable health record ({message})'
+    return f'unreadable health record ({message}; value {_value(at)})'
+
+
+def _value(val):
+    if isinstance(val, float) and not math.isfinite(val):
+        return repr(val)
+    return _SHOWN.repr(val)
+
+
+def _unreadable(why, path, val):
+    return Unreadable(f'unreadable health record ({why} - at `{path}`; '
+                      f'value {_value(val)})')
+
+
+def _check_health(record):
+    """What types cannot say: each GPU listed once per query, and each
+    kernel event a line hpcval.health.kernel_log reads as one."""
+    from hpcval.health import kernel_log     # it imports the catalogue
+    for phase in ('before', 'after'):
+        seen = {}
+        for i, gpu in enumerate(getattr(record, phase).gpus):
+            for key in ('index', 'uuid', 'bus_id'):
+                val = getattr(gpu, key)
+                if val is None:
+                    continue
+                ident = (key, val.lower() if isinstance(val, str) else val)
+                if ident in seen:
+                    raise _unreadable(
+                        f'GPU listed twice (as {phase}.gpus[{seen[ident]}])',
+                        f'$.{phase}.gpus[{i}].{key}', val)
+                seen[ident] = i
+    for i, ev in enumerate(record.kernel_events):
+        if kernel_log.event(ev.line) is None:
+            raise _unreadable('not a kernel log record of a GPU or PCIe '
+                              'fault', f'$.kernel_events[{i}].line',
+                              ev.line)
 
 
 def builtins(record):

@@ -527,20 +527,19 @@ def next_steps(verdict):
             alone.setdefault(nodes[0], f)
         elif nodes:
             pairs.setdefault(f.node, f)
-    drain, notes = drains.lines(
+    # which nodes get a line is hpcval.drain's alone: the re-screen too
+    slurm = drains.lines(
         verdict, {n: alone[n] for n in sorted(alone, key=_natural)},
         drain_reason)
+    notes = slurm['notes']
     for nodes in sorted(pairs):
         if not any(n in alone for n in nodes.split('+')):
             notes.append(f'nodes {nodes} failed together in one job: '
                          f'screen each alone before draining either')
-    rescreen = _rescreen(verdict, alone)
-    drained = sorted((n for n in alone if plain_node(n)), key=_natural)
-    # a drained node takes no job: the re-screen would wait for it
-    resume = [f'scontrol update nodename={",".join(drained)} '
-              f'state=resume'] if rescreen and drained else []
-    return {'drain': drain, 'resume': resume, 'rescreen': rescreen,
-            'notes': notes}
+    rescreen = _rescreen(verdict, slurm['admitted'])
+    return {'drain': slurm['drain'],
+            'resume': slurm['resume'] if rescreen else [],
+            'rescreen': rescreen, 'notes': notes}
 
 
 # what a re-screen repeats of the screen's command line: the option and

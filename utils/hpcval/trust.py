@@ -5,7 +5,9 @@ to authorized_keys.
 A file or folder is trusted when it is owned by root or the running user
 and is not writable by group or others, and so is every folder above it;
 a world-writable folder with the sticky bit (``/tmp``) may be above it,
-since nobody else can rename or remove what is in it.  Symbolic links on
+since nobody else can rename or remove what is in it, but is never itself
+trusted: anyone may add a file to it (a site folder of mode 1777 would
+run anyone's module).  Symbolic links on
 the way are followed only when the link itself is owned by root or the
 running user; where they lead is checked the same way.
 """
@@ -25,40 +27,44 @@ def _owners(uid):
     return {0, os.geteuid() if uid is None else uid}
 
 
-def _why(path, st, uid):
-    """Why ``path`` (its lstat ``st``) is not trusted, or ''."""
+def _why(path, st, uid, above=False):
+    """Why ``path`` (its lstat ``st``) is not trusted, or ''; ``above``:
+    it is a folder above what is checked, where a sticky one will do."""
     if st.st_uid not in _owners(uid):
         return (f'{path} is owned by uid {st.st_uid}, not by root or the '
                 f'running user (uid {os.geteuid() if uid is None else uid})')
     if stat.S_ISLNK(st.st_mode):
         return ''
     if st.st_mode & 0o022:
-        if stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX:
+        if above and stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX:
             return ''       # sticky: what is in it is checked on its own
         return (f'{path} is writable by group or others (mode '
                 f'{stat.S_IMODE(st.st_mode):04o})')
     return ''
 
 
-def check_path(path, uid=None, _depth=0):
+def check_path(path, uid=None, _depth=0, shared=False):
     """UntrustedPath unless ``path`` and every folder above it are trusted
-    (see the module)."""
+    (see the module); ``shared``: ``path`` is a folder to make one's own
+    folder in, which may be a sticky shared one (/tmp)."""
     if _depth > 40:
         raise UntrustedPath(f'{path}: too many symbolic links')
     path = os.path.abspath(path)
     parts = path.split(os.sep)[1:]
     current = os.sep
-    for part in ['', *parts]:
+    steps = ['', *parts]
+    for i, part in enumerate(steps):
         current = os.path.join(current, part) if part else current
         try:
             st = os.lstat(current)
         except OSError as err:
             raise UntrustedPath(f'{current}: {err.strerror}') from None
-        why = _why(current, st, uid)
+        above = shared or i < len(steps) - 1
+        why = _why(current, st, uid, above)
         if why:
             raise UntrustedPath(why)
         if stat.S_ISLNK(st.st_mode):
-            check_path(os.path.realpath(current), uid, _depth + 1)
+            check_path(os.path.realpath(current), uid, _depth + 1, above)
 
 
 def check_tree(folder, uid=None):
@@ -88,7 +94,7 @@ def own_folder(path, mode=0o700, uid=None):
     link, belongs to the running user and is trusted.  Returns the
     absolute path."""
     path = os.path.abspath(path)
-    check_path(os.path.dirname(path), uid)
+    check_path(os.path.dirname(path), uid, shared=True)
     try:
         os.mkdir(path, mode)
     except FileExistsError:

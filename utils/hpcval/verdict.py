@@ -150,6 +150,9 @@ class Group:
     # nodes that ran a test and left no health record where the
     # partition's inventory expects GPUs: their health is not judged
     no_health: list = field(default_factory=list)
+    # {node: whether every case charged to it ran there by its job's
+    # Slurm node list}: drain lines only then (hpcval.drain)
+    ran_there: dict = field(default_factory=dict)
 
     @property
     def name(self):
@@ -450,6 +453,8 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
         g.scheduler = 'mixed' if g.scheduler else sched
     label = node_label(case)
     groups.add_nodes(g, label)
+    drain.note_case(g.ran_there, label, {*case.nodes,
+                                         *screen.job_nodes(case)})
     _provenance(g, case, groups.provenance)
     # the node's inventory and health first (hpcval.health); a first
     # run's record is a fact of the node, never excused by its re-measure

@@ -87,8 +87,17 @@ EVENTS = {
                      'hpcval (a hanging nvidia-smi hung a local run); '
                      'NVIDIA/NVSentinel#155'),
     'probe_unreadable': (FAIL, 'probe output unreadable',
-                         'a probe file that cannot be read or parsed',
+                         'a probe file that cannot be read or parsed (the '
+                         'sampler\'s included), or that holds a GPU twice',
                          'hpcval'),
+    'gpu_state': (FAIL, 'GPU in an error state',
+                  'nvidia-smi prints `[GPU requires reset]`, `[GPU is lost]`, '
+                  '`[Unknown Error]` (any bracketed text but `[N/A]`, `[Not '
+                  'Supported]`, `[Insufficient Permissions]`) in a field, or '
+                  '`[N/A]` for name, UUID, bus id or memory, exit 0 or not',
+                  'nvidia-smi(1); NVML\'s return codes '
+                  'NVML_ERROR_GPU_IS_LOST, NVML_ERROR_RESET_REQUIRED, '
+                  'NVML_ERROR_UNKNOWN (nvml.h)'),
     'gpu_count': (FAIL, 'GPU missing / lost during the run',
                   'fewer GPUs than the inventory, or fewer after the '
                   'benchmark than before it', f'{_GPUD}gpu-counts'),

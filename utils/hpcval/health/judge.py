@@ -13,6 +13,7 @@ CHANGED, a failure where the inventory pins the key.
 run show: '' when nothing stands out.
 """
 from hpcval.health import kernel_log, link
+from hpcval.health.common import clean
 
 #: Slow-downs a healthy GPU never shows under a benchmark: any sample with
 #: one active fails the GPU.  The software power cap is how a GPU stays
@@ -35,6 +36,11 @@ REASON_WORDS = {**FAILING_REASONS, **POWER_REASONS}
 POWER_CAP_SHARE = 0.05
 #: GPU temperature, C, named beside a cause (HBM GPUs slow down from ~85).
 HOT_C = 85
+#: What a line keeps of a tool's or the probe's message (a report comes
+#: from anywhere: its texts are shown cut and printable).
+MESSAGE_CHARS = 200
+#: States a line names of one GPU before it says how many more.
+STATE_FIELDS = 4
 #: nvidia-smi's exit code and message on a node without NVIDIA GPUs.
 _NO_DEVICES = 'No devices were found'
 #: nvidia-smi's exit code when an infoROM is corrupted (nvidia-smi(1),
@@ -42,22 +48,26 @@ _NO_DEVICES = 'No devices were found'
 _INFOROM_EXIT = 14
 
 
+def _said(text, most=MESSAGE_CHARS):
+    return clean(text, most)
+
+
 def _tool_failed(record, snap):
-    rc, tool = snap.rc, record.tool
+    rc, tool, message = snap.rc, _said(record.tool, 40), _said(snap.message)
     if snap.error:
-        return f'{tool}: {snap.error}'
+        return f'{tool}: {_said(snap.error)}'
     if rc == 0:
         return ''
     if rc == 124:
-        return (f'{snap.message or tool + " timed out"} (a GPU that '
+        return (f'{message or tool + " timed out"} (a GPU that '
                 f'fell off the bus hangs its tool)')
     if _NO_DEVICES in snap.message:
         return ''
     if tool == 'none':
-        return snap.message or 'no GPU tool on PATH'
+        return message or 'no GPU tool on PATH'
     if rc == _INFOROM_EXIT and snap.gpus and snap.warnings:
         return ''       # the table is there; the warning names the GPU
-    return f'{tool} failed (exit {rc}): {snap.message}'
+    return f'{tool} failed (exit {rc}): {message}'
 
 
 def _link(gpu, samples):
@@ -66,8 +76,23 @@ def _link(gpu, samples):
     return (max(gens) if gens else None), gpu.pcie_width
 
 
-def _gpu_failures(gpu, expected, samples):
+def _states(gpu, tool):
+    """One line per state the tool printed for the GPU instead of values
+    (hpcval.health.nvidia.state), naming the fields."""
+    fields = {}
+    for name, text in sorted(gpu.states.items()):
+        fields.setdefault(text, []).append(name)
     out = []
+    for text, names in fields.items():
+        more = len(names) - STATE_FIELDS
+        out.append(f'{tool} printed {text} for '
+                   f'{", ".join(names[:STATE_FIELDS])}'
+                   f'{f" and {more} more field(s)" if more > 0 else ""}')
+    return out
+
+
+def _gpu_failures(gpu, expected, samples, tool=''):
+    out = _states(gpu, _said(tool, 40))
     model = str(gpu.model or '?')
     want = expected or {}
     if want.get('model') and want['model'].lower() not in model.lower():
@@ -204,6 +229,7 @@ def _warning_findings(record):
     gpus = _all_gpus(record)
     for snap in (record.before, record.after):
         for bus, text in snap.warnings:
+            bus, text = _said(bus, 40), _said(text)
             comp = _component_of_bus(gpus, bus) if bus else ''
             if not comp and bus:
                 comp = f'PCI {bus}'
@@ -220,19 +246,20 @@ def _all_gpus(record):
 
 def _kernel_findings(record, fatal):
     """One (component, text) per GPU and kernel event kind and code, with
-    how often it was logged and its first record."""
+    how often it was logged and its first record.  Each event is read
+    again from its line (hpcval.health.kernel_log, the catalogue's
+    severity): what the record says beside the line counts for nothing."""
     gpus = _all_gpus(record)
     groups = {}
-    for ev in record.kernel_events:
-        if ev.fatal != fatal:
-            continue
-        comp = _component_of_bus(gpus, ev.bus_id)
-        if not comp and ev.bus_id:
-            comp = f'PCI {ev.bus_id}'
-        what = ev.what or {'xid': f'Xid {ev.code}',
-                           'aer': f'PCIe AER {ev.code} error'}\
-            .get(ev.kind, f'{ev.kind} error')
-        groups.setdefault((comp, what), []).append(ev.line)
+    for recorded in record.kernel_events:
+        ev = kernel_log.event(recorded.line)
+        if ev is None or ev['fatal'] != fatal:
+            continue        # the record's decoding refused such a line
+        bus = ev['bus_id']
+        comp = _component_of_bus(gpus, bus)
+        if not comp and bus:
+            comp = f'PCI {bus}'
+        groups.setdefault((comp, ev['what']), []).append(ev['line'])
     out = []
     for (comp, what), lines in groups.items():
         times = f' ({len(lines)} times)' if len(lines) > 1 else ''
@@ -251,7 +278,8 @@ def _nvlink_failures(record, expected):
         status = snap.nvlink.status
         if status is None:
             if want and not _tool_failed(record, snap):
-                why = snap.nvlink.status_error or 'not read by the probe'
+                why = _said(snap.nvlink.status_error) or \
+                    'not read by the probe'
                 found.setdefault(('', f'NVLink state{{when}}: {why} (the '
                                   f'inventory expects {want.get("links")} '
                                   f'links per GPU)'), []).append(phase)
@@ -311,12 +339,15 @@ def failures(record, expected=None):
     if record is None:
         return []
     if record.unreadable:
-        return [('', record.unreadable)]
+        return [('', _said(record.unreadable))]
     out = _count_failures(record, expected)
+    if _sampler_unreadable(record):     # a probe file (docs/health.md)
+        out.append(('', f'probe output unreadable: '
+                        f'{_said(record.samples_error)}'))
     for snap in (record.before, record.after):
         for gpu in snap.gpus:
             s = record.samples.get(str(gpu.index))
-            for text in _gpu_failures(gpu, expected, s):
+            for text in _gpu_failures(gpu, expected, s, record.tool):
                 out.append((f'GPU {gpu.index}', text))
     out += _throttle_failures(record)
     out += [(c, t) for c, t, fails in _warning_findings(record) if fails]
@@ -334,6 +365,14 @@ def failures(record, expected=None):
         if key in pins:
             out.append((comp, f'{text} (pinned)'))
     return _unique(out)
+
+
+def _sampler_unreadable(record):
+    """Whether the sampler's file was there and could not be read: an
+    empty one ('no output', the parser's word for it) holds no samples,
+    as a benchmark that ended before the sampler's first line leaves."""
+    err = record.samples_error
+    return bool(err) and not err.endswith(' sampler: no output')
 
 
 def firmware_word(record):
@@ -402,12 +441,12 @@ def notes(record):
     if record is None or record.unreadable:
         return out
     if record.kernel_log:
-        out.append(('', f'kernel log {record.kernel_log}'))
+        out.append(('', f'kernel log {_said(record.kernel_log)}'))
     for snap in (record.before, record.after):
         if snap.apps_error:
-            out.append(('', f'{record.tool}: {snap.apps_error}'))
-    if record.samples_error:
-        out.append(('', record.samples_error))
+            out.append(('', f'{record.tool}: {_said(snap.apps_error)}'))
+    if record.samples_error and not _sampler_unreadable(record):
+        out.append(('', _said(record.samples_error)))
     before = {g.index: g for g in record.before.gpus}
     for gpu in record.after.gpus:
         a = gpu.ecc_corrected
@@ -450,8 +489,8 @@ def _other_processes(record):
         mem = app.memory_mib
         held = f'{mem} MiB' if isinstance(mem, (int, float)) else 'memory'
         out.append((f'GPU {idx}' if idx is not None else '',
-                    f'another process, {app.name} (pid {app.pid}), held '
-                    f'{held} on GPU {idx}'))
+                    f'another process, {_said(app.name, 100)} (pid '
+                    f'{app.pid}), held {held} on GPU {idx}'))
     return out
 
 

@@ -58,6 +58,8 @@ _AMD_ERR = re.compile(r'error|fault|timeout|hang|reset|RAS|poison|failed',
 _HL_ERR = re.compile(r'error|fault|fail|timeout|reset|ECC|critical',
                      re.IGNORECASE)
 _MOST = 400
+#: A record is kept (and read) to this many characters.
+LINE_CHARS = 400
 
 
 def records(text):
@@ -102,10 +104,12 @@ def _event(kind, bus, code, line, **extra):
 def event(record):
     """The event of one kernel log record, or None when no GPU driver or
     PCIe port wrote it or it reports no fault."""
-    msg = _message(record)
+    # read from the line as recorded, so that the verdict, reading the
+    # recorded line again, finds the same event (hpcval.health.judge)
+    line = clean(record, LINE_CHARS)
+    msg = _message(line)
     if _USER.match(msg):
         return None
-    line = clean(record, 400)
     m = _XID.match(msg)
     if m:
         code = int(m.group(2))

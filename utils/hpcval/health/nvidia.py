@@ -83,6 +83,31 @@ TEXT_KEYS = ('model', 'uuid', 'serial', 'bus_id', 'vbios', 'driver',
              'time')
 
 
+#: What nvidia-smi prints in a field it has no value for that is no fault
+#: of the GPU: the field does not apply to it, or the caller may not read
+#: it.  Any other bracketed text ([GPU requires reset], [GPU is lost],
+#: [Unknown Error]) is a state of the GPU, kept in ``states`` and judged.
+NO_VALUE = ('[n/a]', '[not supported]', '[insufficient permissions]')
+#: Fields every working GPU has a value for: N/A in one is a state too.
+REQUIRED = ('name', 'uuid', 'pci.bus_id', 'memory.total')
+_STATE = re.compile(r'\[[^\[\]]+\]')
+#: A state is kept to this many characters.
+STATE_CHARS = 60
+
+
+def state(name, raw):
+    """The bracketed state nvidia-smi printed for field ``name`` instead of
+    a value where it is a fault of the GPU (a state, or no value where one
+    is required), else None."""
+    text = clean(raw)
+    if not _STATE.fullmatch(text):
+        return None
+    if text.lower() in NO_VALUE and name not in REQUIRED:
+        return None
+    return text if len(text) <= STATE_CHARS else \
+        text[:STATE_CHARS - 4] + '...]'
+
+
 class ToolError(ValueError):
     """The tool's output is not what it prints when it works."""
 
@@ -143,14 +168,18 @@ def gpus(text, lenient=False):
     skips rows cut short (a sampler's last line)."""
     out = []
     for header, row in _rows(text, lenient):
-        gpu, counters = {}, {}
+        gpu, counters, states = {}, {}, {}
         for name, raw in zip(header, row):
-            if name.startswith(_COUNTERS):
+            found = state(name, raw) if name != 'index' else None
+            if found:
+                states[name] = found
+            elif name.startswith(_COUNTERS):
                 counters[name[len(_COUNTERS):]] = value(raw)
             elif name in _KEYS and _KEYS[name] not in gpu:
                 key = _KEYS[name]
-                gpu[key] = (clean(raw) or None) if key in TEXT_KEYS \
-                    else value(raw)
+                # a text field of N/A (a serial it does not know) is none
+                gpu[key] = (clean(raw) if value(raw) is not None else None) \
+                    if key in TEXT_KEYS else value(raw)
         if not isinstance(gpu.get('index'), int):
             if lenient:
                 continue
@@ -158,12 +187,23 @@ def gpus(text, lenient=False):
         gpu['throttle'] = reasons(gpu.pop('reasons', None))
         if counters:
             gpu['throttle_us'] = {k: v for k, v in counters.items()
-                                  if isinstance(v, (int, float))}
+                                  if isinstance(v, (int, float)) and
+                                  not isinstance(v, bool)}
+        if states:
+            gpu['states'] = states
         out.append(gpu)
     return out
 
 
 _UUID = re.compile(r'(?:GPU|MIG)-[0-9a-fA-F-]{8,}')
+
+
+def _whole(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _number(v):
+    return _whole(v) or isinstance(v, float) and 0 <= v < 1e15
 
 
 def apps(text):
@@ -200,10 +240,11 @@ def apps(text):
         rec.update(zip(header[at + 1:], cells[len(cells) - tail:]))
         name = ','.join(cells[at:len(cells) - tail])
         pid = value(rec.get('pid', ''))
+        mem = value(rec.get('used_gpu_memory', ''))
         out.append({'uuid': clean(rec.get('gpu_uuid', '')) or None,
-                    'pid': pid if isinstance(pid, int) else None,
+                    'pid': pid if _whole(pid) else None,
                     'name': clean(name, 100),
-                    'memory_mib': value(rec.get('used_gpu_memory', ''))})
+                    'memory_mib': mem if _number(mem) else None})
     return out
 
 

@@ -310,12 +310,17 @@ def parse_apps(tool, text):
     return []
 
 
+#: The counters of sysfs ``aer_dev_*`` (Linux's aer.c)
+_AER_KINDS = ('ERR_COR', 'ERR_FATAL', 'ERR_NONFATAL')
+
+
 def _aer(text):
     out = {}
     for line in (text or '').splitlines():
         path, sep, rest = line.partition(':TOTAL_')
         parts = rest.split()
-        if sep and len(parts) == 2 and parts[1].isdigit():
+        if sep and len(parts) == 2 and parts[1].isdigit() and \
+                parts[0] in _AER_KINDS:
             dev = path.split('/')[-2] if path.count('/') >= 2 else path
             kind = parts[0].replace('ERR_', '').lower()
             out.setdefault(clean(dev), {})[kind] = int(parts[1])
@@ -396,7 +401,8 @@ def _record(stagedir):
     rec.update({k: int(node[k]) for k in ('start', 'end', 'timeout')
                 if node.get(k, '').isdigit()}, kernel=node.get('kernel', ''))
     samples = _read(stagedir, 'samples.txt')
-    if samples is not None and tool in PARSED:
+    # an empty file: the benchmark ended before the sampler's first line
+    if samples and samples.strip() and tool in PARSED:
         try:
             rec['samples'] = summarize(parse_gpus(tool, samples,
                                                   lenient=True))
