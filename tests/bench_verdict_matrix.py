@@ -22,7 +22,10 @@ Per run, per figure family (GPU, link, host link, collective, node):
   another GPU, link or node is a wrong attribution;
 - a GPU made missing (its figures and its components gone) must not pass,
   and is named where the run's health probe listed the GPUs;
-- the real fault captures must fail naming their GPU.
+- the real fault captures must fail naming their GPU;
+- a launcher that ran one-rank jobs instead of one communicator (the real
+  capture of two mpich singletons) must fail the ping-pong's sanity,
+  and the real two-rank output must not.
 
 ``DOCUMENTED``: failures of a healthy capture that its reference file
 states on purpose (a vendor's sample under the vendor's own floor); they
@@ -69,6 +72,7 @@ class CaptureSet:
     baselines: list = field(default_factory=list)
     references: object = None       # a file or folder; None: built-in
     faults: dict = field(default_factory=dict)      # path: 'GPU 3'
+    screen: bool = False        # a node screen: nodes judged by peers
 
 
 def _glob(folder, pattern):
@@ -104,6 +108,9 @@ SETS = [
     CaptureSet('mi300x (guide)', '8 x MI300X (replayed guide outputs)',
                healthy=[str(ROOT / 'docs' / 'comparison' / 'reports' /
                             'mi300x-replay.json')]),
+    CaptureSet('minicluster screen', '4 Slurm nodes on the 2-core CI VM',
+               healthy=[str(REP / 'minicluster-screen' /
+                            'healthy-4-nodes.json')], screen=True),
     CaptureSet('kestrel (NREL)', '16 nodes x 4 H100 (replayed)',
                healthy=[str(ROOT / 'docs' / 'comparison' / 'reports' /
                             'kestrel-replay.json')]),
@@ -304,6 +311,8 @@ def run_set(cs, tmp, rows, quick=False):
             row.false_alarms.append(f'{Path(path).name}: {line[:200]}')
         if path in cs.baselines:
             continue        # planted faults start from runs not calibrated on
+        if cs.screen:
+            _plant_screen(cs, tmp, refs, report, path, v, rows, quick)
         for fam in fams:
             _plant_family(cs, tmp, refs, report, path, judged, fam, rows,
                           quick)
@@ -365,6 +374,41 @@ def _plant_family(cs, tmp, refs, report, path, judged, fam, rows, quick):
             max(row.smallest, smallest)
 
 
+def _plant_screen(cs, tmp, refs, report, path, healthy, rows, quick):
+    """One node of a screen slower than its peers, from 5 % to 95 %: named
+    by the peer rule at its system's bound, on that node alone; at 95 %
+    (a node at most 0.1x its peers: past the loosest bound a system
+    states, x4 on the minicluster) it must be."""
+    row = rows.setdefault((cs.name, 'node vs peers'),
+                          Row(cs.name, 'node vs peers'))
+    row.runs += 1
+    cases = report['runs'][0]['testcases']
+    row.judged += sum(len(tc.get('perfvalues') or {}) for tc in cases)
+    for i, tc in enumerate(cases):
+        node = (tc.get('job_nodelist') or [''])[0]
+        key = next(iter(tc.get('perfvalues') or {}), None)
+        if key is None:
+            continue
+        ladder = () if quick else (0.05, 0.10, 0.20, 0.40, 0.60, 0.70,
+                                   0.80, 0.90)
+        smallest = None
+        for drop in ladder:
+            v = judge([_write(tmp, plant(report, i, key, drop))], refs)
+            named = [f for f in v.failures() if f.node == node]
+            others = [f for f in v.failures() if f.node and f.node != node]
+            row.wrong += [f'{Path(path).name}: {node} -{drop:.0%}: '
+                          f'{f.line()[:160]}' for f in others]
+            if named and smallest is None:
+                smallest = drop
+        v = judge([_write(tmp, plant(report, i, key, 0.95))], refs)
+        hit = any(f.node == node for f in v.failures())
+        _count(row, v, hit, f'{Path(path).name}: {node} 95 % slower')
+        smallest = smallest or (0.95 if hit else None)
+        if smallest is not None:
+            row.smallest = smallest if row.smallest is None else \
+                max(row.smallest, smallest)
+
+
 def _plant_missing(cs, tmp, refs, report, path, gpu, rows):
     row = rows.setdefault((cs.name, 'missing GPU'),
                           Row(cs.name, 'missing GPU'))
@@ -372,6 +416,31 @@ def _plant_missing(cs, tmp, refs, report, path, gpu, rows):
     named = [c for c, _, _ in _failure_names(v)]
     _count(row, v, v.status != 0 and f'GPU {gpu}' in named,
            f'{Path(path).name}: GPU {gpu} hidden (status {v.status})')
+
+
+def launcher_row(rows):
+    """The across-node ping-pong run as two one-rank jobs (a launcher
+    without PMI): refused, never a figure."""
+    from hpcval.parsers.common import ParseError
+    from hpcval.parsers.mpi4py_pingpong import parse_pingpong
+    row = rows.setdefault(('mpi4py (CI VM)', 'launcher'),
+                          Row('mpi4py (CI VM)', 'launcher'))
+    good = CAP / 'mpi4py412_mpich432_pingpong_n4194304.txt'
+    bad = CAP / 'mpi4py412_mpich432_pingpong_two_singletons.txt'
+    row.runs += 1
+    try:
+        parse_pingpong(good.read_text(), 'mpiexec -n 2')
+    except ParseError as err:
+        row.false_alarms.append(f'{good.name}: {err}')
+    row.planted += 1
+    try:
+        parse_pingpong(bad.read_text(), 'mpiexec -n 2')
+        row.false_passes.append(f'{bad.name}: parsed as one communicator')
+    except ParseError as err:
+        if 'one-rank' in str(err):
+            row.found += 1
+        else:
+            row.unnamed.append(f'{bad.name}: {err}')
 
 
 def table(rows, markdown):
@@ -410,6 +479,8 @@ def main(argv=None):
             if args.only and cs.name not in args.only:
                 continue
             notes += run_set(cs, tmp, rows, args.quick)
+    if not args.only:
+        launcher_row(rows)
     print(table(rows, args.markdown))
     bad = 0
     for r in rows.values():

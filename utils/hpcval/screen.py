@@ -312,18 +312,26 @@ def _peer_groups(cases, samples_of):
     return groups
 
 
+def _floor(factor, entries, key):
+    """The peer rule's floor for one figure's group (``factor``: a number,
+    None, or a function of a case of the group and the metric)."""
+    if callable(factor):
+        factor = factor(entries[0][1], key[4])
+    return None if factor is None else 1 - 1 / factor
+
+
 def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
     """{(id(case), metric): PeerResult} for the distributed ``cases``
     (``samples_of(case)``: its samples, objects with metric, value, unit);
     ``factor``: how many times worse than the peers' median fails at
-    least (None: the figure kind's floor, hpcval.peers.PEER_RULES)."""
-    floor = None if factor is None else 1 - 1 / factor
+    least (None: the figure kind's floor, hpcval.peers.PEER_RULES), or a
+    function of (a case, the metric) giving it per figure."""
     out = {}
     for key, entries in _peer_groups(cases, samples_of).items():
         unit = key[-1]
         rule = peers.rule_for(unit)
         values = {(node, id(case)): s.value for node, case, s in entries}
-        judged = peers.judge(values, unit, floor)
+        judged = peers.judge(values, unit, _floor(factor, entries, key))
         cmp = '>=' if rule.better == 'higher' else '<='
         for node, case, _ in entries:
             j = judged.get((node, id(case)))
@@ -398,7 +406,6 @@ def reach(cases, samples_of, factor=PEER_FACTOR, referenced=None):
     peers; ``referenced(sample)``: whether a reference judges it (then
     the partition is screened by the references where peers are too
     few)."""
-    floor = None if factor is None else 1 - 1 / factor
     out = []
     for key, entries in sorted(_peer_groups(cases, samples_of).items(),
                                key=lambda kv: kv[0][3:5]):
@@ -406,7 +413,7 @@ def reach(cases, samples_of, factor=PEER_FACTOR, referenced=None):
         rule = peers.rule_for(unit)
         kind = next(k for k, r in peers.PEER_RULES.items() if r == rule)
         values = {(node, id(case)): s.value for node, case, s in entries}
-        judged = peers.judge(values, unit, floor)
+        judged = peers.judge(values, unit, _floor(factor, entries, key))
         good = [v for v in values.values() if v > 0 and math.isfinite(v)]
         count = max(len(good) - 1, 0)
         bound = finds = None

@@ -39,7 +39,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 
 from hpcval import (drain, judgement, provenance, retries, screen,
-                    verdict_modes)
+                    verdict_modes, verdict_refs)
 from hpcval.health import report as health
 from hpcval.judgement import Band
 
@@ -371,9 +371,12 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     samples = _by_case(loaded)
     screened = [c for c in loaded.cases
                 if select(c) and screen.node_of(c) is not None]
+    # the option, else the system's own where its file gives one
+    factor = peer_factor if peer_factor is not None else \
+        verdict_refs.peer_factors(getattr(loaded, 'references', None))
     peer = screen.peer_comparison(screened,
                                   lambda c: samples.get(id(c), []),
-                                  peer_factor)
+                                  factor)
 
     groups, seen, judged = _Groups(), set(), []
     healths = health.Judge(getattr(loaded, 'references', None))
@@ -393,7 +396,7 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     _unmeasured(groups, judged)
     _failed_fixtures(groups, loaded.fixtures, select, seen)
     _untrusted(groups, loaded)
-    _screens(groups, screened, samples, peer_factor, accept_out)
+    _screens(groups, screened, samples, factor, accept_out)
 
     ordered = [groups[k] for k in sorted(groups)]
     incomplete = _incomplete(ordered, allow_unjudged, accept_unscreened)

@@ -192,3 +192,28 @@ class _CaseJudge:
         if decision[0] is REPORT:
             return s
         return self.bounds.apply(case, s, decision)
+
+
+def peer_factors(refs):
+    """factor(case, metric) of a node screen (hpcval.screen): how many
+    times worse than its peers' median a node's figure fails, where the
+    system's references give ``<metric>_vs_peers`` (value 1, unit x,
+    ``lower``: -0.75 for x4), else None (the figure kind's floor)."""
+    @functools.lru_cache(maxsize=None)
+    def of(system, check, partition, params, fields, attrs, metric):
+        ref = refs.matching(system, lineage(check), partition,
+                            {**dict(params), **dict(fields),
+                             **dict(attrs)}).get(f'{metric}_vs_peers')
+        if ref is None or ref.value != 1 or ref.upper is not None or \
+                not isinstance(ref.lower, float) or \
+                not -1 < ref.lower < 0:
+            return None
+        return 1 / Band(1.0, ref.lower, None).limits()[0]
+
+    def factor(case, metric):
+        if refs is None:
+            return None
+        return of(case.system, case.check, case.partition, case.params,
+                  case.fields, case.attrs, metric)
+    return factor
+
