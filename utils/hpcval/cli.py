@@ -28,13 +28,16 @@
                    [--references FILE|DIR]
                                       healthy or not: counts per partition,
                                       one line per failure naming the node,
-                                      GPU or link; exit 0 / 1 failed / 2
-                                      incomplete / 3 input unreadable
-                                      (hpcval.verdict)
+                                      GPU or link (hpcval.verdict)
+
+Every command exits 0 healthy or nothing moved, 1 failed or moved, 2
+incomplete, 3 input or usage error (hpcval.exits; each --help says which
+it gives, docs/verdict.md has them all).
 """
 import argparse
 import contextlib
 import io
+import json
 import math
 import os
 import re
@@ -45,9 +48,9 @@ import subprocess
 import sys
 import time
 
-from hpcval import (ci, inputs, paths, preflight, reference_service,
-                    references, screen, selection, site, site_from_slurm,
-                    slurm_describe, verdict, verdict_refs)
+from hpcval import (ci, exits, inputs, paths, preflight,
+                    reference_service, references, screen, selection, site,
+                    site_from_slurm, slurm_describe, verdict, verdict_refs)
 from hpcval.publish import (calibrate, changes, history, reference_table,
                             report, results, sample_size)
 from hpcval.publish.stats import Rule
@@ -570,20 +573,30 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ['run']:
         # everything after `run` is ReFrame's, options included
-        return run_reframe(argv[1:])
+        status = run_reframe(argv[1:])
+        if {'-h', '--help'} & set(argv[1:]):
+            # after ReFrame's options, the statuses hpcval gives
+            print(f'\n{exits.epilog("run")}')
+        return status
 
     try:
         return _main(argv)
     except paths.SiteError as err:
         print(f'hpcval: {err}', file=sys.stderr)
-        return 1
+        return exits.INPUT
 
 
 def _main(argv):
-    parser = argparse.ArgumentParser(prog='hpcval')
+    parser = exits.Parser(prog='hpcval')
+    parser.add_argument('--version', action=exits.Version)
     sub = parser.add_subparsers(dest='command', required=True)
-    refs = sub.add_parser('references',
-                          help='validate and summarise references/*.yaml')
+
+    def command(name, **kwargs):
+        return sub.add_parser(name, epilog=exits.epilog(name),
+                              formatter_class=argparse.
+                              RawDescriptionHelpFormatter, **kwargs)
+    refs = command('references',
+                   help='validate and summarise references/*.yaml')
     refs.add_argument('--dir', default=None,
                       help='one references folder (default: the built-in '
                            'ones, layered under $HPCVAL_SITE\'s)')
@@ -598,12 +611,12 @@ def _main(argv):
                       help='check the files\' schema only, without loading '
                            'the checks to match every entry to a test')
     refs.set_defaults(func=_references)
-    rep = sub.add_parser('report', help='cross-system comparison tables and '
-                                        'plots of run reports')
+    rep = command('report', help='cross-system comparison tables and '
+                                 'plots of run reports')
     report.add_arguments(rep)
     rep.set_defaults(func=report.run)
-    cal = sub.add_parser('calibrate', help='a system\'s references from its '
-                                           'own good runs')
+    cal = command('calibrate', help='a system\'s references from its '
+                                    'own good runs')
     report.add_input_arguments(cal)
     cal.add_argument('--ref-dir', default=None,
                      help='the references folder (default: the built-in '
@@ -638,9 +651,9 @@ def _main(argv):
                      help='with --from: a bearer token, in a file only its '
                           'owner can read (default: no credentials)')
     cal.set_defaults(func=_calibrate)
-    ver = sub.add_parser('verdict', help='is the system healthy: judged, '
-                                         'failed, skipped, unjudged, and '
-                                         'which node, GPU or link failed')
+    ver = command('verdict', help='is the system healthy: judged, '
+                                  'failed, skipped, unjudged, and '
+                                  'which node, GPU or link failed')
     report.add_input_arguments(ver)
     ver.add_argument('--partition', action='append', default=[],
                      help='only these partitions (repeatable)')
@@ -680,26 +693,29 @@ def _main(argv):
                           'too wide a spread, no reference) is named, not '
                           'a reason for exit 2 (docs/screening.md)')
     ver.set_defaults(func=_verdict)
-    dif = sub.add_parser('diff', help='each node\'s newest run against its '
-                                      'last passing run: provenance that '
-                                      'changed, figures beyond their noise')
+    dif = command('diff', help='each node\'s newest run against its '
+                               'last passing run: provenance that '
+                               'changed, figures beyond their noise')
     report.add_input_arguments(dif)
     dif.add_argument('--format', choices=('text', 'json'), default='text')
     dif.add_argument('--all', action='store_true',
                      help='every figure, also those within noise')
     dif.set_defaults(func=_diff)
-    where = sub.add_parser('paths', help='where hpcval\'s configuration, '
-                                         'checks, systems and references are')
+    where = command('paths', help='where hpcval\'s configuration, '
+                                  'checks, systems and references are')
     where.add_argument('what', nargs='?', choices=[
         'config', 'checks', 'references', 'systems', 'monitoring', 'docs',
         'site'])
     where.set_defaults(func=_paths)
-    sub.add_parser('run', help='reframe with hpcval\'s configuration: '
-                               'hpcval run -r --system local')
-    site = sub.add_parser('site', help='a site folder layered over the '
-                                       'built-in systems and references')
+    command('run', help='reframe with hpcval\'s configuration: '
+                        'hpcval run -r --system local')
+    site = command('site', help='a site folder layered over the '
+                                'built-in systems and references')
     site_sub = site.add_subparsers(dest='site_command', required=True)
-    init = site_sub.add_parser('init', help='make a site folder')
+    init = site_sub.add_parser('init', help='make a site folder',
+                               epilog=exits.epilog('site'),
+                               formatter_class=argparse.
+                               RawDescriptionHelpFormatter)
     init.add_argument('dir')
     source = init.add_mutually_exclusive_group()
     source.add_argument('--from', dest='from_system', metavar='SYSTEM',
@@ -716,11 +732,9 @@ def _main(argv):
     try:
         args = parser.parse_args(argv)
     except SystemExit as done:
-        # argparse's usage errors exit 2, the verdict's "incomplete":
-        # `hpcval verdict --typo` exits with its input-error code instead
-        if done.code == 2 and argv[:1] in (['verdict'], ['diff']):
-            return verdict.EXIT_INPUT
-        raise
+        # --help, --version (0) and usage errors (exits.INPUT): a status,
+        # for callers in-process as for the console script
+        return done.code
     return _run(args)
 
 
