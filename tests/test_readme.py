@@ -170,10 +170,10 @@ def test_publishing_block(failing_smi_run, tmp_path):
     rc, out = _run(line.replace('frontier', 'local'), tmp_path, env)
     assert rc == 0 and '+++ b/references/local.yaml' in out, out[-2000:]
     assert 'rerun with --write' in out, out[-2000:]
-    # no monitoring server here: one line naming it, exit 1
+    # no monitoring server here: one line naming it, exit 3
     # (docs/calibrate.md), nothing written
     rc, out = status('hpcval calibrate --system frontier --from ')
-    assert rc == 1 and 'http://victoria:8428: no answer' in out, out
+    assert rc == 3 and 'http://victoria:8428: no answer' in out, out
     assert out.count('\n') == 1, out
 
 

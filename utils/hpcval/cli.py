@@ -84,14 +84,14 @@ def _references(args):
         if system in problems:
             failed |= _unmatched(system, selected[system][1],
                                  problems[system])
-    for system in args.system:
-        if system not in by_system:
-            print(f'hpcval references: --system {system}: no reference file '
-                  f'of that name (known: {", ".join(sorted(by_system))})',
-                  file=sys.stderr)
-            failed = True
-
-    return 1 if failed else 0
+    unknown = [s for s in args.system if s not in by_system]
+    for system in unknown:
+        print(f'hpcval references: --system {system}: no reference file '
+              f'of that name (known: {", ".join(sorted(by_system))})',
+              file=sys.stderr)
+    if unknown:
+        return exits.INPUT
+    return exits.FAILED if failed else exits.OK
 
 
 def _effective(refs):
@@ -130,7 +130,7 @@ def _unmatched(system, path, found):
 def _calibrate(args):
     if len(args.system) != 1:
         print('hpcval calibrate: give exactly one --system', file=sys.stderr)
-        return 2
+        return exits.INPUT
     if args.write and not args.ref_dir and paths.site_dir() is None and \
             _installed():
         print(f'hpcval calibrate: --write needs a site folder: the '
@@ -140,16 +140,24 @@ def _calibrate(args):
               f'{args.system[0]}` and `export {paths.SITE_VAR}=DIR`, or '
               f'name a folder with --ref-dir; nothing was written',
               file=sys.stderr)
-        return 1
+        return exits.INPUT
 
     try:
         ref_dir, base_dir, by_system = _calibrated_dirs(args.ref_dir)
         if args.from_url:
             samples = _history(args, by_system)
             if samples is None:
-                return 1
+                return exits.INPUT
         else:
-            _, samples = report.load_selected(args)
+            if not args.reports and args.db is None:
+                print('hpcval calibrate: nothing to calibrate from: give run '
+                      'reports, --db or --from URL', file=sys.stderr)
+                return exits.INPUT
+            loaded, samples = report.load_selected(args)
+            if _unreadable(loaded):
+                print('hpcval calibrate: no input could be read (each '
+                      'named above); nothing written', file=sys.stderr)
+                return exits.INPUT
         result = calibrate.calibrate(
             samples, args.system[0], by_system, floor=args.floor, k=args.k,
             min_samples=args.min_samples, false_alarm=args.false_alarm,
@@ -161,7 +169,7 @@ def _calibrate(args):
     except (references.ReferenceFileError, calibrate.CalibrationError,
             report.results.InputRejected, paths.SiteError) as err:
         print(f'hpcval calibrate: {err}', file=sys.stderr)
-        return 1
+        return exits.INPUT
 
     sys.stdout.write(result.diff)
     for note in result.notes:
@@ -172,6 +180,11 @@ def _calibrate(args):
         print(f'hpcval calibrate: not written; rerun with --write to '
               f'replace {result.path}', file=sys.stderr)
     return 0
+
+
+def _unreadable(loaded):
+    """Whether inputs were given and none of them could be read."""
+    return bool(loaded.problems) and not loaded.sources
 
 
 def _history(args, by_system):
@@ -297,6 +310,12 @@ def _diff(args):
     except results.InputRejected as err:
         print(f'hpcval diff: rejected {err}', file=sys.stderr)
         return changes.EXIT_INPUT
+    unknown = report.unknown_selection(args, loaded.cases)
+    if unknown or _unreadable(loaded):
+        print(f'hpcval diff: {verdict.escape(unknown)}' if unknown else
+              'hpcval diff: no input could be read (each named above)',
+              file=sys.stderr)
+        return changes.EXIT_INPUT
     keep = report.case_filter(args, replays=False)
     diffs = changes.since_good(samples, [c for c in loaded.cases
                                          if keep(c)])
@@ -320,6 +339,10 @@ def _verdict_selection(args, loaded):
                 if in_time(c)}
     else:
         kept = set()
+
+    unknown = report.unknown_selection(args, loaded.cases + loaded.fixtures)
+    if unknown:
+        return unknown
 
     def chosen(case):
         return ((not args.system or case.system in args.system)
@@ -378,7 +401,8 @@ def _run(args):
         print(f'hpcval {args.command}: unexpected error: '
               f'{type(err).__name__}: {err} (HPCVAL_DEBUG=1 shows where)',
               file=sys.stderr)
-        return 1
+        # never "failed" nor "healthy": what it would have said is unknown
+        return exits.INPUT
 
 
 def _finite(text):
@@ -528,7 +552,7 @@ def _site_init(args):
         written = site.init(args.dir, args.from_system)
     except site.SiteInitError as err:
         print(f'hpcval site init: {err}', file=sys.stderr)
-        return 1
+        return exits.INPUT
 
     for path in written:
         print(f'hpcval site init: wrote {path}', file=sys.stderr)
@@ -544,10 +568,10 @@ def _site_from_slurm(args):
         # Slurm's output is the input here: unusable, nothing written
         print(f'hpcval site init --from-slurm: {_printable(str(err))}; '
               f'nothing written', file=sys.stderr)
-        return 3
+        return exits.INPUT
     except site.SiteInitError as err:
         print(f'hpcval site init: {err}', file=sys.stderr)
-        return 1
+        return exits.INPUT
 
     for line in site_from_slurm.summary(cluster):
         print(f'hpcval site init: {line}', file=sys.stderr)
