@@ -455,7 +455,9 @@ def run_reframe(reframe_args):
     """``reframe`` with hpcval's configuration first in RFM_CONFIG_FILES
     (after it, the files already named there: a site's logging, say),
     after hpcval.preflight's checks; a selection of no test case is
-    refused after the fact (exit preflight.REFUSED)."""
+    refused after the fact (exit preflight.REFUSED).  Its status is the
+    verdict's of the run (hpcval.exits), ReFrame's own codes colliding
+    with the verdict's."""
     config = paths.config_file()
     given = [f for f in os.environ.get('RFM_CONFIG_FILES', '').split(':')
              if f and os.path.abspath(f) != config]
@@ -474,35 +476,47 @@ def run_reframe(reframe_args):
     if not exe:
         print('hpcval run: no reframe executable next to this Python or on '
               'PATH', file=sys.stderr)
-        return 1
+        return exits.INPUT
     if any(a == '--ci-generate' or a.startswith('--ci-generate=')
            for a in reframe_args):
         try:
-            return ci.generate(reframe_args, exe, env)
+            return exits.INPUT if ci.generate(reframe_args, exe, env) \
+                else exits.OK
         except (ci.CiError, OSError) as err:
             print(f'hpcval run: {err}', file=sys.stderr)
-            return 1
+            return exits.INPUT
+    started = time.time()
     status, saw_zero, session = _passthrough([exe, *reframe_args], env,
                                              preflight.ZERO)
     refusal = preflight.refusal_after(reframe_args, saw_zero)
     if refusal and status == 0:
         print(f'hpcval run: {refusal}', file=sys.stderr)
         return preflight.REFUSED
-    headline = _verdict_after(reframe_args, session)
-    if headline:
-        print(headline, flush=True)
-    return status
+    judged = _verdict_after(reframe_args, session, started)
+    if judged is None:
+        # nothing ran to judge (-l, --dry-run, or ReFrame stopped first)
+        return exits.OK if status == 0 else exits.INPUT
+    headline, verdict_status = judged
+    print(headline, flush=True)
+    if verdict_status == exits.OK and status != 0:
+        print(f'hpcval run: ReFrame exited {status} though the verdict '
+              f'passed: not validated', file=sys.stderr)
+        return exits.INCOMPLETE
+    return verdict_status
 
 
 #: ReFrame's line naming the session it stored in its results database
 _STORED = re.compile(r'Current session stored with UUID: ([0-9a-f-]{36})')
 
 
-def _verdict_after(reframe_args, session):
-    """The verdict's headline of the run ReFrame just made, and the
-    command that prints all of it; None where nothing ran."""
+def _verdict_after(reframe_args, session, started):
+    """(the verdict's headline of the run ReFrame just made with the
+    command that prints all of it, its status); None where nothing ran."""
     report = selection.option_value(reframe_args, '--report-file')
-    if report and '{' not in report and os.path.isfile(report):
+    # a report older than the run is an earlier run's: never judged as this
+    # one (a second of slack for file systems' coarse times)
+    if report and '{' not in report and os.path.isfile(report) and \
+            os.path.getmtime(report) >= started - 1:
         args = ['verdict', report]
     elif session:
         args = ['verdict', '--db', '--session', session]
@@ -511,10 +525,18 @@ def _verdict_after(reframe_args, session):
     out = io.StringIO()
     with contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(io.StringIO()):
-        main(args)
-    first = out.getvalue().partition('\n')[0] or \
-        'hpcval verdict: could not judge the run'
-    return f'{first}  (all of it: {shlex.join(["hpcval", *args])})'
+        status = main([*args, '--format', 'json'])
+    try:
+        judged = json.loads(out.getvalue())
+        first = f'hpcval verdict: {judged["verdict"]} (exit {status})'
+    except ValueError:
+        judged, first = None, 'hpcval verdict: could not judge the run'
+    if judged is not None and not judged['partitions'] and \
+            not judged['problems']:
+        # a session of fixtures alone (a CI pipeline's build job): no
+        # test to judge, ReFrame's word stands
+        return None
+    return f'{first}  (all of it: {shlex.join(["hpcval", *args])})', status
 
 
 def _passthrough(cmd, env, pattern):
