@@ -394,7 +394,8 @@ def _run(args):
         return args.func(args)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        # what was not read is unknown, not "failed" (set -o pipefail)
+        return exits.INPUT
     except Exception as err:
         if _debug():
             raise
