@@ -108,6 +108,8 @@ def test_exit_status(case, inputs, capsys):
 
 
 def test_each_command_lists_its_statuses(capsys):
+    status, out, _ = _main(capsys, ['--help'])
+    assert status == 0 and 'exit status: 0 healthy' in out, out
     for command in exits.STATUSES:
         if command == 'run':
             continue                    # ReFrame's --help, hpcval's after

@@ -634,7 +634,7 @@ def main(argv=None):
 
 
 def _main(argv):
-    parser = exits.Parser(prog='hpcval')
+    parser = exits.Parser(prog='hpcval', epilog=exits.CONTRACT)
     parser.add_argument('--version', action=exits.Version)
     sub = parser.add_subparsers(dest='command', required=True)
 

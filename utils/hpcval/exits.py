@@ -30,14 +30,21 @@ STATUSES = {
              '2 incomplete: no passing run before, or too few to judge',
              _ERROR],
     'paths': ['0 printed', _ERROR],
-    'run': ['0, 1, 2: the verdict of the run ReFrame made (0: ReFrame ran '
-            'nothing to judge and exited 0)',
+    'run': ['0, 1, 2: the verdict of the run ReFrame made (2 also where '
+            'ReFrame failed and the verdict passed; 0 where it ran nothing '
+            'to judge and exited 0)',
             f'{_ERROR}; a refused system, mode or empty selection; '
             f'ReFrame failing with no run to judge'],
     'site': ['0 the site folder written (or printed with --dry-run)',
              f'{_ERROR}; a folder refused, Slurm\'s output unusable '
              f'(nothing written)'],
 }
+
+
+#: ``hpcval --help``'s epilog: the contract, each command's --help its part
+CONTRACT = ('exit status: 0 healthy or nothing moved, 1 failed or moved, '
+            '2 incomplete, 3 input or usage error (each command\'s --help '
+            'says which it gives)')
 
 
 def epilog(command):
