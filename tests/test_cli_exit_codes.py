@@ -21,7 +21,8 @@ RUNS = ROOT / 'tests/fixtures/captured/h200x2/validation/reports'
 def inputs(tmp_path_factory):
     """{name: path}: a results database of one quick run on ``local``, a
     truncated report, and five passing runs then a crashed one (every
-    test failed in sanity, no figures)."""
+    test failed in sanity, no figures) or a healthy one with a damaged
+    test case."""
     tmp = tmp_path_factory.mktemp('exits')
     report = json.loads(QUICK.read_text())
     with sqlite3.connect(tmp / 'results.db') as conn:
@@ -33,17 +34,23 @@ def inputs(tmp_path_factory):
                       json.dumps(report), ''))
     conn.close()
     (tmp / 'bad.json').write_text('{"session_info": {')
-    crash = tmp / 'crash'
-    crash.mkdir()
-    for i in range(1, 6):
-        shutil.copyfile(RUNS / f'baseline{i}.json', crash / f'b{i}.json')
-    late = json.loads((RUNS / 'healthy09.json').read_text())
-    for tc in late['runs'][-1]['testcases']:
-        if not tc['fixture']:
+    runs = {}
+    for name in ('crash', 'damaged'):
+        (tmp / name).mkdir()
+        for i in range(1, 6):
+            shutil.copyfile(RUNS / f'baseline{i}.json',
+                            tmp / name / f'b{i}.json')
+        late = json.loads((RUNS / 'healthy09.json').read_text())
+        cases = [tc for tc in late['runs'][-1]['testcases']
+                 if not tc['fixture']]
+        for tc in cases if name == 'crash' else []:
             tc.update(result='failure', fail_phase='sanity', perfvalues={})
-    (crash / 'z.json').write_text(json.dumps(late))
+        if name == 'damaged':
+            cases[0]['perfvalues'] = 'garbage'
+        (tmp / name / 'z.json').write_text(json.dumps(late))
+        runs[name] = sorted(map(str, (tmp / name).glob('*.json')))
     return {'db': str(tmp / 'results.db'), 'bad': str(tmp / 'bad.json'),
-            'crash': sorted(map(str, crash.glob('*.json')))}
+            **runs}
 
 
 def _main(capsys, argv):
@@ -85,6 +92,8 @@ CASES = {
                              3, 'no such system'),
     'diff: the newest run crashed': (['diff', '{crash}'], 1,
                                      'failed without figures: '),
+    'diff: a damaged test case': (['diff', '{damaged}'], 3,
+                                  "field 'perfvalues' is 'garbage'"),
     'report: unreadable input': (['report', '{bad}'], 3, 'left out'),
     'references: unknown system': (['references', '--schema-only',
                                     '--system', 'nope'], 3,
@@ -96,7 +105,8 @@ CASES = {
 def test_exit_status(case, inputs, capsys):
     argv, want, text = CASES[case]
     argv = [a for arg in argv for a in (
-        inputs['crash'] if arg == '{crash}' else [arg.format(**inputs)])]
+        inputs[arg[1:-1]] if arg in ('{crash}', '{damaged}')
+        else [arg.format(**inputs)])]
     status, out, err = _main(capsys, argv)
     assert status == want, out[-2000:] + err
     assert text in out + err, out[-2000:] + err

@@ -319,9 +319,15 @@ def _diff(args):
     keep = report.case_filter(args, replays=False)
     diffs = changes.since_good(samples, [c for c in loaded.cases
                                          if keep(c)])
-    sys.stdout.write(changes.diff_json(diffs) if args.format == 'json'
+    left_out = bool(loaded.problems)
+    sys.stdout.write(changes.diff_json(diffs, left_out)
+                     if args.format == 'json'
                      else changes.diff_text(diffs, show_all=args.all))
-    return changes.diff_status(diffs)
+    status = changes.diff_status(diffs, left_out)
+    if status == changes.EXIT_INPUT:
+        print(f'hpcval diff: {len(loaded.problems)} input(s) left out '
+              f'(named above): not "nothing moved"', file=sys.stderr)
+    return status
 
 
 def _verdict_selection(args, loaded):

@@ -321,11 +321,15 @@ def _moved(test, metric, value, unit, history):
     return fig
 
 
-def diff_status(diffs):
-    if not diffs:
-        return EXIT_INCOMPLETE
+def diff_status(diffs, left_out=False):
+    """``left_out``: an input was left out, which may be the run that
+    moved: never "nothing moved" (the verdict's rule)."""
     if any(d.moved or d.failed for d in diffs):
         return EXIT_MOVED
+    if left_out:
+        return EXIT_INPUT
+    if not diffs:
+        return EXIT_INCOMPLETE
     if any(d.missing or any(f.verdict == 'not judged' for f in d.figures)
            for d in diffs):
         return EXIT_INCOMPLETE
@@ -373,8 +377,8 @@ def diff_text(diffs, show_all=False):
     return '\n'.join(lines) + '\n'
 
 
-def diff_json(diffs):
+def diff_json(diffs, left_out=False):
     return json.dumps({'false_alarm': FALSE_ALARM, 'min_runs': MIN_RUNS,
-                       'status': diff_status(diffs),
+                       'status': diff_status(diffs, left_out),
                        'nodes': [d.as_dict() for d in diffs]}, indent=1,
                       sort_keys=True) + '\n'
