@@ -79,7 +79,7 @@ def test_group_by_a_key_no_run_recorded_names_the_recorded_ones(tmp_path):
     assert 'no selected run recorded it' in proc.stderr
     assert 'driver' in proc.stderr and 'Traceback' not in proc.stderr
     bad = hpcval('report', *reports, '--group-by', 'x;rm -rf /')
-    assert bad.returncode == 2 and 'not a provenance key' in bad.stderr
+    assert bad.returncode == 3 and 'not a provenance key' in bad.stderr
 
 
 def test_diff_after_a_driver_change_healthy_rerun(tmp_path):

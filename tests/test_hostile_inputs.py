@@ -334,7 +334,7 @@ class TestCalibrateSystemName:
         proc = hpcval('calibrate', f'--system={name}', report, '--ref-dir',
                       root / 'references', '--write',
                       '--accept-performance-failures')
-        assert proc.returncode == 1
+        assert proc.returncode == 3
         assert f'--system {name!r}: not a known system (one of ' in \
             proc.stderr
         assert digest(tmp_path) == before
@@ -354,7 +354,7 @@ class TestCalibrateOutputSafety:
         proc = hpcval('calibrate', '--system', 'local', report, '--ref-dir',
                       root / 'references', '--write',
                       '--accept-performance-failures')
-        assert proc.returncode == 1
+        assert proc.returncode == 3
         assert f'{local_yaml(root)} is a symbolic link' in proc.stderr
         assert digest(tmp_path) == before
 
@@ -400,7 +400,7 @@ class TestCalibrateOutputSafety:
             proc = subprocess.run(cmd, capture_output=True, text=True,
                                   timeout=120)
             no_traceback(proc)
-            assert proc.returncode == 1, proc.stderr
+            assert proc.returncode == 3, proc.stderr
             assert f'cannot write {refs / "local.yaml"}: Permission ' \
                    f'denied; nothing written' in proc.stderr
             assert digest(shared) == before
@@ -413,7 +413,7 @@ class TestCalibrateOutputSafety:
         report, _ = pingpong
         proc = hpcval('calibrate', '--system', 'local', report, '--ref-dir',
                       tmp_path / 'nowhere')
-        assert proc.returncode == 1
+        assert proc.returncode == 3
         assert f'{tmp_path / "nowhere"}: cannot list the reference folder' \
             in proc.stderr
 
@@ -427,7 +427,7 @@ class TestCalibrateBadNumbers:
         report, _ = pingpong
         proc = hpcval('calibrate', '--system', 'local', report, '--ref-dir',
                       root / 'references', f'{option}={value}')
-        assert proc.returncode == 2
+        assert proc.returncode == 3
         assert f'argument {option}: {value!r} is not a finite number' in \
             proc.stderr
 
@@ -502,7 +502,7 @@ class TestReportOutputSymlinks:
         (out / 'comparison.md').symlink_to(report)
         before = digest(tmp_path)
         proc = hpcval('report', report, '--out', out, '--force')
-        assert proc.returncode == 1
+        assert proc.returncode == 3
         assert f'{out / "comparison.md"} is a symbolic link: not written' \
             in proc.stderr
         assert digest(tmp_path) == before
@@ -516,7 +516,7 @@ class TestReportOutputSymlinks:
         for force in ((), ('--force',)):
             proc = hpcval('report', OLD_REPORT, '--format', 'csv', '--out',
                           out, *force)
-            assert proc.returncode == 1
+            assert proc.returncode == 3
             assert 'is a symbolic link: not written' in proc.stderr
             assert not target.exists()
 
@@ -527,7 +527,7 @@ class TestReportOutputSymlinks:
         elsewhere.mkdir()
         (out / 'plots').symlink_to(elsewhere)
         proc = hpcval('report', OLD_REPORT, '--out', out, '--plots')
-        assert proc.returncode == 1
+        assert proc.returncode == 3
         assert f'{out / "plots"} is a symbolic link' in proc.stderr
         assert not list(elsewhere.iterdir())
 
@@ -535,7 +535,7 @@ class TestReportOutputSymlinks:
         out = tmp_path / 'out'
         out.write_text('keep')
         proc = hpcval('report', OLD_REPORT, '--out', out)
-        assert proc.returncode == 1
+        assert proc.returncode == 3
         assert f'{out} exists and is not a folder' in proc.stderr
         assert out.read_text() == 'keep'
 
@@ -544,7 +544,7 @@ class TestReportOutputSymlinks:
         out.mkdir()
         (out / 'comparison.md').write_text('keep')
         proc = hpcval('report', OLD_REPORT, '--out', out)
-        assert proc.returncode == 1
+        assert proc.returncode == 3
         assert 'exists (use --force to overwrite)' in proc.stderr
         assert (out / 'comparison.md').read_text() == 'keep'
 

@@ -111,4 +111,4 @@ def test_hpcval_run_ends_with_the_verdicts_headline(tmp_path):
     last = proc.stdout.rstrip().splitlines()[-1]
     assert last == (f'hpcval verdict: FAILED (exit 1)  (all of it: hpcval '
                     f'verdict {report})'), proc.stdout[-2000:]
-    assert proc.returncode != 0         # ReFrame's own status
+    assert proc.returncode == 1         # the verdict's

@@ -116,7 +116,7 @@ def test_an_inventory_mistake_exits_3_naming_file_and_key(
     assert status == verdict.EXIT_INPUT and out == '', out
     assert re.search(message, err), err
     status, _, err = _cli(capsys, 'report', REPORT)
-    assert status == 1 and re.search(message, err), err
+    assert status == 3 and re.search(message, err), err
     status, _, err = _cli(capsys, 'references', '--schema-only')
     assert status == 1 and re.search(message, err), err
 
@@ -181,7 +181,7 @@ def test_references_writable_by_others_are_refused(tmp_path, capsys, mode):
     assert f'{path}: not trusted: {path} is writable by group or others' \
         in err
     status, _, err = _cli(capsys, 'report', '--references', path, REPORT)
-    assert status == 1 and 'not trusted' in err
+    assert status == 3 and 'not trusted' in err
 
 
 def test_references_of_another_owner_are_refused(tmp_path, capsys):

@@ -252,7 +252,7 @@ def test_reject_stops_at_the_first_bad_input(local_run, tmp_path, capsys):
     paths, _ = _broken_inputs(local_run.path, tmp_path)
     out_dir = tmp_path / 'out'
     assert hpcval(local_run.path, tmp_path / 'nan.json', '--on-error',
-                  'reject', '--out', out_dir) == 1
+                  'reject', '--out', out_dir) == 3
     err = capsys.readouterr().err
     assert f'rejected {tmp_path / "nan.json"}: ' in err and 'nan' in err
     assert not out_dir.exists()
@@ -262,7 +262,7 @@ def test_outputs_are_never_overwritten_silently(local_run, tmp_path, capsys):
     out = tmp_path / 'out'
     assert hpcval(local_run.path, '--format', 'csv', '--out', out) == 0
     (out / 'comparison.csv').write_text('edited by hand\n')
-    assert hpcval(local_run.path, '--format', 'csv', '--out', out) == 1
+    assert hpcval(local_run.path, '--format', 'csv', '--out', out) == 3
     assert 'exists (use --force' in capsys.readouterr().err
     assert (out / 'comparison.csv').read_text() == 'edited by hand\n'
     assert hpcval(local_run.path, '--format', 'csv', '--out', out,

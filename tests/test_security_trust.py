@@ -245,7 +245,7 @@ class TestSiteLayer:
         proc = _hpcval('site', 'init', str(folder))
         one_line_error(proc, f'owned by uid {other_user.pw_uid}',
                        'nothing written')
-        assert proc.returncode == 1 and os.listdir(folder) == []
+        assert proc.returncode == 3 and os.listdir(folder) == []
 
     def test_a_site_of_another_user_is_not_loaded(self, other_user,
                                                   shared_tmp, tmp_path):

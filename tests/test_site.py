@@ -283,13 +283,13 @@ def test_site_init_from_a_system(tmp_path):
 def test_site_init_refuses(tmp_path, args, message):
     args = [a.replace('{tmp}', str(tmp_path / 'new')) for a in args]
     proc = _hpcval(*args)
-    assert proc.returncode == 1 and message in proc.stderr, proc.stderr
+    assert proc.returncode == 3 and message in proc.stderr, proc.stderr
     assert 'Traceback' not in proc.stderr
 
 
 def test_bad_site_variable_is_named(tmp_path):
     proc = _hpcval('references', env=_env(tmp_path / 'missing'))
-    assert proc.returncode == 1
+    assert proc.returncode == 3
     assert 'HPCVAL_SITE=' in proc.stderr and 'Traceback' not in proc.stderr
 
 

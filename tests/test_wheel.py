@@ -198,14 +198,17 @@ def test_reframe_variables_refused_with_the_lowest_reframe(installed):
     run`` refuses a narrowed mode before ReFrame starts (exit 3)."""
     venv, work, env, _ = installed
     config = _hpcval(installed, 'paths', 'config').stdout.strip()
-    for cmd in ([venv / 'bin' / 'hpcval', 'run', '-l', '--system', 'local',
-                 '-S', 'LikwidBenchCheck.prerun_cmds=touch x'],
-                [venv / 'bin' / 'reframe', '-C', config, '-l', '--system',
-                 'local', '--mode', 'acceptance', '-n', 'LikwidBenchCheck']):
+    # ReFrame's 1; hpcval's 3, an input refused with no run to judge
+    for cmd, status in (
+            ([venv / 'bin' / 'hpcval', 'run', '-l', '--system', 'local',
+              '-S', 'LikwidBenchCheck.prerun_cmds=touch x'], 3),
+            ([venv / 'bin' / 'reframe', '-C', config, '-l', '--system',
+              'local', '--mode', 'acceptance', '-n', 'LikwidBenchCheck'], 1)):
         proc = subprocess.run([str(c) for c in cmd], cwd=work, env=env,
                               capture_output=True, text=True, timeout=600)
         out = proc.stdout + proc.stderr
-        assert proc.returncode == 1 and 'nothing was run' in out, out[-2000:]
+        assert proc.returncode == status and 'nothing was run' in out, \
+            out[-2000:]
         assert 'Traceback' not in out
     proc = _hpcval(installed, 'run', '-l', '--system', 'local', '--mode',
                    'acceptance', '-n', 'LikwidBenchCheck')
@@ -249,7 +252,7 @@ def test_calibrate_write_without_a_site_folder_refuses(installed, tmp_path):
               (package / 'suite' / 'references').iterdir()}
     proc = _hpcval(installed, 'calibrate', '--system', 'local', str(report),
                    '--write')
-    assert proc.returncode == 1
+    assert proc.returncode == 3
     [line] = proc.stderr.splitlines()
     assert line.startswith('hpcval calibrate: --write needs a site folder')
     assert '`hpcval site init DIR --from local`' in line

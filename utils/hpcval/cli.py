@@ -28,13 +28,16 @@
                    [--references FILE|DIR]
                                       healthy or not: counts per partition,
                                       one line per failure naming the node,
-                                      GPU or link; exit 0 / 1 failed / 2
-                                      incomplete / 3 input unreadable
-                                      (hpcval.verdict)
+                                      GPU or link (hpcval.verdict)
+
+Every command exits 0 healthy or nothing moved, 1 failed or moved, 2
+incomplete, 3 input or usage error (hpcval.exits; each --help says which
+it gives, docs/verdict.md has them all).
 """
 import argparse
 import contextlib
 import io
+import json
 import math
 import os
 import re
@@ -45,9 +48,9 @@ import subprocess
 import sys
 import time
 
-from hpcval import (ci, inputs, paths, preflight, reference_service,
-                    references, screen, selection, site, site_from_slurm,
-                    slurm_describe, verdict, verdict_refs)
+from hpcval import (ci, exits, inputs, paths, preflight,
+                    reference_service, references, screen, selection, site,
+                    site_from_slurm, slurm_describe, verdict, verdict_refs)
 from hpcval.publish import (calibrate, changes, history, reference_table,
                             report, results, sample_size)
 
@@ -80,14 +83,14 @@ def _references(args):
         if system in problems:
             failed |= _unmatched(system, selected[system][1],
                                  problems[system])
-    for system in args.system:
-        if system not in by_system:
-            print(f'hpcval references: --system {system}: no reference file '
-                  f'of that name (known: {", ".join(sorted(by_system))})',
-                  file=sys.stderr)
-            failed = True
-
-    return 1 if failed else 0
+    unknown = [s for s in args.system if s not in by_system]
+    for system in unknown:
+        print(f'hpcval references: --system {system}: no reference file '
+              f'of that name (known: {", ".join(sorted(by_system))})',
+              file=sys.stderr)
+    if unknown:
+        return exits.INPUT
+    return exits.FAILED if failed else exits.OK
 
 
 def _effective(refs):
@@ -126,7 +129,7 @@ def _unmatched(system, path, found):
 def _calibrate(args):
     if len(args.system) != 1:
         print('hpcval calibrate: give exactly one --system', file=sys.stderr)
-        return 2
+        return exits.INPUT
     if args.write and not args.ref_dir and paths.site_dir() is None and \
             _installed():
         print(f'hpcval calibrate: --write needs a site folder: the '
@@ -136,16 +139,24 @@ def _calibrate(args):
               f'{args.system[0]}` and `export {paths.SITE_VAR}=DIR`, or '
               f'name a folder with --ref-dir; nothing was written',
               file=sys.stderr)
-        return 1
+        return exits.INPUT
 
     try:
         ref_dir, base_dir, by_system = _calibrated_dirs(args.ref_dir)
         if args.from_url:
             samples = _history(args, by_system)
             if samples is None:
-                return 1
+                return exits.INPUT
         else:
-            _, samples = report.load_selected(args)
+            if not args.reports and args.db is None:
+                print('hpcval calibrate: nothing to calibrate from: give run '
+                      'reports, --db or --from URL', file=sys.stderr)
+                return exits.INPUT
+            loaded, samples = report.load_selected(args)
+            if _unreadable(loaded):
+                print('hpcval calibrate: no input could be read (each '
+                      'named above); nothing written', file=sys.stderr)
+                return exits.INPUT
         result = calibrate.calibrate(
             samples, args.system[0], by_system, floor=args.floor, k=args.k,
             min_samples=args.min_samples, budget=args.budget,
@@ -157,7 +168,7 @@ def _calibrate(args):
     except (references.ReferenceFileError, calibrate.CalibrationError,
             report.results.InputRejected, paths.SiteError) as err:
         print(f'hpcval calibrate: {err}', file=sys.stderr)
-        return 1
+        return exits.INPUT
 
     sys.stdout.write(result.diff)
     for note in result.notes:
@@ -168,6 +179,11 @@ def _calibrate(args):
         print(f'hpcval calibrate: not written; rerun with --write to '
               f'replace {result.path}', file=sys.stderr)
     return 0
+
+
+def _unreadable(loaded):
+    """Whether inputs were given and none of them could be read."""
+    return bool(loaded.problems) and not loaded.sources
 
 
 def _history(args, by_system):
@@ -295,12 +311,24 @@ def _diff(args):
     except results.InputRejected as err:
         print(f'hpcval diff: rejected {err}', file=sys.stderr)
         return changes.EXIT_INPUT
+    unknown = report.unknown_selection(args, loaded.cases)
+    if unknown or _unreadable(loaded):
+        print(f'hpcval diff: {verdict.escape(unknown)}' if unknown else
+              'hpcval diff: no input could be read (each named above)',
+              file=sys.stderr)
+        return changes.EXIT_INPUT
     keep = report.case_filter(args, replays=False)
     diffs = changes.since_good(samples, [c for c in loaded.cases
                                          if keep(c)])
-    sys.stdout.write(changes.diff_json(diffs) if args.format == 'json'
+    left_out = bool(loaded.problems)
+    sys.stdout.write(changes.diff_json(diffs, left_out)
+                     if args.format == 'json'
                      else changes.diff_text(diffs, show_all=args.all))
-    return changes.diff_status(diffs)
+    status = changes.diff_status(diffs, left_out)
+    if status == changes.EXIT_INPUT:
+        print(f'hpcval diff: {len(loaded.problems)} input(s) left out '
+              f'(named above): not "nothing moved"', file=sys.stderr)
+    return status
 
 
 def _verdict_selection(args, loaded):
@@ -318,6 +346,10 @@ def _verdict_selection(args, loaded):
                 if in_time(c)}
     else:
         kept = set()
+
+    unknown = report.unknown_selection(args, loaded.cases + loaded.fixtures)
+    if unknown:
+        return unknown
 
     def chosen(case):
         return ((not args.system or case.system in args.system)
@@ -369,14 +401,16 @@ def _run(args):
         return args.func(args)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        # what was not read is unknown, not "failed" (set -o pipefail)
+        return exits.INPUT
     except Exception as err:
         if _debug():
             raise
         print(f'hpcval {args.command}: unexpected error: '
               f'{type(err).__name__}: {err} (HPCVAL_DEBUG=1 shows where)',
               file=sys.stderr)
-        return 1
+        # never "failed" nor "healthy": what it would have said is unknown
+        return exits.INPUT
 
 
 def _finite(text):
@@ -429,7 +463,9 @@ def run_reframe(reframe_args):
     """``reframe`` with hpcval's configuration first in RFM_CONFIG_FILES
     (after it, the files already named there: a site's logging, say),
     after hpcval.preflight's checks; a selection of no test case is
-    refused after the fact (exit preflight.REFUSED)."""
+    refused after the fact (exit preflight.REFUSED).  Its status is the
+    verdict's of the run (hpcval.exits), ReFrame's own codes colliding
+    with the verdict's."""
     config = paths.config_file()
     given = [f for f in os.environ.get('RFM_CONFIG_FILES', '').split(':')
              if f and os.path.abspath(f) != config]
@@ -448,35 +484,47 @@ def run_reframe(reframe_args):
     if not exe:
         print('hpcval run: no reframe executable next to this Python or on '
               'PATH', file=sys.stderr)
-        return 1
+        return exits.INPUT
     if any(a == '--ci-generate' or a.startswith('--ci-generate=')
            for a in reframe_args):
         try:
-            return ci.generate(reframe_args, exe, env)
+            return exits.INPUT if ci.generate(reframe_args, exe, env) \
+                else exits.OK
         except (ci.CiError, OSError) as err:
             print(f'hpcval run: {err}', file=sys.stderr)
-            return 1
+            return exits.INPUT
+    started = time.time()
     status, saw_zero, session = _passthrough([exe, *reframe_args], env,
                                              preflight.ZERO)
     refusal = preflight.refusal_after(reframe_args, saw_zero)
     if refusal and status == 0:
         print(f'hpcval run: {refusal}', file=sys.stderr)
         return preflight.REFUSED
-    headline = _verdict_after(reframe_args, session)
-    if headline:
-        print(headline, flush=True)
-    return status
+    judged = _verdict_after(reframe_args, session, started)
+    if judged is None:
+        # nothing ran to judge (-l, --dry-run, or ReFrame stopped first)
+        return exits.OK if status == 0 else exits.INPUT
+    headline, verdict_status = judged
+    print(headline, flush=True)
+    if verdict_status == exits.OK and status != 0:
+        print(f'hpcval run: ReFrame exited {status} though the verdict '
+              f'passed: not validated', file=sys.stderr)
+        return exits.INCOMPLETE
+    return verdict_status
 
 
 #: ReFrame's line naming the session it stored in its results database
 _STORED = re.compile(r'Current session stored with UUID: ([0-9a-f-]{36})')
 
 
-def _verdict_after(reframe_args, session):
-    """The verdict's headline of the run ReFrame just made, and the
-    command that prints all of it; None where nothing ran."""
+def _verdict_after(reframe_args, session, started):
+    """(the verdict's headline of the run ReFrame just made with the
+    command that prints all of it, its status); None where nothing ran."""
     report = selection.option_value(reframe_args, '--report-file')
-    if report and '{' not in report and os.path.isfile(report):
+    # a report older than the run is an earlier run's: never judged as this
+    # one (a second of slack for file systems' coarse times)
+    if report and '{' not in report and os.path.isfile(report) and \
+            os.path.getmtime(report) >= started - 1:
         args = ['verdict', report]
     elif session:
         args = ['verdict', '--db', '--session', session]
@@ -485,10 +533,18 @@ def _verdict_after(reframe_args, session):
     out = io.StringIO()
     with contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(io.StringIO()):
-        main(args)
-    first = out.getvalue().partition('\n')[0] or \
-        'hpcval verdict: could not judge the run'
-    return f'{first}  (all of it: {shlex.join(["hpcval", *args])})'
+        status = main([*args, '--format', 'json'])
+    try:
+        judged = json.loads(out.getvalue())
+        first = f'hpcval verdict: {judged["verdict"]} (exit {status})'
+    except ValueError:
+        judged, first = None, 'hpcval verdict: could not judge the run'
+    if judged is not None and not judged['partitions'] and \
+            not judged['problems']:
+        # a session of fixtures alone (a CI pipeline's build job): no
+        # test to judge, ReFrame's word stands
+        return None
+    return f'{first}  (all of it: {shlex.join(["hpcval", *args])})', status
 
 
 def _passthrough(cmd, env, pattern):
@@ -526,7 +582,7 @@ def _site_init(args):
         written = site.init(args.dir, args.from_system)
     except site.SiteInitError as err:
         print(f'hpcval site init: {err}', file=sys.stderr)
-        return 1
+        return exits.INPUT
 
     for path in written:
         print(f'hpcval site init: wrote {path}', file=sys.stderr)
@@ -542,10 +598,10 @@ def _site_from_slurm(args):
         # Slurm's output is the input here: unusable, nothing written
         print(f'hpcval site init --from-slurm: {_printable(str(err))}; '
               f'nothing written', file=sys.stderr)
-        return 3
+        return exits.INPUT
     except site.SiteInitError as err:
         print(f'hpcval site init: {err}', file=sys.stderr)
-        return 1
+        return exits.INPUT
 
     for line in site_from_slurm.summary(cluster):
         print(f'hpcval site init: {line}', file=sys.stderr)
@@ -571,20 +627,30 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ['run']:
         # everything after `run` is ReFrame's, options included
-        return run_reframe(argv[1:])
+        status = run_reframe(argv[1:])
+        if {'-h', '--help'} & set(argv[1:]):
+            # after ReFrame's options, the statuses hpcval gives
+            print(f'\n{exits.epilog("run")}')
+        return status
 
     try:
         return _main(argv)
     except paths.SiteError as err:
         print(f'hpcval: {err}', file=sys.stderr)
-        return 1
+        return exits.INPUT
 
 
 def _main(argv):
-    parser = argparse.ArgumentParser(prog='hpcval')
+    parser = exits.Parser(prog='hpcval', epilog=exits.CONTRACT)
+    parser.add_argument('--version', action=exits.Version)
     sub = parser.add_subparsers(dest='command', required=True)
-    refs = sub.add_parser('references',
-                          help='validate and summarise references/*.yaml')
+
+    def command(name, **kwargs):
+        return sub.add_parser(name, epilog=exits.epilog(name),
+                              formatter_class=argparse.
+                              RawDescriptionHelpFormatter, **kwargs)
+    refs = command('references',
+                   help='validate and summarise references/*.yaml')
     refs.add_argument('--dir', default=None,
                       help='one references folder (default: the built-in '
                            'ones, layered under $HPCVAL_SITE\'s)')
@@ -599,12 +665,12 @@ def _main(argv):
                       help='check the files\' schema only, without loading '
                            'the checks to match every entry to a test')
     refs.set_defaults(func=_references)
-    rep = sub.add_parser('report', help='cross-system comparison tables and '
-                                        'plots of run reports')
+    rep = command('report', help='cross-system comparison tables and '
+                                 'plots of run reports')
     report.add_arguments(rep)
     rep.set_defaults(func=report.run)
-    cal = sub.add_parser('calibrate', help='a system\'s references from its '
-                                           'own good runs')
+    cal = command('calibrate', help='a system\'s references from its '
+                                    'own good runs')
     report.add_input_arguments(cal)
     cal.add_argument('--ref-dir', default=None,
                      help='the references folder (default: the built-in '
@@ -642,9 +708,9 @@ def _main(argv):
                      help='with --from: a bearer token, in a file only its '
                           'owner can read (default: no credentials)')
     cal.set_defaults(func=_calibrate)
-    ver = sub.add_parser('verdict', help='is the system healthy: judged, '
-                                         'failed, skipped, unjudged, and '
-                                         'which node, GPU or link failed')
+    ver = command('verdict', help='is the system healthy: judged, '
+                                  'failed, skipped, unjudged, and '
+                                  'which node, GPU or link failed')
     report.add_input_arguments(ver)
     ver.add_argument('--partition', action='append', default=[],
                      help='only these partitions (repeatable)')
@@ -684,26 +750,29 @@ def _main(argv):
                           'too wide a spread, no reference) is named, not '
                           'a reason for exit 2 (docs/screening.md)')
     ver.set_defaults(func=_verdict)
-    dif = sub.add_parser('diff', help='each node\'s newest run against its '
-                                      'last passing run: provenance that '
-                                      'changed, figures beyond their noise')
+    dif = command('diff', help='each node\'s newest run against its '
+                               'last passing run: provenance that '
+                               'changed, figures beyond their noise')
     report.add_input_arguments(dif)
     dif.add_argument('--format', choices=('text', 'json'), default='text')
     dif.add_argument('--all', action='store_true',
                      help='every figure, also those within noise')
     dif.set_defaults(func=_diff)
-    where = sub.add_parser('paths', help='where hpcval\'s configuration, '
-                                         'checks, systems and references are')
+    where = command('paths', help='where hpcval\'s configuration, '
+                                  'checks, systems and references are')
     where.add_argument('what', nargs='?', choices=[
         'config', 'checks', 'references', 'systems', 'monitoring', 'docs',
         'site'])
     where.set_defaults(func=_paths)
-    sub.add_parser('run', help='reframe with hpcval\'s configuration: '
-                               'hpcval run -r --system local')
-    site = sub.add_parser('site', help='a site folder layered over the '
-                                       'built-in systems and references')
+    command('run', help='reframe with hpcval\'s configuration: '
+                        'hpcval run -r --system local')
+    site = command('site', help='a site folder layered over the '
+                                'built-in systems and references')
     site_sub = site.add_subparsers(dest='site_command', required=True)
-    init = site_sub.add_parser('init', help='make a site folder')
+    init = site_sub.add_parser('init', help='make a site folder',
+                               epilog=exits.epilog('site'),
+                               formatter_class=argparse.
+                               RawDescriptionHelpFormatter)
     init.add_argument('dir')
     source = init.add_mutually_exclusive_group()
     source.add_argument('--from', dest='from_system', metavar='SYSTEM',
@@ -720,11 +789,9 @@ def _main(argv):
     try:
         args = parser.parse_args(argv)
     except SystemExit as done:
-        # argparse's usage errors exit 2, the verdict's "incomplete":
-        # `hpcval verdict --typo` exits with its input-error code instead
-        if done.code == 2 and argv[:1] in (['verdict'], ['diff']):
-            return verdict.EXIT_INPUT
-        raise
+        # --help, --version (0) and usage errors (exits.INPUT): a status,
+        # for callers in-process as for the console script
+        return done.code
     return _run(args)
 
 

@@ -16,7 +16,9 @@ n - 1) sqrt(1 + 1/n), a = FALSE_ALARM: one healthy run falls outside with
 probability a (normal figures).  A figure moved less than k s is not
 detected: k s is the detection limit, printed beside each figure.  Fewer
 than MIN_RUNS earlier passing runs: the noise is not measured and the
-figure is "not judged", which makes the diff incomplete (exit 2).
+figure is "not judged", which makes the diff incomplete (exit 2).  A
+newest run that failed with no figure is named and counts as moved
+(exit 1): there is nothing to find within noise.
 """
 import json
 import math
@@ -235,6 +237,9 @@ class NodeDiff:
     changed: dict = field(default_factory=dict)  # key: (before, after)
     figures: list = field(default_factory=list)  # [Moved]
     missing: list = field(default_factory=list)  # tests without a good run
+    # tests whose newest run failed with no figure to compare: a crash is
+    # no "nothing moved"
+    failed: list = field(default_factory=list)
 
     @property
     def moved(self):
@@ -247,7 +252,8 @@ class NodeDiff:
                                        for k, (b, a) in self.changed.items()},
                 'figures': [f.as_dict() for f in self.figures],
                 'moved': len(self.moved),
-                'no_passing_run': self.missing}
+                'no_passing_run': self.missing,
+                'failed_without_figures': self.failed}
 
 
 def since_good(samples, cases):
@@ -271,6 +277,9 @@ def since_good(samples, cases):
                        and c.result == 'pass']
         last_time = 0
         for case in (c for c in mine if c.session == session):
+            if case.result in ('fail', 'abort') and \
+                    not values.get(id(case)):
+                diff.failed.append(case.test)
             good = [c for c in good_before if c.test == case.test
                     and c.system == case.system
                     and c.partition == case.partition
@@ -312,11 +321,15 @@ def _moved(test, metric, value, unit, history):
     return fig
 
 
-def diff_status(diffs):
+def diff_status(diffs, left_out=False):
+    """``left_out``: an input was left out, which may be the run that
+    moved: never "nothing moved" (the verdict's rule)."""
+    if any(d.moved or d.failed for d in diffs):
+        return EXIT_MOVED
+    if left_out:
+        return EXIT_INPUT
     if not diffs:
         return EXIT_INCOMPLETE
-    if any(d.moved for d in diffs):
-        return EXIT_MOVED
     if any(d.missing or any(f.verdict == 'not judged' for f in d.figures)
            for d in diffs):
         return EXIT_INCOMPLETE
@@ -355,6 +368,8 @@ def diff_text(diffs, show_all=False):
             lines.append(f'  {f.verdict}: {vis(f.test)} {vis(f.metric)} '
                          f'{_fmt(f.value, f.unit)}, last good '
                          f'{_fmt(f.last_good, f.unit)}{extra}')
+        for test in d.failed:
+            lines.append(f'  failed without figures: {vis(test)}')
         for test in d.missing:
             lines.append(f'  no passing run before: {vis(test)}')
     if not diffs:
@@ -362,8 +377,8 @@ def diff_text(diffs, show_all=False):
     return '\n'.join(lines) + '\n'
 
 
-def diff_json(diffs):
+def diff_json(diffs, left_out=False):
     return json.dumps({'false_alarm': FALSE_ALARM, 'min_runs': MIN_RUNS,
-                       'status': diff_status(diffs),
+                       'status': diff_status(diffs, left_out),
                        'nodes': [d.as_dict() for d in diffs]}, indent=1,
                       sort_keys=True) + '\n'

@@ -20,7 +20,9 @@ from hpcval.publish import (changes, comparison, formats, latex, output,
                             page, published, results, sources)
 from hpcval.references import ReferenceFileError, ReferenceSet
 
-EXIT_OK, EXIT_REJECTED, EXIT_EMPTY = 0, 1, 2
+# hpcval.exits: a refused input or output is an input error, never
+# "failed"
+EXIT_OK, EXIT_EMPTY, EXIT_REJECTED = 0, 2, 3
 
 
 def timestamp(text):
@@ -143,6 +145,21 @@ def case_filter(args, replays=True):
                 and (args.until is None or c.time <= args.until)
                 and (replays or not c.replay))
     return keep
+
+
+def unknown_selection(args, cases):
+    """The one line naming a --system (or --partition) that no test case
+    of the inputs has, with those they have; None where each has one (or
+    nothing was read, which says so itself)."""
+    for option, given, attr in (
+            ('--system', args.system, 'system'),
+            ('--partition', getattr(args, 'partition', []), 'partition')):
+        known = sorted({getattr(c, attr) for c in cases})
+        unknown = [g for g in given if g not in known]
+        if cases and unknown:
+            return (f'{option} {unknown[0]}: no such {attr} among the '
+                    f'inputs (known: {", ".join(known)})')
+    return None
 
 
 def add_arguments(parser):
@@ -281,10 +298,16 @@ def run(args):
             print(f'hpcval report: rejected {err}', file=sys.stderr)
             return EXIT_REJECTED
 
+        unknown = unknown_selection(args, loaded.cases)
+        if unknown:
+            print(f'hpcval report: {formats.visible(unknown)}',
+                  file=sys.stderr)
+            return EXIT_REJECTED
         if not samples:
             print('hpcval report: no performance samples in the selected '
                   'inputs', file=sys.stderr)
-            return EXIT_EMPTY
+            return EXIT_REJECTED if loaded.problems and \
+                not loaded.sources else EXIT_EMPTY
 
         keep = case_filter(args, replays=not args.no_replays)
         if args.group_by:
