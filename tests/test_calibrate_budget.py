@@ -173,5 +173,5 @@ def test_a_budget_out_of_range_is_one_line(capsys, tmp_path):
     status = cli.main(['calibrate', '--system', 'local', '--ref-dir',
                        str(tmp_path), '--budget', '0.7', *reports])
     err = capsys.readouterr().err
-    assert status == 1 and err == ('hpcval calibrate: expected budget from '
+    assert status == 3 and err == ('hpcval calibrate: expected budget from '
                                    '1e-12 to below 0.5 (got 0.7)\n')

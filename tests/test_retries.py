@@ -202,7 +202,8 @@ def _screen(tmp_path, again_fails):
 
 def test_a_screened_node_that_passes_its_retry(capsys, tmp_path):
     """n3 intermittent; the other nodes judged against the same peers as
-    in the screen without a retry (n1 and n2 fail there, on the VM)."""
+    in the screen without a retry (by the minicluster's own bound, x4:
+    none fails there), so the verdict is incomplete, not failed."""
     status, data = _verdict(capsys, _screen(tmp_path, False))
     _, once = _verdict(capsys, SCREEN)
     assert _all(data, 'failures') == _all(once, 'failures')
@@ -211,7 +212,7 @@ def test_a_screened_node_that_passes_its_retry(capsys, tmp_path):
     assert flaky['line'].endswith('no result table on first run, passed on '
                                   're-measure')
     assert data['next_steps']['drain'] == once['next_steps']['drain']
-    assert status == 1
+    assert status == 2
 
 
 def test_a_screened_node_failing_its_retry(capsys, tmp_path):
