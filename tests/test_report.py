@@ -468,3 +468,58 @@ def test_latex_escapes_every_name(tmp_path, capsys):
                                '-halt-on-error', 'c.tex'], cwd=tmp_path,
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+FIXTURES = ROOT / 'tests' / 'fixtures' / 'reports'
+#: the README's publishing command on the committed reports, unlabelled:
+#: 2x H200 and 1x H100 runs, both ``--system local`` on a host named vm
+UNLABELLED = [*sorted((FIXTURES / 'h200x2').glob('*.json')),
+              *sorted((FIXTURES / 'h100_quick').glob('*.json')),
+              *COMMITTED_REPLAYS]
+
+
+def test_runs_of_different_hardware_are_never_averaged(capsys):
+    """One column per hardware configuration: the one-GPU zeros of the
+    H100 and the H200's two-GPU busbw are not one mean."""
+    assert hpcval(*UNLABELLED, '--format', 'csv') == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    columns = {r['system'] for r in rows}
+    assert 'local@vm' not in columns
+    assert {'local@vm (H100 x1)', 'local@vm (H200 x2)',
+            'local@vm (GPUs not recorded)'} <= columns
+    busbw = {r['system']: r for r in rows if r['statistic'] == 'mean'
+             and r['test'] == 'all_reduce, single process'
+             and r['metric'] == 'busbw_inplace_largest'}
+    h100, h200 = busbw['local@vm (H100 x1)'], busbw['local@vm (H200 x2)']
+    assert (float(h200['value']), h200['n'], h200['gpus']) == \
+        (pytest.approx(345.7, abs=0.05), '1', '2')
+    assert (float(h100['value']), h100['n'], h100['gpus']) == (0, '10', '1')
+    assert hpcval(*UNLABELLED) == 0
+    md = capsys.readouterr().out
+    assert 'local@vm: runs on different hardware (GPUs not recorded, ' \
+           'H100 x1, H200 x2' in md.replace('\\', '')
+
+
+def _case(gpu, nodes=('n1',), label=''):
+    from hpcval.publish.results import Case
+    prov = {'gpu': gpu} if gpu else {}
+    return Case('r.json', 's', 'C', 'C', (), 'b', 'sys', 'p', 'e', 'pass',
+                0.0, 'h', nodes, '4', False, None, None, label=label,
+                extras={'provenance': prov} if gpu else {})
+
+
+def test_hardware_splits_only_what_differs():
+    """One recorded configuration (with runs that recorded none) stays
+    one column; a node count, GPU count or model of its own splits it,
+    the model shortened where the short names stay apart."""
+    one, two = _case('NVIDIA H100 80GB HBM3 x4'), _case(None)
+    assert set(comparison.columns([one, two]).values()) == {'sys'}
+    wide = _case('NVIDIA H100 80GB HBM3 x4', nodes=('n1', 'n2'))
+    pcie = _case('NVIDIA H100 PCIe x4')
+    assert comparison.columns([one, wide, two]) == {
+        one: 'sys (H100 x4)', wide: 'sys (H100 x4, 2 nodes)',
+        two: 'sys (GPUs not recorded)'}
+    assert comparison.columns([one, pcie])[pcie] == \
+        'sys (NVIDIA H100 PCIe x4)'
+    assert comparison.hardware_of(_case('A x1,B x1')) == \
+        comparison.Hardware('A + B', 2, 1)
