@@ -9,6 +9,7 @@ import io
 import json
 import math
 import pathlib
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -523,3 +524,23 @@ def test_hardware_splits_only_what_differs():
         'sys (NVIDIA H100 PCIe x4)'
     assert comparison.hardware_of(_case('A x1,B x1')) == \
         comparison.Hardware('A + B', 2, 1)
+
+
+def test_the_tables_a_reviewer_reads(capsys):
+    """The runs' own bounds in an appendix, not among the tables; no
+    number for a figure 0 by definition (one GPU's bus bandwidth); one
+    unit per metric down a benchmark's rows."""
+    assert hpcval(*UNLABELLED) == 0
+    md = capsys.readouterr().out.replace('\\', '')
+    body, appendix = md.split("## Appendix: the runs' own bounds")
+    assert 'BOUND' not in body and appendix.count('\n- BOUND ') >= 10
+    assert not re.search(r'(?<![\d.,])0 ± 0(?![\d.])', md)
+    assert 'none by definition (n=10; 1 GPU x 1 node)' in body
+    shown = {}
+    for bench, text in re.findall(r'### (\w+)\n(.*?)(?=\n### |\Z)', body,
+                                  re.S):
+        for metric, unit in re.findall(r'^\|[^|]*\| (\S+) \[([^]]+)\]',
+                                       text, re.M):
+            shown.setdefault((bench, metric), set()).add(unit)
+    assert shown[('elbencho', 'read_elapsed')] == {'s'}
+    assert all(len(u) == 1 for u in shown.values()), shown

@@ -140,6 +140,12 @@ class Table:
     sources: list = field(default_factory=list)  # hpcval.publish.sources
     versions: dict = field(default_factory=dict)  # (benchmark, column) -> {v}
     cited_by: dict = field(default_factory=dict)  # replay column -> Document
+    # the verdict's cross-check of the runs' own bounds against the
+    # reference files: an appendix, not a note under the tables
+    bounds: list = field(default_factory=list)
+    # {(benchmark, metric, unit family): the unit the tables print it in}
+    shown_units: dict = field(default_factory=dict, repr=False,
+                              compare=False)
 
     def sort(self):
         """Rows and columns from the cells: rows by benchmark, test and
@@ -150,11 +156,15 @@ class Table:
                               key=lambda c: (c.endswith('(replay)'), c))
 
     def groups(self, links=True):
-        """(benchmark, [rows]) in row order; ``links=False`` leaves out the
-        per-GPU-pair rows (the heat maps show them)."""
+        """(benchmark, [rows]) in row order; ``links=False`` (the tables a
+        reader reads) leaves out the per-GPU-pair rows (the heat maps show
+        them) and rows of nothing but vacuous cells (the CSV keeps both)."""
+        shown = None if links else {
+            r for (r, _), c in self.cells.items() if not vacuous(c)}
         out = []
         for row in self.rows:
-            if not links and is_link_metric(row.metric):
+            if not links and (is_link_metric(row.metric)
+                              or row not in shown):
                 continue
             if not out or out[-1][0] != row.benchmark:
                 out.append((row.benchmark, []))
@@ -563,6 +573,13 @@ def drawn_reference(cell):
             PASS, FAIL, REPRODUCES, DIFFERS):
         return None
     return cell.reference
+
+
+def vacuous(cell):
+    """A diagnostic figure that is 0 in every run (the bus bandwidth of a
+    one-GPU collective): nothing measured, so the tables show no number."""
+    return bool(cell.diagnostic) and bool(cell.values) and \
+        not any(cell.values)
 
 
 def scope(row):

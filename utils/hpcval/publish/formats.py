@@ -10,14 +10,16 @@ dataframe without parsing cell text.
 """
 import csv
 import io
+import math
 import re
 import unicodedata
 import urllib.parse
 
+from hpcval import units
 from hpcval.publish import numbers, sources
 from hpcval.publish.comparison import (FAIL, NOT_ITS_OWN, PASS, PUBLISHED,
                                       WHOLE_NODE, Cell, Reference, Row,
-                                      Table, is_link_metric, scope,
+                                      Table, is_link_metric, scope, vacuous,
                                       columns as column_labels)
 
 ARROW = {'higher': '↑', 'lower': '↓', 'unknown': '?'}
@@ -72,8 +74,7 @@ class Shown:
         if any(c is not None and c.verdict == PUBLISHED for c in cells):
             self.unit = row.unit
         else:
-            self.unit = numbers.scaled_unit(row.unit, [
-                c.mean for c in cells if c is not None])
+            self.unit = metric_unit(table, row)
         # a whole-node figure of columns that used different GPU counts
         gpus = {c.gpus for c in cells if c is not None and c.values}
         self.per_gpu = bool(WHOLE_NODE.search(row.metric)) and \
@@ -98,6 +99,32 @@ class Shown:
 
     def judged(self, cell):
         return judged(cell, self.value)
+
+
+def _family(unit):
+    try:
+        return units.family(unit)
+    except ValueError:          # a unit hpcval does not know: its own
+        return unit
+
+
+def metric_unit(table, row):
+    """The unit ``row`` is printed in: one per metric across the table's
+    rows (scaled to the largest of its cells), so that a column reads in
+    one unit down a benchmark."""
+    key = (row.benchmark, row.metric, _family(row.unit))
+    if not table.shown_units:
+        peaks = {}
+        for (r, _), cell in table.cells.items():
+            if cell.verdict == PUBLISHED or not cell.values:
+                continue
+            k = (r.benchmark, r.metric, _family(r.unit))
+            unit, values = peaks.setdefault(k, (r.unit, []))
+            values.append(units.convert(cell.mean, r.unit, unit))
+        table.shown_units.update(
+            (k, numbers.scaled_unit(unit, values))
+            for k, (unit, values) in peaks.items())
+    return table.shown_units.get(key) or row.unit
 
 
 def differences(cells):
@@ -143,9 +170,13 @@ def measured(cell, scale=lambda x: x):
 
     if not cell.values:
         return f'no figure ({runs_text(cell)})'
-    text = num(scale(cell.mean))
-    if cell.std is not None:
-        text += f' ± {num(scale(cell.std))}'
+    if vacuous(cell):
+        # 0 by definition in every run: no number to read (the CSV has it)
+        text = 'none by definition'
+    else:
+        text = num(scale(cell.mean))
+        if cell.std is not None:
+            text += f' ± {num(scale(cell.std))}'
     counts = f'n={cell.n}' + (', no spread' if cell.n == 1 else '')
     if getattr(cell, 'nodes', None) == 0:
         counts += '; GPUs x nodes not recorded'
@@ -302,6 +333,21 @@ def csv_text(x):
     """A CSV cell of a value: text made safe, numbers as Python writes
     them."""
     return x if isinstance(x, (int, float)) else _text_cell(x)
+
+
+APPENDIX = ('Appendix: the runs\' own bounds',
+            'Each bound a run carried that differs from the reference file '
+            'judging it, in the verdict\'s words (the tables judge by the '
+            'files).')
+
+
+def appendix_md(tables):
+    """The runs' own bounds (Table.bounds) under APPENDIX, or ''."""
+    lines = [b for t in tables for b in t.bounds]
+    if not lines:
+        return ''
+    return '\n'.join([f'## {APPENDIX[0]}', '', _md(APPENDIX[1]), ''] +
+                      [f'- {_md(b)}' for b in lines]) + '\n'
 
 
 def bibliography_md(tables):
