@@ -342,7 +342,7 @@ def test_no_cell_is_judged_against_another_systems_references(rebuilt):
     rows = list(csv.DictReader(io.StringIO(
         (rebuilt / 'comparison.csv').read_text())))
     h200 = [r for r in rows if r['system'] == 'h200x2']
-    referenced = [r for r in h200 if r['reference']]
+    referenced = [r for r in h200 if r['reference'] != 'NaN']
     assert referenced, 'the H200 runs carried references: test is void'
     assert {r['judgement'] for r in referenced} == {'not judged'}
 
@@ -424,15 +424,19 @@ def test_differences_are_flagged_only_beyond_both_spreads(tmp_path):
     assert flagged[('copy', 'a')].endswith('; differs from b')
 
 
-#: the tidy CSV's schema: column -> a check of its text
-_NUMBER = re.compile(r'-?\d+(\.\d+)?([eE][-+]?\d+)?|nan|inf|')
+#: the tidy CSV's schema: column -> a check of its text (a number that
+#: is not there is NaN, never empty: polars types a column by its first
+#: hundred lines)
+_NUMBER = re.compile(r'-?\d+(\.\d+)?([eE][-+]?\d+)?|NaN|inf')
 SCHEMA = {
     'table': str.strip, 'system': str.strip,
     'kind': {'measured', 'replay', 'quoted'}.__contains__,
-    'benchmark': str.strip, 'version': lambda v: True, 'test': str.strip,
+    'date': re.compile(r'\d{4}-\d\d-\d\d').fullmatch,
+    'benchmark': str.strip, 'version': str.strip, 'test': str.strip,
     'scope': {'', 'per GPU', 'per GPU pair', 'per node'}.__contains__,
-    'gpus': re.compile(r'\d*').fullmatch,
-    'nodes': re.compile(r'\d*').fullmatch, 'metric': str.strip,
+    'gpu_model': str.strip,
+    'gpus': re.compile(r'\d+|NaN').fullmatch,
+    'nodes': re.compile(r'\d+|NaN').fullmatch, 'metric': str.strip,
     'unit': str.strip, 'better': {'higher', 'lower', 'unknown'}.__contains__,
     'statistic': {'mean', 'min', 'max', 'published'}.__contains__,
     'value': _NUMBER.fullmatch, 'n': re.compile(r'\d+').fullmatch,
@@ -441,7 +445,7 @@ SCHEMA = {
     'judgement': str.strip, 'references_of': lambda v: True,
     'note': lambda v: True, 'runs': re.compile(r'\d+').fullmatch,
     'passed_runs': re.compile(r'\d+').fullmatch, 'checks': lambda v: True,
-    'source': lambda v: True, 'citation': lambda v: True}
+    'source': str.strip, 'citation': lambda v: True}
 
 
 def _tidy_rows():
@@ -477,12 +481,45 @@ def test_the_csv_is_one_tidy_table():
     assert h200 == {('2', '1')} and mi300x == {('8', '1')}
 
 
+NUMERIC = ('gpus', 'nodes', 'value', 'n', 'spread', 'reference',
+           'lower_bound', 'upper_bound', 'runs', 'passed_runs')
+
+
 @pytest.mark.parametrize('library', ['pandas', 'polars'])
 def test_the_csv_loads_as_one_dataframe(library):
+    """Read with no options, every numeric column is typed numeric, the
+    dates parse, and each metric has one unit."""
     frames = pytest.importorskip(library)
     frame = frames.read_csv(mc.OUT / 'comparison.csv')
     assert tuple(frame.columns) == tuple(SCHEMA)
     assert len(frame) == len(_tidy_rows())
+    if library == 'polars':
+        numeric = {k for k, t in frame.schema.items() if t.is_numeric()}
+        dates = frame['date'].str.to_date()
+        units = frame.group_by('metric').agg(frames.col('unit').n_unique())
+        assert units['unit'].max() == 1
+    else:
+        numeric = {k for k in frame.columns
+                   if frames.api.types.is_numeric_dtype(frame[k])}
+        dates = frames.to_datetime(frame['date'], format='%Y-%m-%d')
+        assert frame.groupby('metric')['unit'].nunique().max() == 1
+    assert numeric == set(NUMERIC)
+    assert len(dates) == len(frame)
+
+
+def test_the_csv_says_what_each_line_ran_on():
+    """Every line names its version, its source and its GPU model; the
+    measured ones their reports and the model their nodes recorded."""
+    rows = _tidy_rows()
+    models = {(r['system'], r['gpu_model']) for r in rows
+              if r['kind'] == 'measured'}
+    assert ('h200x2', 'NVIDIA H200') in models
+    assert ('h100', 'NVIDIA H100 80GB HBM3') in models
+    for r in rows:
+        assert r['version'] and r['source'] and r['gpu_model'], r
+        if r['kind'] == 'measured':
+            assert r['source'].endswith('.json') or 'more reports' in \
+                r['source'], r
 
 
 def _table_lines(md):

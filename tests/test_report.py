@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from hpcval import cli
+from hpcval import cli, units
 
 from hpcval.publish import (comparison, formats, latex, measures, page,
                             results)
@@ -28,8 +28,9 @@ GBENCH_JSON = (ROOT / 'tests' / 'fixtures' / 'captured' / 'h200x2' /
 
 
 def perfvalues(reports):
-    """{(column, test, metric): (value, verdict)} of data-4.2 reports;
-    ReFrame says pass where it had no reference (0), hpcval says so."""
+    """{(column, test, metric): (value, verdict, unit)} of data-4.2
+    reports; ReFrame says pass where it had no reference (0), hpcval says
+    so."""
     tcs = [(tc, report['session_info']['hostname']) for report in reports
            for tc in cases(report) if not tc['fixture']]
     parts = {}
@@ -37,7 +38,8 @@ def perfvalues(reports):
         parts.setdefault(_column(tc, host), set()).add(tc['partition'])
     return {(_column(tc, host, parts), tc['display_name'],
              key.rsplit(':', 1)[-1]):
-            (vals[0], vals[5] if vals[1] else comparison.NO_REFERENCE)
+            (vals[0], vals[5] if vals[1] else comparison.NO_REFERENCE,
+             vals[4])
             for tc, host in tcs
             for key, vals in (tc['perfvalues'] or {}).items()}
 
@@ -130,9 +132,11 @@ def test_every_format_from_real_reports(real_reports, every_format,
     assert set(by_key) - unmeasured == expected, (
         sorted(set(by_key) - unmeasured - expected),
         sorted(expected - set(by_key)))
-    for (system, test, metric), (value, result) in measured.items():
+    for (system, test, metric), (value, result, unit) in measured.items():
         row = by_key[(system, label[test], metric)]
-        assert float(row['value']) == pytest.approx(value, rel=1e-12)
+        # the CSV gives each metric in one unit, scaled to its figures
+        assert float(row['value']) == pytest.approx(
+            units.convert(value, unit, row['unit']), rel=1e-12)
         assert row['n'] == '1'
         # hpcval's verdict of one sample is ReFrame's own; a replay
         # reproduces its document's figure or differs from it
@@ -495,6 +499,8 @@ def test_runs_of_different_hardware_are_never_averaged(capsys):
     assert (float(h200['value']), h200['n'], h200['gpus']) == \
         (pytest.approx(345.7, abs=0.05), '1', '2')
     assert (float(h100['value']), h100['n'], h100['gpus']) == (0, '10', '1')
+    assert h100['gpu_model'] == 'NVIDIA H100 80GB HBM3'
+    assert h200['gpu_model'] == 'NVIDIA H200'
     assert hpcval(*UNLABELLED) == 0
     md = capsys.readouterr().out
     assert 'local@vm: runs on different hardware (GPUs not recorded, ' \

@@ -90,6 +90,9 @@ class Cell:
                                  # where it is not the column's own
     gpus: object = None          # GPUs the runs used, where they name them
     nodes: object = None         # nodes a collective's runs spanned
+    gpu_model: str = ''          # the GPU model the runs' nodes recorded
+    latest: object = None        # unix time of the latest run with a figure
+    inputs: tuple = ()           # the reports (file names) of its figures
     # (mean, std), computed once; given where only they are known (a CSV)
     stats: object = field(default=None, repr=False, compare=False)
 
@@ -529,10 +532,15 @@ def _cell(table, row, col, pairs, runs, failed_runs):
         outside = 0
     used = {s.case for _, s in pairs}
     gpus, nodes = collective_layout(used) or (gpus_used(used), None)
+    models = sorted({h.model for h in map(hardware_of, used) if h})
     return _judged(Cell(values, ref, diagnostic=_diagnostic(pairs),
                         runs=max(runs, len(pairs)),
                         failed_runs=failed + outside, replay=replay,
-                        judged_by=judged_by, gpus=gpus, nodes=nodes))
+                        judged_by=judged_by, gpus=gpus, nodes=nodes,
+                        gpu_model=' | '.join(models),
+                        latest=max(c.time for c in used),
+                        inputs=tuple(sorted({os.path.basename(c.source)
+                                             for c in used}))))
 
 
 _GPU_COUNT = re.compile(r' x(\d+)$')
