@@ -550,3 +550,16 @@ def test_the_tables_a_reviewer_reads(capsys):
             shown.setdefault((bench, metric), set()).add(unit)
     assert shown[('elbencho', 'read_elapsed')] == {'s'}
     assert all(len(u) == 1 for u in shown.values()), shown
+
+
+def test_nodes_that_differ_are_named_in_the_label():
+    from hpcval.publish.results import Case
+    mixed = Case('r.json', 's', 'C', 'C', (), 'b', 'sys', 'p', 'e', 'pass',
+                 0.0, 'h', ('n1', 'n2'), '4', False, None, None,
+                 extras={'provenance': {'nodes': {
+                     'n1': {'gpu': 'NVIDIA H100 x4'},
+                     'n2': {'gpu': 'NVIDIA H100 x2'}}}})
+    hw = comparison.hardware_of(mixed)
+    assert hw.label() == 'NVIDIA H100 x2 | NVIDIA H100 x4, 2 nodes'
+    assert comparison.columns([mixed, _case('NVIDIA H100 x4')])[mixed] == \
+        'sys (NVIDIA H100 x2 | NVIDIA H100 x4, 2 nodes)'

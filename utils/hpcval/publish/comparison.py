@@ -17,6 +17,10 @@ marked pass or fail only against the references of its own system: runs
 shown under a label other than the system they ran as (``h200x2=`` a
 report of ``--system local``) were judged against that system's file, and
 their cells are "not judged" (a failed run still fails them).
+
+A column holds runs of one hardware configuration (GPU model, GPUs per
+node, nodes, as the runs' nodes recorded them): runs of one name on
+different hardware get a column each, never a mean of both.
 """
 import functools
 import math
@@ -230,7 +234,9 @@ class Hardware:
     nodes: int
 
     def label(self, model=None):
-        text = f'{model or self.model} x{self.per_node}'
+        # per_node 0: the nodes differ, and the model says how
+        text = f'{model or self.model}' + (f' x{self.per_node}'
+                                           if self.per_node else '')
         return text + (f', {self.nodes} nodes' if self.nodes > 1 else '')
 
 
