@@ -283,6 +283,11 @@ def test_a_run_without_figures_still_counts(tmp_path):
     cell = _cell(table, 'CPU, one node', 'copy', 'siteb')
     assert cell.values == [] and cell.verdict == 'fail'
     assert formats.measured(cell) == 'no figure (0 of 1 runs passed)'
+    # its CSV line still says when and from which report, the value NaN
+    [line] = [x for x in formats.csv_lines(table) if x['system'] == 'siteb'
+              and x['metric'] == 'copy']
+    assert (line['value'], line['source']) == ('NaN', 'sanity-failed.json')
+    assert re.fullmatch(r'\d{4}-\d\d-\d\d', line['date'])
 
 
 def test_repeats_share_one_row(tmp_path):

@@ -432,8 +432,11 @@ def build(samples, title='Cross-system comparison', cases=None,
         failed = len(got)
         for row in rows_of.get((bench, test), ()):
             if (row, col) not in table.cells:
-                table.cells[(row, col)] = _judged(Cell([], runs=failed,
-                                                       failed_runs=failed))
+                table.cells[(row, col)] = _judged(Cell(
+                    [], runs=failed, failed_runs=failed,
+                    latest=max(c.time for c in got),
+                    inputs=tuple(sorted({os.path.basename(c.source)
+                                         for c in got}))))
 
     table.sort()
     table.cases = cases
