@@ -83,14 +83,17 @@ _DURATIONS = ('time_elapsed', 'time_compile', 'time_performance',
 def committed(report, system, workdir):
     """``report`` (a replay's, as ReFrame wrote it) as it is committed:
     dated by the replayed document (its year's first of January), its
-    session named from the document, durations zero, and no path of the
-    machine that made it (the checkout is ``.``, the scratch folder
-    ``replay``): the same bytes on every machine and every rerun."""
+    session named from the document, durations zero, and no path or host
+    name of the machine that made it (the checkout is ``.``, the scratch
+    folder and the node ``replay``): the same bytes on every machine and
+    every rerun."""
     from hpcval.publish import sources
     doc = sources.replayed_from(system)
     when = datetime.datetime(doc.year, 1, 1, tzinfo=datetime.timezone.utc)
     stamp = when.timestamp()
     old = report['session_info']['uuid']
+    # the local scheduler's node list is the host that replayed it
+    host = report['session_info'].get('hostname')
     new = str(uuid.uuid5(uuid.NAMESPACE_URL, f'{doc.url}#{system}'))
     places = sorted({str(ROOT): '.', str(workdir): 'replay',
                      str(pathlib.Path(workdir).resolve()): 'replay'}.items(),
@@ -101,6 +104,8 @@ def committed(report, system, workdir):
             return {k: clean(v, k) for k, v in value.items()}
         if key == 'tags' and isinstance(value, list):
             return sorted(value)        # a set, in no stable order
+        if key == 'job_nodelist' and isinstance(value, list):
+            return ['replay' if n == host else n for n in value]
         if isinstance(value, list):
             return [clean(v) for v in value]
         if key == 'jobid' and value is not None:
@@ -196,11 +201,15 @@ def readme(out=OUT):
         'each benchmark names its check classes and the benchmark version '
         'per column, and a collective\'s cell its GPUs x nodes.', '',
         'Regenerate everything here (replays included) with one command; '
-        'a rerun gives the same bytes:', '', '```sh',
+        'a rerun gives the same bytes on any machine with the same ReFrame '
+        'and checks:', '', '```sh',
         '.venv/bin/python tests/make_comparison.py', '```', '',
-        '`tests/test_publication.py` checks that the committed files are '
-        'what it makes, that the CSV loads as one table (csv module with its '
-        'schema, pandas and polars where installed) and rebuilds the '
+        '`tests/test_publication.py` replays the recordings again and '
+        'checks that the committed replays and every text file here are, '
+        'byte for byte, what they make now (the figures by name: their '
+        'pixels depend on matplotlib\'s version), that the CSV loads as one table (csv module with its '
+        'schema; pandas and polars, where installed, type every number '
+        'column without options) and rebuilds the '
         'Markdown tables, that no figure draws a bound its column was not '
         'judged by, that no file here holds an absolute path or a replay '
         'dated by its regeneration, that `pdflatex` compiles the LaTeX with '

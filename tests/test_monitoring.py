@@ -473,3 +473,26 @@ def test_a_validation_run_finishes_while_the_server_hangs(serve, tmp_path):
     assert 1 <= len(server.requests) <= 3
     assert 'hpcval monitoring: 0 records sent' in proc.stderr
     assert '1 dropped' in proc.stderr
+
+
+def test_repeats_of_a_test_are_one_series():
+    """``--repeat 3`` names its runs %.repeat_no=0..2: their figures go to
+    one series (the test label without the repeat), each run a point."""
+    import types
+    from hpcval import monitoring
+    series = set()
+    for i in range(3):
+        record = types.SimpleNamespace(
+            check_job_completion_time_unix=1.0 + i, created=1.0,
+            check_result='pass', check_job_nodelist=['n1'],
+            check_display_name=f'Mpi4pyPingPongCheck %placement=on_node '
+                               f'%.repeat_no={i}',
+            check_perfvalues={'local:latency_8B': (1.0 + i, 2.0, None, 9.0,
+                                                   'us', 'pass')},
+            check_system='local')
+        for line in monitoring.victoriametrics(record, {}, ()).splitlines():
+            metric = json.loads(line)['metric']
+            if metric['__name__'] == 'hpcval_perf_value_seconds':
+                series.add(tuple(sorted(metric.items())))
+    [one] = series
+    assert dict(one)['test'] == 'Mpi4pyPingPongCheck %placement=on_node'

@@ -25,19 +25,48 @@ PASS_RGB, FAIL_RGB = (0xe3, 0xf4, 0xe3), (0xf8, 0xdc, 0xdc)
 _URI = re.compile(r'data:image/png;base64,[A-Za-z0-9+/=]+')
 
 
+STALE = 'is stale: run .venv/bin/python tests/make_comparison.py'
+
+
 @pytest.fixture(scope='module')
-def rebuilt(tmp_path_factory):
-    """The comparison made again from the committed inputs."""
+def replayed(tmp_path_factory):
+    """The replays made again by the checks of today, as
+    make_comparison commits them: {file name: text}."""
+    work = tmp_path_factory.mktemp('replays')
+    systems = {name: system for system, name in mc.REPLAYED}
+    return {name: json.dumps(mc.committed(
+                json.loads(path.read_text()), systems[name],
+                work / systems[name]), indent=2) + '\n'
+            for name, path in mc.replay_reports(work).items()}
+
+
+@pytest.fixture(scope='module')
+def rebuilt(tmp_path_factory, replayed):
+    """The comparison made again from the committed measured inputs and
+    the replays made again (the page names its inputs by file name)."""
     out = tmp_path_factory.mktemp('comparison')
-    assert cli.main(['report', *mc.report_args(out)]) == 0
+    reports = tmp_path_factory.mktemp('reports')
+    for name, text in replayed.items():
+        (reports / name).write_text(text)
+    assert cli.main(['report', *mc.report_args(out, reports)]) == 0
     return out
 
 
+def test_committed_replays_are_byte_for_byte_what_the_checks_make(
+        replayed):
+    for name, text in replayed.items():
+        assert text == (mc.REPORTS / name).read_text(), \
+            f'docs/comparison/reports/{name} {STALE}'
+
+
 def test_committed_comparison_is_current(rebuilt):
-    stale = 'is stale: run .venv/bin/python tests/make_comparison.py'
-    for name in ('comparison.md', 'comparison.csv', 'comparison.tex'):
-        assert (rebuilt / name).read_text() == \
-            (mc.OUT / name).read_text(), f'docs/comparison/{name} {stale}'
+    """Every text file byte for byte (the figures by name: their pixels
+    depend on matplotlib's and FreeType's versions)."""
+    stale = STALE
+    for name in ('comparison.md', 'comparison.csv', 'comparison.tex',
+                 'comparison.bib'):
+        assert (rebuilt / name).read_bytes() == \
+            (mc.OUT / name).read_bytes(), f'docs/comparison/{name} {stale}'
     assert mc.readme() == (mc.OUT / 'README.md').read_text(), \
         f'docs/comparison/README.md {stale}'
     # the figures' pixels depend on matplotlib's and FreeType's versions:
@@ -47,25 +76,6 @@ def test_committed_comparison_is_current(rebuilt):
                             .read_text()), f'comparison.html {stale}'
     assert sorted(p.name for p in (rebuilt / 'plots').glob('*.png')) == \
         sorted(p.name for p in (mc.OUT / 'plots').glob('*.png'))
-
-
-def _figures(report):
-    return {(tc['display_name'], key.rsplit(':', 1)[-1]):
-            (vals[0], vals[5]) for run in report['runs']
-            for tc in run['testcases'] if not tc['fixture']
-            for key, vals in (tc.get('perfvalues') or {}).items()}
-
-
-def test_committed_replays_are_what_the_checks_make_now(tmp_path):
-    for name, path in mc.replay_reports(tmp_path).items():
-        fresh = json.loads(path.read_text())
-        kept = json.loads((mc.REPORTS / name).read_text())
-        assert _figures(fresh) == _figures(kept), \
-            f'docs/comparison/reports/{name} is stale: run ' \
-            f'tests/make_comparison.py'
-        plot_data = [[tc.get('hpcval_plot_data') for tc in r['testcases']]
-                     for r in (fresh, kept) for r in r['runs']]
-        assert plot_data[0] == plot_data[1]
 
 
 def test_mi300x_and_h200_share_rows():
@@ -273,6 +283,11 @@ def test_a_run_without_figures_still_counts(tmp_path):
     cell = _cell(table, 'CPU, one node', 'copy', 'siteb')
     assert cell.values == [] and cell.verdict == 'fail'
     assert formats.measured(cell) == 'no figure (0 of 1 runs passed)'
+    # its CSV line still says when and from which report, the value NaN
+    [line] = [x for x in formats.csv_lines(table) if x['system'] == 'siteb'
+              and x['metric'] == 'copy']
+    assert (line['value'], line['source']) == ('NaN', 'sanity-failed.json')
+    assert re.fullmatch(r'\d{4}-\d\d-\d\d', line['date'])
 
 
 def test_repeats_share_one_row(tmp_path):
@@ -342,7 +357,7 @@ def test_no_cell_is_judged_against_another_systems_references(rebuilt):
     rows = list(csv.DictReader(io.StringIO(
         (rebuilt / 'comparison.csv').read_text())))
     h200 = [r for r in rows if r['system'] == 'h200x2']
-    referenced = [r for r in h200 if r['reference']]
+    referenced = [r for r in h200 if r['reference'] != 'NaN']
     assert referenced, 'the H200 runs carried references: test is void'
     assert {r['judgement'] for r in referenced} == {'not judged'}
 
@@ -424,15 +439,19 @@ def test_differences_are_flagged_only_beyond_both_spreads(tmp_path):
     assert flagged[('copy', 'a')].endswith('; differs from b')
 
 
-#: the tidy CSV's schema: column -> a check of its text
-_NUMBER = re.compile(r'-?\d+(\.\d+)?([eE][-+]?\d+)?|nan|inf|')
+#: the tidy CSV's schema: column -> a check of its text (a number that
+#: is not there is NaN, never empty: polars types a column by its first
+#: hundred lines)
+_NUMBER = re.compile(r'-?\d+(\.\d+)?([eE][-+]?\d+)?|NaN|inf')
 SCHEMA = {
     'table': str.strip, 'system': str.strip,
     'kind': {'measured', 'replay', 'quoted'}.__contains__,
-    'benchmark': str.strip, 'version': lambda v: True, 'test': str.strip,
+    'date': re.compile(r'\d{4}-\d\d-\d\d').fullmatch,
+    'benchmark': str.strip, 'version': str.strip, 'test': str.strip,
     'scope': {'', 'per GPU', 'per GPU pair', 'per node'}.__contains__,
-    'gpus': re.compile(r'\d*').fullmatch,
-    'nodes': re.compile(r'\d*').fullmatch, 'metric': str.strip,
+    'gpu_model': str.strip,
+    'gpus': re.compile(r'\d+|NaN').fullmatch,
+    'nodes': re.compile(r'\d+|NaN').fullmatch, 'metric': str.strip,
     'unit': str.strip, 'better': {'higher', 'lower', 'unknown'}.__contains__,
     'statistic': {'mean', 'min', 'max', 'published'}.__contains__,
     'value': _NUMBER.fullmatch, 'n': re.compile(r'\d+').fullmatch,
@@ -441,7 +460,7 @@ SCHEMA = {
     'judgement': str.strip, 'references_of': lambda v: True,
     'note': lambda v: True, 'runs': re.compile(r'\d+').fullmatch,
     'passed_runs': re.compile(r'\d+').fullmatch, 'checks': lambda v: True,
-    'source': lambda v: True, 'citation': lambda v: True}
+    'source': str.strip, 'citation': lambda v: True}
 
 
 def _tidy_rows():
@@ -477,12 +496,45 @@ def test_the_csv_is_one_tidy_table():
     assert h200 == {('2', '1')} and mi300x == {('8', '1')}
 
 
+NUMERIC = ('gpus', 'nodes', 'value', 'n', 'spread', 'reference',
+           'lower_bound', 'upper_bound', 'runs', 'passed_runs')
+
+
 @pytest.mark.parametrize('library', ['pandas', 'polars'])
 def test_the_csv_loads_as_one_dataframe(library):
+    """Read with no options, every numeric column is typed numeric, the
+    dates parse, and each metric has one unit."""
     frames = pytest.importorskip(library)
     frame = frames.read_csv(mc.OUT / 'comparison.csv')
     assert tuple(frame.columns) == tuple(SCHEMA)
     assert len(frame) == len(_tidy_rows())
+    if library == 'polars':
+        numeric = {k for k, t in frame.schema.items() if t.is_numeric()}
+        dates = frame['date'].str.to_date()
+        units = frame.group_by('metric').agg(frames.col('unit').n_unique())
+        assert units['unit'].max() == 1
+    else:
+        numeric = {k for k in frame.columns
+                   if frames.api.types.is_numeric_dtype(frame[k])}
+        dates = frames.to_datetime(frame['date'], format='%Y-%m-%d')
+        assert frame.groupby('metric')['unit'].nunique().max() == 1
+    assert numeric == set(NUMERIC)
+    assert len(dates) == len(frame)
+
+
+def test_the_csv_says_what_each_line_ran_on():
+    """Every line names its version, its source and its GPU model; the
+    measured ones their reports and the model their nodes recorded."""
+    rows = _tidy_rows()
+    models = {(r['system'], r['gpu_model']) for r in rows
+              if r['kind'] == 'measured'}
+    assert ('h200x2', 'NVIDIA H200') in models
+    assert ('h100', 'NVIDIA H100 80GB HBM3') in models
+    for r in rows:
+        assert r['version'] and r['source'] and r['gpu_model'], r
+        if r['kind'] == 'measured':
+            assert r['source'].endswith('.json') or 'more reports' in \
+                r['source'], r
 
 
 def _table_lines(md):

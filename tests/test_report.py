@@ -9,13 +9,14 @@ import io
 import json
 import math
 import pathlib
+import re
 import shutil
 import sqlite3
 import subprocess
 
 import pytest
 
-from hpcval import cli
+from hpcval import cli, units
 
 from hpcval.publish import (comparison, formats, latex, measures, page,
                             results)
@@ -27,8 +28,9 @@ GBENCH_JSON = (ROOT / 'tests' / 'fixtures' / 'captured' / 'h200x2' /
 
 
 def perfvalues(reports):
-    """{(column, test, metric): (value, verdict)} of data-4.2 reports;
-    ReFrame says pass where it had no reference (0), hpcval says so."""
+    """{(column, test, metric): (value, verdict, unit)} of data-4.2
+    reports; ReFrame says pass where it had no reference (0), hpcval says
+    so."""
     tcs = [(tc, report['session_info']['hostname']) for report in reports
            for tc in cases(report) if not tc['fixture']]
     parts = {}
@@ -36,7 +38,8 @@ def perfvalues(reports):
         parts.setdefault(_column(tc, host), set()).add(tc['partition'])
     return {(_column(tc, host, parts), tc['display_name'],
              key.rsplit(':', 1)[-1]):
-            (vals[0], vals[5] if vals[1] else comparison.NO_REFERENCE)
+            (vals[0], vals[5] if vals[1] else comparison.NO_REFERENCE,
+             vals[4])
             for tc, host in tcs
             for key, vals in (tc['perfvalues'] or {}).items()}
 
@@ -129,9 +132,11 @@ def test_every_format_from_real_reports(real_reports, every_format,
     assert set(by_key) - unmeasured == expected, (
         sorted(set(by_key) - unmeasured - expected),
         sorted(expected - set(by_key)))
-    for (system, test, metric), (value, result) in measured.items():
+    for (system, test, metric), (value, result, unit) in measured.items():
         row = by_key[(system, label[test], metric)]
-        assert float(row['value']) == pytest.approx(value, rel=1e-12)
+        # the CSV gives each metric in one unit, scaled to its figures
+        assert float(row['value']) == pytest.approx(
+            units.convert(value, unit, row['unit']), rel=1e-12)
         assert row['n'] == '1'
         # hpcval's verdict of one sample is ReFrame's own; a replay
         # reproduces its document's figure or differs from it
@@ -468,3 +473,93 @@ def test_latex_escapes_every_name(tmp_path, capsys):
                                '-halt-on-error', 'c.tex'], cwd=tmp_path,
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+FIXTURES = ROOT / 'tests' / 'fixtures' / 'reports'
+#: the README's publishing command on the committed reports, unlabelled:
+#: 2x H200 and 1x H100 runs, both ``--system local`` on a host named vm
+UNLABELLED = [*sorted((FIXTURES / 'h200x2').glob('*.json')),
+              *sorted((FIXTURES / 'h100_quick').glob('*.json')),
+              *COMMITTED_REPLAYS]
+
+
+def test_runs_of_different_hardware_are_never_averaged(capsys):
+    """One column per hardware configuration: the one-GPU zeros of the
+    H100 and the H200's two-GPU busbw are not one mean."""
+    assert hpcval(*UNLABELLED, '--format', 'csv') == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    columns = {r['system'] for r in rows}
+    assert 'local@vm' not in columns
+    assert {'local@vm (H100 x1)', 'local@vm (H200 x2)',
+            'local@vm (GPUs not recorded)'} <= columns
+    busbw = {r['system']: r for r in rows if r['statistic'] == 'mean'
+             and r['test'] == 'all_reduce, single process'
+             and r['metric'] == 'busbw_inplace_largest'}
+    h100, h200 = busbw['local@vm (H100 x1)'], busbw['local@vm (H200 x2)']
+    assert (float(h200['value']), h200['n'], h200['gpus']) == \
+        (pytest.approx(345.7, abs=0.05), '1', '2')
+    assert (float(h100['value']), h100['n'], h100['gpus']) == (0, '10', '1')
+    assert h100['gpu_model'] == 'NVIDIA H100 80GB HBM3'
+    assert h200['gpu_model'] == 'NVIDIA H200'
+    assert hpcval(*UNLABELLED) == 0
+    md = capsys.readouterr().out
+    assert 'local@vm: runs on different hardware (GPUs not recorded, ' \
+           'H100 x1, H200 x2' in md.replace('\\', '')
+
+
+def _case(gpu, nodes=('n1',), label=''):
+    from hpcval.publish.results import Case
+    prov = {'gpu': gpu} if gpu else {}
+    return Case('r.json', 's', 'C', 'C', (), 'b', 'sys', 'p', 'e', 'pass',
+                0.0, 'h', nodes, '4', False, None, None, label=label,
+                extras={'provenance': prov} if gpu else {})
+
+
+def test_hardware_splits_only_what_differs():
+    """One recorded configuration (with runs that recorded none) stays
+    one column; a node count, GPU count or model of its own splits it,
+    the model shortened where the short names stay apart."""
+    one, two = _case('NVIDIA H100 80GB HBM3 x4'), _case(None)
+    assert set(comparison.columns([one, two]).values()) == {'sys'}
+    wide = _case('NVIDIA H100 80GB HBM3 x4', nodes=('n1', 'n2'))
+    pcie = _case('NVIDIA H100 PCIe x4')
+    assert comparison.columns([one, wide, two]) == {
+        one: 'sys (H100 x4)', wide: 'sys (H100 x4, 2 nodes)',
+        two: 'sys (GPUs not recorded)'}
+    assert comparison.columns([one, pcie])[pcie] == \
+        'sys (NVIDIA H100 PCIe x4)'
+    assert comparison.hardware_of(_case('A x1,B x1')) == \
+        comparison.Hardware('A + B', 2, 1)
+
+
+def test_the_tables_a_reviewer_reads(capsys):
+    """The runs' own bounds in an appendix, not among the tables; no
+    number for a figure 0 by definition (one GPU's bus bandwidth); one
+    unit per metric down a benchmark's rows."""
+    assert hpcval(*UNLABELLED) == 0
+    md = capsys.readouterr().out.replace('\\', '')
+    body, appendix = md.split("## Appendix: the runs' own bounds")
+    assert 'BOUND' not in body and appendix.count('\n- BOUND ') >= 10
+    assert not re.search(r'(?<![\d.,])0 ± 0(?![\d.])', md)
+    assert 'none by definition (n=10; 1 GPU x 1 node)' in body
+    shown = {}
+    for bench, text in re.findall(r'### (\w+)\n(.*?)(?=\n### |\Z)', body,
+                                  re.S):
+        for metric, unit in re.findall(r'^\|[^|]*\| (\S+) \[([^]]+)\]',
+                                       text, re.M):
+            shown.setdefault((bench, metric), set()).add(unit)
+    assert shown[('elbencho', 'read_elapsed')] == {'s'}
+    assert all(len(u) == 1 for u in shown.values()), shown
+
+
+def test_nodes_that_differ_are_named_in_the_label():
+    from hpcval.publish.results import Case
+    mixed = Case('r.json', 's', 'C', 'C', (), 'b', 'sys', 'p', 'e', 'pass',
+                 0.0, 'h', ('n1', 'n2'), '4', False, None, None,
+                 extras={'provenance': {'nodes': {
+                     'n1': {'gpu': 'NVIDIA H100 x4'},
+                     'n2': {'gpu': 'NVIDIA H100 x2'}}}})
+    hw = comparison.hardware_of(mixed)
+    assert hw.label() == 'NVIDIA H100 x2 | NVIDIA H100 x4, 2 nodes'
+    assert comparison.columns([mixed, _case('NVIDIA H100 x4')])[mixed] == \
+        'sys (NVIDIA H100 x2 | NVIDIA H100 x4, 2 nodes)'

@@ -52,6 +52,9 @@ _CASE_LABELS = {'test': 'check_display_name', 'system': 'check_system',
                 'partition': 'check_partition', 'environ': 'check_environ'}
 _LABEL_NAME = re.compile(r'[a-zA-Z_][a-zA-Z0-9_]*')
 _RESERVED = frozenset({*_CASE_LABELS, 'node', 'metric', '__name__'})
+# ``reframe --repeat N`` names each repeat ``%.repeat_no=<i>``: the repeats
+# of a test are runs of one series, not N series of one point each
+_REPEAT = re.compile(r' %\.?repeat_no=\d+')
 
 # family -> (unit the value is converted to, its name in the metric name)
 _BASE = {'bandwidth': ('B/s', 'bytes_per_second'),
@@ -76,6 +79,7 @@ def base_unit(value, unit):
 def _labels(record, extras, ignore_keys):
     labels = {name: str(getattr(record, attr, '') or '')
               for name, attr in _CASE_LABELS.items()}
+    labels['test'] = _REPEAT.sub('', labels['test'])
     nodes = list(getattr(record, 'check_job_nodelist', None) or [])
     if len(nodes) == 1:
         labels['node'] = str(nodes[0])

@@ -17,12 +17,18 @@ marked pass or fail only against the references of its own system: runs
 shown under a label other than the system they ran as (``h200x2=`` a
 report of ``--system local``) were judged against that system's file, and
 their cells are "not judged" (a failed run still fails them).
+
+A column holds runs of one hardware configuration (GPU model, GPUs per
+node, nodes, as the runs' nodes recorded them): runs of one name on
+different hardware get a column each, never a mean of both.
 """
+import functools
 import math
+import os
 import re
 from dataclasses import dataclass, field
 
-from hpcval import judgement, plotdata, units
+from hpcval import judgement, plotdata, provenance, units
 from hpcval.units import better  # noqa: F401 (a Row's direction)
 from hpcval.publish import measures, sources
 
@@ -88,6 +94,9 @@ class Cell:
                                  # where it is not the column's own
     gpus: object = None          # GPUs the runs used, where they name them
     nodes: object = None         # nodes a collective's runs spanned
+    gpu_model: str = ''          # the GPU model the runs' nodes recorded
+    latest: object = None        # unix time of the latest run with a figure
+    inputs: tuple = ()           # the reports (file names) of its figures
     # (mean, std), computed once; given where only they are known (a CSV)
     stats: object = field(default=None, repr=False, compare=False)
 
@@ -138,6 +147,12 @@ class Table:
     sources: list = field(default_factory=list)  # hpcval.publish.sources
     versions: dict = field(default_factory=dict)  # (benchmark, column) -> {v}
     cited_by: dict = field(default_factory=dict)  # replay column -> Document
+    # the verdict's cross-check of the runs' own bounds against the
+    # reference files: an appendix, not a note under the tables
+    bounds: list = field(default_factory=list)
+    # {(benchmark, metric, unit family): the unit the tables print it in}
+    shown_units: dict = field(default_factory=dict, repr=False,
+                              compare=False)
 
     def sort(self):
         """Rows and columns from the cells: rows by benchmark, test and
@@ -148,11 +163,15 @@ class Table:
                               key=lambda c: (c.endswith('(replay)'), c))
 
     def groups(self, links=True):
-        """(benchmark, [rows]) in row order; ``links=False`` leaves out the
-        per-GPU-pair rows (the heat maps show them)."""
+        """(benchmark, [rows]) in row order; ``links=False`` (the tables a
+        reader reads) leaves out the per-GPU-pair rows (the heat maps show
+        them) and rows of nothing but vacuous cells (the CSV keeps both)."""
+        shown = None if links else {
+            r for (r, _), c in self.cells.items() if not vacuous(c)}
         out = []
         for row in self.rows:
-            if not links and is_link_metric(row.metric):
+            if not links and (is_link_metric(row.metric)
+                              or row not in shown):
                 continue
             if not out or out[-1][0] != row.benchmark:
                 out.append((row.benchmark, []))
@@ -169,27 +188,132 @@ def _named(case):
     return label
 
 
-def column_of(case, multi_partition=(), per_node=False):
+def column_of(case, multi_partition=(), per_node=False, hardware=''):
     """``multi_partition``: the (name, replay) columns that one column per
-    partition splits; ``per_node``: a column per node list."""
+    partition splits; ``per_node``: a column per node list; ``hardware``:
+    the configuration that tells the column from another of its name."""
     label = _named(case)
     if (label, case.replay) in multi_partition:
         label += f':{case.partition}'
     if per_node:
         label += f' [{",".join(case.nodes) or "no node recorded"}]'
+    if hardware:
+        label += f' ({hardware})'
 
     return label + (' (replay)' if case.replay else '')
 
 
-def columns(cases, per_node=False):
+def columns(cases, per_node=False, splits=None):
     """{case: column label}: the system ("local@<host>" for local, or the
     label the user gave its report), with the partition where one system
-    shows several, the node list with ``per_node``, and "(replay)"."""
+    shows several, the node list with ``per_node``, the hardware where
+    one name holds runs of several (hardware_labels), and "(replay)"."""
     parts = {}
     for c in cases:
         parts.setdefault((_named(c), c.replay), set()).add(c.partition)
     multi = {key for key, p in parts.items() if len(p) > 1}
-    return {c: column_of(c, multi, per_node) for c in cases}
+    base = {c: column_of(c, multi, per_node) for c in cases}
+    configs = {}
+    for c in cases:
+        configs.setdefault(base[c], {})[c] = hardware_of(c)
+    out = {}
+    for col, of_case in configs.items():
+        named = hardware_labels(set(of_case.values()))
+        if named and splits is not None:
+            splits[col] = sorted(set(named.values()))
+        for c, hw in of_case.items():
+            out[c] = column_of(c, multi, per_node, named.get(hw, ''))
+    return out
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What a run ran on: its nodes' GPU model(s), GPUs per node, nodes."""
+    model: str
+    per_node: int
+    nodes: int
+
+    def label(self, model=None):
+        # per_node 0: the nodes differ, and the model says how
+        text = f'{model or self.model}' + (f' x{self.per_node}'
+                                           if self.per_node else '')
+        return text + (f', {self.nodes} nodes' if self.nodes > 1 else '')
+
+
+NOT_RECORDED = 'GPUs not recorded'
+_BRAND = {'NVIDIA', 'AMD', 'Intel', 'Instinct', 'Tesla', 'GeForce',
+          'Radeon', 'Habana'}
+_MODEL_COUNT = re.compile(r'^(.*\S) x(\d+)$')
+
+
+@functools.lru_cache(maxsize=256)
+def _node_gpus(text):
+    """(models, count) of a node's provenance ``gpu`` ("NVIDIA H200 x2",
+    "A x1,B x1" where a node mixes), or None."""
+    models, count = [], 0
+    for part in text.split(','):
+        found = _MODEL_COUNT.match(part.strip())
+        if not found:
+            return None
+        models.append(found[1])
+        count += int(found[2])
+    return ' + '.join(sorted(set(models))), count
+
+
+def hardware_of(case):
+    """The Hardware a case ran on, from what each of its nodes recorded
+    (provenance ``gpu``, else the health record's GPU list); None where
+    no GPU was recorded (a replay, a CPU check, an older report)."""
+    prov = case.provenance if isinstance(case.provenance, dict) else {}
+    per_node = set()
+    for node in case.nodes or ('',):
+        # one record for the job (the usual): no per-node walk
+        gpu = provenance.of_node(prov, node).get('gpu') \
+            if provenance.NODES in prov else prov.get('gpu')
+        found = _node_gpus(gpu) if gpu else None
+        if found is None:
+            found = _health_gpus(case.extras.get('health'))
+        if found is None:
+            return None
+        per_node.add(found)
+    if len(per_node) != 1:
+        model = ' | '.join(f'{m} x{n}' for m, n in sorted(per_node))
+        return Hardware(model, 0, len(case.nodes))
+    model, count = per_node.pop()
+    return Hardware(model, count, max(len(case.nodes), 1))
+
+
+def _health_gpus(health):
+    snap = getattr(health, 'before', None)
+    if snap is None or snap.rc != 0 or not snap.gpus:
+        return None
+    models = {g.model for g in snap.gpus if isinstance(g.model, str)}
+    if not models:
+        return None
+    return ' + '.join(sorted(models)), len(snap.gpus)
+
+
+def short_model(model):
+    """'H100' of 'NVIDIA H100 80GB HBM3', 'MI300X' of 'AMD Instinct
+    MI300X': the first word after the brand."""
+    words = [w for w in model.split() if w not in _BRAND]
+    return words[0] if words else model
+
+
+def hardware_labels(configs):
+    """{Hardware or None: label} where ``configs`` (of one column's runs)
+    hold more than one recorded configuration, else {}: a column never
+    averages runs of different GPUs, GPU counts or node counts.  Models
+    are shortened where the short names stay apart."""
+    known = {h for h in configs if h is not None}
+    if len(known) < 2:
+        return {}
+    shorts = {h.model: short_model(h.model) for h in known}
+    unique = len(set(shorts.values())) == len(shorts)
+    out = {h: h.label(shorts[h.model] if unique else None) for h in known}
+    if None in configs:
+        out[None] = NOT_RECORDED
+    return out
 
 
 def _reference(sample):
@@ -232,7 +356,8 @@ def build(samples, title='Cross-system comparison', cases=None,
     column per node list."""
     cases = list(dict.fromkeys(cases if cases is not None
                                else (s.case for s in samples)))
-    where = _placed(cases, per_node)
+    splits = {}
+    where = _placed(cases, per_node, splits=splits)
     # samples of one case come together: column and measurement are worked
     # out once per case, not per sample (a database holds millions)
     unit_of, groups = {}, {}
@@ -266,6 +391,12 @@ def build(samples, title='Cross-system comparison', cases=None,
             pairs.append((value, s))
 
     table = Table(title, [], [], {})
+    for col, configs in sorted(splits.items()):
+        table.notes.append(
+            f'{col}: runs on different hardware ({", ".join(configs)}, '
+            f'from the GPUs each node recorded), shown in a column each and '
+            f'never averaged; give each its own label (LABEL=REPORT) to '
+            f'name them')
     runs, failed_of, checks = {}, {}, set()
     for case in cases:
         col, test = where[id(case)]
@@ -301,8 +432,11 @@ def build(samples, title='Cross-system comparison', cases=None,
         failed = len(got)
         for row in rows_of.get((bench, test), ()):
             if (row, col) not in table.cells:
-                table.cells[(row, col)] = _judged(Cell([], runs=failed,
-                                                       failed_runs=failed))
+                table.cells[(row, col)] = _judged(Cell(
+                    [], runs=failed, failed_runs=failed,
+                    latest=max(c.time for c in got),
+                    inputs=tuple(sorted({os.path.basename(c.source)
+                                         for c in got}))))
 
     table.sort()
     table.cases = cases
@@ -328,17 +462,18 @@ def _cite_replays(table, cases, where):
                            f'that document publishes')
 
 
-def _placed(cases, per_node, among=None):
+def _placed(cases, per_node, among=None, splits=None):
     """{id(case): (column, measurement label)} of ``cases``, worked out
     among ``among`` (default: the cases themselves); keyed by identity, as
-    hashing a Case a million times costs seconds."""
+    hashing a Case a million times costs seconds.  ``splits``: filled as
+    columns() fills it."""
     among = cases if among is None else list(among) + list(cases)
     # the runs of one test in one column are many: each kind once
     first = {}
     for c in among:
         first.setdefault(_kind(c, per_node), c)
     kinds = list(first.values())
-    column, label = columns(kinds, per_node), measures.labels(kinds)
+    column, label = columns(kinds, per_node, splits), measures.labels(kinds)
     place = {k: (column[c], label[c]) for k, c in first.items()}
     return {id(c): place[_kind(c, per_node)] for c in cases}
 
@@ -353,7 +488,7 @@ def _kind(case, per_node):
     """What decides a case's column and measurement label."""
     return (case.label, case.system, case.hostname, case.replay,
             case.partition, per_node and case.nodes, case.benchmark,
-            case.check, case.params, case.fields)
+            case.check, case.params, case.fields, hardware_of(case))
 
 
 def _by_case(samples):
@@ -406,10 +541,15 @@ def _cell(table, row, col, pairs, runs, failed_runs):
         outside = 0
     used = {s.case for _, s in pairs}
     gpus, nodes = collective_layout(used) or (gpus_used(used), None)
+    models = sorted({h.model for h in map(hardware_of, used) if h})
     return _judged(Cell(values, ref, diagnostic=_diagnostic(pairs),
                         runs=max(runs, len(pairs)),
                         failed_runs=failed + outside, replay=replay,
-                        judged_by=judged_by, gpus=gpus, nodes=nodes))
+                        judged_by=judged_by, gpus=gpus, nodes=nodes,
+                        gpu_model=' | '.join(models),
+                        latest=max(c.time for c in used),
+                        inputs=tuple(sorted({os.path.basename(c.source)
+                                             for c in used}))))
 
 
 _GPU_COUNT = re.compile(r' x(\d+)$')
@@ -450,6 +590,13 @@ def drawn_reference(cell):
             PASS, FAIL, REPRODUCES, DIFFERS):
         return None
     return cell.reference
+
+
+def vacuous(cell):
+    """A diagnostic figure that is 0 in every run (the bus bandwidth of a
+    one-GPU collective): nothing measured, so the tables show no number."""
+    return bool(cell.diagnostic) and bool(cell.values) and \
+        not any(cell.values)
 
 
 def scope(row):

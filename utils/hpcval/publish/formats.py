@@ -10,14 +10,16 @@ dataframe without parsing cell text.
 """
 import csv
 import io
+import math
 import re
 import unicodedata
 import urllib.parse
 
+from hpcval import units
 from hpcval.publish import numbers, sources
 from hpcval.publish.comparison import (FAIL, NOT_ITS_OWN, PASS, PUBLISHED,
                                       WHOLE_NODE, Cell, Reference, Row,
-                                      Table, is_link_metric, scope,
+                                      Table, is_link_metric, scope, vacuous,
                                       columns as column_labels)
 
 ARROW = {'higher': '↑', 'lower': '↓', 'unknown': '?'}
@@ -72,8 +74,7 @@ class Shown:
         if any(c is not None and c.verdict == PUBLISHED for c in cells):
             self.unit = row.unit
         else:
-            self.unit = numbers.scaled_unit(row.unit, [
-                c.mean for c in cells if c is not None])
+            self.unit = metric_unit(table, row)
         # a whole-node figure of columns that used different GPU counts
         gpus = {c.gpus for c in cells if c is not None and c.values}
         self.per_gpu = bool(WHOLE_NODE.search(row.metric)) and \
@@ -98,6 +99,32 @@ class Shown:
 
     def judged(self, cell):
         return judged(cell, self.value)
+
+
+def _family(unit):
+    try:
+        return units.family(unit)
+    except ValueError:          # a unit hpcval does not know: its own
+        return unit
+
+
+def metric_unit(table, row):
+    """The unit ``row`` is printed in: one per metric across the table's
+    rows (scaled to the largest of its cells), so that a column reads in
+    one unit down a benchmark."""
+    key = (row.benchmark, row.metric, _family(row.unit))
+    if not table.shown_units:
+        peaks = {}
+        for (r, _), cell in table.cells.items():
+            if cell.verdict == PUBLISHED or not cell.values:
+                continue
+            k = (r.benchmark, r.metric, _family(r.unit))
+            unit, values = peaks.setdefault(k, (r.unit, []))
+            values.append(units.convert(cell.mean, r.unit, unit))
+        table.shown_units.update(
+            (k, numbers.scaled_unit(unit, values))
+            for k, (unit, values) in peaks.items())
+    return table.shown_units.get(key) or row.unit
 
 
 def differences(cells):
@@ -143,9 +170,13 @@ def measured(cell, scale=lambda x: x):
 
     if not cell.values:
         return f'no figure ({runs_text(cell)})'
-    text = num(scale(cell.mean))
-    if cell.std is not None:
-        text += f' ± {num(scale(cell.std))}'
+    if vacuous(cell):
+        # 0 by definition in every run: no number to read (the CSV has it)
+        text = 'none by definition'
+    else:
+        text = num(scale(cell.mean))
+        if cell.std is not None:
+            text += f' ± {num(scale(cell.std))}'
     counts = f'n={cell.n}' + (', no spread' if cell.n == 1 else '')
     if getattr(cell, 'nodes', None) == 0:
         counts += '; GPUs x nodes not recorded'
@@ -304,6 +335,21 @@ def csv_text(x):
     return x if isinstance(x, (int, float)) else _text_cell(x)
 
 
+APPENDIX = ('Appendix: the runs\' own bounds',
+            'Each bound a run carried that differs from the reference file '
+            'judging it, in the verdict\'s words (the tables judge by the '
+            'files).')
+
+
+def appendix_md(tables):
+    """The runs' own bounds (Table.bounds) under APPENDIX, or ''."""
+    lines = [b for t in tables for b in t.bounds]
+    if not lines:
+        return ''
+    return '\n'.join([f'## {APPENDIX[0]}', '', _md(APPENDIX[1]), ''] +
+                      [f'- {_md(b)}' for b in lines]) + '\n'
+
+
 def bibliography_md(tables):
     """'## Sources' with each cited document in full, or ''."""
     docs = sources.cited(tables)
@@ -319,23 +365,75 @@ def _md_url(path):
 
 
 #: the tidy CSV: one line per table x system x test x metric x statistic
-CSV_FIELDS = ('table', 'system', 'kind', 'benchmark', 'version', 'test',
-              'scope', 'gpus', 'nodes', 'metric', 'unit', 'better',
-              'statistic', 'value', 'n', 'spread', 'reference',
-              'lower_bound', 'upper_bound', 'judgement', 'references_of',
-              'note', 'runs', 'passed_runs', 'checks', 'source', 'citation')
+CSV_FIELDS = ('table', 'system', 'kind', 'date', 'benchmark', 'version',
+              'test', 'scope', 'gpu_model', 'gpus', 'nodes', 'metric',
+              'unit', 'better', 'statistic', 'value', 'n', 'spread',
+              'reference', 'lower_bound', 'upper_bound', 'judgement',
+              'references_of', 'note', 'runs', 'passed_runs', 'checks',
+              'source', 'citation')
 #: the statistics of a measured or replayed cell (spread: the sample std
 #: of its n figures, on each line); a published one has one, 'published'
 STATISTICS = ('mean', 'min', 'max')
 MEASURED, REPLAY, QUOTED = 'measured', 'replay', 'quoted'
+#: a number that is not there: pandas and polars read it as a float
+#: without options (an empty cell types a column as text in polars when
+#: its first hundred lines are all empty)
+MISSING = 'NaN'
+NOT_RECORDED = 'not recorded'
 
 
-def csv_lines(table):
-    """The tidy lines of ``table``: dicts of CSV_FIELDS."""
+def csv_units(tables):
+    """{(metric, unit family): unit}: one unit per metric across every
+    table of the CSV, scaled to the largest of its figures."""
+    peaks = {}
+    for table in tables:
+        for (row, _), cell in table.cells.items():
+            key = (row.metric, _family(row.unit))
+            unit, values = peaks.setdefault(key, (row.unit, []))
+            if cell.values:
+                values.append(units.convert(cell.mean, row.unit, unit))
+    return {k: numbers.scaled_unit(unit, values)
+            for k, (unit, values) in peaks.items()}
+
+
+def _in_unit(x, unit, to_unit):
+    """``x`` in ``to_unit``, to 15 significant digits (what a double
+    holds: 3.531195 TB/s, not 3.5311950000000003)."""
+    if x is None or unit == to_unit:
+        return x
+    return float(f'{units.convert(x, unit, to_unit):.15g}')
+
+
+def _csv_date(table, col, cell, doc):
+    """The ISO date of a cell's latest run; a replayed or quoted figure
+    takes its document's year (its first of January)."""
+    if doc is not None:
+        return f'{doc.year}-01-01'
+    date = sources.utc_date(cell.latest) if cell.latest else 'undated'
+    return '' if date == 'undated' else date
+
+
+def _csv_source(cell):
+    names = cell.inputs
+    if not names:
+        return NOT_RECORDED
+    if len(names) > 4:
+        return f'{" ".join(names[:3])} and {len(names) - 3} more reports'
+    return ' '.join(names)
+
+
+def csv_lines(table, unit_of=None):
+    """The tidy lines of ``table``: dicts of CSV_FIELDS; ``unit_of``:
+    csv_units' map (default: the table's own)."""
+    unit_of = unit_of or csv_units([table])
     published = bool(table.cells) and all(
         c.verdict == PUBLISHED for c in table.cells.values())
     doc = table.sources[0] if published and table.sources else None
     for row in table.rows:
+        unit = unit_of.get((row.metric, _family(row.unit)), row.unit)
+
+        def conv(x):
+            return _in_unit(x, row.unit, unit)
         for col in table.columns:
             cell = table.cells.get((row, col))
             if cell is None:
@@ -347,42 +445,46 @@ def csv_lines(table):
                 else MEASURED
             base = {
                 'table': table.title, 'system': col, 'kind': kind,
+                'date': _csv_date(table, col, cell, cited),
                 'benchmark': row.benchmark,
                 'version': ' '.join(sorted(table.versions.get(
-                    (row.benchmark, col), ()))),
+                    (row.benchmark, col), ()))) or NOT_RECORDED,
                 'test': row.test, 'scope': scope(row),
+                'gpu_model': cell.gpu_model or NOT_RECORDED,
                 'gpus': _opt(cell.gpus), 'nodes': _opt(cell.nodes),
-                'metric': row.metric, 'unit': row.unit,
+                'metric': row.metric, 'unit': unit,
                 'better': row.better, 'n': cell.n,
-                'spread': _opt(cell.std), 'reference': _opt(ref and ref.value),
-                'lower_bound': _opt(lo), 'upper_bound': _opt(hi),
+                'spread': _opt(conv(cell.std)),
+                'reference': _opt(conv(ref and ref.value)),
+                'lower_bound': _opt(conv(lo)), 'upper_bound': _opt(conv(hi)),
                 'judgement': cell.verdict, 'references_of': cell.judged_by,
                 'note': cell.diagnostic,
                 'runs': cell.runs, 'passed_runs': cell.passed_runs,
                 'checks': ' '.join(sorted(table.checks.get(
                     (row.benchmark, col), ()))),
-                'source': cited.short if cited else '',
+                'source': cited.short if cited else _csv_source(cell),
                 'citation': cited.key if cited else ''}
             if published:
                 yield {**base, 'statistic': 'published',
-                       'value': _opt(cell.mean)}
+                       'value': _opt(conv(cell.mean))}
                 continue
             if not cell.values:
-                yield {**base, 'statistic': 'mean', 'value': ''}
+                yield {**base, 'statistic': 'mean', 'value': MISSING}
                 continue
             for stat, value in zip(STATISTICS, (
                     cell.mean, min(cell.values), max(cell.values))):
-                yield {**base, 'statistic': stat, 'value': _opt(value)}
+                yield {**base, 'statistic': stat, 'value': _opt(conv(value))}
 
 
 def to_csv(tables):
-    """Every table as one tidy CSV (one header)."""
+    """Every table as one tidy CSV (one header, one unit per metric)."""
     tables = tables if isinstance(tables, (list, tuple)) else [tables]
+    unit_of = csv_units(tables)
     buf = io.StringIO()
     out = csv.writer(buf, lineterminator='\n')
     out.writerow(CSV_FIELDS)
     for table in tables:
-        for line in csv_lines(table):
+        for line in csv_lines(table, unit_of):
             out.writerow([line[k] if isinstance(line[k], int)
                           else _text_cell(line[k]) for k in CSV_FIELDS])
     return buf.getvalue()
@@ -395,7 +497,12 @@ def tables_from_csv(rows):
     tables = {}
 
     def number(text):
-        return float(text.lstrip("'")) if text else None
+        x = float(text.lstrip("'")) if text else math.nan
+        return None if math.isnan(x) else x
+
+    def count(text):
+        x = number(text)
+        return None if x is None else int(x)
 
     for line in rows:
         if line['statistic'] not in ('mean', 'published'):
@@ -420,8 +527,7 @@ def tables_from_csv(rows):
             failed_runs=int(line['runs']) - int(line['passed_runs']),
             diagnostic=line['note'], replay=line['kind'] == REPLAY,
             judged_by=line['references_of'],
-            gpus=int(line['gpus']) if line['gpus'] else None,
-            nodes=int(line['nodes']) if line['nodes'] else None)
+            gpus=count(line['gpus']), nodes=count(line['nodes']))
         if line['statistic'] == 'published':
             cell.spread = spread
         elif mean is not None:
@@ -444,7 +550,7 @@ def _text_cell(text):
 
 
 def _opt(x):
-    return '' if x is None else repr(x)
+    return MISSING if x is None else repr(x)
 
 
 _PATH = re.compile(r'(?<![\w.])/(?:[^\s/]+/)+([^\s/()]+)')

@@ -187,6 +187,11 @@ def document(tables, title=None, images=()):
         out.append(r'\section*{Figures}')
         out += _figures(images)
         out.append(r'\clearpage')
+    bounds = [b for t in tables for b in t.bounds]
+    if bounds:
+        out.append(rf'\section*{{{tex(formats.APPENDIX[0])}}}')
+        out.append(tex(formats.APPENDIX[1]) + r'\par')
+        out += [tex(b) + r'\par' for b in bounds]
     if docs:
         # the same entries as comparison.bib, typeset without a bibtex run
         out.append(r'\begin{thebibliography}{9}')

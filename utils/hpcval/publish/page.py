@@ -225,6 +225,13 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
                         + ''.join(f'<li>{esc(str(i))}</li>' for i in items)
                         + '</ul>')
 
+    bounds = [b for t in tables for b in t.bounds]
+    if bounds:
+        toc.append(('appendix', formats.APPENDIX[0]))
+        body.append(f'<h2 id="appendix">{esc(formats.APPENDIX[0])}</h2>'
+                    f'<p class="legend">{esc(formats.APPENDIX[1])}</p>'
+                    '<ul class="notes">' + ''.join(
+                        f'<li>{esc(b)}</li>' for b in bounds) + '</ul>')
     docs = sources.cited(tables)
     if docs:
         toc.append(('sources', 'Sources'))

@@ -256,10 +256,10 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
         for name, path in images:
             bench = name.split('-')[1] if name.count('-') else ''
             by_bench.setdefault(bench, []).append((name, path))
-        bib = formats.bibliography_md(tables)
+        extra = [formats.appendix_md(tables), formats.bibliography_md(tables)]
         return '\n'.join([formats.to_markdown(t, by_bench if i == 0 else None)
                           for i, t in enumerate(tables)] +
-                         ([bib] if bib else []))
+                         [x for x in extra if x])
     return formats.to_csv(tables)
 
 
@@ -320,7 +320,7 @@ def run(args):
         # the verdict's BOUND lines, in its words; the built-in files by
         # their place in hpcval (references/local.yaml), not on this machine
         builtin = os.path.join(paths.repo_root(), '')
-        tables[0].notes += dict.fromkeys(
+        tables[0].bounds += dict.fromkeys(
             'BOUND ' + loaded.rebanded[id(s)][0].line().replace(builtin, '')
             for s in samples
             if loaded.rebanded.get(id(s), (None,))[0] is not None)
