@@ -276,8 +276,11 @@ def test_outputs_are_never_overwritten_silently(local_run, tmp_path, capsys):
 
 
 def test_nothing_selected_is_an_error(local_run, capsys):
-    assert hpcval(local_run.path, '--system', 'frontier') == 2
-    assert 'no performance samples' in capsys.readouterr().err
+    # a --system no input holds is an input error (docs/verdict.md, the
+    # exit-status contract), naming the systems the inputs hold
+    assert hpcval(local_run.path, '--system', 'frontier') == 3
+    assert 'no such system among the inputs (known: local)' in \
+        capsys.readouterr().err
 
 
 def test_cells_aggregate_runs_and_name_reference_changes(local_run):
