@@ -68,8 +68,9 @@ setup(
         'plots': ['matplotlib>=3.10,<4'],
         # wheel: tests/test_wheel.py builds hpcval's wheel without build isolation
         # pytest-xdist: .ci/run's two workers (--dist loadgroup)
+        # pandas: the published CSV is read by both dataframe libraries
         'test': ['pytest>=7', 'pytest-xdist>=3.8', 'matplotlib>=3.10,<4',
-                 'wheel'],
+                 'wheel', 'pandas>=2'],
     },
     entry_points={'console_scripts': ['hpcval=hpcval.cli:main']},
 )
