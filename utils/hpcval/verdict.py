@@ -38,6 +38,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 
 from hpcval import drain, judgement, provenance, screen, verdict_modes
+from hpcval.verdict_refs import DATASHEET
 from hpcval.health import report as health
 from hpcval.judgement import Band
 
@@ -130,6 +131,9 @@ class Group:
     # report differs from it (hpcval.verdict_refs.Cross)
     references: str = ''
     crosschecks: list = field(default_factory=list)
+    # each figure a datasheet bound judged, no reference having an entry
+    # for it (hpcval.datasheets): a Cross whose source is the bound's
+    datasheet: list = field(default_factory=list)
     # the scheduler its cases ran under ('slurm', 'local'; 'mixed'; ''
     # not recorded): drain lines only under Slurm (hpcval.drain)
     scheduler: str = ''
@@ -453,13 +457,16 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
     label = node_label(case) if rebanded else ''
     for s in samples:
         cross, why = rebanded.get(id(s), (None, None))
+        source = ''
         if cross is not None:
-            g.crosschecks.append(replace(cross, node=label))
+            (g.datasheet if cross.judged_by == DATASHEET
+             else g.crosschecks).append(replace(cross, node=label))
+            source = cross.source if cross.judged_by == DATASHEET else ''
         by_peers = peer.get((id(case), s.metric)) if peer else None
         if by_peers is None and outcome(s) == passed:
             g.judged_passed += 1        # _judge_figure's commonest case
             continue
-        failed = _judge_figure(g, case, s, by_peers, healths, why)
+        failed = _judge_figure(g, case, s, by_peers, healths, why, source)
         failed_figure |= failed
         # ReFrame passed the case by another bound than the references'
         refs_failed |= failed and id(s) in rebanded
@@ -569,11 +576,12 @@ def _changed(node, comp, text):
         f': {text}'
 
 
-def _judge_figure(g, case, s, by_peers, healths, why=None):
+def _judge_figure(g, case, s, by_peers, healths, why=None, source=''):
     """Count one figure: against its reference (Band) and, in a node
     screen, its peers (``by_peers``: screen.PeerResult or None); True if
     it failed and is named.  ``why``: why no reference judges it, where
-    the references say so rather than the check's record."""
+    the references say so rather than the check's record; ``source``:
+    the datasheet bound's, where one judged it."""
     failed = False
     if by_peers is not None:
         g.peer_judged += 1
@@ -592,7 +600,7 @@ def _judge_figure(g, case, s, by_peers, healths, why=None):
         g.judged_failed += 1
         if outcome == judgement.PASS:
             return failed       # named above, against its peers
-        g.failures.append(_figure_failure(case, s, healths))
+        g.failures.append(_figure_failure(case, s, healths, source))
         return True
     if by_peers is not None:
         g.judged_passed += by_peers.passed
@@ -607,13 +615,17 @@ def _judge_figure(g, case, s, by_peers, healths, why=None):
     return failed
 
 
-def _figure_failure(case, s, healths):
+def _figure_failure(case, s, healths, source=''):
     band = Band.of_sample(s)
     digits = band.digits(s.value)
     component = _component(case, s.metric)
+    bound = band.bound_text(digits)
+    if source:
+        # a datasheet's bound names its peak and fraction, not '(ref ..)'
+        bound = f'{bound.rsplit(" (ref ", 1)[0]} ({source})'
     return Failure(case.system, case.partition, node_label(case),
                    component, case.test, s.metric,
-                   s.value, s.unit, band.bound_text(digits),
+                   s.value, s.unit, bound,
                    session=case.session,
                    shown=band.value_text(s.value, digits),
                    deviation=band.deviation_text(s.value),
@@ -734,6 +746,8 @@ def as_dict(verdict):
                          for t, m, r in g.unjudged]
         d['crosschecks'] = [dict(asdict(c), line=c.line())
                             for c in g.crosschecks]
+        d['datasheet'] = [dict(asdict(c), line=c.line())
+                          for c in g.datasheet]
         if g.node_provenance:
             head, differs = node_summary(g)
             d['nodes_and_gpus'], d['provenance_differs'] = head, differs
@@ -857,7 +871,8 @@ def render_text(verdict, most=20, per_node=False):
             lines.append(f'  provenance: {_provenance_line(g)}')
         lines += _capped(_gpu_lines(g.gpus), most)
         if g.references:
-            lines.append(f'  bounds: the references ({g.references}); '
+            lines.append(f'  bounds: the references ({g.references})'
+                         f'{_datasheet_part(g.datasheet)}; '
                          f'{len(g.crosschecks)} differ from the report\'s')
         lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
         lines += _capped([f'  CHANGED {c}' for c in g.changes], most)
@@ -895,6 +910,17 @@ def render_text(verdict, most=20, per_node=False):
                                              for p in verdict.problems]
     # every line is built as one line: what a name adds is escaped here
     return '\n'.join(escape(line) for line in lines) + '\n'
+
+
+def _datasheet_part(judged):
+    """', datasheet (25 figures: H100 SXM5 HBM3, ...)' where a datasheet
+    bound judged figures no reference has an entry for, else ''."""
+    if not judged:
+        return ''
+    # 'datasheet: H100 SXM5 HBM3 3.35 TB/s x 0.70' -> 'H100 SXM5 HBM3'
+    kinds = dict.fromkeys(c.source.removeprefix('datasheet: ')
+                          .rsplit(' ', 4)[0] for c in judged)
+    return f', datasheet ({len(judged)} figures: {", ".join(kinds)})'
 
 
 def _gpu_count(gpus):

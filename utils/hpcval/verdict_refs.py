@@ -23,7 +23,9 @@ and the comparison table.
 - a member's figure against its siblings on the node
   (``*_vs_siblings@*``, hpcval.peers) without a reference entry: the band
   its run recorded, where the peer rule could have made it, else the
-  rule's loosest (``peers.trusted_band``).
+  rule's loosest (``peers.trusted_band``);
+- no entry for it, and the datasheet of the node's GPU model has a bound
+  for it (hpcval.datasheets): that bound judges, per GPU.
 """
 import ast
 import functools
@@ -34,10 +36,15 @@ from dataclasses import dataclass
 
 import msgspec
 
-from hpcval import paths, peers, reference_service
+from hpcval import datasheets, paths, peers, reference_service
 from hpcval.judgement import Band
 
 REPORT, REFERENCES, NONE = 'report', 'references', 'none'
+DATASHEET = 'datasheet'
+# decide's text where the references have no entry for a figure: the
+# only case a datasheet bound may judge (an explicit absence is the
+# file's word)
+NO_ENTRY = 'none (no entry for it)'
 
 
 @dataclass
@@ -48,10 +55,15 @@ class Cross:
     report_bound: str        # 'none' where the report has none
     reference_bound: str     # 'none (why)' where no reference judges
     source: str              # the reference file and entry, or the file
-    judged_by: str           # REFERENCES or NONE
+    judged_by: str           # REFERENCES, DATASHEET or NONE
     node: str = ''           # the verdict's name of the case's node(s)
 
     def line(self):
+        if self.judged_by == DATASHEET:
+            return (f'{self.test}: {self.metric}: report bound '
+                    f'{self.report_bound}; references none (no entry for '
+                    f'it); {self.reference_bound} ({self.source}): the '
+                    f'datasheet judged it')
         by = 'the references judged it' if self.judged_by == REFERENCES \
             else 'not judged (a bound in no reference file is not trusted)'
         return (f'{self.test}: {self.metric}: report bound '
@@ -98,8 +110,12 @@ class Bounds:
     """Which bound judges each figure of a test case, by the
     hpcval.references.ReferenceSet ``refs``."""
 
-    def __init__(self, refs):
+    def __init__(self, refs, sheets=None):
+        """``sheets``: the hpcval.datasheets.Datasheets that judge a
+        figure no reference has an entry for (default: the built-in
+        file, read at the first such figure)."""
         self.refs = refs
+        self._sheets = sheets
         self._entries = {}      # case key: _CaseJudge
 
     def of_case(self, case):
@@ -148,7 +164,7 @@ class Bounds:
                     'the sibling rule (hpcval.peers)', None, report)
         if ref is None or ref.value is None:
             if ref is None:
-                return None, 'none (no entry for it)', path, \
+                return None, NO_ENTRY, path, \
                     f'no reference in {path}', report
             return None, 'none (explicitly absent)', path, \
                 f'diagnostic: explicitly absent in {path}', report
@@ -172,6 +188,26 @@ class Bounds:
                 None, report)
 
 
+    def datasheet(self, case, s, decision):
+        """apply's answer where the datasheet of ``case``'s GPU model
+        judges ``s`` (``decision``: decide's, no entry for it), else
+        None."""
+        if self._sheets is None:
+            self._sheets = datasheets.load()
+        peak = self._sheets.expected(lineage(case.check), case, s.metric)
+        if peak is None:
+            return None
+        try:
+            band = peak.band(s.unit)
+        except ValueError:      # a figure in another unit family
+            return None
+        judged = msgspec.structs.replace(
+            s, reference=band[0], lower=band[1], upper=band[2], result=None)
+        return judged, Cross(case.test, s.metric, decision[4] or 'none',
+                             Band.of(*band, s.unit).bound_text(),
+                             peak.text(), DATASHEET), None
+
+
 class _CaseJudge:
     """Bounds.judged for the test cases of one test."""
     __slots__ = ('bounds', 'refs', 'system', 'decided')
@@ -191,4 +227,9 @@ class _CaseJudge:
                 s)
         if decision[0] is REPORT:
             return s
+        if decision[1] is NO_ENTRY:
+            # the datasheet of the node's GPUs, where it has a bound
+            judged = self.bounds.datasheet(case, s, decision)
+            if judged is not None:
+                return judged
         return self.bounds.apply(case, s, decision)
