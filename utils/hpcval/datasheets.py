@@ -72,32 +72,39 @@ class Datasheets:
                         for i, f in enumerate(_list(data, 'figures', path))]
         self.models = [_model(m, i, path, sources)
                        for i, m in enumerate(_list(data, 'models', path))]
+        # a verdict asks per figure: by name, never by case
+        self._models, self._kinds = {}, {}
 
     def model(self, name):
         """The Model whose names include ``name``, or None."""
-        for model in self.models:
-            if any(p.fullmatch(name) for p in model.match):
-                return model
-        return None
+        if name not in self._models:
+            self._models[name] = next(
+                (m for m in self.models
+                 if any(p.fullmatch(name) for p in m.match)), None)
+        return self._models[name]
 
     def peak_kind(self, lineage, metric):
         """Which peak judges ``metric`` of a check whose class and base
         classes are ``lineage`` (hpcval.verdict_refs.lineage), or None."""
-        for checks, patterns, kind in self.figures:
-            if checks & set(lineage) and \
-                    any(p.fullmatch(metric) for p in patterns):
-                return kind
-        return None
+        key = (lineage, metric)
+        if key not in self._kinds:
+            self._kinds[key] = next(
+                (kind for checks, patterns, kind in self.figures
+                 if checks & set(lineage) and
+                 any(p.fullmatch(metric) for p in patterns)), None)
+        return self._kinds[key]
 
-    def expected(self, lineage, case, metric):
+    def expected(self, lineage, case, metric, gpus=None):
         """The Peak that judges ``metric`` of ``case``, or None: a figure
         no rule names, a GPU whose model is not known or not here, or
-        GPUs of different models."""
+        GPUs of different models.  ``gpus``: ``gpu_models(case)``, where
+        the caller has it."""
         base, _, gpu = metric.partition('@')
         kind = self.peak_kind(lineage, base)
         if kind is None:
             return None
-        names = _models_of(case, _indices(case, metric, gpu))
+        names = _models_of(gpus or gpu_models(case),
+                           _indices(case, metric, gpu))
         if len(names) != 1:
             return None
         model = self.model(names.pop())
@@ -122,24 +129,29 @@ def _indices(case, metric, gpu):
     return {int(n) for n in _GPU.findall(comp)}
 
 
-def _models_of(case, indices):
-    """{model name} of the GPUs ``indices`` of ``case`` (all its GPUs
-    where empty), as its health record lists them, else as its
-    provenance names the one model of its node."""
+def gpu_models(case):
+    """({index: model} of the GPUs ``case``'s health record lists, the
+    one model its provenance names or None)."""
     rec = case.extras.get('health')
     before = getattr(rec, 'before', None)
     listed = {g.index: g.model for g in getattr(before, 'gpus', ())
               if isinstance(getattr(g, 'model', None), str)}
-    if listed and all(i in listed for i in indices):
-        return {listed[i] for i in indices} if indices \
-            else set(listed.values())
     prov = case.extras.get('provenance')
     gpu = prov.get('gpu') if isinstance(prov, dict) else None
     # 'NVIDIA H100 80GB HBM3 x4'; two models are 'A x2, B x2'
     m = _PROVENANCE.fullmatch(gpu) if isinstance(gpu, str) else None
-    if m and ', ' not in gpu:
-        return {m.group(1)}
-    return set()
+    return listed, m.group(1) if m and ', ' not in gpu else None
+
+
+def _models_of(gpus, indices):
+    """{model name} of the GPUs ``indices`` (all where empty), as the
+    health record lists them, else as the provenance names the one
+    model of the node (``gpus``: gpu_models')."""
+    listed, named = gpus
+    if listed and all(i in listed for i in indices):
+        return {listed[i] for i in indices} if indices \
+            else set(listed.values())
+    return {named} if named else set()
 
 
 def _keys(data, allowed, where):

@@ -38,7 +38,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 
 from hpcval import drain, judgement, provenance, screen, verdict_modes
-from hpcval.verdict_refs import DATASHEET
+from hpcval.verdict_refs import DATASHEET, with_datasheets
 from hpcval.health import report as health
 from hpcval.judgement import Band
 
@@ -342,6 +342,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     out makes the status EXIT_INPUT.
     """
     select = select or (lambda case: True)
+    # a GPU figure no reference has an entry for: its datasheet's bound
+    with_datasheets(loaded)
     # node screen (hpcval.screen): a re-screen read with the first screen
     # judges each node by its latest run
     replaced = screen.superseded(loaded.cases)

@@ -24,8 +24,9 @@ and the comparison table.
   (``*_vs_siblings@*``, hpcval.peers) without a reference entry: the band
   its run recorded, where the peer rule could have made it, else the
   rule's loosest (``peers.trusted_band``);
-- no entry for it, and the datasheet of the node's GPU model has a bound
-  for it (hpcval.datasheets): that bound judges, per GPU.
+- in the verdict (``with_datasheets``): no entry for it, and the
+  datasheet of the node's GPU model has a bound for it
+  (hpcval.datasheets): that bound judges, per GPU.
 """
 import ast
 import functools
@@ -36,15 +37,11 @@ from dataclasses import dataclass
 
 import msgspec
 
-from hpcval import datasheets, paths, peers, reference_service
+from hpcval import datasheets, judgement, paths, peers, reference_service
 from hpcval.judgement import Band
 
 REPORT, REFERENCES, NONE = 'report', 'references', 'none'
 DATASHEET = 'datasheet'
-# decide's text where the references have no entry for a figure: the
-# only case a datasheet bound may judge (an explicit absence is the
-# file's word)
-NO_ENTRY = 'none (no entry for it)'
 
 
 @dataclass
@@ -117,6 +114,7 @@ class Bounds:
         self.refs = refs
         self._sheets = sheets
         self._entries = {}      # case key: _CaseJudge
+        self._gpus = {}         # id(case): datasheets.gpu_models(case)
 
     def of_case(self, case):
         """``judge(s, case)`` of ``case``'s figures: ``s`` where the
@@ -164,7 +162,7 @@ class Bounds:
                     'the sibling rule (hpcval.peers)', None, report)
         if ref is None or ref.value is None:
             if ref is None:
-                return None, NO_ENTRY, path, \
+                return None, 'none (no entry for it)', path, \
                     f'no reference in {path}', report
             return None, 'none (explicitly absent)', path, \
                 f'diagnostic: explicitly absent in {path}', report
@@ -187,14 +185,17 @@ class Bounds:
         return ((value, ref.lower, ref.upper), band.bound_text(), source,
                 None, report)
 
-
-    def datasheet(self, case, s, decision):
-        """apply's answer where the datasheet of ``case``'s GPU model
-        judges ``s`` (``decision``: decide's, no entry for it), else
-        None."""
+    def datasheet(self, case, s, report):
+        """(the sample judged by the datasheet of ``case``'s GPU model,
+        its Cross) where that datasheet has a bound for ``s``, else None;
+        ``report``: the report's bound as text, '' where none."""
         if self._sheets is None:
             self._sheets = datasheets.load()
-        peak = self._sheets.expected(lineage(case.check), case, s.metric)
+        gpus = self._gpus.get(id(case))
+        if gpus is None:
+            gpus = self._gpus[id(case)] = datasheets.gpu_models(case)
+        peak = self._sheets.expected(lineage(case.check), case, s.metric,
+                                     gpus)
         if peak is None:
             return None
         try:
@@ -203,9 +204,43 @@ class Bounds:
             return None
         judged = msgspec.structs.replace(
             s, reference=band[0], lower=band[1], upper=band[2], result=None)
-        return judged, Cross(case.test, s.metric, decision[4] or 'none',
+        return judged, Cross(case.test, s.metric, report or 'none',
                              Band.of(*band, s.unit).bound_text(),
-                             peak.text(), DATASHEET), None
+                             peak.text(), DATASHEET)
+
+
+def with_datasheets(loaded, sheets=None):
+    """Each figure of ``loaded`` (re-banded by ``loaded.references``)
+    that no reference has an entry for, judged by the datasheet of its
+    node's GPU model where it has a bound for it; an entry, even one
+    that says the figure has no reference, wins.  The verdict's, not the
+    comparison's: a table cell says whose references judged it."""
+    refs, by_case = getattr(loaded, 'references', None), \
+        getattr(loaded, 'by_case', None)
+    if refs is None or not by_case:
+        return
+    bounds, changed = Bounds(refs, sheets), False
+    for case in loaded.cases:
+        samples, of_case = by_case.get(id(case)) or (), None
+        for i, s in enumerate(samples):
+            if judgement.outcome(s) is not None or \
+                    peers.is_sibling_figure(s.metric):
+                continue
+            of_case = of_case or bounds.of_case(case)
+            if of_case.refs.get(s.metric.partition('@')[0]) is not None:
+                continue
+            cross = (loaded.rebanded.get(id(s)) or (None,))[0]
+            got = bounds.datasheet(case, s, cross.report_bound
+                                   if cross and cross.report_bound != 'none'
+                                   else '')
+            if got is not None:
+                loaded.rebanded.pop(id(s), None)
+                samples[i] = got[0]
+                loaded.rebanded[id(got[0])] = (got[1], None)
+                changed = True
+    if changed:
+        loaded.samples = [s for c in loaded.cases
+                          for s in by_case.get(id(c), ())]
 
 
 class _CaseJudge:
@@ -227,9 +262,4 @@ class _CaseJudge:
                 s)
         if decision[0] is REPORT:
             return s
-        if decision[1] is NO_ENTRY:
-            # the datasheet of the node's GPUs, where it has a bound
-            judged = self.bounds.datasheet(case, s, decision)
-            if judged is not None:
-                return judged
         return self.bounds.apply(case, s, decision)
