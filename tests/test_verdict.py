@@ -91,7 +91,20 @@ def _judged(report):
     return report
 
 
-def test_unjudged_figures_leave_the_run_incomplete(capsys):
+def _no_datasheet(tmp_path):
+    """The H200 report as if its GPUs were a model no datasheet has
+    (hpcval.datasheets): nothing but a reference judges its figures."""
+    report = _report()
+    for tc in _cases(report):
+        if (tc.get('hpcval_provenance') or {}).get('gpu'):
+            tc['hpcval_provenance']['gpu'] = 'NVIDIA X0 x2'
+    path = tmp_path / 'unknown_gpu.json'
+    path.write_text(json.dumps(report))
+    return str(path)
+
+
+def test_unjudged_figures_leave_the_run_incomplete(capsys, tmp_path):
+    H200 = _no_datasheet(tmp_path)
     status, out, _ = _run(capsys, H200)
     assert status == verdict.EXIT_INCOMPLETE
     assert out.startswith('hpcval verdict: INCOMPLETE (exit 2)')
