@@ -7,8 +7,9 @@ which test cases were skipped and why.  Every failure is one line naming
 the component (the node from the job's node list, a GPU, a GPU pair or
 link, as the check recorded it), the metric, the value and the bound.
 Each figure is judged by the references (the installed ones or those
-given; hpcval.verdict_refs), the bound the report carries only a
-cross-check named where it differs (docs/verdict.md).
+given; hpcval.verdict_refs), a GPU figure none has an entry for by its
+model's datasheet (hpcval.datasheets), the bound the report carries only
+a cross-check named where it differs (docs/verdict.md).
 
 Exit status, for automation:
 
