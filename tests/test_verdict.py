@@ -104,8 +104,8 @@ def _no_datasheet(tmp_path):
 
 
 def test_unjudged_figures_leave_the_run_incomplete(capsys, tmp_path):
-    H200 = _no_datasheet(tmp_path)
-    status, out, _ = _run(capsys, H200)
+    report = _no_datasheet(tmp_path)
+    status, out, _ = _run(capsys, report)
     assert status == verdict.EXIT_INCOMPLETE
     assert out.startswith('hpcval verdict: INCOMPLETE (exit 2)')
     assert 'local:default: 5 test cases (5 passed, 0 failed, 0 skipped)' in out
@@ -114,8 +114,9 @@ def test_unjudged_figures_leave_the_run_incomplete(capsys, tmp_path):
             'copy@gpu1, mul and 11 more') in out
     assert '42 figure(s) without a reference' in out
     # nothing judged at all is never a pass
-    assert _run(capsys, H200, '--allow-unjudged')[0] == verdict.EXIT_INCOMPLETE
-    status, out, _ = _run(capsys, H200, '--strict')
+    assert _run(capsys, report, '--allow-unjudged')[0] == \
+        verdict.EXIT_INCOMPLETE
+    status, out, _ = _run(capsys, report, '--strict')
     assert status == verdict.EXIT_FAILED
 
 
