@@ -4,6 +4,7 @@ committed real captures, each test changing one figure of one report."""
 import glob
 import json
 import pathlib
+import re
 
 import pytest
 
@@ -197,3 +198,34 @@ def test_every_healthy_capture_passes_its_datasheet():
               if id(loaded.rebanded.get(id(s), (None,))[0]) in judged
               and verdict.judgement.outcome(s) != verdict.judgement.PASS]
     assert not failed
+
+
+def test_an_explicit_absence_wins_over_the_datasheet(tmp_path):
+    # an entry that says the figure has no reference is the file's word
+    refs = tmp_path / 'local.yaml'
+    refs.write_text((ROOT / 'references' / 'local.yaml').read_text()
+                    .rstrip('\n') + '\n'
+                    '  - check: BabelStreamCudaCheck\n'
+                    '    metrics:\n'
+                    '      copy: {value: null, unit: MB/s, source: none}\n')
+    g, = _verdict(PREBUILT, [str(refs)]).groups
+    judged = {c.metric for c in g.datasheet}
+    assert 'copy' not in judged and 'copy@gpu0' not in judged
+    assert 'mul@gpu0' in judged
+
+
+@pytest.mark.parametrize('change, named', [
+    (('unit: TB/s, fraction: 0.70', 'unit: TB/s, fraction: 1.70'),
+     'models[0].hbm.fraction: at most 1'),
+    (('sources: [scaleway-h100]}', 'sources: [nowhere]}'),
+     'models[0].hbm.sources'),
+    (('    peak: hbm\n', '    peak: flops\n'), 'figures[0].peak'),
+])
+def test_a_malformed_datasheet_file_is_refused_naming_the_key(
+        tmp_path, change, named):
+    text = pathlib.Path(datasheets.default_path()).read_text()
+    assert change[0] in text
+    path = tmp_path / 'datasheets.yaml'
+    path.write_text(text.replace(change[0], change[1], 1))
+    with pytest.raises(datasheets.DatasheetError, match=re.escape(named)):
+        datasheets.load(str(path))
