@@ -229,3 +229,14 @@ def test_a_malformed_datasheet_file_is_refused_naming_the_key(
     path.write_text(text.replace(change[0], change[1], 1))
     with pytest.raises(datasheets.DatasheetError, match=re.escape(named)):
         datasheets.load(str(path))
+
+
+def test_a_datasheet_file_that_does_not_load_is_exit_3(tmp_path, capsys,
+                                                       monkeypatch):
+    from hpcval import cli
+    broken = tmp_path / 'datasheets.yaml'
+    broken.write_text('models: [\n')
+    monkeypatch.setattr(datasheets, 'default_path', lambda: str(broken))
+    assert cli.main(['verdict', str(PREBUILT)]) == verdict.EXIT_INPUT
+    out = capsys.readouterr().out
+    assert f'{broken}: cannot read' in out and 'inputs left out' in out

@@ -237,12 +237,15 @@ def default_path():
                         'datasheets.yaml')
 
 
-@functools.lru_cache(maxsize=4)
 def load(path=None):
     """The Datasheets of ``path`` (default: the built-in file); an
     unreadable or malformed file is a DatasheetError: never judged
     without."""
-    path = path or default_path()
+    return _load(path or default_path())
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path):
     try:
         with open(path, encoding='utf-8') as f:
             data = yaml.safe_load(f)

@@ -219,6 +219,13 @@ def with_datasheets(loaded, sheets=None):
         getattr(loaded, 'by_case', None)
     if refs is None or not by_case:
         return
+    try:
+        sheets = sheets or datasheets.load()
+    except datasheets.DatasheetError as err:
+        # never judged without it: an input the verdict lacks (exit 3)
+        loaded.problems.append(f'{err}: GPU figures no reference has an '
+                               f'entry for are not judged by it')
+        return
     bounds, changed = Bounds(refs, sheets), False
     for case in loaded.cases:
         samples, of_case = by_case.get(id(case)) or (), None
