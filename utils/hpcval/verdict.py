@@ -39,9 +39,9 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 
 from hpcval import drain, judgement, provenance, screen, verdict_modes
-from hpcval.verdict_refs import DATASHEET, with_datasheets
 from hpcval.health import report as health
 from hpcval.judgement import Band
+from hpcval.verdict_refs import DATASHEET, with_datasheets
 
 # the monitoring plugins' convention (Nagios, Icinga, Naemon: 0 OK,
 # 1 WARNING, 2 CRITICAL, 3 UNKNOWN) for 3; 1 and 2 are the verdict's own
