@@ -91,8 +91,21 @@ def _judged(report):
     return report
 
 
-def test_unjudged_figures_leave_the_run_incomplete(capsys):
-    status, out, _ = _run(capsys, H200)
+def _no_datasheet(tmp_path):
+    """The H200 report as if its GPUs were a model no datasheet has
+    (hpcval.datasheets): nothing but a reference judges its figures."""
+    report = _report()
+    for tc in _cases(report):
+        if (tc.get('hpcval_provenance') or {}).get('gpu'):
+            tc['hpcval_provenance']['gpu'] = 'NVIDIA X0 x2'
+    path = tmp_path / 'unknown_gpu.json'
+    path.write_text(json.dumps(report))
+    return str(path)
+
+
+def test_unjudged_figures_leave_the_run_incomplete(capsys, tmp_path):
+    report = _no_datasheet(tmp_path)
+    status, out, _ = _run(capsys, report)
     assert status == verdict.EXIT_INCOMPLETE
     assert out.startswith('hpcval verdict: INCOMPLETE (exit 2)')
     assert 'local:default: 5 test cases (5 passed, 0 failed, 0 skipped)' in out
@@ -101,8 +114,9 @@ def test_unjudged_figures_leave_the_run_incomplete(capsys):
             'copy@gpu1, mul and 11 more') in out
     assert '42 figure(s) without a reference' in out
     # nothing judged at all is never a pass
-    assert _run(capsys, H200, '--allow-unjudged')[0] == verdict.EXIT_INCOMPLETE
-    status, out, _ = _run(capsys, H200, '--strict')
+    assert _run(capsys, report, '--allow-unjudged')[0] == \
+        verdict.EXIT_INCOMPLETE
+    status, out, _ = _run(capsys, report, '--strict')
     assert status == verdict.EXIT_FAILED
 
 

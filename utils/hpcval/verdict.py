@@ -7,8 +7,9 @@ which test cases were skipped and why.  Every failure is one line naming
 the component (the node from the job's node list, a GPU, a GPU pair or
 link, as the check recorded it), the metric, the value and the bound.
 Each figure is judged by the references (the installed ones or those
-given; hpcval.verdict_refs), the bound the report carries only a
-cross-check named where it differs (docs/verdict.md).
+given; hpcval.verdict_refs), a GPU figure none has an entry for by its
+model's datasheet (hpcval.datasheets), the bound the report carries only
+a cross-check named where it differs (docs/verdict.md).
 
 Exit status, for automation:
 
@@ -42,6 +43,7 @@ from hpcval import (drain, judgement, provenance, retries, screen,
                     verdict_modes, verdict_refs)
 from hpcval.health import report as health
 from hpcval.judgement import Band
+from hpcval.verdict_refs import DATASHEET, with_datasheets
 
 # the monitoring plugins' convention (Nagios, Icinga, Naemon: 0 OK,
 # 1 WARNING, 2 CRITICAL, 3 UNKNOWN) for 3; 1 and 2 are the verdict's own
@@ -144,6 +146,9 @@ class Group:
     # words ('' where the file states none: hpcval.references.FalseAlarms)
     false_alarms: str = ''
     crosschecks: list = field(default_factory=list)
+    # each figure a datasheet bound judged, no reference having an entry
+    # for it (hpcval.datasheets): a Cross whose source is the bound's
+    datasheet: list = field(default_factory=list)
     # the scheduler its cases ran under ('slurm', 'local'; 'mixed'; ''
     # not recorded): drain lines only under Slurm (hpcval.drain)
     scheduler: str = ''
@@ -360,6 +365,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     # (hpcval.screen): a re-screen read with the first screen judges each
     # node by its latest run
     earlier, first_runs = retries.runs(loaded.cases)
+    # a GPU figure no reference has an entry for: its datasheet's bound
+    with_datasheets(loaded)
     replaced = earlier | screen.superseded(
         [c for c in loaded.cases if id(c) not in earlier]
         if earlier else loaded.cases)
@@ -481,8 +488,11 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
     before = {s.metric: s for s in first[1]} if first else {}
     for s in samples:
         cross, why = rebanded.get(id(s), (None, None))
+        source = ''
         if cross is not None:
-            g.crosschecks.append(replace(cross, node=label))
+            (g.datasheet if cross.judged_by == DATASHEET
+             else g.crosschecks).append(replace(cross, node=label))
+            source = cross.source if cross.judged_by == DATASHEET else ''
         by_peers = peer.get((id(case), s.metric)) if peer else None
         was = before.get(s.metric)
         if by_peers is None and outcome(s) == passed:
@@ -491,7 +501,8 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
                 g.intermittent.append(_intermittent(first[0], was, s,
                                                     healths))
             continue
-        failed = _judge_figure(g, case, s, by_peers, healths, why, was)
+        failed = _judge_figure(g, case, s, by_peers, healths, why, was,
+                               source)
         if not failed and was is not None and \
                 outcome(was) == judgement.FAIL:
             g.intermittent.append(_intermittent(first[0], was, s, healths))
@@ -651,12 +662,14 @@ def _changed(node, comp, text):
         f': {text}'
 
 
-def _judge_figure(g, case, s, by_peers, healths, why=None, was=None):
+def _judge_figure(g, case, s, by_peers, healths, why=None, was=None,
+                  source=''):
     """Count one figure: against its reference (Band) and, in a node
     screen, its peers (``by_peers``: screen.PeerResult or None); True if
     it failed and is named.  ``why``: why no reference judges it, where
     the references say so rather than the check's record; ``was``: the
-    figure's first run, where this is its re-measure."""
+    figure's first run, where this is its re-measure; ``source``: the
+    datasheet bound's, where one judged it."""
     failed = False
     if by_peers is not None:
         g.peer_judged += 1
@@ -675,7 +688,7 @@ def _judge_figure(g, case, s, by_peers, healths, why=None, was=None):
         g.judged_failed += 1
         if outcome == judgement.PASS:
             return failed       # named above, against its peers
-        g.failures.append(_figure_failure(case, s, healths, was))
+        g.failures.append(_figure_failure(case, s, healths, was, source))
         return True
     if by_peers is not None:
         g.judged_passed += by_peers.passed
@@ -690,17 +703,21 @@ def _judge_figure(g, case, s, by_peers, healths, why=None, was=None):
     return failed
 
 
-def _figure_failure(case, s, healths, was=None):
+def _figure_failure(case, s, healths, was=None, source=''):
     """The FAIL line of figure ``s``; ``was``: its first run, shown
-    beside it."""
+    beside it; ``source``: the datasheet bound's, where one judged it."""
     band = Band.of_sample(s)
     digits = band.digits(s.value)
     first = band.value_text(was.value, band.digits(was.value)) \
         if was is not None else ''
     component = _component(case, s.metric)
+    bound = band.bound_text(digits)
+    if source:
+        # a datasheet's bound names its peak and fraction, not '(ref ..)'
+        bound = f'{bound.rsplit(" (ref ", 1)[0]} ({source})'
     return Failure(case.system, case.partition, node_label(case),
                    component, case.test, s.metric,
-                   s.value, s.unit, band.bound_text(digits),
+                   s.value, s.unit, bound,
                    session=case.session,
                    shown=band.value_text(s.value, digits),
                    deviation=band.deviation_text(s.value),
@@ -835,6 +852,8 @@ def as_dict(verdict):
                          for t, m, r in g.unjudged]
         d['crosschecks'] = [dict(asdict(c), line=c.line())
                             for c in g.crosschecks]
+        d['datasheet'] = [dict(asdict(c), line=c.line())
+                          for c in g.datasheet]
         if g.node_provenance:
             head, differs = node_summary(g)
             d['nodes_and_gpus'], d['provenance_differs'] = head, differs
@@ -962,7 +981,8 @@ def render_text(verdict, most=20, per_node=False):
                 else '' if g.references == 'none' else \
                 '; no false-alarm rate stated'
             lines.append(f'  bounds: the references ({g.references}{rate})'
-                         f'; {len(g.crosschecks)} differ from the report\'s')
+                         f'{_datasheet_part(g.datasheet)}; '
+                         f'{len(g.crosschecks)} differ from the report\'s')
         lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
         lines += _capped([f'  INTERMITTENT {f.line()}'
                           for f in g.intermittent], most)
@@ -1001,6 +1021,17 @@ def render_text(verdict, most=20, per_node=False):
                                              for p in verdict.problems]
     # every line is built as one line: what a name adds is escaped here
     return '\n'.join(escape(line) for line in lines) + '\n'
+
+
+def _datasheet_part(judged):
+    """', datasheet (25 figures: H100 SXM5 HBM3, ...)' where a datasheet
+    bound judged figures no reference has an entry for, else ''."""
+    if not judged:
+        return ''
+    # 'datasheet: H100 SXM5 HBM3 3.35 TB/s x 0.70' -> 'H100 SXM5 HBM3'
+    kinds = dict.fromkeys(c.source.removeprefix('datasheet: ')
+                          .rsplit(' ', 4)[0] for c in judged)
+    return f', datasheet ({len(judged)} figures: {", ".join(kinds)})'
 
 
 def _gpu_count(gpus):

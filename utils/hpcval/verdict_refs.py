@@ -23,7 +23,10 @@ and the comparison table.
 - a member's figure against its siblings on the node
   (``*_vs_siblings@*``, hpcval.peers) without a reference entry: the band
   its run recorded, where the peer rule could have made it, else the
-  rule's loosest (``peers.trusted_band``).
+  rule's loosest (``peers.trusted_band``);
+- in the verdict (``with_datasheets``): no entry for it, and the
+  datasheet of the node's GPU model has a bound for it
+  (hpcval.datasheets): that bound judges, per GPU.
 """
 import ast
 import functools
@@ -34,10 +37,11 @@ from dataclasses import dataclass
 
 import msgspec
 
-from hpcval import paths, peers, reference_service
+from hpcval import datasheets, judgement, paths, peers, reference_service
 from hpcval.judgement import Band
 
 REPORT, REFERENCES, NONE = 'report', 'references', 'none'
+DATASHEET = 'datasheet'
 
 
 @dataclass
@@ -48,10 +52,15 @@ class Cross:
     report_bound: str        # 'none' where the report has none
     reference_bound: str     # 'none (why)' where no reference judges
     source: str              # the reference file and entry, or the file
-    judged_by: str           # REFERENCES or NONE
+    judged_by: str           # REFERENCES, DATASHEET or NONE
     node: str = ''           # the verdict's name of the case's node(s)
 
     def line(self):
+        if self.judged_by == DATASHEET:
+            return (f'{self.test}: {self.metric}: report bound '
+                    f'{self.report_bound}; references none (no entry for '
+                    f'it); {self.reference_bound} ({self.source}): the '
+                    f'datasheet judged it')
         by = 'the references judged it' if self.judged_by == REFERENCES \
             else 'not judged (a bound in no reference file is not trusted)'
         return (f'{self.test}: {self.metric}: report bound '
@@ -98,9 +107,14 @@ class Bounds:
     """Which bound judges each figure of a test case, by the
     hpcval.references.ReferenceSet ``refs``."""
 
-    def __init__(self, refs):
+    def __init__(self, refs, sheets=None):
+        """``sheets``: the hpcval.datasheets.Datasheets that judge a
+        figure no reference has an entry for (default: the built-in
+        file, read at the first such figure)."""
         self.refs = refs
+        self._sheets = sheets
         self._entries = {}      # case key: _CaseJudge
+        self._gpus = {}         # id(case): datasheets.gpu_models(case)
 
     def of_case(self, case):
         """``judge(s, case)`` of ``case``'s figures: ``s`` where the
@@ -170,6 +184,70 @@ class Bounds:
             return REPORT, '', '', None, report
         return ((value, ref.lower, ref.upper), band.bound_text(), source,
                 None, report)
+
+    def datasheet(self, case, s, report):
+        """(the sample judged by the datasheet of ``case``'s GPU model,
+        its Cross) where that datasheet has a bound for ``s``, else None;
+        ``report``: the report's bound as text, '' where none."""
+        if self._sheets is None:
+            self._sheets = datasheets.load()
+        gpus = self._gpus.get(id(case))
+        if gpus is None:
+            gpus = self._gpus[id(case)] = datasheets.gpu_models(case)
+        peak = self._sheets.expected(lineage(case.check), case, s.metric,
+                                     gpus)
+        if peak is None:
+            return None
+        try:
+            band = peak.band(s.unit)
+        except ValueError:      # a figure in another unit family
+            return None
+        judged = msgspec.structs.replace(
+            s, reference=band[0], lower=band[1], upper=band[2], result=None)
+        return judged, Cross(case.test, s.metric, report or 'none',
+                             Band.of(*band, s.unit).bound_text(),
+                             peak.text(), DATASHEET)
+
+
+def with_datasheets(loaded, sheets=None):
+    """Each figure of ``loaded`` (re-banded by ``loaded.references``)
+    that no reference has an entry for, judged by the datasheet of its
+    node's GPU model where it has a bound for it; an entry, even one
+    that says the figure has no reference, wins.  The verdict's, not the
+    comparison's: a table cell says whose references judged it."""
+    refs, by_case = getattr(loaded, 'references', None), \
+        getattr(loaded, 'by_case', None)
+    if refs is None or not by_case:
+        return
+    try:
+        sheets = sheets or datasheets.load()
+    except datasheets.DatasheetError as err:
+        # never judged without it: an input the verdict lacks (exit 3)
+        loaded.problems.append(f'{err}: GPU figures no reference has an '
+                               f'entry for are not judged by it')
+        return
+    bounds, changed = Bounds(refs, sheets), False
+    for case in loaded.cases:
+        samples, of_case = by_case.get(id(case)) or (), None
+        for i, s in enumerate(samples):
+            if judgement.outcome(s) is not None or \
+                    peers.is_sibling_figure(s.metric):
+                continue
+            of_case = of_case or bounds.of_case(case)
+            if of_case.refs.get(s.metric.partition('@')[0]) is not None:
+                continue
+            cross = (loaded.rebanded.get(id(s)) or (None,))[0]
+            got = bounds.datasheet(case, s, cross.report_bound
+                                   if cross and cross.report_bound != 'none'
+                                   else '')
+            if got is not None:
+                loaded.rebanded.pop(id(s), None)
+                samples[i] = got[0]
+                loaded.rebanded[id(got[0])] = (got[1], None)
+                changed = True
+    if changed:
+        loaded.samples = [s for c in loaded.cases
+                          for s in by_case.get(id(c), ())]
 
 
 class _CaseJudge:
