@@ -96,6 +96,13 @@ SETS = [
                              'healthy*.json'),
                faults={str(CAP / 'h100_calib' / 'reports' / f'{name}.json'):
                        'GPU 0' for name in ('gpu0_loaded', 'gpu0_pcie_x8')}),
+    # day one: the same node before any calibration, by the built-in
+    # references and its GPU model's datasheet (references/hardware)
+    CaptureSet('h100x1 day one', '1 x H100 80GB HBM3, no calibration',
+               healthy=_glob(CAP / 'h100_calib' / 'reports',
+                             'healthy*.json'),
+               faults={str(CAP / 'h100_calib' / 'reports' /
+                           'gpu0_loaded.json'): 'GPU 0'}),
     CaptureSet('h200x2', '2 x H200',
                baselines=_glob(CAP / 'h200x2' / 'validation' / 'reports',
                                'baseline*.json'),
@@ -202,9 +209,12 @@ def bands(paths_, refs):
     from hpcval import references
     from hpcval.judgement import Band
     from hpcval.publish import results
+    from hpcval import verdict_refs
     given = references.ReferenceSet.given([refs] if refs else None)
+    loaded = results.load(paths_, bounds=given)
+    verdict_refs.with_datasheets(loaded)    # as the verdict judges them
     out = {}
-    for s in results.load(paths_, bounds=given).samples:
+    for s in loaded.samples:
         band = Band.of_sample(s)
         if band is not None and not band.problem():
             out[(s.case.test, s.metric)] = band.limits()

@@ -129,13 +129,14 @@ def test_each_gpu_is_judged_against_its_own_model(tmp_path):
 
 
 def test_a_host_link_at_half_its_generation_fails(tmp_path):
-    # 25 GB/s GPU to host: what a Gen4 or x8 link carries, not Gen5 x16
+    # 25 GB/s GPU to host: under what a Gen5 x16 link carries on a healthy
+    # node, its host disturbed included (0.47 of peak, h100_calib)
     path = _mutated(tmp_path, HEALTHY, 'TransferBenchCudaCheck',
                     'uni_gpu_to_cpu', 25.0)
     f, = _verdict(path).failures()
     assert f.metric == 'uni_gpu_to_cpu'
     assert f.bound == \
-        '>= 31.5 GB/s (datasheet: H100 SXM5 PCIe Gen5 x16 63 GB/s x 0.50)'
+        '>= 25.2 GB/s (datasheet: H100 SXM5 PCIe Gen5 x16 63 GB/s x 0.40)'
 
 
 def test_a_gpu_pair_off_nvlink_fails_naming_the_link(tmp_path):
