@@ -144,21 +144,44 @@ def test_reframe_names_of_slurm_partitions():
     assert names == ['agro_b', 'agro_b_2', 'p_1gpu', 'gpu_big']
 
 
-def _fake_slurm(tmp_path, nodes='minicluster_nodes.txt'):
-    """scontrol and sinfo that print the fixtures."""
+_OUTPUTS = {'partitions': 'minicluster_partitions.txt',
+            'nodes': 'minicluster_nodes.txt',
+            'states': 'minicluster_sinfo.txt',
+            'config': 'minicluster_config.txt',
+            'mpi': 'minicluster_mpi_list.txt'}
+
+
+def _fake_slurm(tmp_path, **outputs):
+    """scontrol, sinfo and srun that print the minicluster's fixtures, or
+    what ``outputs`` gives (a fixture's name, or bytes) by output."""
     bin_dir = tmp_path / 'bin'
     bin_dir.mkdir()
+    files = {}
+    for key, default in _OUTPUTS.items():
+        given = outputs.get(key, default)
+        if isinstance(given, bytes):
+            files[key] = tmp_path / f'{key}.out'
+            files[key].write_bytes(given)
+        else:
+            files[key] = FIX / given
     (bin_dir / 'scontrol').write_text(
         '#!/bin/sh\ncase "$2" in\n'
-        f'  partition) cat {FIX / "minicluster_partitions.txt"} ;;\n'
-        f'  node) cat {FIX / nodes} ;;\n'
-        '  config) echo "ClusterName             = minicluster" ;;\n'
+        f'  partition) cat {files["partitions"]} ;;\n'
+        f'  node) cat {files["nodes"]} ;;\n'
+        f'  config) cat {files["config"]} ;;\n'
         '  *) exit 1 ;;\nesac\n')
-    (bin_dir / 'sinfo').write_text(
-        f'#!/bin/sh\ncat {FIX / "minicluster_sinfo.txt"}\n')
+    (bin_dir / 'sinfo').write_text(f'#!/bin/sh\ncat {files["states"]}\n')
+    (bin_dir / 'srun').write_text(f'#!/bin/sh\ncat {files["mpi"]}\n')
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
     return dict(os.environ, PATH=f'{bin_dir}:{os.environ["PATH"]}')
+
+
+def _bytes(name, old, new):
+    """Fixture ``name`` with its first ``old`` (bytes) made ``new``."""
+    data = (FIX / name).read_bytes()
+    assert old in data
+    return data.replace(old, new, 1)
 
 
 def _init(env, *args):
@@ -266,3 +289,82 @@ def test_a_field_given_twice_is_refused():
         'RealMemory=1000 ', 'RealMemory=1000 CPUTot=64 ', 1)
     with pytest.raises(SlurmOutputError, match='CPUTot= given twice'):
         slurm_describe.nodes(text)
+
+
+# -- admin text, sizes and numbers (issue 48 item 4) ----------------------
+
+def test_a_latin1_byte_in_a_reason_is_read_and_reported(tmp_path):
+    env = _fake_slurm(
+        tmp_path, partitions='zabbix_slurm_partitions.txt', states=b'',
+        nodes=_bytes('zabbix_slurm_nodes.txt', b'maintenance scheduled',
+                     b'maintenance r\xe9seau'))
+    cluster = slurm_describe.from_slurm(env=env)
+    compute = cluster.partitions[0]
+    assert dict(compute.unavailable)['n005'].startswith(
+        'idle+drain: hardware maintenance r?seau')
+    assert cluster.warnings == ('scontrol show node -o: 1 place(s) whose '
+                                'bytes were no UTF-8, read as ?',)
+    assert 'warning: scontrol show node -o: 1 place(s)' in \
+        '\n'.join(site_from_slurm.summary(cluster))
+
+
+def test_a_reason_holding_a_form_feed_stays_in_its_record():
+    text = _text('zabbix_slurm_nodes.txt').replace(
+        'maintenance scheduled', 'maintenance\fscheduled', 1)
+    [n005] = [n for n in slurm_describe.nodes(text) if n.name == 'n005']
+    assert n005.reason.startswith('hardware maintenance?scheduled')
+
+
+@pytest.mark.parametrize('reason', ['disk | fan', 'page\fbreak'])
+def test_a_sinfo_reason_holding_a_bar_or_form_feed(reason):
+    text = _text('minicluster_sinfo.txt').replace(
+        'n1|debug|idle|none', f'n1|debug|drained|{reason}', 1)
+    assert slurm_describe.states(text)['n1'] == (
+        'drained', reason.replace('\f', '?'))
+
+
+def test_more_output_than_the_most_read_is_refused(tmp_path, monkeypatch):
+    env = _fake_slurm(tmp_path)
+    size = len((FIX / 'minicluster_nodes.txt').read_bytes())
+    monkeypatch.setattr(slurm_describe, 'MAX_OUTPUT', size - 1)
+    with pytest.raises(SlurmOutputError, match=rf'scontrol show node -o: '
+                       rf'more than {size - 1} bytes of output'):
+        slurm_describe.run('nodes', env)
+    monkeypatch.setattr(slurm_describe, 'MAX_OUTPUT', size)
+    assert slurm_describe.run('nodes', env)[0] == _text(
+        'minicluster_nodes.txt')
+
+
+def test_a_max_time_of_5000_digits_exits_3(tmp_path):
+    env = _fake_slurm(tmp_path, partitions=_bytes(
+        'minicluster_partitions.txt', b'MaxTime=UNLIMITED',
+        b'MaxTime=' + b'9' * 5000))
+    proc = _init(env, str(tmp_path / 'site'), '--from-slurm', '--name', 'x')
+    assert proc.returncode == 3, proc.stderr
+    assert "partition debug: MaxTime='99999999999999999999...' is not a " \
+        "value Slurm prints" in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and 'unexpected' not in \
+        proc.stderr
+    assert not (tmp_path / 'site').exists()
+
+
+@pytest.mark.parametrize('max_time, limit', [
+    ('UNLIMITED', '30m'), ('00:20:00', '20m'), ('1-00:00:00', '30m'),
+    ('15', '15m')])
+def test_max_time_forms(max_time, limit):
+    text = _text('minicluster_partitions.txt').replace(
+        'MaxTime=UNLIMITED', f'MaxTime={max_time}', 1)
+    cluster = slurm_describe.describe('mc', text,
+                                      _text('minicluster_nodes.txt'))
+    assert site_from_slurm._time_limit(cluster.partitions[0]) == limit
+
+
+def test_a_node_listed_twice_is_refused():
+    # n2's record replaced by a second n1: the partition count still fits
+    lines = _text('minicluster_nodes.txt').split('\n')
+    n2 = next(i for i, line in enumerate(lines)
+              if line.startswith('NodeName=n2 '))
+    lines[n2] = next(line for line in lines if line.startswith('NodeName=n1 '))
+    with pytest.raises(SlurmOutputError, match=r'node\(s\) n1 listed more '
+                       r'than once'):
+        slurm_describe.nodes('\n'.join(lines))

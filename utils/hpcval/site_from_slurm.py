@@ -45,7 +45,10 @@ def reframe_name(slurm_name, taken):
 
 
 def _minutes(max_time):
-    """Slurm's MaxTime in minutes, or None when unlimited."""
+    """Slurm's MaxTime in minutes, or None when unlimited (its form and
+    digits checked by slurm_describe.partitions)."""
+    if max_time.isdigit():
+        return int(max_time)
     m = re.fullmatch(r'(?:(\d+)-)?(\d+):(\d+):(\d+)', max_time)
     if not m:
         m2 = re.fullmatch(r'(\d+):(\d+)', max_time)
@@ -233,6 +236,7 @@ def summary(cluster):
         lines += [f'  unavailable: {node} ({why})'
                   for node, why in part.unavailable]
     lines += [f'left out: {note}' for note in cluster.notes]
+    lines += [f'warning: {note}' for note in cluster.warnings]
     return lines
 
 
