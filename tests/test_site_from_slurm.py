@@ -9,6 +9,7 @@ runs against fake ``scontrol``/``sinfo`` that print those fixtures, and,
 in the last test, against the minicluster with a GPU partition, whose
 system ReFrame then loads and lists the checks of per partition.
 """
+import dataclasses
 import os
 import subprocess
 
@@ -368,3 +369,44 @@ def test_a_node_listed_twice_is_refused():
     with pytest.raises(SlurmOutputError, match=r'node\(s\) n1 listed more '
                        r'than once'):
         slurm_describe.nodes('\n'.join(lines))
+
+
+# -- the PMI srun gives MPI ranks (issue 49 item 7) -----------------------
+
+def _with_mpi(default, listed):
+    return dataclasses.replace(
+        _minicluster(), mpi_default=default, mpi_types=listed)
+
+
+def test_the_minicluster_captures_give_pmi2_to_every_partition():
+    listed = slurm_describe.mpi_types(_text('minicluster_mpi_list.txt'))
+    assert listed == ('pmix', 'none', 'cray_shasta', 'pmi2', 'pmix_v4')
+    default = slurm_describe.mpi_default(_text('minicluster_config.txt'))
+    assert default == 'none'
+    module = site_from_slurm.render(_with_mpi(default, listed),
+                                    'mcsite')['systems/mcsite.py']
+    # what srun reads as --mpi in every job of every partition
+    scope = {}
+    exec(compile(module, 'mcsite.py', 'exec'), scope)
+    assert [p['env_vars'] for p in scope['system']['partitions']] == \
+        [[['SLURM_MPI_TYPE', 'pmi2']]] * 2
+    assert '# MPI: srun --mpi=pmi2, from the PyPI MPICH wheel' in module
+
+
+def test_slurms_mpi_default_is_kept():
+    config = _text('minicluster_config.txt').replace(
+        'MpiDefault              = none', 'MpiDefault              = pmix', 1)
+    cluster = _with_mpi(slurm_describe.mpi_default(config), ())
+    assert site_from_slurm.pmi(cluster)[0] == 'pmix'
+
+
+def test_no_pmi_is_written_as_the_line_to_add():
+    # srun --mpi=list printed nothing usable, MpiDefault=none
+    cluster = _with_mpi('none', ('none',))
+    module = site_from_slurm.render(cluster, 'mcsite')['systems/mcsite.py']
+    compile(module, 'mcsite.py', 'exec')
+    assert '**mpi(' not in module.split('# Add to each partition')[1].split(
+        '\n', 1)[1]
+    assert "# NO PMI: MpiDefault=none, srun --mpi=list: none" in module
+    assert "# Add to each partition: **mpi(NAME, pmi='TYPE')" in module
+    assert 'warning: no PMI' in '\n'.join(site_from_slurm.summary(cluster))
