@@ -192,13 +192,13 @@ def _init(env, *args):
 
 
 def test_dry_run_writes_nothing(tmp_path):
-    env = _fake_slurm(tmp_path)
+    env = _fake_slurm(tmp_path, config=_bytes(
+        'minicluster_config.txt', b'= minicluster\n', b'= mc\n'))
     proc = _init(env, str(tmp_path / 'site'), '--from-slurm', '--dry-run')
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / 'site').exists()
-    assert "NAME = 'minicluster'" in proc.stdout      # Slurm's ClusterName
-    assert 'references/minicluster.yaml (not written: --dry-run)' in \
-        proc.stdout
+    assert "NAME = 'mc'" in proc.stdout      # Slurm's ClusterName
+    assert 'references/mc.yaml (not written: --dry-run)' in proc.stdout
 
 
 def test_unusable_output_exits_3_and_writes_nothing(tmp_path):
@@ -410,3 +410,38 @@ def test_no_pmi_is_written_as_the_line_to_add():
     assert "# NO PMI: MpiDefault=none, srun --mpi=list: none" in module
     assert "# Add to each partition: **mpi(NAME, pmi='TYPE')" in module
     assert 'warning: no PMI' in '\n'.join(site_from_slurm.summary(cluster))
+
+
+# -- a built-in system's name (issue 48 item 4) ---------------------------
+
+def test_a_built_in_systems_name_is_refused_unless_replaced(tmp_path):
+    env = _fake_slurm(tmp_path)        # ClusterName = minicluster
+    proc = _init(env, str(tmp_path / 'site'), '--from-slurm')
+    assert proc.returncode == 3
+    assert proc.stderr == (
+        "hpcval site init --from-slurm: system name 'minicluster' is "
+        "hpcval's built-in system minicluster: give the site's another "
+        "with --name NAME, or --replace to replace the built-in one; "
+        "nothing written\n")
+    assert not (tmp_path / 'site').exists()
+    files = site_from_slurm.render(_minicluster(), 'minicluster',
+                                   replace=True)
+    # the built-in figures are another cluster's: none is layered
+    assert yaml.safe_load(files['references/minicluster.yaml'])['replace']
+
+
+def test_a_site_reference_file_is_called_layered(tmp_path, monkeypatch):
+    import io
+    from hpcval import paths
+    site = tmp_path / 'site'
+    for kind in ('checks', 'references', 'systems'):
+        (site / kind).mkdir(parents=True)
+    (site / 'references' / 'minicluster.yaml').write_text(
+        site_from_slurm.render(_minicluster(), 'minicluster', replace=True)[
+            'references/minicluster.yaml'].replace('replace: true\n', ''))
+    monkeypatch.setenv('HPCVAL_SITE', str(site))
+    said = io.StringIO()
+    paths.announce_replacements(said)
+    assert said.getvalue() == (
+        f'hpcval: site references: {site}/references/minicluster.yaml is '
+        f'layered over the built-in references/minicluster.yaml\n')

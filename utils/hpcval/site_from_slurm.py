@@ -23,7 +23,7 @@ import textwrap
 
 import yaml
 
-from hpcval import site, slurm_describe, trust
+from hpcval import paths, site, slurm_describe, trust
 from hpcval.sitesystem import PMI_TYPES
 from hpcval.publish.calibrate import INVENTORY_MARKER
 
@@ -249,22 +249,44 @@ def _gres(part):
     return ', '.join(sorted(counts)) or '(null)'
 
 
-def render(cluster, system, when=None, host=None):
-    """{relative path: text} of the files ``init --from-slurm`` writes."""
+def render(cluster, system, when=None, host=None, replace=False):
+    """{relative path: text} of the files ``init --from-slurm`` writes;
+    ``replace``: the system may take a built-in system's name."""
     if not SYSTEM_NAME.fullmatch(system or ''):
         raise slurm_describe.SlurmOutputError(
             f'system name {system!r}: a ReFrame system name is letters, '
             f'digits, _ and - (give one with --name)')
+    if system in builtin_systems() and not replace:
+        # the site's module would take the built-in one's place unseen
+        raise slurm_describe.SlurmOutputError(
+            f'system name {system!r} is hpcval\'s built-in system '
+            f'{system}: give the site\'s another with --name NAME, or '
+            f'--replace to replace the built-in one')
     when = when or datetime.datetime.now(datetime.timezone.utc).strftime(
         '%Y-%m-%d %H:%M')
     host = host or os.uname().nodename
     files = {f'systems/{system}.py': system_module(cluster, system, when,
                                                    host)}
     refs = reference_file(cluster, system, when)
+    if replace and system in builtin_systems():
+        if 'inventory:' not in refs:
+            raise slurm_describe.SlurmOutputError(
+                f'--replace {system}: no partition with an expected GPU '
+                f'count to write, so the built-in references/{system}.yaml '
+                f'would judge this cluster; give another name with --name')
+        # the built-in figures are another cluster's: none is layered
+        refs = refs.replace('entries: []\n', 'replace: true\nentries: []\n')
     # a file without figures holds the expected GPUs, or is not written
     if 'inventory:' in refs:
         files[f'references/{system}.yaml'] = refs
     return files
+
+
+def builtin_systems():
+    """The names of hpcval's built-in systems."""
+    folder = paths.builtin_folder('systems')
+    return {f[:-3] for f in os.listdir(folder)
+            if f.endswith('.py') and not f.startswith('_')}
 
 
 def summary(cluster):
@@ -284,12 +306,12 @@ def summary(cluster):
     return lines
 
 
-def init(folder, name=None, dry_run=False, env=None):
+def init(folder, name=None, dry_run=False, env=None, replace=False):
     """Describe the cluster, then make the site folder (hpcval.site.init)
     with the system module and reference file; ``dry_run``: only return
     them.  Returns (cluster, {path: text}, [paths written])."""
     cluster = slurm_describe.from_slurm(name, env)
-    files = render(cluster, name or cluster.name)
+    files = render(cluster, name or cluster.name, replace=replace)
     if dry_run:
         return cluster, files, []
     written = site.init(folder)
