@@ -213,7 +213,8 @@ def test_unusable_output_exits_3_and_writes_nothing(tmp_path):
 
 def test_on_the_minicluster_reframe_lists_each_partitions_checks(tmp_path):
     """Two Slurm partitions of different shapes, one with GRES gpu: the
-    system written loads, and each partition lists its checks."""
+    system written loads, launches with pmi2, and each partition lists
+    its checks."""
     from conftest import require_minicluster
     require_minicluster()
     cluster = MiniCluster(tmp_path / 'mc', dedicated=False,
@@ -227,6 +228,10 @@ def test_on_the_minicluster_reframe_lists_each_partitions_checks(tmp_path):
         cluster.stop()
     assert proc.returncode == 0, proc.stderr
     assert 'DIFFERS: 1 node(s) of another shape' in proc.stderr
+    # MpiDefault=none: srun's --mpi comes from the written system, or the
+    # across-node ping-pong runs as two one-rank jobs
+    module = (tmp_path / 'site' / 'systems' / 'mcsite.py').read_text()
+    assert module.count("**mpi(NAME, pmi='pmi2'),") == 2
     refs = yaml.safe_load(
         (tmp_path / 'site' / 'references' / 'mcsite.yaml').read_text())
     assert {e['partition']: e['gpus'] for e in refs['inventory']} == \
