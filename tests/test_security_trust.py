@@ -328,7 +328,8 @@ class TestSiteLayer:
         env = {'HPCVAL_SITE': str(site)}
         listed = _hpcval('paths', env=env)
         assert listed.returncode == 0, listed.stderr
-        assert (f'replaced   references/local.yaml by '
+        # a reference file without replace: true is layered, not replaced
+        assert (f'layered    references/local.yaml under '
                 f'{site}/references/local.yaml') in listed.stdout
         assert (f'replaced   checks/likwid_bench.py by '
                 f'{site}/checks/likwid_bench.py') in listed.stdout

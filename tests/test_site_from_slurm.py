@@ -9,6 +9,7 @@ runs against fake ``scontrol``/``sinfo`` that print those fixtures, and,
 in the last test, against the minicluster with a GPU partition, whose
 system ReFrame then loads and lists the checks of per partition.
 """
+import dataclasses
 import os
 import subprocess
 
@@ -144,21 +145,44 @@ def test_reframe_names_of_slurm_partitions():
     assert names == ['agro_b', 'agro_b_2', 'p_1gpu', 'gpu_big']
 
 
-def _fake_slurm(tmp_path, nodes='minicluster_nodes.txt'):
-    """scontrol and sinfo that print the fixtures."""
+_OUTPUTS = {'partitions': 'minicluster_partitions.txt',
+            'nodes': 'minicluster_nodes.txt',
+            'states': 'minicluster_sinfo.txt',
+            'config': 'minicluster_config.txt',
+            'mpi': 'minicluster_mpi_list.txt'}
+
+
+def _fake_slurm(tmp_path, **outputs):
+    """scontrol, sinfo and srun that print the minicluster's fixtures, or
+    what ``outputs`` gives (a fixture's name, or bytes) by output."""
     bin_dir = tmp_path / 'bin'
     bin_dir.mkdir()
+    files = {}
+    for key, default in _OUTPUTS.items():
+        given = outputs.get(key, default)
+        if isinstance(given, bytes):
+            files[key] = tmp_path / f'{key}.out'
+            files[key].write_bytes(given)
+        else:
+            files[key] = FIX / given
     (bin_dir / 'scontrol').write_text(
         '#!/bin/sh\ncase "$2" in\n'
-        f'  partition) cat {FIX / "minicluster_partitions.txt"} ;;\n'
-        f'  node) cat {FIX / nodes} ;;\n'
-        '  config) echo "ClusterName             = minicluster" ;;\n'
+        f'  partition) cat {files["partitions"]} ;;\n'
+        f'  node) cat {files["nodes"]} ;;\n'
+        f'  config) cat {files["config"]} ;;\n'
         '  *) exit 1 ;;\nesac\n')
-    (bin_dir / 'sinfo').write_text(
-        f'#!/bin/sh\ncat {FIX / "minicluster_sinfo.txt"}\n')
+    (bin_dir / 'sinfo').write_text(f'#!/bin/sh\ncat {files["states"]}\n')
+    (bin_dir / 'srun').write_text(f'#!/bin/sh\ncat {files["mpi"]}\n')
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
     return dict(os.environ, PATH=f'{bin_dir}:{os.environ["PATH"]}')
+
+
+def _bytes(name, old, new):
+    """Fixture ``name`` with its first ``old`` (bytes) made ``new``."""
+    data = (FIX / name).read_bytes()
+    assert old in data
+    return data.replace(old, new, 1)
 
 
 def _init(env, *args):
@@ -168,13 +192,13 @@ def _init(env, *args):
 
 
 def test_dry_run_writes_nothing(tmp_path):
-    env = _fake_slurm(tmp_path)
+    env = _fake_slurm(tmp_path, config=_bytes(
+        'minicluster_config.txt', b'= minicluster\n', b'= mc\n'))
     proc = _init(env, str(tmp_path / 'site'), '--from-slurm', '--dry-run')
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / 'site').exists()
-    assert "NAME = 'minicluster'" in proc.stdout      # Slurm's ClusterName
-    assert 'references/minicluster.yaml (not written: --dry-run)' in \
-        proc.stdout
+    assert "NAME = 'mc'" in proc.stdout      # Slurm's ClusterName
+    assert 'references/mc.yaml (not written: --dry-run)' in proc.stdout
 
 
 def test_unusable_output_exits_3_and_writes_nothing(tmp_path):
@@ -189,7 +213,8 @@ def test_unusable_output_exits_3_and_writes_nothing(tmp_path):
 
 def test_on_the_minicluster_reframe_lists_each_partitions_checks(tmp_path):
     """Two Slurm partitions of different shapes, one with GRES gpu: the
-    system written loads, and each partition lists its checks."""
+    system written loads, launches with pmi2, and each partition lists
+    its checks."""
     from conftest import require_minicluster
     require_minicluster()
     cluster = MiniCluster(tmp_path / 'mc', dedicated=False,
@@ -203,6 +228,10 @@ def test_on_the_minicluster_reframe_lists_each_partitions_checks(tmp_path):
         cluster.stop()
     assert proc.returncode == 0, proc.stderr
     assert 'DIFFERS: 1 node(s) of another shape' in proc.stderr
+    # MpiDefault=none: srun's --mpi comes from the written system, or the
+    # across-node ping-pong runs as two one-rank jobs
+    module = (tmp_path / 'site' / 'systems' / 'mcsite.py').read_text()
+    assert module.count("**mpi(NAME, pmi='pmi2'),") == 2
     refs = yaml.safe_load(
         (tmp_path / 'site' / 'references' / 'mcsite.yaml').read_text())
     assert {e['partition']: e['gpus'] for e in refs['inventory']} == \
@@ -266,3 +295,158 @@ def test_a_field_given_twice_is_refused():
         'RealMemory=1000 ', 'RealMemory=1000 CPUTot=64 ', 1)
     with pytest.raises(SlurmOutputError, match='CPUTot= given twice'):
         slurm_describe.nodes(text)
+
+
+# -- admin text, sizes and numbers (issue 48 item 4) ----------------------
+
+def test_a_latin1_byte_in_a_reason_is_read_and_reported(tmp_path):
+    env = _fake_slurm(
+        tmp_path, partitions='zabbix_slurm_partitions.txt', states=b'',
+        nodes=_bytes('zabbix_slurm_nodes.txt', b'maintenance scheduled',
+                     b'maintenance r\xe9seau'))
+    cluster = slurm_describe.from_slurm(env=env)
+    compute = cluster.partitions[0]
+    assert dict(compute.unavailable)['n005'].startswith(
+        'idle+drain: hardware maintenance r?seau')
+    assert cluster.warnings == ('scontrol show node -o: 1 place(s) whose '
+                                'bytes were no UTF-8, read as ?',)
+    assert 'warning: scontrol show node -o: 1 place(s)' in \
+        '\n'.join(site_from_slurm.summary(cluster))
+
+
+def test_a_reason_holding_a_form_feed_stays_in_its_record():
+    text = _text('zabbix_slurm_nodes.txt').replace(
+        'maintenance scheduled', 'maintenance\fscheduled', 1)
+    [n005] = [n for n in slurm_describe.nodes(text) if n.name == 'n005']
+    assert n005.reason.startswith('hardware maintenance?scheduled')
+
+
+@pytest.mark.parametrize('reason', ['disk | fan', 'page\fbreak'])
+def test_a_sinfo_reason_holding_a_bar_or_form_feed(reason):
+    text = _text('minicluster_sinfo.txt').replace(
+        'n1|debug|idle|none', f'n1|debug|drained|{reason}', 1)
+    assert slurm_describe.states(text)['n1'] == (
+        'drained', reason.replace('\f', '?'))
+
+
+def test_more_output_than_the_most_read_is_refused(tmp_path, monkeypatch):
+    env = _fake_slurm(tmp_path)
+    size = len((FIX / 'minicluster_nodes.txt').read_bytes())
+    monkeypatch.setattr(slurm_describe, 'MAX_OUTPUT', size - 1)
+    with pytest.raises(SlurmOutputError, match=rf'scontrol show node -o: '
+                       rf'more than {size - 1} bytes of output'):
+        slurm_describe.run('nodes', env)
+    monkeypatch.setattr(slurm_describe, 'MAX_OUTPUT', size)
+    assert slurm_describe.run('nodes', env)[0] == _text(
+        'minicluster_nodes.txt')
+
+
+def test_a_max_time_of_5000_digits_exits_3(tmp_path):
+    env = _fake_slurm(tmp_path, partitions=_bytes(
+        'minicluster_partitions.txt', b'MaxTime=UNLIMITED',
+        b'MaxTime=' + b'9' * 5000))
+    proc = _init(env, str(tmp_path / 'site'), '--from-slurm', '--name', 'x')
+    assert proc.returncode == 3, proc.stderr
+    assert "partition debug: MaxTime='99999999999999999999...' is not a " \
+        "value Slurm prints" in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and 'unexpected' not in \
+        proc.stderr
+    assert not (tmp_path / 'site').exists()
+
+
+@pytest.mark.parametrize('max_time, limit', [
+    ('UNLIMITED', '30m'), ('00:20:00', '20m'), ('1-00:00:00', '30m'),
+    ('15', '15m')])
+def test_max_time_forms(max_time, limit):
+    text = _text('minicluster_partitions.txt').replace(
+        'MaxTime=UNLIMITED', f'MaxTime={max_time}', 1)
+    cluster = slurm_describe.describe('mc', text,
+                                      _text('minicluster_nodes.txt'))
+    assert site_from_slurm._time_limit(cluster.partitions[0]) == limit
+
+
+def test_a_node_listed_twice_is_refused():
+    # n2's record replaced by a second n1: the partition count still fits
+    lines = _text('minicluster_nodes.txt').split('\n')
+    n2 = next(i for i, line in enumerate(lines)
+              if line.startswith('NodeName=n2 '))
+    lines[n2] = next(line for line in lines if line.startswith('NodeName=n1 '))
+    with pytest.raises(SlurmOutputError, match=r'node\(s\) n1 listed more '
+                       r'than once'):
+        slurm_describe.nodes('\n'.join(lines))
+
+
+# -- the PMI srun gives MPI ranks (issue 49 item 7) -----------------------
+
+def _with_mpi(default, listed):
+    return dataclasses.replace(
+        _minicluster(), mpi_default=default, mpi_types=listed)
+
+
+def test_the_minicluster_captures_give_pmi2_to_every_partition():
+    listed = slurm_describe.mpi_types(_text('minicluster_mpi_list.txt'))
+    assert listed == ('pmix', 'none', 'cray_shasta', 'pmi2', 'pmix_v4')
+    default = slurm_describe.mpi_default(_text('minicluster_config.txt'))
+    assert default == 'none'
+    module = site_from_slurm.render(_with_mpi(default, listed),
+                                    'mcsite')['systems/mcsite.py']
+    # what srun reads as --mpi in every job of every partition
+    scope = {}
+    exec(compile(module, 'mcsite.py', 'exec'), scope)
+    assert [p['env_vars'] for p in scope['system']['partitions']] == \
+        [[['SLURM_MPI_TYPE', 'pmi2']]] * 2
+    assert '# MPI: srun --mpi=pmi2, from the PyPI MPICH wheel' in module
+
+
+def test_slurms_mpi_default_is_kept():
+    config = _text('minicluster_config.txt').replace(
+        'MpiDefault              = none', 'MpiDefault              = pmix', 1)
+    cluster = _with_mpi(slurm_describe.mpi_default(config), ())
+    assert site_from_slurm.pmi(cluster)[0] == 'pmix'
+
+
+def test_no_pmi_is_written_as_the_line_to_add():
+    # srun --mpi=list printed nothing usable, MpiDefault=none
+    cluster = _with_mpi('none', ('none',))
+    module = site_from_slurm.render(cluster, 'mcsite')['systems/mcsite.py']
+    compile(module, 'mcsite.py', 'exec')
+    assert '**mpi(' not in module.split('# Add to each partition')[1].split(
+        '\n', 1)[1]
+    assert "# NO PMI: MpiDefault=none, srun --mpi=list: none" in module
+    assert "# Add to each partition: **mpi(NAME, pmi='TYPE')" in module
+    assert 'warning: no PMI' in '\n'.join(site_from_slurm.summary(cluster))
+
+
+# -- a built-in system's name (issue 48 item 4) ---------------------------
+
+def test_a_built_in_systems_name_is_refused_unless_replaced(tmp_path):
+    env = _fake_slurm(tmp_path)        # ClusterName = minicluster
+    proc = _init(env, str(tmp_path / 'site'), '--from-slurm')
+    assert proc.returncode == 3
+    assert proc.stderr == (
+        "hpcval site init --from-slurm: system name 'minicluster' is "
+        "hpcval's built-in system minicluster: give the site's another "
+        "with --name NAME, or --replace to replace the built-in one; "
+        "nothing written\n")
+    assert not (tmp_path / 'site').exists()
+    files = site_from_slurm.render(_minicluster(), 'minicluster',
+                                   replace=True)
+    # the built-in figures are another cluster's: none is layered
+    assert yaml.safe_load(files['references/minicluster.yaml'])['replace']
+
+
+def test_a_site_reference_file_is_called_layered(tmp_path, monkeypatch):
+    import io
+    from hpcval import paths
+    site = tmp_path / 'site'
+    for kind in ('checks', 'references', 'systems'):
+        (site / kind).mkdir(parents=True)
+    (site / 'references' / 'minicluster.yaml').write_text(
+        site_from_slurm.render(_minicluster(), 'minicluster', replace=True)[
+            'references/minicluster.yaml'].replace('replace: true\n', ''))
+    monkeypatch.setenv('HPCVAL_SITE', str(site))
+    said = io.StringIO()
+    paths.announce_replacements(said)
+    assert said.getvalue() == (
+        f'hpcval: site references: {site}/references/minicluster.yaml is '
+        f'layered over the built-in references/minicluster.yaml\n')

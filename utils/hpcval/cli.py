@@ -22,7 +22,8 @@
                                       with --ci-generate=FILE a GitLab
                                       pipeline for any host with hpcval
                                       (hpcval.ci, docs/ci.md)
-    hpcval site init DIR [--from SYSTEM | --from-slurm [--name N] [--dry-run]]
+    hpcval site init DIR [--from SYSTEM | --from-slurm [--name N]
+                         [--replace] [--dry-run]]
                                       a site folder (docs/site.md)
     hpcval verdict [REPORT ...] [--db [PATH]] [--since T] [--format json]
                    [--references FILE|DIR]
@@ -454,7 +455,9 @@ def _paths(args):
         print(f'{name:<11}{path or f"(none: set {paths.SITE_VAR})"}')
     # what the site layer puts in place of hpcval's own files
     for kind, builtin, replacement in paths.replacements():
-        print(f'{"replaced":<11}{kind}/{os.path.basename(builtin)} by '
+        how = ('layered', 'under') if paths.layered(kind, replacement) \
+            else ('replaced', 'by')
+        print(f'{how[0]:<11}{kind}/{os.path.basename(builtin)} {how[1]} '
               f'{replacement}')
     return 0
 
@@ -593,7 +596,7 @@ def _site_init(args):
 def _site_from_slurm(args):
     try:
         cluster, files, written = site_from_slurm.init(
-            args.dir, args.name, dry_run=args.dry_run)
+            args.dir, args.name, dry_run=args.dry_run, replace=args.replace)
     except slurm_describe.SlurmOutputError as err:
         # Slurm's output is the input here: unusable, nothing written
         print(f'hpcval site init --from-slurm: {_printable(str(err))}; '
@@ -785,6 +788,9 @@ def _main(argv):
                            'Slurm\'s ClusterName)')
     init.add_argument('--dry-run', action='store_true',
                       help='with --from-slurm: print what would be written')
+    init.add_argument('--replace', action='store_true',
+                      help='with --from-slurm: the system may replace the '
+                           'built-in one of the same name')
     init.set_defaults(func=_site_init)
     try:
         args = parser.parse_args(argv)

@@ -17,6 +17,7 @@ announced (``replacements``) and listed by ``hpcval paths``.
 import ast
 import functools
 import os
+import re
 
 from reframe.core.exceptions import ConfigError
 
@@ -181,13 +182,29 @@ def check_search_path(builtin):
               if name not in replaced), *site]
 
 
+def layered(kind, site_file):
+    """Whether the site file is layered over the built-in file of its name
+    (a reference file without ``replace: true``), not put in its place."""
+    if kind != 'references':
+        return False
+    try:
+        with open(site_file, encoding='utf-8', errors='replace') as fp:
+            text = fp.read(1 << 20)
+    except OSError:
+        return True     # unreadable: its load names the error
+    # the top-level key as references.py reads it (YAML 1.1 booleans)
+    return not re.search(r'(?im)^replace[ \t]*:[ \t]*(true|yes|on)[ \t]*'
+                         r'(#.*)?$', text)
+
+
 def announce_replacements(stream):
     """One line on ``stream`` for every built-in file a site file
-    replaces."""
+    replaces or is layered over."""
     for kind, builtin, site in replacements():
         # -c names the check files itself: the search path is not used
         when = ' (in runs without -c)' if kind == 'checks' else ''
-        print(f'hpcval: site {kind}: {site} replaces the built-in '
+        how = 'is layered over' if layered(kind, site) else 'replaces'
+        print(f'hpcval: site {kind}: {site} {how} the built-in '
               f'{kind}/{os.path.basename(builtin)}{when}', file=stream)
 
 

@@ -11,6 +11,10 @@ file, never averaged into the partition.  The inventory (GPU count and
 GRES type per partition) is marked "from Slurm" under calibrate's
 inventory marker, so the next ``hpcval calibrate`` replaces it with what
 the GPU tool on the baseline runs' nodes listed.
+
+Every partition launches with the PMI Slurm offers (``pmi``): without one
+srun starts each rank as an MPI job of its own, and a two-node ping-pong
+becomes two one-rank runs.
 """
 import datetime
 import os
@@ -19,7 +23,8 @@ import textwrap
 
 import yaml
 
-from hpcval import site, slurm_describe, trust
+from hpcval import paths, site, slurm_describe, trust
+from hpcval.sitesystem import PMI_TYPES
 from hpcval.publish.calibrate import INVENTORY_MARKER
 
 # ReFrame's partition names: [A-Za-z_][A-Za-z0-9_]*
@@ -31,6 +36,26 @@ MAX_JOBS = 20
 _GPU_FEATURE = {'nvidia': 'ft.NVGPU', 'amd': 'ft.AMDGPU', 'habana': 'ft.GAUDI'}
 _GPU_ENVIRON = {'nvidia': ('cuda', 'ft.CUDA'), 'amd': ('rocm', 'ft.ROCM'),
                 'habana': ('synapseai', 'ft.SYNAPSEAI')}
+# srun --mpi types by preference: PMI-2 first, as the PyPI MPICH wheel the
+# MPI checks use by default speaks it; then PMIx (Open MPI), newest first
+_PMI_ORDER = ('pmi2', 'pmix', 'pmix_v5', 'pmix_v4', 'pmix_v3', 'cray_shasta')
+
+
+def pmi(cluster):
+    """(srun --mpi type or '', one line saying where it came from)."""
+    listed = [t for t in cluster.mpi_types if t in PMI_TYPES]
+    seen = (f'MpiDefault={cluster.mpi_default or "(not given)"}, srun '
+            f'--mpi=list: {", ".join(cluster.mpi_types) or "(nothing)"}')
+    default = cluster.mpi_default
+    if default in PMI_TYPES and default != 'none':
+        return default, f'Slurm\'s MpiDefault ({seen})'
+    for kind in _PMI_ORDER:
+        if kind in listed:
+            others = [t for t in listed if t not in (kind, 'none')]
+            also = (f'; an MPI that needs another takes one of '
+                    f'{", ".join(others)}' if others else '')
+            return kind, f'the PyPI MPICH wheel\'s PMI ({seen}){also}'
+    return '', seen
 
 
 def reframe_name(slurm_name, taken):
@@ -45,7 +70,10 @@ def reframe_name(slurm_name, taken):
 
 
 def _minutes(max_time):
-    """Slurm's MaxTime in minutes, or None when unlimited."""
+    """Slurm's MaxTime in minutes, or None when unlimited (its form and
+    digits checked by slurm_describe.partitions)."""
+    if max_time.isdigit():
+        return int(max_time)
     m = re.fullmatch(r'(?:(\d+)-)?(\d+):(\d+):(\d+)', max_time)
     if not m:
         m2 = re.fullmatch(r'(\d+):(\d+)', max_time)
@@ -64,7 +92,7 @@ def _differing(part):
             f'{", ".join(names)}' for s, names in part.others]
 
 
-def _partition_code(part, rfm_name, system):
+def _partition_code(part, rfm_name, system, pmi_type):
     shape = part.shape
     kind = slurm_describe.vendor(shape.gpu_type) if shape.gpus else ''
     features = ['ft.CPU', 'ft.MPI']
@@ -92,6 +120,9 @@ def _partition_code(part, rfm_name, system):
     cpu = (f'processor({shape.arch!r}, cores={cores},\n'
            f'                          threads_per_core='
            f'{shape.threads_per_core}, sockets={shape.sockets})')
+    # SLURM_MPI_TYPE, which srun reads as --mpi
+    launch = (f"\n            **mpi(NAME, pmi={pmi_type!r})," if pmi_type
+              else '')
     body = f"""\
         slurm_partition(
             {rfm_name!r}, {descr!r},
@@ -100,19 +131,32 @@ def _partition_code(part, rfm_name, system):
             features=[{', '.join(features)}],
             cpu={cpu},{devices}
             time_limit={_time_limit(part)!r},
-            max_jobs={min(len(part.nodes), MAX_JOBS)},
+            max_jobs={min(len(part.nodes), MAX_JOBS)},{launch}
         ),
 """
     return ''.join(f'        {n}\n' for n in notes) + body
 
 
+def _comment(text):
+    return ''.join(f'# {line}\n' for line in textwrap.wrap(
+        text, 76, break_on_hyphens=False, break_long_words=False))
+
+
 def system_module(cluster, system, when, host):
     """The text of ``systems/<system>.py``."""
     names, parts = set(), []
+    pmi_type, pmi_why = pmi(cluster)
+    if pmi_type:
+        mpi_note = _comment(f'MPI: srun --mpi={pmi_type}, from {pmi_why}')
+    else:
+        mpi_note = _comment(f'NO PMI: {pmi_why}; srun would start each '
+                            f'rank as a job of its own.') + \
+            "# Add to each partition: **mpi(NAME, pmi='TYPE'), TYPE from " \
+            "`srun --mpi=list`\n"
     for part in cluster.partitions:
         rfm = reframe_name(part.name, names)
         names.add(rfm)
-        parts.append(_partition_code(part, rfm, system))
+        parts.append(_partition_code(part, rfm, system, pmi_type))
     kinds = {slurm_describe.vendor(p.shape.gpu_type)
              for p in cluster.partitions if p.shape.gpus} - {''}
     environs = ["    environ('gnu', NAME, cc='gcc', cxx='g++', "
@@ -126,7 +170,7 @@ def system_module(cluster, system, when, host):
     return f'''\
 """{system}: described from Slurm by `hpcval site init --from-slurm`
 ({when} UTC on {host}: scontrol show partition -o, scontrol show node -o,
-sinfo).
+sinfo, scontrol show config, srun --mpi=list).
 
 Every line is Slurm's view, to be checked before it is trusted: the
 processor's ``arch`` is Slurm's Arch (ReFrame's own detection gives the
@@ -138,12 +182,12 @@ never averaged.  The expected GPUs are in references/{system}.yaml,
 marked "from Slurm" until `hpcval calibrate` confirms them.
 """
 from hpcval import features as ft
-from hpcval.sitesystem import (account_access, environ, processor,
+from hpcval.sitesystem import (account_access, environ, mpi, processor,
                                slurm_partition)
 
 NAME = {system!r}
 _ACCOUNT = account_access(NAME, '--account={{}}')
-{left}
+{mpi_note}{left}
 system = {{
     'name': NAME,
     'descr': {f'Slurm cluster {cluster.name}, as Slurm describes it'!r},
@@ -205,22 +249,44 @@ def _gres(part):
     return ', '.join(sorted(counts)) or '(null)'
 
 
-def render(cluster, system, when=None, host=None):
-    """{relative path: text} of the files ``init --from-slurm`` writes."""
+def render(cluster, system, when=None, host=None, replace=False):
+    """{relative path: text} of the files ``init --from-slurm`` writes;
+    ``replace``: the system may take a built-in system's name."""
     if not SYSTEM_NAME.fullmatch(system or ''):
         raise slurm_describe.SlurmOutputError(
             f'system name {system!r}: a ReFrame system name is letters, '
             f'digits, _ and - (give one with --name)')
+    if system in builtin_systems() and not replace:
+        # the site's module would take the built-in one's place unseen
+        raise slurm_describe.SlurmOutputError(
+            f'system name {system!r} is hpcval\'s built-in system '
+            f'{system}: give the site\'s another with --name NAME, or '
+            f'--replace to replace the built-in one')
     when = when or datetime.datetime.now(datetime.timezone.utc).strftime(
         '%Y-%m-%d %H:%M')
     host = host or os.uname().nodename
     files = {f'systems/{system}.py': system_module(cluster, system, when,
                                                    host)}
     refs = reference_file(cluster, system, when)
+    if replace and system in builtin_systems():
+        if 'inventory:' not in refs:
+            raise slurm_describe.SlurmOutputError(
+                f'--replace {system}: no partition with an expected GPU '
+                f'count to write, so the built-in references/{system}.yaml '
+                f'would judge this cluster; give another name with --name')
+        # the built-in figures are another cluster's: none is layered
+        refs = refs.replace('entries: []\n', 'replace: true\nentries: []\n')
     # a file without figures holds the expected GPUs, or is not written
     if 'inventory:' in refs:
         files[f'references/{system}.yaml'] = refs
     return files
+
+
+def builtin_systems():
+    """The names of hpcval's built-in systems."""
+    folder = paths.builtin_folder('systems')
+    return {f[:-3] for f in os.listdir(folder)
+            if f.endswith('.py') and not f.startswith('_')}
 
 
 def summary(cluster):
@@ -233,15 +299,19 @@ def summary(cluster):
         lines += [f'  unavailable: {node} ({why})'
                   for node, why in part.unavailable]
     lines += [f'left out: {note}' for note in cluster.notes]
+    lines += [f'warning: {note}' for note in cluster.warnings]
+    kind, why = pmi(cluster)
+    lines.append(f'MPI: srun --mpi={kind}, from {why}' if kind else
+                 f'warning: no PMI: {why}; the system says what to add')
     return lines
 
 
-def init(folder, name=None, dry_run=False, env=None):
+def init(folder, name=None, dry_run=False, env=None, replace=False):
     """Describe the cluster, then make the site folder (hpcval.site.init)
     with the system module and reference file; ``dry_run``: only return
     them.  Returns (cluster, {path: text}, [paths written])."""
     cluster = slurm_describe.from_slurm(name, env)
-    files = render(cluster, name or cluster.name)
+    files = render(cluster, name or cluster.name, replace=replace)
     if dry_run:
         return cluster, files, []
     written = site.init(folder)

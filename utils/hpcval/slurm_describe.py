@@ -1,6 +1,7 @@
 """A cluster as Slurm describes it: partitions, their nodes' shapes and
 GPUs, from ``scontrol show partition -o``, ``scontrol show node -o`` and
-``sinfo`` (``hpcval site init DIR --from-slurm``, docs/site.md).
+``sinfo``, and its MPI plugins from ``scontrol show config`` and ``srun
+--mpi=list`` (``hpcval site init DIR --from-slurm``, docs/site.md).
 
 Slurm's output is data: every name that reaches the system module, the
 reference file or a job's ``--partition`` option must match a plain name
@@ -9,11 +10,18 @@ source and record named.  Nodes of one partition that differ in shape
 (CPUs, sockets, memory, GPUs, architecture) are listed, never averaged:
 the partition takes the shape most of its nodes have, and the others are
 named in what is written.
+
+An admin's text (a drain reason) may hold any byte: each command's output
+is bounded (MAX_OUTPUT), decoded leniently and split on newlines only, and
+a reason runs to the end of its record; the bytes replaced are reported.
 """
 import collections
 import dataclasses
+import os
 import re
+import selectors
 import subprocess
+import time
 
 #: Slurm partition and node names taken as they are: they reach a job's
 #: command line (``--partition=NAME``) and the files written
@@ -35,8 +43,20 @@ FREE_TEXT = ('Reason',)
 COMMANDS = {'partitions': ('scontrol', 'show', 'partition', '-o'),
             'nodes': ('scontrol', 'show', 'node', '-o'),
             'states': ('sinfo', '-h', '-N', '-o', '%N|%R|%T|%E'),
-            'config': ('scontrol', 'show', 'config')}
+            'config': ('scontrol', 'show', 'config'),
+            'mpi': ('srun', '--mpi=list')}
 TIMEOUT = 30
+#: bytes read of one command's output: about 25 times the ``scontrol show
+#: node -o`` of a 10,000-node cluster, and what parsing it holds in memory
+#: stays a few hundred MB
+MAX_OUTPUT = 32 * 1024 * 1024
+# Slurm's MaxTime: UNLIMITED, [D-]HH:MM:SS, MM:SS or minutes; 7 digits of
+# days is 27,000 years, so longer numbers are no time Slurm printed
+_MAX_TIME = re.compile(r'UNLIMITED|INFINITE|(?:\d{1,7}-)?\d{1,2}:\d{1,2}:'
+                       r'\d{1,2}|\d{1,9}:\d{1,2}|\d{1,9}')
+# what partitions() bounds, and how Slurm prints it
+_BOUNDED = (('MaxTime', _MAX_TIME, 'UNLIMITED or [D-]HH:MM:SS'),
+            ('TotalNodes', re.compile(r'\d{1,9}'), 'a count'))
 
 
 class SlurmOutputError(ValueError):
@@ -92,13 +112,23 @@ class Cluster:
     name: str
     partitions: tuple
     notes: tuple         # what was left out and why
+    warnings: tuple = ()     # what was read but is doubtful
+    mpi_default: str = ''    # scontrol show config's MpiDefault
+    mpi_types: tuple = ()    # srun --mpi=list's plugins
+
+
+def lines(text):
+    """(number, line) of Slurm's output: split on newlines only (a reason
+    may hold a form feed, which str.splitlines splits on)."""
+    for number, line in enumerate(text.split('\n'), 1):
+        yield number, line.rstrip('\r')
 
 
 def records(text, first_key, source):
     """[{key: value}] of ``scontrol show ... -o`` (one record a line) or of
     its multi-line form (a record starts with ``first_key=``)."""
     out, current = [], None
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in lines(text):
         if not line.strip():
             continue
         fields = _fields(line)
@@ -179,12 +209,21 @@ def gpus_of(gres, source, node):
 
 
 def _named(text, key, what, source):
-    """(name, record) of each record, its name a plain name."""
-    for rec in records(text, key, source):
+    """(name, record) of each record, its name a plain name given once."""
+    recs = records(text, key, source)
+    for rec in recs:
         if not NAME.fullmatch(rec[key]):
             raise SlurmOutputError(f'{source}: {what} name {rec[key]!r} is '
                                    f'not a plain name')
-        yield rec[key], rec
+    # a record given twice could stand in for a lost one in every count
+    twice = [n for n, c in collections.Counter(r[key] for r in recs).items()
+             if c > 1]
+    if twice:
+        raise SlurmOutputError(f'{source}: {what}(s) {", ".join(twice[:10])}'
+                               f'{" ..." if len(twice) > 10 else ""} listed '
+                               f'more than once (a repeated or spliced '
+                               f'output?)')
+    return [(rec[key], rec) for rec in recs]
 
 
 def nodes(text, source='scontrol show node -o'):
@@ -217,6 +256,12 @@ def partitions(text, source='scontrol show partition -o'):
         if 'Nodes' not in rec or 'State' not in rec:
             raise SlurmOutputError(f'{source}: partition {name}: no Nodes= '
                                    f'or State= (truncated?)')
+        for key, pattern, form in _BOUNDED:
+            if key in rec and not pattern.fullmatch(rec[key]):
+                raise SlurmOutputError(
+                    f'{source}: partition {name}: {key}='
+                    f'{_short(rec[key], 20)!r} is not a value Slurm prints '
+                    f'({form}, numbers of at most 9 digits)')
         out.append(rec)
     return out
 
@@ -229,10 +274,11 @@ def _printable(text):
 def states(text, source='sinfo'):
     """{node: (state, reason)} of ``sinfo -h -N -o '%N|%R|%T|%E'``."""
     out = {}
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in lines(text):
         if not line.strip():
             continue
-        parts = line.split('|')
+        # the reason is last: it may hold '|'
+        parts = line.split('|', 3)
         if len(parts) != 4 or not NAME.fullmatch(parts[0]):
             raise SlurmOutputError(f'{source}: line {number} is not '
                                    f'NODE|PARTITION|STATE|REASON: '
@@ -253,7 +299,7 @@ def describe(cluster_name, partition_text, node_text, state_text=''):
         name = rec['PartitionName']
         members = tuple(n for n in all_nodes if name in n.partitions)
         total = rec.get('TotalNodes', '')
-        if total.isdigit() and int(total) != len(members):
+        if total and int(total) != len(members):
             # a node record lost (a cut output) must not shrink a partition
             raise SlurmOutputError(
                 f'partition {name}: Slurm counts {total} node(s) '
@@ -313,27 +359,112 @@ def cluster_name(config_text):
     return found.group(1) if found else ''
 
 
-def run(command, env=None):
-    """The standard output of one of COMMANDS (by key), with a timeout."""
+def run(command, env=None, stderr=False):
+    """(text, replaced) of the standard output of one of COMMANDS (by key),
+    and its standard error after it with ``stderr``, with a timeout, at
+    most MAX_OUTPUT bytes, decoded leniently: replaced counts the spots
+    whose bytes were no UTF-8."""
     cmd = COMMANDS[command]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True,
-                              timeout=TIMEOUT, env=env)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
     except FileNotFoundError:
         raise SlurmOutputError(f'{cmd[0]}: not on PATH (--from-slurm runs '
                                f'on a host with Slurm\'s commands)') from None
+    with proc:
+        try:
+            out, err = _bounded(proc, cmd)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    if proc.returncode != 0:
+        raise SlurmOutputError(f'{" ".join(cmd)} failed ({proc.returncode}): '
+                               f'{_short(_decode(err)[0])}')
+    return _decode(out + err if stderr else out)
+
+
+def _decode(data):
+    # U+FFFD in the text: a replaced byte or, rarely, Slurm's own
+    text = data.decode('utf-8', errors='replace')
+    return text, text.count('\ufffd')
+
+
+def _bounded(proc, cmd):
+    """(stdout, stderr) bytes, each cut at MAX_OUTPUT + 1 (a longer one is
+    refused), within TIMEOUT seconds."""
+    deadline = time.monotonic() + TIMEOUT
+    got = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    with selectors.DefaultSelector() as sel:
+        for stream in got:
+            sel.register(stream, selectors.EVENT_READ)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SlurmOutputError(f'{" ".join(cmd)}: no answer in '
+                                       f'{TIMEOUT} s (is slurmctld up?)')
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 1 << 20)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                buf = got[key.fileobj]
+                if len(buf) < MAX_OUTPUT + 1:
+                    buf += chunk[:MAX_OUTPUT + 1 - len(buf)]
+                if len(got[proc.stdout]) > MAX_OUTPUT:
+                    raise SlurmOutputError(
+                        f'{" ".join(cmd)}: more than {MAX_OUTPUT} bytes of '
+                        f'output, the most read (a cluster of 10,000 nodes '
+                        f'prints about 1/25 of that)')
+    try:
+        proc.wait(max(deadline - time.monotonic(), 0.1))
     except subprocess.TimeoutExpired:
         raise SlurmOutputError(f'{" ".join(cmd)}: no answer in {TIMEOUT} s '
                                f'(is slurmctld up?)') from None
-    if proc.returncode != 0:
-        raise SlurmOutputError(f'{" ".join(cmd)} failed ({proc.returncode}): '
-                               f'{_short(proc.stderr)}')
-    return proc.stdout
+    return bytes(got[proc.stdout]), bytes(got[proc.stderr])
+
+
+def mpi_default(config_text):
+    """MpiDefault of ``scontrol show config``, lower case, or ''."""
+    found = re.search(r'^MpiDefault\s*=\s*(\S+)\s*$', config_text, re.M)
+    return _printable(found.group(1).lower())[:30] if found else ''
+
+
+def mpi_types(list_text):
+    """The plugin names ``srun --mpi=list`` printed (Slurm 21.08 on: a
+    heading, a tab before each name, then ``specific pmix plugin versions
+    available: pmix_v4``; before: each line after ``srun: ``)."""
+    names = []
+    for _, line in lines(list_text):
+        line = re.sub(r'^srun:\s*', '', line.strip())
+        if ':' in line:
+            line = line.rsplit(':', 1)[1]
+        for word in re.split(r'[\s,]+', line.strip()):
+            if re.fullmatch(r'[a-z][a-z0-9_]{0,30}', word) and \
+                    word not in names and \
+                    word not in ('mpi', 'plugin', 'types', 'are', 'specific',
+                                 'versions', 'available'):
+                names.append(word)
+    return tuple(names)
 
 
 def from_slurm(name=None, env=None):
     """The Cluster the Slurm commands on PATH describe (``name``: the
     system's name, by default the cluster's ClusterName)."""
-    name = name or cluster_name(run('config', env))
-    return describe(name, run('partitions', env), run('nodes', env),
-                    run('states', env))
+    warnings, texts = [], {}
+    for key in ('config', 'partitions', 'nodes', 'states'):
+        texts[key], replaced = run(key, env)
+        if replaced:
+            warnings.append(f'{" ".join(COMMANDS[key])}: {replaced} '
+                            f'place(s) whose bytes were no UTF-8, read as ?')
+    try:
+        # before Slurm 21.08 the list went to stderr
+        listed = mpi_types(run('mpi', env, stderr=True)[0])
+    except SlurmOutputError as err:
+        # an older srun prints the list and fails; its PMI is then unknown
+        listed = ()
+        warnings.append(f'MPI plugins not listed: {err}')
+    cluster = describe(name or cluster_name(texts['config']),
+                       texts['partitions'], texts['nodes'], texts['states'])
+    return dataclasses.replace(cluster, warnings=tuple(warnings),
+                               mpi_default=mpi_default(texts['config']),
+                               mpi_types=listed)
