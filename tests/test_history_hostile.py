@@ -188,6 +188,8 @@ def test_a_flood_stops_at_the_size_bound(serve, capsys):
      r'values\[0\]'),
     (json.dumps(_matrix({'metric': {}, 'values': [['1', '1', '1']]})
                 ).encode(), r'values\[0\]'),
+    (json.dumps(_matrix({'metric': {}, 'values': [[10 ** 400, '1']]})
+                ).encode(), r'values\[0\]'),
     (json.dumps(_matrix({'metric': {}, 'values': {'a': 1}})).encode(),
      r'data.result\[0\].values: expected a list'),
 ])
@@ -243,6 +245,24 @@ def test_a_series_given_three_times_counts_once(serve, capsys):
     left = [line for line in err.splitlines() if 'left out' in line]
     assert len(left) == 1 and 'left out 12 ' in left[0] and \
         'given again' in left[0], err
+    # again under a label of no meaning to hpcval: still one run
+    def relabelled(passed):
+        series = _runs(6)(passed)
+        return series + [{**s, 'metric': {**s['metric'], 'x': '1'}}
+                         for s in series]
+    status, err, _ = _calibrate(capsys, serve(_history(relabelled)))
+    assert 'read 6 figure(s) of 6 test case run(s)' in err, err
+
+
+def test_a_run_both_passed_and_failed_is_refused(serve, capsys):
+    def series_of(passed):
+        series = _runs(3)(passed)
+        if passed:
+            series.append({'metric': series[0]['metric'],
+                           'values': [[NOW, '0']]})
+        return series
+    status, err, _ = _calibrate(capsys, serve(_history(series_of)))
+    assert status == 3 and 'given both 1 and not 1' in err, err
 
 
 def test_the_deadline_option_is_bounded(capsys):

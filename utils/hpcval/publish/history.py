@@ -234,16 +234,16 @@ def samples(url, system, since, until, old_refs=(), token=None,
             continue
         unit, scale = known
         key = _case_key(labels)
-        series = tuple(sorted(labels.items()))
         for when, val in pairs:
             if not (since <= when <= until):
                 continue
-            if (series, when) in seen:
-                # one run is one sample, however often the store gives it
+            # one run's figure is one sample, however often the store
+            # gives it (other labels, another unit's series)
+            if (key, metric, when) in seen:
                 skipped.add(f'{labels["test"]} {metric} at {when:.0f}: '
-                            f'given again (same labels and time)')
+                            f'given again (same run, figure and time)')
                 continue
-            seen.add((series, when))
+            seen.add((key, metric, when))
             if not math.isfinite(val):
                 skipped.add(f'{labels["test"]} {metric} at {when:.0f}: '
                             f'{val}')
@@ -296,7 +296,7 @@ class _Skipped:
         if not self.count:
             return []
         return [f'left out {self.count} sample(s) or series of the history; '
-                f'the first: {self.first}']
+                f'the first: {self.first[:300]}']
 
 
 def _usable(url, labels, system, partitions, skipped):
@@ -328,7 +328,7 @@ def _usable(url, labels, system, partitions, skipped):
 
 
 def _brief(labels):
-    return '{' + ', '.join(f'{k}={v!r:.60}' for k, v in
+    return '{' + ', '.join(f'{k:.40}={v!r:.60}' for k, v in
                            sorted(labels.items())[:8]) + '}'
 
 
