@@ -198,7 +198,8 @@ def test_an_answer_that_is_no_prometheus_answer(victoria):  # noqa: F811
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         with pytest.raises(history.HistoryError, match="not a Prometheus "
-                                                       "query answer: b'OK'"):
+                                                       "query answer: not "
+                                                       "JSON: b'OK'"):
             history.query(f'http://127.0.0.1:{server.server_port}', 'up', 0)
     finally:
         server.shutdown()

@@ -202,7 +202,8 @@ def _history(args, by_system):
             args.until if args.until is not None else time.time(),
             [*by_system.get(args.system[0], []),
              *(r for name, refs in sorted(by_system.items())
-               if name != args.system[0] for r in refs)], token=token)
+               if name != args.system[0] for r in refs)], token=token,
+            timeout=args.deadline)
     except history.HistoryError as err:
         print(f'hpcval calibrate: {_printable(str(err))}', file=sys.stderr)
         return None
@@ -242,6 +243,14 @@ def _installed():
     """Whether the suite is the copy inside an installed package, not a
     checkout (which has its setup.py)."""
     return not os.path.isfile(os.path.join(paths.repo_root(), 'setup.py'))
+
+
+def _deadline(text):
+    value = _finite(text)
+    if not 0 < value <= 600:
+        raise argparse.ArgumentTypeError(f'{text!r}: expected seconds '
+                                         f'above 0, at most 600')
+    return value
 
 
 def _peer_factor(text):
@@ -710,6 +719,10 @@ def _main(argv):
     cal.add_argument('--token-file', metavar='FILE',
                      help='with --from: a bearer token, in a file only its '
                           'owner can read (default: no credentials)')
+    cal.add_argument('--deadline', type=_deadline,
+                     default=history.prometheus.DEADLINE, metavar='SECONDS',
+                     help='with --from: seconds the whole read may take '
+                          '(default 60, at most 600)')
     cal.set_defaults(func=_calibrate)
     ver = command('verdict', help='is the system healthy: judged, '
                                   'failed, skipped, unjudged, and '

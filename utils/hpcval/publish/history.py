@@ -21,8 +21,11 @@ config/replay.py, which does not send to monitoring unless a site adds
 it), provenance (GPU, driver) and a check's per-run notes.  Diagnostics
 are taken from the check classes' declarations (``diagnostics``).
 
-Every request has a timeout, follows no redirect, uses no proxy and sends
-no credentials but a configured bearer token.
+The server is not trusted (hpcval.publish.prometheus): the read has one
+deadline in all and a size bound, the answer a strict shape, and each
+series' labels must be names of the system's configured partitions,
+environments and nodes.  No redirect is followed, no proxy used, no
+credentials sent but a configured bearer token.
 """
 import ast
 import importlib
@@ -32,17 +35,13 @@ import math
 import os
 import re
 import stat
-import urllib.error
+import time
 import urllib.parse
-import urllib.request
 
 import hpcval.benchmarks as pkg
-from hpcval import monitoring, paths, reference_service, units
-from hpcval.publish import results
+from hpcval import paths, reference_service, references, units
+from hpcval.publish import prometheus, results
 
-TIMEOUT = 30
-#: the most bytes one answer may have
-MAX_ANSWER = 512 * 2 ** 20
 # the unit part of a series name -> (unit its values are in, scale back)
 _UNITS = {'seconds': ('s', 1.0), 'bytes_per_second': ('B/s', 1.0),
           'flop_per_second': ('MFLOP/s', 1e-6),
@@ -53,14 +52,15 @@ _READABLE = {'time': ('s', 'ms', 'us', 'ns'),
              'flops': ('TFLOP/s', 'GFLOP/s', 'MFLOP/s'), 'rate': ('op/s',)}
 _SYSTEM = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]*')
 _KEEP = ('test', 'system', 'partition', 'environ', 'node', 'site')
+# label values ReFrame and Slurm give (a name, never a pattern like `*`)
+_NAME = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}')
+# a display name: the check class, then parameters
+_TEST = re.compile(r'[A-Za-z_][A-Za-z0-9_]*( [ -~]{1,1000})?')
+_METRIC = re.compile(r'[ -~]{1,200}')
 
 
 class HistoryError(ValueError):
     """The history cannot be read; the message names the URL and why."""
-
-
-class _NoRedirect(monitoring._NoRedirect):
-    pass
 
 
 def check_url(url):
@@ -94,44 +94,32 @@ def token_from(path):
     return token
 
 
-def query(url, promql, at, token=None, timeout=TIMEOUT):
-    """The ``data.result`` of an instant query at unix time ``at``."""
+def query(url, promql, at, token=None, timeout=prometheus.DEADLINE,
+          max_bytes=prometheus.MAX_ANSWER, stated=None):
+    """The series of an instant query at unix time ``at``, as
+    hpcval.publish.prometheus.matrix gives them, within ``timeout``
+    seconds in all (what is left of the ``stated`` deadline)."""
     body = urllib.parse.urlencode({'query': promql, 'time': f'{at:.3f}'})
-    request = urllib.request.Request(
-        f'{url}/api/v1/query?{body}',
-        headers={'Authorization': f'Bearer {token}'} if token else {})
-    opener = urllib.request.build_opener(
-        _NoRedirect, urllib.request.ProxyHandler({}))
     try:
-        with opener.open(request, timeout=timeout) as resp:
-            raw = resp.read(MAX_ANSWER + 1)
-    except urllib.error.HTTPError as err:
-        detail = err.read(2000).decode('utf-8', 'replace')
-        err.close()
-        raise HistoryError(f'{url}: HTTP {err.code} for {promql}: '
-                           f'{_error_of(detail)}') from None
-    except (OSError, ValueError) as err:
-        raise HistoryError(f'{url}: no answer ({err}) within {timeout} s'
-                           ) from None
-    if len(raw) > MAX_ANSWER:
-        raise HistoryError(f'{url}: the answer exceeds {MAX_ANSWER} bytes; '
-                           f'give a shorter --since/--until')
-    try:
-        data = json.loads(raw)
-        if data.get('status') != 'success' or \
-                data['data']['resultType'] != 'matrix':
-            raise KeyError('status')
-        return data['data']['result']
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise HistoryError(f'{url}: not a Prometheus query answer: '
-                           f'{raw[:200]!r}') from None
+        status, raw = prometheus.get(
+            url, f'/api/v1/query?{body}',
+            {'Authorization': f'Bearer {token}'} if token else {},
+            timeout, max_bytes, stated)
+        if status != 200:
+            raise HistoryError(f'{url}: HTTP {status} for {promql}: '
+                               f'{_error_of(raw)}')
+        return prometheus.matrix(url, raw)
+    except prometheus.QueryError as err:
+        raise HistoryError(str(err)) from None
 
 
-def _error_of(text):
+def _error_of(raw):
+    text = raw.decode('utf-8', 'replace')
     try:
-        return json.loads(text).get('error') or text[:200]
-    except (ValueError, AttributeError):
-        return text[:200]
+        error = json.loads(text).get('error')
+    except (ValueError, AttributeError, RecursionError):
+        error = None
+    return error[:200] if isinstance(error, str) and error else text[:200]
 
 
 def _declared(pattern_sets):
@@ -193,49 +181,77 @@ def _old_unit(old_refs, check, partition, params, metric):
 
 
 def samples(url, system, since, until, old_refs=(), token=None,
-            timeout=TIMEOUT):
+            timeout=prometheus.DEADLINE, partitions=None):
     """(Samples, notes) of ``system``'s runs in [since, until] (unix
-    seconds) stored at ``url``; each figure in the unit ``old_refs`` give
-    it (the system's references first, then any system's: the
-    references as loaded, hpcval.references.load_dir), else a readable
-    one."""
+    seconds) stored at ``url``, read within ``timeout`` seconds in all;
+    each figure in the unit ``old_refs`` give it (the system's references
+    first, then any system's: the references as loaded,
+    hpcval.references.load_dir), else a readable one.  ``partitions``:
+    the system's (default: as configured, systems/*.py)."""
     url = check_url(url)
     if not _SYSTEM.fullmatch(system or ''):
         raise HistoryError(f'--system {system!r}: not a system name')
     if not (math.isfinite(since) and math.isfinite(until)) or until <= since:
         raise HistoryError(f'--since {since} must be before --until {until}')
+    if partitions is None:
+        partitions = references.configured_partitions().get(system)
+    if not partitions:
+        raise HistoryError(f'--system {system}: no partitions configured '
+                           f'(systems/*.py) to check the series against')
+    end = time.monotonic() + timeout
     window = f'[{int(math.ceil(until - since)) + 1}s]'
     values = query(url, f'{{__name__=~"hpcval_perf_value_.+",system='
-                        f'"{system}"}}{window}', until, token, timeout)
+                        f'"{system}"}}{window}', until, token,
+                   _left(url, end, timeout), stated=timeout)
     passed = query(url, f'hpcval_check_passed{{system="{system}"}}{window}',
-                   until, token, timeout)
+                   until, token, _left(url, end, timeout), stated=timeout)
+    skipped = _Skipped()
     result_at = {}
-    for series in passed:
-        key = _case_key(series['metric'])
-        for when, val in series.get('values', []):
-            result_at[(key, round(float(when), 3))] = \
-                'pass' if float(val) == 1 else 'fail'
+    for labels, pairs in passed:
+        if labels.get('__name__', 'hpcval_check_passed') != \
+                'hpcval_check_passed':
+            raise HistoryError(f'{url}: series {_brief(labels)} in the '
+                               f'answer for hpcval_check_passed')
+        if not _usable(url, labels, system, partitions, skipped):
+            continue
+        key = _case_key(labels)
+        for when, val in pairs:
+            got = 'pass' if val == 1 else 'fail'
+            if result_at.setdefault((key, round(when, 3)), got) != got:
+                raise HistoryError(f'{url}: hpcval_check_passed of '
+                                   f'{labels["test"]} at {when:.3f} is '
+                                   f'given both 1 and not 1')
     declared = diagnostics()
-    notes, cases, raw = [], {}, []
-    for series in values:
-        labels = series['metric']
+    cases, raw, seen = {}, [], set()
+    for labels, pairs in values:
         name, metric = labels.get('__name__', ''), labels.get('metric', '')
+        if not _usable(url, labels, system, partitions, skipped):
+            continue
         known = _unit_of(name)
-        if not known or not metric or not labels.get('test'):
-            notes.append(f'left out series {name}{{metric="{metric}"}}: '
-                         f'a unit hpcval does not calibrate from monitoring')
+        if not known:
+            skipped.add(f'series {name}{{metric="{metric}"}}: a unit hpcval '
+                        f'does not calibrate from monitoring')
             continue
         unit, scale = known
         key = _case_key(labels)
-        for when, val in series.get('values', []):
-            when = float(when)
+        for when, val in pairs:
             if not (since <= when <= until):
+                continue
+            # one run's figure is one sample, however often the store
+            # gives it (other labels, another unit's series)
+            if (key, metric, when) in seen:
+                skipped.add(f'{labels["test"]} {metric} at {when:.0f}: '
+                            f'given again (same run, figure and time)')
+                continue
+            seen.add((key, metric, when))
+            if not math.isfinite(val):
+                skipped.add(f'{labels["test"]} {metric} at {when:.0f}: '
+                            f'{val}')
                 continue
             result = result_at.get((key, round(when, 3)))
             if result is None:
-                notes.append(f'left out {labels["test"]} {metric} at '
-                             f'{when:.0f}: no hpcval_check_passed sample of '
-                             f'its run')
+                skipped.add(f'{labels["test"]} {metric} at {when:.0f}: no '
+                            f'hpcval_check_passed sample of its run')
                 continue
             case = cases.get((key, when))
             if case is None:
@@ -248,12 +264,72 @@ def samples(url, system, since, until, old_refs=(), token=None,
             if why:
                 # as the check's report says it (calibrate leaves it out)
                 case.extras['unjudged'][metric] = f'diagnostic: {why}'
-            raw.append((case, metric, float(val) * scale, unit))
+            raw.append((case, metric, val * scale, unit))
     out = _in_units(raw, old_refs)
+    notes = skipped.notes()
     if not out:
         notes.append(f'{url}: no hpcval series of system {system} between '
                      f'{since:.0f} and {until:.0f}')
     return out, notes
+
+
+def _left(url, end, timeout):
+    left = end - time.monotonic()
+    if left <= 0:
+        raise HistoryError(f'{url}: no whole answer within {timeout:g} s '
+                           f'(--deadline)')
+    return left
+
+
+class _Skipped:
+    """Samples and series left out: counted, the first one named (a
+    store of millions would otherwise print millions of lines)."""
+
+    def __init__(self):
+        self.count, self.first = 0, None
+
+    def add(self, why):
+        self.count += 1
+        self.first = self.first or why
+
+    def notes(self):
+        if not self.count:
+            return []
+        return [f'left out {self.count} sample(s) or series of the history; '
+                f'the first: {self.first[:300]}']
+
+
+def _usable(url, labels, system, partitions, skipped):
+    """Whether a series' labels are of ``system``'s partitions; a label
+    no hpcval run writes (a pattern, another system) is an error."""
+    test = labels.get('test', '')
+    where = f'{url}: series {_brief(labels)}'
+    if labels.get('system') != system:
+        raise HistoryError(f'{where}: system label is not {system}')
+    if not _TEST.fullmatch(test):
+        raise HistoryError(f'{where}: the test label is not a test\'s '
+                           f'display name')
+    if 'metric' in labels and not _METRIC.fullmatch(labels['metric']):
+        raise HistoryError(f'{where}: the metric label is not a figure\'s '
+                           f'name')
+    for label in ('partition', 'environ', 'node'):
+        value = labels.get(label)
+        if value is None and label == 'node':
+            continue        # multi-node jobs have none
+        if value is None or not _NAME.fullmatch(value):
+            raise HistoryError(f'{where}: label {label} is not a name: '
+                               f'{value!r:.60}')
+    if labels['partition'] not in partitions:
+        skipped.add(f'series {_brief(labels)}: partition '
+                    f'{labels["partition"]!r} is not one of system '
+                    f'{system}\'s ({", ".join(sorted(partitions))})')
+        return False
+    return True
+
+
+def _brief(labels):
+    return '{' + ', '.join(f'{k:.40}={v!r:.60}' for k, v in
+                           sorted(labels.items())[:8]) + '}'
 
 
 def _case_key(labels):
