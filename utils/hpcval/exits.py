@@ -8,6 +8,8 @@ validated) and UNKNOWN, so automation reads every command alike.
 import argparse
 import sys
 
+from hpcval import __version__
+
 OK, FAILED, INCOMPLETE, INPUT = 0, 1, 2, 3
 
 _ERROR = '3 input or usage error, named in one line'
@@ -69,11 +71,10 @@ class Version(argparse.Action):
                          help='print hpcval\'s and ReFrame\'s versions')
 
     def __call__(self, parser, namespace, values, option_string=None):
-        import hpcval
         try:
             import reframe
             theirs = reframe.VERSION
         except ImportError:
             theirs = 'not installed'
-        parser.exit(OK, f'hpcval {hpcval.__version__}\n'
+        parser.exit(OK, f'hpcval {__version__}\n'
                         f'ReFrame {theirs}\n')

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from hpcval.health import kernel_log
+
 #: A GPU's or link's number as a JSON key
 Key = Annotated[str, msgspec.Meta(pattern=r'^[0-9]{1,6}$')]
 # The health record's values as its probe writes them, and nothing else: a
@@ -267,7 +269,6 @@ def _unreadable(why, path, val):
 def _check_health(record):
     """What types cannot say: each GPU listed once per query, and each
     kernel event a line hpcval.health.kernel_log reads as one."""
-    from hpcval.health import kernel_log     # it imports the catalogue
     for phase in ('before', 'after'):
         seen = {}
         for i, gpu in enumerate(getattr(record, phase).gpus):
