@@ -496,3 +496,20 @@ def test_repeats_of_a_test_are_one_series():
                 series.add(tuple(sorted(metric.items())))
     [one] = series
     assert dict(one)['test'] == 'Mpi4pyPingPongCheck %placement=on_node'
+
+
+def test_repeats_ending_in_one_second_stay_two_samples():
+    """Slurm's accounting ends jobs in whole seconds: repeat <i> is added
+    to its time in milliseconds, so one series keeps each run."""
+    import types
+    from hpcval import monitoring
+    stamps = set()
+    for i in range(3):
+        record = types.SimpleNamespace(
+            check_job_completion_time_unix=1700000000, created=1.0,
+            check_result='pass', check_job_nodelist=['n1'],
+            check_display_name=f'Mpi4pyPingPongCheck %.repeat_no={i}',
+            check_perfvalues={}, check_system='local')
+        for line in monitoring.victoriametrics(record, {}, ()).splitlines():
+            stamps.add(json.loads(line)['timestamps'][0])
+    assert stamps == {1700000000000, 1700000000001, 1700000000002}

@@ -53,8 +53,11 @@ _CASE_LABELS = {'test': 'check_display_name', 'system': 'check_system',
 _LABEL_NAME = re.compile(r'[a-zA-Z_][a-zA-Z0-9_]*')
 _RESERVED = frozenset({*_CASE_LABELS, 'node', 'metric', '__name__'})
 # ``reframe --repeat N`` names each repeat ``%.repeat_no=<i>``: the repeats
-# of a test are runs of one series, not N series of one point each
-_REPEAT = re.compile(r' %\.?repeat_no=\d+')
+# of a test are runs of one series, not N series of one point each; <i> is
+# added to the sample's time in milliseconds, since Slurm's accounting
+# gives whole seconds and one series holds one sample a timestamp: two
+# repeats ending in one second stay two runs
+_REPEAT = re.compile(r' %\.?repeat_no=(\d{1,6})')
 
 # family -> (unit the value is converted to, its name in the metric name)
 _BASE = {'bandwidth': ('B/s', 'bytes_per_second'),
@@ -102,7 +105,10 @@ def victoriametrics(record, extras, ignore_keys):
     """VictoriaMetrics JSON lines of one perflog record."""
     when = getattr(record, 'check_job_completion_time_unix', None) or \
         record.created
-    millis = int(float(when) * 1000)
+    repeat = _REPEAT.search(str(getattr(record, 'check_display_name', '')
+                                or ''))
+    millis = int(float(when) * 1000) + (int(repeat.group(1)) if repeat
+                                        else 0)
     labels = _labels(record, extras, ignore_keys)
     passed = 1 if getattr(record, 'check_result', '') == PASS else 0
     nodes = getattr(record, 'check_job_nodelist', None) or []
