@@ -339,3 +339,65 @@ def test_a_failed_run_is_named_and_not_drawn(loaded):
     assert len(why) == 1
     assert why[0].startswith(f'{case.test} @{case.system}:')
     assert why[0].endswith(': result fail; its output is not plotted')
+
+
+
+def _overlapping_labels(fig):
+    """(label, label or panel) pairs whose drawn extents overlap: two x
+    tick labels of one panel, or a tick label and another panel."""
+    renderer = fig.canvas.get_renderer()
+    panels = {ax: ax.get_tightbbox(renderer)
+              for ax in fig.axes if ax.axison}
+    out = []
+    for ax in panels:
+        labels = [t for t in ax.get_xticklabels() if t.get_text()]
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        for i, a in enumerate(boxes):
+            out += [(labels[i].get_text(), labels[j].get_text())
+                    for j in range(i + 1, len(boxes))
+                    if a.overlaps(boxes[j])]
+            out += [(labels[i].get_text(), other.get_title())
+                    for other, box in panels.items()
+                    if other is not ax and a.overlaps(box)]
+    return out
+
+
+@pytest.fixture(scope='module')
+def committed(tmp_path_factory):
+    """The committed comparison's table (docs/comparison, made by
+    tests/make_comparison.py from the reports it keeps)."""
+    import make_comparison
+    table, _ = make_comparison.runs_table(tmp_path_factory.mktemp('out'))
+    return table
+
+
+@pytest.fixture(scope='module')
+def committed_figures(committed, tmp_path_factory):
+    """{stem: figure, drawn, not written}: the committed comparison's
+    small multiples (a 1-GPU column beside 2- and 8-GPU ones: the longest
+    tick labels) and a bar chart of the same columns."""
+    from hpcval.publish.plots import bars
+    figs = {}
+    [row] = [r for r in committed.rows if r.benchmark == 'nccl_tests'
+             and r.test == 'all_reduce, single process'
+             and r.metric == 'busbw_inplace_largest']
+    out = tmp_path_factory.mktemp('unwritten')
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bars, 'save', lambda fig, outdir, stem, *_, **__:
+                      figs.setdefault(stem, fig))
+        for bench in ('nccl_tests', 'transferbench'):
+            plots.benchmark_multiples(committed, bench, out)
+        plots.metric_bars(committed, row, out)
+    for fig in figs.values():
+        fig.canvas.draw()
+    return figs
+
+
+def test_committed_multiples_have_no_overlapping_labels(committed_figures):
+    """Measured after drawing, with matplotlib's own text extents."""
+    assert list(committed_figures) == [
+        'multiples-nccl_tests', 'multiples-transferbench',
+        'bars-nccl_tests-all_reduce-single-process-busbw_inplace_largest']
+    for stem, fig in committed_figures.items():
+        assert _overlapping_labels(fig) == [], stem
+
