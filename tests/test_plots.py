@@ -4,6 +4,7 @@ another site), and the replays of the seeds' example outputs for mi300x,
 kestrel and local (tests/replays.py), whose outputs ReFrame kept.  Every
 figure is checked as an image (size, not blank) and as SVG (parses, holds
 the labels it must)."""
+import dataclasses
 import pathlib
 import shutil
 import xml.etree.ElementTree as ET
@@ -401,3 +402,36 @@ def test_committed_multiples_have_no_overlapping_labels(committed_figures):
     for stem, fig in committed_figures.items():
         assert _overlapping_labels(fig) == [], stem
 
+
+def _bars_at(ax):
+    return sorted(round(p.get_x() + p.get_width() / 2)
+                  for p in ax.patches if p.get_height() > 0)
+
+
+def test_a_figure_0_by_definition_has_a_note_not_a_bar(committed,
+                                                      committed_figures,
+                                                      tmp_path):
+    """The bus bandwidth of the one-GPU h100 column: none by definition,
+    as the tables say (comparison.vacuous), so no 0 bar."""
+    busbw = {ax.get_title(): ax for fig in committed_figures.values()
+             for ax in fig.axes if ax.axison and 'busbw' in ax.get_title()}
+    assert len(busbw) == 11
+    for title, ax in busbw.items():
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        assert ticks[0].startswith('h100\n'), title
+        assert ticks[0].endswith('\nnone by\ndefinition'), title
+        assert 'definition' not in ' '.join(ticks[1:]), title
+        assert 0 not in _bars_at(ax) and _bars_at(ax), title
+    # the times of the same one-GPU runs are measured: drawn
+    [times] = [ax for ax in committed_figures['multiples-nccl_tests'].axes
+              if ax.get_title().startswith('all_gather, single process:\n'
+                                           'time_inplace_smallest')]
+    assert 0 in _bars_at(times)
+
+    # a row of nothing but such figures is not drawn at all
+    alone = dataclasses.replace(committed, cells={
+        k: c for k, c in committed.cells.items() if k[1] == 'h100'})
+    alone.sort()
+    plotted = plots.all_metric_bars(alone, tmp_path, select='nccl.*busbw')
+    assert plotted.files == [] and len(plotted.skipped) == 10
+    assert all('0 by definition' in m for m in plotted.skipped)

@@ -48,19 +48,21 @@ def metric_bars(table, row, outdir, force=False):
     """One bar per column of ``table`` that has ``row``: mean with the
     standard deviation as error bar, coloured by verdict, hatched for
     replays; the column's reference as a dashed line over its bar, the pass
-    band shaded; n under each bar.  Returns Plotted."""
+    band shaded; n under each bar; no bar for a figure 0 by definition
+    (as in benchmark_multiples).  Returns Plotted."""
     return _bars(table, row, outdir, force, Plotted())
 
 
 def _bars(table, row, outdir, force, plotted):
     cols, cells = _columns(table, row)
-    if not cells:
+    if not _drawable(cells):
         plotted.skipped.append(f'{row.benchmark} {row.test} {row.metric}: '
-                               f'no column has a value; not plotted')
+                               f'no column has a value (other than 0 by '
+                               f'definition); not plotted')
         return plotted
 
     ticks = [_tick(c, cell, 18) for c, cell in zip(cols, cells)]
-    legend = _legend(cells, cols)
+    legend = _legend(_drawable(cells), cols)
     fig = new_figure(1, 1)
     slot = max(1.0, text_width(fig, ticks, 8) + TICK_GAP)
     # left of the axes the y label and ticks, right of it the legend
@@ -70,6 +72,8 @@ def _bars(table, row, outdir, force, plotted):
     top = _top(cells)
     xs = range(len(cols))
     for x, col, cell in zip(xs, cols, cells):
+        if comparison.vacuous(cell):
+            continue    # its tick label says why there is no bar
         replay = col.endswith('(replay)')
         ax.bar(x, cell.mean, width=0.6, color=VERDICT_COLOURS[cell.verdict],
                hatch=REPLAY_HATCH if replay else None, edgecolor='black',
@@ -168,7 +172,9 @@ def benchmark_multiples(table, benchmark, outdir, force=False, select=None):
     """Small multiples: one figure per benchmark comparing every column,
     a panel per row that two or more columns have (measurement and metric;
     per-GPU-pair rows are left to the heat maps), bars coloured by verdict, hatched for replays, the
-    reference dashed, values in the unit that suits their magnitude.
+    reference dashed, values in the unit that suits their magnitude; a
+    figure 0 by definition (comparison.vacuous: a one-GPU collective's bus
+    bandwidth) gets no bar but a note under its column, as in the tables.
     More than PANELS_PER_FIGURE rows continue in a second figure;
     ``select`` keeps rows as in all_metric_bars.  Returns Plotted."""
     plotted, keep = Plotted(), _selector(select)
@@ -189,8 +195,15 @@ def _columns(table, row):
 
 
 def _compares(table, row):
-    """Two or more columns have ``row``."""
-    return len(_columns(table, row)[0]) > 1
+    """Two or more columns have ``row``, one of them a figure to draw."""
+    cols, cells = _columns(table, row)
+    return len(cols) > 1 and bool(_drawable(cells))
+
+
+def _drawable(cells):
+    """The cells that get a bar: not a diagnostic that is 0 by definition
+    (the tables' rule, comparison.vacuous), which gets a note instead."""
+    return [c for c in cells if not comparison.vacuous(c)]
 
 
 def _multiples(table, benchmark, rows, part, outdir, force, plotted):
@@ -213,7 +226,7 @@ def _multiples(table, benchmark, rows, part, outdir, force, plotted):
     stem = slug('multiples', benchmark, part or None)
     for ax, row, (cols, cells) in zip(axes.flat, rows, panels):
         _panel(ax, row, cols, cells, stem, plotted)
-        cells_all += cells
+        cells_all += _drawable(cells)
     for ax in list(axes.flat)[len(rows):]:
         ax.set_axis_off()
     cols = [c for c in table.columns if any(c in p for p, _ in panels)]
@@ -232,6 +245,8 @@ def _panel(ax, row, cols, cells, stem, plotted):
 
     top = _top([_Scaled(c, scaled) for c in cells])
     for x, (col, cell) in enumerate(zip(cols, cells)):
+        if comparison.vacuous(cell):
+            continue    # its tick label says why there is no bar
         replay = col.endswith('(replay)')
         ax.bar(x, scaled(cell.mean), width=0.6,
                color=VERDICT_COLOURS[cell.verdict]
@@ -269,10 +284,12 @@ ARROWS = {'higher': '↑', 'lower': '↓'}
 
 def _tick(col, cell, width=12):
     """A column's label, a line each: its name (wrapped), n, the GPUs x
-    nodes of a collective's runs."""
+    nodes of a collective's runs, and why a cell has no bar."""
     lines = [_wrapped(col, width), f'n={cell.n}']
     if cell.gpus and cell.nodes:
         lines.append(f'{cell.gpus} GPU x {cell.nodes} node')
+    if comparison.vacuous(cell):
+        lines.append('none by\ndefinition')
     return '\n'.join(lines)
 
 
