@@ -2,8 +2,9 @@
 ``victoria-metrics``, started here on 127.0.0.1 and a free port, stopped
 after) through ReFrame's ``httpjson`` handler and hpcval's sender as
 config/monitoring.py sets them up, and are read back through its query API:
-one series per figure across a pass and a fail, and every query of the
-shipped Grafana dashboard returns data.  The same run's file perflog has
+one series per figure across a pass and a fail and across the three runs
+of ``--repeat 3``, and every query of the shipped Grafana dashboard
+returns data.  The same run's file perflog has
 them too.  The sender itself is tried against real HTTP servers on
 127.0.0.1 that hang, answer 429 and redirect."""
 import http.server
@@ -20,7 +21,7 @@ import urllib.request
 import pytest
 
 from hpcval import monitoring
-from rfmrun import ROOT, one_case, perf, reframe
+from rfmrun import ROOT, by_name, one_case, perf, reframe
 
 VM = '/usr/bin/victoria-metrics'
 
@@ -77,9 +78,9 @@ def _env(victoria):
             'HPCVAL_PERFLOG_SITE': 'test-site'}
 
 
-def _pingpong(tmp, env):
+def _pingpong(tmp, env, *args):
     return reframe('-r', '--system', 'local', '-n', 'Mpi4pyPingPongCheck',
-                   '-S', 'Mpi4pyPingPongCheck.loops=100',
+                   '-S', 'Mpi4pyPingPongCheck.loops=100', *args,
                    '--perflogdir', str(tmp / 'perflogs'),
                    tmp_path=tmp, env=env,
                    checks=('checks/mpi4py_pingpong.py',))
@@ -158,6 +159,23 @@ def _one_series(base, promql):
     points = [float(v) for _, v in found[0]['values']]
     return found[0]['metric'], [v for i, v in enumerate(points)
                                 if i == 0 or v != points[i - 1]]
+
+
+def _export(base, match, points):
+    """Every series ``match`` selects, with its raw points:
+    [(labels, [timestamp, ...])], once each has ``points`` or after 20 s
+    (the server shows a point a second after its time)."""
+    url = f'{base}/api/v1/export?' + urllib.parse.urlencode(
+        {'match[]': match})
+    deadline = time.monotonic() + 20
+    while True:
+        _get(f'{base}/internal/force_flush')
+        found = [(line['metric'], line['timestamps'])
+                 for line in map(json.loads, _get(url).splitlines())]
+        if found and all(len(t) >= points for _, t in found) or \
+                time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
 
 
 def test_records_are_queried_back(victoria, monitored_run):
@@ -513,3 +531,30 @@ def test_repeats_ending_in_one_second_stay_two_samples():
         for line in monitoring.victoriametrics(record, {}, ()).splitlines():
             stamps.add(json.loads(line)['timestamps'][0])
     assert stamps == {1700000000000, 1700000000001, 1700000000002}
+
+
+def test_a_repeat_3_run_is_one_series_per_test(victoria, tmp_path):
+    """A real ``reframe --repeat 3`` run: its three runs
+    (``%.repeat_no=0..2``) are three points of one series per figure in
+    VictoriaMetrics, named by the test without the repeat."""
+    env = {**_env(victoria), 'HPCVAL_PERFLOG_SITE': 'repeats',
+           'HPCVAL_SITE': str(_site(tmp_path, failing=False))}
+    proc, report = _pingpong(tmp_path, env, '--repeat', '3')
+    assert report is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
+    runs = by_name(report, 'Mpi4pyPingPongCheck')
+    assert sorted(c['display_name'][-13:] for c in runs) == \
+        [f'%.repeat_no={i}' for i in range(3)]
+    assert 'dropped' not in proc.stderr, proc.stderr[-2000:]
+    test = runs[0]['display_name'].rsplit(' %', 1)[0]
+    try:
+        series = _export(victoria, '{site="repeats"}', points=3)
+    finally:
+        # the other tests' queries find the ping-pong by its test label
+        _get(f'{victoria}/api/v1/admin/tsdb/delete_series?' +
+             urllib.parse.urlencode({'match[]': '{site="repeats"}'}))
+    figures = {(s['__name__'], s.get('metric')) for s, _ in series}
+    assert ('hpcval_perf_value_seconds', 'latency_8B') in figures
+    assert len(series) == len(figures), 'a figure in several series'
+    for labels, points in series:
+        assert labels['test'] == test
+        assert len(set(points)) == 3, labels

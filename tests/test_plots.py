@@ -4,6 +4,7 @@ another site), and the replays of the seeds' example outputs for mi300x,
 kestrel and local (tests/replays.py), whose outputs ReFrame kept.  Every
 figure is checked as an image (size, not blank) and as SVG (parses, holds
 the labels it must)."""
+import dataclasses
 import pathlib
 import shutil
 import xml.etree.ElementTree as ET
@@ -339,3 +340,98 @@ def test_a_failed_run_is_named_and_not_drawn(loaded):
     assert len(why) == 1
     assert why[0].startswith(f'{case.test} @{case.system}:')
     assert why[0].endswith(': result fail; its output is not plotted')
+
+
+
+def _overlapping_labels(fig):
+    """(label, label or panel) pairs whose drawn extents overlap: two x
+    tick labels of one panel, or a tick label and another panel."""
+    renderer = fig.canvas.get_renderer()
+    panels = {ax: ax.get_tightbbox(renderer)
+              for ax in fig.axes if ax.axison}
+    out = []
+    for ax in panels:
+        labels = [t for t in ax.get_xticklabels() if t.get_text()]
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        for i, a in enumerate(boxes):
+            out += [(labels[i].get_text(), labels[j].get_text())
+                    for j in range(i + 1, len(boxes))
+                    if a.overlaps(boxes[j])]
+            out += [(labels[i].get_text(), other.get_title())
+                    for other, box in panels.items()
+                    if other is not ax and a.overlaps(box)]
+    return out
+
+
+@pytest.fixture(scope='module')
+def committed(tmp_path_factory):
+    """The committed comparison's table (docs/comparison, made by
+    tests/make_comparison.py from the reports it keeps)."""
+    import make_comparison
+    table, _ = make_comparison.runs_table(tmp_path_factory.mktemp('out'))
+    return table
+
+
+@pytest.fixture(scope='module')
+def committed_figures(committed, tmp_path_factory):
+    """{stem: figure, drawn, not written}: the committed comparison's
+    small multiples (a 1-GPU column beside 2- and 8-GPU ones: the longest
+    tick labels) and a bar chart of the same columns."""
+    from hpcval.publish.plots import bars
+    figs = {}
+    [row] = [r for r in committed.rows if r.benchmark == 'nccl_tests'
+             and r.test == 'all_reduce, single process'
+             and r.metric == 'busbw_inplace_largest']
+    out = tmp_path_factory.mktemp('unwritten')
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bars, 'save', lambda fig, outdir, stem, *_, **__:
+                      figs.setdefault(stem, fig))
+        for bench in ('nccl_tests', 'transferbench'):
+            plots.benchmark_multiples(committed, bench, out)
+        plots.metric_bars(committed, row, out)
+    for fig in figs.values():
+        fig.canvas.draw()
+    return figs
+
+
+def test_committed_multiples_have_no_overlapping_labels(committed_figures):
+    """Measured after drawing, with matplotlib's own text extents."""
+    assert list(committed_figures) == [
+        'multiples-nccl_tests', 'multiples-transferbench',
+        'bars-nccl_tests-all_reduce-single-process-busbw_inplace_largest']
+    for stem, fig in committed_figures.items():
+        assert _overlapping_labels(fig) == [], stem
+
+
+def _bars_at(ax):
+    return sorted(round(p.get_x() + p.get_width() / 2)
+                  for p in ax.patches if p.get_height() > 0)
+
+
+def test_a_figure_0_by_definition_has_a_note_not_a_bar(committed,
+                                                      committed_figures,
+                                                      tmp_path):
+    """The bus bandwidth of the one-GPU h100 column: none by definition,
+    as the tables say (comparison.vacuous), so no 0 bar."""
+    busbw = {ax.get_title(): ax for fig in committed_figures.values()
+             for ax in fig.axes if ax.axison and 'busbw' in ax.get_title()}
+    assert len(busbw) == 11
+    for title, ax in busbw.items():
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        assert ticks[0].startswith('h100\n'), title
+        assert ticks[0].endswith('\nnone by\ndefinition'), title
+        assert 'definition' not in ' '.join(ticks[1:]), title
+        assert 0 not in _bars_at(ax) and _bars_at(ax), title
+    # the times of the same one-GPU runs are measured: drawn
+    [times] = [ax for ax in committed_figures['multiples-nccl_tests'].axes
+              if ax.get_title().startswith('all_gather, single process:\n'
+                                           'time_inplace_smallest')]
+    assert 0 in _bars_at(times)
+
+    # a row of nothing but such figures is not drawn at all
+    alone = dataclasses.replace(committed, cells={
+        k: c for k, c in committed.cells.items() if k[1] == 'h100'})
+    alone.sort()
+    plotted = plots.all_metric_bars(alone, tmp_path, select='nccl.*busbw')
+    assert plotted.files == [] and len(plotted.skipped) == 10
+    assert all('0 by definition' in m for m in plotted.skipped)

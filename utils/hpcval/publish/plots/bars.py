@@ -8,12 +8,17 @@ from matplotlib.patches import Patch
 from hpcval.publish import comparison, numbers
 from hpcval.publish.plots.common import (BAND_COLOUR, REFERENCE_COLOUR, REPLAY_HATCH,
                                  VERDICT_COLOURS, Plotted, better_label,
-                                 new_figure, save, slug, value_label)
+                                 new_figure, save, slug, text_width,
+                                 value_label)
 
 # TransferBench's per-pair metrics (gpu00_to_gpu01, uni_gpu00_to_gpu01...)
 # are what the heat maps show; a bar chart per pair would bury the rest
 LINK_METRIC = comparison.LINK_METRIC
 PANELS_PER_FIGURE = 16
+TICK_SIZE = 6.5     # the small multiples' column labels
+# between two neighbouring tick labels, and the y axis's labels beside a
+# panel (inches)
+TICK_GAP, Y_MARGIN = 0.15, 0.8
 
 
 def _wrapped(label, width=18):
@@ -43,24 +48,32 @@ def metric_bars(table, row, outdir, force=False):
     """One bar per column of ``table`` that has ``row``: mean with the
     standard deviation as error bar, coloured by verdict, hatched for
     replays; the column's reference as a dashed line over its bar, the pass
-    band shaded; n under each bar.  Returns Plotted."""
+    band shaded; n under each bar; no bar for a figure 0 by definition
+    (as in benchmark_multiples).  Returns Plotted."""
     return _bars(table, row, outdir, force, Plotted())
 
 
 def _bars(table, row, outdir, force, plotted):
-    cols = [c for c in table.columns if (row, c) in table.cells
-            and table.cells[(row, c)].values]
-    cells = [table.cells[(row, c)] for c in cols]
-    if not cells:
+    cols, cells = _columns(table, row)
+    if not _drawable(cells):
         plotted.skipped.append(f'{row.benchmark} {row.test} {row.metric}: '
-                               f'no column has a value; not plotted')
+                               f'no column has a value (other than 0 by '
+                               f'definition); not plotted')
         return plotted
 
-    fig = new_figure(max(4.5, 1.3 * len(cols) + 2.2), 4.8)
+    ticks = [_tick(c, cell, 18) for c, cell in zip(cols, cells)]
+    legend = _legend(_drawable(cells), cols)
+    fig = new_figure(1, 1)
+    slot = max(1.0, text_width(fig, ticks, 8) + TICK_GAP)
+    # left of the axes the y label and ticks, right of it the legend
+    beside = 1.2 + text_width(fig, [h.get_label() for h in legend], 7) + 0.6
+    fig.set_size_inches(max(4.5, slot * (len(cols) + 0.2) + beside), 4.8)
     ax = fig.add_subplot()
     top = _top(cells)
     xs = range(len(cols))
     for x, col, cell in zip(xs, cols, cells):
+        if comparison.vacuous(cell):
+            continue    # its tick label says why there is no bar
         replay = col.endswith('(replay)')
         ax.bar(x, cell.mean, width=0.6, color=VERDICT_COLOURS[cell.verdict],
                hatch=REPLAY_HATCH if replay else None, edgecolor='black',
@@ -86,8 +99,7 @@ def _bars(table, row, outdir, force, plotted):
 
     ax.set_ylim(0, top)
     ax.set_xlim(-0.6, len(cols) - 0.4)
-    ax.set_xticks(list(xs), [f'{_wrapped(c)}\nn={cell.n}'
-                             for c, cell in zip(cols, cells)], fontsize=8)
+    ax.set_xticks(list(xs), ticks, fontsize=8)
     where = comparison.scope(row)
     ax.set_ylabel(f'{row.metric} ({row.unit}'
                   f'{", " + where if where else ""})\n'
@@ -95,8 +107,8 @@ def _bars(table, row, outdir, force, plotted):
     ax.set_title(f'{row.benchmark}: {row.metric}\n{_wrapped(row.test, 60)}',
                  fontsize=10)
     ax.grid(axis='y', alpha=0.3, zorder=0)
-    ax.legend(handles=_legend(cells, cols), fontsize=7, loc='upper left',
-              bbox_to_anchor=(1.01, 1), borderaxespad=0)
+    ax.legend(handles=legend, fontsize=7,
+              loc='upper left', bbox_to_anchor=(1.01, 1), borderaxespad=0)
     save(fig, outdir, slug('bars', row.benchmark, row.test, row.metric),
          plotted, force)
     return plotted
@@ -160,42 +172,64 @@ def benchmark_multiples(table, benchmark, outdir, force=False, select=None):
     """Small multiples: one figure per benchmark comparing every column,
     a panel per row that two or more columns have (measurement and metric;
     per-GPU-pair rows are left to the heat maps), bars coloured by verdict, hatched for replays, the
-    reference dashed, values in the unit that suits their magnitude.
+    reference dashed, values in the unit that suits their magnitude; a
+    figure 0 by definition (comparison.vacuous: a one-GPU collective's bus
+    bandwidth) gets no bar but a note under its column, as in the tables.
     More than PANELS_PER_FIGURE rows continue in a second figure;
     ``select`` keeps rows as in all_metric_bars.  Returns Plotted."""
     plotted, keep = Plotted(), _selector(select)
     # a figure of one system compares nothing: its table says it all
     rows = [r for r in table.rows if r.benchmark == benchmark and keep(r)
-            and not LINK_METRIC.search(r.metric)
-            and sum(1 for c in table.columns
-                    if (table.cells.get((r, c)) or _EMPTY).values) > 1]
+            and not LINK_METRIC.search(r.metric) and _compares(table, r)]
     for part, start in enumerate(range(0, len(rows), PANELS_PER_FIGURE)):
         _multiples(table, benchmark, rows[start:start + PANELS_PER_FIGURE],
                    part, outdir, force, plotted)
     return plotted
 
 
-class _EMPTY:
-    values = ()
+def _columns(table, row):
+    """(columns, cells) of ``row`` that hold a figure, in column order."""
+    cols = [c for c in table.columns
+            if (row, c) in table.cells and table.cells[(row, c)].values]
+    return cols, [table.cells[(row, c)] for c in cols]
+
+
+def _compares(table, row):
+    """Two or more columns have ``row``, one of them a figure to draw."""
+    cols, cells = _columns(table, row)
+    return len(cols) > 1 and bool(_drawable(cells))
+
+
+def _drawable(cells):
+    """The cells that get a bar: not a diagnostic that is 0 by definition
+    (the tables' rule, comparison.vacuous), which gets a note instead."""
+    return [c for c in cells if not comparison.vacuous(c)]
 
 
 def _multiples(table, benchmark, rows, part, outdir, force, plotted):
     ncols = min(4, len(rows))
     nrows = -(-len(rows) // ncols)
-    shown = max(len([c for c in table.columns
-                     if (table.cells.get((r, c)) or _EMPTY).values])
-                for r in rows)
-    width = max(2.8, 0.55 * shown + 1.4)
-    fig = new_figure(width * ncols, 2.9 * nrows + 0.9)
+    panels = [_columns(table, r) for r in rows]
+    fig = new_figure(1, 1)
+    # panels share one width: the one of most columns, a slot per column
+    # as wide as the widest line of any tick label, so that neighbouring
+    # labels ('1 GPU x 1 node' beside '2 GPU x 1 node') never touch
+    slot = max(0.55, text_width(fig, [_tick(c, cell)
+                                      for cols, cells in panels
+                                      for c, cell in zip(cols, cells)],
+                                TICK_SIZE) + TICK_GAP)
+    shown = max(len(cols) for cols, _ in panels)
+    width = max(2.8, slot * (shown + 0.2) + Y_MARGIN)
+    fig.set_size_inches(width * ncols, 2.9 * nrows + 0.9)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     cells_all = []
     stem = slug('multiples', benchmark, part or None)
-    for ax, row in zip(axes.flat, rows):
-        cells_all += _panel(ax, table, row, stem, plotted)
+    for ax, row, (cols, cells) in zip(axes.flat, rows, panels):
+        _panel(ax, row, cols, cells, stem, plotted)
+        cells_all += _drawable(cells)
     for ax in list(axes.flat)[len(rows):]:
         ax.set_axis_off()
-    cols = [c for c in table.columns
-            if any((table.cells.get((r, c)) or _EMPTY).values for r in rows)]
+    cols = [c for c in table.columns if any(c in p for p, _ in panels)]
     more = f' (part {part + 1})' if part else ''
     fig.suptitle(f'{benchmark}: every figure by system{more}', fontsize=11)
     fig.legend(handles=_legend(cells_all, cols, band=False), fontsize=7,
@@ -203,10 +237,7 @@ def _multiples(table, benchmark, rows, part, outdir, force, plotted):
     save(fig, outdir, stem, plotted, force)
 
 
-def _panel(ax, table, row, stem, plotted):
-    cols = [c for c in table.columns
-            if (table.cells.get((row, c)) or _EMPTY).values]
-    cells = [table.cells[(row, c)] for c in cols]
+def _panel(ax, row, cols, cells, stem, plotted):
     unit = numbers.scaled_unit(row.unit, [c.mean for c in cells])
 
     def scaled(x):
@@ -214,6 +245,8 @@ def _panel(ax, table, row, stem, plotted):
 
     top = _top([_Scaled(c, scaled) for c in cells])
     for x, (col, cell) in enumerate(zip(cols, cells)):
+        if comparison.vacuous(cell):
+            continue    # its tick label says why there is no bar
         replay = col.endswith('(replay)')
         ax.bar(x, scaled(cell.mean), width=0.6,
                color=VERDICT_COLOURS[cell.verdict]
@@ -235,27 +268,29 @@ def _panel(ax, table, row, stem, plotted):
             plotted.references.append((stem, col, row.metric, ref.value))
     ax.set_ylim(0, top)
     ax.set_xlim(-0.6, len(cols) - 0.4)
-    ax.set_xticks(range(len(cols)), [f'{_wrapped(c, 12)}\n{_layout(cell)}'
+    ax.set_xticks(range(len(cols)), [_tick(c, cell)
                                      for c, cell in zip(cols, cells)],
-                  fontsize=6.5)
+                  fontsize=TICK_SIZE)
     ax.tick_params(axis='y', labelsize=7)
     where = comparison.scope(row)
     ax.set_ylabel(f'{unit}{", " + where if where else ""} '
                   f'{ARROWS.get(row.better, "?")}', fontsize=7)
     ax.set_title(_wrapped(f'{row.test}: {row.metric}', 34), fontsize=7.5)
     ax.grid(axis='y', alpha=0.3, zorder=0)
-    return cells
 
 
 ARROWS = {'higher': '↑', 'lower': '↓'}
 
 
-def _layout(cell):
-    """'n=7', and the GPUs x nodes of a collective's runs."""
-    text = f'n={cell.n}'
+def _tick(col, cell, width=12):
+    """A column's label, a line each: its name (wrapped), n, the GPUs x
+    nodes of a collective's runs, and why a cell has no bar."""
+    lines = [_wrapped(col, width), f'n={cell.n}']
     if cell.gpus and cell.nodes:
-        text += f', {cell.gpus} GPU x {cell.nodes} node'
-    return text
+        lines.append(f'{cell.gpus} GPU x {cell.nodes} node')
+    if comparison.vacuous(cell):
+        lines.append('none by\ndefinition')
+    return '\n'.join(lines)
 
 
 def _drawn(cell):

@@ -13,6 +13,7 @@ try:
     from matplotlib import rc_context
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.font_manager import FontProperties
 except ImportError as err:      # matplotlib is an optional extra
     raise ImportError(f'hpcval plots need matplotlib ({err}); install it '
                       f'with: pip install "hpcval[plots]"') from None
@@ -61,6 +62,18 @@ def new_figure(width, height):
     fig = Figure(figsize=(width, height), dpi=DPI, layout='constrained')
     FigureCanvasAgg(fig)
     return fig
+
+
+def text_width(fig, texts, size):
+    """The widest line of ``texts`` at font ``size``, in inches, as
+    ``fig``'s canvas draws it: what a tick label needs, known before the
+    figure's size is set."""
+    renderer = fig.canvas.get_renderer()
+    prop = FontProperties(size=size)
+    return max((renderer.get_text_width_height_descent(
+        line, prop, ismath=False)[0]
+        for text in texts for line in text.split('\n')),
+        default=0) / fig.dpi
 
 
 def save(fig, outdir, stem, plotted, force=False):
