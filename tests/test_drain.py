@@ -4,6 +4,7 @@ to the node; on the real minicluster screen report
 (tests/fixtures/reports/minicluster-screen/healthy-4-nodes.json) with one
 node made slow, one change at a time."""
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -195,3 +196,29 @@ def test_drainable_name():
     assert drain.drainable_name('gpu-a100_7.cluster')
     for bad in ('ALL', 'All', 'n[1-2]', 'a,b', '', 'x' * 65, 'n1;id', None):
         assert not drain.drainable_name(bad), bad
+
+
+def test_printed_lines_run_on_slurm_keep_an_admins_drain(faults, tmp_path,
+                                                          capsys):
+    """The real minicluster, n2 drained by its admin for a bad DIMM: the
+    lines the verdict prints for reports whose only failing node is
+    ``ALL``, ``all``, ``n1'`` or ``n[1-4]``, and for n1 really slow, run
+    as printed, drain and resume n1 at most: n2 stays drained, with its
+    reason."""
+    faults.run('scontrol', 'update', 'nodename=n2', 'state=drain',
+               'reason=bad DIMM')
+    try:
+        for i, name in enumerate(('ALL', 'all', "n1'", 'n[1-4]', None)):
+            folder = tmp_path / str(i)
+            folder.mkdir()
+            _, steps = _steps(capsys, _screen(folder, slow='n1', name=name))
+            for line in steps['drain'] + steps['resume']:
+                subprocess.run(['bash', '-c', line], timeout=30, check=True,
+                               env={**os.environ, **faults.env()})
+        assert faults.node_states()['n2'].startswith('drain')
+        assert faults.run('sinfo', '-h', '-n', 'n2', '-o',
+                          '%E').stdout.strip() == 'bad DIMM'
+    finally:
+        for node in ('n1', 'n2'):
+            faults.run('scontrol', 'update', f'nodename={node}',
+                       'state=resume', check=False)
