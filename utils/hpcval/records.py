@@ -50,7 +50,7 @@ Reason = Annotated[str, msgspec.Meta(pattern=r'^[a-z][a-z0-9_]{0,63}$')]
 #: the kinds of PCIe AER counters (sysfs ``aer_dev_*``'s TOTAL_ERR_*)
 AerKind = Literal['cor', 'fatal', 'nonfatal']
 #: the kernel log events hpcval.health.kernel_log reads
-EventKind = Literal['xid', 'nvrm', 'amdgpu', 'habanalabs', 'aer']
+EventKind = Literal['xid', 'sxid', 'nvrm', 'amdgpu', 'habanalabs', 'aer']
 
 
 class _Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True,

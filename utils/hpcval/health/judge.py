@@ -256,15 +256,29 @@ def _kernel_findings(record, fatal):
         if ev is None or ev['fatal'] != fatal:
             continue        # the record's decoding refused such a line
         bus = ev['bus_id']
-        comp = _component_of_bus(gpus, bus)
+        sw = kernel_log.switch(ev['line'])
+        comp = f'{sw[0]} (PCI {bus})' if sw else \
+            _component_of_bus(gpus, bus)
         if not comp and bus:
             comp = f'PCI {bus}'
         groups.setdefault((comp, ev['what']), []).append(ev['line'])
     out = []
     for (comp, what), lines in groups.items():
         times = f' ({len(lines)} times)' if len(lines) > 1 else ''
-        out.append((comp, f'{what} in the kernel log{times}: {lines[0]}'))
+        out.append((comp, f'{what}{_links(lines)} in the kernel log{times}: '
+                          f'{lines[0]}'))
     return out
+
+
+def _links(lines):
+    """The NVSwitch links SXid lines name: ' on link 63', '' for none."""
+    links = sorted({sw[1] for line in lines
+                    for sw in [kernel_log.switch(line)] if sw and
+                    sw[1] is not None})
+    if not links:
+        return ''
+    return f' on link{"s" if len(links) > 1 else ""} ' + \
+        ', '.join(str(n) for n in links)
 
 
 def _nvlink_failures(record, expected):
