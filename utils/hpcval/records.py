@@ -126,7 +126,10 @@ Summary = msgspec.defstruct('Summary', [
     *((k, Amount | None, None) for k in (
         'power_max', 'power_limit', 'memory_used_max')),
     ('util_mean', Percent | None, None), ('pcie_gen_max', Gen | None, None),
-    ('pcie_width_min', Width | None, None)],
+    ('pcie_width_min', Width | None, None),
+    # samples at busy use, their fastest graphics clock, the clock's top
+    ('busy_n', Count, 0), ('busy_mhz', Amount | None, None),
+    ('max_mhz', Amount | None, None)],
     bases=(_Record,), module=__name__)
 
 

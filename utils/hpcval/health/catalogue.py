@@ -136,6 +136,13 @@ EVENTS = {
                  'clock-event reasons HW slowdown, SW/HW thermal, HW power '
                  'brake; amd-smi PROCHOT, socket/VR/HBM thermal violation',
                  f'{_GPUD}hw-slowdown; {_DCGM} (THERMAL, POWER)'),
+    'clock_stuck': (FAIL, 'AMD GPU busy with its graphics clock stuck low',
+                    'amd-smi `clock.gfx_N.clk` / `max_clk`, rocm-smi `sclk '
+                    'clock speed:` / `Valid sclk range`: at >= 90% use, '
+                    'below 10% of the maximum, or below 50% while a busy '
+                    'sibling is not',
+                    'ROCm/legacy-rocm-build#4414 (MI300X SCLK stuck around '
+                    '60 MHz under full load)'),
     'power_cap': (INFO, 'power-capped (a cause, not a fault)',
                   'clock-event reason SW power cap; amd-smi PPT', 'hpcval'),
     'nvlink_inactive': (FAIL, 'NVLink / xGMI link inactive or missing',
