@@ -6,7 +6,9 @@ own word and the SXid's number only."""
 import pytest
 
 from hpcval.health import catalogue, judge, kernel_log
-from test_health_faults import H200X4, _h, _kernel, _record
+from test_health import _report_with
+from test_health_faults import H200X4, _h, _kernel, _record, _verdict
+from test_health_faults import site     # noqa: F401 -- a fixture
 
 FATAL = 'sxid20034_fatal_gpud.txt'
 NONFATAL = 'sxid22013_nonfatal_nvtrust124.txt'
@@ -81,3 +83,14 @@ def test_severity_is_the_word_and_the_number(said, code, fails):
 def test_only_the_drivers_own_line_counts(mutate):
     line = _switch_lines(FATAL).splitlines()[1]
     assert kernel_log.events(mutate(line)) == []
+
+
+def test_the_verdict_fails_the_node_naming_the_switch(tmp_path, site,
+                                                      capsys):
+    rec = _record()
+    rec['kernel_events'] = kernel_log.events(_switch_lines(FATAL))
+    status, out = _verdict(capsys, _report_with(tmp_path, rec))
+    assert status != 0, out
+    assert ('FAIL node vm nvidia-nvswitch0 (PCI 0000:05:00.0): NVSwitch '
+            'SXid 20034 (LTSSM Fault Up) on links 62, 63 in the kernel log '
+            '(4 times): ') in out, out
