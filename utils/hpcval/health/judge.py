@@ -234,9 +234,10 @@ def _throttle_failures(record):
 
 
 def _busy_clocks(record):
-    """{(phase, index): (MHz, maximum MHz, use %)} of each GPU seen busy
+    """{(phase, index): (MHz, maximum MHz, use)} of each GPU seen busy
     (hpcval.health.common.BUSY_PCT): during the benchmark (its samples'
-    fastest busy clock) and in the snapshots around it."""
+    fastest busy clock; use: 'busy of all' samples) and in the snapshots
+    around it (use: %)."""
     top = {}
     for snap in (record.before, record.after):
         for gpu in snap.gpus:
@@ -246,7 +247,8 @@ def _busy_clocks(record):
     for idx, s in record.samples.items():
         top_mhz = _amount(s.max_mhz) or top.get(int(idx))
         if s.busy_n and _amount(s.busy_mhz) is not None and top_mhz:
-            out[('during', int(idx))] = (s.busy_mhz, top_mhz, s.util_mean)
+            out[('during', int(idx))] = (s.busy_mhz, top_mhz,
+                                         f'{s.busy_n} of {s.n}')
     for phase, snap in (('before', record.before), ('after', record.after)):
         for gpu in snap.gpus:
             use, mhz = gpu.util_pct, _amount(gpu.sm_mhz)
@@ -280,11 +282,11 @@ def _clock_failures(record):
             when = {'during': 'during the benchmark',
                     'before': 'before the benchmark',
                     'after': 'after the benchmark'}[phase]
-            used = f'{use:g}% use' if isinstance(use, (int, float)) \
-                else 'busy'
-            out.append((f'GPU {idx}', f'graphics clock {mhz:g} MHz at '
-                        f'{used} {when}, {share:.0%} of its maximum '
-                        f'{top:g} MHz'))
+            # the samples' figure is the fastest of those at busy use
+            used = f'at {use:g}% use' if phase != 'during' else \
+                f'at most in {use} samples at {BUSY_PCT}%+ use'
+            out.append((f'GPU {idx}', f'graphics clock {mhz:g} MHz {used} '
+                        f'{when}, {share:.0%} of its maximum {top:g} MHz'))
     return out
 
 
