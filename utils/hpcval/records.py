@@ -50,7 +50,7 @@ Reason = Annotated[str, msgspec.Meta(pattern=r'^[a-z][a-z0-9_]{0,63}$')]
 #: the kinds of PCIe AER counters (sysfs ``aer_dev_*``'s TOTAL_ERR_*)
 AerKind = Literal['cor', 'fatal', 'nonfatal']
 #: the kernel log events hpcval.health.kernel_log reads
-EventKind = Literal['xid', 'nvrm', 'amdgpu', 'habanalabs', 'aer']
+EventKind = Literal['xid', 'sxid', 'nvrm', 'amdgpu', 'habanalabs', 'aer']
 
 
 class _Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
@@ -126,7 +126,10 @@ Summary = msgspec.defstruct('Summary', [
     *((k, Amount | None, None) for k in (
         'power_max', 'power_limit', 'memory_used_max')),
     ('util_mean', Percent | None, None), ('pcie_gen_max', Gen | None, None),
-    ('pcie_width_min', Width | None, None)],
+    ('pcie_width_min', Width | None, None),
+    # samples at busy use, their fastest graphics clock, the clock's top
+    ('busy_n', Count, 0), ('busy_mhz', Amount | None, None),
+    ('max_mhz', Amount | None, None)],
     bases=(_Record,), module=__name__)
 
 

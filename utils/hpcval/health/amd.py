@@ -2,11 +2,12 @@
 
 ``amd-smi static --json`` gives what a GPU is (model, memory, the link it
 can train, driver, VBIOS, serial), ``amd-smi metric --json`` how it is
-(link width and speed now, power, temperatures, activity, ECC counts,
-throttle and violation status); the probe writes both into one file, so
-``gpus`` reads every JSON document of the text and merges them by GPU
-index.  amd-smi before 26 prints a list of GPUs, later versions wrap it
-in ``{"gpu_data": [...]}``: both read alike.  The key names are those of
+(link width and speed now, power, temperatures, activity, graphics
+clocks now and at most, ECC counts, throttle and violation status); the
+probe writes both into one file, so ``gpus`` reads every JSON document of
+the text and merges them by GPU index.  amd-smi before 26 prints a list
+of GPUs, later versions wrap it in ``{"gpu_data": [...]}``: both read
+alike.  The key names are those of
 ``amdsmi_cli/amdsmi_commands.py`` (ROCm/amdsmi).
 
 ``rocm-smi -a --json`` prints ``{"card0": {...}, "system": {...}}`` with
@@ -147,6 +148,14 @@ def _metric(e, gpu):
         n = _num(_get(e, *path))
         if n is not None:
             gpu[key] = n
+    # one gfx_N per XCD (eight on an MI300X): the fastest names the GPU,
+    # so one XCD idling between kernels never reads as a slow GPU
+    for key, field in (('sm_mhz', 'clk'), ('sm_max_mhz', 'max_clk')):
+        mhz = [n for k, v in (_get(e, 'clock') or {}).items()
+               if str(k).startswith('gfx_') for n in [_num(_get(v, field))]
+               if n is not None]
+        if mhz:
+            gpu[key] = max(mhz)
     reasons = []
     if str(_get(e, 'power', 'throttle_status')).upper() == 'THROTTLED':
         reasons.append('throttled')
@@ -174,6 +183,8 @@ def _amd_smi(docs, lenient):
 
 
 _CARD = re.compile(r'card(\d+)$')
+# "sclk clock speed:": "(800Mhz)"; "Valid sclk range": "500Mhz - 1700Mhz"
+_MHZ = re.compile(r'(\d+)\s*Mhz', re.IGNORECASE)
 _LINK = re.compile(r'([\d.]+)\s*GT/s,?\s*x(\d+)')
 _ROCM_KEYS = (
     ('model', ('Card Series', 'Card series', 'Device Name'), 'text'),
@@ -217,6 +228,12 @@ def _rocm_smi(doc, lenient):
         if link:
             gpu['pcie_gen'] = gen_of(float(link.group(1)))
             gpu['pcie_width'] = int(link.group(2))
+        now = _MHZ.findall(str(card.get('sclk clock speed:', '')))
+        top = _MHZ.findall(str(card.get('Valid sclk range', '')))
+        if now:
+            gpu['sm_mhz'] = int(now[0])
+        if len(top) == 2:
+            gpu['sm_max_mhz'] = int(top[1])
         if driver:
             gpu['driver'] = driver
         out.append({k: v for k, v in gpu.items() if v is not None})

@@ -13,7 +13,13 @@ a resolution yet) fails the node.  ``OVERRIDES`` lists where hpcval
 decides otherwise, and why.  An Xid 45 (preemptive cleanup) that the
 driver marks ``caused by previous Xid N`` takes Xid N's severity and is
 named as N's consequence.
+
+NVSwitch SXids (hpcval.health.sxid_catalog) fail the node when their line
+says ``Fatal`` or the Fabric Manager guide lists the number as fatal; any
+other (``Non-fatal``, or a detail line of an SXid not listed fatal) is
+information.
 """
+from hpcval.health.sxid_catalog import SXIDS
 from hpcval.health.xid_catalog import XIDS
 
 FAIL, INFO = 'fail', 'information'
@@ -45,6 +51,11 @@ EVENTS = {
                   '`... caused by previous Xid N` ending an Xid 45 line',
                   'open-gpu-kernel-modules src/nvidia/src/kernel/gpu/rc/'
                   'kernel_rc.c (krcReportXid)'),
+    'sxid': (None, 'NVSwitch SXid N (its switch, PCI address, link)',
+             '`nvidia-nvswitchN: SXid (PCI:dddd:bb:dd.f): N, Fatal, Link L '
+             '...` in the kernel log; `Non-fatal` is information',
+             'NVIDIA, Fabric Manager User Guide (DU-09883-001), NVSwitch '
+             f'SXid errors; {_GPUD}sxid'),
     'nvrm:fallen_off_bus': (FAIL, 'GPU fallen off the bus',
                             '`NVRM: The NVIDIA GPU dddd:bb:dd.f ... fallen '
                             'off the bus`, `NVRM: GPU at dddd:bb:dd.f has '
@@ -125,6 +136,13 @@ EVENTS = {
                  'clock-event reasons HW slowdown, SW/HW thermal, HW power '
                  'brake; amd-smi PROCHOT, socket/VR/HBM thermal violation',
                  f'{_GPUD}hw-slowdown; {_DCGM} (THERMAL, POWER)'),
+    'clock_stuck': (FAIL, 'AMD GPU busy with its graphics clock stuck low',
+                    'amd-smi `clock.gfx_N.clk` / `max_clk`, rocm-smi `sclk '
+                    'clock speed:` / `Valid sclk range`: at >= 90% use, '
+                    'below 10% of the maximum, or below 50% while a busy '
+                    'sibling is not',
+                    'ROCm/legacy-rocm-build#4414 (MI300X SCLK stuck around '
+                    '60 MHz under full load)'),
     'power_cap': (INFO, 'power-capped (a cause, not a fault)',
                   'clock-event reason SW power cap; amd-smi PPT', 'hpcval'),
     'nvlink_inactive': (FAIL, 'NVLink / xGMI link inactive or missing',
@@ -171,20 +189,34 @@ def xid_name(code):
     return entry[0] if entry[1] == 'Unused' else entry[1].split(' -- ')[0]
 
 
+def sxid_severity(code, said=''):
+    """FAIL or INFO of an SXid: its line's own word (``Fatal``), else
+    the catalogue by number."""
+    if said == 'Fatal' or SXIDS.get(code, ('', False))[1]:
+        return FAIL
+    return INFO
+
+
 def kernel_key(kind, code):
     """The EVENTS key of a kernel log event."""
-    return 'xid' if kind == 'xid' else f'{kind}:{code}' if code else kind
+    return kind if kind in ('xid', 'sxid') else \
+        f'{kind}:{code}' if code else kind
 
 
-def fails(key, code=None, caused_by=None):
+def fails(key, code=None, caused_by=None, said=''):
     """Whether an event of ``key`` fails the node."""
     if key == 'xid':
         return xid_severity(code, caused_by) == FAIL
+    if key == 'sxid':
+        return sxid_severity(code, said) == FAIL
     return EVENTS[key][0] == FAIL
 
 
-def kernel_what(kind, code, caused_by=None):
+def kernel_what(kind, code, caused_by=None, said=''):
     """How a FAIL or INFO line names a kernel log event."""
+    if kind == 'sxid':
+        name = SXIDS.get(code, ('not in the catalogue',))[0]
+        return f'NVSwitch SXid {code} ({name})'
     if kind == 'xid':
         what = f'Xid {code} ({xid_name(code)})'
         if caused_by is not None:
@@ -195,5 +227,5 @@ def kernel_what(kind, code, caused_by=None):
 
 def rows():
     """[(severity, event, how it is seen, sources)] for docs/health.md."""
-    return [(sev or 'per Xid', what, seen, src)
-            for sev, what, seen, src in EVENTS.values()]
+    return [(sev or ('per SXid' if key == 'sxid' else 'per Xid'), what,
+             seen, src) for key, (sev, what, seen, src) in EVENTS.items()]

@@ -8,6 +8,9 @@ _NUMBER = re.compile(r'[-+]?\d+(\.\d+)?')
 _HEX = re.compile(r'0x[0-9a-fA-F]+')
 _UNIT = re.compile(r'\s*\[[^\]]*\]$')
 _PRINTABLE = re.compile(r'[^\x20-\x7e]')
+#: Use (%) at which a GPU counts as busy: its clock is judged then only
+#: (an idle GPU clocks down, hpcval.health.judge).
+BUSY_PCT = 90
 
 
 def clean(text, most=200):

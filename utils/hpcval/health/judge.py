@@ -13,7 +13,7 @@ CHANGED, a failure where the inventory pins the key.
 run show: '' when nothing stands out.
 """
 from hpcval.health import kernel_log, link
-from hpcval.health.common import clean
+from hpcval.health.common import BUSY_PCT, clean
 
 #: Slow-downs a healthy GPU never shows under a benchmark: any sample with
 #: one active fails the GPU.  The software power cap is how a GPU stays
@@ -34,6 +34,17 @@ POWER_REASONS = {'sw_power_cap': 'power-capped', 'ppt': 'power-capped (PPT)',
 REASON_WORDS = {**FAILING_REASONS, **POWER_REASONS}
 #: Share of the samples under the power cap that is named as a cause.
 POWER_CAP_SHARE = 0.05
+#: A busy GPU's graphics clock below this share of its maximum fails it
+#: where a sibling busy at the same time runs above it (a node-wide power
+#: or thermal limit slows all of them alike).
+CLOCK_LOW = 0.5
+#: ... and below this share it fails alone: nothing a healthy GPU does
+#: under full use (ROCm/legacy-rocm-build#4414: MI300Xs at ~60 of 2100 MHz).
+CLOCK_STUCK = 0.1
+#: Tools whose clock is judged this way: nvidia-smi names why its clock
+#: is low (clock-event reasons, judged above); AMD's tools print no reason
+#: for a stuck clock.
+CLOCK_TOOLS = ('amd-smi', 'rocm-smi')
 #: GPU temperature, C, named beside a cause (HBM GPUs slow down from ~85).
 HOT_C = 85
 #: What a line keeps of a tool's or the probe's message (a report comes
@@ -222,6 +233,63 @@ def _throttle_failures(record):
     return out
 
 
+def _busy_clocks(record):
+    """{(phase, index): (MHz, maximum MHz, use)} of each GPU seen busy
+    (hpcval.health.common.BUSY_PCT): during the benchmark (its samples'
+    fastest busy clock; use: 'busy of all' samples) and in the snapshots
+    around it (use: %)."""
+    top = {}
+    for snap in (record.before, record.after):
+        for gpu in snap.gpus:
+            if _amount(gpu.sm_max_mhz):
+                top[gpu.index] = max(top.get(gpu.index, 0), gpu.sm_max_mhz)
+    out = {}
+    for idx, s in record.samples.items():
+        top_mhz = _amount(s.max_mhz) or top.get(int(idx))
+        if s.busy_n and _amount(s.busy_mhz) is not None and top_mhz:
+            out[('during', int(idx))] = (s.busy_mhz, top_mhz,
+                                         f'{s.busy_n} of {s.n}')
+    for phase, snap in (('before', record.before), ('after', record.after)):
+        for gpu in snap.gpus:
+            use, mhz = gpu.util_pct, _amount(gpu.sm_mhz)
+            top_mhz = _amount(gpu.sm_max_mhz) or top.get(gpu.index)
+            if isinstance(use, (int, float)) and use >= BUSY_PCT and \
+                    mhz is not None and top_mhz:
+                out[(phase, gpu.index)] = (mhz, top_mhz, use)
+    return out
+
+
+def _amount(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) \
+        else None
+
+
+def _clock_failures(record):
+    """A busy AMD GPU whose graphics clock is far below its maximum:
+    below CLOCK_STUCK alone, below CLOCK_LOW while a sibling busy in the
+    same phase is not.  Idle GPUs clock down: only busy ones count."""
+    if record.tool not in CLOCK_TOOLS:
+        return []
+    seen = _busy_clocks(record)
+    out = []
+    order = ('before', 'during', 'after')
+    for (phase, idx), (mhz, top, use) in sorted(
+            seen.items(), key=lambda kv: (kv[0][1], order.index(kv[0][0]))):
+        share = mhz / top
+        fast_sibling = any(p == phase and i != idx and m >= CLOCK_LOW * t
+                           for (p, i), (m, t, _) in seen.items())
+        if share < CLOCK_STUCK or (share < CLOCK_LOW and fast_sibling):
+            when = {'during': 'during the benchmark',
+                    'before': 'before the benchmark',
+                    'after': 'after the benchmark'}[phase]
+            # the samples' figure is the fastest of those at busy use
+            used = f'at {use:g}% use' if phase != 'during' else \
+                f'at most in {use} samples at {BUSY_PCT}%+ use'
+            out.append((f'GPU {idx}', f'graphics clock {mhz:g} MHz {used} '
+                        f'{when}, {share:.0%} of its maximum {top:g} MHz'))
+    return out
+
+
 def _warning_findings(record):
     """(component, text, fails) of the warnings a tool printed among its
     table: an infoROM warning fails the GPU it names."""
@@ -256,15 +324,29 @@ def _kernel_findings(record, fatal):
         if ev is None or ev['fatal'] != fatal:
             continue        # the record's decoding refused such a line
         bus = ev['bus_id']
-        comp = _component_of_bus(gpus, bus)
+        sw = kernel_log.switch(ev['line'])
+        comp = f'{sw[0]} (PCI {bus})' if sw else \
+            _component_of_bus(gpus, bus)
         if not comp and bus:
             comp = f'PCI {bus}'
         groups.setdefault((comp, ev['what']), []).append(ev['line'])
     out = []
     for (comp, what), lines in groups.items():
         times = f' ({len(lines)} times)' if len(lines) > 1 else ''
-        out.append((comp, f'{what} in the kernel log{times}: {lines[0]}'))
+        out.append((comp, f'{what}{_links(lines)} in the kernel log{times}: '
+                          f'{lines[0]}'))
     return out
+
+
+def _links(lines):
+    """The NVSwitch links SXid lines name: ' on link 63', '' for none."""
+    links = sorted({sw[1] for line in lines
+                    for sw in [kernel_log.switch(line)] if sw and
+                    sw[1] is not None})
+    if not links:
+        return ''
+    return f' on link{"s" if len(links) > 1 else ""} ' + \
+        ', '.join(str(n) for n in links)
 
 
 def _nvlink_failures(record, expected):
@@ -350,6 +432,7 @@ def failures(record, expected=None):
             for text in _gpu_failures(gpu, expected, s, record.tool):
                 out.append((f'GPU {gpu.index}', text))
     out += _throttle_failures(record)
+    out += _clock_failures(record)
     out += [(c, t) for c, t, fails in _warning_findings(record) if fails]
     out += _nvlink_failures(record, expected)
     out += _kernel_findings(record, fatal=True)

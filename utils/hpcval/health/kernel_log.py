@@ -32,6 +32,10 @@ _XID = re.compile(r'^NVRM: Xid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:'
                   r'(\d{1,4}),')
 # appended by the driver after the message, so it ends the record
 _CAUSED_BY = re.compile(r' caused by previous Xid (\d{1,4})$')
+# the NVSwitch driver's "nvidia-nvswitch%d: SXid (PCI:%s): %05d, "
+_SXID = re.compile(r'^(nvidia-nvswitch\d{1,3}): SXid \(PCI:(' + _BDF +
+                   r')\): (\d{1,5}), (.*)$')
+_SXID_WORD = re.compile(r'(Fatal|Non-fatal), (?:Link (\d{1,3}) )?')
 _NVRM_GPU = re.compile(r'^NVRM: (?:GPU (?:at )?(?:PCI:)?|The NVIDIA GPU )(' +
                        _BDF + r')\b')
 _FALLEN = re.compile(r'fallen off the bus')
@@ -92,6 +96,27 @@ def _severity(word):
     return 'Fatal' if 'Fatal' in word else 'Corrected'
 
 
+def _sxid(m, line):
+    """An SXid's event: severity from its own word and number only."""
+    word = _SXID_WORD.match(m.group(4))
+    said = word.group(1) if word else ''
+    code = int(m.group(3))
+    return {'kind': 'sxid', 'bus_id': m.group(2).lower(), 'code': code,
+            'line': line, 'fatal': catalogue.fails('sxid', code, said=said),
+            'what': catalogue.kernel_what('sxid', code, said=said)}
+
+
+def switch(line):
+    """(switch, link) an SXid record names: ('nvidia-nvswitch0', 63),
+    link None where its line names none; None for another record."""
+    m = _SXID.match(_message(line))
+    if not m:
+        return None
+    word = _SXID_WORD.match(m.group(4))
+    link = word.group(2) if word else None
+    return m.group(1), int(link) if link else None
+
+
 def _event(kind, bus, code, line, **extra):
     key = catalogue.kernel_key(kind, code)
     ev = {'kind': kind, 'bus_id': bus.lower(), 'code': code, 'line': line,
@@ -116,6 +141,9 @@ def event(record):
         cause = _CAUSED_BY.search(msg)
         extra = {'caused_by': int(cause.group(1))} if cause else {}
         return _event('xid', m.group(1), code, line, **extra)
+    m = _SXID.match(msg)
+    if m:
+        return _sxid(m, line)
     m = _NVRM_GPU.match(msg)
     if m and _FALLEN.search(msg):
         return _event('nvrm', m.group(1), 'fallen_off_bus', line)
@@ -145,7 +173,7 @@ def event(record):
 def events(text):
     """[{kind, bus_id, code, fatal, what, line}] of the records of
     ``text`` that report a GPU or PCIe fault (at most 400).  kind: xid,
-    nvrm, amdgpu, habanalabs, aer."""
+    sxid, nvrm, amdgpu, habanalabs, aer."""
     out = []
     for rec in records(text):
         ev = event(rec)

@@ -20,7 +20,7 @@ import re
 
 from hpcval import records
 from hpcval.health import amd, habana, kernel_log, nvidia
-from hpcval.health.common import clean, first_line
+from hpcval.health.common import BUSY_PCT, clean, first_line
 
 SCRIPT = 'hpcval_health_probe.sh'
 PREFIX = 'hpcval_health_'
@@ -360,6 +360,8 @@ def summarize(samples):
                  if isinstance(r.get('util_pct'), (int, float))]
         widths = [r['pcie_width'] for r in rows
                   if isinstance(r.get('pcie_width'), int)]
+        busy = [r for r in rows if isinstance(r.get('util_pct'), (int, float))
+                and r['util_pct'] >= BUSY_PCT]
         out[idx] = {
             'n': n,
             'throttle': {k: round(v / n, 3) for k, v in reasons.items()},
@@ -369,6 +371,8 @@ def summarize(samples):
             'memory_used_max': peak('memory_used_mib'),
             'pcie_gen_max': peak('pcie_gen'),
             'pcie_width_min': min(widths) if widths else None,
+            'busy_n': len(busy), 'busy_mhz': peak('sm_mhz', busy),
+            'max_mhz': peak('sm_max_mhz'),
         }
     return out
 
