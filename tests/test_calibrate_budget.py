@@ -67,7 +67,9 @@ def test_healthy_runs_pass_and_a_loaded_gpu_fails(node):
         assert g.judged_failed == 0, (path.name, [
             f.line() for f in _judge(path, result.path).failures()])
         judged += g.judged_passed
-    assert judged == {'h100x4': 3 * 80, 'h200x2': 10 * 36}[name]
+    # the calibrated figures, and the GPU links calibrate refused (too
+    # noisy between runs) judged by the GPU model's datasheet instead
+    assert judged == {'h100x4': 3 * (80 + 18), 'h200x2': 10 * (36 + 6)}[name]
     v = _judge(reports / f'{fault}.json', result.path)
     assert v.status == verdict.EXIT_FAILED
     stream = [f for f in v.failures() if f.test.startswith('BabelStream')]
