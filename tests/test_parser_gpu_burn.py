@@ -75,7 +75,8 @@ def test_one_report_is_too_few():
 
 
 @pytest.mark.parametrize('cut,why', [
-    ('\nKilling processes', 'did not finish'),
+    ('\nKilling processes', r'did not finish: no "Tested N GPUs" summary '
+                            r'\(killed, or the output is cut\)'),
     ('\r35.0%', 'no progress line'),
 ])
 def test_cut_outputs(cut, why):
@@ -99,3 +100,13 @@ def test_another_tools_output():
              'babelstream50_omp_s33554432_n100.txt').read_text()
     with pytest.raises(ParseError, match='not gpu-burn output'):
         parse_gpu_burn(other)
+
+
+def test_dead_gpus_named_when_gpu_burn_aborts():
+    """With every GPU dead gpu-burn aborts ("No clients are alive!")
+    without its summary: the output ends at the progress lines."""
+    text = more_gpus(real('h100_double_20s'), 2, died=1)
+    cut = text[:text.index('\nKilling')]
+    with pytest.raises(ParseError, match=r'no "Tested N GPUs" summary '
+                                         r'\(GPU 1 died\)'):
+        parse_gpu_burn(cut)

@@ -123,8 +123,12 @@ def parse_gpu_burn(text):
 
     tested = _TESTED.search(text)
     if not tested:
-        raise ParseError('gpu-burn did not finish: no "Tested N GPUs" '
-                         'summary (killed, or the output is cut)')
+        # with all its GPUs dead gpu-burn aborts before the summary
+        dead = [f'GPU {i}' for i, g in gpus.items() if g.died]
+        why = f'{", ".join(dead)} died' if dead else \
+            'killed, or the output is cut'
+        raise ParseError(f'gpu-burn did not finish: no "Tested N GPUs" '
+                         f'summary ({why})')
     if int(tested.group(1)) != count:
         raise ParseError(f'gpu-burn tested {tested.group(1)} GPUs but its '
                          f'progress lines show {count}')
