@@ -3,10 +3,14 @@ and build scripts of the session's --dry-run, and one replay of outputs
 made from the real H100 ones (tests/gpu_burn_outputs.py): four healthy
 GPUs, three GPUs of four, compute errors on one GPU."""
 import pathlib
+import subprocess
+from types import SimpleNamespace
 
 import pytest
 
 from gpu_burn_outputs import more_gpus, real
+from hpcval.benchmarks.gpu_burn import GpuBurnSource
+from hpcval.benchmarks.source import _upstream_reachable
 from replays import replay
 from rfmrun import by_name, one_case, perf
 
@@ -83,3 +87,24 @@ def test_compute_errors_fail_naming_the_gpu(replayed):
     assert tc['result'] == 'fail'
     assert 'GPU 2: 14 compute errors (repeated GEMMs on it gave different ' \
         'results)' in tc['fail_reason']
+
+
+def test_a_commit_pin_is_fetched_alone(tmp_path):
+    """gpu-burn tags no releases: its version is a commit, which clone
+    --branch cannot take; the fetch of that commit and the probe work on a
+    repository that has it (here a local one, as -S src_mirror gives)."""
+    repo = tmp_path / 'upstream'
+    git = ['git', '-c', 'user.name=t', '-c', 'user.email=t@t']
+    subprocess.run(['git', 'init', '-q', str(repo)], check=True)
+    (repo / 'Makefile').write_text('gpu_burn:\n')
+    subprocess.run([*git, '-C', str(repo), 'add', '.'], check=True)
+    subprocess.run([*git, '-C', str(repo), 'commit', '-qm', 'x'], check=True)
+    sha = subprocess.run(['git', '-C', str(repo), 'rev-parse', 'HEAD'],
+                         check=True, capture_output=True,
+                         text=True).stdout.strip()
+    source = SimpleNamespace(version=sha, tree='src', submodules=False)
+    cmd = GpuBurnSource._clone_cmd(source, f'file://{repo}')
+    subprocess.run(['bash', '-c', cmd], cwd=tmp_path, check=True)
+    assert (tmp_path / 'src' / 'Makefile').exists()
+    assert _upstream_reachable(f'file://{repo}', sha)
+    assert not _upstream_reachable(f'file://{tmp_path}/none', sha)
