@@ -3,7 +3,8 @@
 1. ``UpstreamSource`` (a session fixture) brings the upstream source tree
    into its stage directory once per run:
 
-   - by default ``git clone --depth 1 --branch <version> <repo_url>``;
+   - by default ``git clone --depth 1 --branch <version> <repo_url>`` (a
+     version of 40 hex digits is a commit, fetched alone);
    - with ``-S src_mirror=PATH`` from a local copy, for air-gapped sites: a
      git repository (bare or not; the pinned tag is checked out), a source
      folder already at that version, or a release tarball with one
@@ -22,6 +23,7 @@
 """
 import dataclasses
 import os
+import re
 import shlex
 import subprocess
 
@@ -132,11 +134,20 @@ def _is_git_repo(path):
     )
 
 
+def is_commit(version):
+    """Whether ``version`` pins a commit (40 hex digits), for upstreams
+    that tag no releases (gpu-burn)."""
+    return bool(re.fullmatch(r'[0-9a-f]{40}', version))
+
+
 def _upstream_reachable(url, version):
+    # a commit is not a ref: ls-remote can only show the repository answers
+    refs = ['HEAD'] if is_commit(version) else \
+        [f'refs/tags/{version}', f'refs/heads/{version}']
     try:
         # '--': a URL is never read as an option (--upload-pack=...)
         subprocess.run(['git', 'ls-remote', '--exit-code', '--', url,
-                        f'refs/tags/{version}', f'refs/heads/{version}'],
+                        *refs],
                        check=True, capture_output=True,
                        timeout=_PROBE_TIMEOUT_S,
                        env=dict(os.environ, GIT_TERMINAL_PROMPT='0'))
@@ -182,8 +193,15 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
         return os.path.join(self.stagedir, self.tree)
 
     def _clone_cmd(self, origin):
-        opts = ['--quiet', '--depth', '1', '--branch',
-                checked_token(self.version, 'version')]
+        version = checked_token(self.version, 'version')
+        if is_commit(version):
+            # clone --branch takes no commit; a fetch of one commit does
+            tree = shlex.quote(self.tree)
+            return (f'git init -q {tree} && git -C {tree} fetch -q --depth 1 '
+                    f'-- {shlex.quote(origin)} {version} && git -C {tree} -c '
+                    f'advice.detachedHead=false checkout -q FETCH_HEAD')
+
+        opts = ['--quiet', '--depth', '1', '--branch', version]
         if self.submodules:
             opts += ['--recurse-submodules', '--shallow-submodules']
 

@@ -1,0 +1,176 @@
+"""gpu-burn output: per-GPU GEMM rates and compute errors.
+
+gpu-burn (github.com/wilicc/gpu-burn) runs one process per GPU; each
+repeats a batch of 8192x8192 GEMMs on the same inputs and counts the
+elements of each result that differ from the batch's first.  Its monitor
+prints a progress line (ended by ``\\r``) whenever a GPU reports; for two
+GPUs (one line, cut here)::
+
+    35.0%  proc'd: 280 (46781 Gflop/s) - 280 (46790 Gflop/s)
+      errors: 0 - 0   temps: 58 C - 57 C
+
+``proc'd`` counts GEMMs so far; the rate is the last report's (its GEMMs
+over the time since that GPU's previous report).  The error counts restart
+after each ``Summary at:`` line, so a GPU's errors are the sum over those
+windows.  The run ends with ``Tested N GPUs:`` and ``GPU i: OK|FAULTY``.
+"""
+import math
+import re
+import statistics
+from dataclasses import dataclass, field
+
+from hpcval.parsers.common import ParseError
+
+_HEAD = re.compile(r'Burning for (\d+) seconds\.')
+_PROGRESS = re.compile(r"(\d+(?:\.\d+)?)%  proc'd: (.*)  errors: (.*)"
+                       r"  temps: ")
+_DONE = re.compile(r'(-?\d+) \((\S+) Gflop/s\)')
+_ERRORS = re.compile(r'(-?\d+)(?: +(\((?:WARNING|DIED)!\)))?')
+_TESTED = re.compile(r'^Tested (\d+) GPUs:$', re.M)
+_VERDICT = re.compile(r'^\tGPU (\d+): (OK|FAULTY)$', re.M)
+_SUMMARY = 'Summary at:'
+_MODE = re.compile(r'using \d+ MB of it\), using '
+                   r'(\w+(?:, using Tensor Cores)?)$', re.M)
+
+
+@dataclass
+class GpuBurnGpu:
+    """One GPU's reports: rates (GFLOP/s, first report included), GEMMs
+    done, compute errors, and whether it died or gpu-burn called it
+    FAULTY."""
+    index: int
+    rates: list = field(default_factory=list)
+    gemms: int = 0
+    errors: int = 0
+    died: bool = False
+    faulty: bool = False
+
+    @property
+    def gflops(self):
+        """Median rate of the reports after the first (whose time also
+        covers the GPU's set-up), or None with fewer than two."""
+        steady = self.rates[1:]
+        return statistics.median(steady) if steady else None
+
+
+@dataclass
+class GpuBurnResult:
+    seconds: int
+    gpus: dict          # {index: GpuBurnGpu}
+    names: list         # nvidia-smi -L lines gpu-burn printed
+    # what the GPU processes announced ('FLOATS', 'DOUBLES, Tensor
+    # Cores'); a process killed at the end loses its buffered line, so
+    # this may be empty
+    modes: set
+
+
+def _fields(part, pattern, count, what, line):
+    values = part.split(' - ')
+    found = [pattern.fullmatch(v.strip()) for v in values]
+    if len(found) != count or not all(found):
+        raise ParseError(f'unreadable {what} in progress line {line!r}')
+    return found
+
+
+def _progress_lines(text):
+    """[(line, window)] of the progress lines; ``window`` counts the
+    ``Summary at:`` lines before it (each restarts the error counts)."""
+    out, window = [], 0
+    for line in re.split(r'[\r\n]', text):
+        if _SUMMARY in line:
+            window += 1
+        elif line.strip():
+            m = _PROGRESS.match(line)
+            if m:
+                out.append((m, window))
+    return out
+
+
+def parse_gpu_burn(text):
+    """``GpuBurnResult`` of a complete gpu-burn run; ParseError for
+    another tool's output, a run that never reported or did not end."""
+    head = _HEAD.search(text)
+    if not head or 'Using compare file:' not in text:
+        raise ParseError('not gpu-burn output: no "Using compare file" / '
+                         '"Burning for N seconds." header')
+    lines = _progress_lines(text)
+    if not lines:
+        raise ParseError('gpu-burn printed no progress line: no GPU '
+                         'reported a result')
+    count = len(_DONE.findall(lines[0][0].group(2)))
+    gpus = {i: GpuBurnGpu(i) for i in range(count)}
+    last_errors = {}    # (window, gpu) -> errors, the window's last count
+    for m, window in lines:
+        done = _fields(m.group(2), _DONE, count, 'GEMM counts', m.group(0))
+        errs = _fields(m.group(3), _ERRORS, count, 'error counts',
+                       m.group(0))
+        for i, (d, e) in enumerate(zip(done, errs)):
+            gpu = gpus[i]
+            gemms, rate = int(d.group(1)), d.group(2)
+            if gemms < 0 or e.group(2) == '(DIED!)':
+                gpu.died = True
+            elif gemms > gpu.gemms:     # a new report of this GPU
+                gpu.gemms = gemms
+                try:
+                    value = float(rate)
+                except ValueError:
+                    value = math.nan
+                if math.isfinite(value):
+                    gpu.rates.append(value)
+            last_errors[window, i] = max(int(e.group(1)), 0)
+    for (_, i), errors in last_errors.items():
+        gpus[i].errors += errors
+
+    tested = _TESTED.search(text)
+    if not tested:
+        # with all its GPUs dead gpu-burn aborts before the summary
+        dead = [f'GPU {i}' for i, g in gpus.items() if g.died]
+        why = f'{", ".join(dead)} died' if dead else \
+            'killed, or the output is cut'
+        raise ParseError(f'gpu-burn did not finish: no "Tested N GPUs" '
+                         f'summary ({why})')
+    if int(tested.group(1)) != count:
+        raise ParseError(f'gpu-burn tested {tested.group(1)} GPUs but its '
+                         f'progress lines show {count}')
+    for m in _VERDICT.finditer(text[tested.end():]):
+        index = int(m.group(1))
+        if index in gpus:
+            gpus[index].faulty = m.group(2) == 'FAULTY'
+    return GpuBurnResult(
+        seconds=int(head.group(1)),
+        gpus=gpus,
+        names=re.findall(r'^GPU \d+: .*\(UUID: .*\)$', text, re.M),
+        modes={m.group(1).replace(', using ', ', ')
+               for m in _MODE.finditer(text)})
+
+
+def problems(result):
+    """Per GPU what fails it: died, compute errors, too few reports."""
+    out = []
+    for gpu in result.gpus.values():
+        label = f'GPU {gpu.index}'
+        if gpu.died:
+            out.append(f'{label}: its gpu-burn process died')
+        elif gpu.errors or gpu.faulty:
+            out.append(f'{label}: {gpu.errors} compute errors (repeated '
+                       f'GEMMs on it gave different results)')
+        elif gpu.gflops is None:
+            out.append(f'{label}: {len(gpu.rates)} report(s) in '
+                       f'{result.seconds} s, too few for a rate (a longer '
+                       f'duration, or less memory with -m)')
+    return out
+
+
+def gpus_reported(text):
+    """The GPU indices with at least one report whose process did not die,
+    from whatever part of an output there is (a cut one too)."""
+    found = set()
+    for m, _ in _progress_lines(text):
+        done = [_DONE.fullmatch(v.strip()) for v in m.group(2).split(' - ')]
+        errs = [_ERRORS.fullmatch(v.strip()) for v in m.group(3).split(' - ')]
+        for i, (d, e) in enumerate(zip(done, errs)):
+            if d and e and int(d.group(1)) > 0 and e.group(2) != '(DIED!)':
+                found.add(i)
+            elif d and int(d.group(1)) < 0:
+                found.discard(i)
+    return found
