@@ -177,3 +177,20 @@ def test_a_budget_out_of_range_is_one_line(capsys, tmp_path):
     err = capsys.readouterr().err
     assert status == 3 and err == ('hpcval calibrate: expected budget from '
                                    '1e-12 to below 0.5 (got 0.7)\n')
+
+
+def test_a_time_from_two_runs_is_refused_not_an_overflow(tmp_path):
+    """Two runs (``--min-samples 2``) of a latency at 1 and 3 us: t with
+    one degree of freedom makes the log bound 3,400 standard deviations
+    wide, past any float.  The figure is refused (its bound would pass
+    more than 1000 x the baseline), never an OverflowError."""
+    reports = NODES['h200x2'][0]
+    loaded = results.load(sorted(str(p) for p in
+                                 reports.glob('baseline*.json'))[:2])
+    two = iter([1.0, 3.0])
+    samples = [msgspec.structs.replace(s, value=next(two))
+               if s.metric == 'latency_8B' else s for s in loaded.samples]
+    result = _calibrate(reports, tmp_path, samples, min_samples=2)
+    assert any(n.startswith('refused Mpi4pyPingPongCheck') and
+               'latency_8B:' in n and 'more than 1000 x the baseline' in n
+               for n in result.notes), result.notes

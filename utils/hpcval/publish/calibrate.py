@@ -31,8 +31,8 @@ import textwrap
 
 import yaml
 
-from hpcval import (bounded, paths, peers, reference_service, references,
-                    units)
+from hpcval import (bounded, judgement, paths, peers, reference_service,
+                    references, units)
 from hpcval.health import inventory
 from hpcval.publish import budget as node_budget, sibling_bands
 from hpcval.publish.comparison import better
@@ -327,6 +327,17 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
     figure.update(mean=mean, std=std, log_std=log_std)
     tol, how = rule.tolerance(metric, direction, len(values), mean, std,
                               log_mean, log_std)
+    if tol >= judgement.IMPLAUSIBLE - 1:
+        # a time bound past 1000 x its baseline passes whatever a
+        # benchmark measures (hpcval.judgement.IMPLAUSIBLE)
+        what = f'{how}: the bound passes more than ' \
+               f'{judgement.IMPLAUSIBLE} x the baseline'
+        notes.append(f'refused {label}: {what}, which judges nothing '
+                     f'(take quieter or more runs)')
+        if figures is not None:
+            figures.append({**figure, 'tolerance': None,
+                            'how': f'refused: {what}'})
+        return None
     tol = _fraction_up(tol)
     # too noisy to judge: a linear bound at 0, or (on logs) a bound that
     # passes e^-1 = 37 % of the baseline, the same to first order

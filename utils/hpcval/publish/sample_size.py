@@ -75,7 +75,7 @@ def runs_to_judge(cv, false_alarm, least=2):
 
 def _widen(width, direction):
     return -math.expm1(-width) if direction == 'higher' else \
-        math.expm1(width)
+        math.expm1(min(width, 700.0))       # past a float's range: huge
 
 
 def runs_to_halve(log_std, tolerance, floor, direction, false_alarm,

@@ -6,6 +6,7 @@ by bisection.  Accurate to about 1e-10, far below what a bound needs.
 """
 import math
 import re
+import sys
 from dataclasses import dataclass
 
 
@@ -79,6 +80,9 @@ def false_alarm_rate(n, k):
     return t_cdf(-k / math.sqrt(1 + 1 / n), n - 1)
 
 
+# beyond this, exp() overflows a float
+_LARGEST_LOG = math.log(sys.float_info.max)
+
 # Floors per kind of metric: never a bound tighter than this fraction.
 # Tiny-message latencies (8 B to 1 KiB, nccl-tests' smallest size) are
 # launch and polling overheads that move by tens of percent between healthy
@@ -149,8 +153,11 @@ class Rule:
                 log_mean, log_std = math.log(mean), std / mean
             factor = prediction_factor(n, self.false_alarm)
             sign = -1 if direction == 'higher' else 1
-            bound = math.exp(log_mean + sign * factor * log_std)
-            spread = sign * (bound / mean - 1)
+            # the bound over the mean, on the log scale: a time's can pass
+            # any float (a five-run spread of orders of magnitude)
+            ratio = log_mean + sign * factor * log_std - math.log(mean)
+            spread = math.inf if ratio > _LARGEST_LOG else \
+                sign * math.expm1(ratio)
             how = f'{factor:.3g} std of ln'
         if spread >= floor:
             return spread, how
