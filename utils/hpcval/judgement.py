@@ -68,6 +68,17 @@ class Band:
         return (self.lower is not None and math.isinf(low)) or \
             (self.upper is not None and math.isinf(high))
 
+    def peer_factor(self, loosest):
+        """How many times worse than its peers' median a figure of this
+        band fails: 1 / the low limit of a band against peers (reference
+        1, unit x, a lower fraction in [-loosest, 0), no upper); None for
+        any other band."""
+        if self.reference != 1 or self.upper is not None or \
+                self.unit != 'x' or not isinstance(self.lower, float) or \
+                not -loosest <= self.lower < 0:
+            return None
+        return 1 / self.limits()[0]
+
     def limits(self):
         """(low, high) in the reference's unit, as the decimals they mean
         (900 x (1 - 0.8) is 180, not binary's 179.99999999999997); None

@@ -282,11 +282,10 @@ def peer_factors(refs):
         ref = refs.matching(system, lineage(check), partition,
                             {**dict(params), **dict(fields),
                              **dict(attrs)}).get(f'{metric}_vs_peers')
-        if ref is None or ref.value != 1 or ref.upper is not None or \
-                not isinstance(ref.lower, float) or \
-                not -1 < ref.lower < 0:
-            return None
-        return 1 / Band(1.0, ref.lower, None).limits()[0]
+        # any lower fraction short of -1 (a screen of shared cores
+        # tolerates more than a node's siblings)
+        return None if ref is None else Band(
+            ref.value, ref.lower, ref.upper, ref.unit).peer_factor(1 - 1e-12)
 
     def factor(case, metric):
         if refs is None:

@@ -51,15 +51,13 @@ class Sibling:
 def factor_of_band(band, where):
     """The sibling factor of a reference tuple (1, lower, None, 'x'), the
     only shape a sibling band has; InputError naming ``where`` else."""
-    value, lower, upper, unit = band
-    if value != 1 or upper is not None or unit != peers.RATIO_UNIT or \
-            not isinstance(lower, float) or \
-            not -peers.MAX_FLOOR <= lower < 0:
+    factor = Band(*band).peer_factor(peers.MAX_FLOOR)
+    if factor is None:
         raise InputError(f'{where}: a sibling band is value 1, unit '
                          f'{peers.RATIO_UNIT}, lower in '
                          f'[-{peers.MAX_FLOOR}, 0) and no upper; got '
                          f'{band!r}')
-    return 1 / Band(value, lower, None).limits()[0]
+    return factor
 
 
 def compare(groups, factor):
