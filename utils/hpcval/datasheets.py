@@ -118,14 +118,15 @@ def _indices(case, metric, gpu):
     if m:
         return {int(m.group(1))}
     comps = case.extras.get('components')
-    comp = comps.get(metric) if isinstance(comps, dict) else None
-    if not isinstance(comp, str):
-        return set()
-    # 'GPU 2 (the slowest of 4)': the GPU named first
-    if ' -> ' not in comp:
-        found = _GPU.search(comp)
-        return {int(found.group(1))} if found else set()
-    return {int(n) for n in _GPU.findall(comp)}
+    return gpu_indices([comps.get(metric)]) if isinstance(comps, dict) \
+        else set()
+
+
+def gpu_indices(names):
+    """{N} of the GPUs named in ``names`` ('GPU 1', 'link GPU 00 -> GPU 01
+    (uni)')."""
+    return {int(n) for name in names if isinstance(name, str)
+            for n in _GPU.findall(name)}
 
 
 def gpu_models(case):
