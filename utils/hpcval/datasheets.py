@@ -93,17 +93,15 @@ class Datasheets:
                  any(p.fullmatch(metric) for p in patterns)), None)
         return self._kinds[key]
 
-    def expected(self, lineage, case, metric, gpus=None):
+    def expected(self, lineage, case, metric, gpus):
         """The Peak that judges ``metric`` of ``case``, or None: a figure
         no rule names, a GPU whose model is not known or not here, or
-        GPUs of different models.  ``gpus``: ``gpu_models(case)``, where
-        the caller has it."""
+        GPUs of different models.  ``gpus``: ``gpu_models(case)``."""
         base, _, gpu = metric.partition('@')
         kind = self.peak_kind(lineage, base)
         if kind is None:
             return None
-        names = _models_of(gpus or gpu_models(case),
-                           _indices(case, metric, gpu))
+        names = _models_of(gpus, _indices(case, metric, gpu))
         if len(names) != 1:
             return None
         model = self.model(names.pop())
