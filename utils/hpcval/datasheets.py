@@ -61,7 +61,6 @@ class Datasheets:
     """The models, and which figures each of their peaks judges."""
 
     def __init__(self, data, path):
-        self.path = path
         _mapping(path, 'top level', data, {'sources', 'figures', 'models'})
         sources = data.get('sources')
         if not isinstance(sources, dict) or not sources:
