@@ -10,14 +10,12 @@ health record's GPU list, else the provenance's ``gpu`` where it names a
 single model.  Reference files always win (hpcval.verdict_refs).
 """
 import functools
-import math
 import os
 import re
 from dataclasses import dataclass
 
-import yaml
-
-from hpcval import paths, units
+from hpcval import paths, references, units
+from hpcval.references import _fail, _number, _shown, _text, _unknown
 
 PEAKS = ('hbm', 'host_link', 'gpu_pair')
 _GPU = re.compile(r'\bGPU (\d+)\b')
@@ -25,8 +23,9 @@ _SUFFIX = re.compile(r'gpu(\d+)')
 _PROVENANCE = re.compile(r'(.+) x(\d+)')
 
 
-class DatasheetError(ValueError):
-    """The datasheet file is not as docs/references.md describes it."""
+# the file is read and checked as a reference file is, its errors naming
+# the file and key (docs/references.md)
+DatasheetError = references.ReferenceFileError
 
 
 @dataclass(frozen=True)
@@ -62,16 +61,15 @@ class Datasheets:
     """The models, and which figures each of their peaks judges."""
 
     def __init__(self, data, path):
-        self.path = path
-        _keys(data, {'sources', 'figures', 'models'}, path)
+        _mapping(path, 'top level', data, {'sources', 'figures', 'models'})
         sources = data.get('sources')
         if not isinstance(sources, dict) or not sources:
-            raise DatasheetError(f'{path}: sources: a non-empty mapping')
+            _fail(path, 'sources', 'must be a non-empty mapping')
         self.sources = sources
-        self.figures = [_figure(f, i, path)
-                        for i, f in enumerate(_list(data, 'figures', path))]
-        self.models = [_model(m, i, path, sources)
-                       for i, m in enumerate(_list(data, 'models', path))]
+        self.figures = [_figure(path, f'figures[{i}]', f) for i, f in
+                        enumerate(_list(path, 'figures', data.get('figures')))]
+        self.models = [_model(path, f'models[{i}]', m, sources) for i, m in
+                       enumerate(_list(path, 'models', data.get('models')))]
         # a verdict asks per figure: by name, never by case
         self._models, self._kinds = {}, {}
 
@@ -94,17 +92,15 @@ class Datasheets:
                  any(p.fullmatch(metric) for p in patterns)), None)
         return self._kinds[key]
 
-    def expected(self, lineage, case, metric, gpus=None):
+    def expected(self, lineage, case, metric, gpus):
         """The Peak that judges ``metric`` of ``case``, or None: a figure
         no rule names, a GPU whose model is not known or not here, or
-        GPUs of different models.  ``gpus``: ``gpu_models(case)``, where
-        the caller has it."""
+        GPUs of different models.  ``gpus``: ``gpu_models(case)``."""
         base, _, gpu = metric.partition('@')
         kind = self.peak_kind(lineage, base)
         if kind is None:
             return None
-        names = _models_of(gpus or gpu_models(case),
-                           _indices(case, metric, gpu))
+        names = _models_of(gpus, _indices(case, metric, gpu))
         if len(names) != 1:
             return None
         model = self.model(names.pop())
@@ -119,14 +115,15 @@ def _indices(case, metric, gpu):
     if m:
         return {int(m.group(1))}
     comps = case.extras.get('components')
-    comp = comps.get(metric) if isinstance(comps, dict) else None
-    if not isinstance(comp, str):
-        return set()
-    # 'GPU 2 (the slowest of 4)': the GPU named first
-    if ' -> ' not in comp:
-        found = _GPU.search(comp)
-        return {int(found.group(1))} if found else set()
-    return {int(n) for n in _GPU.findall(comp)}
+    return gpu_indices([comps.get(metric)]) if isinstance(comps, dict) \
+        else set()
+
+
+def gpu_indices(names):
+    """{N} of the GPUs named in ``names`` ('GPU 1', 'link GPU 00 -> GPU 01
+    (uni)')."""
+    return {int(n) for name in names if isinstance(name, str)
+            for n in _GPU.findall(name)}
 
 
 def gpu_models(case):
@@ -154,82 +151,72 @@ def _models_of(gpus, indices):
     return {named} if named else set()
 
 
-def _keys(data, allowed, where):
+def _mapping(path, key, data, allowed):
     if not isinstance(data, dict):
-        raise DatasheetError(f'{where}: a mapping')
-    unknown = set(data) - allowed
-    if unknown:
-        raise DatasheetError(f'{where}: unknown key(s) '
-                             f'{", ".join(sorted(map(str, unknown)))}')
+        _fail(path, key, f'must be a mapping, got {_shown(data)}')
+    _unknown(path, key, data, allowed)
 
 
-def _list(data, key, path):
-    value = data.get(key)
-    if not isinstance(value, list) or not value:
-        raise DatasheetError(f'{path}: {key}: a non-empty list')
-    return value
+def _list(path, key, val, names=False):
+    """``val``, a non-empty list (of non-empty strings where ``names``)."""
+    if not isinstance(val, list) or not val or names and \
+            not all(isinstance(v, str) and v for v in val):
+        _fail(path, key, f'must be a non-empty list'
+                         f'{" of names" if names else ""}, got {_shown(val)}')
+    return val
 
 
-def _patterns(values, where):
-    if not isinstance(values, list) or not values or \
-            not all(isinstance(v, str) and v for v in values):
-        raise DatasheetError(f'{where}: a non-empty list of names')
+def _patterns(path, key, val):
     try:
-        return tuple(re.compile(v, re.IGNORECASE) for v in values)
+        return tuple(re.compile(v, re.IGNORECASE)
+                     for v in _list(path, key, val, names=True))
     except re.error as err:
-        raise DatasheetError(f'{where}: {err}') from None
+        _fail(path, key, str(err))
 
 
-def _figure(fig, i, path):
-    where = f'{path}: figures[{i}]'
-    _keys(fig, {'checks', 'metrics', 'peak'}, where)
-    checks = fig.get('checks')
-    if not isinstance(checks, list) or not checks or \
-            not all(isinstance(c, str) and c for c in checks):
-        raise DatasheetError(f'{where}.checks: a non-empty list of names')
+def _figure(path, key, fig):
+    _mapping(path, key, fig, {'checks', 'metrics', 'peak'})
     if fig.get('peak') not in PEAKS:
-        raise DatasheetError(f'{where}.peak: one of {", ".join(PEAKS)}')
-    return (frozenset(checks), _patterns(fig.get('metrics'),
-                                         f'{where}.metrics'), fig['peak'])
+        _fail(path, f'{key}.peak', f'one of {", ".join(PEAKS)}')
+    return (frozenset(_list(path, f'{key}.checks', fig.get('checks'),
+                            names=True)),
+            _patterns(path, f'{key}.metrics', fig.get('metrics')),
+            fig['peak'])
 
 
-def _model(model, i, path, sources):
-    where = f'{path}: models[{i}]'
-    _keys(model, {'name', 'match', *PEAKS}, where)
-    name = model.get('name')
-    if not isinstance(name, str) or not name:
-        raise DatasheetError(f'{where}.name: a non-empty string')
-    peaks = {k: _peak(model[k], name, f'{where}.{k}', sources)
+def _model(path, key, model, sources):
+    _mapping(path, key, model, {'name', 'match', *PEAKS})
+    name = _text(path, f'{key}.name', model.get('name'))
+    peaks = {k: _peak(path, f'{key}.{k}', model[k], name, sources)
              for k in PEAKS if k in model}
     if not peaks:
-        raise DatasheetError(f'{where}: no peak ({", ".join(PEAKS)})')
-    return Model(name, _patterns(model.get('match'), f'{where}.match'),
+        _fail(path, key, f'no peak ({", ".join(PEAKS)})')
+    return Model(name, _patterns(path, f'{key}.match', model.get('match')),
                  peaks)
 
 
-def _peak(peak, model, where, sources):
-    _keys(peak, {'what', 'peak', 'unit', 'fraction', 'sources'}, where)
-    what, value, unit = peak.get('what'), peak.get('peak'), peak.get('unit')
-    fraction, cited = peak.get('fraction'), peak.get('sources')
-    if not isinstance(what, str) or not what:
-        raise DatasheetError(f'{where}.what: a non-empty string')
-    for key, number in (('peak', value), ('fraction', fraction)):
-        if isinstance(number, bool) or not isinstance(number, (int, float)) \
-                or not math.isfinite(number) or number <= 0:
-            raise DatasheetError(f'{where}.{key}: a finite number > 0')
+def _peak(path, key, peak, model, sources):
+    _mapping(path, key, peak, {'what', 'peak', 'unit', 'fraction',
+                               'sources'})
+    value, fraction = (
+        _number(path, f'{key}.{k}', peak.get(k), allow_null=False)
+        for k in ('peak', 'fraction'))
+    for k, number in (('peak', value), ('fraction', fraction)):
+        if number <= 0:
+            _fail(path, f'{key}.{k}', f'must be > 0, got {number}')
     # a bound above the peak would fail every healthy node
     if fraction > 1:
-        raise DatasheetError(f'{where}.fraction: at most 1')
+        _fail(path, f'{key}.fraction', 'at most 1')
+    unit = _text(path, f'{key}.unit', peak.get('unit'))
     try:
         units.family(unit)
     except ValueError as err:
-        raise DatasheetError(f'{where}.unit: {err}') from None
-    if not isinstance(cited, list) or not cited or \
-            not all(c in sources for c in cited):
-        raise DatasheetError(f'{where}.sources: a non-empty list of keys '
-                             f'of sources')
-    return Peak(model, what, float(value), unit, float(fraction),
-                tuple(cited))
+        _fail(path, f'{key}.unit', str(err))
+    cited = _list(path, f'{key}.sources', peak.get('sources'), names=True)
+    if not all(c in sources for c in cited):
+        _fail(path, f'{key}.sources', 'must be keys of sources')
+    return Peak(model, _text(path, f'{key}.what', peak.get('what')), value,
+                unit, fraction, tuple(cited))
 
 
 def default_path():
@@ -247,8 +234,9 @@ def load(path=None):
 @functools.lru_cache(maxsize=4)
 def _load(path):
     try:
-        with open(path, encoding='utf-8') as f:
-            data = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as err:
-        raise DatasheetError(f'{path}: cannot read: {err}') from None
+        data = references.parse(references._read(path), path)
+    except DatasheetError as err:
+        raise DatasheetError(f'{path}: cannot read: '
+                             f'{str(err).removeprefix(f"{path}: ")}'
+                             ) from None
     return Datasheets(data, path)

@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from hpcval import (drain, judgement, provenance, retries, screen,
                     verdict_modes, verdict_refs)
+from hpcval.datasheets import gpu_indices as _gpu_indices
 from hpcval.health import report as health
 from hpcval.judgement import Band
 from hpcval.verdict_refs import DATASHEET, with_datasheets
@@ -575,16 +576,6 @@ def _health_named(groups, g, case, samples):
         return False
     parts = case.reason[len(prefix):].split('; ')
     return all((g.name, p) in groups.health_lines for p in parts)
-
-
-_GPU_IN = re.compile(r'\bGPU (\d+)\b')
-
-
-def _gpu_indices(names):
-    """{N} of the GPUs named in ``names`` ('GPU 1', 'link GPU 00 -> GPU 01
-    (uni)')."""
-    return {int(n) for name in names if isinstance(name, str)
-            for n in _GPU_IN.findall(name)}
 
 
 def _probed_gpus(case):

@@ -107,14 +107,9 @@ class Bounds:
     """Which bound judges each figure of a test case, by the
     hpcval.references.ReferenceSet ``refs``."""
 
-    def __init__(self, refs, sheets=None):
-        """``sheets``: the hpcval.datasheets.Datasheets that judge a
-        figure no reference has an entry for (default: the built-in
-        file, read at the first such figure)."""
+    def __init__(self, refs):
         self.refs = refs
-        self._sheets = sheets
         self._entries = {}      # case key: _CaseJudge
-        self._gpus = {}         # id(case): datasheets.gpu_models(case)
 
     def of_case(self, case):
         """``judge(s, case)`` of ``case``'s figures: ``s`` where the
@@ -185,28 +180,23 @@ class Bounds:
         return ((value, ref.lower, ref.upper), band.bound_text(), source,
                 None, report)
 
-    def datasheet(self, case, s, report):
-        """(the sample judged by the datasheet of ``case``'s GPU model,
-        its Cross) where that datasheet has a bound for ``s``, else None;
-        ``report``: the report's bound as text, '' where none."""
-        if self._sheets is None:
-            self._sheets = datasheets.load()
-        gpus = self._gpus.get(id(case))
-        if gpus is None:
-            gpus = self._gpus[id(case)] = datasheets.gpu_models(case)
-        peak = self._sheets.expected(lineage(case.check), case, s.metric,
-                                     gpus)
-        if peak is None:
-            return None
-        try:
-            band = peak.band(s.unit)
-        except ValueError:      # a figure in another unit family
-            return None
-        judged = msgspec.structs.replace(
-            s, reference=band[0], lower=band[1], upper=band[2], result=None)
-        return judged, Cross(case.test, s.metric, report or 'none',
-                             Band.of(*band, s.unit).bound_text(),
-                             peak.text(), DATASHEET)
+def _datasheet(sheets, case, gpus, s, report):
+    """(the sample judged by the datasheet of ``case``'s GPU model, its
+    Cross) where that datasheet has a bound for ``s``, else None;
+    ``gpus``: datasheets.gpu_models(case); ``report``: the report's
+    bound as text, '' where none."""
+    peak = sheets.expected(lineage(case.check), case, s.metric, gpus)
+    if peak is None:
+        return None
+    try:
+        band = peak.band(s.unit)
+    except ValueError:      # a figure in another unit family
+        return None
+    judged = msgspec.structs.replace(
+        s, reference=band[0], lower=band[1], upper=band[2], result=None)
+    return judged, Cross(case.test, s.metric, report or 'none',
+                         Band.of(*band, s.unit).bound_text(),
+                         peak.text(), DATASHEET)
 
 
 def with_datasheets(loaded, sheets=None):
@@ -226,9 +216,10 @@ def with_datasheets(loaded, sheets=None):
         loaded.problems.append(f'{err}: GPU figures no reference has an '
                                f'entry for are not judged by it')
         return
-    bounds, changed = Bounds(refs, sheets), False
+    bounds, changed = Bounds(refs), False
     for case in loaded.cases:
         samples, of_case = by_case.get(id(case)) or (), None
+        gpus = datasheets.gpu_models(case)
         for i, s in enumerate(samples):
             if judgement.outcome(s) is not None or \
                     peers.is_sibling_figure(s.metric):
@@ -237,9 +228,9 @@ def with_datasheets(loaded, sheets=None):
             if of_case.refs.get(s.metric.partition('@')[0]) is not None:
                 continue
             cross = (loaded.rebanded.get(id(s)) or (None,))[0]
-            got = bounds.datasheet(case, s, cross.report_bound
-                                   if cross and cross.report_bound != 'none'
-                                   else '')
+            got = _datasheet(sheets, case, gpus, s, cross.report_bound
+                             if cross and cross.report_bound != 'none'
+                             else '')
             if got is not None:
                 loaded.rebanded.pop(id(s), None)
                 samples[i] = got[0]
