@@ -103,12 +103,16 @@ def _calibrate(capsys, url, *more, deadline='1'):
     return status, err, took
 
 
+# Both trickles would hold a client without a whole-request deadline for
+# about a minute, far past the generous bounds the tests below allow (a
+# busy 2-core CI host runs 5 pytest workers: an import or a thread switch
+# can take seconds there), so the bounds still tell a cut from no cut.
 def _trickle(handler):
     handler.send_response(200)
     handler.send_header('Content-Length', '1000')
     handler.end_headers()
     try:
-        for _ in range(20):
+        for _ in range(200):
             handler.wfile.write(b' ')
             handler.wfile.flush()
             time.sleep(0.3)
@@ -118,7 +122,7 @@ def _trickle(handler):
 
 def _slow_headers(handler):
     try:
-        for byte in b'HTTP/1.1 200 OK\r\nX-A: ' + b'a' * 20:
+        for byte in b'HTTP/1.1 200 OK\r\nX-A: ' + b'a' * 300:
             handler.wfile.write(bytes([byte]))
             handler.wfile.flush()
             time.sleep(0.2)
@@ -129,7 +133,7 @@ def _slow_headers(handler):
 @pytest.mark.parametrize('answer', [_trickle, _slow_headers])
 def test_a_trickle_ends_at_the_deadline(serve, capsys, answer):
     status, err, took = _calibrate(capsys, serve(answer), deadline='0.5')
-    assert status == 3 and took < 1.5, (took, err)
+    assert status == 3 and took < 20, (took, err)
     assert 'no whole answer within 0.5 s (--deadline)' in err
     assert len(err.splitlines()) == 1, err
 
@@ -140,9 +144,10 @@ def test_the_real_command_returns_within_its_deadline(serve):
     proc = subprocess.run(
         [str(VENV_BIN / 'hpcval'), 'calibrate', '--system', 'minicluster',
          '--from', url, '--since', 'now-1h', '--deadline', '0.5'],
-        capture_output=True, text=True, timeout=60)
-    # the command's own start (imports) plus the deadline
-    assert proc.returncode == 3 and time.monotonic() - start < 20, \
+        capture_output=True, text=True, timeout=120)
+    # the command's own start (imports) plus the deadline, with room for
+    # a busy host; the trickle alone would last a minute
+    assert proc.returncode == 3 and time.monotonic() - start < 40, \
         proc.stderr
     assert proc.stderr.count('\n') == 1 and '--deadline' in proc.stderr
 
