@@ -1,4 +1,4 @@
-"""calibrate's false-alarm budget per node (hpcval.publish.budget), its
+"""calibrate's false-alarm budget per node (calibrate.per_figure), its
 floors for heavy-tailed figures and its sibling bands (hpcval.publish.
 sibling_bands), on the real 4 x H100 and 2 x H200 reports: calibrated
 from the five baselines, the healthy reruns must pass every judged figure
@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from hpcval import references, verdict
-from hpcval.publish import budget, calibrate as cal, results, sibling_bands
+from hpcval.publish import calibrate as cal, results, sibling_bands
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CAPTURED = ROOT / 'tests' / 'fixtures' / 'captured'
@@ -51,10 +51,10 @@ def node(request, tmp_path_factory):
 
 
 def test_the_budget_is_shared_out_over_the_judged_figures():
-    a = budget.per_figure(0.005, 92)
+    a = cal.per_figure(0.005, 92)
     assert (1 - a) ** 92 == pytest.approx(0.995, rel=1e-12)
     assert a == pytest.approx(5.45e-5, rel=1e-3)
-    assert budget.per_figure(0.005, 1) == pytest.approx(0.005)
+    assert cal.per_figure(0.005, 1) == pytest.approx(0.005)
 
 
 def test_healthy_runs_pass_and_a_loaded_gpu_fails(node):
@@ -81,7 +81,7 @@ def test_the_file_states_the_budget_and_the_rate_per_figure(node):
     rule = result.rule
     m = {'h100x4': 104, 'h200x2': 44}[name]
     assert (rule.budget, rule.judged) == (0.005, m)
-    assert rule.false_alarm == pytest.approx(budget.per_figure(0.005, m))
+    assert rule.false_alarm == pytest.approx(cal.per_figure(0.005, m))
     text = ' '.join(result.text.split())
     assert (f'fails any of the {m} figures it judges with probability at '
             f'most 0.005 (1 in 200 healthy runs)') in text
@@ -164,7 +164,7 @@ def test_a_larger_budget_tightens_and_a_rate_per_figure_replaces_it(
     with pytest.raises(cal.CalibrationError,
                        match=r'^expected budget from 1e-12 to below 0.5'):
         bound(budget=0.7)
-    assert math.isclose(budget.per_figure(0.05, 44),
+    assert math.isclose(cal.per_figure(0.05, 44),
                         1 - 0.95 ** (1 / 44))
 
 

@@ -5,7 +5,7 @@ of one system, no replays unless asked) become references whose value is
 the mean over the runs, whose bound comes from their spread (a one-sided
 prediction bound on the logarithms, built so that a healthy run of the
 node fails any of the figures it judges with a stated probability, the
-budget, hpcval.publish.budget; never tighter than a floor per kind of
+budget, per_figure; never tighter than a floor per kind of
 metric; hpcval.publish.stats.Rule), and whose ``source`` says where, when
 and with what they were measured.  GPUs and links against their siblings
 get one band per figure family (hpcval.publish.sibling_bands).
@@ -34,7 +34,7 @@ import yaml
 from hpcval import (bounded, judgement, paths, peers, reference_service,
                     references, units)
 from hpcval.health import inventory
-from hpcval.publish import budget as node_budget, sibling_bands
+from hpcval.publish import sibling_bands
 from hpcval.publish.comparison import better
 from hpcval.publish.stats import Rule, prediction_factor
 
@@ -55,8 +55,13 @@ OUTLIER_MIN_SPREAD = 0.005
 MIN_FALSE_ALARM = 1e-12
 # a figure whose square a double still holds, with room for a sum of them
 _LARGEST = 1e150
-#: the node's false-alarm budget by default (hpcval.publish.budget)
-BUDGET = node_budget.BUDGET
+#: the node's false-alarm budget by default (docs/calibrate.md, "a
+#: false-alarm budget per node"): 1 healthy run in 200 of a node may fail,
+#: a weekly check of 200 nodes raising about one false alarm a week, each
+#: one a node drained for nothing.  A run's verdict judges all its m
+#: figures; each bound is built for a = 1 - (1 - b)^(1/m) (per_figure), m
+#: counted from the baseline runs themselves (judged_per_run)
+BUDGET = 1 / 200
 RULE = 'calibrated'
 SIBLING_RULE = 'calibrated_siblings'
 SIBLING_RULE_TEXT = (
@@ -493,6 +498,39 @@ def _family(label, runs, rule, notes, figures):
                 f'bound {1 - tol:.4g} x, {how}; job nodes {nodes}')}
 
 
+def per_figure(budget, judged):
+    """The false-alarm rate per figure that keeps ``judged`` figures
+    within ``budget`` together (independent figures: exact; figures that
+    move together fail together less often)."""
+    # expm1/log1p: 1 - (1 - b)^(1/m) without cancellation for small b
+    return -math.expm1(math.log1p(-budget) / max(judged, 1))
+
+
+def judged_per_run(samples, calibrated):
+    """m: the figures one run of ``samples`` judges.
+
+    A figure counts where calibrate bounds it or tries to (its key and
+    metric in ``calibrated``, {(check, partition, params, metric)}: every
+    GPU's ``copy@gpuN`` is judged by ``copy``'s bound, and a figure
+    refused for noise still counts, so m is never too small), where it is
+    a GPU's or link's figure against its siblings, or where its run
+    recorded a band for it (a reference that judges it already).  Per test
+    the most of any of its runs, summed over the tests: the figures of a
+    run that runs each test once."""
+    by_case = {}
+    for s in samples:
+        by_case.setdefault(id(s.case), (s.case, []))[1].append(s)
+    most = {}
+    for case, figures in by_case.values():
+        key = (case.check, case.partition, case.params)
+        n = sum(1 for s in figures
+                if (*key, s.metric.split('@')[0]) in calibrated or
+                peers.is_sibling_figure(s.metric) or
+                judgement.Band.of_sample(s) is not None)
+        most[key] = max(most.get(key, 0), n)
+    return sum(most.values())
+
+
 def _split(text, path):
     """(text before the calibrated section, that section's entries, the
     site's comments in it: {index of the entry they stand in or before:
@@ -905,7 +943,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     runs apart from the rest of their metric (``outliers``) are left out
     with a warning naming them, unless ``keep_outliers``.  ``budget``: the
     chance that a healthy run of the node fails any judged figure, shared
-    out over the figures a run judges (hpcval.publish.budget);
+    out over the figures a run judges (per_figure);
     ``false_alarm`` instead sets the rate per figure.
     ``base_dir``: the built-in folder a site's ``ref_dir`` is layered
     over (references.ReferenceSet.layered): a new site file holds the
@@ -930,10 +968,10 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     selected = _select(samples, system, allow_replays,
                        accept_performance_failures, notes)
     plan = _plan(_groups(selected), old_refs, include_absent, notes)
-    judged = node_budget.judged_per_run(selected, {
+    judged = judged_per_run(selected, {
         (*key, metric) for key, _, metrics, _ in plan for metric in metrics})
     if false_alarm is None:
-        false_alarm = node_budget.per_figure(budget, judged)
+        false_alarm = per_figure(budget, judged)
         notes.append(f'bounds built for a node false-alarm rate of '
                      f'{budget:g} per healthy run (1 in {1 / budget:.0f}) '
                      f'over the {judged} figures a run judges: '

@@ -111,7 +111,7 @@ class Rule:
     kind.  ``k`` replaces it by the linear k std / mean of earlier
     versions, ``floor`` the floors by one for all.  ``budget`` and
     ``judged`` say what ``false_alarm`` was derived from (hpcval.publish.
-    budget), for the rule's text.
+    calibrate.per_figure), for the rule's text.
     """
     false_alarm: float = 1e-4
     min_samples: int = 5
