@@ -1,6 +1,6 @@
 """calibrate's false-alarm budget per node (calibrate.per_figure), its
-floors for heavy-tailed figures and its sibling bands (hpcval.publish.
-sibling_bands), on the real 4 x H100 and 2 x H200 reports: calibrated
+floors for heavy-tailed figures and its sibling bands (calibrate.
+sibling_band), on the real 4 x H100 and 2 x H200 reports: calibrated
 from the five baselines, the healthy reruns must pass every judged figure
 and the runs with a loaded GPU must still fail, naming it."""
 import math
@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from hpcval import references, verdict
-from hpcval.publish import calibrate as cal, results, sibling_bands
+from hpcval.publish import calibrate as cal, results
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CAPTURED = ROOT / 'tests' / 'fixtures' / 'captured'
@@ -113,10 +113,10 @@ def test_sibling_bands_one_per_family(node, tmp_path):
 
 def test_the_family_band_rule():
     # tight ratios: the tightest band; a low healthy ratio: 0.95 x it
-    assert sibling_bands.band([0.999, 1.0, 1.001] * 5, 5, 1e-4)[0] == 0.9
-    bound, how = sibling_bands.band([0.8] + [1.0] * 29, 30, 0.5)
+    assert cal.sibling_band([0.999, 1.0, 1.001] * 5, 5, 1e-4)[0] == 0.9
+    bound, how = cal.sibling_band([0.8] + [1.0] * 29, 30, 0.5)
     assert bound == pytest.approx(0.76) and how.startswith('lowest ratio')
-    assert sibling_bands.band([0.3, 1.0, 1.0, 1.0, 1.0], 5, 1e-4)[0] == \
+    assert cal.sibling_band([0.3, 1.0, 1.0, 1.0, 1.0], 5, 1e-4)[0] == \
         pytest.approx(1 / 1.6)
 
 
