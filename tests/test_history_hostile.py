@@ -2,7 +2,9 @@
 hostile or broken: it trickles, floods, nests, reshapes or mislabels.
 Each ends within the stated deadline in one line, exit 3, or is counted
 in one summary line; never a traceback or "unexpected error".  A local
-server on 127.0.0.1 in a thread; the deadline lowered to about 1 s.
+server on 127.0.0.1 in a thread; the deadline lowered to 0.5 s against
+a trickle, and ample where the server answers at once (a busy CI host
+must not turn a shape error into a missed deadline).
 """
 import http.server
 import json
@@ -92,7 +94,7 @@ def _runs(n, partition='cpu', times=1):
     return series_of
 
 
-def _calibrate(capsys, url, *more, deadline='1'):
+def _calibrate(capsys, url, *more, deadline='30'):
     start = time.monotonic()
     status = cli.main(['calibrate', '--system', 'minicluster', '--ref-dir',
                        str(ROOT / 'references'), '--from', url, '--since',
@@ -165,9 +167,9 @@ def test_a_flood_stops_at_the_size_bound(serve, capsys):
     url = serve(flood)
     with pytest.raises(history.HistoryError,
                        match=f'exceeds {2 ** 20} bytes'):
-        history.query(url, 'up', NOW, timeout=5, max_bytes=2 ** 20)
+        history.query(url, 'up', NOW, timeout=30, max_bytes=2 ** 20)
     # the default bound, through the command
-    status, err, _ = _calibrate(capsys, url, '--deadline', '20')
+    status, err, _ = _calibrate(capsys, url, '--deadline', '60')
     assert status == 3 and len(err.splitlines()) == 1 and \
         f'exceeds {prometheus.MAX_ANSWER} bytes' in err, err
 
@@ -201,7 +203,7 @@ def test_a_flood_stops_at_the_size_bound(serve, capsys):
 def test_each_malformed_shape_is_named(serve, raw, says):
     url = serve(lambda h: _body(h, raw))
     with pytest.raises(history.HistoryError, match=says) as err:
-        history.query(url, 'up', NOW, timeout=2)
+        history.query(url, 'up', NOW, timeout=30)
     assert len(str(err.value)) < 400 and '\n' not in str(err.value)
 
 
