@@ -333,9 +333,10 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
         return None
 
     direction = better(unit)
+    # with a value not above 0, the logs' first order: ln(mean) +- std/mean
     logs = [math.log(v) for v in values] if min(values) > 0 else None
-    log_std = statistics.stdev(logs) if logs and len(logs) > 1 else None
-    log_mean = statistics.fmean(logs) if logs else None
+    log_mean, log_std = (statistics.fmean(logs), statistics.stdev(logs)) \
+        if logs else (math.log(mean), std / mean)
     figure.update(mean=mean, std=std, log_std=log_std)
     tol, how = rule.tolerance(metric, direction, len(values), mean, std,
                               log_mean, log_std)
@@ -353,8 +354,7 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
     tol = _fraction_up(tol)
     # too noisy to judge: a linear bound at 0, or (on logs) a bound that
     # passes e^-1 = 37 % of the baseline, the same to first order
-    width = rule.width(len(values), log_std if log_std is not None else
-                       std / mean) if rule.k is None else tol
+    width = rule.width(len(values), log_std) if rule.k is None else tol
     spec = {'value': _significant(mean)}
     if direction == 'higher':
         if tol >= 1 or width >= 1:

@@ -140,17 +140,14 @@ class Rule:
         """The prediction bound's half-width on the log scale."""
         return prediction_factor(n, self.false_alarm) * log_std
 
-    def tolerance(self, metric, direction, n, mean, std, log_mean=None,
-                  log_std=None):
+    def tolerance(self, metric, direction, n, mean, std, log_mean,
+                  log_std):
         """(fraction, what set it) for ``n`` runs of ``mean`` +- ``std``
-        (``log_mean`` +- ``log_std`` of their logarithms; without them,
-        ln(mean) +- std / mean)."""
+        (``log_mean`` +- ``log_std`` of their logarithms)."""
         floor = self.floor_of(metric, direction)
         if self.k is not None:
             spread, how = self.k * std / mean, f'{self.k:.3g} std / mean'
         else:
-            if log_std is None:
-                log_mean, log_std = math.log(mean), std / mean
             factor = prediction_factor(n, self.false_alarm)
             sign = -1 if direction == 'higher' else 1
             # the bound over the mean, on the log scale: a time's can pass
