@@ -277,3 +277,17 @@ def test_the_deadline_option_is_bounded(capsys):
         status, err, _ = _calibrate(capsys, 'http://127.0.0.1:9',
                                     '--deadline', value)
         assert status == 3 and '--deadline' in err, (value, err)
+
+
+def test_a_figure_without_its_metric_label_is_left_out(serve, capsys):
+    # every series hpcval sends names its figure; one without it names
+    # nothing calibrate could write a reference for
+    def series_of(passed):
+        series = _runs(6)(passed)
+        return series if passed else [
+            {**s, 'metric': {k: v for k, v in s['metric'].items()
+                             if k != 'metric'}} for s in series]
+    status, err, _ = _calibrate(capsys, serve(_history(series_of)))
+    assert 'read 0 figure(s)' in err or 'no hpcval series' in err, err
+    left = [line for line in err.splitlines() if 'left out' in line]
+    assert len(left) == 1 and 'no figure name' in left[0], err

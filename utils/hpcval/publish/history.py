@@ -228,9 +228,10 @@ def samples(url, system, since, until, old_refs=(), token=None,
         if not _usable(url, labels, system, partitions, skipped):
             continue
         known = _unit_of(name)
-        if not known:
-            skipped.add(f'series {name}{{metric="{metric}"}}: a unit hpcval '
-                        f'does not calibrate from monitoring')
+        if not known or not metric:
+            skipped.add(f'series {name}{{metric="{metric}"}}: ' + (
+                'a unit hpcval does not calibrate from monitoring' if
+                metric else 'no figure name (metric label)'))
             continue
         unit, scale = known
         key = _case_key(labels)
