@@ -645,6 +645,12 @@ def _top_level(lines, key):
                  if re.match(rf'{key}:', line)), None)
 
 
+def _block_end(lines, at):
+    return next((i for i in range(at + 1, len(lines))
+                 if lines[i].strip() and not lines[i][0].isspace()),
+                len(lines))
+
+
 def _with_rule(head, rule_text, path, name=RULE):
     """``head`` with rules.<name> set to ``rule_text``."""
     lines = head.splitlines(keepends=True)
@@ -659,9 +665,7 @@ def _with_rule(head, rule_text, path, name=RULE):
     if lines[r].strip() != 'rules:':
         raise CalibrationError(f'{path}: rules must be a block mapping '
                                f'(one rule per line) to add {name!r}')
-    end = next((i for i in range(r + 1, len(lines))
-                if lines[i].strip() and not lines[i][0].isspace()),
-               len(lines))
+    end = _block_end(lines, r)
     body = [i for i in range(r + 1, end) if lines[i].strip()]
     indent = re.match(r'\s*', lines[body[0]]).group() if body else '  '
     old = next((i for i in body if lines[i].startswith(f'{indent}{name}:')),
@@ -683,10 +687,7 @@ def _with_false_alarms(head, rule):
     lines = head.splitlines(keepends=True)
     old = _top_level(lines, 'false_alarms')
     if old is not None:
-        end = next((i for i in range(old + 1, len(lines))
-                    if lines[i].strip() and not lines[i][0].isspace()),
-                   len(lines))
-        del lines[old:end]
+        del lines[old:_block_end(lines, old)]
     at = _top_level(lines, 'entries')
     node = '' if rule.budget is None else f'node_rate: {rule.budget:g}, '
     lines[at:at] = [f'false_alarms: {{{node}figures: {rule.judged}, '
@@ -737,9 +738,7 @@ def _with_inventory(head, entries, path, notes):
                              f'{e["partition"]}: {e["gpus"]} x '
                              f'{e.get("model", "no GPU")}' for e in entries))
             return head
-        end = next((i for i in range(at + 1, len(lines))
-                    if lines[i].strip() and not lines[i][0].isspace()),
-                   len(lines))
+        end = _block_end(lines, at)
         block = lines[at:end]
         entries = _keep_site_keys(entries, ''.join(block), path)
         if entries is None:
