@@ -141,6 +141,21 @@ def test_a_host_link_gets_the_wider_floor(tmp_path):
     assert 'floor 0.4 (host link)' in ' '.join(result.text.split())
 
 
+def test_the_captured_host_link_dips_pass(tmp_path):
+    """The real H100 of stats.HOST_LINK's comment (captured/h100_calib):
+    calibrated from its five baselines, none of its 14 healthy runs fails
+    uni_gpu_to_cpu, down to 29.39 GB/s (healthy11; a floor of 0.05 for
+    all would fail it)."""
+    reports = CAPTURED / 'h100_calib' / 'reports'
+    result = _calibrate(reports, tmp_path)
+    healthy = sorted(reports.glob('healthy*.json'))
+    assert len(healthy) == 14
+    failed = [f.line() for path in healthy
+              for f in _judge(path, result.path).failures()
+              if 'uni_gpu_to_cpu' in f.line()]
+    assert failed == []
+
+
 def test_a_larger_budget_tightens_and_a_rate_per_figure_replaces_it(
         tmp_path):
     reports = NODES['h200x2'][0]
