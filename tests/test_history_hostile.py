@@ -2,7 +2,9 @@
 hostile or broken: it trickles, floods, nests, reshapes or mislabels.
 Each ends within the stated deadline in one line, exit 3, or is counted
 in one summary line; never a traceback or "unexpected error".  A local
-server on 127.0.0.1 in a thread; the deadline lowered to about 1 s.
+server on 127.0.0.1 in a thread; the deadline lowered to 0.5 s against
+a trickle, and ample where the server answers at once (a busy CI host
+must not turn a shape error into a missed deadline).
 """
 import http.server
 import json
@@ -92,7 +94,7 @@ def _runs(n, partition='cpu', times=1):
     return series_of
 
 
-def _calibrate(capsys, url, *more, deadline='1'):
+def _calibrate(capsys, url, *more, deadline='30'):
     start = time.monotonic()
     status = cli.main(['calibrate', '--system', 'minicluster', '--ref-dir',
                        str(ROOT / 'references'), '--from', url, '--since',
@@ -103,12 +105,16 @@ def _calibrate(capsys, url, *more, deadline='1'):
     return status, err, took
 
 
+# Both trickles would hold a client without a whole-request deadline for
+# about a minute, far past the generous bounds the tests below allow (a
+# busy 2-core CI host runs 5 pytest workers: an import or a thread switch
+# can take seconds there), so the bounds still tell a cut from no cut.
 def _trickle(handler):
     handler.send_response(200)
     handler.send_header('Content-Length', '1000')
     handler.end_headers()
     try:
-        for _ in range(20):
+        for _ in range(200):
             handler.wfile.write(b' ')
             handler.wfile.flush()
             time.sleep(0.3)
@@ -118,7 +124,7 @@ def _trickle(handler):
 
 def _slow_headers(handler):
     try:
-        for byte in b'HTTP/1.1 200 OK\r\nX-A: ' + b'a' * 20:
+        for byte in b'HTTP/1.1 200 OK\r\nX-A: ' + b'a' * 300:
             handler.wfile.write(bytes([byte]))
             handler.wfile.flush()
             time.sleep(0.2)
@@ -129,7 +135,7 @@ def _slow_headers(handler):
 @pytest.mark.parametrize('answer', [_trickle, _slow_headers])
 def test_a_trickle_ends_at_the_deadline(serve, capsys, answer):
     status, err, took = _calibrate(capsys, serve(answer), deadline='0.5')
-    assert status == 3 and took < 1.5, (took, err)
+    assert status == 3 and took < 20, (took, err)
     assert 'no whole answer within 0.5 s (--deadline)' in err
     assert len(err.splitlines()) == 1, err
 
@@ -140,9 +146,10 @@ def test_the_real_command_returns_within_its_deadline(serve):
     proc = subprocess.run(
         [str(VENV_BIN / 'hpcval'), 'calibrate', '--system', 'minicluster',
          '--from', url, '--since', 'now-1h', '--deadline', '0.5'],
-        capture_output=True, text=True, timeout=60)
-    # the command's own start (imports) plus the deadline
-    assert proc.returncode == 3 and time.monotonic() - start < 20, \
+        capture_output=True, text=True, timeout=120)
+    # the command's own start (imports) plus the deadline, with room for
+    # a busy host; the trickle alone would last a minute
+    assert proc.returncode == 3 and time.monotonic() - start < 40, \
         proc.stderr
     assert proc.stderr.count('\n') == 1 and '--deadline' in proc.stderr
 
@@ -160,9 +167,9 @@ def test_a_flood_stops_at_the_size_bound(serve, capsys):
     url = serve(flood)
     with pytest.raises(history.HistoryError,
                        match=f'exceeds {2 ** 20} bytes'):
-        history.query(url, 'up', NOW, timeout=5, max_bytes=2 ** 20)
+        history.query(url, 'up', NOW, timeout=30, max_bytes=2 ** 20)
     # the default bound, through the command
-    status, err, _ = _calibrate(capsys, url, '--deadline', '20')
+    status, err, _ = _calibrate(capsys, url, '--deadline', '60')
     assert status == 3 and len(err.splitlines()) == 1 and \
         f'exceeds {prometheus.MAX_ANSWER} bytes' in err, err
 
@@ -196,7 +203,7 @@ def test_a_flood_stops_at_the_size_bound(serve, capsys):
 def test_each_malformed_shape_is_named(serve, raw, says):
     url = serve(lambda h: _body(h, raw))
     with pytest.raises(history.HistoryError, match=says) as err:
-        history.query(url, 'up', NOW, timeout=2)
+        history.query(url, 'up', NOW, timeout=30)
     assert len(str(err.value)) < 400 and '\n' not in str(err.value)
 
 
@@ -270,3 +277,17 @@ def test_the_deadline_option_is_bounded(capsys):
         status, err, _ = _calibrate(capsys, 'http://127.0.0.1:9',
                                     '--deadline', value)
         assert status == 3 and '--deadline' in err, (value, err)
+
+
+def test_a_figure_without_its_metric_label_is_left_out(serve, capsys):
+    # every series hpcval sends names its figure; one without it names
+    # nothing calibrate could write a reference for
+    def series_of(passed):
+        series = _runs(6)(passed)
+        return series if passed else [
+            {**s, 'metric': {k: v for k, v in s['metric'].items()
+                             if k != 'metric'}} for s in series]
+    status, err, _ = _calibrate(capsys, serve(_history(series_of)))
+    assert 'read 0 figure(s)' in err or 'no hpcval series' in err, err
+    left = [line for line in err.splitlines() if 'left out' in line]
+    assert len(left) == 1 and 'no figure name' in left[0], err

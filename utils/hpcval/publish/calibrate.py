@@ -5,10 +5,10 @@ of one system, no replays unless asked) become references whose value is
 the mean over the runs, whose bound comes from their spread (a one-sided
 prediction bound on the logarithms, built so that a healthy run of the
 node fails any of the figures it judges with a stated probability, the
-budget, hpcval.publish.budget; never tighter than a floor per kind of
+budget, per_figure; never tighter than a floor per kind of
 metric; hpcval.publish.stats.Rule), and whose ``source`` says where, when
 and with what they were measured.  GPUs and links against their siblings
-get one band per figure family (hpcval.publish.sibling_bands).
+get one band per figure family (sibling_band).
 
 The old file's text is kept as it is, comments and anchors included: the
 calibrated entries go into a section at its end, after a marker comment,
@@ -34,7 +34,6 @@ import yaml
 from hpcval import (bounded, judgement, paths, peers, reference_service,
                     references, units)
 from hpcval.health import inventory
-from hpcval.publish import budget as node_budget, sibling_bands
 from hpcval.publish.comparison import better
 from hpcval.publish.stats import Rule, prediction_factor
 
@@ -55,10 +54,24 @@ OUTLIER_MIN_SPREAD = 0.005
 MIN_FALSE_ALARM = 1e-12
 # a figure whose square a double still holds, with room for a sum of them
 _LARGEST = 1e150
-#: the node's false-alarm budget by default (hpcval.publish.budget)
-BUDGET = node_budget.BUDGET
+#: the node's false-alarm budget by default (docs/calibrate.md, "a
+#: false-alarm budget per node"): 1 healthy run in 200 of a node may fail,
+#: a weekly check of 200 nodes raising about one false alarm a week, each
+#: one a node drained for nothing.  A run's verdict judges all its m
+#: figures; each bound is built for a = 1 - (1 - b)^(1/m) (per_figure), m
+#: counted from the baseline runs themselves (judged_per_run)
+BUDGET = 1 / 200
 RULE = 'calibrated'
 SIBLING_RULE = 'calibrated_siblings'
+# A sibling band (sibling_band) is never looser than the run's own rule (a
+# member at 1/1.6 of its siblings' median: hpcval.benchmarks.siblings),
+# never tighter than 10 % below them (a healthy GPU or link may sit a few
+# percent off its peers for good, by its place on the board), and below
+# the lowest healthy ratio seen by a margin: first-pass ratios of p2p
+# links have a heavy low tail (TransferBench re-measures a link only once
+# it falls under the bound; a healthy 0.671 is among the 4 x H100
+# baselines)
+SIBLING_LOOSEST, SIBLING_TIGHTEST, SIBLING_MARGIN = 1 / 1.6, 0.90, 0.95
 SIBLING_RULE_TEXT = (
     'Measured on this node by `hpcval calibrate`: a GPU\'s or link\'s '
     'figure over the median of its siblings in the same run (unit x), one '
@@ -67,9 +80,8 @@ SIBLING_RULE_TEXT = (
     'ratios of all members over all baseline runs (t(1 - a; runs - 1) '
     '* sqrt(1 + 1/runs) std below their mean, a the per-figure rate of '
     'the rule calibrated) and the lowest healthy ratio times '
-    f'{sibling_bands.MARGIN:g}, never looser than '
-    f'{sibling_bands.LOOSEST:g} (1/1.6) nor tighter than '
-    f'{sibling_bands.TIGHTEST:g}.')
+    f'{SIBLING_MARGIN:g}, never looser than {SIBLING_LOOSEST:g} (1/1.6) '
+    f'nor tighter than {SIBLING_TIGHTEST:g}.')
 MARKER = '# hpcval calibrate:'
 INVENTORY_MARKER = '# hpcval calibrate inventory:'
 _SECTION = f"""\
@@ -321,9 +333,10 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
         return None
 
     direction = better(unit)
+    # with a value not above 0, the logs' first order: ln(mean) +- std/mean
     logs = [math.log(v) for v in values] if min(values) > 0 else None
-    log_std = statistics.stdev(logs) if logs and len(logs) > 1 else None
-    log_mean = statistics.fmean(logs) if logs else None
+    log_mean, log_std = (statistics.fmean(logs), statistics.stdev(logs)) \
+        if logs else (math.log(mean), std / mean)
     figure.update(mean=mean, std=std, log_std=log_std)
     tol, how = rule.tolerance(metric, direction, len(values), mean, std,
                               log_mean, log_std)
@@ -341,8 +354,7 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
     tol = _fraction_up(tol)
     # too noisy to judge: a linear bound at 0, or (on logs) a bound that
     # passes e^-1 = 37 % of the baseline, the same to first order
-    width = rule.width(len(values), log_std if log_std is not None else
-                       std / mean) if rule.k is None else tol
+    width = rule.width(len(values), log_std) if rule.k is None else tol
     spec = {'value': _significant(mean)}
     if direction == 'higher':
         if tol >= 1 or width >= 1:
@@ -418,8 +430,7 @@ def _plan(groups, old_refs, include_absent, notes):
             label = f'{test} {metric}'
             if peers.is_sibling_figure(metric):
                 # every member's ratio makes its family's one band
-                families.setdefault(sibling_bands.family(metric),
-                                    []).extend(runs)
+                families.setdefault(metric.split('@')[0], []).extend(runs)
                 continue
             if '@' in metric:
                 # one GPU's figure: judged against its metric's reference
@@ -462,22 +473,22 @@ def _entries(plan, rule, notes, keep_outliers=False, figures=None):
 
 
 def _family(label, runs, rule, notes, figures):
-    """The band of one sibling family (hpcval.publish.sibling_bands) from
+    """The band of one sibling family (sibling_band) from
     the healthy ratios of all its members over all runs, or None."""
-    kept = sibling_bands.healthy_ratios(runs, notes, label)
+    kept = _healthy_ratios(runs, notes, label)
     cases = {id(s.case): s.case for s in kept}.values()
     if len(cases) < rule.min_samples:
         notes.append(f'refused {label}: ratios of {len(cases)} run(s), '
                      f'fewer than {rule.min_samples}')
         return None
     ratios = [s.value for s in kept]
-    bound, how = sibling_bands.band(ratios, len(cases), rule.false_alarm)
+    bound, how = sibling_band(ratios, len(cases), rule.false_alarm)
     tol = _fraction_up(1 - bound)
     members = {s.metric.split('@', 1)[1] for s in kept}
     std = statistics.stdev(ratios)
     if figures is not None:
-        figures.append({'label': label, 'metric': sibling_bands.family(
-            kept[0].metric), 'direction': 'higher', 'n': len(ratios),
+        figures.append({'label': label, 'metric': kept[0].metric.split(
+            '@')[0], 'direction': 'higher', 'n': len(ratios),
             'mean': statistics.fmean(ratios), 'std': std,
             'log_std': statistics.stdev([math.log(r) for r in ratios]),
             'tolerance': tol, 'how': how, 'family': True})
@@ -491,6 +502,74 @@ def _family(label, runs, rule, notes, figures):
                 f'over {len(cases)} runs, {_dates(cases)}: lowest '
                 f'{min(ratios):.4g}, mean {statistics.fmean(ratios):.4g}; '
                 f'bound {1 - tol:.4g} x, {how}; job nodes {nodes}')}
+
+
+def sibling_band(ratios, runs, false_alarm):
+    """(bound, how) for a family's healthy ``ratios`` of ``runs`` runs:
+    the lower of a log-normal prediction bound (t(1 - false_alarm; runs -
+    1) sqrt(1 + 1/runs) std of the ln ratios below their mean; the runs,
+    not the ratios, count as samples: members of one run move together)
+    and the lowest ratio times SIBLING_MARGIN, kept within
+    [SIBLING_LOOSEST, SIBLING_TIGHTEST]."""
+    logs = [math.log(r) for r in ratios]
+    f = prediction_factor(runs, false_alarm)
+    normal = math.exp(statistics.fmean(logs) - f * statistics.stdev(logs))
+    lowest, margin = min(ratios), SIBLING_MARGIN
+    bound, how = min((normal, f'{f:.3g} std of ln ratio'),
+                     (lowest * margin, f'lowest ratio {lowest:.3g} x '
+                                       f'{margin:g}'))
+    if bound < SIBLING_LOOSEST:
+        return SIBLING_LOOSEST, f'{how} = {bound:.3g}, raised to the ' \
+            f'loosest allowed, {SIBLING_LOOSEST:g} (1/1.6)'
+    if bound > SIBLING_TIGHTEST:
+        return SIBLING_TIGHTEST, f'{how} = {bound:.3g}, lowered to the ' \
+            f'tightest allowed, {SIBLING_TIGHTEST:g}'
+    return bound, how
+
+
+def _healthy_ratios(runs, notes, label):
+    """The ratios of ``runs`` (samples of one family) that passed their
+    run's band; those that failed it are left out, with a note."""
+    kept = [s for s in runs if s.result != 'fail' and s.value > 0 and
+            math.isfinite(s.value)]
+    if len(kept) < len(runs):
+        notes.append(f'{label}: left out {len(runs) - len(kept)} ratio(s) '
+                     f'that failed their run\'s band (a member named '
+                     f'slower than its siblings) or are not positive')
+    return kept
+
+
+def per_figure(budget, judged):
+    """The false-alarm rate per figure that keeps ``judged`` figures
+    within ``budget`` together (independent figures: exact; figures that
+    move together fail together less often)."""
+    # expm1/log1p: 1 - (1 - b)^(1/m) without cancellation for small b
+    return -math.expm1(math.log1p(-budget) / max(judged, 1))
+
+
+def judged_per_run(samples, calibrated):
+    """m: the figures one run of ``samples`` judges.
+
+    A figure counts where calibrate bounds it or tries to (its key and
+    metric in ``calibrated``, {(check, partition, params, metric)}: every
+    GPU's ``copy@gpuN`` is judged by ``copy``'s bound, and a figure
+    refused for noise still counts, so m is never too small), where it is
+    a GPU's or link's figure against its siblings, or where its run
+    recorded a band for it (a reference that judges it already).  Per test
+    the most of any of its runs, summed over the tests: the figures of a
+    run that runs each test once."""
+    by_case = {}
+    for s in samples:
+        by_case.setdefault(id(s.case), (s.case, []))[1].append(s)
+    most = {}
+    for case, figures in by_case.values():
+        key = (case.check, case.partition, case.params)
+        n = sum(1 for s in figures
+                if (*key, s.metric.split('@')[0]) in calibrated or
+                peers.is_sibling_figure(s.metric) or
+                judgement.Band.of_sample(s) is not None)
+        most[key] = max(most.get(key, 0), n)
+    return sum(most.values())
 
 
 def _split(text, path):
@@ -566,6 +645,12 @@ def _top_level(lines, key):
                  if re.match(rf'{key}:', line)), None)
 
 
+def _block_end(lines, at):
+    return next((i for i in range(at + 1, len(lines))
+                 if lines[i].strip() and not lines[i][0].isspace()),
+                len(lines))
+
+
 def _with_rule(head, rule_text, path, name=RULE):
     """``head`` with rules.<name> set to ``rule_text``."""
     lines = head.splitlines(keepends=True)
@@ -580,9 +665,7 @@ def _with_rule(head, rule_text, path, name=RULE):
     if lines[r].strip() != 'rules:':
         raise CalibrationError(f'{path}: rules must be a block mapping '
                                f'(one rule per line) to add {name!r}')
-    end = next((i for i in range(r + 1, len(lines))
-                if lines[i].strip() and not lines[i][0].isspace()),
-               len(lines))
+    end = _block_end(lines, r)
     body = [i for i in range(r + 1, end) if lines[i].strip()]
     indent = re.match(r'\s*', lines[body[0]]).group() if body else '  '
     old = next((i for i in body if lines[i].startswith(f'{indent}{name}:')),
@@ -604,10 +687,7 @@ def _with_false_alarms(head, rule):
     lines = head.splitlines(keepends=True)
     old = _top_level(lines, 'false_alarms')
     if old is not None:
-        end = next((i for i in range(old + 1, len(lines))
-                    if lines[i].strip() and not lines[i][0].isspace()),
-                   len(lines))
-        del lines[old:end]
+        del lines[old:_block_end(lines, old)]
     at = _top_level(lines, 'entries')
     node = '' if rule.budget is None else f'node_rate: {rule.budget:g}, '
     lines[at:at] = [f'false_alarms: {{{node}figures: {rule.judged}, '
@@ -658,9 +738,7 @@ def _with_inventory(head, entries, path, notes):
                              f'{e["partition"]}: {e["gpus"]} x '
                              f'{e.get("model", "no GPU")}' for e in entries))
             return head
-        end = next((i for i in range(at + 1, len(lines))
-                    if lines[i].strip() and not lines[i][0].isspace()),
-                   len(lines))
+        end = _block_end(lines, at)
         block = lines[at:end]
         entries = _keep_site_keys(entries, ''.join(block), path)
         if entries is None:
@@ -905,7 +983,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     runs apart from the rest of their metric (``outliers``) are left out
     with a warning naming them, unless ``keep_outliers``.  ``budget``: the
     chance that a healthy run of the node fails any judged figure, shared
-    out over the figures a run judges (hpcval.publish.budget);
+    out over the figures a run judges (per_figure);
     ``false_alarm`` instead sets the rate per figure.
     ``base_dir``: the built-in folder a site's ``ref_dir`` is layered
     over (references.ReferenceSet.layered): a new site file holds the
@@ -930,10 +1008,10 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     selected = _select(samples, system, allow_replays,
                        accept_performance_failures, notes)
     plan = _plan(_groups(selected), old_refs, include_absent, notes)
-    judged = node_budget.judged_per_run(selected, {
+    judged = judged_per_run(selected, {
         (*key, metric) for key, _, metrics, _ in plan for metric in metrics})
     if false_alarm is None:
-        false_alarm = node_budget.per_figure(budget, judged)
+        false_alarm = per_figure(budget, judged)
         notes.append(f'bounds built for a node false-alarm rate of '
                      f'{budget:g} per healthy run (1 in {1 / budget:.0f}) '
                      f'over the {judged} figures a run judges: '

@@ -202,9 +202,9 @@ def samples(url, system, since, until, old_refs=(), token=None,
     window = f'[{int(math.ceil(until - since)) + 1}s]'
     values = query(url, f'{{__name__=~"hpcval_perf_value_.+",system='
                         f'"{system}"}}{window}', until, token,
-                   _left(url, end, timeout), stated=timeout)
+                   end - time.monotonic(), stated=timeout)
     passed = query(url, f'hpcval_check_passed{{system="{system}"}}{window}',
-                   until, token, _left(url, end, timeout), stated=timeout)
+                   until, token, end - time.monotonic(), stated=timeout)
     skipped = _Skipped()
     result_at = {}
     for labels, pairs in passed:
@@ -228,9 +228,10 @@ def samples(url, system, since, until, old_refs=(), token=None,
         if not _usable(url, labels, system, partitions, skipped):
             continue
         known = _unit_of(name)
-        if not known:
-            skipped.add(f'series {name}{{metric="{metric}"}}: a unit hpcval '
-                        f'does not calibrate from monitoring')
+        if not known or not metric:
+            skipped.add(f'series {name}{{metric="{metric}"}}: ' + (
+                'a unit hpcval does not calibrate from monitoring' if
+                metric else 'no figure name (metric label)'))
             continue
         unit, scale = known
         key = _case_key(labels)
@@ -271,14 +272,6 @@ def samples(url, system, since, until, old_refs=(), token=None,
         notes.append(f'{url}: no hpcval series of system {system} between '
                      f'{since:.0f} and {until:.0f}')
     return out, notes
-
-
-def _left(url, end, timeout):
-    left = end - time.monotonic()
-    if left <= 0:
-        raise HistoryError(f'{url}: no whole answer within {timeout:g} s '
-                           f'(--deadline)')
-    return left
 
 
 class _Skipped:

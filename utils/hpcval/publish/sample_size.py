@@ -110,14 +110,13 @@ def table(figures, rule):
         elif fig.get('family'):
             need = 'a family band: its caps and lowest ratio set it'
         elif fig['tolerance'] is None:
-            judge = _fewest(rule.false_alarm, lambda f: f * s < 1, least)
+            judge = runs_to_judge(s, rule.false_alarm, least)
             need = f'{judge} for any bound at all' if judge else \
                 'no number of runs: the spread alone judges nothing'
         else:
-            n, why = runs_to_halve(s, fig['tolerance'], floor,
-                                   fig['direction'], rule.false_alarm,
-                                   least)
-            need = why
+            _, need = runs_to_halve(s, fig['tolerance'], floor,
+                                    fig['direction'], rule.false_alarm,
+                                    least)
         sign = '-' if fig['direction'] == 'higher' else '+'
         bound = 'none' if fig['tolerance'] is None else \
             f'{sign}{fig["tolerance"]:.4g}'

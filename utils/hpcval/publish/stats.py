@@ -111,7 +111,7 @@ class Rule:
     kind.  ``k`` replaces it by the linear k std / mean of earlier
     versions, ``floor`` the floors by one for all.  ``budget`` and
     ``judged`` say what ``false_alarm`` was derived from (hpcval.publish.
-    budget), for the rule's text.
+    calibrate.per_figure), for the rule's text.
     """
     false_alarm: float = 1e-4
     min_samples: int = 5
@@ -140,17 +140,14 @@ class Rule:
         """The prediction bound's half-width on the log scale."""
         return prediction_factor(n, self.false_alarm) * log_std
 
-    def tolerance(self, metric, direction, n, mean, std, log_mean=None,
-                  log_std=None):
+    def tolerance(self, metric, direction, n, mean, std, log_mean,
+                  log_std):
         """(fraction, what set it) for ``n`` runs of ``mean`` +- ``std``
-        (``log_mean`` +- ``log_std`` of their logarithms; without them,
-        ln(mean) +- std / mean)."""
+        (``log_mean`` +- ``log_std`` of their logarithms)."""
         floor = self.floor_of(metric, direction)
         if self.k is not None:
             spread, how = self.k * std / mean, f'{self.k:.3g} std / mean'
         else:
-            if log_std is None:
-                log_mean, log_std = math.log(mean), std / mean
             factor = prediction_factor(n, self.false_alarm)
             sign = -1 if direction == 'higher' else 1
             # the bound over the mean, on the log scale: a time's can pass
