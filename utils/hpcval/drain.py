@@ -37,7 +37,7 @@ from hpcval.slurm_describe import cluster_name
 
 SLURM = ('slurm', 'squeue')
 #: A host name as Slurm's node names are written, one name, no hostlist.
-_HOSTNAME = re.compile(r'[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?')
+HOSTNAME = re.compile(r'[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?')
 #: Words ``scontrol update nodename=`` reads as more than one node.
 KEYWORDS = ('ALL', 'DEFAULT')
 #: What the verdict writes of a figure it puts down to load (verdict._busy).
@@ -48,7 +48,7 @@ TIMEOUT = 10
 
 def drainable_name(name):
     """Whether ``name`` is one node name scontrol reads as that node."""
-    return isinstance(name, str) and bool(_HOSTNAME.fullmatch(name)) and \
+    return isinstance(name, str) and bool(HOSTNAME.fullmatch(name)) and \
         name.upper() not in KEYWORDS
 
 
