@@ -235,27 +235,22 @@ def _busy_clocks(record):
     top = {}
     for snap in (record.before, record.after):
         for gpu in snap.gpus:
-            if _amount(gpu.sm_max_mhz):
+            if gpu.sm_max_mhz:
                 top[gpu.index] = max(top.get(gpu.index, 0), gpu.sm_max_mhz)
     out = {}
     for idx, s in record.samples.items():
-        top_mhz = _amount(s.max_mhz) or top.get(int(idx))
-        if s.busy_n and _amount(s.busy_mhz) is not None and top_mhz:
+        top_mhz = s.max_mhz or top.get(int(idx))
+        if s.busy_n and s.busy_mhz is not None and top_mhz:
             out[('during', int(idx))] = (s.busy_mhz, top_mhz,
                                          f'{s.busy_n} of {s.n}')
     for phase, snap in (('before', record.before), ('after', record.after)):
         for gpu in snap.gpus:
-            use, mhz = gpu.util_pct, _amount(gpu.sm_mhz)
-            top_mhz = _amount(gpu.sm_max_mhz) or top.get(gpu.index)
-            if isinstance(use, (int, float)) and use >= BUSY_PCT and \
-                    mhz is not None and top_mhz:
+            use, mhz = gpu.util_pct, gpu.sm_mhz
+            top_mhz = gpu.sm_max_mhz or top.get(gpu.index)
+            if use is not None and use >= BUSY_PCT and mhz is not None \
+                    and top_mhz:
                 out[(phase, gpu.index)] = (mhz, top_mhz, use)
     return out
-
-
-def _amount(v):
-    return v if isinstance(v, (int, float)) and not isinstance(v, bool) \
-        else None
 
 
 def _clock_failures(record):
