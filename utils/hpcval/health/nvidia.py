@@ -190,8 +190,7 @@ def gpus(text, lenient=False):
         gpu['throttle'] = reasons(gpu.pop('reasons', None))
         if counters:
             gpu['throttle_us'] = {k: v for k, v in counters.items()
-                                  if isinstance(v, (int, float)) and
-                                  not isinstance(v, bool)}
+                                  if _valid(v, records.Amount) is not None}
         if states:
             gpu['states'] = states
         out.append(gpu)
