@@ -133,11 +133,13 @@ def test_the_cluster_here_is_read_from_scontrol(tmp_path, monkeypatch):
     bindir = tmp_path / 'bin'
     bindir.mkdir()
     tool = bindir / 'scontrol'
-    tool.write_text('#!/bin/sh\necho "ClusterName             = mc2"\n')
+    config = Path(__file__).parent / 'fixtures' / 'slurm' / \
+        'minicluster_config.txt'       # a real scontrol show config
+    tool.write_text(f'#!/bin/sh\nexec /bin/cat {config}\n')
     tool.chmod(0o755)
     monkeypatch.setenv('PATH', str(bindir))
     real = LOCAL_CLUSTER.__wrapped__        # not the fixture's, not cached
-    assert real() == ('mc2', '')
+    assert real() == ('minicluster', '')
     tool.write_text('#!/bin/sh\necho "error: no config" >&2; exit 1\n')
     assert real() == ('', 'scontrol show config (exit 1) names no '
                           'ClusterName')

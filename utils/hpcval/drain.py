@@ -33,21 +33,22 @@ import re
 import shlex
 import subprocess
 
+from hpcval.slurm_describe import cluster_name
+
 SLURM = ('slurm', 'squeue')
 #: A host name as Slurm's node names are written, one name, no hostlist.
-_HOSTNAME = re.compile(r'[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?')
+HOSTNAME = re.compile(r'[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?')
 #: Words ``scontrol update nodename=`` reads as more than one node.
 KEYWORDS = ('ALL', 'DEFAULT')
 #: What the verdict writes of a figure it puts down to load (verdict._busy).
 LOAD = 'the node was busy at job start'
 #: Seconds ``scontrol show config`` may take to name the cluster here.
 TIMEOUT = 10
-_CLUSTER = re.compile(r'^ClusterName\s*=\s*(\S+)\s*$', re.M)
 
 
 def drainable_name(name):
     """Whether ``name`` is one node name scontrol reads as that node."""
-    return isinstance(name, str) and bool(_HOSTNAME.fullmatch(name)) and \
+    return isinstance(name, str) and bool(HOSTNAME.fullmatch(name)) and \
         name.upper() not in KEYWORDS
 
 
@@ -74,11 +75,11 @@ def local_cluster():
                               timeout=TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as err:
         return '', f'scontrol show config: {type(err).__name__}'
-    found = _CLUSTER.search(proc.stdout) if proc.returncode == 0 else None
+    found = cluster_name(proc.stdout) if proc.returncode == 0 else ''
     if not found:
         return '', f'scontrol show config (exit {proc.returncode}) names ' \
                    f'no ClusterName'
-    return found.group(1), ''
+    return found, ''
 
 
 def lines(verdict, alone, reason, cluster=None):

@@ -5,7 +5,6 @@ hpcval.publish.results loads a report).  A report comes from anywhere:
 a record of another shape decodes to None, never to something half
 trusted, and a health record of another shape is ``Unreadable``: the
 node it speaks for is never judged healthy from it."""
-import math
 import re
 import reprlib
 from typing import Annotated, Literal
@@ -255,18 +254,12 @@ def _why(message, value):
             return f'unreadable health record ({message})'
     if isinstance(at, (dict, list)):
         return f'unreadable health record ({message})'
-    return f'unreadable health record ({message}; value {_value(at)})'
-
-
-def _value(val):
-    if isinstance(val, float) and not math.isfinite(val):
-        return repr(val)
-    return _SHOWN.repr(val)
+    return f'unreadable health record ({message}; value {_SHOWN.repr(at)})'
 
 
 def _unreadable(why, path, val):
     return Unreadable(f'unreadable health record ({why} - at `{path}`; '
-                      f'value {_value(val)})')
+                      f'value {_SHOWN.repr(val)})')
 
 
 def _check_health(record):

@@ -451,8 +451,6 @@ def per_node(cases, samples_of, factor=PEER_FACTOR):
     return sorted(rows, key=lambda r: (r[0], r[1], _natural(r[3])))
 
 
-# a node name that may reach a shell line: Slurm's plain host names
-_NODE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
 # what a drain reason keeps of a failure line: no quote, $, ` or backslash
 _REASON_UNSAFE = re.compile(r'[^A-Za-z0-9 ._:,/+<>=%()-]+')
 _REASON_CHARS = 120
@@ -460,7 +458,7 @@ _REASON_CHARS = 120
 
 def plain_node(name):
     """Whether ``name`` is a plain node name, safe on a command line."""
-    return isinstance(name, str) and bool(_NODE_NAME.fullmatch(name))
+    return isinstance(name, str) and bool(drains.HOSTNAME.fullmatch(name))
 
 
 def job_nodes(case):

@@ -212,7 +212,7 @@ def fails(key, code=None, caused_by=None, said=''):
     return EVENTS[key][0] == FAIL
 
 
-def kernel_what(kind, code, caused_by=None, said=''):
+def kernel_what(kind, code, caused_by=None):
     """How a FAIL or INFO line names a kernel log event."""
     if kind == 'sxid':
         name = SXIDS.get(code, ('not in the catalogue',))[0]

@@ -13,7 +13,12 @@ _PRINTABLE = re.compile(r'[^\x20-\x7e]')
 BUSY_PCT = 90
 
 
-def clean(text, most=200):
+#: What a text of a tool or the probe keeps (a report comes from anywhere:
+#: its texts are shown cut and printable).
+MESSAGE_CHARS = 200
+
+
+def clean(text, most=MESSAGE_CHARS):
     """Printable ASCII of ``text``, at most ``most`` characters: values come
     from a job's output and end up in reports and terminals."""
     return _PRINTABLE.sub('?', str(text))[:most].strip()

@@ -13,7 +13,8 @@ CHANGED, a failure where the inventory pins the key.
 run show: '' when nothing stands out.
 """
 from hpcval.health import kernel_log, link
-from hpcval.health.common import BUSY_PCT, clean
+from hpcval.health.common import (  # noqa: F401 (docs: judge.MESSAGE_CHARS)
+    BUSY_PCT, MESSAGE_CHARS, clean)
 
 #: Slow-downs a healthy GPU never shows under a benchmark: any sample with
 #: one active fails the GPU.  The software power cap is how a GPU stays
@@ -47,9 +48,6 @@ CLOCK_STUCK = 0.1
 CLOCK_TOOLS = ('amd-smi', 'rocm-smi')
 #: GPU temperature, C, named beside a cause (HBM GPUs slow down from ~85).
 HOT_C = 85
-#: What a line keeps of a tool's or the probe's message (a report comes
-#: from anywhere: its texts are shown cut and printable).
-MESSAGE_CHARS = 200
 #: States a line names of one GPU before it says how many more.
 STATE_FIELDS = 4
 #: nvidia-smi's exit code and message on a node without NVIDIA GPUs.
@@ -59,14 +57,10 @@ _NO_DEVICES = 'No devices were found'
 _INFOROM_EXIT = 14
 
 
-def _said(text, most=MESSAGE_CHARS):
-    return clean(text, most)
-
-
 def _tool_failed(record, snap):
-    rc, tool, message = snap.rc, _said(record.tool, 40), _said(snap.message)
+    rc, tool, message = snap.rc, clean(record.tool, 40), clean(snap.message)
     if snap.error:
-        return f'{tool}: {_said(snap.error)}'
+        return f'{tool}: {clean(snap.error)}'
     if rc == 0:
         return ''
     if rc == 124:
@@ -103,7 +97,7 @@ def _states(gpu, tool):
 
 
 def _gpu_failures(gpu, expected, samples, tool=''):
-    out = _states(gpu, _said(tool, 40))
+    out = _states(gpu, clean(tool, 40))
     model = str(gpu.model or '?')
     want = expected or {}
     if want.get('model') and want['model'].lower() not in model.lower():
@@ -241,27 +235,22 @@ def _busy_clocks(record):
     top = {}
     for snap in (record.before, record.after):
         for gpu in snap.gpus:
-            if _amount(gpu.sm_max_mhz):
+            if gpu.sm_max_mhz:
                 top[gpu.index] = max(top.get(gpu.index, 0), gpu.sm_max_mhz)
     out = {}
     for idx, s in record.samples.items():
-        top_mhz = _amount(s.max_mhz) or top.get(int(idx))
-        if s.busy_n and _amount(s.busy_mhz) is not None and top_mhz:
+        top_mhz = s.max_mhz or top.get(int(idx))
+        if s.busy_n and s.busy_mhz is not None and top_mhz:
             out[('during', int(idx))] = (s.busy_mhz, top_mhz,
                                          f'{s.busy_n} of {s.n}')
     for phase, snap in (('before', record.before), ('after', record.after)):
         for gpu in snap.gpus:
-            use, mhz = gpu.util_pct, _amount(gpu.sm_mhz)
-            top_mhz = _amount(gpu.sm_max_mhz) or top.get(gpu.index)
-            if isinstance(use, (int, float)) and use >= BUSY_PCT and \
-                    mhz is not None and top_mhz:
+            use, mhz = gpu.util_pct, gpu.sm_mhz
+            top_mhz = gpu.sm_max_mhz or top.get(gpu.index)
+            if use is not None and use >= BUSY_PCT and mhz is not None \
+                    and top_mhz:
                 out[(phase, gpu.index)] = (mhz, top_mhz, use)
     return out
-
-
-def _amount(v):
-    return v if isinstance(v, (int, float)) and not isinstance(v, bool) \
-        else None
 
 
 def _clock_failures(record):
@@ -297,7 +286,7 @@ def _warning_findings(record):
     gpus = _all_gpus(record)
     for snap in (record.before, record.after):
         for bus, text in snap.warnings:
-            bus, text = _said(bus, 40), _said(text)
+            bus, text = clean(bus, 40), clean(text)
             comp = _component_of_bus(gpus, bus) if bus else ''
             if not comp and bus:
                 comp = f'PCI {bus}'
@@ -360,7 +349,7 @@ def _nvlink_failures(record, expected):
         status = snap.nvlink.status
         if status is None:
             if want and not _tool_failed(record, snap):
-                why = _said(snap.nvlink.status_error) or \
+                why = clean(snap.nvlink.status_error) or \
                     'not read by the probe'
                 found.setdefault(('', f'NVLink state{{when}}: {why} (the '
                                   f'inventory expects {want.get("links")} '
@@ -421,11 +410,11 @@ def failures(record, expected=None):
     if record is None:
         return []
     if record.unreadable:
-        return [('', _said(record.unreadable))]
+        return [('', clean(record.unreadable))]
     out = _count_failures(record, expected)
     if _sampler_unreadable(record):     # a probe file (docs/health.md)
         out.append(('', f'probe output unreadable: '
-                        f'{_said(record.samples_error)}'))
+                        f'{clean(record.samples_error)}'))
     for snap in (record.before, record.after):
         for gpu in snap.gpus:
             s = record.samples.get(str(gpu.index))
@@ -524,12 +513,12 @@ def notes(record):
     if record is None or record.unreadable:
         return out
     if record.kernel_log:
-        out.append(('', f'kernel log {_said(record.kernel_log)}'))
+        out.append(('', f'kernel log {clean(record.kernel_log)}'))
     for snap in (record.before, record.after):
         if snap.apps_error:
-            out.append(('', f'{record.tool}: {_said(snap.apps_error)}'))
+            out.append(('', f'{record.tool}: {clean(snap.apps_error)}'))
     if record.samples_error and not _sampler_unreadable(record):
-        out.append(('', _said(record.samples_error)))
+        out.append(('', clean(record.samples_error)))
     before = {g.index: g for g in record.before.gpus}
     for gpu in record.after.gpus:
         a = gpu.ecc_corrected
@@ -572,7 +561,7 @@ def _other_processes(record):
         mem = app.memory_mib
         held = f'{mem} MiB' if isinstance(mem, (int, float)) else 'memory'
         out.append((f'GPU {idx}' if idx is not None else '',
-                    f'another process, {_said(app.name, 100)} (pid '
+                    f'another process, {clean(app.name, 100)} (pid '
                     f'{app.pid}), held {held} on GPU {idx}'))
     return out
 

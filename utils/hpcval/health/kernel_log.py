@@ -103,7 +103,7 @@ def _sxid(m, line):
     code = int(m.group(3))
     return {'kind': 'sxid', 'bus_id': m.group(2).lower(), 'code': code,
             'line': line, 'fatal': catalogue.fails('sxid', code, said=said),
-            'what': catalogue.kernel_what('sxid', code, said=said)}
+            'what': catalogue.kernel_what('sxid', code)}
 
 
 def switch(line):

@@ -12,6 +12,9 @@ import csv
 import io
 import re
 
+import msgspec
+
+from hpcval import records
 from hpcval.health.common import clean, first_line, header_name, value
 
 TOOL = 'nvidia-smi'
@@ -187,8 +190,7 @@ def gpus(text, lenient=False):
         gpu['throttle'] = reasons(gpu.pop('reasons', None))
         if counters:
             gpu['throttle_us'] = {k: v for k, v in counters.items()
-                                  if isinstance(v, (int, float)) and
-                                  not isinstance(v, bool)}
+                                  if _valid(v, records.Amount) is not None}
         if states:
             gpu['states'] = states
         out.append(gpu)
@@ -198,12 +200,12 @@ def gpus(text, lenient=False):
 _UUID = re.compile(r'(?:GPU|MIG)-[0-9a-fA-F-]{8,}')
 
 
-def _whole(v):
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-def _number(v):
-    return _whole(v) or isinstance(v, float) and 0 <= v < 1e15
+def _valid(v, typ):
+    """``v`` where the health record's type admits it (hpcval.records)."""
+    try:
+        return msgspec.convert(v, typ)
+    except msgspec.ValidationError:
+        return None
 
 
 def apps(text):
@@ -242,9 +244,9 @@ def apps(text):
         pid = value(rec.get('pid', ''))
         mem = value(rec.get('used_gpu_memory', ''))
         out.append({'uuid': clean(rec.get('gpu_uuid', '')) or None,
-                    'pid': pid if _whole(pid) else None,
+                    'pid': _valid(pid, records.Count),
                     'name': clean(name, 100),
-                    'memory_mib': mem if _number(mem) else None})
+                    'memory_mib': _valid(mem, records.Amount)})
     return out
 
 
