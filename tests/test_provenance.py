@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from hpcval import provenance
+from hpcval import provenance, records
 from hpcval.parsers.nccl_tests import library_version
 
 VENV_BIN = pathlib.Path(sys.executable).parent
@@ -155,9 +155,9 @@ def test_each_node_records_its_gpus_identity(tmp_path):
     assert n1['gpu_serial'] == '1752624014320'
     assert n1['vbios'] == '96.00.DA.00.0C' and n1['gpus'] == '1'
     assert (n1['driver'], n2['driver']) == ('580.159.04', '580.95.05')
-    assert provenance.of_node(record, 'n2')['driver'] == '580.95.05'
+    assert records.of_node(record, 'n2')['driver'] == '580.95.05'
     # a node without an entry has the job's (first node's) keys
-    assert 'nodes' not in provenance.of_node(record, 'n9')
+    assert 'nodes' not in records.of_node(record, 'n9')
 
 
 @pytest.mark.parametrize('name', ['bogus_field.txt', 'competitor.txt'])

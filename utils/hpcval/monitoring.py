@@ -45,7 +45,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from hpcval import provenance, units
+from hpcval import records, units
 from hpcval.judgement import PASS, Band, outcome
 
 _CASE_LABELS = {'test': 'check_display_name', 'system': 'check_system',
@@ -155,7 +155,7 @@ def _provenance_lines(record, labels, millis):
     prov = getattr(record, 'check_hpcval_provenance', None)
     if not isinstance(prov, dict):
         return []
-    nodes = prov.get(provenance.NODES)
+    nodes = prov.get(records.NODES)
     named = sorted(nodes) if isinstance(nodes, dict) and nodes else \
         [labels.get('node', '')]
     out = []
@@ -163,7 +163,7 @@ def _provenance_lines(record, labels, millis):
         # the node's own record, and what the job ran for all its nodes
         own = {**{k: prov[k] for k in _JOB_WIDE if isinstance(prov.get(k),
                                                               str)},
-               **provenance.of_node(prov, node)}
+               **records.of_node(prov, node)}
         info = {k: own[k][:200] for k in PROVENANCE_LABELS
                 if isinstance(own.get(k), str) and own[k]}
         if info:

@@ -29,6 +29,7 @@ import re
 import shlex
 
 from hpcval.health import amd, nvidia
+from hpcval.records import NODES
 
 FILE = 'hpcval_provenance.txt'
 KEYS = ('gpu', 'driver', 'cuda', 'rocm', 'nccl', 'rccl', 'mpi', 'kernel',
@@ -271,17 +272,3 @@ def nccl_version(code):
     """'22809' (nccl-tests' nccl-library=) -> '2.28.9'."""
     code = int(code)
     return f'{code // 10000}.{code % 10000 // 100}.{code % 100}'
-
-
-#: the record's per-node part: {node: {key: value}} of every node probed
-NODES = 'nodes'
-
-
-def of_node(record, node):
-    """{key: value} of ``node`` in a check's provenance record: its own
-    entry where every node was probed, else the job's (the first node's)
-    keys."""
-    nodes = record.get(NODES)
-    if isinstance(nodes, dict) and isinstance(nodes.get(node), dict):
-        return {k: v for k, v in nodes[node].items() if isinstance(v, str)}
-    return {k: v for k, v in record.items() if isinstance(v, str)}

@@ -200,7 +200,7 @@ class NodeLoad(msgspec.Struct, frozen=True):
 Components = dict[str, str]
 #: {key: value} of what the node reported about itself (hpcval.provenance
 #: KEYS, the container's runtime and image), and under ``nodes`` each
-#: node's own {node: {key: value}} (hpcval.provenance.NODES)
+#: node's own {node: {key: value}} (NODES, below)
 Provenance = dict[str, str | dict[str, dict[str, str]]]
 
 #: The GPUs (their runtime numbers) a check that measures GPU by GPU saw
@@ -289,3 +289,18 @@ def builtins(record):
     """What a check stores of a declared record (a ReFrame variable
     holds a dict); {} for none."""
     return msgspec.to_builtins(record) if record is not None else {}
+
+
+#: a provenance record's per-node part: {node: {key: value}} of every node
+#: probed (hpcval.provenance)
+NODES = 'nodes'
+
+
+def of_node(record, node):
+    """{key: value} of ``node`` in a check's provenance record: its own
+    entry where every node was probed, else the job's (the first node's)
+    keys."""
+    nodes = record.get(NODES)
+    if isinstance(nodes, dict) and isinstance(nodes.get(node), dict):
+        return {k: v for k, v in nodes[node].items() if isinstance(v, str)}
+    return {k: v for k, v in record.items() if isinstance(v, str)}

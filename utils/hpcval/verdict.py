@@ -39,7 +39,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 
-from hpcval import (drain, judgement, provenance, retries, screen,
+from hpcval import (drain, judgement, records, retries, screen,
                     verdict_modes, verdict_refs)
 from hpcval.datasheets import gpu_indices as _gpu_indices
 from hpcval.health import report as health
@@ -271,7 +271,7 @@ def _provenance(group, case, last):
     if not prov or prov == last.get(group.name):
         return
     last[group.name] = prov
-    nodes = prov.get(provenance.NODES)
+    nodes = prov.get(records.NODES)
     for node, record in (nodes.items() if isinstance(nodes, dict) else ()):
         if isinstance(record, dict):
             group.node_provenance[str(node)] = {

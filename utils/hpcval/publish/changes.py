@@ -24,7 +24,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from hpcval import provenance
+from hpcval import records
 from hpcval.publish import comparison, formats, numbers, stats
 
 ALPHA = 0.01
@@ -54,7 +54,7 @@ def welch(a, b):
 
 def node_provenance(case, node):
     """{key: value} the node recorded for ``case``."""
-    return provenance.of_node(case.provenance or {}, node)
+    return records.of_node(case.provenance or {}, node)
 
 
 def _key(name):

@@ -28,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from hpcval import judgement, plotdata, provenance, units
+from hpcval import judgement, plotdata, records, units
 from hpcval.units import better  # noqa: F401 (a Row's direction)
 from hpcval.publish import measures, sources
 
@@ -268,8 +268,8 @@ def hardware_of(case):
     per_node = set()
     for node in case.nodes or ('',):
         # one record for the job (the usual): no per-node walk
-        gpu = provenance.of_node(prov, node).get('gpu') \
-            if provenance.NODES in prov else prov.get('gpu')
+        gpu = records.of_node(prov, node).get('gpu') \
+            if records.NODES in prov else prov.get('gpu')
         found = _node_gpus(gpu) if gpu else None
         if found is None:
             found = _health_gpus(case.extras.get('health'))
