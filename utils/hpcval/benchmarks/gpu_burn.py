@@ -10,15 +10,12 @@ fails the run by name.
 import shlex
 
 import reframe as rfm
-from reframe.core.builtins import fixture, parameter, run_after, run_before, \
-    variable
+from reframe.core.builtins import fixture, parameter, run_before, variable
 
 from hpcval import inputs, layouts
-from hpcval.benchmarks import siblings
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.siblings import SiblingFigures
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import at_load
 from hpcval.layouts import gpu_count
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
@@ -89,11 +86,6 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_tasks = 1
     num_tasks_per_node = 1
     tags = {'gpu-burn'}
-
-    @run_after('init')
-    def check_inputs(self):
-        with at_load(self):
-            siblings.check_factor(self.sibling_factor)
 
     @run_before('run')
     def set_command(self):
