@@ -154,7 +154,7 @@ def _calibrate(args):
                       'reports, --db or --from URL', file=sys.stderr)
                 return exits.INPUT
             loaded, samples = report.load_selected(args)
-            if _unreadable(loaded):
+            if report.unreadable(loaded):
                 print('hpcval calibrate: no input could be read (each '
                       'named above); nothing written', file=sys.stderr)
                 return exits.INPUT
@@ -180,11 +180,6 @@ def _calibrate(args):
         print(f'hpcval calibrate: not written; rerun with --write to '
               f'replace {result.path}', file=sys.stderr)
     return 0
-
-
-def _unreadable(loaded):
-    """Whether inputs were given and none of them could be read."""
-    return bool(loaded.problems) and not loaded.sources
 
 
 def _history(args, by_system):
@@ -322,7 +317,7 @@ def _diff(args):
         print(f'hpcval diff: rejected {err}', file=sys.stderr)
         return changes.EXIT_INPUT
     unknown = report.unknown_selection(args, loaded.cases)
-    if unknown or _unreadable(loaded):
+    if unknown or report.unreadable(loaded):
         print(f'hpcval diff: {verdict.escape(unknown)}' if unknown else
               'hpcval diff: no input could be read (each named above)',
               file=sys.stderr)
