@@ -123,7 +123,6 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
         'num_times': inputs.POSITIVE,
         'model': inputs.TOKEN,
         'expected_format': inputs.TOKEN,
-        'sibling_factor': inputs.number(1, 2, low_open=True),
     }
 
     #: A GPU this many times slower than its siblings' median on the node

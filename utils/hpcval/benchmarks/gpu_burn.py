@@ -76,7 +76,6 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
     input_policy = {
         'duration': inputs.number(10, 86400),
         'memory_percent': inputs.number(1, 95),
-        'sibling_factor': inputs.number(1, 2, low_open=True),
     }
 
     #: A GPU this many times slower than its siblings' median on the node

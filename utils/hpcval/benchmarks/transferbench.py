@@ -180,7 +180,6 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
         'iterations': inputs.COUNT,
         'config_file': inputs.PATH,
         'num_gpus': inputs.COUNT,
-        'sibling_factor': inputs.number(1, 2, low_open=True),
     }
 
     #: one link's bandwidth moves by 8-23 % between healthy runs (std /
