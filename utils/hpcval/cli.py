@@ -652,10 +652,10 @@ def _main(argv):
     parser.add_argument('--version', action=exits.Version)
     sub = parser.add_subparsers(dest='command', required=True)
 
-    def command(name, **kwargs):
-        return sub.add_parser(name, epilog=exits.epilog(name),
-                              formatter_class=argparse.
-                              RawDescriptionHelpFormatter, **kwargs)
+    def command(name, subs=sub, statuses=None, **kwargs):
+        return subs.add_parser(name, epilog=exits.epilog(statuses or name),
+                               formatter_class=argparse.
+                               RawDescriptionHelpFormatter, **kwargs)
     refs = command('references',
                    help='validate and summarise references/*.yaml')
     refs.add_argument('--dir', default=None,
@@ -780,10 +780,7 @@ def _main(argv):
     site = command('site', help='a site folder layered over the '
                                 'built-in systems and references')
     site_sub = site.add_subparsers(dest='site_command', required=True)
-    init = site_sub.add_parser('init', help='make a site folder',
-                               epilog=exits.epilog('site'),
-                               formatter_class=argparse.
-                               RawDescriptionHelpFormatter)
+    init = command('init', site_sub, 'site', help='make a site folder')
     init.add_argument('dir')
     source = init.add_mutually_exclusive_group()
     source.add_argument('--from', dest='from_system', metavar='SYSTEM',
