@@ -154,7 +154,7 @@ def _calibrate(args):
                       'reports, --db or --from URL', file=sys.stderr)
                 return exits.INPUT
             loaded, samples = report.load_selected(args)
-            if _unreadable(loaded):
+            if report.unreadable(loaded):
                 print('hpcval calibrate: no input could be read (each '
                       'named above); nothing written', file=sys.stderr)
                 return exits.INPUT
@@ -180,11 +180,6 @@ def _calibrate(args):
         print(f'hpcval calibrate: not written; rerun with --write to '
               f'replace {result.path}', file=sys.stderr)
     return 0
-
-
-def _unreadable(loaded):
-    """Whether inputs were given and none of them could be read."""
-    return bool(loaded.problems) and not loaded.sources
 
 
 def _history(args, by_system):
@@ -322,7 +317,7 @@ def _diff(args):
         print(f'hpcval diff: rejected {err}', file=sys.stderr)
         return changes.EXIT_INPUT
     unknown = report.unknown_selection(args, loaded.cases)
-    if unknown or _unreadable(loaded):
+    if unknown or report.unreadable(loaded):
         print(f'hpcval diff: {verdict.escape(unknown)}' if unknown else
               'hpcval diff: no input could be read (each named above)',
               file=sys.stderr)
@@ -657,10 +652,10 @@ def _main(argv):
     parser.add_argument('--version', action=exits.Version)
     sub = parser.add_subparsers(dest='command', required=True)
 
-    def command(name, **kwargs):
-        return sub.add_parser(name, epilog=exits.epilog(name),
-                              formatter_class=argparse.
-                              RawDescriptionHelpFormatter, **kwargs)
+    def command(name, subs=sub, statuses=None, **kwargs):
+        return subs.add_parser(name, epilog=exits.epilog(statuses or name),
+                               formatter_class=argparse.
+                               RawDescriptionHelpFormatter, **kwargs)
     refs = command('references',
                    help='validate and summarise references/*.yaml')
     refs.add_argument('--dir', default=None,
@@ -785,10 +780,7 @@ def _main(argv):
     site = command('site', help='a site folder layered over the '
                                 'built-in systems and references')
     site_sub = site.add_subparsers(dest='site_command', required=True)
-    init = site_sub.add_parser('init', help='make a site folder',
-                               epilog=exits.epilog('site'),
-                               formatter_class=argparse.
-                               RawDescriptionHelpFormatter)
+    init = command('init', site_sub, 'site', help='make a site folder')
     init.add_argument('dir')
     source = init.add_mutually_exclusive_group()
     source.add_argument('--from', dest='from_system', metavar='SYSTEM',

@@ -19,12 +19,11 @@ import reframe as rfm
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
 from hpcval import inputs, layouts, suites
-from hpcval.benchmarks import siblings
 from hpcval.benchmarks.siblings import SiblingFigures
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_arch, gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import at_load, checked_token
+from hpcval.inputs import checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import (CLASSIC_KERNELS, check_run,
                                         parse_babelstream)
@@ -124,7 +123,6 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
         'num_times': inputs.POSITIVE,
         'model': inputs.TOKEN,
         'expected_format': inputs.TOKEN,
-        'sibling_factor': inputs.number(1, 2, low_open=True),
     }
 
     #: A GPU this many times slower than its siblings' median on the node
@@ -139,11 +137,6 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
     @property
     def is_gpu(self):
         return self.model in GPU_MODELS
-
-    @run_after('init')
-    def check_sibling_factor(self):
-        with at_load(self):
-            siblings.check_factor(self.sibling_factor)
 
     @run_before('run')
     def set_command(self):

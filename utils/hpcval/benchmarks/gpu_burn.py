@@ -10,15 +10,12 @@ fails the run by name.
 import shlex
 
 import reframe as rfm
-from reframe.core.builtins import fixture, parameter, run_after, run_before, \
-    variable
+from reframe.core.builtins import fixture, parameter, run_before, variable
 
 from hpcval import inputs, layouts
-from hpcval.benchmarks import siblings
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.siblings import SiblingFigures
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import at_load
 from hpcval.layouts import gpu_count
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
@@ -79,7 +76,6 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
     input_policy = {
         'duration': inputs.number(10, 86400),
         'memory_percent': inputs.number(1, 95),
-        'sibling_factor': inputs.number(1, 2, low_open=True),
     }
 
     #: A GPU this many times slower than its siblings' median on the node
@@ -89,11 +85,6 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_tasks = 1
     num_tasks_per_node = 1
     tags = {'gpu-burn'}
-
-    @run_after('init')
-    def check_inputs(self):
-        with at_load(self):
-            siblings.check_factor(self.sibling_factor)
 
     @run_before('run')
     def set_command(self):

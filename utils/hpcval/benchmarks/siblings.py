@@ -21,11 +21,11 @@ every figure in the perflog and the results database.
 from dataclasses import dataclass
 
 import reframe as rfm
-from reframe.core.builtins import variable
+from reframe.core.builtins import run_after, variable
 
-from hpcval import peers
+from hpcval import inputs, peers
 from hpcval.judgement import Band
-from hpcval.inputs import InputError
+from hpcval.inputs import InputError, at_load
 
 
 def check_factor(value):
@@ -100,6 +100,13 @@ class SiblingFigures(rfm.RegressionTestPlugin):
     #: where the system's references give its figure no sibling band;
     #: the benchmark sets its default
     sibling_factor = variable(float, value=1.6)
+    #: how a -S value of it is checked (hpcval.inputs)
+    input_policy = {'sibling_factor': inputs.number(1, 2, low_open=True)}
+
+    @run_after('init')
+    def check_sibling_factor(self):
+        with at_load(self):
+            check_factor(self.sibling_factor)
 
     def sibling_groups(self, result):
         """{figure: {member: (component, value, unit)}}."""

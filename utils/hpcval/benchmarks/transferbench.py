@@ -30,7 +30,7 @@ from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.siblings import SiblingFigures
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import InputError, at_load, checked_path, checked_token
+from hpcval.inputs import InputError, checked_path, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval import plotdata
@@ -180,7 +180,6 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
         'iterations': inputs.COUNT,
         'config_file': inputs.PATH,
         'num_gpus': inputs.COUNT,
-        'sibling_factor': inputs.number(1, 2, low_open=True),
     }
 
     #: one link's bandwidth moves by 8-23 % between healthy runs (std /
@@ -198,11 +197,6 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
         # every GPU pair's copy bandwidth
         return {suites.QUICK_TAG, suites.SCREEN_TAG} \
             if self.preset == 'p2p' else set()
-
-    @run_after('init')
-    def check_inputs(self):
-        with at_load(self):
-            siblings.check_factor(self.sibling_factor)
 
     def replay_inputs(self):
         if self.preset == 'p2p':

@@ -14,12 +14,11 @@ over the time since that GPU's previous report).  The error counts restart
 after each ``Summary at:`` line, so a GPU's errors are the sum over those
 windows.  The run ends with ``Tested N GPUs:`` and ``GPU i: OK|FAULTY``.
 """
-import math
 import re
 import statistics
 from dataclasses import dataclass, field
 
-from hpcval.parsers.common import ParseError
+from hpcval.parsers.common import ParseError, number
 
 _HEAD = re.compile(r'Burning for (\d+) seconds\.')
 _PROGRESS = re.compile(r"(\d+(?:\.\d+)?)%  proc'd: (.*)  errors: (.*)"
@@ -112,11 +111,9 @@ def parse_gpu_burn(text):
             elif gemms > gpu.gemms:     # a new report of this GPU
                 gpu.gemms = gemms
                 try:
-                    value = float(rate)
-                except ValueError:
-                    value = math.nan
-                if math.isfinite(value):
-                    gpu.rates.append(value)
+                    gpu.rates.append(number(rate, 'rate'))
+                except ParseError:
+                    pass        # a report without a rate ('nan', 'inf')
             last_errors[window, i] = max(int(e.group(1)), 0)
     for (_, i), errors in last_errors.items():
         gpus[i].errors += errors

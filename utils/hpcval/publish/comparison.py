@@ -433,10 +433,7 @@ def build(samples, title='Cross-system comparison', cases=None,
         for row in rows_of.get((bench, test), ()):
             if (row, col) not in table.cells:
                 table.cells[(row, col)] = _judged(Cell(
-                    [], runs=failed, failed_runs=failed,
-                    latest=max(c.time for c in got),
-                    inputs=tuple(sorted({os.path.basename(c.source)
-                                         for c in got}))))
+                    [], runs=failed, failed_runs=failed, **_whence(got)))
 
     table.sort()
     table.cases = cases
@@ -546,10 +543,14 @@ def _cell(table, row, col, pairs, runs, failed_runs):
                         runs=max(runs, len(pairs)),
                         failed_runs=failed + outside, replay=replay,
                         judged_by=judged_by, gpus=gpus, nodes=nodes,
-                        gpu_model=' | '.join(models),
-                        latest=max(c.time for c in used),
-                        inputs=tuple(sorted({os.path.basename(c.source)
-                                             for c in used}))))
+                        gpu_model=' | '.join(models), **_whence(used)))
+
+
+def _whence(cases):
+    """A Cell's ``latest`` and ``inputs`` of the runs ``cases``."""
+    return {'latest': max(c.time for c in cases),
+            'inputs': tuple(sorted({os.path.basename(c.source)
+                                    for c in cases}))}
 
 
 _GPU_COUNT = re.compile(r' x(\d+)$')

@@ -112,19 +112,25 @@ def metric_unit(table, row):
     """The unit ``row`` is printed in: one per metric across the table's
     rows (scaled to the largest of its cells), so that a column reads in
     one unit down a benchmark."""
-    key = (row.benchmark, row.metric, _family(row.unit))
+    def key(r):
+        return (r.benchmark, r.metric, _family(r.unit))
     if not table.shown_units:
-        peaks = {}
-        for (r, _), cell in table.cells.items():
-            if cell.verdict == PUBLISHED or not cell.values:
-                continue
-            k = (r.benchmark, r.metric, _family(r.unit))
-            unit, values = peaks.setdefault(k, (r.unit, []))
-            values.append(units.convert(cell.mean, r.unit, unit))
-        table.shown_units.update(
-            (k, numbers.scaled_unit(unit, values))
-            for k, (unit, values) in peaks.items())
-    return table.shown_units.get(key) or row.unit
+        table.shown_units.update(_scaled_units(
+            ((r, c) for (r, _), c in table.cells.items()
+             if c.verdict != PUBLISHED and c.values), key))
+    return table.shown_units.get(key(row)) or row.unit
+
+
+def _scaled_units(cells, key):
+    """{key(row): unit} of (row, cell) pairs: one unit per key, scaled to
+    the largest mean of its cells."""
+    peaks = {}
+    for row, cell in cells:
+        unit, values = peaks.setdefault(key(row), (row.unit, []))
+        if cell.values:
+            values.append(units.convert(cell.mean, row.unit, unit))
+    return {k: numbers.scaled_unit(unit, values)
+            for k, (unit, values) in peaks.items()}
 
 
 def differences(cells):
@@ -385,15 +391,9 @@ NOT_RECORDED = 'not recorded'
 def csv_units(tables):
     """{(metric, unit family): unit}: one unit per metric across every
     table of the CSV, scaled to the largest of its figures."""
-    peaks = {}
-    for table in tables:
-        for (row, _), cell in table.cells.items():
-            key = (row.metric, _family(row.unit))
-            unit, values = peaks.setdefault(key, (row.unit, []))
-            if cell.values:
-                values.append(units.convert(cell.mean, row.unit, unit))
-    return {k: numbers.scaled_unit(unit, values)
-            for k, (unit, values) in peaks.items()}
+    return _scaled_units(((row, cell) for table in tables
+                          for (row, _), cell in table.cells.items()),
+                         lambda row: (row.metric, _family(row.unit)))
 
 
 def _in_unit(x, unit, to_unit):
@@ -404,12 +404,12 @@ def _in_unit(x, unit, to_unit):
     return float(f'{units.convert(x, unit, to_unit):.15g}')
 
 
-def _csv_date(table, col, cell, doc):
-    """The ISO date of a cell's latest run; a replayed or quoted figure
-    takes its document's year (its first of January)."""
+def _csv_date(cell, doc):
+    """The ISO date of a cell's latest run, or ''; a replayed or quoted
+    figure takes its document's year (its first of January)."""
     if doc is not None:
         return f'{doc.year}-01-01'
-    date = sources.utc_date(cell.latest) if cell.latest else 'undated'
+    date = sources.utc_date(cell.latest) if cell.latest else ''
     return '' if date == 'undated' else date
 
 
@@ -445,7 +445,7 @@ def csv_lines(table, unit_of=None):
                 else MEASURED
             base = {
                 'table': table.title, 'system': col, 'kind': kind,
-                'date': _csv_date(table, col, cell, cited),
+                'date': _csv_date(cell, cited),
                 'benchmark': row.benchmark,
                 'version': ' '.join(sorted(table.versions.get(
                     (row.benchmark, col), ()))) or NOT_RECORDED,

@@ -147,6 +147,11 @@ def case_filter(args, replays=True):
     return keep
 
 
+def unreadable(loaded):
+    """Whether inputs were given and none of them could be read."""
+    return bool(loaded.problems) and not loaded.sources
+
+
 def unknown_selection(args, cases):
     """The one line naming a --system (or --partition) that no test case
     of the inputs has, with those they have; None where each has one (or
@@ -306,8 +311,7 @@ def run(args):
         if not samples:
             print('hpcval report: no performance samples in the selected '
                   'inputs', file=sys.stderr)
-            return EXIT_REJECTED if loaded.problems and \
-                not loaded.sources else EXIT_EMPTY
+            return EXIT_REJECTED if unreadable(loaded) else EXIT_EMPTY
 
         keep = case_filter(args, replays=not args.no_replays)
         if args.group_by:
