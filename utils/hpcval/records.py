@@ -11,7 +11,6 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from hpcval.health import kernel_log
 
 #: A GPU's or link's number as a JSON key
 Key = Annotated[str, msgspec.Meta(pattern=r'^[0-9]{1,6}$')]
@@ -257,14 +256,14 @@ def _why(message, value):
     return f'unreadable health record ({message}; value {_SHOWN.repr(at)})'
 
 
-def _unreadable(why, path, val):
+def unreadable(why, path, val):
     return Unreadable(f'unreadable health record ({why} - at `{path}`; '
                       f'value {_SHOWN.repr(val)})')
 
 
 def _check_health(record):
-    """What types cannot say: each GPU listed once per query, and each
-    kernel event a line hpcval.health.kernel_log reads as one."""
+    """What types cannot say: each GPU listed once per query (each
+    kernel event a line read as one: hpcval.health.kernel_log.check)."""
     for phase in ('before', 'after'):
         seen = {}
         for i, gpu in enumerate(getattr(record, phase).gpus):
@@ -274,15 +273,10 @@ def _check_health(record):
                     continue
                 ident = (key, val.lower() if isinstance(val, str) else val)
                 if ident in seen:
-                    raise _unreadable(
+                    raise unreadable(
                         f'GPU listed twice (as {phase}.gpus[{seen[ident]}])',
                         f'$.{phase}.gpus[{i}].{key}', val)
                 seen[ident] = i
-    for i, ev in enumerate(record.kernel_events):
-        if kernel_log.event(ev.line) is None:
-            raise _unreadable('not a kernel log record of a GPU or PCIe '
-                              'fault', f'$.kernel_events[{i}].line',
-                              ev.line)
 
 
 def builtins(record):

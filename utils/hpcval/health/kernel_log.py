@@ -20,6 +20,7 @@ Which event fails a node is hpcval.health.catalogue's.
 import re
 
 from hpcval.health import catalogue
+from hpcval.records import unreadable
 from hpcval.health.common import clean
 
 # dmesg's seconds since boot, or dmesg -T's clock time
@@ -199,3 +200,14 @@ def same_device(bus_a, bus_b):
     (a GPU is function 0; the Xid line prints no function)."""
     a, b = _parts(bus_a), _parts(bus_b)
     return a is not None and a == b
+
+
+def check(record):
+    """``record`` (a hpcval.records.Health, or None), once each kernel
+    event in it is a line this module reads as a GPU or PCIe fault;
+    records.Unreadable naming the first that is not."""
+    for i, ev in enumerate(record.kernel_events if record else ()):
+        if event(ev.line) is None:
+            raise unreadable('not a kernel log record of a GPU or PCIe '
+                             'fault', f'$.kernel_events[{i}].line', ev.line)
+    return record

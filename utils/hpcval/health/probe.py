@@ -383,7 +383,8 @@ def read(stagedir):
     read is a named ``unreadable`` finding, never an exception: the
     benchmark's figures are read beside it."""
     try:
-        return records.decode('health', _record(stagedir))
+        return kernel_log.check(records.decode('health',
+                                               _record(stagedir)))
     except Exception as err:    # noqa: BLE001 -- files of a job, any shape
         return records.Health('', 'unknown', unreadable=(
             f'probe output unreadable ({type(err).__name__}: '

@@ -32,6 +32,7 @@ from reframe.core import config
 from reframe.utility import osext
 
 from hpcval import paths, records, verdict_refs
+from hpcval.health import kernel_log
 from hpcval.publish import typed_sessions
 from hpcval.publish.measures import LAYOUT_FIELDS
 
@@ -372,6 +373,8 @@ def _extras(value_of, where=''):
         if name in records.TYPES and val is not None:
             try:
                 val = records.decode(name, val)
+                if name == 'health':
+                    kernel_log.check(val)
             except records.Unreadable as err:
                 raise _Bad(f'{where}: {err}' if where else str(err)) \
                     from None
