@@ -209,19 +209,6 @@ def test_an_answer_that_is_no_prometheus_answer(victoria):  # noqa: F811
         history.query('http://127.0.0.1:9', 'up', 1e9, timeout=2)
 
 
-def test_runs_needed_for_a_false_alarm_rate():
-    # 2 % spread, floor 5 %: f(n) * 0.02 <= 0.05 needs f(n) <= 2.5; the
-    # normal quantile for 1e-4 is 3.72, so never: the spread sets it
-    n, why = sample_size.runs_needed(0.02, 0.05, 1e-4)
-    assert 'spread sets the bound' in why
-    assert n == min(k for k in range(2, 200) if
-                    Rule().factor(k) <= 1.1 * Rule().factor(10 ** 6))
-    # 1 % spread: the floor is reached once f(n) <= 5
-    n, why = sample_size.runs_needed(0.01, 0.05, 1e-4)
-    assert 'reaches the floor' in why
-    assert Rule().factor(n) * 0.01 <= 0.05 < Rule().factor(n - 1) * 0.01
-
-
 
 
 def test_a_refused_figure_says_what_it_needs():

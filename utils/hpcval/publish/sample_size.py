@@ -8,23 +8,12 @@ spread of the logarithms of the runs' values, f(n) the prediction factor
 for the per-figure false-alarm rate.  Half the bound is out of reach where
 it is below the floor, or where even the normal quantile z (f of
 infinitely many runs) leaves g(z s) above it.
-
-A calibrated bound is ``max(f(n) * cv, floor)``: f(n) is the prediction
-factor for the requested false-alarm rate (hpcval.publish.stats), cv the
-runs' spread (std / mean).  More runs shrink f(n) towards the normal
-quantile z, so they tighten the bound until the floor sets it.  The runs
-a figure needs are the fewest N with f(N) * cv <= floor; where even z * cv
-is above the floor, the spread itself sets the bound and no number of
-runs reaches the floor: then N is the fewest runs that bring f(N) within
-10 % of z (more runs change the bound by less than that).
 """
 import functools
 import math
 
 from hpcval.publish.stats import prediction_factor
 
-#: "close enough to the limit": f(N) <= (1 + WITHIN) * z
-WITHIN = 0.10
 _MOST = 100000
 
 
@@ -49,22 +38,6 @@ def _fewest(false_alarm, ok, least):
         else:
             lo = mid
     return hi
-
-
-def runs_needed(cv, floor, false_alarm, least=2):
-    """(runs, why) for a figure of spread ``cv``: the fewest runs whose
-    bound reaches ``floor``, else the fewest within WITHIN of the best the
-    spread allows."""
-    if cv <= 0:
-        return least, 'no spread: the floor sets the bound'
-    z = _limit(false_alarm)
-    if z * cv <= floor:
-        n = _fewest(false_alarm, lambda f: f * cv <= floor, least)
-        return n, f'the bound reaches the floor {floor:g}'
-    n = _fewest(false_alarm, lambda f: f <= (1 + WITHIN) * z, least)
-    return n, (f'the spread sets the bound (at best {z * cv:.3g}, above the '
-               f'floor {floor:g}): {n} runs bring it within '
-               f'{WITHIN:.0%} of that')
 
 
 def runs_to_judge(cv, false_alarm, least=2):
