@@ -30,6 +30,16 @@ def _without_gpu_tools(folder):
     return links
 
 
+def committed_pingpongs(folder):
+    """A copy in ``folder`` of a committed report of three real ping-pongs
+    on local: calibrating a live run on a busy host can refuse every bound
+    for its spread, so tests of what calibrate writes read this one."""
+    path = pathlib.Path(folder) / 'pingpongs.json'
+    path.write_bytes((ROOT / 'tests' / 'fixtures' / 'reports' /
+                      'local_pingpong' / 'report.json').read_bytes())
+    return path
+
+
 def host_free_path(path):
     """``path`` (a PATH value) that reaches neither the host's kernel log
     nor its GPU tools: tests/hostfree first, GPU tools of the host left

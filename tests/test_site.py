@@ -16,7 +16,8 @@ import subprocess
 import pytest
 import yaml
 
-from rfmrun import ROOT, VENV_BIN, by_name, one_case, perf, reframe
+from rfmrun import (ROOT, VENV_BIN, by_name, committed_pingpongs, one_case,
+                    perf, reframe)
 
 PINGPONG = ('-n', 'Mpi4pyPingPongCheck', '-S', 'Mpi4pyPingPongCheck.loops=100')
 
@@ -139,6 +140,11 @@ def overridden_local(site, tmp_path_factory):
     return tmp / 'report.json', report
 
 
+@pytest.fixture
+def pingpongs(tmp_path):
+    return committed_pingpongs(tmp_path)
+
+
 def test_site_reference_file_replaces_the_built_in(overridden_local):
     _, report = overridden_local
     for case in by_name(report, 'Mpi4pyPingPongCheck'):
@@ -217,19 +223,19 @@ def _calibrate_into(site, report_path):
     return yaml.safe_load(written.read_text())
 
 
-def test_calibrate_writes_into_the_site(site, overridden_local):
-    data = _calibrate_into(site, overridden_local[0])
+def test_calibrate_writes_into_the_site(site, pingpongs):
+    data = _calibrate_into(site, pingpongs)
     assert any(e.get('partition') == 'default' and 'latency_8B' in
                e['metrics'] for e in data['entries'])
 
 
-def test_calibrate_starts_a_site_file_of_its_entries_only(overridden_local,
+def test_calibrate_starts_a_site_file_of_its_entries_only(pingpongs,
                                                          tmp_path):
     """A new site file holds the calibrated entries only, layered over the
     built-in file: upstream corrections of the others still reach it."""
     empty = tmp_path / 'site2'
     assert _hpcval('site', 'init', str(empty)).returncode == 0
-    new = _calibrate_into(empty, overridden_local[0])
+    new = _calibrate_into(empty, pingpongs)
     assert new['entries'] and all(
         spec['rule'] == 'calibrated' for e in new['entries']
         for spec in e['metrics'].values() if spec.get('value') is not None)
@@ -241,7 +247,7 @@ def test_calibrate_starts_a_site_file_of_its_entries_only(overridden_local,
     assert any('built-in (' in r and 'LikwidBenchCheck' in r for r in rows)
 
 
-def test_calibrate_over_a_site_overlay(overridden_local, tmp_path):
+def test_calibrate_over_a_site_overlay(pingpongs, tmp_path):
     """A site file holding one changed bound takes a calibrated section."""
     folder = tmp_path / 'site3'
     assert _hpcval('site', 'init', str(folder)).returncode == 0
@@ -250,7 +256,7 @@ def test_calibrate_over_a_site_overlay(overridden_local, tmp_path):
         'system: local\nrules:\n  ours: "wide"\nentries:\n'
         '  - check: Mpi4pyPingPongCheck\n    where: {placement: on_node}\n'
         '    metrics:\n      bandwidth_4MiB: {lower: -0.9, rule: ours}\n')
-    new = _calibrate_into(folder, overridden_local[0])
+    new = _calibrate_into(folder, pingpongs)
     assert new['entries'][0]['metrics']['bandwidth_4MiB'] == \
         {'lower': -0.9, 'rule': 'ours'}
     assert len(new['entries']) > 1
