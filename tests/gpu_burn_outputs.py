@@ -65,6 +65,8 @@ def slowed(text, gpu, factor, from_pct):
     return re.sub(r"(\d+\.\d)%  proc'd: (.*?)  errors: ", line, text)
 
 
+#: a real health probe's files of one H100 (h100_health/README.md)
+H100_STAGE = CAPTURED.parent / 'h100_health' / 'stage' / 'healthy'
 #: a real health probe's files of a 4 x H100 node (tests/fixtures/
 #: captured/h100x4/README.md), where BabelStream ran on GPU 3 while a
 #: PyTorch process copied buffers on it
@@ -112,14 +114,15 @@ def throttled(text, gpu, tmp_path):
                           text=True).stdout
 
 
-def burnin_health(samples, apps=False, gpu=None, tmp_path=None):
-    """{file: text} of a health probe around a burn-in: H100X4_STAGE's
+def burnin_health(samples, apps=False, gpu=None, tmp_path=None,
+                  stage=H100X4_STAGE):
+    """{file: text} of a health probe around a burn-in: ``stage``'s
     before/after queries, kernel log and AER files, ``samples`` as its
     sampler's file, no process on a GPU unless ``apps`` (then the real
     PyTorch process on GPU 3 before and after); ``gpu``: that GPU
     reported throttled in the before/after queries too (throttled())."""
     out = {}
-    for path in H100X4_STAGE.glob('hpcval_health_*'):
+    for path in stage.glob('hpcval_health_*'):
         if path.name.endswith(('probe.sh', 'samples.txt')):
             continue
         out[path.name] = path.read_text()

@@ -9,15 +9,15 @@ import sys
 
 import pytest
 
-from gpu_burn_outputs import (burnin_health, busy_samples, more_gpus, real,
-                              slowed, throttled)
+from gpu_burn_outputs import (H100_STAGE, burnin_health, busy_samples,
+                              more_gpus, real, slowed, throttled)
 from hpcval.benchmarks.gpu_burn import burnin_series
 from hpcval.health import probe as health_probe
 from hpcval.parsers import ParseError
 from hpcval.parsers.gpu_burn import parse_gpu_burn
 from hpcval.suites import MODES
-from replays import replay
-from rfmrun import ROOT, by_name, perf
+from replays import REPLAY_CONFIG, replay, write_recordings
+from rfmrun import ROOT, VENV_BIN, by_name, perf, reframe
 
 
 def series(tmp_path, monkeypatch, text, files):
@@ -154,3 +154,44 @@ def test_a_throttled_and_a_hot_gpu_are_named(burnins):
                for line in lines), lines
     assert any('GPU 1: GpuBurnCudaCheck %precision=double: '
                'gflops_last_vs_first@gpu1 = 0.80' in line for line in lines)
+
+
+def test_one_gpu_judged_by_its_own_first_minute(tmp_path):
+    """``--mode burnin`` on local, one H100 (a stand-in nvidia-smi for
+    the node's GPU detection; the run's files replayed): no sibling to
+    compare with, the last minute against the first still judged, and a
+    healthy burn-in's verdict is 0; with the fake tool's thermal throttle
+    it is 1, naming the GPU."""
+    import os
+    bins = tmp_path / 'bin'
+    bins.mkdir()
+    smi = bins / 'nvidia-smi'
+    smi.write_text('#!/bin/sh\necho "NVIDIA H100 80GB HBM3, 9.0"\n')
+    smi.chmod(0o755)
+    codes = {}
+    for name, samples in (('healthy', busy_samples(1)), ('thermal',
+                          throttled(busy_samples(1), 0, tmp_path))):
+        rec = write_recordings(tmp_path / name, {
+            'GpuBurnCudaCheck%precision=float': {
+                'stdout': real('h100_float_20s'),
+                **burnin_health(samples, stage=H100_STAGE)}})
+        proc, report = reframe(
+            '-r', '--system', 'local', '--mode', 'burnin',
+            '-S', 'GpuBurnCudaCheck.burnin=60', '-S', f'replay_dir={rec}',
+            tmp_path=tmp_path / name, checks=('checks/gpu_burn.py',),
+            env={'RFM_CONFIG_FILES': str(REPLAY_CONFIG),
+                 'PATH': f"{bins}:{VENV_BIN}:{os.environ['PATH']}"})
+        assert report, proc.stdout[-3000:] + proc.stderr[-3000:]
+        [tc] = by_name(report, 'GpuBurnCudaCheck')
+        values = perf(tc)
+        assert not any('_vs_siblings@' in name for name in values)
+        assert values['gflops_last_vs_first@gpu0'][-1] == 'pass'
+        verdict = subprocess.run(
+            [sys.executable, '-m', 'hpcval.cli', 'verdict',
+             str(tmp_path / name / 'report.json')], capture_output=True,
+            text=True, cwd=ROOT, timeout=120)
+        codes[name] = verdict.returncode, verdict.stdout
+    assert codes['healthy'][0] == 0, codes['healthy'][1]
+    assert codes['thermal'][0] == 1
+    assert 'FAIL node vm GPU 0: HW thermal slowdown active 100% of the ' \
+        'run' in codes['thermal'][1]
