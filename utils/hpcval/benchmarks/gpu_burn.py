@@ -116,6 +116,10 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
         r'gflops_(min|max|first|last)|(sm_mhz|power_w|temp_c)_'
         r'(min|median|max)': 'a burn-in\'s time series, per GPU; judged '
         'by its last minute against its first and against its siblings'}
+    #: a burn-in's rate is judged against itself and its siblings; against
+    #: a reference only where the system's file gives one
+    BURNIN_RATE = {r'gflops': 'a burn-in\'s rate, judged by its last '
+                   'minute against its first and against its siblings'}
 
     num_tasks = 1
     num_tasks_per_node = 1
@@ -132,6 +136,7 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
                     f'{MIN_BURNIN_S} s (its first and last windows)')
         self.duration = self.burnin
         self.tags = self.tags | {'burnin'}
+        self.diagnostics = {**self.diagnostics, **self.BURNIN_RATE}
         if self.time_limit is not None and \
                 self.time_limit < self.burnin + BURNIN_SETUP_S:
             self.time_limit = self.burnin + BURNIN_SETUP_S
