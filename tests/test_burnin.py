@@ -148,7 +148,8 @@ def test_a_throttled_and_a_hot_gpu_are_named(burnins):
     lines = [f['line'] for p in data['partitions'] for f in p['failures']]
     # the health judge's line (the fake tool's reason), and the clock's
     assert 'node vm GPU 2: HW thermal slowdown active before and after the ' \
-        'benchmark, 100% of the run, 44 C' in lines
+        'benchmark, 100% of the run (seen 0 s to 8.1 s after its first ' \
+        'sample), 44 C' in lines
     assert any(line.startswith('node vm GPU 2: GpuBurnCudaCheck %precision='
                                'float_tc: sm_mhz_vs_siblings@gpu2 = 0.6 x')
                for line in lines), lines
@@ -194,4 +195,5 @@ def test_one_gpu_judged_by_its_own_first_minute(tmp_path):
     assert codes['healthy'][0] == 0, codes['healthy'][1]
     assert codes['thermal'][0] == 1
     assert 'FAIL node vm GPU 0: HW thermal slowdown active 100% of the ' \
-        'run' in codes['thermal'][1]
+        'run (seen 0 s to 8.1 s after its first sample), 44 C' in \
+        codes['thermal'][1]

@@ -120,6 +120,8 @@ class Snapshot(_Record):
 #: summarize): how many, how often each slow-down reason was active, peaks
 Summary = msgspec.defstruct('Summary', [
     ('n', Count), ('throttle', dict[Reason, Share], {}),
+    # seconds after the GPU's first sample each was first and last seen
+    ('throttle_span', dict[Reason, tuple[Amount, Amount]], {}),
     *((k, Number | None, None) for k in ('temp_max', 'temp_mem_max')),
     *((k, Amount | None, None) for k in (
         'power_max', 'power_limit', 'memory_used_max')),
