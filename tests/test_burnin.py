@@ -20,16 +20,15 @@ from replays import REPLAY_CONFIG, replay, write_recordings
 from rfmrun import ROOT, VENV_BIN, by_name, perf, reframe
 
 
-def series(tmp_path, monkeypatch, text, files):
+def series(tmp_path, text, files):
     for name, content in files.items():
         (tmp_path / name).write_text(content)
-    monkeypatch.chdir(tmp_path)
-    return burnin_series(parse_gpu_burn(text), health_probe.read('.'),
-                         health_probe.PREFIX)
+    return burnin_series(parse_gpu_burn(text), health_probe.read(tmp_path),
+                         tmp_path)
 
 
-def test_each_gpu_gets_its_windows_and_sampled_series(tmp_path, monkeypatch):
-    got = series(tmp_path, monkeypatch, more_gpus(real('h100_float_20s'), 4),
+def test_each_gpu_gets_its_windows_and_sampled_series(tmp_path):
+    got = series(tmp_path, more_gpus(real('h100_float_20s'), 4),
                  burnin_health(busy_samples(4)))
     assert sorted(got) == [0, 1, 2, 3]
     # 20 s: windows of a third; reports at 7 (the first), 13, 19, 20 s
@@ -40,22 +39,22 @@ def test_each_gpu_gets_its_windows_and_sampled_series(tmp_path, monkeypatch):
     assert got[2]['temp_c'] == (43, 44, 44)
 
 
-def test_a_gpu_never_seen_busy_is_named_not_passed(tmp_path, monkeypatch):
+def test_a_gpu_never_seen_busy_is_named_not_passed(tmp_path):
     with pytest.raises(ParseError, match=r'burn-in not judged: GPU 3: 0 '
                        r'samples at 90%\+ use'):
-        series(tmp_path, monkeypatch, more_gpus(real('h100_float_20s'), 4),
+        series(tmp_path, more_gpus(real('h100_float_20s'), 4),
                burnin_health(busy_samples(3)))
 
 
-def test_without_the_probe_nothing_is_judged(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_without_the_probe_nothing_is_judged(tmp_path):
     with pytest.raises(ParseError, match='no health record'):
-        burnin_series(parse_gpu_burn(real('h100_float_20s')), None, 'x')
+        burnin_series(parse_gpu_burn(real('h100_float_20s')), None,
+                      tmp_path)
 
 
-def test_another_process_on_a_gpu_fails_it(tmp_path, monkeypatch):
+def test_another_process_on_a_gpu_fails_it(tmp_path):
     with pytest.raises(ParseError) as err:
-        series(tmp_path, monkeypatch, more_gpus(real('h100_float_20s'), 4),
+        series(tmp_path, more_gpus(real('h100_float_20s'), 4),
                burnin_health(busy_samples(4), apps=True))
     assert 'GPU 3: another process, /opt/torch/.venv/bin/python3 (pid ' \
         '28303), on it before the burn-in' in str(err.value)

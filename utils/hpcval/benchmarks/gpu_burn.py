@@ -186,7 +186,7 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
             raise ParseError('; '.join(failed))
         if self.burnin:
             result.burnin = burnin_series(result, health_probe.read('.'),
-                                          health_probe.PREFIX)
+                                          '.')
         return result
 
     def measured_gpus(self):
@@ -256,7 +256,7 @@ def _window(gpu, start, width):
     return statistics.median(rates) if rates else None
 
 
-def burnin_series(result, record, prefix):
+def burnin_series(result, record, stagedir):
     """{GPU index: {gflops_first, gflops_last, and per SAMPLED key (min,
     median, max) of its busy samples}} of a burn-in; ParseError naming
     the GPU whose windows or samples are missing (never judged without
@@ -265,7 +265,7 @@ def burnin_series(result, record, prefix):
         raise ParseError('burn-in not judged: no health record (a burn-in '
                          'needs the probe: not -S health_probe=no)')
     width = min(WINDOW_S, result.seconds / 3)
-    rows = _busy_samples(record, prefix)
+    rows = _busy_samples(record, stagedir)
     out, missing = {}, _others(record)
     for i, gpu in result.gpus.items():
         first = _window(gpu, gpu.times[0], width)
@@ -304,25 +304,17 @@ def _others(record):
         for app in snap.apps:
             idx = app.index if app.index is not None else \
                 index.get(app.uuid, '?')
-            out.append(f'GPU {idx}: another process, {clean(app.name, 100)} (pid '
-                       f'{app.pid}), on it {phase} the burn-in')
+            out.append(f'GPU {idx}: another process, '
+                       f'{clean(app.name, 100)} (pid {app.pid}), on it '
+                       f'{phase} the burn-in')
     return out
 
 
-def _busy_samples(record, prefix):
+def _busy_samples(record, stagedir):
     """{GPU index: [sampled GPU records at BUSY_PCT+ use]} of the health
-    probe's sampler file in the working directory ({} without one)."""
-    if record is None or not record.samples:
-        return {}
-    try:
-        with open(f'{prefix}samples.txt', encoding='utf-8',
-                  errors='replace') as fp:
-            rows = health_probe.parse_gpus(record.tool, fp.read(),
-                                           lenient=True)
-    except (OSError, ValueError):
-        return {}       # the health record says why
+    probe's sampler file in ``stagedir``."""
     out = {}
-    for row in rows:
+    for row in health_probe.sampled(stagedir, record.tool):
         util = row.get('util_pct')
         if isinstance(util, (int, float)) and util >= BUSY_PCT:
             out.setdefault(row['index'], []).append(row)

@@ -289,6 +289,16 @@ def _nvlink(stagedir, phase):
     return out
 
 
+def sampled(stagedir, tool):
+    """The sampler's GPU records in ``stagedir`` (rows cut short left
+    out); [] where there are none to read (the record says why)."""
+    text = _read(stagedir, 'samples.txt')
+    try:
+        return parse_gpus(tool, text, lenient=True) if text else []
+    except ValueError:
+        return []
+
+
 def parse_gpus(tool, text, lenient=False):
     """GPU records of ``tool``'s output."""
     if tool == 'nvidia-smi':
