@@ -77,7 +77,8 @@ def test_the_fake_tool_reports_one_gpu_throttled(tmp_path):
 def test_the_mode_runs_gpu_burn_in_float_for_900_s():
     [mode] = [m for m in MODES if m['name'] == 'burnin']
     assert mode['options'] == ['-n', 'GpuBurnCudaCheck%precision=float$',
-                               '-S', 'GpuBurnCudaCheck.burnin=900']
+                               '-S', 'GpuBurnCudaCheck.burnin=900',
+                               '--max-retries=1']
 
 
 @pytest.fixture(scope='module')
