@@ -359,7 +359,8 @@ def _seconds(rows):
         except ValueError:
             out.append(None)
     first = next((t for t in out if t is not None), None)
-    return [None if t is None else round(t - first, 1) for t in out]
+    # a clock stepped back (NTP) reads as 0, never as a negative time
+    return [None if t is None else round(max(t - first, 0), 1) for t in out]
 
 
 def summarize(samples):
