@@ -803,12 +803,12 @@ def _main(argv):
                           'a reason for exit 2 (docs/screening.md)')
     ver.set_defaults(func=_verdict)
     dif = command('diff', help='each node\'s newest run against its '
-                               'last passing run: provenance that '
-                               'changed, figures beyond their noise')
+                               'baseline (--baseline): provenance that '
+                               'differs, figures moved, ranked')
     report.add_input_arguments(dif)
     dif.add_argument('--format', choices=('text', 'json'), default='text')
     dif.add_argument('--all', action='store_true',
-                     help='every figure, also those within noise')
+                     help='every figure, also those that did not move')
     dif.add_argument('--baseline', metavar='TIME|REPORT|calibration',
                      help='compare with the newest passing session at or '
                           'before TIME (ISO, now-<N>d|h|m), the passing '

@@ -1,6 +1,6 @@
 """What changed, and did it matter: runs grouped by a provenance key
-(``hpcval report --group-by KEY``) and a node's run against its last
-passing run (``hpcval diff``).
+(``hpcval report --group-by KEY``) and a node's newest run against its
+baseline (``hpcval diff``).
 
 Group-by: per figure (column, measurement, metric), the runs of each value
 of KEY with n, mean and sample standard deviation, and Welch's two-sided
@@ -8,17 +8,22 @@ t-test of each value against the first (oldest) one: unequal variances,
 Welch-Satterthwaite degrees of freedom, significant at p < ALPHA.  A value
 with one run is shown without a test (no spread, no basis).
 
-Diff: per node, the newest run among the inputs against the node's last
-run of the same test that passed: the provenance keys that differ, and
-every figure outside the noise of the node's earlier passing runs of that
-test, the two-sided prediction interval mean +- k s with k = t(1 - a/2;
-n - 1) sqrt(1 + 1/n), a = FALSE_ALARM: one healthy run falls outside with
-probability a (normal figures).  A figure moved less than k s is not
-detected: k s is the detection limit, printed beside each figure.  Fewer
-than MIN_RUNS earlier passing runs: the noise is not measured and the
-figure is "not judged", which makes the diff incomplete (exit 2).  A
-newest run that failed with no figure is named and counts as moved
-(exit 1): there is nothing to find within noise.
+Diff: per node, its newest session among the inputs against a baseline:
+by default its newest earlier session that passed (every test case of it
+passed), else the one ``--baseline`` names (a time, a report file, the
+calibration).  Provenance: the keys that differ from the baseline's (the
+calibration's inventory baseline: driver, VBIOS, kernel, serials).
+Figures: a figure moved where it is further from its baseline than its
+minimum, ranked by effect (the move over its minimum).  Against sessions,
+the baseline is the mean of the node's passing sessions up to it and the
+minimum the larger of their noise, the two-sided prediction interval
+k s with k = t(1 - a/2; n - 1) sqrt(1 + 1/n), a = FALSE_ALARM (a healthy
+run falls outside with probability a), and calibrate's floor of the figure's kind
+(a move smaller than any calibrated bound can be is nothing a center acts
+on); fewer than MIN_RUNS passing sessions: not judged (exit 2).  Against
+the calibration, its value and its calibrated tolerance.  A newest run
+that failed with no figure, or an input newer than all with none, is
+named and never "nothing moved".
 """
 import datetime
 import json
@@ -271,7 +276,7 @@ class Moved:
     @property
     def verdict(self):
         return 'not judged' if self.minimum is None else \
-            'moved' if self.effect > 1 else 'within noise'
+            'moved' if self.effect > 1 else 'not moved'
 
     def as_dict(self):
         return {'test': self.test, 'metric': self.metric,
@@ -361,7 +366,7 @@ def since(samples, cases, baseline=None, refs=None):
 
 
 CALIBRATION = 'calibration'
-_RANK = {'moved': 0, 'within noise': 1, 'not judged': 2}
+_RANK = {'moved': 0, 'not moved': 1, 'not judged': 2}
 
 
 def _may_be(session, baseline):
