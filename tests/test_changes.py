@@ -113,7 +113,7 @@ def test_diff_names_the_driver_and_the_figures_that_moved(tmp_path):
     data = json.loads(hpcval('diff', *reports, '--format', 'json').stdout)
     (node,) = data['nodes']
     assert node['node'] == 'vm'
-    assert node['provenance_changed'] == {
+    assert node['changed'] == {
         'driver': {'before': OLD, 'after': NEW}}
     assert data['status'] == 1 and data['false_alarm'] == changes.FALSE_ALARM
     copy1 = next(f for f in node['figures'] if f['metric'] == 'copy@gpu1')

@@ -25,6 +25,7 @@ the calibration, its value and its calibrated tolerance.  A newest run
 that failed with no figure, or an input newer than all with none, is
 named and never "nothing moved".
 """
+import dataclasses
 import datetime
 import json
 import math
@@ -229,8 +230,7 @@ class Session:
 
     @property
     def passed(self):
-        """Every test case passed (ReFrame's result, its performance
-        check included): one failed case and the session is no baseline."""
+        # ReFrame's result, its performance check included
         return all(c.result == 'pass' for c in self.cases)
 
     @property
@@ -278,14 +278,6 @@ class Moved:
         return 'not judged' if self.minimum is None else \
             'moved' if self.effect > 1 else 'not moved'
 
-    def as_dict(self):
-        return {'test': self.test, 'metric': self.metric,
-                'unit': self.unit, 'value': self.value,
-                'baseline': self.baseline, 'n': self.n,
-                'minimum': self.minimum, 'minimum_from': self.why,
-                'effect': self.effect if self.minimum is not None else None,
-                'verdict': self.verdict}
-
 
 @dataclass
 class NodeDiff:
@@ -304,14 +296,11 @@ class NodeDiff:
         return [f for f in self.figures if f.verdict == 'moved']
 
     def as_dict(self):
-        return {'node': self.node, 'run': self.run,
-                'baseline': self.baseline,
-                'provenance_changed': {k: {'before': b, 'after': a}
-                                       for k, (b, a) in self.changed.items()},
-                'figures': [f.as_dict() for f in self.figures],
-                'moved': len(self.moved),
-                'no_baseline': self.missing,
-                'failed_without_figures': self.failed}
+        return {**dataclasses.asdict(self), 'moved': len(self.moved),
+                'changed': {k: {'before': b, 'after': a}
+                            for k, (b, a) in self.changed.items()},
+                'figures': [{**dataclasses.asdict(f), 'effect': f.effect,
+                             'verdict': f.verdict} for f in self.figures]}
 
 
 def since(samples, cases, baseline=None, refs=None):
