@@ -290,6 +290,7 @@ class NodeDiff:
     # tests whose newest run failed with no figure to compare: a crash is
     # no "nothing moved"
     failed: list = field(default_factory=list)
+    compared: bool = False   # the baseline recorded provenance
 
     @property
     def moved(self):
@@ -379,6 +380,7 @@ def _file_of(refs, session):
 
 
 def _provenance(diff, before, after, only_before=False):
+    diff.compared = diff.compared or bool(before)
     for key in sorted(set(before) | (set() if only_before else set(after))):
         if before.get(key) != after.get(key):
             diff.changed[key] = (before.get(key, NOT_RECORDED),
@@ -490,8 +492,10 @@ def diff_text(diffs, show_all=False, unmeasured=None):
         for key, (before, after) in d.changed.items():
             lines.append(f'  changed {vis(key)}: {vis(before)} -> '
                          f'{vis(after)}')
-        if not d.baseline.startswith('none (') and not d.changed:
-            lines.append('  provenance: as at the baseline')
+        if not d.changed:
+            lines.append('  provenance: ' + (
+                'as at the baseline' if d.compared else
+                'not compared (no baseline recorded any)'))
         judged = [f for f in d.figures if f.verdict != 'not judged']
         lines.append(f'  figures: {len(d.moved)} moved of {len(judged)} '
                      f'judged, {len(d.figures) - len(judged)} not judged')
