@@ -225,12 +225,17 @@ def test_moves_ranked_by_effect_against_the_calibration(tmp_path,
 
 @pytest.mark.parametrize('value, says', [
     ('yesterday', 'no such report file, not calibration, and not a time'),
-    ('calibration', 'no reference file holds a calibrated value')])
+    ('calibration', 'no reference file holds a calibrated value'),
+    ('bad.json', 'bad.json: left out (named above)')])
 def test_a_bad_baseline_is_one_line(tmp_path, value, says):
     runs = _h100(tmp_path, ['baseline1', 'baseline2'])
+    (tmp_path / 'bad.json').write_text('{"session_info": {')
+    value = str(tmp_path / value) if value.endswith('.json') else value
     status, out, err = _diff(*runs, '--baseline', value)
     assert status == changes.EXIT_INPUT and out == ''
-    assert err.count('\n') == 1 and says in err, err
+    # the file's own problem, then the line naming it the baseline
+    assert err.count('\n') == 1 + value.endswith('.json'), err
+    assert says in err.splitlines()[-1], err
 
 
 def test_a_newest_run_that_ran_nothing_is_named(tmp_path):

@@ -328,8 +328,8 @@ def _diff(args):
               'hpcval diff: no input could be read (each named above)',
               file=sys.stderr)
         return changes.EXIT_INPUT
-    if isinstance(base, str) and base != changes.CALIBRATION and \
-            any(p.source == base for p in loaded.problems):
+    if base != changes.CALIBRATION and \
+            any(getattr(p, 'source', '') == base for p in loaded.problems):
         print(f'hpcval diff: --baseline {verdict.escape(base)}: left out '
               f'(named above)', file=sys.stderr)
         return changes.EXIT_INPUT
