@@ -328,7 +328,8 @@ def since(samples, cases, baseline=None, refs=None):
         diff.baseline = base.name if base else \
             f'none ({_no_base(baseline)})'
         if calibrated is not None:
-            diff.baseline = f'the calibration in {_file_of(refs, newest)}'
+            diff.baseline = 'the calibration in ' + refs.files.get(
+                newest.cases[0].system, 'the references')
         for case in newest.cases:
             figures = values.get(id(case), {})
             if case.result in ('fail', 'abort') and not figures:
@@ -375,10 +376,6 @@ def _no_base(baseline):
     return 'no passing session before it'
 
 
-def _file_of(refs, session):
-    return refs.files.get(session.cases[0].system, 'the references')
-
-
 def _provenance(diff, before, after, only_before=False):
     diff.compared = diff.compared or bool(before)
     for key in sorted(set(before) | (set() if only_before else set(after))):
@@ -417,12 +414,6 @@ def _against_calibration(diff, case, figures, refs, references):
         diff.figures.append(fig)
 
 
-def _floor(metric, unit):
-    """(the floor of the figure's kind, its kind): calibrate's floors."""
-    args = metric.partition('@')[0], units.better(unit)
-    return Rule().floor_of(*args), Rule().kind(*args)
-
-
 def _moved(test, metric, value, unit, history):
     got = [v for v, u in (h for h in history if h) if u == unit]
     fig = Moved(test, metric, unit, value, n=len(got))
@@ -431,7 +422,9 @@ def _moved(test, metric, value, unit, history):
     fig.baseline = math.fsum(got) / len(got)
     noise = stats.t_ppf(1 - FALSE_ALARM / 2, len(got) - 1) * \
         math.sqrt(1 + 1 / len(got)) * statistics_std(got)
-    floor, kind = _floor(metric, unit)
+    # calibrate's floor of the figure's kind
+    kind = Rule().kind(metric.partition('@')[0], units.better(unit))
+    floor = dict(FLOORS)[kind]
     fig.minimum = max(noise, floor * abs(fig.baseline))
     fig.why = f'the noise of {len(got)} passing runs' \
         if fig.minimum == noise else f'the floor {floor:g} of a {kind}'
