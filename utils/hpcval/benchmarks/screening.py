@@ -339,8 +339,12 @@ class ScreenRecord(rfm.RegressionTestPlugin):
 
     @run_before('run')
     def no_requeue(self):
-        if self._on_slurm() and '--no-requeue' not in self.job.options:
-            self.job.options += ['--no-requeue']
+        # every Slurm check of a screen, hpcval's steps or not, asks for
+        # its node list once (cache_job_nodelist)
+        if self._on_slurm():
+            cache_job_nodelist(self.job)
+            if '--no-requeue' not in self.job.options:
+                self.job.options += ['--no-requeue']
 
     def submit_once(self):
         """Job-script step: tag the job, guard its script (the guard is the
@@ -354,7 +358,6 @@ class ScreenRecord(rfm.RegressionTestPlugin):
         guard = (f'if [ -e {shlex.quote(marker)} ]; then echo "hpcval: this '
                  f'submission was given up after sbatch failed; not run" '
                  f'>&2; exit 3; fi')
-        cache_job_nodelist(self.job)
         job, submit = self.job, self.job.submit
 
         def submit_reconciled():
