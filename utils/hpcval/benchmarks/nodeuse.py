@@ -155,7 +155,7 @@ def read(text):
     busy = running >= max(1, BUSY_SHARE * cpus)
     top = tuple(records.Process(pid, stat, pcpu, cmd, uid,
                                 screen is not None and screen in (pid, ppid))
-                for pid, ppid, uid, stat, pcpu, cmd in others[:5])
+                for pid, ppid, uid, stat, pcpu, cmd in others[:_PROCESSES])
     load = records.NodeLoad(cpus, loads[0][0], running,
                             fields.get('waited_s', 0), busy, '', top,
                             fields.get('uid'))
@@ -176,10 +176,19 @@ def _takes_cpu(p):
 
 
 def listed(procs):
-    """Up to three processes, each with its pid, uid and CPU share."""
-    return ', '.join(f'{p.command} (pid {p.pid}, uid '
-                     f'{"?" if p.uid is None else p.uid}, '
-                     f'{p.cpu_percent:g}% CPU)' for p in procs[:3])
+    """The processes by name and uid, the three busiest of them first:
+    their pids, uid and summed CPU share."""
+    groups = {}
+    for p in procs:
+        groups.setdefault((p.command, p.uid), []).append(p)
+    ranked = sorted(groups.items(),
+                    key=lambda g: -sum(p.cpu_percent for p in g[1]))
+    return ', '.join(
+        f'{name} (pid{"s" if len(ps) > 1 else ""} '
+        f'{" ".join(str(p.pid) for p in ps)}, uid '
+        f'{"?" if uid is None else uid}, '
+        f'{round(sum(p.cpu_percent for p in ps), 1):g}% CPU)'
+        for (name, uid), ps in ranked[:3])
 
 
 def outside(load):
