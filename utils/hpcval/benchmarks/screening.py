@@ -42,6 +42,7 @@ from reframe.utility import nodelist_abbrev, nodelist_expand
 
 from hpcval import inputs
 from hpcval.benchmarks.jobscript import NOTHING, Lines
+from hpcval.benchmarks.lean_logging import LeanLogging
 
 # node states in which a node takes a screening job (sinfo %T, long form);
 # 'planned': the backfill scheduler holds it for a pending job, often the
@@ -298,9 +299,11 @@ def _write_marker(path):
         pass        # the stage folder gone: its job script is gone too
 
 
-class ScreenRecord(rfm.RegressionTestPlugin):
+class ScreenRecord(LeanLogging):
     """Mixin of hpcval's benchmark bases: the records above, only in a
-    ``--distribute`` run on a Slurm partition."""
+    ``--distribute`` run on a Slurm partition; ReFrame's log records
+    without the stack walk of a deprecated attribute (LeanLogging), a
+    cost every node's job pays many times."""
 
     #: The partition's nodes at run time, in a node screen (see above).
     hpcval_partition_nodes = variable(typ.Dict[str, object], value={},
