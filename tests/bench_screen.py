@@ -327,8 +327,9 @@ def costs(args):
             found[n] = one_cost(n, args.max_jobs, tmp)
     # ReFrame's main loop is one thread: the CPU it and its commands spend
     # per node bounds the wall time where the jobs run at once; the wall
-    # time of a loaded host measures the load.  Where the per-node cost
-    # grows with the screen's size, it is taken to grow on linearly
+    # time of a loaded host measures the load.  Projected twice: at the
+    # largest size's cost per node, and with the growth of that cost
+    # between the two largest sizes carried on linearly (an upper one)
     per = {n: found[n][3] / n for n in sizes}
     last = sizes[-1]
     growth = 0.0
@@ -336,11 +337,13 @@ def costs(args):
         first = sizes[-2]
         growth = max(0.0, (per[last] - per[first]) / (last - first))
     said = ', '.join(f'{per[n]:.3f} s at {n} nodes' for n in sizes)
+    print(f'CPU of ReFrame and its commands per node: {said}')
     for target in (1000, 10000):
-        each = per[last] + growth * (target - last)
-        print(f'projected {target} nodes: {each * target:.0f} s of '
-              f'ReFrame\'s main loop ({each:.3f} s of CPU per node; '
-              f'measured {said}), beside the benchmark\'s own run')
+        grown = per[last] + growth * (target - last)
+        print(f'projected {target} nodes: {per[last] * target:.0f} s of '
+              f'ReFrame\'s main loop at {per[last]:.3f} s a node, '
+              f'{grown * target:.0f} s with the growth carried on '
+              f'({grown:.3f} s a node), beside the benchmark\'s own run')
 
 
 _CTLD = re.compile(r'^\[(\S+)\] (?:_slurm_rpc_submit_batch_job: JobId=(\d+)'
