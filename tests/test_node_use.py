@@ -148,7 +148,11 @@ class TestLoadRecord:
     def test_junk_gives_no_record(self):
         assert nodeuse.read('') is None
         assert nodeuse.read('loadavg=a b c\ncpus=x\n') is None
-        # a process name with control characters is dropped, not kept
+        # a process name with control characters is not kept; the
+        # process is, as '?'
         text = (LOADS / 'shared_host_busy.txt').read_text().replace(
             'likwid-bench', 'likwid\x1b[31m')
-        assert 'likwid' not in str(nodeuse.read(text).processes)
+        record = nodeuse.read(text)
+        assert 'likwid' not in str(record.processes)
+        assert [p.pid for p in record.processes if p.command == '?'] == [
+            12228]

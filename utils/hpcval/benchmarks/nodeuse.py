@@ -137,9 +137,11 @@ def read(text):
                 loads.append((float(m[1]), int(m[4])))
         elif key == 'ps':
             m = _PS.fullmatch(value.rstrip())
-            if m and _NAME.fullmatch(m[6].strip()):
+            if m:   # a name unfit to show is '?': the process still counts
+                name = m[6].strip()
                 procs.append((int(m[1]), int(m[2]), m[3] and int(m[3]),
-                              m[4], float(m[5]), m[6].strip()))
+                              m[4], float(m[5]),
+                              name if _NAME.fullmatch(name) else '?'))
         elif key in ('cpus', 'self', 'waited_s', 'uid', 'screen') and \
                 value.strip().isdigit():
             fields[key] = int(value)
