@@ -180,13 +180,15 @@ class Process(msgspec.Struct, frozen=True):
     state: str
     cpu_percent: float
     command: str
+    uid: int | None = None      # None: not recorded
+    screen: bool = False        # the screen's own ReFrame or its child
 
 
 class NodeLoad(msgspec.Struct, frozen=True):
     """The node's load at job start (hpcval.benchmarks.nodeuse): its
     CPUs, 1-minute load, the median runnable tasks besides the job's, the
-    seconds it waited for builds, whether that is busy and why, and the
-    busiest other processes."""
+    seconds it waited for builds, whether that is busy and why, the
+    busiest other processes and the job's own uid."""
     cpus: int
     load1: float
     others_running: float
@@ -194,6 +196,7 @@ class NodeLoad(msgspec.Struct, frozen=True):
     busy: bool = False
     why: str = ''
     processes: tuple[Process, ...] = ()
+    uid: int | None = None
 
 
 #: {metric: the component it measures where narrower than the job's

@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from hpcval import (drain, judgement, records, retries, screen,
                     verdict_modes, verdict_refs)
+from hpcval.benchmarks import nodeuse
 from hpcval.datasheets import gpu_indices as _gpu_indices
 from hpcval.health import report as health
 from hpcval.judgement import Band
@@ -79,6 +80,9 @@ class Failure:
     # the first run's value as printed, where this is its re-measure
     # (hpcval.retries): both are shown
     first: str = ''
+    # the processes outside the screen to end before a re-screen, where
+    # the policy clears rather than drains the node (nodeuse.clears)
+    clear: str = ''
 
     def where(self):
         if (self.system, self.partition) == INPUT:
@@ -669,7 +673,8 @@ def _judge_figure(g, case, s, by_peers, healths, why=None, was=None,
             g.failures.append(Failure(
                 case.system, case.partition, node_label(case), 'vs peers',
                 case.test, s.metric, s.value, s.unit, by_peers.bound,
-                session=case.session, cause=_busy(case)))
+                session=case.session, cause=_busy(case),
+                clear=_clear(case)))
     outcome = judgement.outcome(s)
     if outcome is not None:
         if outcome == judgement.PASS and (by_peers is None or
@@ -716,7 +721,15 @@ def _figure_failure(case, s, healths, was=None, source=''):
                                                 healths.cause(case, component,
                                                               s),
                                                 _busy(case)) if c),
-                   first=first)
+                   first=first, clear=_clear(case))
+
+
+def _clear(case):
+    """What to end on the node before its re-screen, where the policy
+    clears rather than drains it (hpcval.benchmarks.nodeuse.clears)."""
+    load = case.extras.get('node_load')
+    return nodeuse.listed(nodeuse.outside(load)) \
+        if nodeuse.clears(load) else ''
 
 
 def _busy(case):
