@@ -102,7 +102,7 @@ def amd_gpus():
 
 
 def _found_none(tool):
-    return f'{tool} lists none' if shutil.which(tool) else \
+    return f'{tool} found none' if shutil.which(tool) else \
         f'{tool} not on PATH'
 
 
