@@ -106,6 +106,6 @@ def test_gpu_checks_are_listed_and_skipped_naming_why(local_run):
             'GpuBurnCudaCheck', 'HlQualPciCheck'} <= names, names
     assert {tc['result'] for tc in gpu} == {'skip'}
     assert ('SKIP NcclTestsNodeCheck %collective=all_reduce: needs '
-            'NcclTestsBuild ~local:default+cuda: needs NcclTestsSource ~local: '
-            'no NVIDIA GPU on local:default (nvidia-smi not on PATH)'
+            'NcclTestsBuild ~local:default+cuda: needs NcclTestsSource '
+            '~local: no NVIDIA GPU on local:default (nvidia-smi not on PATH)'
             ) in proc.stdout, proc.stdout[-3000:]
