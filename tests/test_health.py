@@ -500,7 +500,7 @@ def test_local_counts_gpus_on_the_bus_when_nvidia_smi_fails(tmp_path,
                         lambda vendor: 4 if vendor == '0x10de' else 0)
     gpus = local.nvidia_gpus()
     assert gpus == [('NVIDIA GPU (nvidia-smi failed)', '')] * 4
-    _, devices, _ = local._gpu_partition_extras()
+    _, devices, _, _ = local._gpu_partition_extras()
     assert devices == [{'type': 'gpu', 'num_devices': 4}]
 
 

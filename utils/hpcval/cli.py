@@ -561,6 +561,32 @@ def run_reframe(reframe_args):
     return verdict_status
 
 
+RUN_HELP = """\
+usage: hpcval run [REFRAME OPTIONS]
+
+reframe with hpcval's configuration (first in RFM_CONFIG_FILES), from any
+folder; every option of ReFrame's (reframe --help lists them) is accepted.
+What hpcval adds to ReFrame:
+  before it starts   an unknown --system or --mode, a system whose host
+                     names do not match this host, a fixed --mode narrowed
+                     by -n/-t/-x: refused in one line, nothing submitted
+  after it ran       a selection of no test case is refused; the verdict's
+                     headline of the run is printed (hpcval verdict judges
+                     the report) and is the exit status
+  --ci-generate FILE a GitLab pipeline whose jobs run hpcval run and whose
+                     last stage runs hpcval verdict (docs/ci.md)
+
+"""
+
+
+def _run_help():
+    try:
+        print(f'{RUN_HELP}{exits.epilog("run")}', flush=True)
+    except BrokenPipeError:     # | head
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return exits.OK
+
+
 #: ReFrame's line naming the session it stored in its results database
 _STORED = re.compile(r'Current session stored with UUID: ([0-9a-f-]{36})')
 
@@ -674,12 +700,10 @@ def _debug():
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ['run']:
-        # everything after `run` is ReFrame's, options included
-        status = run_reframe(argv[1:])
         if {'-h', '--help'} & set(argv[1:]):
-            # after ReFrame's options, the statuses hpcval gives
-            print(f'\n{exits.epilog("run")}')
-        return status
+            return _run_help()
+        # everything after `run` is ReFrame's, options included
+        return run_reframe(argv[1:])
 
     try:
         return _main(argv)
