@@ -297,6 +297,10 @@ def _verdict(args):
                            peer_factor=args.peer_factor,
                            accept_out=args.accept_out,
                            accept_unscreened=args.accept_unscreened)
+    if result.usage:        # nothing judged: no node's fault to print
+        print(f'hpcval verdict: {verdict.escape(result.usage)}',
+              file=sys.stderr)
+        return result.status
     if args.format == 'json':
         sys.stdout.write(verdict.render_json(result))
     else:
