@@ -394,8 +394,8 @@ class Reach:
     unit: str
     nodes: int
     peers: int
-    bound: float            # None: too few peers to measure a spread
-    finds: float            # None: as bound
+    bound: float            # None: no peers
+    finds: float            # None: too few peers to measure a spread
     target: float
     by_references: bool
     screened: bool
@@ -404,8 +404,12 @@ class Reach:
     def line(self):
         head = f'{self.test}: {self.metric}: {self.nodes} nodes'
         if self.bound is None:
-            reach = (f'{self.peers} peer(s), too few to measure their '
-                     f'spread (at least {_MIN_SPREAD_PEERS})')
+            reach = f'{self.peers} peers: nothing to compare with'
+        elif self.finds is None:
+            reach = (f'bound {self._at(self.bound)}, the floor alone: '
+                     f'{self.peers} peer(s), too few to measure their '
+                     f'spread (at least {_MIN_SPREAD_PEERS}), so neither '
+                     f'its false-alarm rate nor what it names is stated')
         else:
             reach = (f'bound {self._at(self.bound)}, names a node at '
                      f'{self._at(self.finds)} in 99 % of screens')
@@ -445,6 +449,8 @@ def reach(cases, samples_of, factor=PEER_FACTOR, referenced=None):
             mid = statistics.median(logs)
             sigma = 1.4826 * statistics.median(abs(x - mid) for x in logs)
             finds = math.exp(math.log(bound) + _NAMED_IN_99 * sigma)
+        elif judged:        # the floor alone judges
+            bound = max(j.factor for j in judged.values())
         target = SCREEN_TARGET[kind]
         by_refs = referenced is not None and all(
             referenced(s) for _, _, s in entries)
