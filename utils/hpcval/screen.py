@@ -214,7 +214,7 @@ class Coverage:
     accepted: dict = field(default_factory=dict)   # node: why, out by intent
     # untested nodes Slurm held out (drained, down, reserved) or whose
     # job was refused as asked: a re-screen as it stands cannot test them
-    held: set = field(default_factory=set)
+    held: list = field(default_factory=list)
     tests: list = field(default_factory=list)      # the screen's tests
     session: str = ''       # a session of the screen (its command line)
 
@@ -308,7 +308,8 @@ def coverage(cases):
     tested -= set(untested)
     return Coverage(sorted(partition_nodes, key=_natural),
                     sorted(tested, key=_natural), untested,
-                    sorted(set(excluded)), held=held, tests=sorted(tests),
+                    sorted(set(excluded)),
+                    held=sorted(held, key=_natural), tests=sorted(tests),
                     session=getattr(cases[0], 'session', '') if cases else '')
 
 
