@@ -1016,7 +1016,7 @@ def render_text(verdict, most=20, per_node=False):
     steps = screen.next_steps(verdict)     # node screen: drain, re-screen
     if steps['drain'] or steps['notes'] or steps['rescreen']:
         lines += ['', 'next steps (drain the failed nodes, fix them, then '
-                      're-screen only them and the nodes not tested):']
+                      're-screen only them):']
         lines += [f'  {line}' for line in steps['drain'] +
                   steps['resume'] + steps['rescreen']]
         lines += [f'  # {note}' for note in steps['notes']]
