@@ -659,3 +659,8 @@ def test_a_job_failing_the_same_way_on_every_node_is_a_usage_error():
     # one node failing otherwise: each node's own failure
     cases[2].reason = 'sanity: likwid-bench printed no MFlops/s'
     assert judge_cases(cases).status == verdict.EXIT_FAILED
+    # every node failed under its job: the nodes', however many
+    for c in cases:
+        c.reason = (f'sanity: job 3 on {screen.node_of(c)} NODE_FAIL: a '
+                    f'node failed under the job')
+    assert judge_cases(cases).status == verdict.EXIT_FAILED

@@ -551,6 +551,9 @@ def _short(value):
 
 # what differs between nodes' words of one failure: job ids, numbers
 _VARYING = re.compile(r'\d+')
+# a node that failed under its job (hpcval.benchmarks.screening): the
+# node's, however many fail alike (a rack's power)
+_NODE_FATE = re.compile(r'\b(NODE_FAIL|BOOT_FAIL): ')
 
 
 def same_failure(cases, samples_of):
@@ -567,7 +570,8 @@ def same_failure(cases, samples_of):
             continue
         why = not_tested(case)
         if case.result != 'fail' or samples_of(case) or \
-                (why and 'usage error' not in why):
+                (why and 'usage error' not in why) or \
+                _NODE_FATE.search(case.reason or ''):
             return ''
         text = (case.reason or '').replace(node, '')
         found.add(_VARYING.sub('#', text))
