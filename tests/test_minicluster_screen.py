@@ -439,7 +439,7 @@ def test_a_preempted_screen_job_ends_and_drains_nothing(waits, tmp_path):
         wait_until('the job on n1 to run',
                    lambda: running_job_on(waits, 'n1'))
         waits.run('sbatch', '-p', URGENT, '--exclusive', '-w', 'n1',
-                  '--wrap', 'true')
+                  '--output=/dev/null', '--wrap', 'true')
         # ReFrame took PREEMPTED as pending and waited forever: bounded
         # here by what a poll takes, never the job's own minute
         run.result(timeout=300)
