@@ -443,7 +443,8 @@ def test_a_preempted_screen_job_ends_and_drains_nothing(waits, tmp_path):
         # ReFrame took PREEMPTED as pending and waited forever: bounded
         # here by what a poll takes, never the job's own minute
         run.result(timeout=300)
-    status, result, proc = verdict(tmp_path / 'report.json', *LOOSE)
+    status, result, proc = verdict(tmp_path / 'report.json', *LOOSE,
+                                   cluster=waits)
     assert status == 2 and result['failures_by_node'] == {}, proc.stdout
     [part] = result['partitions']
     assert part['coverage']['untested'] == {

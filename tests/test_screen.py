@@ -664,3 +664,12 @@ def test_a_job_failing_the_same_way_on_every_node_is_a_usage_error():
         c.reason = (f'sanity: job 3 on {screen.node_of(c)} NODE_FAIL: a '
                     f'node failed under the job')
     assert judge_cases(cases).status == verdict.EXIT_FAILED
+
+
+def test_a_screen_stopped_before_any_node_ended_is_rescreened_whole():
+    v = judge_cases([screen_case(n, result='abort', reason=STOPPED)
+                     for n in ('n1', 'n2', 'n3', 'n4')])
+    assert v.status == verdict.EXIT_INCOMPLETE and not v.usage
+    assert screen.next_steps(v)['rescreen'][0] == (
+        'reframe -r --system mc:cpu --distribute=all -n '
+        'LikwidBenchCheck%kernel=peakflops --report-file rescreen.json')

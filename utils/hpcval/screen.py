@@ -90,7 +90,7 @@ def not_tested(case):
         cause = re.search(r'aborted due to (\w+)', reason)
         return 'not tested: the screen was stopped' + (
             f' ({cause.group(1)})' if cause else '')
-    if case.result not in ('fail', 'abort'):
+    if case.result != 'fail':
         return ''
     for what, pattern in _NOT_THE_NODE:
         if pattern.search(reason):
@@ -703,7 +703,11 @@ def _rescreen(verdict, failed):
             continue
         mine = {n: f for n, f in failed.items()
                 if plain_node(n) and any(f is x for x in g.failures)}
-        untested = [n for n in g.coverage.rerun if plain_node(n)]
+        # as a failed node's: a Slurm partition of the cluster here
+        here = drains.local_cluster()[0].lower()
+        untested = [n for n in g.coverage.rerun if plain_node(n)] \
+            if g.scheduler in drains.SLURM and here == g.system.lower() \
+            else []
         nodes = sorted({*mine, *untested}, key=_natural)
         if not nodes:
             continue

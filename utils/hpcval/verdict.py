@@ -472,13 +472,13 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
         g.false_alarms = rate.text() if rate else ''
 
     groups.sessions.setdefault(g.name, set()).add(case.session)
+    sched = drain.scheduler_of(case)
+    if sched and g.scheduler != sched:
+        g.scheduler = 'mixed' if g.scheduler else sched
     if screen.node_of(case) and (case.extras.get('screen_excluded') or
                                  screen.not_started(case)):
         return          # not a node's result: counted by coverage
     g.replays += case.replay
-    sched = drain.scheduler_of(case)
-    if sched and g.scheduler != sched:
-        g.scheduler = 'mixed' if g.scheduler else sched
     label = node_label(case)
     groups.add_nodes(g, label)
     drain.note_case(g.ran_there, label, {*case.nodes,
