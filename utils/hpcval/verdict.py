@@ -589,10 +589,12 @@ def _intermittent(case, was, s, healths):
 
 def _health_named(groups, g, case, samples):
     """Whether ``case`` failed only for what its node's health record
-    shows, already named (the node-health test's sanity error is the
-    verdict's own FAIL lines: hpcval.benchmarks.node_health)."""
+    shows, already named (the node-health test's sanity error, or a
+    benchmark's after its figures, is the verdict's own FAIL lines:
+    hpcval.benchmarks.node_health, base.fail_on_node_health)."""
     prefix = 'sanity error: '
-    if samples or case.phase != 'sanity' or \
+    if case.phase not in ('sanity', 'performance') or \
+            (samples and case.phase == 'sanity') or \
             not (case.reason or '').startswith(prefix):
         return False
     parts = case.reason[len(prefix):].split('; ')

@@ -438,6 +438,22 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         self.hpcval_provenance = {**self.hpcval_provenance,
                                   **self.provenance_of_output(self.result)}
 
+    @run_after('performance')
+    def fail_on_node_health(self):
+        # the verdict fails the node on this job's own health record: so
+        # does ReFrame, whichever checks -n or -t selected (docs/health.md);
+        # after performance, so that the figures are logged
+        from hpcval.benchmarks.node_health import failure_lines
+        try:
+            record = records.decode('health', self.hpcval_health)
+        except records.Unreadable as err:
+            raise SanityError(str(err)) from None
+        lines = failure_lines(record, self.current_system.name,
+                              self.current_partition.name,
+                              '+'.join(self.job.nodelist or ()))
+        if lines:
+            raise SanityError('; '.join(lines))
+
     def _measured_gpus(self):
         try:
             with osext.change_dir(self.stagedir):

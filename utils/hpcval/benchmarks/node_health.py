@@ -39,13 +39,14 @@ def _judged_here(part):
         any(shutil.which(tool) for tool in probe.TOOLS)
 
 
-def failure_lines(record, system, partition):
+def failure_lines(record, system, partition, node=''):
     """The verdict's FAIL lines of ``record`` (hpcval.records.Health) on
-    ``system:partition``: [] for a healthy node."""
+    ``system:partition``: [] for a healthy node; ``node``: the verdict's
+    name of it (its job's nodes), else the record's."""
     case = types.SimpleNamespace(extras={'health': record}, system=system,
                                  partition=partition)
     return [Failure(system, partition, n, comp, '', '', reason=text).line()
-            for n, comp, text in report.Judge().failures(case, '')]
+            for n, comp, text in report.Judge().failures(case, node)]
 
 
 class NodeHealth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
