@@ -11,6 +11,7 @@ system ReFrame then loads and lists the checks of per partition.
 """
 import dataclasses
 import os
+import pathlib
 import subprocess
 
 import pytest
@@ -224,9 +225,20 @@ def test_on_the_minicluster_reframe_lists_each_partitions_checks(tmp_path):
         env = dict(os.environ, **cluster.env())
         proc = _init(env, str(tmp_path / 'site'), '--from-slurm', '--name',
                      'mcsite')
+        assert proc.returncode == 0, proc.stderr
+        # as written, with no hand edit: one two-rank job across n1 and n2
+        run, report = reframe(
+            '-r', '--system', 'mcsite:debug', '-n',
+            'Mpi4pyPingPongCheck%placement=across_nodes', '-S',
+            'max_size=1024', '-S', 'loops=100', tmp_path=tmp_path / 'run',
+            env={**cluster.env(), 'HPCVAL_SITE': str(tmp_path / 'site')})
     finally:
         cluster.stop()
-    assert proc.returncode == 0, proc.stderr
+    [case] = [tc for r in report['runs'] for tc in r['testcases']]
+    assert case['result'] == 'pass', run.stdout[-3000:]
+    text = pathlib.Path(case['outputdir'], 'rfm_job.sh').read_text()
+    assert '#SBATCH --ntasks=2' in text and '#SBATCH --nodes=2' in text, text
+    assert 'pmi2' in text, text
     assert 'DIFFERS: 1 node(s) of another shape' in proc.stderr
     # MpiDefault=none: srun's --mpi comes from the written system, or the
     # across-node ping-pong runs as two one-rank jobs
