@@ -11,8 +11,11 @@ from systems import local
 def test_gpu_checks_of_this_gpu_less_host_are_listed(tmp_path):
     proc, _ = reframe('--system', 'local', '-l', '-t', 'nccl',
                       tmp_path=tmp_path, checks=['checks/nccl_tests.py'])
-    assert '- NcclTestsNodeCheck %collective=all_reduce' in proc.stdout, \
-        proc.stdout[-2000:]
+    # those that also need several nodes or GPU-aware MPI too
+    for check in ('NcclTestsNodeCheck', 'NcclTestsMultiNodeCheck',
+                  'RcclTestsMultiNodeCheck'):
+        assert f'- {check} %collective=all_reduce' in proc.stdout, \
+            proc.stdout[-2000:]
 
 
 def test_skipped_gpu_checks_make_the_verdict_incomplete(tmp_path):

@@ -31,6 +31,8 @@ from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text, stderr_reason
 
+_WHERE_UNUSABLE = f'+{features.UNUSABLE}'
+
 
 #: launchers that are programs of their own, asked for their version
 LAUNCHER_PROGRAMS = ('srun', 'mpirun', 'mpiexec', 'jsrun')
@@ -144,7 +146,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         by feature, never by name): what a layout needs, such as
         ``multinode`` for a run across nodes, is the benchmark's knowledge,
         not each leaf's."""
+        # a listing where unusable is skipped there whatever else it needs
         self.valid_systems = [
+            spec if _WHERE_UNUSABLE in spec.split() else
             ' '.join([spec, *(f'+{f}' for f in features
                               if f'+{f}' not in spec.split())])
             for spec in self.valid_systems
@@ -157,7 +161,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         gpu = {f'+{f}' for f in features.GPU_FEATURES}
         self.valid_systems = [*self.valid_systems, *(
             ' '.join([*(w for w in spec.split() if w not in gpu),
-                      f'+{features.UNUSABLE}'])
+                      _WHERE_UNUSABLE])
             for spec in self.valid_systems if gpu & set(spec.split()))]
 
     def replay_inputs(self):
