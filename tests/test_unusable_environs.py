@@ -12,8 +12,7 @@ def test_gpu_checks_of_this_gpu_less_host_are_listed(tmp_path):
     proc, _ = reframe('--system', 'local', '-l', '-t', 'nccl',
                       tmp_path=tmp_path, checks=['checks/nccl_tests.py'])
     # those that also need several nodes or GPU-aware MPI too
-    for check in ('NcclTestsNodeCheck', 'NcclTestsMultiNodeCheck',
-                  'RcclTestsMultiNodeCheck'):
+    for check in ('NcclTestsNodeCheck', 'NcclTestsMultiNodeCheck'):
         assert f'- {check} %collective=all_reduce' in proc.stdout, \
             proc.stdout[-2000:]
 
