@@ -33,9 +33,10 @@ def more_gpus(text, count, errors=None, died=None):
             done.append(m.group(2))
             if gpu == died and window == last:
                 done[-1] = re.sub(r'^\d+', '-1', m.group(2))
-                errs.append('-1  (DIED!) ')
+                errs.append('-1  (DIED!)')
             else:
-                errs.append(f'{n}  (WARNING!) ' if n else m.group(4))
+                # as gpu-burn prints them: '0 - 3  (WARNING!)- 0'
+                errs.append(f'{n}  (WARNING!)' if n else m.group(4))
             temps.append(m.group(6))
         return (m.group(1) + '- '.join(done) + m.group(3) + '- '.join(errs) +
                 m.group(5) + '- '.join(temps))

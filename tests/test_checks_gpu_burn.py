@@ -12,7 +12,7 @@ from gpu_burn_outputs import more_gpus, real
 from hpcval.benchmarks.gpu_burn import GpuBurnSource
 from hpcval.benchmarks.source import _upstream_reachable
 from replays import replay
-from rfmrun import by_name, one_case, perf
+from rfmrun import ROOT, by_name, one_case, perf
 
 
 @pytest.fixture(scope='module')
@@ -87,6 +87,23 @@ def test_compute_errors_fail_naming_the_gpu(replayed):
     assert tc['result'] == 'fail'
     assert 'GPU 2: 14 compute errors (repeated GEMMs on it gave different ' \
         'results)' in tc['fail_reason']
+
+
+def test_a_public_faulty_output_fails_naming_the_gpus(tmp_path):
+    """wilicc/gpu-burn issue 12's 16 GPUs, all FAULTY (tests/fixtures/
+    public/gpu_burn/SOURCE.md): a copy without gpu-burn's header, so
+    not judged, and its FAULTY GPUs named."""
+    text = (ROOT / 'tests' / 'fixtures' / 'public' / 'gpu_burn' /
+            'issue12_16gpus_faulty.txt').read_text()
+    proc, report = replay(
+        'perlmutter', {'GpuBurnCudaCheck%precision=float': {'stdout': text}},
+        ['checks/gpu_burn.py'], [], tmp_path)
+    assert report, proc.stdout[-3000:] + proc.stderr[-3000:]
+    [tc] = [tc for tc in by_name(report, 'GpuBurnCudaCheck')
+            if tc['display_name'].endswith('=float')]
+    assert tc['result'] == 'fail'
+    gpus = ', '.join(f'GPU {i}' for i in range(16))
+    assert f'; gpu-burn called {gpus} FAULTY' in tc['fail_reason']
 
 
 def test_a_commit_pin_is_fetched_alone(tmp_path):

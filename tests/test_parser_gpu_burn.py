@@ -110,3 +110,31 @@ def test_dead_gpus_named_when_gpu_burn_aborts():
     with pytest.raises(ParseError, match=r'no "Tested N GPUs" summary '
                                          r'\(GPU 1 died\)'):
         parse_gpu_burn(cut)
+
+
+PUBLIC = CAPTURED.parent.parent / 'public' / 'gpu_burn'
+
+
+@pytest.mark.parametrize('name,count', [('issue12_16gpus_faulty', 16),
+                                        ('issue39_6gpus_faulty', 6)])
+def test_public_faulty_outputs_are_refused_naming_the_gpus(name, count):
+    """Terminal copies of older gpu-burns' last lines (SOURCE.md there):
+    no header, so never judged, but the GPUs gpu-burn called FAULTY are
+    named."""
+    gpus = ', '.join(f'GPU {i}' for i in range(count))
+    with pytest.raises(ParseError, match=rf'^not gpu-burn output \(or cut, '
+                                         rf'.*; gpu-burn called {gpus} '
+                                         rf'FAULTY$'):
+        parse_gpu_burn((PUBLIC / f'{name}.txt').read_text())
+
+
+def test_a_wrapped_error_count_is_counted():
+    """gpu-burn counts errors in an int: issue 12's -524288000 is
+    3770679296 errors (modulo 2**32), never none."""
+    text = more_gpus(real('h100_float_20s'), 2, errors={(1, -1): -524288000})
+    text = text.replace('\tGPU 1: FAULTY', '        GPU 1: FAULTY')
+    result = parse_gpu_burn(text)
+    assert (result.gpus[1].errors, result.gpus[1].faulty) == \
+        (3770679296, True)
+    assert problems(result) == ['GPU 1: 3770679296 compute errors (repeated '
+                                'GEMMs on it gave different results)']

@@ -12,7 +12,9 @@ GPUs (one line, cut here)::
 ``proc'd`` counts GEMMs so far; the rate is the last report's (its GEMMs
 over the time since that GPU's previous report).  The error counts restart
 after each ``Summary at:`` line, so a GPU's errors are the sum over those
-windows.  The run ends with ``Tested N GPUs:`` and ``GPU i: OK|FAULTY``.
+windows; a count below zero is gpu-burn's int counter wrapped round.
+The run ends with ``Tested N GPUs:`` and ``\tGPU i: OK|FAULTY`` (the tab
+is spaces in a terminal's copy).
 """
 import re
 import statistics
@@ -26,7 +28,7 @@ _PROGRESS = re.compile(r"(\d+(?:\.\d+)?)%  proc'd: (.*)  errors: (.*)"
 _DONE = re.compile(r'(-?\d+) \((\S+) Gflop/s\)')
 _ERRORS = re.compile(r'(-?\d+)(?: +(\((?:WARNING|DIED)!\)))?')
 _TESTED = re.compile(r'^Tested (\d+) GPUs:$', re.M)
-_VERDICT = re.compile(r'^\tGPU (\d+): (OK|FAULTY)$', re.M)
+_VERDICT = re.compile(r'^[\t ]+GPU (\d+): (OK|FAULTY)$', re.M)
 _SUMMARY = 'Summary at:'
 _MODE = re.compile(r'using \d+ MB of it\), using '
                    r'(\w+(?:, using Tensor Cores)?)$', re.M)
@@ -65,9 +67,14 @@ class GpuBurnResult:
     modes: set
 
 
+def _split(part):
+    # a noted count ends in ')' with no space: '0 - 3  (WARNING!)- 0'
+    return [v.strip() for v in part.split('- ')]
+
+
 def _fields(part, pattern, count, what, line):
-    values = part.split(' - ')
-    found = [pattern.fullmatch(v.strip()) for v in values]
+    values = _split(part)
+    found = [pattern.fullmatch(v) for v in values]
     if len(found) != count or not all(found):
         raise ParseError(f'unreadable {what} in progress line {line!r}')
     return found
@@ -89,10 +96,26 @@ def _progress_lines(text):
 
 def parse_gpu_burn(text):
     """``GpuBurnResult`` of a complete gpu-burn run; ParseError for
-    another tool's output, a run that never reported or did not end."""
+    another tool's output, a run that never reported or did not end,
+    naming the GPUs the output calls FAULTY."""
+    try:
+        return _parse(text)
+    except ParseError as err:
+        faulty = [f'GPU {m.group(1)}' for m in _VERDICT.finditer(text)
+                  if m.group(2) == 'FAULTY']
+        if not faulty:
+            raise
+        raise ParseError(f'{err}; gpu-burn called {", ".join(faulty)} '
+                         f'FAULTY') from None
+
+
+def _parse(text):
     head = _HEAD.search(text)
     if not head or 'Using compare file:' not in text:
-        raise ParseError('not gpu-burn output: no "Using compare file" / '
+        # gpu-burn before 2023 printed neither: not judged (its run
+        # length and GPUs unknown), as a cut output is not
+        raise ParseError('not gpu-burn output (or cut, or of a gpu-burn '
+                         'before 2023): no "Using compare file" / '
                          '"Burning for N seconds." header')
     seconds = int(head.group(1))
     lines = _progress_lines(text)
@@ -118,7 +141,7 @@ def parse_gpu_burn(text):
                     gpu.times.append(float(m.group(1)) * seconds / 100)
                 except ParseError:
                     pass        # a report without a rate ('nan', 'inf')
-            last_errors[window, i] = max(int(e.group(1)), 0)
+            last_errors[window, i] = int(e.group(1)) % 2**32
     for (_, i), errors in last_errors.items():
         gpus[i].errors += errors
 
@@ -167,8 +190,8 @@ def gpus_reported(text):
     from whatever part of an output there is (a cut one too)."""
     found = set()
     for m, _ in _progress_lines(text):
-        done = [_DONE.fullmatch(v.strip()) for v in m.group(2).split(' - ')]
-        errs = [_ERRORS.fullmatch(v.strip()) for v in m.group(3).split(' - ')]
+        done = [_DONE.fullmatch(v) for v in _split(m.group(2))]
+        errs = [_ERRORS.fullmatch(v) for v in _split(m.group(3))]
         for i, (d, e) in enumerate(zip(done, errs)):
             if d and e and int(d.group(1)) > 0 and e.group(2) != '(DIED!)':
                 found.add(i)
