@@ -130,7 +130,8 @@ def test_public_faulty_outputs_are_refused_naming_the_gpus(name, count):
 
 def test_a_wrapped_error_count_is_counted():
     """gpu-burn counts errors in an int: issue 12's -524288000 is
-    3770679296 errors (modulo 2**32), never none."""
+    3770679296 errors (modulo 2**32), never none; the verdict line
+    indented by spaces, as a terminal copies its tab."""
     text = more_gpus(real('h100_float_20s'), 2, errors={(1, -1): -524288000})
     text = text.replace('\tGPU 1: FAULTY', '        GPU 1: FAULTY')
     result = parse_gpu_burn(text)
