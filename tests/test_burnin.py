@@ -183,7 +183,8 @@ def test_one_gpu_judged_by_its_own_first_minute(tmp_path):
             env={'RFM_CONFIG_FILES': str(REPLAY_CONFIG),
                  'PATH': f"{bins}:{VENV_BIN}:{os.environ['PATH']}"})
         assert report, proc.stdout[-3000:] + proc.stderr[-3000:]
-        [tc] = by_name(report, 'GpuBurnCudaCheck')
+        # the throttled run fails its health and is re-measured once
+        tc = by_name(report, 'GpuBurnCudaCheck')[-1]
         values = perf(tc)
         assert not any('_vs_siblings@' in name for name in values)
         assert values['gflops_last_vs_first@gpu0'][-1] == 'pass'
