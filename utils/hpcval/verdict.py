@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field, replace
 from hpcval import (drain, judgement, records, retries, screen,
                     verdict_modes, verdict_refs)
 from hpcval.datasheets import gpu_indices as _gpu_indices
+from hpcval.failure import INPUT, Failure, num as _num
 from hpcval.health import report as health
 from hpcval.judgement import Band
 from hpcval.verdict_refs import DATASHEET, with_datasheets
@@ -52,53 +53,9 @@ EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INPUT = 0, 1, 2, 3
 STATUS = {EXIT_OK: 'PASSED', EXIT_FAILED: 'FAILED',
           EXIT_INCOMPLETE: 'INCOMPLETE', EXIT_INPUT: 'UNKNOWN'}
 DIAGNOSTIC = 'diagnostic'
-# the group of what the inputs held but could not be trusted
-INPUT = ('(input)', '?')
 # provenance keys in the order they are shown
 PROVENANCE_KEYS = ('gpu', 'driver', 'cuda', 'rocm', 'nccl', 'rccl', 'mpi',
                    'kernel', 'cpu', 'spack')
-
-
-@dataclass
-class Failure:
-    """One thing that failed, on one line."""
-    system: str
-    partition: str
-    node: str             # node(s) of the job: 'n1', 'n1+n2'; '' unknown
-    component: str        # what it names: 'GPU 1', 'link GPU 00 -> GPU 01'
-    test: str
-    metric: str           # '' for a sanity, build or abort failure
-    value: object = None
-    unit: str = ''
-    bound: str = ''       # '>= 3166830 MB/s (ref 3518700, -10%)'
-    reason: str = ''      # the failure's message, for non-figures
-    session: str = ''
-    shown: str = ''       # the value as printed: digits apart from the bound
-    deviation: str = ''   # '+717% vs ref 0.706'
-    cause: str = ''       # what the node's health record shows (hpcval.health)
-    # the first run's value as printed, where this is its re-measure
-    # (hpcval.retries): both are shown
-    first: str = ''
-
-    def where(self):
-        if (self.system, self.partition) == INPUT:
-            return 'input'
-        node = f'node {self.node}' if self.node and '+' not in self.node \
-            else f'nodes {self.node}' if self.node else 'node not recorded'
-        return f'{node} {self.component}'.strip()
-
-    def line(self):
-        why = f': {self.cause}' if self.cause else ''
-        if self.metric:
-            dev = f'{self.deviation}, ' if self.deviation else ''
-            value = f'{self.shown or _num(self.value)} {self.unit}'
-            if self.first:
-                value = (f'{self.first} {self.unit} on first run, {value} '
-                         f'on re-measure')
-            return (f'{self.where()}: {self.test}: {self.metric} = '
-                    f'{value}, {dev}bound {self.bound}{why}')
-        test = f'{self.test}: ' if self.test else ''
-        return f'{self.where()}: {test}{self.reason}'
 
 
 @dataclass
@@ -182,10 +139,6 @@ class Verdict:
 
     def failures(self):
         return [f for g in self.groups for f in g.failures]
-
-
-def _num(value):
-    return f'{value:.6g}' if isinstance(value, (int, float)) else str(value)
 
 
 # what can move a terminal's cursor, end a line or reorder text: C0 and C1
@@ -297,7 +250,6 @@ class _Groups(dict):
         self.sessions = {}      # group name: {session uuid}
         self.node_sets = {}     # group name: {node}: 100,000 nodes stay fast
         self.provenance = {}    # group name: the provenance added last
-        self.health_lines = set()   # (group name, FAIL line) of health
         self.health_seen = {}       # group name: {node: left a record}
         self.expects_gpus = {}      # group name: GPUs its inventory expects
 
@@ -515,13 +467,13 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
         # a first run failed by its node's health is that FAIL already
         if first and first[0].result == 'fail' and \
                 first[0].phase != 'performance' and \
-                not _health_named(groups, g, *first):
+                not _health_named(healths, *first):
             g.intermittent.append(_case_failure(
                 first[0], f'{_reason(first[0])} on first run, passed on '
                           f're-measure'))
         return
     g.cases_failed += 1
-    if not failed_figure and not _health_named(groups, g, case, samples):
+    if not failed_figure and not _health_named(healths, case, samples):
         # a sanity failure, a crash, an abort: no figure to name
         g.failures.append(_case_failure(case, _remeasured(case, first)))
 
@@ -533,7 +485,6 @@ def _health(groups, g, case, label, healths):
         f = Failure(case.system, case.partition, node, comp, '', '',
                     reason=text, session=case.session)
         g.failures.append(f)
-        groups.health_lines.add((g.name, f.line()))
     for node, comp, text in healths.changes(case, label):
         g.changes.append(_changed(node, comp, text))
     for node, comp, text in healths.notes(case, label):
@@ -566,16 +517,13 @@ def _intermittent(case, was, s, healths):
                    shown=band.value_text(s.value, band.digits(s.value)))
 
 
-def _health_named(groups, g, case, samples):
+def _health_named(healths, case, samples):
     """Whether ``case`` failed only for what its node's health record
-    shows, already named (the node-health test's sanity error is the
-    verdict's own FAIL lines: hpcval.benchmarks.node_health)."""
-    prefix = 'sanity error: '
-    if samples or case.phase != 'sanity' or \
-            not (case.reason or '').startswith(prefix):
-        return False
-    parts = case.reason[len(prefix):].split('; ')
-    return all((g.name, p) in groups.health_lines for p in parts)
+    shows, named as such: a check whose sanity is its health judgement
+    (hpcval_sanity_is_health, hpcval.benchmarks.node_health)."""
+    return not samples and case.phase == 'sanity' and \
+        case.extras.get('sanity_is_health') is True and \
+        id(case) in healths.failed
 
 
 def _probed_gpus(case):

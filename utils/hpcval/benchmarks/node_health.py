@@ -20,13 +20,13 @@ import types
 import reframe as rfm
 import reframe.core.runtime as rt
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import run_after, run_before
+from reframe.core.builtins import run_after, run_before, variable
 
-from hpcval import features as ft, records, suites
+from hpcval import features as ft, inputs, records, suites
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.health import probe, report
 from hpcval.parsers import ParseError
-from hpcval.verdict import Failure
+from hpcval.failure import Failure
 
 #: The partition features that mean GPUs are expected on its nodes.
 GPU_FEATURES = (ft.GPU, ft.NVGPU, ft.AMDGPU, ft.GAUDI)
@@ -61,6 +61,10 @@ class NodeHealth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_tasks_per_node = 1
     # the sampler measures a GPU under a benchmark's load: none here
     health_sampler = False
+    #: for ``hpcval verdict``: a sanity failure here is the health record's
+    #: judgement, which the verdict names itself
+    hpcval_sanity_is_health = variable(bool, value=True)
+    input_policy = {'hpcval_sanity_is_health': inputs.FLAG}
     tags = {'health'}
 
     def suites(self):

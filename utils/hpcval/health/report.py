@@ -17,6 +17,7 @@ class Judge:
         judges (default: the installed and the site's)."""
         self._refs = refs
         self._named = set()
+        self.failed = set()     # id() of the cases whose record failed
         # (system, partition): ({node: identity}, a case of the group)
         self._identities = {}
 
@@ -47,6 +48,8 @@ class Judge:
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             # a record the judge cannot read is not a healthy node
             found = [('', f'health record unreadable ({type(err).__name__})')]
+        if found:
+            self.failed.add(id(case))
         return self._unnamed(case, node, found)
 
     def notes(self, case, node):
