@@ -188,6 +188,13 @@ def test_records_are_queried_back(victoria, monitored_run):
     assert (labels['partition'], labels['environ']) == ('default', 'gnu')
     assert labels['node'] == case['job_nodelist'][0]
     assert values[0] == pytest.approx(value * 1e-6, rel=1e-6)
+    # a diagnostic says so in its series, as its run recorded it (what
+    # ``hpcval calibrate --from`` reads); a judged figure has no such label
+    assert 'unjudged' not in labels
+    std, _ = _one_series(victoria, 'hpcval_perf_value_seconds{'
+                                   'metric="latency_8B_std"}')
+    assert std['unjudged'] == case['hpcval_unjudged']['latency_8B_std']
+    assert std['unjudged'].startswith('diagnostic: the spread')
     _, bound = _one_series(victoria, 'hpcval_perf_upper_bound_seconds{'
                                      'metric="latency_8B"}')
     assert bound[0] == pytest.approx(ref * (1 + upper) * 1e-6)
