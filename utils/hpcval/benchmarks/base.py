@@ -98,6 +98,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     #: GPU model, driver, CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU of the
     #: node that ran the job (hpcval.provenance)
     hpcval_provenance = variable(dict, value={})
+    #: this test's class and its bases, nearest first (hpcval's and the
+    #: site's, not ReFrame's): the names a reference entry may give
+    hpcval_lineage = variable(typ.List[str], value=[])
     #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'hpcval_plot_data': inputs.RECORD,
@@ -105,6 +108,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         'hpcval_measured_gpus': inputs.RECORD,
         'hpcval_unjudged': inputs.RECORD,
         'hpcval_provenance': inputs.RECORD,
+        'hpcval_lineage': inputs.RECORD,
         'health_probe': inputs.FLAG,
         'health_sampler': inputs.FLAG,
         'hpcval_health': inputs.RECORD,
@@ -191,6 +195,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     @run_after('init')
     def join_suites(self):
         self.tags = self.tags | self.suites()
+        self.hpcval_lineage = [c.__name__ for c in type(self).__mro__
+                               if not c.__module__.startswith(
+                                   ('reframe.', 'builtins'))]
 
     def record_provenance(self):
         """Step: the node's load and the versions it runs with, first."""

@@ -66,6 +66,7 @@ class TestCase(Struct):
     hpcval_health: Any = None
     hpcval_measured_gpus: Any = None
     hpcval_sanity_is_health: Any = None
+    hpcval_lineage: Any = None
 
 
 class Run(Struct):
