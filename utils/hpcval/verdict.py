@@ -42,9 +42,8 @@ from dataclasses import asdict, dataclass, field, replace
 from hpcval import (drain, judgement, records, retries, screen,
                     verdict_modes, verdict_refs)
 from hpcval.datasheets import gpu_indices as _gpu_indices
-from hpcval.failure import INPUT, Failure, num as _num
 from hpcval.health import report as health
-from hpcval.judgement import Band
+from hpcval.judgement import INPUT, Band, Failure, num as _num
 from hpcval.verdict_refs import DATASHEET, with_datasheets
 
 # the monitoring plugins' convention (Nagios, Icinga, Naemon: 0 OK,

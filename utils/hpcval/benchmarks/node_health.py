@@ -25,8 +25,8 @@ from reframe.core.builtins import run_after, run_before, variable
 from hpcval import features as ft, inputs, records, suites
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.health import probe, report
+from hpcval.judgement import Failure
 from hpcval.parsers import ParseError
-from hpcval.failure import Failure
 
 #: The partition features that mean GPUs are expected on its nodes.
 GPU_FEATURES = (ft.GPU, ft.NVGPU, ft.AMDGPU, ft.GAUDI)
