@@ -659,10 +659,11 @@ def _figure_failure(case, s, healths, was=None, source=''):
                    session=case.session,
                    shown=band.value_text(s.value, digits),
                    deviation=band.deviation_text(s.value),
-                   cause='; '.join(c for c in (band.implausible(s.value),
-                                                healths.cause(case, component,
-                                                              s),
-                                                _busy(case)) if c),
+                   cause='; '.join(c for c in (
+                       band.implausible(s.value),
+                       healths.cause(case, component,
+                                     (s.metric, s.value, s.unit)),
+                       _busy(case)) if c),
                    first=first)
 
 

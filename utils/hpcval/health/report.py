@@ -130,11 +130,9 @@ class Judge:
                                 f'{word} {val}, other nodes {common}'))
         return out
 
-    def cause(self, case, component, sample=None):
-        """Why a figure of ``component`` of ``case`` (``sample``: its
+    def cause(self, case, component, figure=None):
+        """Why a figure of ``component`` of ``case`` (``figure``: its
         metric, value and unit) may be low ('')."""
-        figure = (sample.metric, sample.value, sample.unit) \
-            if sample is not None else None
         try:
             return judge.cause(self._record(case), component, figure)
         except (AttributeError, KeyError, TypeError, ValueError):
