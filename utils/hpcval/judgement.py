@@ -141,9 +141,10 @@ class Band:
             f'{pct:+.0f}%' if abs(pct) >= 100 else f'{pct:+.1f}%'
         return f'{text} vs ref {_num(self.reference)}'
 
-    def bound_text(self, digits=6):
+    def bound_text(self, digits=6, source=''):
         """'>= 3.16683e+06 MB/s (ref 3.5187e+06, -10.0%)': the limits
-        with ``digits`` significant digits, then the tolerance."""
+        with ``digits`` significant digits, then the tolerance, or the
+        ``source`` that set them (a datasheet's peak and fraction)."""
         if self.problem():
             return f'invalid ({self.problem()})'
         low, high = self.limits()
@@ -154,8 +155,8 @@ class Band:
             parts.append(f'<= {_num(high, digits)}')
         tol = ', '.join(f'{t:+.1%}' for t in (self.lower, self.upper)
                         if t is not None)
-        return (f'{" and ".join(parts)} {self.unit} (ref '
-                f'{_num(self.reference)}, {tol})')
+        return (f'{" and ".join(parts)} {self.unit} (' + (
+            source or f'ref {_num(self.reference)}, {tol}') + ')')
 
     def range_text(self, fmt=_num):
         """'low .. high' with 'unbounded' on an open side."""

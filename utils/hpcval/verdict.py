@@ -649,10 +649,8 @@ def _figure_failure(case, s, healths, was=None, source=''):
     first = band.value_text(was.value, band.digits(was.value)) \
         if was is not None else ''
     component = _component(case, s.metric)
-    bound = band.bound_text(digits)
-    if source:
-        # a datasheet's bound names its peak and fraction, not '(ref ..)'
-        bound = f'{bound.rsplit(" (ref ", 1)[0]} ({source})'
+    # a datasheet's bound names its peak and fraction, not '(ref ..)'
+    bound = band.bound_text(digits, source)
     return Failure(case.system, case.partition, node_label(case),
                    component, case.test, s.metric,
                    s.value, s.unit, bound,
@@ -967,9 +965,7 @@ def _datasheet_part(judged):
     bound judged figures no reference has an entry for, else ''."""
     if not judged:
         return ''
-    # 'datasheet: H100 SXM5 HBM3 3.35 TB/s x 0.70' -> 'H100 SXM5 HBM3'
-    kinds = dict.fromkeys(c.source.removeprefix('datasheet: ')
-                          .rsplit(' ', 4)[0] for c in judged)
+    kinds = dict.fromkeys(c.peak for c in judged)
     return f', datasheet ({len(judged)} figures: {", ".join(kinds)})'
 
 

@@ -51,6 +51,7 @@ class Cross:
     source: str              # the reference file and entry, or the file
     judged_by: str           # REFERENCES, DATASHEET or NONE
     node: str = ''           # the verdict's name of the case's node(s)
+    peak: str = ''           # the datasheet's model and peak that judged
 
     def line(self):
         if self.judged_by == DATASHEET:
@@ -173,7 +174,8 @@ def _datasheet(sheets, case, gpus, s, report):
         s, reference=band[0], lower=band[1], upper=band[2], result=None)
     return judged, Cross(case.test, s.metric, report or 'none',
                          Band.of(*band, s.unit).bound_text(),
-                         peak.text(), DATASHEET)
+                         peak.text(), DATASHEET,
+                         peak=f'{peak.model} {peak.what}')
 
 
 def with_datasheets(loaded, sheets=None):
