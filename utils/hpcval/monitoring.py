@@ -126,8 +126,9 @@ def victoriametrics(record, extras, ignore_keys):
         series = {**labels, 'metric': var.split(':')[-1]}
         base, suffix = base_unit(value, unit)
         # a diagnostic's own series: one that is not loses no label when
-        # it is calibrated
-        why = str(unjudged.get(series['metric']) or '')[:200]
+        # it is calibrated; printable ASCII, as the history reader takes it
+        why = re.sub(r'[^ -~]', '?', str(unjudged.get(series['metric'])
+                                        or ''))[:200]
         lines.append(_line(f'hpcval_perf_value_{suffix}', {**series, **(
             {'unjudged': why} if why.startswith('diagnostic: ') else {})},
             base, millis))
