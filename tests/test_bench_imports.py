@@ -70,8 +70,8 @@ _CHECK_READERS = {'check_files', 'parsed_check_file', 'check_search_path',
 # still ask the installed checks: whether a session ran the whole suite
 # (verdict_modes), whether a calibrated entry names an existing check
 _MAY_READ_CHECKS = {'hpcval.paths', 'hpcval.reference_service',
-                    'hpcval.preflight', 'hpcval.cli', 'hpcval.ci',
-                    'hpcval.verdict_modes', 'hpcval.publish.calibrate'}
+                    'hpcval.preflight', 'hpcval.verdict_modes',
+                    'hpcval.publish.calibrate'}
 
 
 def _sources():
