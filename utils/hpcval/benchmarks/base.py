@@ -195,6 +195,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     @run_after('init')
     def join_suites(self):
         self.tags = self.tags | self.suites()
+
+    @run_after('init')
+    def record_lineage(self):
         self.hpcval_lineage = [c.__name__ for c in type(self).__mro__
                                if not c.__module__.startswith(
                                    ('reframe.', 'builtins'))]
