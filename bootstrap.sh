@@ -61,7 +61,7 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi
 
-if ! "$venv/bin/python" -c 'import hpcval, reframe, mpi4py, matplotlib, wheel, msgspec, pandas' 2>/dev/null; then
+if ! "$venv/bin/python" -c 'import hpcval, reframe, mpi4py, matplotlib, wheel, msgspec, pandas, tqdm' 2>/dev/null; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check \
         -e "$root[mpi,test]"
 fi

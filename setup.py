@@ -57,6 +57,8 @@ setup(
         # hpcval report: the results database's JSON decoded straight into
         # typed records of only the fields read (hpcval.publish.typed_sessions)
         'msgspec>=0.18',
+        # progress of the long commands, on a terminal only (hpcval.progress)
+        'tqdm>=4.66,<5',
     ],
     # compatible ranges, not pins, so that a site's own Python stack can
     # satisfy them: the newest of each range is what bootstrap.sh installs,

@@ -122,7 +122,7 @@ def _general():
 site_configuration = {
     'systems': [_with_prefix(mod.system) for mod in systems.ALL],
     'environments': [env for mod in systems.ALL for env in mod.environments],
-    # validation suites: reframe -c checks/ --mode quick|screen|acceptance
+    # validation suites: reframe -c checks/ --mode quick|screen|acceptance|burnin
     'modes': suites.MODES,
     'general': _general(),
     'storage': [

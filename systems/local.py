@@ -9,8 +9,10 @@ home directory; it costs about 4 ms), and GPUs detected here at configuration
 load (ReFrame auto-detects processors only), both in ``detect()``, which
 runs only when ``local`` is the system ReFrame uses (hpcval.selection): NVIDIA ones through
 ``nvidia-smi``, AMD ones through ``rocminfo``.  With GPUs found, the
-partition gains the GPU features and, where ``nvcc`` is on PATH, a ``cuda``
-environment, so the same ``--system local`` validates a single GPU node.
+partition gains the GPU features and their environment (``cuda``, ``rocm``),
+so the same ``--system local`` validates a single GPU node.  Without GPUs,
+or without their compiler, the GPU checks are listed and skipped, each
+naming what is missing (``features.UNUSABLE``).
 Images (``-S image=REF``) run through Podman, with the OCI runtime and
 limits this host allows (``host_podman_options``), or Apptainer.
 """
@@ -99,23 +101,33 @@ def amd_gpus():
     return gpus
 
 
+def _found_none(tool):
+    return f'{tool} found none' if shutil.which(tool) else \
+        f'{tool} not on PATH'
+
+
 def _gpu_partition_extras():
+    """(features, devices, environments, {environment: why unusable}): the
+    GPU checks of an unusable environment are listed and skip, naming why."""
     nv, amd = nvidia_gpus(), amd_gpus()
     gpus, vendor = (nv, ft.NVGPU) if nv else (amd, ft.AMDGPU)
     if not gpus:
-        return [], [], []
+        return [], [], ['cuda', 'rocm', 'synapseai'], {
+            'cuda': 'no NVIDIA GPU on local:default '
+                    f'({_found_none("nvidia-smi")})',
+            'rocm': f'no AMD GPU on local:default ({_found_none("rocminfo")})',
+            'synapseai': 'no Gaudi on local:default (local detects NVIDIA '
+                         'and AMD GPUs only: --system gaudi2)'}
 
     by_arch = collections.Counter(arch for _, arch in gpus)
     devices = [{'type': 'gpu', 'num_devices': n, **({'arch': arch} if arch
                                                    else {})}
                for arch, n in by_arch.items()]
-    envs = []
-    if vendor == ft.NVGPU and shutil.which('nvcc'):
-        envs.append('cuda')
-    elif vendor == ft.AMDGPU and shutil.which('hipcc'):
-        envs.append('rocm')
-
-    return [ft.GPU, vendor], devices, envs
+    env, compiler = ('cuda', 'nvcc') if vendor == ft.NVGPU else \
+        ('rocm', 'hipcc')
+    unusable = {} if shutil.which(compiler) else \
+        {env: f'{compiler} not on PATH on local:default'}
+    return [ft.GPU, vendor], devices, [env], unusable
 
 
 system = {
@@ -150,12 +162,13 @@ def detect(system):
     """This host's processor and GPUs into the partition (the GPU features
     and, with their compiler on PATH, the GPU environment)."""
     part = system['partitions'][0]
-    features, devices, envs = _gpu_partition_extras()
+    features, devices, envs, unusable = _gpu_partition_extras()
     part['processor'] = cpuinfo()
     part['devices'] = devices
     part['features'] = [*part['features'], *features]
     part['environs'] = [*part['environs'], *envs]
-    part['extras'] = {'container_options': {'Podman': host_podman_options()}}
+    part['extras'] = {'container_options': {'Podman': host_podman_options()},
+                      **({ft.UNUSABLE: unusable} if unusable else {})}
 
 
 environments = [
@@ -175,6 +188,12 @@ environments = [
         'name': 'rocm',
         'cc': 'hipcc', 'cxx': 'hipcc', 'ftn': 'gfortran',
         'features': [ft.OPENMP, ft.ROCM],
+        'target_systems': ['local'],
+    },
+    {
+        'name': 'synapseai',
+        'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
+        'features': [ft.SYNAPSEAI],
         'target_systems': ['local'],
     },
 ]

@@ -6,7 +6,7 @@ minicluster; the peer rule's own figures; a 1,000-node verdict's time.
         [--repeats 3] [--mode-screen]
     .venv/bin/python tests/bench_screen.py rule [--draws 200000]
     .venv/bin/python tests/bench_screen.py verdict REPORT [--nodes 1000]
-    .venv/bin/python tests/bench_screen.py cost [--nodes 64 256]
+    .venv/bin/python tests/bench_screen.py cost [--nodes 64 128]
         [--max-jobs N]
     .venv/bin/python tests/bench_screen.py steps [--nodes 4] [--repeats 3]
 
@@ -31,7 +31,9 @@ prints the smallest slowdown the rule names at a given healthy spread.
 runs them), with each Slurm command counted and timed by a wrapper on
 PATH; it prints the wall time, the CPU of ReFrame and its commands, the
 calls and their time per node, the verdict's time, and projects 1,000
-and 10,000 nodes from the CPU per node of the largest size.
+and 10,000 nodes from the CPU per node of the two largest sizes (its
+growth between them carried on linearly).  CI runs its smallest case
+(tests/test_screen_cost.py).
 ``steps`` says where one node's job cycle goes: it runs the screen's
 likwid-bench figure on a minicluster of ``--nodes`` nodes, prints each
 job's cycle from slurmctld's log (milliseconds: submission to allocation,
@@ -253,60 +255,68 @@ def _wrappers(folder, log):
 
 
 def one_cost(nodes, max_jobs, tmp):
-    import resource
     from hpcval.testing.minicluster import MiniCluster
-    root = pathlib.Path(tmp, f'mc{nodes}')
-    cluster = MiniCluster(root, nodes=nodes)
+    cluster = MiniCluster(pathlib.Path(tmp, f'mc{nodes}'), nodes=nodes)
     started = time.monotonic()
     cluster.start()
     print(f'{nodes} nodes: minicluster started in '
           f'{time.monotonic() - started:.0f} s', flush=True)
     try:
-        folder = pathlib.Path(tmp, f'run{nodes}')
-        folder.mkdir()
-        log = folder / 'calls.log'
-        _wrappers(folder / 'bin', log)
-        env = dict(cluster.env(), HPCVAL_MINICLUSTER_MAX_JOBS=str(
-            max_jobs or nodes), PATH=f'{folder / "bin"}:{VENV_BIN}:'
-            f'{os.environ["PATH"]}')
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.monotonic()
-        proc, report = reframe('-r', '--system', 'minicluster',
-                               '--distribute=all', '-n',
-                               'TrivialScreenCheck', tmp_path=folder,
-                               checks=('tests/cost_checks/'
-                                       'trivial_screen.py',), env=env)
-        wall = time.monotonic() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime +
-               after.ru_stime - before.ru_stime)
-        if report is None:
-            sys.exit(proc.stdout[-3000:] + proc.stderr[-3000:])
-        passed = sum(tc['result'] in ('pass', 'success')
-                     for tc in cases(report))
-        calls = {}
-        for line in log.read_text().splitlines():
-            tool, micro = line.split()
-            n, total = calls.get(tool, (0, 0.0))
-            calls[tool] = (n + 1, total + int(micro) / 1e6)
-        start = time.monotonic()
-        ver = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict',
-                              '--accept-unscreened',
-                              str(folder / 'report.json')],
-                             capture_output=True, text=True, cwd=ROOT)
-        vwall = time.monotonic() - start
+        return screen_cost(cluster, pathlib.Path(tmp, f'run{nodes}'),
+                           max_jobs)
     finally:
         cluster.stop()
+
+
+def screen_cost(cluster, folder, max_jobs=None):
+    """The trivial screen on ``cluster``, ``max_jobs`` jobs at once (every
+    node's by default): (reframe wall s, {tool: (calls, wall s)}, verdict
+    wall s, CPU s of reframe and its commands, cases passed); printed."""
+    import resource
+    nodes = len(cluster.nodes)
+    folder.mkdir()
+    log = folder / 'calls.log'
+    _wrappers(folder / 'bin', log)
+    env = dict(cluster.env(), HPCVAL_MINICLUSTER_MAX_JOBS=str(
+        max_jobs or nodes), PATH=f'{folder / "bin"}:{VENV_BIN}:'
+        f'{os.environ["PATH"]}')
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    proc, report = reframe('-r', '--system', 'minicluster',
+                           '--distribute=all', '-n', 'TrivialScreenCheck',
+                           tmp_path=folder, checks=(
+                               'tests/cost_checks/trivial_screen.py',),
+                           env=env)
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime +
+           after.ru_stime - before.ru_stime)
+    if report is None:
+        sys.exit(proc.stdout[-3000:] + proc.stderr[-3000:])
+    passed = sum(tc['result'] in ('pass', 'success')
+                 for tc in cases(report))
+    calls = {}
+    for line in log.read_text().splitlines():
+        tool, micro = line.split()
+        n, total = calls.get(tool, (0, 0.0))
+        calls[tool] = (n + 1, total + int(micro) / 1e6)
+    start = time.monotonic()
+    ver = subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict',
+                          '--accept-unscreened',
+                          str(folder / 'report.json')],
+                         capture_output=True, text=True, cwd=ROOT)
+    vwall = time.monotonic() - start
     print(f'{nodes} nodes, {max_jobs or nodes} jobs at once: {passed} of '
           f'{nodes} passed; reframe {wall:.1f} s wall '
           f'({wall / nodes:.3f} s per node), {cpu:.1f} s CPU of reframe '
-          f'and its commands; hpcval verdict {vwall:.2f} s (exit '
-          f'{ver.returncode})', flush=True)
+          f'and its commands ({cpu / nodes:.3f} s per node); hpcval '
+          f'verdict {vwall:.2f} s (exit {ver.returncode}); load average '
+          f'{open("/proc/loadavg").read().split()[0]}', flush=True)
     for tool, (n, total) in sorted(calls.items()):
         print(f'  {tool}: {n} calls ({n / nodes:.2f} per node), '
               f'{total:.1f} s wall in all ({total / n * 1000:.0f} ms '
               f'each)', flush=True)
-    return wall, calls, vwall, cpu
+    return wall, calls, vwall, cpu, passed
 
 
 def costs(args):
@@ -317,13 +327,23 @@ def costs(args):
             found[n] = one_cost(n, args.max_jobs, tmp)
     # ReFrame's main loop is one thread: the CPU it and its commands spend
     # per node bounds the wall time where the jobs run at once; the wall
-    # time of a loaded host measures the load
-    n = sizes[-1]
-    per_node = found[n][3] / n
+    # time of a loaded host measures the load.  Projected twice: at the
+    # largest size's cost per node, and with the growth of that cost
+    # between the two largest sizes carried on linearly (an upper one)
+    per = {n: found[n][3] / n for n in sizes}
+    last = sizes[-1]
+    growth = 0.0
+    if len(sizes) > 1:
+        first = sizes[-2]
+        growth = max(0.0, (per[last] - per[first]) / (last - first))
+    said = ', '.join(f'{per[n]:.3f} s at {n} nodes' for n in sizes)
+    print(f'CPU of ReFrame and its commands per node: {said}')
     for target in (1000, 10000):
-        print(f'projected {target} nodes: {per_node * target:.0f} s of '
-              f'ReFrame\'s main loop ({per_node * 1000:.0f} ms of CPU per '
-              f'node at {n} nodes), beside the benchmark\'s own run')
+        grown = per[last] + growth * (target - last)
+        print(f'projected {target} nodes: {per[last] * target:.0f} s of '
+              f'ReFrame\'s main loop at {per[last]:.3f} s a node, '
+              f'{grown * target:.0f} s with the growth carried on '
+              f'({grown:.3f} s a node), beside the benchmark\'s own run')
 
 
 _CTLD = re.compile(r'^\[(\S+)\] (?:_slurm_rpc_submit_batch_job: JobId=(\d+)'
@@ -437,7 +457,7 @@ def main():
     v.add_argument('report')
     v.add_argument('--nodes', type=int, default=1000)
     c = sub.add_parser('cost')
-    c.add_argument('--nodes', type=int, nargs='+', default=[64, 256])
+    c.add_argument('--nodes', type=int, nargs='+', default=[64, 128])
     c.add_argument('--max-jobs', type=int, default=None)
     t = sub.add_parser('steps')
     t.add_argument('--nodes', type=int, default=4)

@@ -60,8 +60,9 @@ def report_args(out, reports=REPORTS):
 def replay_reports(workdir):
     """{file name: fresh replay report path} of REPLAYED."""
     import replays
+    from hpcval import progress
     out = {}
-    for system, name in REPLAYED:
+    for system, name in progress.bar(REPLAYED, desc='replaying'):
         recordings, checks, settings = replays.SYSTEMS[system]
         folder = pathlib.Path(workdir) / system
         proc, report = replays.replay(system, recordings(), checks, settings,

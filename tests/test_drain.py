@@ -8,9 +8,11 @@ import os
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from hpcval import cli, drain
+from hpcval.benchmarks import nodeuse
 
 SCREEN = (Path(__file__).parent / 'fixtures' / 'reports' /
           'minicluster-screen' / 'healthy-4-nodes.json')
@@ -147,13 +149,52 @@ def test_the_cluster_here_is_read_from_scontrol(tmp_path, monkeypatch):
     assert real() == ('', 'scontrol show config: FileNotFoundError')
 
 
-def test_a_failure_put_down_to_load_is_not_drained(tmp_path, capsys):
-    busy = {'cpus': 2, 'load1': 5.0, 'others_running': 3.0, 'busy': True,
-            'why': '3 other runnable tasks on 2 CPUs'}
-    status, steps = _steps(capsys, _screen(tmp_path,
-                                           hpcval_node_load=busy))
-    assert status == 1 and steps['drain'] == []
-    assert any('put down to load' in n for n in steps['notes'])
+def _busy(*processes, uid=0):
+    """The hpcval_node_load record of a node busy at job start (three
+    other runnable tasks on 2 CPUs) with these ``ps`` lines beside the
+    job ('pid ppid uid state %cpu name'), ReFrame's pid 77 the screen's
+    own, as nodeuse.read makes it of the job's file."""
+    text = '\n'.join(['cpus=2', 'self=9', f'uid={uid}', 'screen=77',
+                      *['loadavg=5.0 4.0 3.0 4/300 123'] * 5,
+                      *[f'ps={line}' for line in processes]])
+    return msgspec.to_builtins(nodeuse.read(text))
+
+
+def test_a_node_slowed_by_the_operators_own_process_is_cleared(tmp_path,
+                                                              capsys):
+    """docs/screening.md's policy: processes outside the screen, all of
+    the job's user, took CPU: named, cleared and re-screened, not
+    drained."""
+    path = _screen(tmp_path, hpcval_node_load=_busy(
+        '4242 1 0 R 99.0 yes', '77 5 0 S 30.0 reframe'))
+    status = cli.main(['verdict', str(path), '--peer-factor', '2'])
+    out = capsys.readouterr().out
+    assert status == 1 and 'scontrol update nodename=n2' not in out
+    assert 'outside the screen: yes (pid 4242, uid 0, 99% CPU); the ' \
+        'screen\'s own: reframe (pid 77, uid 0, 30% CPU)' in out
+    assert '# n2: slowed by processes outside the screen, of the ' \
+        'screen\'s own user: end yes (pid 4242, uid 0, 99% CPU) on n2, ' \
+        'then re-screen it' in out
+    assert "exclude='n1,n3-n4'" in out or 'exclude=' in out  # re-screen
+
+
+@pytest.mark.parametrize('processes', [
+    # another user's process on a node the job had alone
+    ['4242 1 1000 R 99.0 yes'],
+    # one of them another user's, whatever the names say
+    ['4242 1 0 R 99.0 yes', '4243 1 1000 R 50.0 reframe'],
+    # the screen's own processes alone: beside every peer as well
+    ['77 5 0 R 30.0 reframe', '78 77 0 R 5.0 sacct'],
+    # busy, nothing found
+    ['4242 1 0 S 0.5 sshd'],
+    # no uid recorded (an older job script's ps)
+    ['4242 1 R 99.0 yes']])
+def test_any_other_load_leaves_the_node_drained(tmp_path, capsys,
+                                                processes):
+    status, steps = _steps(capsys, _screen(
+        tmp_path, hpcval_node_load=_busy(*processes)))
+    assert status == 1 and len(steps['drain']) == 1
+    assert steps['drain'][0].startswith('scontrol update nodename=n2 ')
 
 
 def test_a_local_run_prints_no_scontrol_line(tmp_path, capsys):

@@ -193,10 +193,12 @@ DEFECTS = {
         H100, None),
     'thermal throttle': (
         {'samples.txt': _sampled('0x0000000000000040')}, H100,
-        ('GPU 0', 'HW thermal slowdown active 50% of the run, 91 C')),
+        ('GPU 0', 'HW thermal slowdown active 50% of the run (seen 4 s to '
+                  '7 s after its first sample), 91 C')),
     'power brake': (
         {'samples.txt': _sampled('0x0000000000000080')}, H100,
-        ('GPU 0', 'HW power brake active 50% of the run, 91 C')),
+        ('GPU 0', 'HW power brake active 50% of the run (seen 4 s to 7 s '
+                  'after its first sample), 91 C')),
     'uncorrectable ECC': (
         _field('ecc.errors.uncorrected.volatile.total', '2'), H100,
         ('GPU 0', '2 uncorrectable ECC error(s) since the driver loaded')),
@@ -312,9 +314,10 @@ VERDICT_LINES = {
     'missing GPU': None,
     'narrow link': 'FAIL node vm GPU 0: PCIe Gen4 x8, expected Gen5 x16',
     'thermal throttle': 'FAIL node vm GPU 0: HW thermal slowdown active '
-                        '50% of the run, 91 C',
+                        '50% of the run (seen 4 s to 7 s after its first '
+                        'sample), 91 C',
     'power brake': 'FAIL node vm GPU 0: HW power brake active 50% of the '
-                   'run, 91 C',
+                   'run (seen 4 s to 7 s after its first sample), 91 C',
     'uncorrectable ECC': 'FAIL node vm GPU 0: 2 uncorrectable ECC error(s) '
                          'since the driver loaded',
     'pending row remap': 'FAIL node vm GPU 0: row remapping pending (the '
@@ -497,7 +500,7 @@ def test_local_counts_gpus_on_the_bus_when_nvidia_smi_fails(tmp_path,
                         lambda vendor: 4 if vendor == '0x10de' else 0)
     gpus = local.nvidia_gpus()
     assert gpus == [('NVIDIA GPU (nvidia-smi failed)', '')] * 4
-    _, devices, _ = local._gpu_partition_extras()
+    _, devices, _, _ = local._gpu_partition_extras()
     assert devices == [{'type': 'gpu', 'num_devices': 4}]
 
 

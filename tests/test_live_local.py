@@ -95,7 +95,17 @@ def test_babelstream_skips_with_reason_or_passes(local_run):
             assert 'unreachable and no -S src_mirror' in proc.stdout
 
 
-def test_no_gpu_checks_on_a_cpu_host(local_run):
-    names = {tc['display_name'].split()[0] for tc in cases(local_run[1])}
-    if shutil.which('nvidia-smi') is None:
-        assert 'BabelStreamCudaCheck' not in names
+def test_gpu_checks_are_listed_and_skipped_naming_why(local_run):
+    """The run sees no GPU tool (host_free_path): every GPU check is a
+    case, skipped, and the verdict names why."""
+    proc, report, _ = local_run
+    gpu = [tc for tc in cases(report)
+           if tc['environ'] in ('cuda', 'rocm', 'synapseai')]
+    names = {tc['display_name'].split()[0] for tc in gpu}
+    assert {'BabelStreamCudaCheck', 'NcclTestsNodeCheck', 'RcclTestsNodeCheck',
+            'GpuBurnCudaCheck', 'HlQualPciCheck'} <= names, names
+    assert {tc['result'] for tc in gpu} == {'skip'}
+    assert ('SKIP NcclTestsNodeCheck %collective=all_reduce: needs '
+            'NcclTestsBuild ~local:default+cuda: needs NcclTestsSource '
+            '~local: no NVIDIA GPU on local:default (nvidia-smi not on PATH)'
+            ) in proc.stdout, proc.stdout[-3000:]

@@ -8,6 +8,7 @@ returns data.  The same run's file perflog has
 them too.  The sender itself is tried against real HTTP servers on
 127.0.0.1 that hang, answer 429 and redirect."""
 import http.server
+import io
 import json
 import os
 import re
@@ -424,8 +425,9 @@ def serve():
 
 
 def _sender(url, **kwargs):
+    # its exit line goes to a buffer: the suite's output stays quiet
     opts = dict(timeout=0.5, retries=2, backoff=0.01, max_backoff=0.05,
-                queue_size=2, drain=30)
+                queue_size=2, drain=30, stream=io.StringIO())
     opts.update(kwargs)
     return monitoring.Sender(url, **opts)
 

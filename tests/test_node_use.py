@@ -2,6 +2,7 @@
 whole nodes in the job scripts of a Slurm and an LSF system, the cores a
 CPU check uses requested, no measurement while a build of the session runs
 on its host, and the node's load at job start in the record."""
+import os
 import pathlib
 import re
 import subprocess
@@ -99,8 +100,13 @@ def test_a_measurement_waits_for_a_running_build(tmp_path, monkeypatch):
     assert b.wait(timeout=60) == 0 and m.wait(timeout=60) == 0
     assert log.read_text().split() == ['build-started', 'build-done',
                                        'measured']
-    record = nodeuse.read((tmp_path / nodeuse.LOAD_FILE).read_text())
+    text = (tmp_path / nodeuse.LOAD_FILE).read_text()
+    record = nodeuse.read(text)
     assert record.waited_s >= 0 and record.cpus >= 1
+    # the job's uid, and this process (which wrote the job's lines, as
+    # ReFrame does) known as the screen's own: the job ran on its host
+    assert record.uid == os.getuid()
+    assert f'\nscreen={os.getpid()}\n' in text, text
 
 
 class TestLoadRecord:
@@ -109,14 +115,28 @@ class TestLoadRecord:
         assert record.busy and record.cpus == 2
         assert record.others_running == 10
         assert record.why.startswith('10 other runnable tasks on 2 CPUs '
-                                        'at job start; busiest: reframe '
-                                        '(pid 12339, 30.4% CPU)')
-        assert [p.command for p in record.processes].count('reframe') == 2
+                                        'at job start; outside the screen: '
+                                        'reframe (pids 12339 12313 12298 '
+                                        '12328, uid ?, 90.8% CPU)')
+        assert [p.command for p in record.processes].count('reframe') == 4
 
     def test_the_shared_host_as_it_was(self):
         record = nodeuse.read((LOADS / 'shared_host_busy.txt').read_text())
         assert record.busy and record.others_running == 4
         assert record.load1 == 6.55
+
+    def test_whose_processes_decides_not_their_names(self):
+        text = (LOADS / 'shared_host_busy.txt').read_text().replace(
+            'self=12234', 'self=12234\nuid=0\nscreen=12254')
+        record = nodeuse.read(text)
+        # older ps lines carry no uid: never the job's user's
+        assert [p.screen for p in record.processes][:2] == [True, False]
+        assert "; the screen's own: reframe (pid 12254, uid ?" in record.why
+        assert not nodeuse.clears(record)
+        mine = re.sub(r'^ps=( *\d+ +\d+) ', r'ps=\1 0 ', text, flags=re.M)
+        assert nodeuse.clears(nodeuse.read(mine))
+        theirs = mine.replace('11969 11968 0', '11969 11968 1000')
+        assert not nodeuse.clears(nodeuse.read(theirs))
 
     def test_a_quiet_node_is_not_busy(self):
         text = re.sub(r' \d+/(\d+) ', r' 1/\1 ',
@@ -128,7 +148,11 @@ class TestLoadRecord:
     def test_junk_gives_no_record(self):
         assert nodeuse.read('') is None
         assert nodeuse.read('loadavg=a b c\ncpus=x\n') is None
-        # a process name with control characters is dropped, not kept
+        # a process name with control characters is not kept; the
+        # process is, as '?'
         text = (LOADS / 'shared_host_busy.txt').read_text().replace(
             'likwid-bench', 'likwid\x1b[31m')
-        assert 'likwid' not in str(nodeuse.read(text).processes)
+        record = nodeuse.read(text)
+        assert 'likwid' not in str(record.processes)
+        assert [p.pid for p in record.processes if p.command == '?'] == [
+            12228]

@@ -19,8 +19,12 @@ def test_modes_select_their_checks(tmp_path):
     proc, _ = reframe('-l', '--mode', 'quick', '--system', 'local',
                       tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:]
+    # and, to be skipped naming the GPU missing here, the GPU checks
     assert _listed(proc) == {'Mpi4pyPingPongCheck', 'BabelStreamCpuCheck',
-                             'LikwidBenchCheck'}
+                             'LikwidBenchCheck', 'BabelStreamCudaCheck',
+                             'BabelStreamHipCheck', 'NcclTestsNodeCheck',
+                             'RcclTestsNodeCheck', 'TransferBenchCheck',
+                             'TransferBenchCudaCheck'}
     assert '%placement=on_node' in proc.stdout
     # the CPU's figure is likwid-bench's peakflops, not its bandwidths
     assert '%kernel=peakflops' in proc.stdout

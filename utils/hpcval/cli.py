@@ -309,9 +309,15 @@ def _diff(args):
         print('hpcval diff: nothing to compare: give run reports or --db',
               file=sys.stderr)
         return changes.EXIT_INPUT
+    base, refs = _diff_baseline(args)
+    if isinstance(base, Exception):
+        print(f'hpcval diff: --baseline {verdict.escape(args.baseline)}: '
+              f'{verdict.escape(str(base))}', file=sys.stderr)
+        return changes.EXIT_INPUT
     args.no_replays = True
     try:
-        loaded, samples = report.load_selected(args, replays=False)
+        loaded, samples = report.load_selected(args, replays=False,
+                                               bounds=refs)
     except results.InputRejected as err:
         print(f'hpcval diff: rejected {err}', file=sys.stderr)
         return changes.EXIT_INPUT
@@ -321,18 +327,53 @@ def _diff(args):
               'hpcval diff: no input could be read (each named above)',
               file=sys.stderr)
         return changes.EXIT_INPUT
+    if base != changes.CALIBRATION and \
+            any(getattr(p, 'source', '') == base for p in loaded.problems):
+        print(f'hpcval diff: --baseline {verdict.escape(base)}: left out '
+              f'(named above)', file=sys.stderr)
+        return changes.EXIT_INPUT
     keep = report.case_filter(args, replays=False)
-    diffs = changes.since_good(samples, [c for c in loaded.cases
-                                         if keep(c)])
+    cases = [c for c in loaded.cases if keep(c)]
+    diffs = changes.since(samples, cases, base, refs)
     left_out = bool(loaded.problems)
-    sys.stdout.write(changes.diff_json(diffs, left_out)
+    empty = changes.unmeasured(loaded.started, cases, samples)
+    sys.stdout.write(changes.diff_json(diffs, left_out, empty)
                      if args.format == 'json'
-                     else changes.diff_text(diffs, show_all=args.all))
-    status = changes.diff_status(diffs, left_out)
+                     else changes.diff_text(diffs, args.all, empty))
+    status = changes.diff_status(diffs, left_out, empty)
     if status == changes.EXIT_INPUT:
         print(f'hpcval diff: {len(loaded.problems)} input(s) left out '
               f'(named above): not "nothing moved"', file=sys.stderr)
     return status
+
+
+def _diff_baseline(args):
+    """(the baseline changes.since takes, the references for
+    ``calibration``), or (the error naming why the value is none)."""
+    text = args.baseline
+    if text is None:
+        return None, None
+    if text == changes.CALIBRATION:
+        try:
+            refs = references.ReferenceSet.given(args.references)
+        except (references.ReferenceFileError, paths.ConfigError) as err:
+            return err, None
+        if not any(r.rule == calibrate.RULE for rs in refs.values()
+                   for r in rs):
+            return ValueError('no reference file holds a calibrated value '
+                              '(hpcval calibrate --write makes them)'), None
+        return text, refs
+    if os.path.isfile(text):
+        given = {os.path.realpath(r[1] if isinstance(r, tuple) else r)
+                 for r in args.reports}
+        if os.path.realpath(text) not in given:     # else read twice
+            args.reports = [*args.reports, text]
+        return text, None
+    try:
+        return report.timestamp(text), None
+    except argparse.ArgumentTypeError as err:
+        return ValueError(f'no such report file, not calibration, and '
+                          f'not a time ({err})'), None
 
 
 def _verdict_selection(args, loaded):
@@ -519,6 +560,32 @@ def run_reframe(reframe_args):
     return verdict_status
 
 
+RUN_HELP = """\
+usage: hpcval run [REFRAME OPTIONS]
+
+reframe with hpcval's configuration (first in RFM_CONFIG_FILES), from any
+folder; every option of ReFrame's (reframe --help lists them) is accepted.
+What hpcval adds to ReFrame:
+  before it starts   an unknown --system or --mode, a system whose host
+                     names do not match this host, a fixed --mode narrowed
+                     by -n/-t/-x: refused in one line, nothing submitted
+  after it ran       a selection of no test case is refused; the verdict's
+                     headline of the run is printed (hpcval verdict judges
+                     the report) and is the exit status
+  --ci-generate FILE a GitLab pipeline whose jobs run hpcval run and whose
+                     last stage runs hpcval verdict (docs/ci.md)
+
+"""
+
+
+def _run_help():
+    try:
+        print(f'{RUN_HELP}{exits.epilog("run")}', flush=True)
+    except BrokenPipeError:     # | head
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return exits.OK
+
+
 #: ReFrame's line naming the session it stored in its results database
 _STORED = re.compile(r'Current session stored with UUID: ([0-9a-f-]{36})')
 
@@ -632,12 +699,10 @@ def _debug():
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ['run']:
-        # everything after `run` is ReFrame's, options included
-        status = run_reframe(argv[1:])
         if {'-h', '--help'} & set(argv[1:]):
-            # after ReFrame's options, the statuses hpcval gives
-            print(f'\n{exits.epilog("run")}')
-        return status
+            return _run_help()
+        # everything after `run` is ReFrame's, options included
+        return run_reframe(argv[1:])
 
     try:
         return _main(argv)
@@ -761,12 +826,18 @@ def _main(argv):
                           'a reason for exit 2 (docs/screening.md)')
     ver.set_defaults(func=_verdict)
     dif = command('diff', help='each node\'s newest run against its '
-                               'last passing run: provenance that '
-                               'changed, figures beyond their noise')
+                               'baseline (--baseline): provenance that '
+                               'differs, figures moved, ranked')
     report.add_input_arguments(dif)
     dif.add_argument('--format', choices=('text', 'json'), default='text')
     dif.add_argument('--all', action='store_true',
-                     help='every figure, also those within noise')
+                     help='every figure, also those that did not move')
+    dif.add_argument('--baseline', metavar='TIME|REPORT|calibration',
+                     help='compare with the newest passing session at or '
+                          'before TIME (ISO, now-<N>d|h|m), the passing '
+                          'session of REPORT, or the calibrated values '
+                          '(default: the newest passing session before)')
+    report.add_references_argument(dif)
     dif.set_defaults(func=_diff)
     where = command('paths', help='where hpcval\'s configuration, '
                                   'checks, systems and references are')

@@ -22,9 +22,9 @@ of these hold, else it gets a ``not drained: ...`` comment and no command:
   its job (``job_nodelist``, or the accounting's ``hpcval_job_nodes``),
   never by a name a test parameter (``%.nid=``) gives.
 
-A drain line also needs a failure charged to the node: a figure the
-verdict puts down to load ("the node was busy at job start") is not; such
-a node is re-screened, not drained.  The name is quoted for the shell as
+A node slowed by processes outside the screen, all of the job's own user,
+is cleared and re-screened, not drained (hpcval.benchmarks.nodeuse.clears:
+docs/screening.md, "Slow beside another process").  The name is quoted for the shell as
 well (shlex), and the reason keeps no character a shell or scontrol reads
 (hpcval.screen.drain_reason).
 """
@@ -40,7 +40,7 @@ SLURM = ('slurm', 'squeue')
 HOSTNAME = re.compile(r'[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?')
 #: Words ``scontrol update nodename=`` reads as more than one node.
 KEYWORDS = ('ALL', 'DEFAULT')
-#: What the verdict writes of a figure it puts down to load (verdict._busy).
+#: What the verdict writes of a figure of a busy node (verdict._busy).
 LOAD = 'the node was busy at job start'
 #: Seconds ``scontrol show config`` may take to name the cluster here.
 TIMEOUT = 10
@@ -50,12 +50,6 @@ def drainable_name(name):
     """Whether ``name`` is one node name scontrol reads as that node."""
     return isinstance(name, str) and bool(HOSTNAME.fullmatch(name)) and \
         name.upper() not in KEYWORDS
-
-
-def charged(failure):
-    """Whether ``failure`` (hpcval.verdict.Failure) is the node's, not
-    its load's."""
-    return LOAD not in (failure.cause or '')
 
 
 def note_case(ran_there, label, job_nodes):
@@ -109,11 +103,14 @@ def lines(verdict, alone, reason, cluster=None):
                 node)
             continue
         admitted[node] = first
-        blamed = [f for f in g.failures if f.node == node and charged(f)]
+        mine = [f for f in g.failures if f.node == node] or [first]
+        blamed = [f for f in mine if not f.clear]
         if not blamed:
-            notes.append(f'{node}: every failure is put down to load ('
-                         f'{LOAD}): no drain line; run it again on the '
-                         f'idle node')
+            notes.append(f'{node}: slowed by processes outside the screen, '
+                         f'of the screen\'s own user: end '
+                         f'{"; ".join(dict.fromkeys(f.clear for f in mine))}'
+                         f' on {node}, then re-screen it (not drained: '
+                         f'docs/screening.md)')
             continue
         drained.append(node)
         drain.append(f'scontrol update nodename={shlex.quote(node)} '

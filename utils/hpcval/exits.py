@@ -29,8 +29,10 @@ STATUSES = {
                 '2 incomplete: skipped or unjudged, not validated', _ERROR],
     'diff': ['0 nothing moved',
              '1 a figure moved, or the newest run failed without figures',
-             '2 incomplete: no passing run before, or too few to judge',
-             _ERROR],
+             '2 incomplete: no passing baseline, too few runs or no '
+             'calibrated value to judge by; a newest input without figures',
+             f'{_ERROR}; a --baseline that is no time, report or '
+             f'calibration'],
     'paths': ['0 printed', _ERROR],
     'run': ['0, 1, 2: the verdict of the run ReFrame made (2 also where '
             'ReFrame failed and the verdict passed; 0 where it ran nothing '

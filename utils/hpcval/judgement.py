@@ -251,6 +251,9 @@ class Failure:
     # the first run's value as printed, where this is its re-measure
     # (hpcval.retries): both are shown
     first: str = ''
+    # the processes outside the screen to end before a re-screen, where
+    # the policy clears rather than drains the node (records.clears)
+    clear: str = ''
 
     def where(self):
         if (self.system, self.partition) == INPUT:

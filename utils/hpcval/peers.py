@@ -41,6 +41,9 @@ PEER_RULES = {
     'bandwidth': PeerRule(0.05, 1, 'higher'),
     'rate': PeerRule(0.05, 1, 'higher'),
     'time': PeerRule(0.20, 5, 'lower'),
+    # a GPU's clock and temperature under the same load as its siblings'
+    'clock': PeerRule(0.05, 1, 'higher'),
+    'temperature': PeerRule(0.05, 1, 'lower'),
 }
 #: false alarms the spread term is built for: one healthy figure in
 #: 10,000 fails (log-normal healthy figures, the median and MAD of n
@@ -171,6 +174,9 @@ RATIO_UNIT = 'x'
 #: peers' median fails whatever the run's option said
 MAX_FLOOR = 0.5
 _SUFFIX = '_vs_siblings@'
+#: a member's figure against its own earlier one (a burn-in's last minute
+#: against its first), judged by the same rule
+_SELF_SUFFIX = '_vs_first@'
 
 
 def figure_name(figure, member):
@@ -180,7 +186,7 @@ def figure_name(figure, member):
 
 
 def is_sibling_figure(metric):
-    return _SUFFIX in metric
+    return _SUFFIX in metric or _SELF_SUFFIX in metric
 
 
 def trusted_band(reference, lower, upper):

@@ -14,6 +14,9 @@ hpcval.benchmarks.base, as the tags ``quick`` and ``screen``).
   (docs/screening.md).
 - ``acceptance``: every check, multi-node collectives and latencies
   included, and nothing may be skipped (``-S strict=yes``).
+- ``burnin``: every GPU of the node under gpu-burn at once for BURNIN_S
+  seconds (``-S GpuBurnCudaCheck.burnin=N`` after it: N), judged per GPU
+  over time and against its siblings (docs/benchmarks/gpu_burn.md).
 
 Every mode measures a failed test case once more in its session
 (``--max-retries=1``): a failure that reproduces fails the node with both
@@ -41,6 +44,8 @@ SCREEN = ['-t', f'^{SCREEN_TAG}$']
 #: a failure measured again once before it fails the node (ReFrame's own
 #: retry of that test case alone, in the same session)
 RETRY = '--max-retries=1'
+#: seconds of ``--mode burnin``: DCGM diagnostics' level 3 (about 15 min)
+BURNIN_S = 900
 
 MODES = [
     {
@@ -55,6 +60,11 @@ MODES = [
     {
         'name': 'acceptance',
         'options': ['-S', 'strict=yes', RETRY],
+    },
+    {
+        'name': 'burnin',
+        'options': ['-n', 'GpuBurnCudaCheck%precision=float$',
+                    '-S', f'GpuBurnCudaCheck.burnin={BURNIN_S}', RETRY],
     },
 ]
 

@@ -15,6 +15,10 @@ _FAMILIES = {
     'time': {'s': 1.0, 'ms': 1e-3, 'us': 1e-6, 'ns': 1e-9},
     'flops': {'MFLOP/s': 1e6, 'GFLOP/s': 1e9, 'TFLOP/s': 1e12},
     'rate': {'IOPS': 1.0, 'op/s': 1.0},
+    # what the GPU tools sample during a run
+    'clock': {'MHz': 1e6, 'GHz': 1e9},
+    'power': {'W': 1.0},
+    'temperature': {'C': 1.0},
     # a figure over another of its kind (a GPU's over its siblings')
     'ratio': {'x': 1.0},
 }

@@ -616,7 +616,8 @@ def _judge_figure(g, case, s, by_peers, healths, why=None, was=None,
             g.failures.append(Failure(
                 case.system, case.partition, node_label(case), 'vs peers',
                 case.test, s.metric, s.value, s.unit, by_peers.bound,
-                session=case.session, cause=_busy(case)))
+                session=case.session, cause=_busy(case),
+                clear=_clear(case)))
     outcome = judgement.outcome(s)
     if outcome is not None:
         if outcome == judgement.PASS and (by_peers is None or
@@ -662,7 +663,15 @@ def _figure_failure(case, s, healths, was=None, source=''):
                        healths.cause(case, component,
                                      (s.metric, s.value, s.unit)),
                        _busy(case)) if c),
-                   first=first)
+                   first=first, clear=_clear(case))
+
+
+def _clear(case):
+    """What to end on the node before its re-screen, where the policy
+    clears rather than drains it (hpcval.records.clears)."""
+    load = case.extras.get('node_load')
+    return records.listed(records.outside(load)) \
+        if records.clears(load) else ''
 
 
 def _busy(case):

@@ -56,6 +56,7 @@ def missing_gpu_outputs(names, per_node, expected):
     return f': {"; ".join(parts)}' if parts else ''
 
 class BabelStreamSource(UpstreamSource):
+    any_environ = True          # CPU checks build it too
     repo_url = 'https://github.com/UoB-HPC/BabelStream.git'
     version = 'v5.0'
 

@@ -154,6 +154,16 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
             for spec in self.valid_systems
         ]
 
+    @run_after('init')
+    def list_where_unusable(self):
+        # a GPU check is also listed on a partition that names environments
+        # it cannot use, to skip there naming why (Validation)
+        gpu = {f'+{f}' for f in features.GPU_FEATURES}
+        self.valid_systems = [*self.valid_systems, *(
+            ' '.join([*(w for w in spec.split() if w not in gpu),
+                      f'+{features.UNUSABLE}'])
+            for spec in self.valid_systems if gpu & set(spec.split()))]
+
     def replay_inputs(self):
         """Files (glob patterns, relative to the stage directory) that
         ``parse()`` reads besides standard output and error: all that a
@@ -234,8 +244,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     def uses_gpus(self):
         """Whether the test selects GPU partitions (its sampler runs)."""
-        gpu = {f'+{f}' for f in (features.GPU, features.NVGPU,
-                                 features.AMDGPU, features.GAUDI)}
+        gpu = {f'+{f}' for f in features.GPU_FEATURES}
         return any(gpu & set(spec.split()) for spec in self.valid_systems)
 
     def add_health_probe(self):

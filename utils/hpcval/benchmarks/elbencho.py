@@ -77,6 +77,7 @@ def scratch_base(value):
 
 
 class ElbenchoSource(UpstreamSource):
+    any_environ = True          # CPU checks build it too
     repo_url = 'https://github.com/breuner/elbencho.git'
     version = 'v3.1-9'
 

@@ -6,16 +6,25 @@ GPUs of the node at once (a child per GPU), so each GPU's rate is measured
 under the node's full power and heat, and a slow GPU is judged against its
 siblings.  A GPU whose repeated GEMMs disagree, or whose process died,
 fails the run by name.
+
+With ``burnin`` (``--mode burnin``) the run is a burn-in: it lasts
+``burnin`` seconds, and each GPU is judged as well by its rate in its last
+minute against its first, and by its clock and temperature under the
+load, sampled at 1 Hz by the health probe, against its siblings'
+(docs/benchmarks/gpu_burn.md, "Burn-in").
 """
-import shlex
+import statistics
 
 import reframe as rfm
-from reframe.core.builtins import fixture, parameter, run_before, variable
+from reframe.core.builtins import (fixture, parameter, run_after,
+                                   run_before, variable)
 
-from hpcval import inputs, layouts
+from hpcval import inputs, layouts, peers
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.benchmarks.siblings import SiblingFigures
+from hpcval.benchmarks.siblings import Sibling, SiblingFigures
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
+from hpcval.health import probe as health_probe
+from hpcval.health.common import BUSY_PCT, clean
 from hpcval.layouts import gpu_count
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
@@ -34,6 +43,19 @@ COMPARE_KERNEL = 'compare.fatbin'
 #: seconds gpu-burn waits after SIGTERM before SIGKILL; upstream's 30
 #: would add half a minute of idle GPUs to every run
 SIGTERM_WAIT_S = 5
+#: the shortest burn-in: three windows of 20 s, each several reports long
+MIN_BURNIN_S = 60
+#: seconds a burn-in's job may run beyond it (set-up, probe, the stop)
+BURNIN_SETUP_S = 600
+#: the windows a burn-in compares: its first and last minute, a third of
+#: a shorter run each
+WINDOW_S = 60
+#: sampled figures of a burn-in (nvidia-smi record key: unit), each
+#: logged per GPU as min / median / max over its busy samples
+SAMPLED = {'sm_mhz': 'MHz', 'power_w': 'W', 'temp_c': 'C'}
+#: those judged against the GPU's siblings (power is logged only: a GPU
+#: at its power cap draws what its siblings draw whatever its health)
+SIBLING_SAMPLED = ('sm_mhz', 'temp_c')
 
 
 class GpuBurnSource(UpstreamSource):
@@ -72,19 +94,56 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Share of each GPU's free memory gpu-burn fills with results (-m N%).
     memory_percent = variable(int, value=90)
+    #: Seconds of a burn-in, which replace ``duration``: ``--mode
+    #: burnin`` gives hpcval.suites.BURNIN_S, a later ``-S
+    #: GpuBurnCudaCheck.burnin=N`` N (at least MIN_BURNIN_S); 0: none.
+    burnin = variable(int, value=0)
     #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'duration': inputs.number(10, 86400),
         'memory_percent': inputs.number(1, 95),
+        'burnin': inputs.number(0, 86400),
     }
 
     #: A GPU this many times slower than its siblings' median on the node
-    #: fails (hpcval.benchmarks.siblings; docs/benchmarks/gpu_burn.md).
+    #: fails (hpcval.benchmarks.siblings; docs/benchmarks/gpu_burn.md);
+    #: so does a burn-in's last minute against its first.
     sibling_factor = 1.1
+    #: a GPU this many times hotter (C) than its siblings' median: about
+    #: 10 C at the 60-70 C of a loaded H100
+    sibling_factors = {'temp_c': 1.15}
+    diagnostics = {
+        r'gflops_(min|max|first|last)|(sm_mhz|power_w|temp_c)_'
+        r'(min|median|max)': 'a burn-in\'s time series, per GPU; judged '
+        'by its last minute against its first and against its siblings'}
+    #: a burn-in's rate is judged against itself and its siblings; against
+    #: a reference only where the system's file gives one
+    BURNIN_RATE = {r'gflops': 'a burn-in\'s rate, judged by its last '
+                   'minute against its first and against its siblings'}
 
     num_tasks = 1
     num_tasks_per_node = 1
     tags = {'gpu-burn'}
+
+    @run_after('init')
+    def set_burnin(self):
+        if not self.burnin:
+            return
+        with inputs.at_load(self):
+            if self.burnin < MIN_BURNIN_S:
+                raise inputs.InputError(
+                    f'-S burnin={self.burnin}: a burn-in lasts at least '
+                    f'{MIN_BURNIN_S} s (its first and last windows)')
+        self.duration = self.burnin
+        self.tags = self.tags | {'burnin'}
+        self.diagnostics = {**self.diagnostics, **self.BURNIN_RATE}
+        if self.time_limit is not None and \
+                self.time_limit < self.burnin + BURNIN_SETUP_S:
+            self.time_limit = self.burnin + BURNIN_SETUP_S
+
+    def replay_inputs(self):
+        # a burn-in reads the health probe's samples besides the output
+        return (f'{health_probe.PREFIX}*',) if self.burnin else ()
 
     @run_before('run')
     def set_command(self):
@@ -125,26 +184,138 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
         failed = problems(result)
         if failed:
             raise ParseError('; '.join(failed))
+        if self.burnin:
+            result.burnin = burnin_series(result, health_probe.read('.'),
+                                          '.')
         return result
 
     def measured_gpus(self):
         return gpus_reported(read_text(self.stdout.evaluate()))
 
     def sibling_groups(self, result):
-        return {'gflops': {f'gpu{i}': (f'GPU {i}', gpu.gflops, 'GFLOP/s')
-                           for i, gpu in result.gpus.items()}}
+        groups = {'gflops': {f'gpu{i}': (f'GPU {i}', gpu.gflops, 'GFLOP/s')
+                             for i, gpu in result.gpus.items()}}
+        series = getattr(result, 'burnin', {})
+        if series:
+            groups['gflops_last'] = {
+                f'gpu{i}': (f'GPU {i}', s['gflops_last'], 'GFLOP/s')
+                for i, s in series.items()}
+        for key in SIBLING_SAMPLED if series else ():
+            groups[key] = {f'gpu{i}': (f'GPU {i}', s[key][1], SAMPLED[key])
+                           for i, s in series.items()}
+        return groups
+
+    def judge_siblings(self, result):
+        """The siblings' rule, and a burn-in's last minute of each GPU
+        against its first by the same rule (its one sibling: itself)."""
+        found = super().judge_siblings(result)
+        factor = self.sibling_factor_of('gflops')
+        for i, s in getattr(result, 'burnin', {}).items():
+            judged = peers.judge({'first': s['gflops_first'],
+                                  'last': s['gflops_last']}, 'GFLOP/s',
+                                 1 - 1 / factor, spread=False)
+            if 'last' in judged:
+                found.append(Sibling(f'gflops_last_vs_first@gpu{i}',
+                                     'gflops_last', f'GPU {i}', 'GFLOP/s',
+                                     judged['last']))
+        return found
 
     def metrics(self, result):
         """The node's slowest GPU as ``gflops`` and each GPU's rate as
-        ``gflops@gpuN``, with its ratio to its siblings' median."""
+        ``gflops@gpuN``, with its ratio to its siblings' median; in a
+        burn-in each GPU's time series as min / median / max."""
         values = {f'gflops@gpu{i}': (gpu.gflops, 'GFLOP/s')
                   for i, gpu in result.gpus.items()}
         values['gflops'] = (min(v for v, _ in values.values()), 'GFLOP/s')
+        for i, s in getattr(result, 'burnin', {}).items():
+            rates = result.gpus[i].rates[1:]
+            values.update({
+                f'gflops_min@gpu{i}': (min(rates), 'GFLOP/s'),
+                f'gflops_max@gpu{i}': (max(rates), 'GFLOP/s'),
+                f'gflops_first@gpu{i}': (s['gflops_first'], 'GFLOP/s'),
+                f'gflops_last@gpu{i}': (s['gflops_last'], 'GFLOP/s')})
+            for key, unit in SAMPLED.items():
+                for word, v in zip(('min', 'median', 'max'), s[key]):
+                    values[f'{key}_{word}@gpu{i}'] = (v, unit)
         return {**values, **self.sibling_metrics(result)}
 
     def components(self, result, values):
         slowest = min(result.gpus.values(), key=lambda g: g.gflops)
-        out = {f'gflops@gpu{i}': f'GPU {i}' for i in result.gpus}
+        out = {name: f'GPU {name.partition("@gpu")[2]}' for name in values
+               if '@gpu' in name}
         out['gflops'] = (f'GPU {slowest.index} (the slowest of '
                          f'{len(result.gpus)})')
         return {**out, **self.sibling_components(result)}
+
+
+def _window(gpu, start, width):
+    """Median rate of ``gpu``'s reports after its first that came within
+    [start, start + width] seconds, or None."""
+    rates = [r for t, r in zip(gpu.times[1:], gpu.rates[1:])
+             if start <= t <= start + width]
+    return statistics.median(rates) if rates else None
+
+
+def burnin_series(result, record, stagedir):
+    """{GPU index: {gflops_first, gflops_last, and per SAMPLED key (min,
+    median, max) of its busy samples}} of a burn-in; ParseError naming
+    the GPU whose windows or samples are missing (never judged without
+    them).  ``record``: the run's hpcval.records.Health."""
+    if record is None:
+        raise ParseError('burn-in not judged: no health record (a burn-in '
+                         'needs the probe: not -S health_probe=no)')
+    width = min(WINDOW_S, result.seconds / 3)
+    rows = _busy_samples(record, stagedir)
+    out, missing = {}, _others(record)
+    for i, gpu in result.gpus.items():
+        first = _window(gpu, gpu.times[0], width)
+        last = _window(gpu, result.seconds - width, width)
+        if first is None or last is None:
+            missing.append(f'GPU {i}: no report within {width:g} s after '
+                           f'its first' if first is None else
+                           f'GPU {i}: no report in the last {width:g} s')
+            continue
+        mine = rows.get(i, [])
+        series = {key: sorted(r[key] for r in mine
+                              if isinstance(r.get(key), (int, float)))
+                  for key in SAMPLED}
+        empty = [key for key, vals in series.items() if not vals]
+        if empty:
+            missing.append(f'GPU {i}: {len(mine)} samples at {BUSY_PCT}%+ '
+                           f'use with {", ".join(empty)} (the 1 Hz sampler '
+                           f'saw it idle, or did not run)')
+            continue
+        out[i] = {'gflops_first': first, 'gflops_last': last,
+                  **{key: (v[0], statistics.median(v), v[-1])
+                     for key, v in series.items()}}
+    if missing:
+        raise ParseError('burn-in not judged: ' + '; '.join(missing))
+    return out
+
+
+def _others(record):
+    """'GPU 0: another process, NAME (pid N), on it before the burn-in'
+    for each process the probe found on a GPU before or after gpu-burn:
+    a burn-in measures GPUs that are its own."""
+    out = []
+    for phase in ('before', 'after'):
+        snap = getattr(record, phase)
+        index = {g.uuid: g.index for g in snap.gpus}
+        for app in snap.apps:
+            idx = app.index if app.index is not None else \
+                index.get(app.uuid, '?')
+            out.append(f'GPU {idx}: another process, '
+                       f'{clean(app.name, 100)} (pid {app.pid}), on it '
+                       f'{phase} the burn-in')
+    return out
+
+
+def _busy_samples(record, stagedir):
+    """{GPU index: [sampled GPU records at BUSY_PCT+ use]} of the health
+    probe's sampler file in ``stagedir``."""
+    out = {}
+    for row in health_probe.sampled(stagedir, record.tool):
+        util = row.get('util_pct')
+        if isinstance(util, (int, float)) and util >= BUSY_PCT:
+            out.setdefault(row['index'], []).append(row)
+    return out

@@ -28,15 +28,12 @@ from hpcval.health import probe, report
 from hpcval.judgement import Failure
 from hpcval.parsers import ParseError
 
-#: The partition features that mean GPUs are expected on its nodes.
-GPU_FEATURES = (ft.GPU, ft.NVGPU, ft.AMDGPU, ft.GAUDI)
-
 
 def _judged_here(part):
     """Whether ``part`` (a ReFrame SystemPartition) gets a health test."""
     if part.extras.get('replay'):
         return False        # a replay has no node to ask
-    if set(GPU_FEATURES) & set(part.features):
+    if set(ft.GPU_FEATURES) & set(part.features):
         return True
     return part.scheduler.registered_name == 'local' and \
         any(shutil.which(tool) for tool in probe.TOOLS)

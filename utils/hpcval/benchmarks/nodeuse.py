@@ -19,13 +19,23 @@
   tasks than the job's numbered at least ``max(1, BUSY_SHARE x CPUs)``.
   The run-queue count is instantaneous, unlike the 1-minute load average,
   which stays high for a minute after a build that has ended.
+- Whose load: each listed process is the job's own (its shell's), the
+  screen's own (the ReFrame process that wrote the job script, and its
+  commands, where the job runs on ReFrame's host: same boot id, and that
+  pid started at the same tick), or outside the screen, with its uid.
+  ``clears`` is the documented policy (docs/screening.md, "Slow beside
+  another process"): it decides by these measured facts only, never by a
+  process's name, which its owner chooses.
 """
 import os
 import re
 import shlex
 import statistics
 
+import msgspec
+
 from hpcval import records
+from hpcval.records import clears, listed, outside, takes_cpu  # noqa: F401
 
 LOAD_FILE = 'hpcval_node_load.txt'
 LOCK_NAME = '.hpcval-node.lock'
@@ -76,16 +86,38 @@ def measurement_commands(test):
     sample = (f'for hpcval_i in {" ".join(["1"] * _SAMPLES)}; do '
               f'echo "loadavg=$(cat /proc/loadavg)"; '
               f'sleep {SPACING_S:g}; done')
-    ps = (f'ps -eo pid=,ppid=,stat=,pcpu=,comm= --sort=-pcpu '
+    ps = (f'ps -eo pid=,ppid=,uid=,stat=,pcpu=,comm= --sort=-pcpu '
           f'| head -n {_PROCESSES + 4} | sed "s/^/ps=/"')
     lines.append(f'{{ echo "cpus=$(nproc)"; echo "self=$$"; '
+                 f'echo "uid=$(id -u)"; {_screen_line()}; '
                  f'echo "waited_s=${{hpcval_wait:-0}}"; {sample}; {ps}; }} '
                  f'> {LOAD_FILE} 2>/dev/null || true')
     return lines
 
 
+def _screen_line():
+    """A shell command that prints ``screen=PID`` (this ReFrame process)
+    where the job runs on this host and that pid is still this process:
+    the same boot id, and the pid's start tick (field 22 of its stat)."""
+    pid = os.getpid()
+    try:
+        with open('/proc/sys/kernel/random/boot_id') as fp:
+            boot = fp.read().strip()
+        with open(f'/proc/{pid}/stat') as fp:
+            tick = fp.read().rpartition(') ')[2].split()[19]
+    except (OSError, IndexError):
+        return ':'
+    if not (re.fullmatch(r'[0-9a-f-]{36}', boot) and tick.isdigit()):
+        return ':'
+    return (f'[ "$(cat /proc/sys/kernel/random/boot_id)" = {boot} ] && '
+            f'[ "$(sed "s/.*) //" /proc/{pid}/stat | cut -d" " -f20)" = '
+            f'{tick} ] && echo "screen={pid}"')
+
+
 _LOADAVG = re.compile(r'(\S+) (\S+) (\S+) (\d+)/(\d+) \d+')
-_PS = re.compile(r'\s*(\d+)\s+(\d+)\s+(\S+)\s+([\d.]+)\s+(.{1,64})')
+# pid, ppid, uid (recorded since it decides), state, %CPU, name
+_PS = re.compile(r'\s*(\d+)\s+(\d+)\s+(?:(\d+)\s+)?([A-Za-z]\S*)\s+'
+                 r'([\d.]+)\s+(.{1,64})')
 _NAME = re.compile(r'[\x21-\x7e][\x20-\x7e]{0,63}')
 
 
@@ -103,29 +135,39 @@ def read(text):
                 loads.append((float(m[1]), int(m[4])))
         elif key == 'ps':
             m = _PS.fullmatch(value.rstrip())
-            if m and _NAME.fullmatch(m[5].strip()):
-                procs.append((int(m[1]), int(m[2]), m[3], float(m[4]),
-                              m[5].strip()))
-        elif key in ('cpus', 'self', 'waited_s') and value.strip().isdigit():
+            if m:   # a name unfit to show is '?': the process still counts
+                name = m[6].strip()
+                procs.append((int(m[1]), int(m[2]), m[3] and int(m[3]),
+                              m[4], float(m[5]),
+                              name if _NAME.fullmatch(name) else '?'))
+        elif key in ('cpus', 'self', 'waited_s', 'uid', 'screen') and \
+                value.strip().isdigit():
             fields[key] = int(value)
     if not loads or 'cpus' not in fields:
         return None
 
-    me = fields.get('self')
+    me, screen = fields.get('self'), fields.get('screen')
     # the job's shell, the sampling commands and ps's own pipeline
     others = [p for p in procs if me not in (p[0], p[1])]
     # a sample counts its own 'cat' as runnable
     running = statistics.median(max(0, n - 1) for _, n in loads)
     cpus = fields['cpus']
     busy = running >= max(1, BUSY_SHARE * cpus)
-    top = tuple(records.Process(pid, stat, pcpu, cmd)
-                for pid, _, stat, pcpu, cmd in others[:5])
-    why = ''
-    if busy:
-        named = ', '.join(f'{p.command} (pid {p.pid}, '
-                          f'{p.cpu_percent:g}% CPU)' for p in top[:3]
-                          if p.cpu_percent > 0 or p.state[0] == 'R')
-        why = (f'{running:g} other runnable tasks on {cpus} CPUs at job '
-               f'start{"; busiest: " + named if named else ""}')
-    return records.NodeLoad(cpus, loads[0][0], running,
-                            fields.get('waited_s', 0), busy, why, top)
+    top = tuple(records.Process(pid, stat, pcpu, cmd, uid,
+                                screen is not None and screen in (pid, ppid))
+                for pid, ppid, uid, stat, pcpu, cmd in others[:_PROCESSES])
+    load = records.NodeLoad(cpus, loads[0][0], running,
+                            fields.get('waited_s', 0), busy, '', top,
+                            fields.get('uid'))
+    if not busy:
+        return load
+    named = outside(load)
+    own = [p for p in top if p.screen and takes_cpu(p)]
+    why = (f'{running:g} other runnable tasks on {cpus} CPUs at job '
+           f'start; ' + (f'outside the screen: {listed(named)}' if named
+                         else 'none of them found outside the screen'))
+    if own:
+        why += f'; the screen\'s own: {listed(own)}'
+    return msgspec.structs.replace(load, why=why)
+
+

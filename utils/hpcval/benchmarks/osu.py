@@ -95,6 +95,7 @@ class OsuSource(UpstreamSource):
     unpacked folder, or a git repository with the release at branch or tag
     ``version`` (e.g. a mirror of github.com/alex--m/osu, whose ``v7.4``
     branch is the 7.4 tarball's content)."""
+    any_environ = True          # CPU checks build it too
 
     repo_url = _TARBALL.format('7.4')
     version = 'v7.4'

@@ -42,6 +42,7 @@ from reframe.utility import nodelist_abbrev, nodelist_expand
 
 from hpcval import inputs
 from hpcval.benchmarks.jobscript import NOTHING, Lines
+from hpcval.benchmarks.lean_logging import LeanLogging
 
 # node states in which a node takes a screening job (sinfo %T, long form);
 # 'planned': the backfill scheduler holds it for a pending job, often the
@@ -298,9 +299,11 @@ def _write_marker(path):
         pass        # the stage folder gone: its job script is gone too
 
 
-class ScreenRecord(rfm.RegressionTestPlugin):
+class ScreenRecord(LeanLogging):
     """Mixin of hpcval's benchmark bases: the records above, only in a
-    ``--distribute`` run on a Slurm partition."""
+    ``--distribute`` run on a Slurm partition; ReFrame's log records
+    without the stack walk of a deprecated attribute (LeanLogging), a
+    cost every node's job pays many times."""
 
     #: The partition's nodes at run time, in a node screen (see above).
     hpcval_partition_nodes = variable(typ.Dict[str, object], value={},
@@ -339,8 +342,12 @@ class ScreenRecord(rfm.RegressionTestPlugin):
 
     @run_before('run')
     def no_requeue(self):
-        if self._on_slurm() and '--no-requeue' not in self.job.options:
-            self.job.options += ['--no-requeue']
+        # every Slurm check of a screen, hpcval's steps or not, asks for
+        # its node list once (cache_job_nodelist)
+        if self._on_slurm():
+            cache_job_nodelist(self.job)
+            if '--no-requeue' not in self.job.options:
+                self.job.options += ['--no-requeue']
 
     def submit_once(self):
         """Job-script step: tag the job, guard its script (the guard is the
@@ -354,7 +361,6 @@ class ScreenRecord(rfm.RegressionTestPlugin):
         guard = (f'if [ -e {shlex.quote(marker)} ]; then echo "hpcval: this '
                  f'submission was given up after sbatch failed; not run" '
                  f'>&2; exit 3; fi')
-        cache_job_nodelist(self.job)
         job, submit = self.job, self.job.submit
 
         def submit_reconciled():

@@ -100,6 +100,8 @@ class SiblingFigures(rfm.RegressionTestPlugin):
     #: where the system's references give its figure no sibling band;
     #: the benchmark sets its default
     sibling_factor = variable(float, value=1.6)
+    #: {figure: factor} where a figure's default is not ``sibling_factor``
+    sibling_factors = {}
     #: how a -S value of it is checked (hpcval.inputs)
     input_policy = {'sibling_factor': inputs.number(1, 2, low_open=True)}
 
@@ -119,7 +121,7 @@ class SiblingFigures(rfm.RegressionTestPlugin):
         name = peers.figure_name(figure, '')[:-1]
         band = self._references({f'{name}@*': peers.RATIO_UNIT})
         if not band:
-            return self.sibling_factor
+            return self.sibling_factors.get(figure, self.sibling_factor)
         where = (f'references/{self.current_system.name}.yaml: '
                  f'{type(self).__name__} {name}')
         factor = factor_of_band(band[f'{name}@*'], where)

@@ -8,10 +8,10 @@ fails instead: a validation run must not pass what it did not test.
 """
 import reframe as rfm
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import variable
+from reframe.core.builtins import run_after, variable
 from reframe.core.exceptions import ReframeError
 
-from hpcval import inputs
+from hpcval import features, inputs
 
 
 class NotValidated(ReframeError):
@@ -38,3 +38,16 @@ class Validation(rfm.RegressionTestPlugin):
             raise NotValidated(f'strict, and it would be skipped: '
                                f'{self.hpcval_skip_reason}')
         super().skip(msg)
+
+    #: A fixture whose environment ReFrame may pick from any check sharing
+    #: it (a session-scope source also used by CPU checks) does not skip
+    #: for its environment.
+    any_environ = False
+
+    @run_after('setup')
+    def skip_unusable_environ(self):
+        # a GPU check listed where its environment cannot be used
+        why = self.current_partition.extras.get(features.UNUSABLE, {})
+        self.skip_if(not self.any_environ and
+                     self.current_environ.name in why,
+                     why.get(self.current_environ.name))

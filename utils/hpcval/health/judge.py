@@ -199,6 +199,7 @@ def _throttle_failures(record):
             if why in FAILING_REASONS:
                 key = (int(idx), why)
                 seen.setdefault(key, {})['share'] = share
+                seen[key]['span'] = s.throttle_span.get(why)
                 seen[key].setdefault('temps', []).append(s.temp_max)
     by_index = {}
     for snap in (before, after):
@@ -216,7 +217,11 @@ def _throttle_failures(record):
         if got.get('phases'):
             parts.append(' and '.join(got['phases']) + ' the benchmark')
         if 'share' in got:
-            parts.append(f'{got["share"]:.0%} of the run')
+            span = got.get('span')
+            parts.append(f'{got["share"]:.0%} of the run' + (
+                f' (seen {span[0]:g} s to {span[1]:g} s after its first '
+                f'sample)'
+                if span else ''))
         if 'us' in got:
             parts.append(f'{got["us"] / 1e6:.1f} s by its counter')
         temps = [t for t in got.get('temps', [])

@@ -15,6 +15,7 @@ code and message, and judged by hpcval.health.judge).
 ``read(stagedir)`` turns those files into the check's ``hpcval_health``
 record (plain JSON, carried by the run report).
 """
+import datetime
 import os
 import re
 
@@ -288,6 +289,16 @@ def _nvlink(stagedir, phase):
     return out
 
 
+def sampled(stagedir, tool):
+    """The sampler's GPU records in ``stagedir`` (rows cut short left
+    out); [] where there are none to read (the record says why)."""
+    text = _read(stagedir, 'samples.txt')
+    try:
+        return parse_gpus(tool, text, lenient=True) if text else []
+    except ValueError:
+        return []
+
+
 def parse_gpus(tool, text, lenient=False):
     """GPU records of ``tool``'s output."""
     if tool == 'nvidia-smi':
@@ -337,6 +348,21 @@ def _aer_growth(before, after):
     return grown
 
 
+def _seconds(rows):
+    """Each row's time in seconds after the first row's (nvidia-smi's
+    ``timestamp``), None where a row has none that reads."""
+    out = []
+    for r in rows:
+        try:
+            out.append(datetime.datetime.strptime(
+                str(r.get('time')), '%Y/%m/%d %H:%M:%S.%f').timestamp())
+        except ValueError:
+            out.append(None)
+    first = next((t for t in out if t is not None), None)
+    # a clock stepped back (NTP) reads as 0, never as a negative time
+    return [None if t is None else round(max(t - first, 0), 1) for t in out]
+
+
 def summarize(samples):
     """{gpu index: summary} of sampled GPU records: how often each
     slow-down reason was active, peaks, mean utilization."""
@@ -346,10 +372,13 @@ def summarize(samples):
     out = {}
     for idx, rows in by_gpu.items():
         n = len(rows)
-        reasons = {}
-        for r in rows:
+        reasons, span = {}, {}
+        times = _seconds(rows)
+        for r, t in zip(rows, times):
             for why in r.get('throttle', []):
                 reasons[why] = reasons.get(why, 0) + 1
+                if t is not None:
+                    span[why] = (span.get(why, (t,))[0], t)
 
         def peak(key, rows=rows):
             vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))
@@ -365,6 +394,7 @@ def summarize(samples):
         out[idx] = {
             'n': n,
             'throttle': {k: round(v / n, 3) for k, v in reasons.items()},
+            'throttle_span': span,
             'temp_max': peak('temp_c'), 'temp_mem_max': peak('temp_mem_c'),
             'power_max': peak('power_w'), 'power_limit': peak('power_limit_w'),
             'util_mean': round(sum(utils) / len(utils), 1) if utils else None,

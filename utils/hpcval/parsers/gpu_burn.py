@@ -34,11 +34,13 @@ _MODE = re.compile(r'using \d+ MB of it\), using '
 
 @dataclass
 class GpuBurnGpu:
-    """One GPU's reports: rates (GFLOP/s, first report included), GEMMs
-    done, compute errors, and whether it died or gpu-burn called it
-    FAULTY."""
+    """One GPU's reports: rates (GFLOP/s, first report included) and
+    when each came (seconds into the run, from the progress line's
+    percentage), GEMMs done, compute errors, and whether it died or
+    gpu-burn called it FAULTY."""
     index: int
     rates: list = field(default_factory=list)
+    times: list = field(default_factory=list)
     gemms: int = 0
     errors: int = 0
     died: bool = False
@@ -92,6 +94,7 @@ def parse_gpu_burn(text):
     if not head or 'Using compare file:' not in text:
         raise ParseError('not gpu-burn output: no "Using compare file" / '
                          '"Burning for N seconds." header')
+    seconds = int(head.group(1))
     lines = _progress_lines(text)
     if not lines:
         raise ParseError('gpu-burn printed no progress line: no GPU '
@@ -112,6 +115,7 @@ def parse_gpu_burn(text):
                 gpu.gemms = gemms
                 try:
                     gpu.rates.append(number(rate, 'rate'))
+                    gpu.times.append(float(m.group(1)) * seconds / 100)
                 except ParseError:
                     pass        # a report without a rate ('nan', 'inf')
             last_errors[window, i] = max(int(e.group(1)), 0)
@@ -134,7 +138,7 @@ def parse_gpu_burn(text):
         if index in gpus:
             gpus[index].faulty = m.group(2) == 'FAULTY'
     return GpuBurnResult(
-        seconds=int(head.group(1)),
+        seconds=seconds,
         gpus=gpus,
         names=re.findall(r'^GPU \d+: .*\(UUID: .*\)$', text, re.M),
         modes={m.group(1).replace(', using ', ', ')

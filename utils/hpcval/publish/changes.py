@@ -1,6 +1,6 @@
 """What changed, and did it matter: runs grouped by a provenance key
-(``hpcval report --group-by KEY``) and a node's run against its last
-passing run (``hpcval diff``).
+(``hpcval report --group-by KEY``) and a node's newest run against its
+baseline (``hpcval diff``).
 
 Group-by: per figure (column, measurement, metric), the runs of each value
 of KEY with n, mean and sample standard deviation, and Welch's two-sided
@@ -8,24 +8,34 @@ t-test of each value against the first (oldest) one: unequal variances,
 Welch-Satterthwaite degrees of freedom, significant at p < ALPHA.  A value
 with one run is shown without a test (no spread, no basis).
 
-Diff: per node, the newest run among the inputs against the node's last
-run of the same test that passed: the provenance keys that differ, and
-every figure outside the noise of the node's earlier passing runs of that
-test, the two-sided prediction interval mean +- k s with k = t(1 - a/2;
-n - 1) sqrt(1 + 1/n), a = FALSE_ALARM: one healthy run falls outside with
-probability a (normal figures).  A figure moved less than k s is not
-detected: k s is the detection limit, printed beside each figure.  Fewer
-than MIN_RUNS earlier passing runs: the noise is not measured and the
-figure is "not judged", which makes the diff incomplete (exit 2).  A
-newest run that failed with no figure is named and counts as moved
-(exit 1): there is nothing to find within noise.
+Diff: per node, its newest session among the inputs against a baseline:
+by default its newest earlier session that passed (every test case of it
+passed), else the one ``--baseline`` names (a time, a report file, the
+calibration).  Provenance: the keys that differ from the baseline's (the
+calibration's inventory baseline: driver, VBIOS, kernel, serials).
+Figures: a figure moved where it is further from its baseline than its
+minimum, ranked by effect (the move over its minimum).  Against sessions,
+the baseline is the mean of the node's passing sessions up to it and the
+minimum the larger of their noise, the two-sided prediction interval
+k s with k = t(1 - a/2; n - 1) sqrt(1 + 1/n), a = FALSE_ALARM (a healthy
+run falls outside with probability a), and calibrate's floor of the figure's kind
+(a move smaller than any calibrated bound can be is nothing a center acts
+on); fewer than MIN_RUNS passing sessions: not judged (exit 2).  Against
+the calibration, its value and its calibrated tolerance.  A newest run
+that failed with no figure, or an input newer than all with none, is
+named and never "nothing moved".
 """
+import dataclasses
+import datetime
 import json
 import math
+import os
 from dataclasses import dataclass, field
 
-from hpcval import records
+from hpcval import records, units, verdict_refs
 from hpcval.publish import comparison, formats, numbers, stats
+from hpcval.publish.calibrate import RULE
+from hpcval.publish.stats import FLOORS, Rule
 
 ALPHA = 0.01
 FALSE_ALARM = 1e-3
@@ -53,8 +63,10 @@ def welch(a, b):
 
 
 def node_provenance(case, node):
-    """{key: value} the node recorded for ``case``."""
-    return records.of_node(case.provenance or {}, node)
+    """{key: value} the node recorded for ``case``: its own keys over
+    those of the whole job (the MPI, NCCL, launcher it ran)."""
+    record = case.provenance or {}
+    return {**records.of_node(record, None), **records.of_node(record, node)}
 
 
 def _key(name):
@@ -210,125 +222,239 @@ def group_csv(figures, key):
 # the maintenance diff
 
 @dataclass
+class Session:
+    """One ReFrame session's test cases on one node."""
+    source: str              # its report file, or DB#uuid
+    time: float              # when its last test case ended
+    cases: list
+
+    @property
+    def passed(self):
+        # ReFrame's result, its performance check included
+        return all(c.result == 'pass' for c in self.cases)
+
+    @property
+    def name(self):
+        return f'{_when(self.time)} ({self.source})'
+
+
+def _when(t):
+    return datetime.datetime.fromtimestamp(
+        t, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+
+
+def _sessions(cases, node):
+    """The node's Sessions among ``cases``, oldest first."""
+    by = {}
+    for c in cases:
+        if node in c.nodes:
+            by.setdefault(c.session, []).append(c)
+    return sorted((Session(cs[0].source, max(c.time for c in cs), cs)
+                   for cs in by.values()), key=lambda s: s.time)
+
+
+@dataclass
 class Moved:
     test: str
     metric: str
     unit: str
     value: float
-    last_good: float
-    n: int                   # earlier passing runs (the noise's sample)
-    mean: float = None
-    limit: float = None      # k s: the smallest move detected
-    verdict: str = ''        # 'moved', 'within noise', 'not judged'
+    baseline: float = None   # the passing runs' mean, or calibrated value
+    n: int = 0               # passing runs up to the baseline; 0: calibrated
+    minimum: float = None    # the smallest move counted, in ``unit``
+    why: str = ''            # what set the minimum
 
-    def as_dict(self):
-        return {'test': self.test, 'metric': self.metric,
-                'unit': self.unit, 'value': self.value,
-                'last_good': self.last_good, 'n': self.n,
-                'mean': self.mean, 'detection_limit': self.limit,
-                'verdict': self.verdict}
+    @property
+    def effect(self):
+        """The move over its minimum: what moves are ranked by."""
+        if self.minimum is None:
+            return 0.0
+        change = abs(self.value - self.baseline)
+        return change / self.minimum if self.minimum else \
+            (math.inf if change else 0.0)
+
+    @property
+    def verdict(self):
+        return 'not judged' if self.minimum is None else \
+            'moved' if self.effect > 1 else 'not moved'
 
 
 @dataclass
 class NodeDiff:
     node: str
-    run: str                 # the run's session
-    last_good: str           # the last passing run's session, or ''
+    run: str                 # the newest session: date (report file)
+    baseline: str = ''       # the baseline: session or calibration, or ''
     changed: dict = field(default_factory=dict)  # key: (before, after)
-    figures: list = field(default_factory=list)  # [Moved]
-    missing: list = field(default_factory=list)  # tests without a good run
+    figures: list = field(default_factory=list)  # [Moved], ranked
+    missing: list = field(default_factory=list)  # tests without a baseline
     # tests whose newest run failed with no figure to compare: a crash is
     # no "nothing moved"
     failed: list = field(default_factory=list)
+    compared: bool = False   # the baseline recorded provenance
 
     @property
     def moved(self):
         return [f for f in self.figures if f.verdict == 'moved']
 
     def as_dict(self):
-        return {'node': self.node, 'run': self.run,
-                'last_good': self.last_good,
-                'provenance_changed': {k: {'before': b, 'after': a}
-                                       for k, (b, a) in self.changed.items()},
-                'figures': [f.as_dict() for f in self.figures],
-                'moved': len(self.moved),
-                'no_passing_run': self.missing,
-                'failed_without_figures': self.failed}
+        return {**dataclasses.asdict(self), 'moved': len(self.moved),
+                'changed': {k: {'before': b, 'after': a}
+                            for k, (b, a) in self.changed.items()},
+                'figures': [{**dataclasses.asdict(f), 'effect': f.effect,
+                             'verdict': f.verdict} for f in self.figures]}
 
 
-def since_good(samples, cases):
+def since(samples, cases, baseline=None, refs=None):
     """[NodeDiff] per node: its newest session among ``cases`` against
-    the passing runs of the same tests before it."""
+    its baseline, ``baseline``: None, its newest passing session before;
+    a unix time, its newest passing session at or before it; a report
+    file, its passing session from that file; CALIBRATION, the calibrated
+    values of ``refs`` (a hpcval.references.ReferenceSet)."""
     values = {}
     for s in samples:
         values.setdefault(id(s.case), {})[s.metric] = (s.value, s.unit)
-    cases = sorted((c for c in cases if not c.fixture and not c.replay),
-                   key=lambda c: c.time)
-    newest = {}
-    for c in cases:
-        for node in c.nodes:
-            newest[node] = c.session
+    cases = [c for c in cases if not c.fixture and not c.replay]
+    calibrated = verdict_refs.Bounds(refs) if baseline == CALIBRATION \
+        else None
     out = []
-    for node in sorted(newest):
-        session = newest[node]
-        diff = NodeDiff(node, session, '')
-        mine = [c for c in cases if node in c.nodes]
-        good_before = [c for c in mine if c.session != session
-                       and c.result == 'pass']
-        last_time = 0
-        for case in (c for c in mine if c.session == session):
-            if case.result in ('fail', 'abort') and \
-                    not values.get(id(case)):
+    for node in sorted({n for c in cases for n in c.nodes}):
+        *before, newest = _sessions(cases, node)
+        diff = NodeDiff(node, newest.name)
+        good = [s for s in before if s.passed]
+        base = next((s for s in reversed(good) if _may_be(s, baseline)),
+                    None)
+        history = [c for s in good if base and s.time <= base.time
+                   for c in s.cases]
+        diff.baseline = base.name if base else \
+            f'none ({_no_base(baseline)})'
+        if calibrated is not None:
+            diff.baseline = 'the calibration in ' + refs.files.get(
+                newest.cases[0].system, 'the references')
+        for case in newest.cases:
+            figures = values.get(id(case), {})
+            if case.result in ('fail', 'abort') and not figures:
                 diff.failed.append(case.test)
-            good = [c for c in good_before if c.test == case.test
+            if calibrated is not None:
+                _against_calibration(diff, case, figures,
+                                     calibrated.of_case(case).refs, refs)
+                continue
+            mine = [c for c in history if c.test == case.test
                     and c.system == case.system
-                    and c.partition == case.partition
-                    and c.time < case.time]
-            if not good:
+                    and c.partition == case.partition]
+            if not mine:
                 diff.missing.append(case.test)
                 continue
-            last = good[-1]
-            if last.time > last_time:
-                diff.last_good, last_time = last.session, last.time
-            before = node_provenance(last, node)
-            after = node_provenance(case, node)
-            for key in sorted(set(before) | set(after)):
-                if before.get(key) != after.get(key):
-                    diff.changed[key] = (before.get(key, NOT_RECORDED),
-                                         after.get(key, NOT_RECORDED))
-            for metric, (value, unit) in sorted(
-                    values.get(id(case), {}).items()):
-                diff.figures.append(_moved(case.test, metric, value, unit,
-                                           [values.get(id(c), {}).get(metric)
-                                            for c in good]))
+            then = next((c for c in mine if c.session ==
+                         base.cases[0].session), mine[-1])
+            _provenance(diff, node_provenance(then, node),
+                        node_provenance(case, node))
+            for metric, (value, unit) in sorted(figures.items()):
+                diff.figures.append(_moved(case.test, metric, value, unit, [
+                    values.get(id(c), {}).get(metric) for c in mine]))
+        diff.figures.sort(key=lambda f: (_RANK[f.verdict], -f.effect))
         out.append(diff)
     return out
 
 
+CALIBRATION = 'calibration'
+_RANK = {'moved': 0, 'not moved': 1, 'not judged': 2}
+
+
+def _may_be(session, baseline):
+    if isinstance(baseline, float):
+        return session.time <= baseline
+    if isinstance(baseline, str) and baseline != CALIBRATION:
+        return os.path.realpath(session.source) == os.path.realpath(baseline)
+    return True
+
+
+def _no_base(baseline):
+    if isinstance(baseline, float):
+        return f'no passing session at or before {_when(baseline)}'
+    if baseline and baseline != CALIBRATION:
+        return f'no passing session in {baseline}'
+    return 'no passing session before it'
+
+
+def _provenance(diff, before, after, only_before=False):
+    diff.compared = diff.compared or bool(before)
+    for key in sorted(set(before) | (set() if only_before else set(after))):
+        if before.get(key) != after.get(key):
+            diff.changed[key] = (before.get(key, NOT_RECORDED),
+                                 after.get(key, NOT_RECORDED))
+
+
+def _against_calibration(diff, case, figures, refs, references):
+    """The figures of ``case`` against their calibrated values, the
+    node's provenance against the calibration's inventory baseline."""
+    expected = references.expected(case.system, case.partition) or {}
+    base = dict(expected.get('baseline') or {})
+    serials = (base.pop('serials', None) or {}).get(diff.node)
+    after = node_provenance(case, diff.node)
+    if serials:     # the calibration records a set: the order is no change
+        mine = after.get('gpu_serial', '')
+        base['gpu_serial'] = mine if sorted(mine.split(',')) == \
+            sorted(serials) else ','.join(serials)
+    _provenance(diff, base, after, only_before=True)
+    for metric, (value, unit) in sorted(figures.items()):
+        ref = refs.get(metric.partition('@')[0])
+        if ref is not None and ref.value is None:
+            continue            # declared diagnostic: nothing to move from
+        fig = Moved(case.test, metric, unit, value)
+        if ref is not None and ref.rule == RULE and ref.value is not None \
+                and (ref.lower, ref.upper) != (None, None):
+            try:
+                fig.baseline = ref.as_tuple(unit)[0]
+            except ValueError:      # another unit family: not its figure
+                diff.figures.append(fig)
+                continue
+            tolerance = max(abs(ref.lower or 0), abs(ref.upper or 0))
+            fig.minimum = tolerance * abs(fig.baseline)
+            fig.why = f'its calibrated tolerance {tolerance:.3g}'
+        diff.figures.append(fig)
+
+
 def _moved(test, metric, value, unit, history):
     got = [v for v, u in (h for h in history if h) if u == unit]
-    last = got[-1] if got else None
-    fig = Moved(test, metric, unit, value, last, len(got))
+    fig = Moved(test, metric, unit, value, n=len(got))
     if len(got) < MIN_RUNS:
-        fig.verdict = 'not judged'
         return fig
-    fig.mean = math.fsum(got) / len(got)
-    k = stats.t_ppf(1 - FALSE_ALARM / 2, len(got) - 1) * \
-        math.sqrt(1 + 1 / len(got))
-    fig.limit = k * statistics_std(got)
-    fig.verdict = 'moved' if abs(value - fig.mean) > fig.limit \
-        else 'within noise'
+    fig.baseline = math.fsum(got) / len(got)
+    noise = stats.t_ppf(1 - FALSE_ALARM / 2, len(got) - 1) * \
+        math.sqrt(1 + 1 / len(got)) * statistics_std(got)
+    # calibrate's floor of the figure's kind
+    kind = Rule().kind(metric.partition('@')[0], units.better(unit))
+    floor = dict(FLOORS)[kind]
+    fig.minimum = max(noise, floor * abs(fig.baseline))
+    fig.why = f'the noise of {len(got)} passing runs' \
+        if fig.minimum == noise else f'the floor {floor:g} of a {kind}'
     return fig
 
 
-def diff_status(diffs, left_out=False):
+def unmeasured(started, cases, samples):
+    """The newest input when it has no figure among ``samples`` (it
+    crashed, or ran nothing), else None: ``started``: {source: its
+    session's start} of every input, ``cases`` the selected test cases."""
+    when = {src: t for src, t in started.items()
+            if src not in {c.source for c in cases}}
+    for c in cases:
+        when[c.source] = max(when.get(c.source) or 0, c.time)
+    if not when:
+        return None
+    # a start nobody recorded is taken as the newest
+    newest = max(when, key=lambda src: math.inf if when[src] is None
+                 else when[src])
+    return None if newest in {s.case.source for s in samples} else newest
+
+
+def diff_status(diffs, left_out=False, unmeasured=None):
     """``left_out``: an input was left out, which may be the run that
     moved: never "nothing moved" (the verdict's rule)."""
     if any(d.moved or d.failed for d in diffs):
         return EXIT_MOVED
     if left_out:
         return EXIT_INPUT
-    if not diffs:
+    if not diffs or unmeasured:
         return EXIT_INCOMPLETE
     if any(d.missing or any(f.verdict == 'not judged' for f in d.figures)
            for d in diffs):
@@ -336,38 +462,45 @@ def diff_status(diffs, left_out=False):
     return EXIT_OK
 
 
-def diff_text(diffs, show_all=False):
+MINIMUM = (f'A figure moved where it is further from its baseline than its '
+           f'minimum: against passing sessions, the larger of their noise '
+           f'(a two-sided prediction interval, false-alarm rate '
+           f'{FALSE_ALARM:g} per figure, from at least {MIN_RUNS} passing '
+           f'runs up to the baseline, else not judged) and the floor of '
+           f'its kind (' + ', '.join(f'{k} {f:g}' for k, f in FLOORS) +
+           '); against the calibration, its calibrated tolerance.  Ranked '
+           'by effect: the move over its minimum.')
+
+
+def diff_text(diffs, show_all=False, unmeasured=None):
     vis = formats.visible
-    lines = [f'Each node\'s newest run against its last passing run: '
-             f'provenance that changed, and figures outside the noise of '
-             f'the node\'s earlier passing runs (two-sided prediction '
-             f'interval, false-alarm rate {FALSE_ALARM:g} per figure; the '
-             f'detection limit is k s; fewer than {MIN_RUNS} runs: not '
-             f'judged).']
+    lines = ['Each node\'s newest run against its baseline: the provenance '
+             'that differs, and the figures that moved.  ' + MINIMUM]
+    if unmeasured:
+        lines.append(f'newest run without figures: {vis(unmeasured)} '
+                     f'(it crashed or ran nothing: not "nothing moved")')
     for d in diffs:
-        lines.append(f'node {vis(d.node)}: run {d.run} against last good '
-                     f'{d.last_good or "none"}')
-        if d.changed:
-            for key, (before, after) in d.changed.items():
-                lines.append(f'  changed {vis(key)}: {vis(before)} -> '
-                             f'{vis(after)}')
-        else:
-            lines.append('  provenance: nothing changed')
-        moved = d.moved
+        lines.append(f'node {vis(d.node)}: run {vis(d.run)} against '
+                     f'baseline {vis(d.baseline)}')
+        for key, (before, after) in d.changed.items():
+            lines.append(f'  changed {vis(key)}: {vis(before)} -> '
+                         f'{vis(after)}')
+        if not d.changed:
+            lines.append('  provenance: ' + (
+                'as at the baseline' if d.compared else
+                'not compared (no baseline recorded any)'))
         judged = [f for f in d.figures if f.verdict != 'not judged']
-        lines.append(f'  figures: {len(moved)} moved beyond noise of '
-                     f'{len(judged)} judged, '
-                     f'{len(d.figures) - len(judged)} not judged')
+        lines.append(f'  figures: {len(d.moved)} moved of {len(judged)} '
+                     f'judged, {len(d.figures) - len(judged)} not judged')
         for f in d.figures:
             if f.verdict != 'moved' and not show_all:
                 continue
-            change = (f.value - f.mean) / f.mean * 100 if f.mean else 0
-            extra = '' if f.mean is None else (
-                f' ({change:+.1f} % from mean {_fmt(f.mean, f.unit)} of '
-                f'n={f.n}; detection limit ±{_fmt(f.limit, f.unit)})')
+            extra = '' if f.minimum is None else (
+                f' vs {_fmt(f.baseline, f.unit)} ({_change(f)}, '
+                f'{f.effect:.2g} x its minimum ±{_fmt(f.minimum, f.unit)}: '
+                f'{f.why})')
             lines.append(f'  {f.verdict}: {vis(f.test)} {vis(f.metric)} '
-                         f'{_fmt(f.value, f.unit)}, last good '
-                         f'{_fmt(f.last_good, f.unit)}{extra}')
+                         f'{_fmt(f.value, f.unit)}{extra}')
         for test in d.failed:
             lines.append(f'  failed without figures: {vis(test)}')
         for test in d.missing:
@@ -377,8 +510,15 @@ def diff_text(diffs, show_all=False):
     return '\n'.join(lines) + '\n'
 
 
-def diff_json(diffs, left_out=False):
+def _change(f):
+    return f'{(f.value - f.baseline) / abs(f.baseline) * 100:+.1f} %' \
+        if f.baseline else f'{f.value - f.baseline:+g} {f.unit}'
+
+
+def diff_json(diffs, left_out=False, unmeasured=None):
     return json.dumps({'false_alarm': FALSE_ALARM, 'min_runs': MIN_RUNS,
-                       'status': diff_status(diffs, left_out),
+                       'floors': dict(FLOORS), 'minimum': MINIMUM,
+                       'newest_without_figures': unmeasured,
+                       'status': diff_status(diffs, left_out, unmeasured),
                        'nodes': [d.as_dict() for d in diffs]}, indent=1,
                       sort_keys=True) + '\n'

@@ -18,6 +18,8 @@ import threading
 import time
 import urllib.parse
 
+from hpcval import progress
+
 #: seconds one request may take in all, connect to last byte
 DEADLINE = 60.0
 #: the most bytes one answer may have
@@ -101,13 +103,16 @@ def _get(url, target, headers, end, max_bytes, held, stated):
         # an error's text is shown, cut; a success is the answer
         limit = max_bytes if resp.status == 200 else 2000
         chunks, size = [], 0
-        while size <= limit:
-            sock.settimeout(_left(url, end, stated))
-            chunk = resp.read1(_CHUNK)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        with progress.bar(desc=f'reading {parts.hostname}', unit='B',
+                          unit_scale=True) as shown:
+            while size <= limit:
+                sock.settimeout(_left(url, end, stated))
+                chunk = resp.read1(_CHUNK)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                shown.update(len(chunk))
         if size > limit and resp.status == 200:
             raise QueryError(f'{url}: the answer exceeds {max_bytes} bytes '
                              f'(the most read); give a shorter --since/'

@@ -156,6 +156,8 @@ class Loaded:
     by_case: dict = field(default_factory=dict)
     # {session uuid: ReFrame's command line, '' unknown}
     commands: dict = field(default_factory=dict)
+    # {source: its session's start, unix or None}: test cases or none
+    started: dict = field(default_factory=dict)
     # the ReferenceSet the figures were re-banded by (load's ``bounds``),
     # and {id(sample): (verdict_refs.Cross or None, why unjudged or None)}
     # of each figure whose band is not the one the run recorded
@@ -535,6 +537,7 @@ class _Collector:
 
         self.loaded.sources.append(source)
         self.loaded.commands[session['uuid']] = session['cmdline']
+        self.loaded.started[source] = session['time']
         for r, run in enumerate(report['runs']):
             tcs = run.get('testcases') if isinstance(run, dict) else None
             if not isinstance(tcs, list):
@@ -587,6 +590,7 @@ class _Collector:
                    'cmdline': _command(info.cmdline)}
         self.loaded.sources.append(source)
         self.loaded.commands[session['uuid']] = session['cmdline']
+        self.loaded.started[source] = session['time']
         for r, run in enumerate(report.runs):
             cases = run.testcases
             for i, tc in enumerate(cases):

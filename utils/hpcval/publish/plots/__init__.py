@@ -14,7 +14,11 @@ whose kept output is not on this machine).  Names come from the figure's
 content; an existing file is never replaced unless ``force=True``
 (FileExistsError names it).  docs/reporting-plots.md describes each plot.
 """
+import functools
+
 from matplotlib import rc_context
+
+from hpcval import progress
 
 from hpcval.publish.plots.babelstream import babelstream_kernels
 from hpcval.publish.plots.bars import (all_metric_bars, benchmark_multiples,
@@ -41,13 +45,18 @@ def draw_all(table, samples, outdir, select=None, force=False):
 
 
 def _draw_all(table, samples, outdir, select, force):
+    steps = [
+        lambda: collective_curves(samples, outdir, force=force),
+        lambda: transferbench_heatmaps(samples, outdir, force=force),
+        lambda: babelstream_kernels(samples, outdir, force=force,
+                                    table=table),
+        *(functools.partial(benchmark_multiples, table, bench, outdir, force,
+                            select)
+          for bench in dict.fromkeys(r.benchmark for r in table.rows)
+          # BabelStream's kernel figure compares its figures
+          if bench != 'babelstream')]
     plotted = Plotted()
-    plotted.add(collective_curves(samples, outdir, force=force))
-    plotted.add(transferbench_heatmaps(samples, outdir, force=force))
-    plotted.add(babelstream_kernels(samples, outdir, force=force,
-                                    table=table))
-    for bench in dict.fromkeys(r.benchmark for r in table.rows):
-        if bench != 'babelstream':      # its kernel figure compares them
-            plotted.add(benchmark_multiples(table, bench, outdir, force,
-                                            select))
+    for step in progress.bar(steps, desc='hpcval report: plots',
+                             unit='figure group'):
+        plotted.add(step())
     return plotted

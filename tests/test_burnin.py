@@ -1,0 +1,199 @@
+"""--mode burnin (gpu-burn on every GPU, judged per GPU over time, against
+its siblings and by the 1 Hz samples): real H100 gpu-burn outputs and
+real health probe files (tests/gpu_burn_outputs.py), each broken one way,
+read by the burn-in directly and replayed through ReFrame on kestrel
+(4 x H100 a node) and ``hpcval verdict``."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gpu_burn_outputs import (H100_STAGE, burnin_health, busy_samples,
+                              more_gpus, real, slowed, throttled)
+from hpcval.benchmarks.gpu_burn import burnin_series
+from hpcval.health import probe as health_probe
+from hpcval.parsers import ParseError
+from hpcval.parsers.gpu_burn import parse_gpu_burn
+from hpcval.suites import MODES
+from replays import REPLAY_CONFIG, replay, write_recordings
+from rfmrun import ROOT, VENV_BIN, by_name, perf, reframe
+
+
+def series(tmp_path, text, files):
+    for name, content in files.items():
+        (tmp_path / name).write_text(content)
+    return burnin_series(parse_gpu_burn(text), health_probe.read(tmp_path),
+                         tmp_path)
+
+
+def test_each_gpu_gets_its_windows_and_sampled_series(tmp_path):
+    got = series(tmp_path, more_gpus(real('h100_float_20s'), 4),
+                 burnin_health(busy_samples(4)))
+    assert sorted(got) == [0, 1, 2, 3]
+    # 20 s: windows of a third; reports at 7 (the first), 13, 19, 20 s
+    assert got[2]['gflops_first'] == 51308
+    assert got[2]['gflops_last'] == 51319
+    assert got[2]['sm_mhz'] == (1980, 1980, 1980)
+    assert got[2]['power_w'] == (373.33, 383.9, 384.28)
+    assert got[2]['temp_c'] == (43, 44, 44)
+
+
+def test_a_gpu_never_seen_busy_is_named_not_passed(tmp_path):
+    with pytest.raises(ParseError, match=r'burn-in not judged: GPU 3: 0 '
+                       r'samples at 90%\+ use'):
+        series(tmp_path, more_gpus(real('h100_float_20s'), 4),
+               burnin_health(busy_samples(3)))
+
+
+def test_without_the_probe_nothing_is_judged(tmp_path):
+    with pytest.raises(ParseError, match='no health record'):
+        burnin_series(parse_gpu_burn(real('h100_float_20s')), None,
+                      tmp_path)
+
+
+def test_another_process_on_a_gpu_fails_it(tmp_path):
+    with pytest.raises(ParseError) as err:
+        series(tmp_path, more_gpus(real('h100_float_20s'), 4),
+               burnin_health(busy_samples(4), apps=True))
+    assert 'GPU 3: another process, /opt/torch/.venv/bin/python3 (pid ' \
+        '28303), on it before the burn-in' in str(err.value)
+
+
+def test_a_cut_output_is_not_judged():
+    text = more_gpus(real('h100_float_20s'), 4)
+    with pytest.raises(ParseError, match='did not finish'):
+        parse_gpu_burn(text[:text.index('Tested')])
+
+
+def test_the_fake_tool_reports_one_gpu_throttled(tmp_path):
+    rows = health_probe.parse_gpus(
+        'nvidia-smi', throttled(busy_samples(4), 2, tmp_path), lenient=True)
+    assert {(r['index'], tuple(r['throttle']), r['sm_mhz'])
+            for r in rows} == {(0, (), 1980), (1, (), 1980), (3, (), 1980),
+                               (2, ('hw_thermal_slowdown',), 1188)}
+
+
+def test_the_mode_runs_gpu_burn_in_float_for_900_s():
+    [mode] = [m for m in MODES if m['name'] == 'burnin']
+    assert mode['options'] == ['-n', 'GpuBurnCudaCheck%precision=float$',
+                               '-S', 'GpuBurnCudaCheck.burnin=900',
+                               '--max-retries=1']
+
+
+@pytest.fixture(scope='module')
+def burnins(tmp_path_factory):
+    """One replay of three burn-ins of 4 GPUs (-S burnin=60): healthy
+    (float), GPU 1 slowing to 80% from 70% of the run (double), GPU 2
+    reported thermally throttled by the fake nvidia-smi and GPU 3 15 C
+    hotter than its siblings (float_tc); the report and its verdict."""
+    tmp = tmp_path_factory.mktemp('burnin')
+    bad = throttled(busy_samples(4, hotter={3: 15}), 2, tmp)
+    recordings = {
+        'GpuBurnCudaCheck%precision=float': {
+            'stdout': more_gpus(real('h100_float_20s'), 4),
+            **burnin_health(busy_samples(4))},
+        'GpuBurnCudaCheck%precision=double': {
+            'stdout': slowed(more_gpus(real('h100_double_20s'), 4), 1, 0.8,
+                             70),
+            **burnin_health(busy_samples(4))},
+        'GpuBurnCudaCheck%precision=float_tc': {
+            'stdout': more_gpus(real('h100_tc_float_20s'), 4),
+            **burnin_health(bad, gpu=2, tmp_path=tmp)},
+    }
+    proc, report = replay('kestrel', recordings, ['checks/gpu_burn.py'],
+                          ['GpuBurnCudaCheck.burnin=60'], tmp)
+    assert report, proc.stdout[-3000:] + proc.stderr[-3000:]
+    verdict = subprocess.run(
+        [sys.executable, '-m', 'hpcval.cli', 'verdict',
+         str(tmp / 'report.json'),
+         '--format', 'json'], capture_output=True, text=True, cwd=ROOT,
+        timeout=120)
+    return {tc['display_name'].rpartition('=')[2]: tc
+            for tc in by_name(report, 'GpuBurnCudaCheck')}, \
+        json.loads(verdict.stdout)
+
+
+def failing(tc):
+    return sorted(name for name, v in perf(tc).items() if v[-1] == 'fail')
+
+
+def test_a_healthy_burnin_passes_with_its_series_logged(burnins):
+    tc = burnins[0]['float']
+    assert tc['result'] == 'pass', tc['fail_reason']
+    values = perf(tc)
+    assert values['gflops_last_vs_first@gpu0'][:4] == \
+        [pytest.approx(51319 / 51308), 1, pytest.approx(1 / 1.1 - 1), None]
+    for gpu in range(4):
+        assert values[f'sm_mhz_median@gpu{gpu}'][0] == 1980
+        assert values[f'temp_c_max@gpu{gpu}'][0] == 44
+        assert values[f'gflops_min@gpu{gpu}'][0] == 51308
+    assert 'burnin' in tc['tags']
+
+
+def test_a_gpu_that_slows_is_named(burnins):
+    tc = burnins[0]['double']
+    assert tc['result'] == 'fail'
+    assert failing(tc) == ['gflops_last_vs_first@gpu1',
+                           'gflops_last_vs_siblings@gpu1',
+                           'gflops_vs_siblings@gpu1']
+    assert perf(tc)['gflops_last_vs_first@gpu1'][0] == \
+        pytest.approx(43695 / 54514, rel=1e-3)
+
+
+def test_a_throttled_and_a_hot_gpu_are_named(burnins):
+    tc, data = burnins
+    assert failing(tc['float_tc']) == ['sm_mhz_vs_siblings@gpu2',
+                                       'temp_c_vs_siblings@gpu3']
+    lines = [f['line'] for p in data['partitions'] for f in p['failures']]
+    # the health judge's line (the fake tool's reason), and the clock's
+    assert 'node vm GPU 2: HW thermal slowdown active before and after the ' \
+        'benchmark, 100% of the run (seen 0 s to 8.1 s after its first ' \
+        'sample), 44 C' in lines
+    assert any(line.startswith('node vm GPU 2: GpuBurnCudaCheck %precision='
+                               'float_tc: sm_mhz_vs_siblings@gpu2 = 0.6 x')
+               for line in lines), lines
+    assert any('GPU 1: GpuBurnCudaCheck %precision=double: '
+               'gflops_last_vs_first@gpu1 = 0.80' in line for line in lines)
+
+
+def test_one_gpu_judged_by_its_own_first_minute(tmp_path):
+    """``--mode burnin`` on local, one H100 (a stand-in nvidia-smi for
+    the node's GPU detection; the run's files replayed): no sibling to
+    compare with, the last minute against the first still judged, and a
+    healthy burn-in's verdict is 0; with the fake tool's thermal throttle
+    it is 1, naming the GPU."""
+    import os
+    bins = tmp_path / 'bin'
+    bins.mkdir()
+    smi = bins / 'nvidia-smi'
+    smi.write_text('#!/bin/sh\necho "NVIDIA H100 80GB HBM3, 9.0"\n')
+    smi.chmod(0o755)
+    codes = {}
+    for name, samples in (('healthy', busy_samples(1)), ('thermal',
+                          throttled(busy_samples(1), 0, tmp_path))):
+        rec = write_recordings(tmp_path / name, {
+            'GpuBurnCudaCheck%precision=float': {
+                'stdout': real('h100_float_20s'),
+                **burnin_health(samples, stage=H100_STAGE)}})
+        proc, report = reframe(
+            '-r', '--system', 'local', '--mode', 'burnin',
+            '-S', 'GpuBurnCudaCheck.burnin=60', '-S', f'replay_dir={rec}',
+            tmp_path=tmp_path / name, checks=('checks/gpu_burn.py',),
+            env={'RFM_CONFIG_FILES': str(REPLAY_CONFIG),
+                 'PATH': f"{bins}:{VENV_BIN}:{os.environ['PATH']}"})
+        assert report, proc.stdout[-3000:] + proc.stderr[-3000:]
+        [tc] = by_name(report, 'GpuBurnCudaCheck')
+        values = perf(tc)
+        assert not any('_vs_siblings@' in name for name in values)
+        assert values['gflops_last_vs_first@gpu0'][-1] == 'pass'
+        verdict = subprocess.run(
+            [sys.executable, '-m', 'hpcval.cli', 'verdict',
+             str(tmp_path / name / 'report.json')], capture_output=True,
+            text=True, cwd=ROOT, timeout=120)
+        codes[name] = verdict.returncode, verdict.stdout
+    assert codes['healthy'][0] == 0, codes['healthy'][1]
+    assert codes['thermal'][0] == 1
+    assert 'FAIL node vm GPU 0: HW thermal slowdown active 100% of the ' \
+        'run (seen 0 s to 8.1 s after its first sample), 44 C' in \
+        codes['thermal'][1]
