@@ -378,10 +378,12 @@ def _plant_family(cs, tmp, refs, report, path, judged, fam, rows, quick):
     if not cands:
         return
     i, key, _, value, (low, high) = min(cands, key=margin)
-    need = 1 - low / value if low is not None else 1 - value / high
     want = _expected(fam, key)
     smallest = None
-    limit = min(0.99, need + PAST_BOUND)
+    # a figure cannot fall by more than 99 %, but a time can grow past
+    # any ceiling: its limit is the bound plus PAST_BOUND
+    limit = min(0.99, 1 - low / value + PAST_BOUND) if low is not None \
+        else 1 - value / (high * (1 + PAST_BOUND))
     for drop in sorted({*(() if quick else DROPS), limit}):
         if drop <= 0:
             continue

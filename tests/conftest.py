@@ -109,7 +109,9 @@ def waiting_cluster(tmp_path_factory):
     dedicated, so its jobs never take the host's CPUs from a screen that
     measures."""
     require_minicluster()
-    cluster = MiniCluster(tmp_path_factory.mktemp('mcw'), dedicated=False)
+    # its URGENT partition preempts only the jobs a test sends it
+    cluster = MiniCluster(tmp_path_factory.mktemp('mcw'), dedicated=False,
+                          preempting=True)
     cluster.start()
     yield cluster
     cluster.stop()

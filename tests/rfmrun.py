@@ -59,6 +59,25 @@ def reframe(*args, tmp_path, env=None, timeout=900, checks=('checks/',)):
     neither the host's kernel log nor its GPU tools (``host_free_path``).
     """
     report = tmp_path / 'report.json'
+    proc = subprocess.run(
+        reframe_command(*args, tmp_path=tmp_path, checks=checks),
+        cwd=ROOT, env=reframe_env(tmp_path, env), capture_output=True,
+        text=True, timeout=timeout
+    )
+    data = json.loads(report.read_text()) if report.exists() else None
+    return proc, data
+
+
+def reframe_command(*args, tmp_path, checks=('checks/',)):
+    """The command line ``reframe`` runs (its report in ``tmp_path``)."""
+    return [str(VENV_BIN / 'reframe'),
+            *[a for c in checks for a in ('-c', c)],
+            '--prefix', str(tmp_path / 'rfm'), '--report-file',
+            str(tmp_path / 'report.json'), *args]
+
+
+def reframe_env(tmp_path, env=None):
+    """The environment ``reframe`` runs in."""
     full_env = dict(os.environ,
                     PATH=f'{VENV_BIN}{os.pathsep}{os.environ["PATH"]}',
                     RFM_CONFIG_FILES=str(ROOT / 'config' / 'settings.py'),
@@ -67,15 +86,7 @@ def reframe(*args, tmp_path, env=None, timeout=900, checks=('checks/',)):
                     RFM_WARN_AS_ERROR='y')
     full_env.update(env or {})
     full_env['PATH'] = host_free_path(full_env['PATH'])
-    proc = subprocess.run(
-        [str(VENV_BIN / 'reframe'), *[a for c in checks for a in ('-c', c)],
-         '--prefix',
-         str(tmp_path / 'rfm'), '--report-file', str(report), *args],
-        cwd=ROOT, env=full_env, capture_output=True, text=True,
-        timeout=timeout
-    )
-    data = json.loads(report.read_text()) if report.exists() else None
-    return proc, data
+    return full_env
 
 
 def cases(report):

@@ -197,3 +197,42 @@ def test_one_gpu_judged_by_its_own_first_minute(tmp_path):
     assert 'FAIL node vm GPU 0: HW thermal slowdown active 100% of the ' \
         'run (seen 0 s to 8.1 s after its first sample), 44 C' in \
         codes['thermal'][1]
+
+
+H200_RUN = ROOT / 'tests' / 'fixtures' / 'captured' / 'burnin' / 'h200'
+
+
+def _verdict(path):
+    return subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict', str(path)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_real_h200_burnin_passes_and_a_sagging_one_fails(tmp_path):
+    """The real 60 s burn-in of one H200 passes; the same run with its last
+    minute at 0.85 of its first fails naming GPU 0 and both figures."""
+    healthy = H200_RUN / 'burnin_healthy1.json'
+    proc = _verdict(healthy)
+    assert proc.returncode == 0, proc.stdout
+    data = json.loads(healthy.read_text())
+    [case] = [tc for run in data['runs'] for tc in run['testcases']
+              if tc['name'].startswith('GpuBurnCudaCheck')]
+    key = next(k for k in case['perfvalues']
+               if k.endswith(':gflops_last_vs_first@gpu0'))
+    case['perfvalues'][key][0] = 0.85
+    sagging = tmp_path / 'sagging.json'
+    sagging.write_text(json.dumps(data))
+    proc = _verdict(sagging)
+    assert proc.returncode == 1, proc.stdout
+    assert 'gflops_last_vs_first@gpu0 = 0.85' in proc.stdout, proc.stdout
+
+
+def test_the_check_matches_gpu_burn_by_hand_within_2_percent():
+    """compare.txt: burnin.sh's table of the check's figure (its report)
+    beside gpu-burn run by hand for as long on the same H200."""
+    [head, row] = (H200_RUN / 'compare.txt').read_text().splitlines()
+    gpu, check, hand, _ = row.split('\t')
+    data = json.loads((H200_RUN / 'check_float.json').read_text())
+    [case] = [tc for run in data['runs'] for tc in run['testcases']
+              if tc['name'].startswith('GpuBurnCudaCheck')]
+    assert perf(case)['gflops@gpu0'][0] == float(check)
+    assert abs(float(check) / float(hand) - 1) < 0.02

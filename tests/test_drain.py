@@ -52,6 +52,13 @@ def _screen(tmp_path, slow='n2', name=None, **fields):
     return path
 
 
+def _untested_only(steps, others):
+    """Whether the re-screen, if any, tests only the node left untested
+    (its case renamed), the ``others`` excluded."""
+    return not steps['rescreen'] or \
+        f"-J exclude='{others}'" in steps['rescreen'][0]
+
+
 def _steps(capsys, path):
     status = cli.main(['verdict', str(path), '--format', 'json',
                        '--peer-factor', '2'])
@@ -78,7 +85,8 @@ def test_a_name_that_is_not_one_node_gets_no_drain_line(tmp_path, capsys,
     path = _screen(tmp_path, name=name)
     status, steps = _steps(capsys, path)
     assert status != 0
-    assert steps['drain'] == steps['resume'] == steps['rescreen'] == []
+    assert steps['drain'] == steps['resume'] == []
+    assert _untested_only(steps, 'n[1,3-4]'), steps['rescreen']
     assert not any('scontrol' in n for n in steps['notes'])
     cli.main(['verdict', str(path), '--peer-factor', '2'])
     assert 'nodename=' not in capsys.readouterr().out
@@ -93,8 +101,9 @@ def test_the_only_failed_node_not_one_node_gets_a_comment(tmp_path, capsys,
     path = _screen(tmp_path, slow='n1', name=name)
     status, steps = _steps(capsys, path)
     assert status == 1
-    assert steps['drain'] == steps['resume'] == steps['rescreen'] == []
-    [note] = steps['notes']
+    assert steps['drain'] == steps['resume'] == []
+    assert _untested_only(steps, 'n[2-4]'), steps['rescreen']
+    note = steps['notes'][0]
     assert note.startswith(f'not drained: {node!r}: '), note
     cli.main(['verdict', str(path), '--peer-factor', '2'])
     text = capsys.readouterr().out

@@ -58,6 +58,28 @@ def test_a_failing_nvidia_smi_fails_reframe_naming_node_and_tool(
     assert 'NodeHealthCheck: sanity' not in out
 
 
+def test_checks_selected_without_it_fail_naming_the_tool(tmp_path, capsys):
+    """``-n LikwidBenchCheck`` leaves NodeHealthCheck out: the check's own
+    job probed the failing nvidia-smi, and it fails naming it after its
+    figures are logged; the verdict names the failure once."""
+    proc, report = reframe(
+        '-n', 'LikwidBenchCheck%kernel=peakflops', '-r', '--system', 'local',
+        tmp_path=tmp_path, env=_bin(tmp_path, FAKE_SMI))
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    host = report['session_info']['hostname']
+    line = f'node {host}: nvidia-smi failed (exit 9): {DRIVER_FAILED}'
+    assert line in proc.stdout[proc.stdout.index('SUMMARY OF FAILURES'):]
+    assert not by_name(report, 'NodeHealthCheck')
+    # peakflops has no reference: the health is what fails it
+    tc = one_case(report, 'LikwidBenchCheck')
+    assert (tc['fail_phase'], tc['fail_reason']) == (
+        'performance', f'sanity error: {line}')
+    assert 'peakflops_rate' in perf(tc)
+    assert cli.main(['verdict', str(tmp_path / 'report.json')]) == 1
+    out = capsys.readouterr().out
+    assert out.count('\n  FAIL ') == 1 and f'FAIL {line}' in out, out
+
+
 def test_a_healthy_gpu_node_passes(tmp_path):
     proc, report = _run(tmp_path, _bin(tmp_path, REPLAY_SMI.format(smi=SMI)))
     health = one_case(report, 'NodeHealthCheck')

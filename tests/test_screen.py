@@ -373,12 +373,19 @@ def test_sbatchs_refusals_are_usage_errors_of_no_node():
                                                     f'{why}')
         assert screen.not_tested(c).startswith(
             'not tested: usage error (sbatch refused the job: '), cmd
-    # every node's sbatch refused: nothing failed, nothing tested
+    # every node's sbatch refused: a usage error of the screen, one line
     why = screening.submission_failure(
         'sbatch: error: Invalid --time specification\n', 'none', [])
     v = judge_cases([screen_case(n, result='fail', reason=why)
                      for n in ('n1', 'n2', 'n3', 'n4')])
-    assert v.status == verdict.EXIT_INCOMPLETE and v.failures() == []
+    assert v.status == verdict.EXIT_INPUT and v.failures() == []
+    assert v.usage.startswith('usage error of the screen: its job failed '
+                              'the same way on every node')
+    assert 'Invalid --time' in v.usage
+    # one node's refusal among passing ones: that node is not tested
+    v = judge_cases([screen_case('n1', result='fail', reason=why)] +
+                    [screen_case(n, 20.0) for n in ('n2', 'n3', 'n4')])
+    assert v.status == verdict.EXIT_INCOMPLETE and not v.usage
     assert screen.next_steps(v)['drain'] == []
 
 
@@ -460,14 +467,17 @@ def test_each_partition_prints_what_its_screen_can_find():
             'peakflops_rate: 64 nodes: bound 0.9') in text
 
 
-def test_a_small_partition_is_not_screened_for_slowness_unless_accepted():
+def test_a_small_partition_passes_at_the_wider_bound_it_states():
     # 8 nodes at 2 % spread: k(7) = 31 widens the bound past 0.8x (at
     # 1 % it is about 0.81x: the partition is screened only just)
     cases = spread_cases(8, 0.02, ('n3', 0.8))
     v = judge_cases(cases)
     [r] = v.groups[0].reach
     assert not r.screened and r.bound > 1.25
-    assert v.failures() == [] and v.status == verdict.EXIT_INCOMPLETE
+    # every node passed: exit 4, not 2 (untested), the bound stated
+    assert v.failures() == [] and v.status == verdict.EXIT_WIDER == 4
+    assert 'every node passed, at the bound stated' in \
+        verdict.render_text(v)
     [why] = [w for w in v.incomplete if 'not screened' in w]
     assert why.startswith('mc:cpu: LikwidBenchCheck %kernel=peakflops: '
                           'peakflops_rate: 8 nodes: bound 0.')
@@ -475,7 +485,11 @@ def test_a_small_partition_is_not_screened_for_slowness_unless_accepted():
         verdict.EXIT_OK
     # two nodes: no spread at all
     [r] = judge_cases(spread_cases(2, 0.01)).groups[0].reach
-    assert r.bound is None and 'too few to measure their spread' in r.line()
+    assert r.finds is None and 'too few to measure their spread' in r.line()
+    # an untested node besides: incomplete (2), whatever the bound
+    lost = spread_cases(8, 0.02)[:7] + [screen_case(
+        'n8', result='abort', reason='aborted due to KeyboardInterrupt')]
+    assert judge_cases(lost).status == verdict.EXIT_INCOMPLETE
 
 
 def test_a_small_partition_with_references_is_judged_by_them():
@@ -554,7 +568,11 @@ def test_the_rule_on_a_real_clusters_memory_bandwidth_per_node():
     figures = {id(c): [sample('triad', values[screen.node_of(c)], 'MB/s')]
                for c in cases}
     [r] = screen.reach(cases, lambda c: figures[id(c)])
-    assert r.bound is None and not r.screened
+    # the floor's bound, stated; what it names is not
+    assert r.finds is None and not r.screened
+    assert r.line().startswith(
+        "LikwidBenchCheck %kernel=peakflops: triad: 4 nodes: bound 0.95x "
+        "the peers' median, the floor alone: 3 peer(s), too few")
 
 
 def test_a_finished_jobs_node_list_is_asked_for_once():
@@ -575,3 +593,83 @@ def test_a_finished_jobs_node_list_is_asked_for_once():
     job.state = 'COMPLETED'
     assert [job.nodelist for _ in range(19)] == [['n1']] * 19
     assert job.asked == 3 and isinstance(job, Job)
+
+
+# -- a screen stopped, preempted, or refused as a whole -----------------------
+
+STOPPED = 'run: aborted due to KeyboardInterrupt'
+PREEMPTED = ('sanity: sanity error: job 15 on n3 PREEMPTED: preempted by a '
+             'higher-priority job')
+
+
+def test_a_stopped_or_preempted_case_is_not_tested_and_is_rescreened():
+    """Ctrl-C after n1 and n2 (n3 aborted, n4 never started), or n3's job
+    preempted: no failure, no drain line; the re-screen names the untested
+    nodes with the screen's settings, and read with the first screen
+    every node is judged."""
+    cmd = ('reframe -c checks/likwid_bench.py -r --system minicluster '
+           '--distribute=all -n LikwidBenchCheck%kernel=peakflops '
+           '-J account=p1 --report-file /x/r.json')
+    for why in (STOPPED, PREEMPTED):
+        first = [screen_case('n1', 20.0), screen_case('n2', 20.5),
+                 screen_case('n3', result='abort' if why == STOPPED
+                             else 'fail', reason=why)]
+        loaded = SimpleNamespace(cases=first, fixtures=[], problems=[],
+                                 damaged=[], conflicts=[],
+                                 commands={'s1': cmd},
+                                 samples=[s for c in first
+                                          for s in c.samples])
+        v = verdict.judge(loaded, accept_unscreened=True)
+        assert v.status == verdict.EXIT_INCOMPLETE and v.failures() == []
+        cov = v.groups[0].coverage
+        assert cov.tested == ['n1', 'n2'] and cov.rerun == ['n3', 'n4']
+        assert cov.untested['n3'] == (
+            'not tested: the screen was stopped (KeyboardInterrupt)'
+            if why == STOPPED else 'not tested: preempted')
+        steps = screen.next_steps(v)
+        assert steps['drain'] == [] and steps['resume'] == []
+        assert steps['rescreen'][0] == (
+            "reframe -r --system mc:cpu --distribute=all -J account=p1 -J "
+            "exclude='n[1-2]' -n LikwidBenchCheck%kernel=peakflops "
+            "--report-file rescreen.json")
+        assert '2 node(s) not tested (n[3-4])' in ' '.join(steps['notes'])
+        again = [screen_case(n, 20.2, time=9.0, session='s2')
+                 for n in ('n3', 'n4')]
+        assert judge_cases(first + again, accept_unscreened=True).status \
+            == verdict.EXIT_OK
+
+
+def test_a_job_failing_the_same_way_on_every_node_is_a_usage_error():
+    """-J chdir=/nonexistent: sbatch takes it, every node's job fails
+    alike (the reason as ReFrame recorded it on the minicluster): one
+    usage line naming the option, exit 3."""
+    cases = [screen_case(n, result='fail', reason=(
+        f'sanity: sanity error: job {i} on {n} FAILED: ended with a '
+        f'non-zero exit code; output file missing: rfm_job.out'))
+        for i, n in enumerate(('n1', 'n2', 'n3', 'n4'), start=7)]
+    cmd = ('reframe -r --system minicluster --distribute=all -J '
+           'chdir=/nonexistent -n LikwidBenchCheck%kernel=peakflops')
+    loaded = SimpleNamespace(cases=cases, fixtures=[], problems=[],
+                             damaged=[], conflicts=[], commands={'s1': cmd},
+                             samples=[])
+    v = verdict.judge(loaded)
+    assert v.status == verdict.EXIT_INPUT
+    assert v.usage.endswith('its job options: -J chdir=/nonexistent; fix '
+                            'what it names and screen again')
+    # one node failing otherwise: each node's own failure
+    cases[2].reason = 'sanity: likwid-bench printed no MFlops/s'
+    assert judge_cases(cases).status == verdict.EXIT_FAILED
+    # every node failed under its job: the nodes', however many
+    for c in cases:
+        c.reason = (f'sanity: job 3 on {screen.node_of(c)} NODE_FAIL: a '
+                    f'node failed under the job')
+    assert judge_cases(cases).status == verdict.EXIT_FAILED
+
+
+def test_a_screen_stopped_before_any_node_ended_is_rescreened_whole():
+    v = judge_cases([screen_case(n, result='abort', reason=STOPPED)
+                     for n in ('n1', 'n2', 'n3', 'n4')])
+    assert v.status == verdict.EXIT_INCOMPLETE and not v.usage
+    assert screen.next_steps(v)['rescreen'][0] == (
+        'reframe -r --system mc:cpu --distribute=all -n '
+        'LikwidBenchCheck%kernel=peakflops --report-file rescreen.json')

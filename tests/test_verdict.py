@@ -4,6 +4,7 @@ copies of them changed in one place each (a reference that fails, a skipped
 source, a failed build), as a bad maintenance would leave them."""
 import copy
 import json
+import pathlib
 import re
 
 import pytest
@@ -105,14 +106,21 @@ def _no_datasheet(tmp_path):
 
 def test_unjudged_figures_leave_the_run_incomplete(capsys, tmp_path):
     report = _no_datasheet(tmp_path)
+    # without nccl-tests' times, which local.yaml's ceiling judges
+    data = json.loads(pathlib.Path(report).read_text())
+    for tc in _cases(data):
+        for key in [k for k in tc.get('perfvalues') or {}
+                    if k.endswith('_smallest')]:
+            del tc['perfvalues'][key]
+    pathlib.Path(report).write_text(json.dumps(data))
     status, out, _ = _run(capsys, report)
     assert status == verdict.EXIT_INCOMPLETE
     assert out.startswith('hpcval verdict: INCOMPLETE (exit 2)')
     assert 'local:default: 5 test cases (5 passed, 0 failed, 0 skipped)' in out
-    assert '0 judged' in out and '42 logged without a reference' in out
+    assert '0 judged' in out and '38 logged without a reference' in out
     assert ('UNJUDGED BabelStreamCudaCheck %build.model=cuda: copy, copy@gpu0, '
             'copy@gpu1, mul and 11 more') in out
-    assert '42 figure(s) without a reference' in out
+    assert '38 figure(s) without a reference' in out
     # nothing judged at all is never a pass
     assert _run(capsys, report, '--allow-unjudged')[0] == \
         verdict.EXIT_INCOMPLETE

@@ -44,6 +44,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -296,6 +297,10 @@ def _verdict(args):
                            peer_factor=args.peer_factor,
                            accept_out=args.accept_out,
                            accept_unscreened=args.accept_unscreened)
+    if result.usage:        # nothing judged: no node's fault to print
+        print(f'hpcval verdict: {verdict.escape(result.usage)}',
+              file=sys.stderr)
+        return result.status
     if args.format == 'json':
         sys.stdout.write(verdict.render_json(result))
     else:
@@ -624,9 +629,12 @@ def _passthrough(cmd, env, pattern):
     """Run ``cmd``, copying its standard output line by line; (exit
     status, whether a line matched ``pattern``, the session ReFrame
     stored or None).  Ctrl-C reaches ReFrame
-    (same process group), which ends its jobs; this waits for it."""
+    (same process group), which ends its jobs; this waits for it.  A
+    SIGTERM of this process is passed on, to the same end."""
     seen, session = False, None
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
+    with contextlib.suppress(ValueError):       # not the main thread
+        signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
     out = sys.stdout.buffer
     while True:
         try:

@@ -26,7 +26,11 @@ STATUSES = {
                   f'{_ERROR}; a monitoring server that does not answer; '
                   f'a file that cannot be written (nothing written)'],
     'verdict': ['0 healthy', '1 failed (each failure named)',
-                '2 incomplete: skipped or unjudged, not validated', _ERROR],
+                '2 incomplete: skipped, unjudged or a node not tested, not '
+                'validated', f'{_ERROR}; a node screen whose job failed '
+                'alike on every node',
+                '4 a node screen passed at the wider bound it states '
+                '(docs/screening.md)'],
     'diff': ['0 nothing moved',
              '1 a figure moved, or the newest run failed without figures',
              '2 incomplete: no passing baseline, too few runs or no '
@@ -34,7 +38,7 @@ STATUSES = {
              f'{_ERROR}; a --baseline that is no time, report or '
              f'calibration'],
     'paths': ['0 printed', _ERROR],
-    'run': ['0, 1, 2: the verdict of the run ReFrame made (2 also where '
+    'run': ['0, 1, 2, 4: the verdict of the run ReFrame made (2 also where '
             'ReFrame failed and the verdict passed; 0 where it ran nothing '
             'to judge and exited 0)',
             f'{_ERROR}; a refused system, mode or empty selection; '

@@ -46,7 +46,8 @@ _LAYOUT_KEYS = {'launcher_options', 'cpus_per_task', 'env_vars',
                 'one_visible_gpu'}
 _SETTINGS_KEYS = {'modules', 'launcher_options', 'env_vars'}
 _EXTRAS_KEYS = {'gpu_layouts', 'multinode_collectives', 'gpu_aware_mpi',
-                'scratch_dir', 'container_images', 'container_options'}
+                'scratch_dir', 'container_images', 'container_options',
+                'unusable_environs'}
 
 
 class SystemConfigError(ValueError):
@@ -131,6 +132,13 @@ def validate_system(system, origin, *rules):
         for key in ('multinode_collectives', 'gpu_aware_mpi'):
             if key in extras:
                 _settings(f'{where}.{key}', extras[key], _SETTINGS_KEYS)
+
+        unusable = extras.get('unusable_environs', {})
+        if not isinstance(unusable, dict) or not all(
+                isinstance(v, str) for v in (*unusable, *unusable.values())):
+            _fail(f'{where}.unusable_environs',
+                  'must map environment names to the reason each is '
+                  'unusable here')
 
         for rule in rules:
             rule(where, extras, SystemConfigError)

@@ -892,7 +892,9 @@ def _no_match(ref, tests, known_checks):
               (ref.partition == '*' or ref.partition in t.partitions)]
     if not placed:
         parts = sorted({p for t in family for p in t.partitions})
-        return True, (f'no {ref.check} test runs on partition '
+        # a check that runs nowhere here (a GPU check on a host without
+        # one) may run on the same system elsewhere: noted, not refused
+        return bool(parts), (f'no {ref.check} test runs on partition '
                       f'{ref.partition!r} (it runs on: '
                       f'{", ".join(parts) or "none"})')
 

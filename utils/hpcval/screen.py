@@ -55,6 +55,8 @@ _NOT_THE_NODE = (
         r'\b(sbatch|srun): (unrecognized|invalid) option')),
     ('cancelled (scancel, or an administrator)', re.compile(
         r'\bCANCELLED: cancelled')),
+    # hpcval.benchmarks.fates: a higher-priority job took the node
+    ('preempted', re.compile(r'\bPREEMPTED: preempted')),
 )
 # what a reconciled submission adds to its category (the verdict's words)
 _DETAIL = re.compile(r'(sbatch refused the job: [^;|\n]*|the controller '
@@ -83,7 +85,12 @@ def not_tested(case):
     m = _UNAVAILABLE.search(reason)
     if m:
         return f'job not started: {m.group(1)}'
-    if case.result not in ('fail', 'abort'):
+    if case.result == 'abort':
+        # ReFrame stopped before the case ended: Ctrl-C, SIGTERM, --maxfail
+        cause = re.search(r'aborted due to (\w+)', reason)
+        return 'not tested: the screen was stopped' + (
+            f' ({cause.group(1)})' if cause else '')
+    if case.result != 'fail':
         return ''
     for what, pattern in _NOT_THE_NODE:
         if pattern.search(reason):
@@ -205,10 +212,21 @@ class Coverage:
     untested: dict                 # node: why
     excluded: list = field(default_factory=list)   # (test, why)
     accepted: dict = field(default_factory=dict)   # node: why, out by intent
+    # untested nodes Slurm held out (drained, down, reserved) or whose
+    # job was refused as asked: a re-screen as it stands cannot test them
+    held: list = field(default_factory=list)
+    tests: list = field(default_factory=list)      # the screen's tests
+    session: str = ''       # a session of the screen (its command line)
 
     @property
     def known(self):
         return bool(self.partition_nodes)
+
+    @property
+    def rerun(self):
+        """The untested nodes a re-screen can test."""
+        return [n for n in sorted(self.untested, key=_natural)
+                if n not in self.held]
 
     def line(self):
         total = len(self.partition_nodes) if self.known else None
@@ -245,7 +263,7 @@ def _natural(name):
 
 def coverage(cases):
     """The Coverage of the distributed ``cases`` of one partition."""
-    recorded, tested, untested, excluded = {}, set(), {}, []
+    recorded, tested, untested, excluded, held = {}, set(), {}, [], set()
     tests = {screen_test(c) for c in cases}
     for case in cases:
         nodes = case.extras.get('partition_nodes')
@@ -261,6 +279,8 @@ def coverage(cases):
         if case.result == 'skip':
             continue
         why = not_tested(case)
+        if why.startswith('job not started') or 'usage error' in why:
+            held.add(node)
         if why:
             # one case of the node not run is enough: its screen is partial
             untested.setdefault(node, f'{screen_test(case)}: {why}'
@@ -282,12 +302,15 @@ def coverage(cases):
                 continue
             if isinstance(why, str) and why:
                 untested[node] = why        # Slurm's state says most
+                held.add(node)
             elif node not in untested:
                 untested[node] = 'no test case ran there'
     tested -= set(untested)
     return Coverage(sorted(partition_nodes, key=_natural),
                     sorted(tested, key=_natural), untested,
-                    sorted(set(excluded)))
+                    sorted(set(excluded)),
+                    held=sorted(held, key=_natural), tests=sorted(tests),
+                    session=getattr(cases[0], 'session', '') if cases else '')
 
 
 def _peer_groups(cases, samples_of):
@@ -372,8 +395,8 @@ class Reach:
     unit: str
     nodes: int
     peers: int
-    bound: float            # None: too few peers to measure a spread
-    finds: float            # None: as bound
+    bound: float            # None: no peers
+    finds: float            # None: too few peers to measure a spread
     target: float
     by_references: bool
     screened: bool
@@ -382,8 +405,12 @@ class Reach:
     def line(self):
         head = f'{self.test}: {self.metric}: {self.nodes} nodes'
         if self.bound is None:
-            reach = (f'{self.peers} peer(s), too few to measure their '
-                     f'spread (at least {_MIN_SPREAD_PEERS})')
+            reach = f'{self.peers} peers: nothing to compare with'
+        elif self.finds is None:
+            reach = (f'bound {self._at(self.bound)}, the floor alone: '
+                     f'{self.peers} peer(s), too few to measure their '
+                     f'spread (at least {_MIN_SPREAD_PEERS}), so neither '
+                     f'its false-alarm rate nor what it names is stated')
         else:
             reach = (f'bound {self._at(self.bound)}, names a node at '
                      f'{self._at(self.finds)} in 99 % of screens')
@@ -423,6 +450,8 @@ def reach(cases, samples_of, factor=PEER_FACTOR, referenced=None):
             mid = statistics.median(logs)
             sigma = 1.4826 * statistics.median(abs(x - mid) for x in logs)
             finds = math.exp(math.log(bound) + _NAMED_IN_99 * sigma)
+        elif judged:        # the floor alone judges
+            bound = max(j.factor for j in judged.values())
         target = SCREEN_TARGET[kind]
         by_refs = referenced is not None and all(
             referenced(s) for _, _, s in entries)
@@ -520,6 +549,50 @@ def _short(value):
     return f'{value:.4g}' if isinstance(value, (int, float)) else str(value)
 
 
+# what differs between nodes' words of one failure: job ids, numbers
+_VARYING = re.compile(r'\d+')
+# a node that failed under its job (hpcval.benchmarks.screening): the
+# node's, however many fail alike (a rack's power)
+_NODE_FATE = re.compile(r'\b(NODE_FAIL|BOOT_FAIL): ')
+
+
+def same_failure(cases, samples_of):
+    """The reason of the first of the distributed ``cases`` where every
+    node's job (two nodes or more) failed with it, none measuring a
+    figure (``samples_of(case)``), up to its node's name and numbers: the
+    screen's own option, module or account, not each node; else ''."""
+    found, first = set(), ''
+    nodes = set()
+    for case in cases:
+        node = node_of(case)
+        if node is None or case.result == 'skip' or \
+                case.extras.get('screen_excluded'):
+            continue
+        why = not_tested(case)
+        if case.result != 'fail' or samples_of(case) or \
+                (why and 'usage error' not in why) or \
+                _NODE_FATE.search(case.reason or ''):
+            return ''
+        text = (case.reason or '').replace(node, '')
+        found.add(_VARYING.sub('#', text))
+        nodes.add(node)
+        first = first or case.reason
+    return first if len(nodes) > 1 and len(found) == 1 else ''
+
+
+def usage_line(reason, commands):
+    """The one line of a screen whose job failed the same way on every
+    node, naming the job options its command lines gave."""
+    given = sorted({f'-J {words[i + 1]}' for cmd in commands.values()
+                    for words in [rescreen_settings(cmd)]
+                    for i, w in enumerate(words[:-1]) if w == '-J'})
+    return (f'usage error of the screen: its job failed the same way on '
+            f'every node, so not for a node\'s fault (nothing drained): '
+            f'{" ".join(reason.split())[:300]}'
+            + (f'; its job options: {", ".join(given)}' if given else '')
+            + '; fix what it names and screen again')
+
+
 def next_steps(verdict):
     """What the admin does next: {'drain': [scontrol line, ...], 'resume':
     [scontrol line], 'rescreen': [command, ...], 'notes': [...]} for the
@@ -541,6 +614,19 @@ def next_steps(verdict):
         if not any(n in alone for n in nodes.split('+')):
             notes.append(f'nodes {nodes} failed together in one job: '
                          f'screen each alone before draining either')
+    for g in verdict.groups:
+        cov = g.coverage
+        if cov is not None and cov.rerun:
+            notes.append(f'{g.name}: {len(cov.rerun)} node(s) not tested '
+                         f'({abbrev(cov.rerun)}): the re-screen line tests '
+                         f'them, the verdict line judges them with this '
+                         f'screen')
+        held = [n for n in cov.untested if n in cov.held] if cov else []
+        if held:
+            notes.append(f'{g.name}: not tested and not re-screened: '
+                         f'{abbrev(held)} (Slurm held them out, or their '
+                         f'job was refused as asked): return them to '
+                         f'service or fix the option, or give --accept-out')
     rescreen = _rescreen(verdict, slurm['admitted'])
     return {'drain': slurm['drain'],
             'resume': slurm['resume'] if rescreen else [],
@@ -613,25 +699,35 @@ def _rescreen(verdict, failed):
     commands = options.get('commands') or {}
     lines = []
     for g in verdict.groups:
+        if g.coverage is None:
+            continue
         mine = {n: f for n, f in failed.items()
                 if plain_node(n) and any(f is x for x in g.failures)}
-        nodes = sorted(mine, key=_natural)
-        if not nodes or g.coverage is None:
+        # as a failed node's: a Slurm partition of the cluster here
+        here = drains.local_cluster()[0].lower()
+        untested = [n for n in g.coverage.rerun if plain_node(n)] \
+            if g.scheduler in drains.SLURM and here == g.system.lower() \
+            else []
+        nodes = sorted({*mine, *untested}, key=_natural)
+        if not nodes:
             continue
-        first = mine[nodes[0]]
-        settings = rescreen_settings(commands.get(first.session, ''))
+        tests = {screen_test(f) for f in mine.values()}
+        tests |= set(g.coverage.tests) if untested else set()
+        first = mine[min(mine, key=_natural)] if mine else None
+        settings = rescreen_settings(commands.get(
+            first.session if first else g.coverage.session, ''))
         mode = '--mode' in settings
         if not any(w.startswith('--distribute') for w in settings) and \
                 not mode:
             settings.append('--distribute=all')
-        head = (f'reframe -r --system '
-                f'{shlex.quote(first.system + ":" + first.partition)} '
+        where = f'{first.system}:{first.partition}' if first else g.name
+        head = (f'reframe -r --system {shlex.quote(where)} '
                 + ' '.join(shlex.quote(w) for w in settings))
         # a fixed mode runs its whole suite: no test is named
         names = '' if mode else ' ' + ' '.join(
             f'-n {shlex.quote(t)}' for t in sorted(
-                {screen_test(f).replace(' %', '%') for f in mine.values()}))
-        others = [n for n in g.coverage.partition_nodes if n not in mine]
+                {t.replace(' %', '%') for t in tests}))
+        others = [n for n in g.coverage.partition_nodes if n not in nodes]
         if others:
             lines.append(f'{head} -J exclude={shlex.quote(abbrev(others))}'
                          f'{names} --report-file rescreen.json')

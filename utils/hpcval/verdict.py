@@ -49,8 +49,12 @@ from hpcval.verdict_refs import DATASHEET, with_datasheets
 # the monitoring plugins' convention (Nagios, Icinga, Naemon: 0 OK,
 # 1 WARNING, 2 CRITICAL, 3 UNKNOWN) for 3; 1 and 2 are the verdict's own
 EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INPUT = 0, 1, 2, 3
+# a node screen's only shortfall: every node passed, but the partition's
+# spread allowed a wider bound than the kind's target (each stated)
+EXIT_WIDER = 4
 STATUS = {EXIT_OK: 'PASSED', EXIT_FAILED: 'FAILED',
-          EXIT_INCOMPLETE: 'INCOMPLETE', EXIT_INPUT: 'UNKNOWN'}
+          EXIT_INCOMPLETE: 'INCOMPLETE', EXIT_INPUT: 'UNKNOWN',
+          EXIT_WIDER: 'PASSED AT A WIDER BOUND'}
 DIAGNOSTIC = 'diagnostic'
 # provenance keys in the order they are shown
 PROVENANCE_KEYS = ('gpu', 'driver', 'cuda', 'rocm', 'nccl', 'rccl', 'mpi',
@@ -90,6 +94,9 @@ class Group:
     per_node: list = field(default_factory=list)
     # per figure of a node screen, what it can find (hpcval.screen.Reach)
     reach: list = field(default_factory=list)
+    # the one reason every node's job of a screen failed with: the
+    # screen's usage error, not each node's (hpcval.screen.same_failure)
+    same_failure: str = ''
     # what changed, information (hpcval.health): 'node n3 GPU 1: VBIOS ..'
     changes: list = field(default_factory=list)
     # information of the nodes' health, never a failure (hpcval.health)
@@ -131,6 +138,8 @@ class Verdict:
     # the options that judged (peer_factor, accept_out,
     # accept_unscreened): a re-screen's verdict line repeats them
     options: dict = field(default_factory=dict)
+    # a usage error of a node screen: its one line (status EXIT_INPUT)
+    usage: str = ''
 
     @property
     def word(self):
@@ -358,17 +367,25 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     _screens(groups, screened, samples, factor, accept_out)
 
     ordered = [groups[k] for k in sorted(groups)]
-    incomplete = _incomplete(ordered, allow_unjudged, accept_unscreened)
+    incomplete = _incomplete(ordered, allow_unjudged)
     commands = getattr(loaded, 'commands', None) or {}
     # an acceptance or screen narrowed is not that suite
     incomplete += verdict_modes.not_the_suite(groups.sessions, commands)
+    wider = [] if accept_unscreened else [
+        f'{g.name}: {r.line()}' for g in ordered for r in g.reach
+        if not r.screened]
     problems = [str(p) for p in loaded.problems]
     distributed = any('%.nid=' in c.test for c in loaded.cases)
-    return Verdict(_status(ordered, incomplete, problems, strict), ordered,
-                   incomplete, problems, distributed,
+    status = _status(ordered, incomplete + wider, problems, strict)
+    if status == EXIT_INCOMPLETE and not incomplete:
+        status = EXIT_WIDER
+    usage = next((screen.usage_line(g.same_failure, commands)
+                  for g in ordered if g.same_failure), '')
+    return Verdict(EXIT_INPUT if usage else status, ordered,
+                   incomplete + wider, problems, distributed,
                    {'peer_factor': peer_factor, 'accept_out': accept_out,
                     'accept_unscreened': accept_unscreened,
-                    'commands': commands})
+                    'commands': commands}, usage)
 
 
 def _by_case(loaded):
@@ -406,13 +423,13 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
         g.false_alarms = rate.text() if rate else ''
 
     groups.sessions.setdefault(g.name, set()).add(case.session)
+    sched = drain.scheduler_of(case)
+    if sched and g.scheduler != sched:
+        g.scheduler = 'mixed' if g.scheduler else sched
     if screen.node_of(case) and (case.extras.get('screen_excluded') or
                                  screen.not_started(case)):
         return          # not a node's result: counted by coverage
     g.replays += case.replay
-    sched = drain.scheduler_of(case)
-    if sched and g.scheduler != sched:
-        g.scheduler = 'mixed' if g.scheduler else sched
     label = node_label(case)
     groups.add_nodes(g, label)
     drain.note_case(g.ran_there, label, {*case.nodes,
@@ -518,9 +535,12 @@ def _intermittent(case, was, s, healths):
 
 def _health_named(healths, case, samples):
     """Whether ``case`` failed only for what its node's health record
-    shows, named as such: a check whose sanity is its health judgement
-    (hpcval_sanity_is_health, hpcval.benchmarks.node_health)."""
-    return not samples and case.phase == 'sanity' and \
+    shows, named as such: the node-health test's sanity, or a benchmark's
+    failure after its figures, is its health judgement
+    (hpcval_sanity_is_health: hpcval.benchmarks.node_health,
+    base.fail_on_node_health)."""
+    return case.phase in ('sanity', 'performance') and \
+        not (samples and case.phase == 'sanity') and \
         case.extras.get('sanity_is_health') is True and \
         id(case) in healths.failed
 
@@ -748,9 +768,11 @@ def _screens(groups, screened, samples, peer_factor, accept_out):
                                          peer_factor)
             g.reach = screen.reach(mine, lambda c: samples.get(id(c), []),
                                    peer_factor, is_judged)
+            g.same_failure = screen.same_failure(
+                mine, lambda c: samples.get(id(c), []))
 
 
-def _incomplete(groups, allow_unjudged, accept_unscreened=False):
+def _incomplete(groups, allow_unjudged):
     why = []
     if not groups:
         why.append('no test case in the input: nothing was validated')
@@ -777,9 +799,6 @@ def _incomplete(groups, allow_unjudged, accept_unscreened=False):
         if g.coverage is not None and (g.coverage.untested or
                                        not g.coverage.known):
             why.append(f'{g.name}: node screen: {g.coverage.line()}')
-        if not accept_unscreened:
-            why += [f'{g.name}: {r.line()}' for r in g.reach
-                    if not r.screened]
     return why
 
 
@@ -953,15 +972,17 @@ def render_text(verdict, most=20, per_node=False):
             lines.append(f'  {node}: {len(nodes[node])} failure(s)')
             lines += _capped([f'    {line}' for line in nodes[node]], most)
     steps = screen.next_steps(verdict)     # node screen: drain, re-screen
-    if steps['drain'] or steps['notes']:
+    if steps['drain'] or steps['notes'] or steps['rescreen']:
         lines += ['', 'next steps (drain the failed nodes, fix them, then '
                       're-screen only them):']
         lines += [f'  {line}' for line in steps['drain'] +
                   steps['resume'] + steps['rescreen']]
         lines += [f'  # {note}' for note in steps['notes']]
     if verdict.incomplete:
-        lines += ['', 'not validated:'] + [f'  {w}'
-                                           for w in verdict.incomplete]
+        head = 'every node passed, at the bound stated (wider than the ' \
+            'target; exit 4):' if verdict.status == EXIT_WIDER else \
+            'not validated:'
+        lines += ['', head] + [f'  {w}' for w in verdict.incomplete]
     if verdict.problems:
         lines += ['', 'inputs left out:'] + [f'  {p}'
                                              for p in verdict.problems]

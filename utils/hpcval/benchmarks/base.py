@@ -26,6 +26,7 @@ from hpcval.benchmarks import fates, jobscript, nodeuse
 from hpcval.benchmarks.container import ContainerRun, image_of
 from hpcval.benchmarks.jobscript import NOTHING, Lines
 from hpcval.health import probe as health_probe
+from hpcval.health import report as health_report
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
@@ -101,6 +102,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     #: this test's class and its bases, nearest first (hpcval's and the
     #: site's, not ReFrame's): the names a reference entry may give
     hpcval_lineage = variable(typ.List[str], value=[])
+    #: for ``hpcval verdict``: the case failed for its node's health
+    #: record alone, which the verdict names itself (fail_on_node_health)
+    hpcval_sanity_is_health = variable(bool, value=False)
     #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'hpcval_plot_data': inputs.RECORD,
@@ -109,6 +113,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         'hpcval_unjudged': inputs.RECORD,
         'hpcval_provenance': inputs.RECORD,
         'hpcval_lineage': inputs.RECORD,
+        'hpcval_sanity_is_health': inputs.FLAG,
         'health_probe': inputs.FLAG,
         'health_sampler': inputs.FLAG,
         'hpcval_health': inputs.RECORD,
@@ -447,6 +452,22 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         self.hpcval_components = dict(self.components(self.result, values))
         self.hpcval_provenance = {**self.hpcval_provenance,
                                   **self.provenance_of_output(self.result)}
+
+    @run_after('performance')
+    def fail_on_node_health(self):
+        # the verdict fails the node on this job's own health record: so
+        # does ReFrame, whichever checks -n or -t selected (docs/health.md);
+        # after performance, so that the figures are logged
+        try:
+            record = records.decode('health', self.hpcval_health)
+        except records.Unreadable as err:
+            raise SanityError(str(err)) from None
+        lines = health_report.failure_lines(
+            record, self.current_system.name, self.current_partition.name,
+            '+'.join(self.job.nodelist or ()))
+        if lines:
+            self.hpcval_sanity_is_health = True
+            raise SanityError('; '.join(lines))
 
     def _measured_gpus(self):
         try:

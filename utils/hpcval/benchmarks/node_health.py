@@ -15,17 +15,16 @@ scheduler), once per partition and node (``--distribute`` makes one per
 node), in every suite.
 """
 import shutil
-import types
 
 import reframe as rfm
 import reframe.core.runtime as rt
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import run_after, run_before, variable
+from reframe.core.builtins import run_after, run_before
 
-from hpcval import features as ft, inputs, records, suites
+from hpcval import features as ft, records, suites
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.health import probe, report
-from hpcval.judgement import Failure
+from hpcval.health import probe
+from hpcval.health.report import failure_lines
 from hpcval.parsers import ParseError
 
 
@@ -39,15 +38,6 @@ def _judged_here(part):
         any(shutil.which(tool) for tool in probe.TOOLS)
 
 
-def failure_lines(record, system, partition):
-    """The verdict's FAIL lines of ``record`` (hpcval.records.Health) on
-    ``system:partition``: [] for a healthy node."""
-    case = types.SimpleNamespace(extras={'health': record}, system=system,
-                                 partition=partition)
-    return [Failure(system, partition, n, comp, '', '', reason=text).line()
-            for n, comp, text in report.Judge().failures(case, '')]
-
-
 class NodeHealth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     """The health probe alone, judged as ``hpcval verdict`` judges it."""
 
@@ -58,10 +48,8 @@ class NodeHealth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_tasks_per_node = 1
     # the sampler measures a GPU under a benchmark's load: none here
     health_sampler = False
-    #: for ``hpcval verdict``: a sanity failure here is the health record's
-    #: judgement, which the verdict names itself
-    hpcval_sanity_is_health = variable(bool, value=True)
-    input_policy = {'hpcval_sanity_is_health': inputs.FLAG}
+    # a sanity failure here is the health record's judgement
+    hpcval_sanity_is_health = True
     tags = {'health'}
 
     def suites(self):

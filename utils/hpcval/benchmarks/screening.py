@@ -22,7 +22,11 @@ sbatch refused the job: ...``; neither is the node's.
 
 A node that failed under its job (``NODE_FAIL``, or down when its job
 ended) fails the case before its output is read, naming the node and
-Slurm's reason, whatever the output held.
+Slurm's reason, whatever the output held.  A job preempted by a
+higher-priority one (``PREEMPTED``; never requeued, ``--no-requeue``) has
+ended: ReFrame's Slurm backend takes the state as pending and would wait
+for it forever; it fails the case with its fate, which the verdict reads
+as "not tested: preempted".
 """
 import functools
 import itertools
@@ -41,6 +45,7 @@ from reframe.core.exceptions import ReframeError, SanityError
 from reframe.utility import nodelist_abbrev, nodelist_expand
 
 from hpcval import inputs
+from hpcval.benchmarks import fates
 from hpcval.benchmarks.jobscript import NOTHING, Lines
 from hpcval.benchmarks.lean_logging import LeanLogging
 
@@ -78,6 +83,9 @@ _STALLED = re.compile(r'Socket timed out|Unable to contact slurm '
 _FAILED_NODE = re.compile(r'(down|fail|failing|not_responding)\b|\*$')
 #: Slurm's job states that end a job because its node failed
 NODE_FATES = ('NODE_FAIL', 'BOOT_FAIL')
+#: Slurm's job states that end a job submitted with --no-requeue, which
+#: ReFrame's Slurm backend takes as pending
+ENDED_UNREQUEUED = ('PREEMPTED',)
 
 
 def _partition_option(options):
@@ -291,6 +299,40 @@ def cache_job_nodelist(job):
     job.__class__ = cls
 
 
+_ENDING_CLASSES = {}
+
+
+def _ended_unrequeued(job):
+    from reframe.core.schedulers.slurm import slurm_state_completed
+
+    states = (job.state or '').split(',')
+    return '--no-requeue' in job.options and \
+        any(s in ENDED_UNREQUEUED for s in states) and \
+        all(s in ENDED_UNREQUEUED or slurm_state_completed(s)
+            for s in states)
+
+
+def end_preempted(job):
+    """Make the scheduler of ``job`` take a preempted job that is never
+    requeued as ended (ReFrame would poll it, and wait for it on Ctrl-C,
+    forever)."""
+    sched = job.scheduler
+    base = type(sched)
+    if getattr(base, '_hpcval_ends_preempted', False):
+        return
+    cls = _ENDING_CLASSES.get(base)
+    if cls is None:
+        class Ending(base):
+            _hpcval_ends_preempted = True
+
+            def finished(self, job):
+                return super().finished(job) or _ended_unrequeued(job)
+        Ending.__name__ = Ending.__qualname__ = base.__name__
+        Ending.__module__ = base.__module__
+        cls = _ENDING_CLASSES[base] = Ending
+    sched.__class__ = cls
+
+
 def _write_marker(path):
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -348,6 +390,7 @@ class ScreenRecord(LeanLogging):
             cache_job_nodelist(self.job)
             if '--no-requeue' not in self.job.options:
                 self.job.options += ['--no-requeue']
+            end_preempted(self.job)
 
     def submit_once(self):
         """Job-script step: tag the job, guard its script (the guard is the
@@ -399,6 +442,9 @@ class ScreenRecord(LeanLogging):
         if state == 'COMPLETED':
             return
         nodes = self.hpcval_job_nodes or list(self.job.nodelist or ())
+        if state in ENDED_UNREQUEUED:       # whatever its output held
+            raise SanityError(f'job {self.job.jobid} on {",".join(nodes)} '
+                              f'{state}: {fates.FATES[state]}')
         down = failed_nodes(nodes)
         if state in NODE_FATES or down:
             named = '; '.join(f'{n} {why}' for n, why in down.items())

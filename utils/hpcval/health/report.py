@@ -6,9 +6,12 @@ its test cases recorded it.  What changed (driver, VBIOS, kernel, GPU
 serial) is information: against the partition's baseline
 (``changes``) and between the nodes of one verdict (``between_nodes``).
 """
+import types
+
 from hpcval import references
 from hpcval.health import judge
 from hpcval.health.common import clean
+from hpcval.judgement import Failure
 
 
 class Judge:
@@ -137,3 +140,13 @@ class Judge:
             return judge.cause(self._record(case), component, figure)
         except (AttributeError, KeyError, TypeError, ValueError):
             return ''
+
+
+def failure_lines(record, system, partition, node=''):
+    """The verdict's FAIL lines of ``record`` (hpcval.records.Health) on
+    ``system:partition``: [] for a healthy node; ``node``: the verdict's
+    name of it (its job's nodes), else the record's."""
+    case = types.SimpleNamespace(extras={'health': record}, system=system,
+                                 partition=partition)
+    return [Failure(system, partition, n, comp, '', '', reason=text).line()
+            for n, comp, text in Judge().failures(case, node)]

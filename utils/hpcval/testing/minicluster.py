@@ -67,6 +67,8 @@ _START_ATTEMPTS = 3
 MAX_NODE_COUNT = 256
 #: slow_node_by's CPU quota period: short, so that it acts within a run
 QUOTA_PERIOD_US = 10000
+#: the partition whose jobs preempt others (MiniCluster(preempting=True))
+URGENT = 'urgent'
 #: compete(): shell loops that end when the step ($STEP) ends
 COMPETITORS = {
     'memory': ('#!/bin/sh\nwhile kill -0 "$STEP" 2>/dev/null; do\n'
@@ -342,14 +344,16 @@ class MiniCluster:
     there, else two)."""
 
     def __init__(self, root, nodes=None, dedicated=True,
-                 gpu_partition=False):
+                 gpu_partition=False, preempting=False):
         """``dedicated``: each node's jobs get the host's CPUs first
         (CpuQuota.dedicate); False for a cluster whose tests measure
         nothing and must not take CPUs from one that does.
         ``gpu_partition``: a second Slurm partition, GPU_PARTITION, of the
         last node, which then has another shape and GPUs as GRES
-        (minicluster_shape)."""
+        (minicluster_shape).  ``preempting``: a partition URGENT of every
+        node whose jobs preempt (cancel) the default partition's."""
         self.gpu_partition = gpu_partition
+        self.preempting = preempting
         # never resolved: a symbolic link is refused, not followed
         self.root = pathlib.Path(os.path.abspath(root))
         self.conf = self.root / 'etc' / 'slurm.conf'
@@ -606,6 +610,12 @@ class MiniCluster:
         if gpu_node:
             lines.append(f'PartitionName={GPU_PARTITION} Nodes={gpu_node} '
                          f'MaxTime=INFINITE State=UP')
+        if self.preempting:
+            # only a job sent to URGENT preempts: nothing else changes
+            lines += ['PreemptType=preempt/partition_prio',
+                      'PreemptMode=CANCEL',
+                      f'PartitionName={URGENT} Nodes=ALL PriorityTier=2 '
+                      f'MaxTime=INFINITE State=UP']
         return '\n'.join(lines) + '\n'
 
     def _gres_conf(self):
