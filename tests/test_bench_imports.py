@@ -41,3 +41,70 @@ def test_the_house_has_no_circle_and_nothing_upward_from_the_ground():
         bench_imports.__file__).parents[1])
     assert got['circles'] == 0
     assert got['upward from the ground floor'] == 0
+
+
+def _house():
+    return bench_imports.pathlib.Path(bench_imports.__file__).parents[1]
+
+
+def test_the_house_has_eight_floors_at_most_and_nothing_upward():
+    """Issue 47: floors <= 8, no upward arrow, by bench_imports' rule."""
+    got = bench_imports.figures(_house())
+    assert got['floors'] <= 8 and got['upward'] == [], got
+
+
+def test_no_reader_imports_benchmark_code():
+    """Only the benchmarks import hpcval.benchmarks: every reader reads
+    what the run recorded (issue 47)."""
+    top, inner = bench_imports.arrows(bench_imports.modules(_house()))
+    assert sorted((a, b) for a, b in top | inner
+                  if b.startswith('hpcval.benchmarks')
+                  and not a.startswith('hpcval.benchmarks')) == []
+
+
+# the names that read check files (ReFrame's check search path, a check
+# file's classes); the run side owns them
+_CHECK_READERS = {'check_files', 'parsed_check_file', 'check_search_path',
+                  'suite_check_files', 'known_checks', 'checks_dirs'}
+# run side (the modules that define or load checks), and two readers that
+# still ask the installed checks: whether a session ran the whole suite
+# (verdict_modes), whether a calibrated entry names an existing check
+_MAY_READ_CHECKS = {'hpcval.paths', 'hpcval.reference_service',
+                    'hpcval.preflight', 'hpcval.verdict_modes',
+                    'hpcval.publish.calibrate'}
+
+
+def _sources():
+    for name, path in bench_imports.modules(_house()).items():
+        yield name, bench_imports.ast.parse(path.read_text())
+
+
+def test_no_reader_reads_check_files():
+    ast = bench_imports.ast
+    found = sorted(
+        (name, used) for name, tree in _sources()
+        if not name.startswith('hpcval.benchmarks')
+        and name not in _MAY_READ_CHECKS
+        for node in ast.walk(tree)
+        for used in ([node.attr] if isinstance(node, ast.Attribute) else
+                     [a.name for a in node.names]
+                     if isinstance(node, ast.ImportFrom) else [])
+        if used in _CHECK_READERS)
+    assert found == []
+
+
+def test_no_module_splits_failure_text():
+    """What failed is a record, never recovered by cutting up a failure
+    message (ReFrame's fail_reason, a case's reason)."""
+    ast = bench_imports.ast
+    found = sorted(
+        (name, node.lineno) for name, tree in _sources()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ('split', 'rsplit', 'partition',
+                               'rpartition')
+        and node.args       # a separator: words rejoined say nothing
+        and any('reason' in (getattr(n, 'id', None) or
+                             getattr(n, 'attr', None) or '')
+                for n in ast.walk(node.func.value)))
+    assert found == []

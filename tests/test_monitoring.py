@@ -189,6 +189,13 @@ def test_records_are_queried_back(victoria, monitored_run):
     assert (labels['partition'], labels['environ']) == ('default', 'gnu')
     assert labels['node'] == case['job_nodelist'][0]
     assert values[0] == pytest.approx(value * 1e-6, rel=1e-6)
+    # a diagnostic says so in its series, as its run recorded it (what
+    # ``hpcval calibrate --from`` reads); a judged figure has no such label
+    assert 'unjudged' not in labels
+    std, _ = _one_series(victoria, 'hpcval_perf_value_seconds{'
+                                   'metric="latency_8B_std"}')
+    assert std['unjudged'] == case['hpcval_unjudged']['latency_8B_std']
+    assert std['unjudged'].startswith('diagnostic: the spread')
     _, bound = _one_series(victoria, 'hpcval_perf_upper_bound_seconds{'
                                      'metric="latency_8B"}')
     assert bound[0] == pytest.approx(ref * (1 + upper) * 1e-6)
@@ -318,6 +325,26 @@ def test_provenance_is_an_info_series_per_node():
     figures = [x['metric'] for x in lines
                if x['metric']['__name__'].startswith('hpcval_perf_')]
     assert figures and not any('driver' in m for m in figures)
+
+
+def test_only_a_diagnostic_is_labelled_and_in_printable_ascii():
+    """The reason a run recorded (hpcval_unjudged) labels a diagnostic's
+    series, in the characters the history reader takes; a figure merely
+    without a reference keeps its one series when it is calibrated."""
+    import types
+    from hpcval import monitoring
+    record = types.SimpleNamespace(
+        check_job_completion_time_unix=1.0, created=1.0,
+        check_result='pass', check_job_nodelist=['n1'], check_system='mc',
+        check_perfvalues={'mc:x_std': (1.0, None, None, None, 'us', None),
+                          'mc:y': (2.0, None, None, None, 'us', None)},
+        check_hpcval_unjudged={'x_std': 'diagnostic: noise \u2265 1\n',
+                               'y': 'no reference in references/mc.yaml'})
+    labels = {m['metric']: m for m in (
+        json.loads(x)['metric'] for x in monitoring.victoriametrics(
+            record, {}, ()).splitlines()) if 'value' in m['__name__']}
+    assert labels['x_std']['unjudged'] == 'diagnostic: noise ? 1?'
+    assert 'unjudged' not in labels['y']
 
 
 def test_failures_panel_names_the_failed_figure(victoria, monitored_runs):

@@ -85,6 +85,8 @@ def test_a_healthy_gpu_node_passes(tmp_path):
     health = one_case(report, 'NodeHealthCheck')
     assert health['result'] == 'pass', health['fail_reason']
     assert health['hpcval_health']['tool'] == 'nvidia-smi'
+    # the run records its class lineage, which references may name
+    assert health['hpcval_lineage'][:2] == ['NodeHealthCheck', 'NodeHealth']
     assert proc.returncode == 0, proc.stdout
 
 

@@ -182,10 +182,15 @@ def test_a_fifo_given_as_references_is_not_read(tmp_path, capsys):
         assert f'{fifo}: not a reference file or folder' in err
 
 
-def test_lineage_reads_base_classes_without_importing():
-    assert verdict_refs.lineage('OsuCudaCheck')[:2] == \
-        ('OsuCudaCheck', 'OsuBenchmark')
-    assert verdict_refs.lineage('NoSuchCheck') == ('NoSuchCheck',)
+def test_lineage_is_what_the_run_recorded():
+    import types
+    case = types.SimpleNamespace(check='OsuCudaCheck', extras={
+        'lineage': ['OsuCudaCheck', 'OsuBenchmark']})
+    assert verdict_refs.lineage(case) == ('OsuCudaCheck', 'OsuBenchmark')
+    # a report without the record, or with another shape: the class alone
+    for extras in ({}, {'lineage': 'OsuBenchmark'}, {'lineage': [1]}):
+        case.extras = extras
+        assert verdict_refs.lineage(case) == ('OsuCudaCheck',)
 
 
 def test_a_site_others_can_write_judges_nothing(tmp_path, capsys,

@@ -52,7 +52,7 @@ import time
 
 from hpcval import (ci, exits, inputs, paths, preflight,
                     reference_service, references, screen, selection, site,
-                    site_from_slurm, slurm_describe, verdict, verdict_refs)
+                    site_from_slurm, slurm_describe, verdict)
 from hpcval.publish import (calibrate, changes, history, reference_table,
                             report, results, sample_size)
 
@@ -278,7 +278,6 @@ def _verdict(args):
         return verdict.EXIT_INPUT
     try:
         refs = references.ReferenceSet.given(args.references)
-        verdict_refs.lineage('')        # reads the check files now
         loaded = results.load(args.reports, db=args.db,
                               on_error=args.on_error, since=args.since,
                               until=args.until, bounds=refs,

@@ -11,6 +11,8 @@ advises::
     hpcval_check_passed                      1 or 0 per test case
     hpcval_check_nodes                       nodes the job ran on
     hpcval_perf_value_<unit>                 each performance variable
+                                             (``unjudged``: why a diagnostic
+                                             is, as the check recorded it)
     hpcval_perf_reference_<unit>             its reference value
     hpcval_perf_lower_bound_<unit>           its limits (hpcval.judgement)
     hpcval_perf_upper_bound_<unit>
@@ -51,7 +53,8 @@ from hpcval.judgement import PASS, Band, outcome
 _CASE_LABELS = {'test': 'check_display_name', 'system': 'check_system',
                 'partition': 'check_partition', 'environ': 'check_environ'}
 _LABEL_NAME = re.compile(r'[a-zA-Z_][a-zA-Z0-9_]*')
-_RESERVED = frozenset({*_CASE_LABELS, 'node', 'metric', '__name__'})
+_RESERVED = frozenset({*_CASE_LABELS, 'node', 'metric', 'unjudged',
+                       '__name__'})
 # ``reframe --repeat N`` names each repeat ``%.repeat_no=<i>``: the repeats
 # of a test are runs of one series, not N series of one point each; <i> is
 # added to the sample's time in milliseconds, since Slurm's accounting
@@ -114,14 +117,21 @@ def victoriametrics(record, extras, ignore_keys):
     nodes = getattr(record, 'check_job_nodelist', None) or []
     lines = [_line('hpcval_check_passed', labels, passed, millis),
              _line('hpcval_check_nodes', labels, len(nodes), millis)]
+    unjudged = getattr(record, 'check_hpcval_unjudged', None)
+    unjudged = unjudged if isinstance(unjudged, dict) else {}
     for var, info in (getattr(record, 'check_perfvalues', None) or {}).items():
         value, ref, lower, upper, unit, result = info
         if not _finite(value):
             continue
         series = {**labels, 'metric': var.split(':')[-1]}
         base, suffix = base_unit(value, unit)
-        lines.append(_line(f'hpcval_perf_value_{suffix}', series, base,
-                           millis))
+        # a diagnostic's own series: one that is not loses no label when
+        # it is calibrated; printable ASCII, as the history reader takes it
+        why = re.sub(r'[^ -~]', '?', str(unjudged.get(series['metric'])
+                                        or ''))[:200]
+        lines.append(_line(f'hpcval_perf_value_{suffix}', {**series, **(
+            {'unjudged': why} if why.startswith('diagnostic: ') else {})},
+            base, millis))
         sample = types.SimpleNamespace(value=value, reference=ref,
                                        lower=lower, upper=upper, unit=unit,
                                        result=result)

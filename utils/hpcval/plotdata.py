@@ -13,8 +13,8 @@ with a reason rather than a traceback.
 """
 import math
 
-from hpcval.parsers.nccl_tests import IN_PLACE, OUT_OF_PLACE
-
+# the two blocks of an nccl-tests row, as the parser names them
+OUT_OF_PLACE, IN_PLACE = 'out_of_place', 'in_place'
 CURVES = 'busbw_by_size'        # {place: [[bytes, GB/s], ...]}
 MATRICES = 'matrices'           # [{title, devices, gbps: [[GB/s | None]]}]
 PER_GPU = 'per_gpu'             # [{host, gpu, gbps: {kernel: GB/s}}]

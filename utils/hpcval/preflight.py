@@ -109,17 +109,9 @@ def refusal_before(argv, environ, hostname):
 
 
 def suite_check_files():
-    """The real paths of the suite's check files (ReFrame's check search
-    path: hpcval.reference_service.checks_dirs; a folder: its ``*.py``, as
-    ReFrame loads it without -R)."""
-    out = set()
-    for path in reference_service.checks_dirs():
-        if os.path.isdir(path):
-            out.update(os.path.realpath(os.path.join(path, f))
-                       for f in os.listdir(path) if f.endswith('.py'))
-        elif path:
-            out.add(os.path.realpath(path))
-    return out
+    """The real paths of the suite's check files
+    (hpcval.reference_service.check_files)."""
+    return {os.path.realpath(f) for f in reference_service.check_files()}
 
 
 def narrowed(argv, environ):

@@ -199,6 +199,49 @@ class NodeLoad(msgspec.Struct, frozen=True):
     uid: int | None = None
 
 
+#: a listed process took CPU at job start where it was running when ps
+#: looked, or has used this share of one CPU (%) since it started
+TAKES_CPU = 10.0
+
+
+def takes_cpu(p):
+    return p.state[:1] == 'R' or p.cpu_percent >= TAKES_CPU
+
+
+def listed(procs):
+    """The processes by name and uid, the three busiest of them first:
+    their pids, uid and summed CPU share."""
+    groups = {}
+    for p in procs:
+        groups.setdefault((p.command, p.uid), []).append(p)
+    ranked = sorted(groups.items(),
+                    key=lambda g: -sum(p.cpu_percent for p in g[1]))
+    return ', '.join(
+        f'{name} (pid{"s" if len(ps) > 1 else ""} '
+        f'{" ".join(str(p.pid) for p in ps)}, uid '
+        f'{"?" if uid is None else uid}, '
+        f'{round(sum(p.cpu_percent for p in ps), 1):g}% CPU)'
+        for (name, uid), ps in ranked[:3])
+
+
+def outside(load):
+    """The processes of ``load`` (records.NodeLoad) that took CPU at job
+    start and are neither the job's nor the screen's own."""
+    return [p for p in load.processes if not p.screen and takes_cpu(p)]
+
+
+def clears(load):
+    """Whether a slow node of this load is cleared and re-screened rather
+    than drained: it was busy, processes outside the screen took CPU, and
+    every one of them is the job's own user's (the operator's work beside
+    the screen).  Anything else (another user's process on a node given to
+    the job alone, load from nothing found, or the screen's own processes
+    alone, which ran beside every peer as well) is the node's."""
+    found = load is not None and load.busy and outside(load)
+    return bool(found) and load.uid is not None and \
+        all(p.uid == load.uid for p in found)
+
+
 #: {metric: the component it measures where narrower than the job's
 #: nodes ('GPU 1', 'link GPU 00 -> GPU 01')}
 Components = dict[str, str]

@@ -5,7 +5,7 @@ asks here for the ReFrame reference tuples of its metrics
 (``for_test``), why the others are not judged (``unjudged``), and whether
 an entry meant for it matches nothing (``check_loaded``, a misspelt
 ``where`` say) or names a metric it does not report (``check_metrics``).
-``hpcval references`` asks ``problems_of_system`` the same of every
+``hpcval references`` asks ``problems_of_systems`` the same of every
 system, loading each system's tests in its own ReFrame process.
 """
 import ast
@@ -205,18 +205,10 @@ class _Values(dict):
     """A test's recorded attributes, read like Attrs."""
 
 
-def problems_of_system(system, refs, path):
-    """references.unmatched of ``system``'s ``refs`` (read from ``path``)
-    against the tests of the built-in and site checks, as ReFrame loads
-    them for ``system`` with default variables: (errors, notes)."""
-    found = problems_of_systems({system: (refs, path)})[system]
-    if isinstance(found, Exception):
-        raise found
-    return found
-
-
 def problems_of_systems(by_system):
-    """problems_of_system of each {system: (refs, path)}, or the
+    """references.unmatched of each {system: (refs, path)}: (errors,
+    notes) of its entries against the tests of the built-in and site
+    checks, as ReFrame loads them for it with default variables, or the
     ShapesError saying why ReFrame could not load its checks: each
     system's tests are loaded by ReFrame in a process of their own (a
     process holds one ReFrame runtime), side by side."""

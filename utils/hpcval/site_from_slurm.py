@@ -25,7 +25,7 @@ import yaml
 
 from hpcval import paths, site, slurm_describe, trust
 from hpcval.sitesystem import PMI_TYPES
-from hpcval.publish.calibrate import INVENTORY_MARKER
+from hpcval.health.inventory import INVENTORY_MARKER
 
 # ReFrame's partition names: [A-Za-z_][A-Za-z0-9_]*
 _NOT_IN_PARTITION_NAME = re.compile(r'[^A-Za-z0-9_]')

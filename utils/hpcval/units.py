@@ -125,3 +125,19 @@ def outside_range(name, value, unit, zero_ok=False):
 
 def _first(fam):
     return next(iter(_FAMILIES[fam]))
+
+
+#: GT/s per lane of each PCIe generation
+SPEED_GT_S = {'gen1': 2.5, 'gen2': 5.0, 'gen3': 8.0, 'gen4': 16.0,
+              'gen5': 32.0}
+
+
+def link_bandwidth(gen, width):
+    """``(width / 8.0) * speed`` (Habana's link formula): GB/s of one
+    direction of a PCIe link (gen3 x16: 16.0)."""
+    if gen not in SPEED_GT_S:
+        raise ValueError(f'unknown PCIe generation {gen!r} (one of '
+                         f'{", ".join(SPEED_GT_S)})')
+    if width not in (1, 2, 4, 8, 12, 16, 32):
+        raise ValueError(f'PCIe width x{width} does not exist')
+    return (width / 8.0) * SPEED_GT_S[gen]

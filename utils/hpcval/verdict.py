@@ -41,10 +41,9 @@ from dataclasses import asdict, dataclass, field, replace
 
 from hpcval import (drain, judgement, records, retries, screen,
                     verdict_modes, verdict_refs)
-from hpcval.benchmarks import nodeuse
 from hpcval.datasheets import gpu_indices as _gpu_indices
 from hpcval.health import report as health
-from hpcval.judgement import Band
+from hpcval.judgement import INPUT, Band, Failure, num as _num
 from hpcval.verdict_refs import DATASHEET, with_datasheets
 
 # the monitoring plugins' convention (Nagios, Icinga, Naemon: 0 OK,
@@ -57,56 +56,9 @@ STATUS = {EXIT_OK: 'PASSED', EXIT_FAILED: 'FAILED',
           EXIT_INCOMPLETE: 'INCOMPLETE', EXIT_INPUT: 'UNKNOWN',
           EXIT_WIDER: 'PASSED AT A WIDER BOUND'}
 DIAGNOSTIC = 'diagnostic'
-# the group of what the inputs held but could not be trusted
-INPUT = ('(input)', '?')
 # provenance keys in the order they are shown
 PROVENANCE_KEYS = ('gpu', 'driver', 'cuda', 'rocm', 'nccl', 'rccl', 'mpi',
                    'kernel', 'cpu', 'spack')
-
-
-@dataclass
-class Failure:
-    """One thing that failed, on one line."""
-    system: str
-    partition: str
-    node: str             # node(s) of the job: 'n1', 'n1+n2'; '' unknown
-    component: str        # what it names: 'GPU 1', 'link GPU 00 -> GPU 01'
-    test: str
-    metric: str           # '' for a sanity, build or abort failure
-    value: object = None
-    unit: str = ''
-    bound: str = ''       # '>= 3166830 MB/s (ref 3518700, -10%)'
-    reason: str = ''      # the failure's message, for non-figures
-    session: str = ''
-    shown: str = ''       # the value as printed: digits apart from the bound
-    deviation: str = ''   # '+717% vs ref 0.706'
-    cause: str = ''       # what the node's health record shows (hpcval.health)
-    # the first run's value as printed, where this is its re-measure
-    # (hpcval.retries): both are shown
-    first: str = ''
-    # the processes outside the screen to end before a re-screen, where
-    # the policy clears rather than drains the node (nodeuse.clears)
-    clear: str = ''
-
-    def where(self):
-        if (self.system, self.partition) == INPUT:
-            return 'input'
-        node = f'node {self.node}' if self.node and '+' not in self.node \
-            else f'nodes {self.node}' if self.node else 'node not recorded'
-        return f'{node} {self.component}'.strip()
-
-    def line(self):
-        why = f': {self.cause}' if self.cause else ''
-        if self.metric:
-            dev = f'{self.deviation}, ' if self.deviation else ''
-            value = f'{self.shown or _num(self.value)} {self.unit}'
-            if self.first:
-                value = (f'{self.first} {self.unit} on first run, {value} '
-                         f'on re-measure')
-            return (f'{self.where()}: {self.test}: {self.metric} = '
-                    f'{value}, {dev}bound {self.bound}{why}')
-        test = f'{self.test}: ' if self.test else ''
-        return f'{self.where()}: {test}{self.reason}'
 
 
 @dataclass
@@ -195,10 +147,6 @@ class Verdict:
 
     def failures(self):
         return [f for g in self.groups for f in g.failures]
-
-
-def _num(value):
-    return f'{value:.6g}' if isinstance(value, (int, float)) else str(value)
 
 
 # what can move a terminal's cursor, end a line or reorder text: C0 and C1
@@ -310,7 +258,6 @@ class _Groups(dict):
         self.sessions = {}      # group name: {session uuid}
         self.node_sets = {}     # group name: {node}: 100,000 nodes stay fast
         self.provenance = {}    # group name: the provenance added last
-        self.health_lines = set()   # (group name, FAIL line) of health
         self.health_seen = {}       # group name: {node: left a record}
         self.expects_gpus = {}      # group name: GPUs its inventory expects
 
@@ -536,13 +483,13 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
         # a first run failed by its node's health is that FAIL already
         if first and first[0].result == 'fail' and \
                 first[0].phase != 'performance' and \
-                not _health_named(groups, g, *first):
+                not _health_named(healths, *first):
             g.intermittent.append(_case_failure(
                 first[0], f'{_reason(first[0])} on first run, passed on '
                           f're-measure'))
         return
     g.cases_failed += 1
-    if not failed_figure and not _health_named(groups, g, case, samples):
+    if not failed_figure and not _health_named(healths, case, samples):
         # a sanity failure, a crash, an abort: no figure to name
         g.failures.append(_case_failure(case, _remeasured(case, first)))
 
@@ -554,7 +501,6 @@ def _health(groups, g, case, label, healths):
         f = Failure(case.system, case.partition, node, comp, '', '',
                     reason=text, session=case.session)
         g.failures.append(f)
-        groups.health_lines.add((g.name, f.line()))
     for node, comp, text in healths.changes(case, label):
         g.changes.append(_changed(node, comp, text))
     for node, comp, text in healths.notes(case, label):
@@ -587,18 +533,16 @@ def _intermittent(case, was, s, healths):
                    shown=band.value_text(s.value, band.digits(s.value)))
 
 
-def _health_named(groups, g, case, samples):
+def _health_named(healths, case, samples):
     """Whether ``case`` failed only for what its node's health record
-    shows, already named (the node-health test's sanity error, or a
-    benchmark's after its figures, is the verdict's own FAIL lines:
-    hpcval.benchmarks.node_health, base.fail_on_node_health)."""
-    prefix = 'sanity error: '
-    if case.phase not in ('sanity', 'performance') or \
-            (samples and case.phase == 'sanity') or \
-            not (case.reason or '').startswith(prefix):
-        return False
-    parts = case.reason[len(prefix):].split('; ')
-    return all((g.name, p) in groups.health_lines for p in parts)
+    shows, named as such: the node-health test's sanity, or a benchmark's
+    failure after its figures, is its health judgement
+    (hpcval_sanity_is_health: hpcval.benchmarks.node_health,
+    base.fail_on_node_health)."""
+    return case.phase in ('sanity', 'performance') and \
+        not (samples and case.phase == 'sanity') and \
+        case.extras.get('sanity_is_health') is True and \
+        id(case) in healths.failed
 
 
 def _probed_gpus(case):
@@ -726,29 +670,28 @@ def _figure_failure(case, s, healths, was=None, source=''):
     first = band.value_text(was.value, band.digits(was.value)) \
         if was is not None else ''
     component = _component(case, s.metric)
-    bound = band.bound_text(digits)
-    if source:
-        # a datasheet's bound names its peak and fraction, not '(ref ..)'
-        bound = f'{bound.rsplit(" (ref ", 1)[0]} ({source})'
+    # a datasheet's bound names its peak and fraction, not '(ref ..)'
+    bound = band.bound_text(digits, source)
     return Failure(case.system, case.partition, node_label(case),
                    component, case.test, s.metric,
                    s.value, s.unit, bound,
                    session=case.session,
                    shown=band.value_text(s.value, digits),
                    deviation=band.deviation_text(s.value),
-                   cause='; '.join(c for c in (band.implausible(s.value),
-                                                healths.cause(case, component,
-                                                              s),
-                                                _busy(case)) if c),
+                   cause='; '.join(c for c in (
+                       band.implausible(s.value),
+                       healths.cause(case, component,
+                                     (s.metric, s.value, s.unit)),
+                       _busy(case)) if c),
                    first=first, clear=_clear(case))
 
 
 def _clear(case):
     """What to end on the node before its re-screen, where the policy
-    clears rather than drains it (hpcval.benchmarks.nodeuse.clears)."""
+    clears rather than drains it (hpcval.records.clears)."""
     load = case.extras.get('node_load')
-    return nodeuse.listed(nodeuse.outside(load)) \
-        if nodeuse.clears(load) else ''
+    return records.listed(records.outside(load)) \
+        if records.clears(load) else ''
 
 
 def _busy(case):
@@ -1052,9 +995,7 @@ def _datasheet_part(judged):
     bound judged figures no reference has an entry for, else ''."""
     if not judged:
         return ''
-    # 'datasheet: H100 SXM5 HBM3 3.35 TB/s x 0.70' -> 'H100 SXM5 HBM3'
-    kinds = dict.fromkeys(c.source.removeprefix('datasheet: ')
-                          .rsplit(' ', 4)[0] for c in judged)
+    kinds = dict.fromkeys(c.peak for c in judged)
     return f', datasheet ({len(judged)} figures: {", ".join(kinds)})'
 
 

@@ -12,14 +12,14 @@ validated as that suite (exit 2 at best).
 import os
 import shlex
 
-from hpcval import preflight, suites
+from hpcval import reference_service, suites
 
 
 def suite_checks():
     """The file names of the suite's check files (the check search path:
     built-in checks/ less what a site replaces, and the site's)."""
     return sorted({os.path.basename(f)
-                   for f in preflight.suite_check_files()})
+                   for f in reference_service.check_files()})
 
 
 def _narrowing(cmdline, names):

@@ -28,16 +28,13 @@ and the comparison table.
   datasheet of the node's GPU model has a bound for it
   (hpcval.datasheets): that bound judges, per GPU.
 """
-import ast
 import functools
-import glob
 import math
-import os
 from dataclasses import dataclass
 
 import msgspec
 
-from hpcval import datasheets, judgement, paths, peers, reference_service
+from hpcval import datasheets, judgement, peers
 from hpcval.judgement import Band
 
 REPORT, REFERENCES, NONE = 'report', 'references', 'none'
@@ -54,6 +51,7 @@ class Cross:
     source: str              # the reference file and entry, or the file
     judged_by: str           # REFERENCES, DATASHEET or NONE
     node: str = ''           # the verdict's name of the case's node(s)
+    peak: str = ''           # the datasheet's model and peak that judged
 
     def line(self):
         if self.judged_by == DATASHEET:
@@ -68,34 +66,14 @@ class Cross:
                 f'({self.source}): {by}')
 
 
-@functools.lru_cache(maxsize=None)
-def _bases():
-    """{class name: [base class names]} of the checks and hpcval's
-    benchmarks, read (never imported) from their files."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    files = [*reference_service.check_files(),
-             *glob.glob(os.path.join(here, 'benchmarks', '*.py'))]
-    bases = {}
-    for path in files:
-        for node in ast.walk(paths.parsed_check_file(path)):
-            if isinstance(node, ast.ClassDef):
-                bases.setdefault(node.name, [
-                    b.id if isinstance(b, ast.Name) else b.attr
-                    for b in node.bases
-                    if isinstance(b, (ast.Name, ast.Attribute))])
-    return bases
-
-
-@functools.lru_cache(maxsize=None)
-def lineage(check):
-    """``check`` and its base classes' names, nearest first."""
-    out, todo = [], [check]
-    while todo:
-        name = todo.pop(0)
-        if name not in out:
-            out.append(name)
-            todo.extend(_bases().get(name, ()))
-    return tuple(out)
+def lineage(case):
+    """``case``'s class and its bases' names, nearest first, as its run
+    recorded them (hpcval_lineage), else its class alone."""
+    found = case.extras.get('lineage')
+    if isinstance(found, list) and found and \
+            all(isinstance(n, str) for n in found):
+        return tuple(found)
+    return (case.check,)
 
 
 def _same(a, b):
@@ -123,7 +101,7 @@ class Bounds:
         judge = self._entries.get(key)
         if judge is None:
             applying = self.refs.matching(
-                case.system, lineage(case.check), case.partition,
+                case.system, lineage(case), case.partition,
                 {**dict(case.params), **dict(case.fields), **dict(case.attrs)})
             judge = self._entries[key] = _CaseJudge(self, applying,
                                                     case.system)
@@ -185,7 +163,7 @@ def _datasheet(sheets, case, gpus, s, report):
     Cross) where that datasheet has a bound for ``s``, else None;
     ``gpus``: datasheets.gpu_models(case); ``report``: the report's
     bound as text, '' where none."""
-    peak = sheets.expected(lineage(case.check), case, s.metric, gpus)
+    peak = sheets.expected(lineage(case), case, s.metric, gpus)
     if peak is None:
         return None
     try:
@@ -196,7 +174,8 @@ def _datasheet(sheets, case, gpus, s, report):
         s, reference=band[0], lower=band[1], upper=band[2], result=None)
     return judged, Cross(case.test, s.metric, report or 'none',
                          Band.of(*band, s.unit).bound_text(),
-                         peak.text(), DATASHEET)
+                         peak.text(), DATASHEET,
+                         peak=f'{peak.model} {peak.what}')
 
 
 def with_datasheets(loaded, sheets=None):
@@ -269,8 +248,8 @@ def peer_factors(refs):
     system's references give ``<metric>_vs_peers`` (value 1, unit x,
     ``lower``: -0.75 for x4), else None (the figure kind's floor)."""
     @functools.lru_cache(maxsize=None)
-    def of(system, check, partition, params, fields, attrs, metric):
-        ref = refs.matching(system, lineage(check), partition,
+    def of(system, names, partition, params, fields, attrs, metric):
+        ref = refs.matching(system, names, partition,
                             {**dict(params), **dict(fields),
                              **dict(attrs)}).get(f'{metric}_vs_peers')
         # any lower fraction short of -1 (a screen of shared cores
@@ -281,7 +260,7 @@ def peer_factors(refs):
     def factor(case, metric):
         if refs is None:
             return None
-        return of(case.system, case.check, case.partition, case.params,
+        return of(case.system, lineage(case), case.partition, case.params,
                   case.fields, case.attrs, metric)
     return factor
 

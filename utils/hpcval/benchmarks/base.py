@@ -26,6 +26,7 @@ from hpcval.benchmarks import fates, jobscript, nodeuse
 from hpcval.benchmarks.container import ContainerRun, image_of
 from hpcval.benchmarks.jobscript import NOTHING, Lines
 from hpcval.health import probe as health_probe
+from hpcval.health import report as health_report
 from hpcval.benchmarks.screening import ScreenRecord
 from hpcval.benchmarks.source import SourceSettings
 from hpcval.parsers import ParseError
@@ -100,6 +101,12 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     #: GPU model, driver, CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU of the
     #: node that ran the job (hpcval.provenance)
     hpcval_provenance = variable(dict, value={})
+    #: this test's class and its bases, nearest first (hpcval's and the
+    #: site's, not ReFrame's): the names a reference entry may give
+    hpcval_lineage = variable(typ.List[str], value=[])
+    #: for ``hpcval verdict``: the case failed for its node's health
+    #: record alone, which the verdict names itself (fail_on_node_health)
+    hpcval_sanity_is_health = variable(bool, value=False)
     #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'hpcval_plot_data': inputs.RECORD,
@@ -107,6 +114,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         'hpcval_measured_gpus': inputs.RECORD,
         'hpcval_unjudged': inputs.RECORD,
         'hpcval_provenance': inputs.RECORD,
+        'hpcval_lineage': inputs.RECORD,
+        'hpcval_sanity_is_health': inputs.FLAG,
         'health_probe': inputs.FLAG,
         'health_sampler': inputs.FLAG,
         'hpcval_health': inputs.RECORD,
@@ -205,6 +214,12 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     @run_after('init')
     def join_suites(self):
         self.tags = self.tags | self.suites()
+
+    @run_after('init')
+    def record_lineage(self):
+        self.hpcval_lineage = [c.__name__ for c in type(self).__mro__
+                               if not c.__module__.startswith(
+                                   ('reframe.', 'builtins'))]
 
     def record_provenance(self):
         """Step: the node's load and the versions it runs with, first."""
@@ -447,15 +462,15 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         # the verdict fails the node on this job's own health record: so
         # does ReFrame, whichever checks -n or -t selected (docs/health.md);
         # after performance, so that the figures are logged
-        from hpcval.benchmarks.node_health import failure_lines
         try:
             record = records.decode('health', self.hpcval_health)
         except records.Unreadable as err:
             raise SanityError(str(err)) from None
-        lines = failure_lines(record, self.current_system.name,
-                              self.current_partition.name,
-                              '+'.join(self.job.nodelist or ()))
+        lines = health_report.failure_lines(
+            record, self.current_system.name, self.current_partition.name,
+            '+'.join(self.job.nodelist or ()))
         if lines:
+            self.hpcval_sanity_is_health = True
             raise SanityError('; '.join(lines))
 
     def _measured_gpus(self):

@@ -18,9 +18,7 @@ over the devices behind that bottleneck, as the manual writes it.
 """
 from dataclasses import dataclass
 
-#: GT/s per lane of each PCIe generation.
-SPEED_GT_S = {'gen1': 2.5, 'gen2': 5.0, 'gen3': 8.0, 'gen4': 16.0,
-              'gen5': 32.0}
+from hpcval.units import link_bandwidth
 
 #: "the PCI test has a 10% allowable degradation"
 DEGRADATION = 0.10
@@ -39,16 +37,6 @@ GEN3_X16 = {
 
 #: "The load PCI plugin pass/fail criteria for this mode is 11.04GB/s"
 PCI_LOAD_GEN3_X16 = 11.04
-
-
-def link_bandwidth(gen, width):
-    """``(width / 8.0) * speed``: GB/s of a PCIe link (gen3 x16: 16.0)."""
-    if gen not in SPEED_GT_S:
-        raise ValueError(f'unknown PCIe generation {gen!r} (one of '
-                         f'{", ".join(SPEED_GT_S)})')
-    if width not in (1, 2, 4, 8, 12, 16, 32):
-        raise ValueError(f'PCIe width x{width} does not exist')
-    return (width / 8.0) * SPEED_GT_S[gen]
 
 
 @dataclass(frozen=True)

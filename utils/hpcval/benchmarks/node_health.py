@@ -15,7 +15,6 @@ scheduler), once per partition and node (``--distribute`` makes one per
 node), in every suite.
 """
 import shutil
-import types
 
 import reframe as rfm
 import reframe.core.runtime as rt
@@ -24,9 +23,9 @@ from reframe.core.builtins import run_after, run_before
 
 from hpcval import features as ft, records, suites
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.health import probe, report
+from hpcval.health import probe
+from hpcval.health.report import failure_lines
 from hpcval.parsers import ParseError
-from hpcval.verdict import Failure
 
 
 def _judged_here(part):
@@ -39,16 +38,6 @@ def _judged_here(part):
         any(shutil.which(tool) for tool in probe.TOOLS)
 
 
-def failure_lines(record, system, partition, node=''):
-    """The verdict's FAIL lines of ``record`` (hpcval.records.Health) on
-    ``system:partition``: [] for a healthy node; ``node``: the verdict's
-    name of it (its job's nodes), else the record's."""
-    case = types.SimpleNamespace(extras={'health': record}, system=system,
-                                 partition=partition)
-    return [Failure(system, partition, n, comp, '', '', reason=text).line()
-            for n, comp, text in report.Judge().failures(case, node)]
-
-
 class NodeHealth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     """The health probe alone, judged as ``hpcval verdict`` judges it."""
 
@@ -59,6 +48,8 @@ class NodeHealth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_tasks_per_node = 1
     # the sampler measures a GPU under a benchmark's load: none here
     health_sampler = False
+    # a sanity failure here is the health record's judgement
+    hpcval_sanity_is_health = True
     tags = {'health'}
 
     def suites(self):

@@ -35,6 +35,9 @@ _KEYS = {'partition', 'gpus', 'vendor', 'model', 'memory_gib', 'pcie',
          'nvlink', 'driver', 'baseline', 'pin', 'source', 'notes'}
 #: What a baseline records, and so what can be CHANGED or pinned.
 BASELINE_KEYS = ('driver', 'vbios', 'kernel', 'serial')
+#: the comment above the inventory entries that a tool wrote (hpcval
+#: calibrate, hpcval site from-slurm), which the next run may rewrite
+INVENTORY_MARKER = '# hpcval calibrate inventory:'
 
 
 _SHOWN = reprlib.Repr()

@@ -2,7 +2,7 @@
 
 Habana's hl_qual judges PCI bandwidth against the link itself:
 ``BandWidth = (width / 8) * speed`` (GB/s, speed in GT/s per lane;
-hpcval.benchmarks.hl_qual_criteria.link_bandwidth).  The link is the one
+hpcval.units.link_bandwidth).  The link is the one
 the probe read for the same GPU in the same run (hpcval.health.probe): its
 generation is the highest seen before, after or in any sample (an idle GPU
 trains its link down), its width the lowest.  A figure of a GPU whose link
@@ -14,7 +14,6 @@ keep every real transfer below it.
 import re
 
 from hpcval import units
-from hpcval.benchmarks.hl_qual_criteria import link_bandwidth
 
 #: Host <-> device bandwidth figures, by the checks' metric names:
 #: Comm|Scope (h2d/d2h/host_gpu_bandwidth), TransferBench p2p
@@ -40,7 +39,7 @@ def directions(metric):
 
 def ceiling(gen, width):
     """GB/s of one direction of a PCIe Gen``gen`` x``width`` link."""
-    return link_bandwidth(f'gen{gen}', width)
+    return units.link_bandwidth(f'gen{gen}', width)
 
 
 def _int(v):

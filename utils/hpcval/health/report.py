@@ -6,9 +6,12 @@ its test cases recorded it.  What changed (driver, VBIOS, kernel, GPU
 serial) is information: against the partition's baseline
 (``changes``) and between the nodes of one verdict (``between_nodes``).
 """
+import types
+
 from hpcval import references
 from hpcval.health import judge
 from hpcval.health.common import clean
+from hpcval.judgement import Failure
 
 
 class Judge:
@@ -17,6 +20,7 @@ class Judge:
         judges (default: the installed and the site's)."""
         self._refs = refs
         self._named = set()
+        self.failed = set()     # id() of the cases whose record failed
         # (system, partition): ({node: identity}, a case of the group)
         self._identities = {}
 
@@ -47,6 +51,8 @@ class Judge:
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             # a record the judge cannot read is not a healthy node
             found = [('', f'health record unreadable ({type(err).__name__})')]
+        if found:
+            self.failed.add(id(case))
         return self._unnamed(case, node, found)
 
     def notes(self, case, node):
@@ -127,12 +133,20 @@ class Judge:
                                 f'{word} {val}, other nodes {common}'))
         return out
 
-    def cause(self, case, component, sample=None):
-        """Why a figure of ``component`` of ``case`` (``sample``: its
+    def cause(self, case, component, figure=None):
+        """Why a figure of ``component`` of ``case`` (``figure``: its
         metric, value and unit) may be low ('')."""
-        figure = (sample.metric, sample.value, sample.unit) \
-            if sample is not None else None
         try:
             return judge.cause(self._record(case), component, figure)
         except (AttributeError, KeyError, TypeError, ValueError):
             return ''
+
+
+def failure_lines(record, system, partition, node=''):
+    """The verdict's FAIL lines of ``record`` (hpcval.records.Health) on
+    ``system:partition``: [] for a healthy node; ``node``: the verdict's
+    name of it (its job's nodes), else the record's."""
+    case = types.SimpleNamespace(extras={'health': record}, system=system,
+                                 partition=partition)
+    return [Failure(system, partition, n, comp, '', '', reason=text).line()
+            for n, comp, text in Judge().failures(case, node)]

@@ -37,8 +37,8 @@ from typing import Optional, Tuple
 
 from hpcval.parsers import devices
 from hpcval.parsers.common import ParseError, number
+from hpcval.plotdata import IN_PLACE, OUT_OF_PLACE
 
-OUT_OF_PLACE, IN_PLACE = 'out_of_place', 'in_place'
 
 _FAILURE = re.compile(r'^.*\bTest (?:[A-Z]+ )?(?:failure|timeout)\b.*$',
                       re.MULTILINE)

@@ -34,6 +34,7 @@ import yaml
 from hpcval import (bounded, judgement, paths, peers, reference_service,
                     references, units)
 from hpcval.health import inventory
+from hpcval.health.inventory import INVENTORY_MARKER
 from hpcval.publish.comparison import better
 from hpcval.publish.stats import Rule, prediction_factor
 
@@ -83,7 +84,6 @@ SIBLING_RULE_TEXT = (
     f'{SIBLING_MARGIN:g}, never looser than {SIBLING_LOOSEST:g} (1/1.6) '
     f'nor tighter than {SIBLING_TIGHTEST:g}.')
 MARKER = '# hpcval calibrate:'
-INVENTORY_MARKER = '# hpcval calibrate inventory:'
 _SECTION = f"""\
 {MARKER} measured on this system.  These entries follow the ones
 # above and override them for the same tests (the last applicable entry

@@ -214,10 +214,6 @@ def judged(cell, scale=lambda x: x):
            f'[{_band(cell.reference, scale)}]: {cell.verdict}'
 
 
-def metric_label(row):
-    return f'{row.metric} [{row.unit}] {ARROW[row.better]}'
-
-
 def labelled_rows(rows):
     """(test label or '' when it repeats the row above, row)."""
     last = None

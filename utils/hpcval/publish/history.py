@@ -18,8 +18,9 @@ What the series cannot say, and so what differs from reports: the
 session, ReFrame's version and host (the stamp names the series
 instead), the nodes of a multi-node job, a replay (replays run with
 config/replay.py, which does not send to monitoring unless a site adds
-it), provenance (GPU, driver) and a check's per-run notes.  Diagnostics
-are taken from the check classes' declarations (``diagnostics``).
+it), provenance (GPU, driver) and a check's per-run notes.  Why a figure is
+unjudged (a diagnostic) is its series' ``unjudged`` label, as the run
+recorded it.
 
 The server is not trusted (hpcval.publish.prometheus): the read has one
 deadline in all and a size bound, the answer a strict shape, and each
@@ -27,9 +28,6 @@ series' labels must be names of the system's configured partitions,
 environments and nodes.  No redirect is followed, no proxy used, no
 credentials sent but a configured bearer token.
 """
-import ast
-import importlib
-import pkgutil
 import json
 import math
 import os
@@ -38,8 +36,7 @@ import stat
 import time
 import urllib.parse
 
-import hpcval.benchmarks as pkg
-from hpcval import paths, reference_service, references, units
+from hpcval import references, units
 from hpcval.publish import prometheus, results
 
 # the unit part of a series name -> (unit its values are in, scale back)
@@ -122,35 +119,6 @@ def _error_of(raw):
     return error[:200] if isinstance(error, str) and error else text[:200]
 
 
-def _declared(pattern_sets):
-    return {name: pats for name, pats in pattern_sets.items() if pats}
-
-
-def diagnostics():
-    """{check class: {regex: why}} the check classes declare as diagnostic
-    (their own or an hpcval benchmark base's ``diagnostics``), read from
-    the check files without running them."""
-
-    bases = {}
-    for info in pkgutil.iter_modules(pkg.__path__):
-        module = importlib.import_module(f'hpcval.benchmarks.{info.name}')
-        for name, obj in vars(module).items():
-            if isinstance(obj, type) and isinstance(
-                    getattr(obj, 'diagnostics', None), dict):
-                bases[name] = dict(obj.diagnostics)
-    found = dict(bases)
-    for path in reference_service.check_files():
-        for node in ast.walk(paths.parsed_check_file(path)):
-            if isinstance(node, ast.ClassDef):
-                pats = {}
-                for base in node.bases:
-                    name = getattr(base, 'id', None) or \
-                        getattr(base, 'attr', None)
-                    pats.update(found.get(name, {}))
-                found.setdefault(node.name, pats)
-    return _declared(found)
-
-
 def _unit_of(name):
     """(family unit, scale) of a series name's unit part, or None."""
     return _UNITS.get(name[len('hpcval_perf_value_'):])
@@ -221,7 +189,6 @@ def samples(url, system, since, until, old_refs=(), token=None,
                 raise HistoryError(f'{url}: hpcval_check_passed of '
                                    f'{labels["test"]} at {when:.3f} is '
                                    f'given both 1 and not 1')
-    declared = diagnostics()
     cases, raw, seen = {}, [], set()
     for labels, pairs in values:
         name, metric = labels.get('__name__', ''), labels.get('metric', '')
@@ -256,15 +223,10 @@ def samples(url, system, since, until, old_refs=(), token=None,
                 continue
             case = cases.get((key, when))
             if case is None:
-                case = cases[(key, when)] = _case(url, labels, when, result,
-                                                  declared)
-            why = next((why for pattern, why in
-                        declared.get(case.check, {}).items()
-                        if re.fullmatch(pattern, metric.partition('@')[0])),
-                       None)
-            if why:
+                case = cases[(key, when)] = _case(url, labels, when, result)
+            if labels.get('unjudged'):
                 # as the check's report says it (calibrate leaves it out)
-                case.extras['unjudged'][metric] = f'diagnostic: {why}'
+                case.extras['unjudged'][metric] = labels['unjudged']
             raw.append((case, metric, val * scale, unit))
     out = _in_units(raw, old_refs)
     notes = skipped.notes()
@@ -302,9 +264,10 @@ def _usable(url, labels, system, partitions, skipped):
     if not _TEST.fullmatch(test):
         raise HistoryError(f'{where}: the test label is not a test\'s '
                            f'display name')
-    if 'metric' in labels and not _METRIC.fullmatch(labels['metric']):
-        raise HistoryError(f'{where}: the metric label is not a figure\'s '
-                           f'name')
+    for label in ('metric', 'unjudged'):
+        if label in labels and not _METRIC.fullmatch(labels[label]):
+            raise HistoryError(f'{where}: the {label} label is not a '
+                               f'figure\'s name or why it is unjudged')
     for label in ('partition', 'environ', 'node'):
         value = labels.get(label)
         if value is None and label == 'node':
@@ -329,7 +292,7 @@ def _case_key(labels):
     return tuple((k, labels.get(k, '')) for k in _KEEP)
 
 
-def _case(url, labels, when, result, declared):
+def _case(url, labels, when, result):
     test = labels['test']
     check, params, _ = results.named(test, '')
     return results.Case(

@@ -357,8 +357,9 @@ def _whole_reason(text):
 # anywhere)
 EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
           'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
-          'health', 'node_load', 'measured_gpus')
-_EXTRA_TYPES = (dict, str, list, records.NodeLoad, records.Health)
+          'health', 'node_load', 'measured_gpus', 'sanity_is_health',
+          'lineage')
+_EXTRA_TYPES = (dict, str, list, bool, records.NodeLoad, records.Health)
 
 
 _EXTRA_FIELDS = tuple((name, f'hpcval_{name}') for name in EXTRAS)

@@ -65,6 +65,8 @@ class TestCase(Struct):
     hpcval_node_load: Any = None
     hpcval_health: Any = None
     hpcval_measured_gpus: Any = None
+    hpcval_sanity_is_health: Any = None
+    hpcval_lineage: Any = None
 
 
 class Run(Struct):
