@@ -115,7 +115,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         'hpcval_unjudged': inputs.RECORD,
         'hpcval_provenance': inputs.RECORD,
         'hpcval_lineage': inputs.RECORD,
-        'hpcval_sanity_is_health': inputs.FLAG,
+        'hpcval_sanity_is_health': inputs.RECORD,
         'health_probe': inputs.FLAG,
         'health_sampler': inputs.FLAG,
         'hpcval_health': inputs.RECORD,
