@@ -4,6 +4,7 @@ the class MRO: with ParsedBenchmark's bases and methods reversed, every
 check's
 ``rfm_job.sh`` (``--dry-run``, Lmod over empty modulefiles) is
 byte-identical."""
+import re
 import textwrap
 
 from hpcval.benchmarks.base import ParsedBenchmark
@@ -16,6 +17,10 @@ SYSTEMS = (('frontier', ()), ('gaudi2', ()),
            ('perlmutter', ('-n', 'Cuda|Nccl|ElbenchoGpu')))
 
 STACK = 'hpcval-order-stack@1'
+# ReFrame's own pid and start tick (the node-use record's "the screen's
+# own"): one run's, not the script's order
+_SCREEN = re.compile(r'(?<=/proc/)\d+(?=/stat)|(?<=" = )\d+(?= \])|'
+                     r'(?<=screen=)\d+')
 
 # imported first by every Python of the run: hpcval.benchmarks.base with
 # ParsedBenchmark's bases reversed (written down) and its methods, hooks
@@ -54,8 +59,8 @@ def _scripts(tmp_path, env):
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
         stage = tmp / 'rfm' / 'stage'
         for path in stage.rglob('rfm_job.sh'):
-            out[str(path.relative_to(stage))] = \
-                path.read_text().replace(str(tmp), '<tmp>')
+            out[str(path.relative_to(stage))] = _SCREEN.sub(
+                'PID', path.read_text().replace(str(tmp), '<tmp>'))
     return out
 
 

@@ -46,7 +46,7 @@ def test_a_misspelt_mode_lists_the_valid_ones(tmp_path):
                tmp_path=tmp_path)
     assert proc.returncode == preflight.REFUSED
     assert proc.stderr.strip() == ('hpcval run: --mode quik: no such mode; '
-                                   'valid: quick, screen, acceptance')
+                                   'valid: quick, screen, acceptance, burnin')
 
 
 def test_rfm_system_is_checked_too(tmp_path):
