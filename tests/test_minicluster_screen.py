@@ -348,6 +348,19 @@ def running_job_on(cluster, node):
             if n == node]
 
 
+def _combined_verdict_passes(combined, first, again, folder):
+    """The printed combined verdict line, run as written in ``folder``
+    beside the screen's and the re-screen's reports, exits 0."""
+    shutil.copy(first / 'report.json', folder / 'SCREEN.json')
+    shutil.copy(again / 'report.json', folder / 'rescreen.json')
+    both = subprocess.run(
+        ['bash', '-c', combined], capture_output=True, text=True,
+        cwd=folder, timeout=120,
+        env=dict(os.environ, PATH=f'{VENV_BIN}:{os.environ["PATH"]}',
+                 HPCVAL_ROOT=str(ROOT)))
+    assert both.returncode == 0, both.stdout + both.stderr
+
+
 # the hung node's screen runs on a waiting cluster, whose jobs yield the
 # cores to every other test: its healthy n1 measured 0.24x the re-screened
 # n2 beside another worker's run (load-blamed, and a failure all the same),
@@ -419,14 +432,7 @@ def test_a_hung_node_is_cut_off_drained_and_rescreened(waits, tmp_path):
     # the printed verdict line, as written, beside the two reports
     assert combined.startswith(f'hpcval verdict {shlex.join(HUNG)} '
                                'SCREEN.json rescreen*.json')
-    shutil.copy(first / 'report.json', tmp_path / 'SCREEN.json')
-    shutil.copy(again / 'report.json', tmp_path / 'rescreen.json')
-    both = subprocess.run(
-        ['bash', '-c', combined], capture_output=True, text=True,
-        cwd=tmp_path, timeout=120,
-        env=dict(os.environ, PATH=f'{VENV_BIN}:{os.environ["PATH"]}',
-                 HPCVAL_ROOT=str(ROOT)))
-    assert both.returncode == 0, both.stdout + both.stderr
+    _combined_verdict_passes(combined, first, again, tmp_path)
 
 
 @pytest.mark.parametrize('option, words', [
@@ -522,14 +528,7 @@ def test_an_interrupted_screen_drains_nothing_and_is_finished(
         assert sorted(tc['display_name'].split('=')[-1]
                       for tc in cases(report)) == \
             sorted(set(cov['partition_nodes']) - set(tested))
-        shutil.copy(first / 'report.json', tmp_path / 'SCREEN.json')
-        shutil.copy(again / 'report.json', tmp_path / 'rescreen.json')
-        both = subprocess.run(
-            ['bash', '-c', combined], capture_output=True, text=True,
-            cwd=tmp_path, timeout=120,
-            env=dict(os.environ, PATH=f'{VENV_BIN}:{os.environ["PATH"]}',
-                     HPCVAL_ROOT=str(ROOT)))
-        assert both.returncode == 0, both.stdout + both.stderr
+        _combined_verdict_passes(combined, first, again, tmp_path)
     finally:
         cluster.stop()
 
