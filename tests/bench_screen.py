@@ -3,17 +3,17 @@ minicluster; the peer rule's own figures; a 1,000-node verdict's time.
 
     .venv/bin/python tests/bench_screen.py screen [--nodes 16] [--healthy 5]
         [--planted 3] [--fault cpu|memory] [--slow 0.2] [--peer-factor F]
-        [--repeats 3] [--mode-screen]
+        [--repeats 2] [--mode-screen]
     .venv/bin/python tests/bench_screen.py rule [--draws 200000]
     .venv/bin/python tests/bench_screen.py verdict REPORT [--nodes 1000]
     .venv/bin/python tests/bench_screen.py cost [--nodes 64 128]
         [--max-jobs N]
-    .venv/bin/python tests/bench_screen.py steps [--nodes 4] [--repeats 3]
+    .venv/bin/python tests/bench_screen.py steps [--nodes 4] [--repeats 2]
 
 ``screen`` starts a minicluster of ``--nodes`` nodes (as root) and runs
 ``LikwidBenchCheck%kernel=peakflops --distribute=all`` with ``-S
-LikwidBenchCheck.repeats=3`` (``--repeats``: the figure of ``--mode
-screen``, the best of three runs; ``--mode-screen`` runs the screen suite
+LikwidBenchCheck.repeats=2`` (``--repeats``: the figure of ``--mode
+screen``, the best of two runs; ``--mode-screen`` runs the screen suite
 itself) ``--healthy`` times, then
 ``--planted`` times with n3 ``--slow`` slower: a CPU quota of (1 - slow)
 of its CPUs every 10 ms (``--fault cpu``), or a competing memory stream of
@@ -445,8 +445,8 @@ def main():
     s.add_argument('--slow', type=float, default=0.2)
     s.add_argument('--stream-mib', type=int, default=256)
     s.add_argument('--peer-factor', type=float, default=None)
-    # the figure --mode screen makes: the best of three runs per node
-    s.add_argument('--repeats', type=int, default=3)
+    # the figure --mode screen makes: the best of two runs per node
+    s.add_argument('--repeats', type=int, default=2)
     s.add_argument('--keep', help='copy each screen\'s report here')
     s.add_argument('--mode-screen', action='store_true',
                    help='run reframe --mode screen (the whole suite) '
@@ -461,7 +461,7 @@ def main():
     c.add_argument('--max-jobs', type=int, default=None)
     t = sub.add_parser('steps')
     t.add_argument('--nodes', type=int, default=4)
-    t.add_argument('--repeats', type=int, default=3)
+    t.add_argument('--repeats', type=int, default=2)
     args = parser.parse_args()
     {'steps': job_steps, 'screen': screens, 'rule': rule_figures,
      'verdict': verdict_time, 'cost': costs}[args.what](args)

@@ -673,3 +673,36 @@ def test_a_screen_stopped_before_any_node_ended_is_rescreened_whole():
     assert screen.next_steps(v)['rescreen'][0] == (
         'reframe -r --system mc:cpu --distribute=all -n '
         'LikwidBenchCheck%kernel=peakflops --report-file rescreen.json')
+
+
+def test_what_a_failed_or_partial_screen_prints_is_acted_on():
+    """Every failure has a next step, a node named slow is never beside
+    "not screened for slowness", no resume line without a drain line,
+    and 60 untested nodes of 64 make one range, not 60 entries."""
+    # 4 nodes: the floor alone names n4 at 0.49x
+    v = judge_cases([screen_case('n1', 20.0), screen_case('n2', 20.4),
+                     screen_case('n3', 19.8), screen_case('n4', 9.8)])
+    text = verdict.render_text(v)
+    assert v.status == verdict.EXIT_FAILED and 'not screened' not in text
+    assert 'named 1 node(s) below it; one at 0.80x' in text
+    steps = screen.next_steps(v)
+    assert [line.split()[2] for line in steps['drain']] == ['nodename=n4']
+    # a failure of no recorded node: a step, no drain, no resume
+    lost = screen_case('n1', result='fail', reason='printed no MFlops/s')
+    lost.test, lost.nodes = 'LikwidBenchCheck %kernel=peakflops', ()
+    steps = screen.next_steps(judge_cases([lost]))
+    assert steps['drain'] == steps['resume'] == []
+    assert steps['notes'] == ['LikwidBenchCheck failed on no recorded '
+                              'node: nothing to drain; fix what its FAIL '
+                              'lines name, run it again and judge its '
+                              'report']
+    # a screen of 64 nodes stopped after 4
+    wide = dict(RECORDED, partition_nodes=dict(
+        RECORDED['partition_nodes'], nodes='n[1-64]'))
+    cases = [screen_case(f'n{i}', 20.0, extras=wide) for i in range(1, 5)]
+    cases += [screen_case(f'n{i}', result='abort', reason=STOPPED,
+                          extras=wide) for i in range(5, 65)]
+    cov = judge_cases(cases).groups[0].coverage
+    assert cov.line() == ('4 of 64 nodes tested; not tested: n[5-64] (not '
+                          'tested: the screen was stopped '
+                          '(KeyboardInterrupt))')

@@ -239,9 +239,13 @@ class Coverage:
                     self.accepted.items(), key=lambda kv: _natural(kv[0])))
         if not self.untested:
             return head
-        shown = [f'{n} ({why})' for n, why in sorted(
-            self.untested.items(), key=lambda kv: _natural(kv[0]))]
-        more = f' and {len(shown) - 10} more' if len(shown) > 10 else ''
+        # the nodes of one reason as one range: bounded at any size
+        by_why = {}
+        for node in sorted(self.untested, key=_natural):
+            by_why.setdefault(self.untested[node], []).append(node)
+        shown = [f'{abbrev(nodes)} ({why})' for why, nodes in by_why.items()]
+        more = f' and {len(shown) - 10} more reasons' \
+            if len(shown) > 10 else ''
         return f'{head}; not tested: {", ".join(shown[:10])}{more}'
 
 
@@ -401,6 +405,7 @@ class Reach:
     by_references: bool
     screened: bool
     higher: bool = True     # higher is better (a rate), else a time
+    named: int = 0          # nodes the rule named below the bound
 
     def line(self):
         head = f'{self.test}: {self.metric}: {self.nodes} nodes'
@@ -418,9 +423,14 @@ class Reach:
             return f'{head}: {reach}; judged by the references instead'
         if self.screened:
             return f'{head}: {reach}'
-        return (f'{head}: {reach}: not screened for slowness (a node at '
-                f'{self._at(self.target)} must be named; no reference '
-                f'for it)')
+        # a node it named is slow whatever the bound: only one between the
+        # bound and the target may have passed
+        what = (f'named {self.named} node(s) below it; one at '
+                f'{self._at(self.target)} may have passed' if self.named
+                else f'not screened for slowness (a node at '
+                     f'{self._at(self.target)} must be named')
+        return f'{head}: {reach}: {what}; no reference for it' + \
+            ('' if self.named else ')')
 
     def _at(self, factor):
         """A factor 'x times worse' as a fraction of the peers' median."""
@@ -458,7 +468,8 @@ def reach(cases, samples_of, factor=PEER_FACTOR, referenced=None):
         screened = finds is not None and finds <= target
         out.append(Reach(key[3], key[4], unit, len(entries), count, bound,
                          finds, target, by_refs and not screened,
-                         screened or by_refs, rule.better == 'higher'))
+                         screened or by_refs, rule.better == 'higher',
+                         sum(not j.passed for j in judged.values())))
     return out
 
 
@@ -598,13 +609,15 @@ def next_steps(verdict):
     [scontrol line], 'rescreen': [command, ...], 'notes': [...]} for the
     failed nodes of a verdict (hpcval.verdict.Verdict): drain them, fix
     them, resume them, then the same screen on them alone."""
-    alone, pairs = {}, {}
+    alone, pairs, nodeless = {}, {}, set()
     for f in verdict.failures():
         nodes = f.node.split('+') if f.node else []
         if len(nodes) == 1:
             alone.setdefault(nodes[0], f)
         elif nodes:
             pairs.setdefault(f.node, f)
+        elif f.where() != 'input':      # every failure gets a next step
+            nodeless.add(f.test.split()[0] if f.test else 'a test')
     # which nodes get a line is hpcval.drain's alone: the re-screen too
     slurm = drains.lines(
         verdict, {n: alone[n] for n in sorted(alone, key=_natural)},
@@ -614,6 +627,10 @@ def next_steps(verdict):
         if not any(n in alone for n in nodes.split('+')):
             notes.append(f'nodes {nodes} failed together in one job: '
                          f'screen each alone before draining either')
+    if nodeless:
+        notes.append(f'{", ".join(sorted(nodeless))} failed on no recorded '
+                     f'node: nothing to drain; fix what its FAIL lines '
+                     f'name, run it again and judge its report')
     for g in verdict.groups:
         cov = g.coverage
         if cov is not None and cov.rerun:

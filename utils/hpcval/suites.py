@@ -9,7 +9,7 @@ hpcval.benchmarks.base, as the tags ``quick`` and ``screen``).
   that references calibrated from quick runs hold for the full runs too.
 - ``screen``: the quick suite's single-node checks but the MPI ping-pong
   on every node of the partition (``--distribute=all``, Slurm-like
-  schedulers); the CPU figure is the best of three likwid-bench runs in
+  schedulers); the CPU figure is the best of two likwid-bench runs in
   the node's job, whose healthy spread the default peer rule is built on
   (docs/screening.md).
 - ``acceptance``: every check, multi-node collectives and latencies
@@ -55,7 +55,7 @@ MODES = [
     {
         'name': 'screen',
         'options': [*SCREEN, '--distribute=all', RETRY,
-                    '-S', 'LikwidBenchCheck.repeats=3'],
+                    '-S', 'LikwidBenchCheck.repeats=2'],
     },
     {
         'name': 'acceptance',
