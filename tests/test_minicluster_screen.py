@@ -471,30 +471,49 @@ def test_a_job_option_no_job_can_honour_is_one_usage_line(waits, tmp_path,
         words in line and f'-J {option}' in line, line
 
 
-def test_a_preempted_screen_job_ends_and_drains_nothing(waits, tmp_path):
+def _preempt(cluster, job):
+    cluster.run('sbatch', '-p', URGENT, '--exclusive', '-w', 'n1',
+                '--output=/dev/null', '--wrap', 'true')
+
+
+def _requeue(cluster, job):
+    # --no-requeue refuses scontrol requeue until an administrator lifts it
+    cluster.run('scontrol', 'update', f'jobid={job}', 'requeue=1')
+    cluster.run('scontrol', 'requeue', job)
+
+
+@pytest.mark.parametrize('fate, act', [('preempted', _preempt),
+                                       ('requeued', _requeue)])
+def test_a_preempted_or_requeued_job_ends_and_drains_nothing(waits, tmp_path,
+                                                            fate, act):
     """A job of the URGENT partition preempts n1's screen job (cancelled,
-    never requeued): the screen ends promptly, not waiting for it as
-    pending; n1 is not tested (preempted), nothing is drained."""
+    never requeued), or an administrator requeues it (Slurm would run it
+    again two minutes later): the screen ends promptly, not waiting for
+    it as pending; n1 is not tested (preempted, requeued), nothing is
+    drained."""
     hanging_likwid(waits, 'n1')
     with concurrent.futures.ThreadPoolExecutor() as pool:
         run = pool.submit(screen, waits, tmp_path)
-        wait_until('the job on n1 to run',
-                   lambda: running_job_on(waits, 'n1'))
-        waits.run('sbatch', '-p', URGENT, '--exclusive', '-w', 'n1',
-                  '--output=/dev/null', '--wrap', 'true')
-        # ReFrame took PREEMPTED as pending and waited forever: bounded
-        # here by what a poll takes, never the job's own minute
+        [job] = wait_until('the job on n1 to run',
+                           lambda: running_job_on(waits, 'n1'))
+        act(waits, job)
+        # ReFrame took PREEMPTED and a requeued job as pending and waited
+        # forever: bounded here by what a poll takes, never the job's own
+        # minute
         run.result(timeout=300)
     status, result, proc = verdict(tmp_path / 'report.json', *LOOSE,
                                    cluster=waits)
     assert status == 2 and result['failures_by_node'] == {}, proc.stdout
     [part] = result['partitions']
     assert part['coverage']['untested'] == {
-        'n1': 'not tested: preempted'}, proc.stdout
+        'n1': f'not tested: {fate}'}, proc.stdout
     steps = result['next_steps']
     assert steps['drain'] == [] and steps['resume'] == []
     assert "-J exclude=n2 -n LikwidBenchCheck%kernel=peakflops" in \
         steps['rescreen'][0], steps
+    # nothing of it left to run again
+    assert waits.run('squeue', '-h', '-t', 'PD,R,CG', '-j', job,
+                     check=False).stdout.strip() == ''
 
 
 def test_an_interrupted_screen_drains_nothing_and_is_finished(many,

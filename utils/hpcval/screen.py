@@ -57,6 +57,7 @@ _NOT_THE_NODE = (
         r'\bCANCELLED: cancelled')),
     # hpcval.benchmarks.fates: a higher-priority job took the node
     ('preempted', re.compile(r'\bPREEMPTED: preempted')),
+    ('requeued', re.compile(r'\bREQUEUED: requeued')),
 )
 # what a reconciled submission adds to its category (the verdict's words)
 _DETAIL = re.compile(r'(sbatch refused the job: [^;|\n]*|the controller '

@@ -17,6 +17,7 @@ FATES = {
     'OUT_OF_MEMORY': 'killed for running out of memory',
     'FAILED': 'ended with a non-zero exit code',
     'PREEMPTED': 'preempted by a higher-priority job',
+    'REQUEUED': 'requeued by Slurm, cancelled by hpcval before a rerun',
     'BOOT_FAIL': 'not started: a node failed to boot',
     'DEADLINE': 'ended at its deadline',
 }

@@ -26,7 +26,10 @@ Slurm's reason, whatever the output held.  A job preempted by a
 higher-priority one (``PREEMPTED``; never requeued, ``--no-requeue``) has
 ended: ReFrame's Slurm backend takes the state as pending and would wait
 for it forever; it fails the case with its fate, which the verdict reads
-as "not tested: preempted".
+as "not tested: preempted".  A job Slurm requeued all the same (an
+administrator's ``scontrol requeue`` after ``requeue=1``; it waits two
+minutes, or held, forever) is seen in the accounting's earlier records
+(``sacct -D``), cancelled at once and read as "not tested: requeued".
 """
 import functools
 import itertools
@@ -86,6 +89,8 @@ NODE_FATES = ('NODE_FAIL', 'BOOT_FAIL')
 #: Slurm's job states that end a job submitted with --no-requeue, which
 #: ReFrame's Slurm backend takes as pending
 ENDED_UNREQUEUED = ('PREEMPTED',)
+#: Slurm's states of a job requeued: hpcval cancels it, never waits
+REQUEUED = ('REQUEUED', 'REQUEUE_HOLD', 'REQUEUE_FED')
 
 
 def _partition_option(options):
@@ -146,7 +151,7 @@ def slurm_job_nodes(jobid):
     if not _JOBID.fullmatch(str(jobid or '')):
         return []
     try:
-        out = subprocess.run(['sacct', '-n', '-P', '-j', str(jobid),
+        out = subprocess.run(['sacct', '-n', '-P', '-D', '-j', str(jobid),
                               '-o', 'JobID,NodeList'], capture_output=True,
                              text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
@@ -302,10 +307,22 @@ def cache_job_nodelist(job):
 _ENDING_CLASSES = {}
 
 
+def requeued(job):
+    """Whether Slurm requeued ``job`` (any of its records)."""
+    return any(s in REQUEUED for s in (job.state or '').split(','))
+
+
 def _ended_unrequeued(job):
     from reframe.core.schedulers.slurm import slurm_state_completed
 
     states = (job.state or '').split(',')
+    if requeued(job):
+        if _JOBID.fullmatch(str(job.jobid)) and \
+                not job.__dict__.get('_hpcval_cancelled'):
+            job.__dict__['_hpcval_cancelled'] = True
+            subprocess.run(['scancel', str(job.jobid)], capture_output=True,
+                           timeout=20, check=False)
+        return True
     return '--no-requeue' in job.options and \
         any(s in ENDED_UNREQUEUED for s in states) and \
         all(s in ENDED_UNREQUEUED or slurm_state_completed(s)
@@ -314,9 +331,13 @@ def _ended_unrequeued(job):
 
 def end_preempted(job):
     """Make the scheduler of ``job`` take a preempted job that is never
-    requeued as ended (ReFrame would poll it, and wait for it on Ctrl-C,
-    forever)."""
+    requeued, or a requeued one (cancelled), as ended (ReFrame would poll
+    it, and wait for it on Ctrl-C, forever)."""
     sched = job.scheduler
+    # every record of a job: a requeued one's first shows it (sacct -D)
+    if isinstance(getattr(sched, '_sacct', None), str) and \
+            '-D' not in sched._sacct.split():
+        sched._sacct += ' -D'
     base = type(sched)
     if getattr(base, '_hpcval_ends_preempted', False):
         return
@@ -442,7 +463,8 @@ class ScreenRecord(LeanLogging):
         if state == 'COMPLETED':
             return
         nodes = self.hpcval_job_nodes or list(self.job.nodelist or ())
-        if state in ENDED_UNREQUEUED:       # whatever its output held
+        state = 'REQUEUED' if requeued(self.job) else state
+        if state in ENDED_UNREQUEUED + ('REQUEUED',):   # whatever it wrote
             raise SanityError(f'job {self.job.jobid} on {",".join(nodes)} '
                               f'{state}: {fates.FATES[state]}')
         down = failed_nodes(nodes)
