@@ -473,7 +473,7 @@ class TestFixedModes:
 
     def test_harmless_options_and_the_modes_own(self):
         for args in (['-t', suites.SCREEN[1], '--distribute=all',
-                      '--max-retries=1', '-S', 'LikwidBenchCheck.repeats=3'],
+                      '--max-retries=1', '-S', 'LikwidBenchCheck.repeats=2'],
                      ['--prefix', '/tmp/x', '-v', '--report-file', 'r.json',
                       '--keep-stage-files', '-C', 'config/settings.py',
                       '--system', 'local', '-p', '.*', '--nocolor']):
