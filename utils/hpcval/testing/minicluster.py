@@ -29,11 +29,10 @@ stopped before it returns.
 Faults for tests: every task launched on node N first goes through a task
 prolog that emits the lines of ``DIR/faults/N`` (Slurm's TaskProlog
 protocol: ``export NAME=value``), so a test can break one node's
-environment the way a broken software stack does; ``slow_node`` puts one
-node's slurmd, and so every job step it starts from then on, under a CPU
-quota (a cgroup, as a throttled or failing CPU would be); ``slow_node_by``
-makes a node a set fraction slower (a quota of the node's CPUs enforced
-every 10 ms); every node's slurmd, and so each job it runs, gets the
+environment the way a broken software stack does; ``slow_node_by``
+puts one node's slurmd, and so every job step it starts from then on,
+under a CPU quota (a cgroup, as a throttled or failing CPU would be): a
+set fraction of the node's CPUs, enforced every 10 ms; every node's slurmd, and so each job it runs, gets the
 host's CPUs before anything outside the cluster (a cgroup of 100 times the
 default CPU weight), as a real node has its cores to itself; ``compete`` runs a competing memory stream or busy
 processes of a set size beside each task of a node (cgroup v2 and v1).
@@ -281,15 +280,13 @@ class CpuQuota:
             group.mkdir(parents=True, exist_ok=True)
         return group
 
-    def limit(self, node, percent, pids, period_us=None):
+    def limit(self, node, percent, pids, period=QUOTA_PERIOD_US):
         """Hold ``pids`` (and every process they start from now) to
         ``percent`` % of one CPU (above 100: of several), enforced every
-        ``period_us`` (a short period acts within a short run)."""
+        ``period`` microseconds (a short period acts within a short run)."""
         if self.base is None:
             raise MiniClusterError('no cgroup cpu controller mounted at '
                                    '/sys/fs/cgroup: cannot slow a node')
-
-        period = period_us or self.PERIOD_US
         quota = max(1000, int(period * percent / 100))
         group = self.base / node
         try:
@@ -449,17 +446,6 @@ class MiniCluster:
         (self.faults / node).write_text(''.join(f'{line}\n'
                                                 for line in prolog_lines))
 
-    def slow_node(self, node, percent):
-        """Every job step ``node`` starts from now runs under a quota of
-        ``percent`` % of one CPU (the node's slurmd is moved into a cgroup
-        with that quota; its job steps inherit it)."""
-        self._check_node(node)
-        pid = self.running().get(f'slurmd-{node}')
-        if pid is None:
-            raise MiniClusterError(f'slurmd of {node} is not running')
-
-        self.quota.limit(node, percent, [pid])
-
     def slow_node_by(self, node, fraction):
         """``node`` ``fraction`` slower on CPU (0.1: 10 %): its slurmd and
         every job step it starts get (1 - fraction) of the node's
@@ -472,8 +458,7 @@ class MiniCluster:
         pid = self.running().get(f'slurmd-{node}')
         if pid is None:
             raise MiniClusterError(f'slurmd of {node} is not running')
-        self.quota.limit(node, 100 * CPUS_PER_NODE * (1 - fraction), [pid],
-                         period_us=QUOTA_PERIOD_US)
+        self.quota.limit(node, 100 * CPUS_PER_NODE * (1 - fraction), [pid])
 
     def compete(self, node, kind, size):
         """While a task of ``node`` runs, a competitor runs beside it:
