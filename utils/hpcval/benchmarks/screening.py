@@ -267,7 +267,22 @@ def time_limit_for(expected_s):
                math.ceil((3 * expected_s + 30) / _MINUTE) * _MINUTE)
 
 
-_CACHED_CLASSES = {}
+_SUBCLASSES = {}
+
+
+def _extend(obj, flag, make):
+    """Give ``obj`` the subclass ``make(its class)``, made once a class with
+    the class's name and ``flag`` set, unless its class has ``flag``."""
+    base = type(obj)
+    if getattr(base, flag, False):
+        return
+    cls = _SUBCLASSES.get((base, flag))
+    if cls is None:
+        cls = _SUBCLASSES[base, flag] = make(base)
+        setattr(cls, flag, True)
+        cls.__name__ = cls.__qualname__ = base.__name__
+        cls.__module__ = base.__module__
+    obj.__class__ = cls
 
 
 def cache_job_nodelist(job):
@@ -276,19 +291,14 @@ def cache_job_nodelist(job):
     the job ended, and its logging reads it for every record (19 calls a
     job in a screen: tests/bench_screen.py cost).  A finished job's node
     list does not change."""
-    base = type(job)
-    found = getattr(base, 'nodelist', None)
-    if getattr(base, '_hpcval_cached', False) or \
-            not isinstance(found, property):
+    found = getattr(type(job), 'nodelist', None)
+    if not isinstance(found, property):
         return
-    cls = _CACHED_CLASSES.get(base)
-    if cls is None:
-        from reframe.core.schedulers.slurm import slurm_state_completed
+    from reframe.core.schedulers.slurm import slurm_state_completed
 
+    def make(base):
         # a class statement: ReFrame's job metaclass prepares its namespace
         class Cached(base):
-            _hpcval_cached = True
-
             @property
             def nodelist(self):
                 cached = self.__dict__.get('_hpcval_nodelist')
@@ -298,13 +308,8 @@ def cache_job_nodelist(job):
                 if self.state and slurm_state_completed(self.state):
                     self.__dict__['_hpcval_nodelist'] = nodes
                 return nodes
-        Cached.__name__ = Cached.__qualname__ = base.__name__
-        Cached.__module__ = base.__module__
-        cls = _CACHED_CLASSES[base] = Cached
-    job.__class__ = cls
-
-
-_ENDING_CLASSES = {}
+        return Cached
+    _extend(job, '_hpcval_cached', make)
 
 
 def requeued(job):
@@ -338,20 +343,13 @@ def end_preempted(job):
     if isinstance(getattr(sched, '_sacct', None), str) and \
             '-D' not in sched._sacct.split():
         sched._sacct += ' -D'
-    base = type(sched)
-    if getattr(base, '_hpcval_ends_preempted', False):
-        return
-    cls = _ENDING_CLASSES.get(base)
-    if cls is None:
-        class Ending(base):
-            _hpcval_ends_preempted = True
 
+    def make(base):
+        class Ending(base):
             def finished(self, job):
                 return super().finished(job) or _ended_unrequeued(job)
-        Ending.__name__ = Ending.__qualname__ = base.__name__
-        Ending.__module__ = base.__module__
-        cls = _ENDING_CLASSES[base] = Ending
-    sched.__class__ = cls
+        return Ending
+    _extend(sched, '_hpcval_ends_preempted', make)
 
 
 def _write_marker(path):

@@ -144,22 +144,20 @@ def _proc_field(pid, name):
         return None
 
 
+def _stat(pid):
+    """'pid (comm) S PPID ...': the fields after the last ')', or []."""
+    stat = _proc_field(pid, 'stat')
+    return stat[stat.rindex(b')') + 2:].split() if stat else []
+
+
 def _alive(pid):
     """Running and not a zombie waiting for a parent to reap it."""
-    stat = _proc_field(pid, 'stat')
-    if stat is None:
-        return False
-
-    # 'pid (comm) S ...': the state follows the last ')'
-    return stat[stat.rindex(b')') + 2:][:1] not in (b'Z', b'X')
+    return _stat(pid)[:1] not in ([], [b'Z'], [b'X'])
 
 
 def _parent(pid):
-    stat = _proc_field(pid, 'stat')
-    if stat is None:
-        return None
-
-    return int(stat[stat.rindex(b')') + 2:].split()[1])
+    fields = _stat(pid)
+    return int(fields[1]) if fields else None
 
 
 def _live_pids():
@@ -186,12 +184,9 @@ def job_processes(conf):
     steps = {pid for pid in pids
              if (_proc_field(pid, 'comm') or b'').strip() == b'slurmstepd'
              and needle in (_proc_field(pid, 'environ') or b'')}
-    found, grew = set(steps), True
-    while grew:
-        children = {pid for pid in pids if _parent(pid) in found} - found
-        found |= children
-        grew = bool(children)
-
+    found = set(steps)
+    while more := {pid for pid in pids if _parent(pid) in found} - found:
+        found |= more
     return sorted(found)
 
 
