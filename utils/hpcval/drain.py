@@ -129,8 +129,10 @@ def lines(verdict, alone, reason, cluster=None):
                         f'{here} (ClusterName of scontrol show config '
                         f'here, the report\'s system)')
     for name, nodes in sorted(elsewhere.items()):
+        word = next((getattr(g, 'scheduler', '') for g in groups.values()
+                     if g.name == name), '') or 'not recorded'
         notes.append(f'{name} is not a Slurm partition (scheduler '
-                     f'{_scheduler_word(groups, name)}): nothing to drain; '
+                     f'{word}): nothing to drain; '
                      f'fix what failed on {", ".join(sorted(nodes))} (the '
                      f'FAIL lines), then run the same checks again and '
                      f'judge their report with hpcval verdict')
@@ -146,13 +148,6 @@ def _not_a_node(g, node):
     if not getattr(g, 'ran_there', {}).get(node):
         return 'not in the Slurm node list of every job charged to it'
     return ''
-
-
-def _scheduler_word(groups, name):
-    for g in groups.values():
-        if g.name == name:
-            return getattr(g, 'scheduler', '') or 'not recorded'
-    return 'not recorded'
 
 
 def scheduler_of(case):

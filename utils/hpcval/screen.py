@@ -101,10 +101,6 @@ def not_tested(case):
     return ''
 
 
-#: the name verdict calls: any reason a case is not the node's result
-not_started = not_tested
-
-
 def screen_test(case):
     """The test's name without the screen's own parameters."""
     return _SCREEN_PARAMS.sub('', case.test)
@@ -240,13 +236,11 @@ class Coverage:
                     self.accepted.items(), key=lambda kv: _natural(kv[0])))
         if not self.untested:
             return head
-        # the nodes of one reason as one range: bounded at any size
-        by_why = {}
+        by_why = {}     # one range per reason: bounded at any size
         for node in sorted(self.untested, key=_natural):
             by_why.setdefault(self.untested[node], []).append(node)
-        shown = [f'{abbrev(nodes)} ({why})' for why, nodes in by_why.items()]
-        more = f' and {len(shown) - 10} more reasons' \
-            if len(shown) > 10 else ''
+        shown = [f'{abbrev(ns)} ({why})' for why, ns in by_why.items()]
+        more = f' and {len(shown) - 10} more' if len(shown) > 10 else ''
         return f'{head}; not tested: {", ".join(shown[:10])}{more}'
 
 
@@ -424,14 +418,12 @@ class Reach:
             return f'{head}: {reach}; judged by the references instead'
         if self.screened:
             return f'{head}: {reach}'
-        # a node it named is slow whatever the bound: only one between the
-        # bound and the target may have passed
-        what = (f'named {self.named} node(s) below it; one at '
-                f'{self._at(self.target)} may have passed' if self.named
-                else f'not screened for slowness (a node at '
-                     f'{self._at(self.target)} must be named')
-        return f'{head}: {reach}: {what}; no reference for it' + \
-            ('' if self.named else ')')
+        if self.named:      # a node it named is slow whatever the bound
+            return (f'{head}: {reach}: named {self.named} node(s) below it; '
+                    f'one at {self._at(self.target)} may have passed')
+        return (f'{head}: {reach}: not screened for slowness (a node at '
+                f'{self._at(self.target)} must be named; no reference '
+                f'for it)')
 
     def _at(self, factor):
         """A factor 'x times worse' as a fraction of the peers' median."""

@@ -427,7 +427,7 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
     if sched and g.scheduler != sched:
         g.scheduler = 'mixed' if g.scheduler else sched
     if screen.node_of(case) and (case.extras.get('screen_excluded') or
-                                 screen.not_started(case)):
+                                 screen.not_tested(case)):
         return          # not a node's result: counted by coverage
     g.replays += case.replay
     label = node_label(case)

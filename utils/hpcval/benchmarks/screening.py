@@ -26,10 +26,8 @@ Slurm's reason, whatever the output held.  A job preempted by a
 higher-priority one (``PREEMPTED``; never requeued, ``--no-requeue``) has
 ended: ReFrame's Slurm backend takes the state as pending and would wait
 for it forever; it fails the case with its fate, which the verdict reads
-as "not tested: preempted".  A job Slurm requeued all the same (an
-administrator's ``scontrol requeue`` after ``requeue=1``; it waits two
-minutes, or held, forever) is seen in the accounting's earlier records
-(``sacct -D``), cancelled at once and read as "not tested: requeued".
+as "not tested: preempted".  One requeued all the same (pending again,
+``sacct -D`` shows it) is cancelled: "not tested: requeued".
 """
 import functools
 import itertools
@@ -321,10 +319,8 @@ def _ended_unrequeued(job):
     from reframe.core.schedulers.slurm import slurm_state_completed
 
     states = (job.state or '').split(',')
-    if requeued(job):
-        if _JOBID.fullmatch(str(job.jobid)) and \
-                not job.__dict__.get('_hpcval_cancelled'):
-            job.__dict__['_hpcval_cancelled'] = True
+    if requeued(job):       # cancelled: Slurm would run it again
+        if _JOBID.fullmatch(str(job.jobid)):
             subprocess.run(['scancel', str(job.jobid)], capture_output=True,
                            timeout=20, check=False)
         return True

@@ -798,24 +798,25 @@ class MiniCluster:
     def _children(self):
         """Processes this one started for the cluster, recorded or not (an
         interrupt between a start and its record)."""
-        me = os.getpid()
-        ours = {*processes_naming(self.root), *self._with_our_conf()}
-        return [pid for pid in ours if _parent(pid) == me]
-
-    def _with_our_conf(self):
         needle = f'SLURM_CONF={self.conf}\0'.encode()
-        return [pid for pid in _live_pids()
-                if needle in (_proc_field(pid, 'environ') or b'')]
+        ours = {*processes_naming(self.root),
+                *(pid for pid in _live_pids()
+                  if needle in (_proc_field(pid, 'environ') or b''))}
+        return [pid for pid in ours if _parent(pid) == os.getpid()]
 
     def clean_stale(self):
         """What a crashed cluster here left: its job steps, daemons still
         recorded, its cgroups; returns the PIDs ended."""
-        leftovers = list(self.running().values())
-        leftovers += job_processes(self.conf)
-        _terminate(leftovers, 10)
+        return self._end_the_rest(list(self.running().values()), 10)
+
+    def _end_the_rest(self, pids, timeout):
+        """End ``pids`` and every job process of the cluster, forget the
+        daemons, remove the cgroups; returns the PIDs ended."""
+        pids = [*pids, *job_processes(self.conf)]
+        _terminate(pids, timeout)
         self._pid_file.unlink(missing_ok=True)
         self.quota.remove()
-        return leftovers
+        return pids
 
     def start(self, timeout=None):
         """Start the daemons and wait until every node is idle."""
@@ -993,13 +994,7 @@ class MiniCluster:
         for group in (slurmds, *([running[name]] for name in others)):
             _terminate(group, timeout)
             ended += group
-
-        leftovers = job_processes(self.conf)
-        _terminate(leftovers, timeout)
-        ended += leftovers
-        self._pid_file.unlink(missing_ok=True)
-        self.quota.remove()
-        return ended
+        return ended + self._end_the_rest([], timeout)
 
     def status(self):
         """(text, healthy): every daemon with its PID or DEAD, every
