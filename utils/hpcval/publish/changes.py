@@ -1,30 +1,4 @@
-"""What changed, and did it matter: runs grouped by a provenance key
-(``hpcval report --group-by KEY``) and a node's newest run against its
-baseline (``hpcval diff``).
-
-Group-by: per figure (column, measurement, metric), the runs of each value
-of KEY with n, mean and sample standard deviation, and Welch's two-sided
-t-test of each value against the first (oldest) one: unequal variances,
-Welch-Satterthwaite degrees of freedom, significant at p < ALPHA.  A value
-with one run is shown without a test (no spread, no basis).
-
-Diff: per node, its newest session among the inputs against a baseline:
-by default its newest earlier session that passed (every test case of it
-passed), else the one ``--baseline`` names (a time, a report file, the
-calibration).  Provenance: the keys that differ from the baseline's (the
-calibration's inventory baseline: driver, VBIOS, kernel, serials).
-Figures: a figure moved where it is further from its baseline than its
-minimum, ranked by effect (the move over its minimum).  Against sessions,
-the baseline is the mean of the node's passing sessions up to it and the
-minimum the larger of their noise, the two-sided prediction interval
-k s with k = t(1 - a/2; n - 1) sqrt(1 + 1/n), a = FALSE_ALARM (a healthy
-run falls outside with probability a), and calibrate's floor of the figure's kind
-(a move smaller than any calibrated bound can be is nothing a center acts
-on); fewer than MIN_RUNS passing sessions: not judged (exit 2).  Against
-the calibration, its value and its calibrated tolerance.  A newest run
-that failed with no figure, or an input newer than all with none, is
-named and never "nothing moved".
-"""
+"""Runs grouped by provenance (report --group-by) and node diffs (diff)."""
 import dataclasses
 import datetime
 import json
@@ -47,9 +21,7 @@ ALIASES = {'image': 'image_digest'}
 
 
 def welch(a, b):
-    """(t, degrees of freedom, two-sided p) of Welch's t-test of samples
-    ``a`` and ``b`` (each n >= 2); p = 1 where both have no spread and
-    equal means, 0 where no spread and different means."""
+    """(t, df, two-sided p) of Welch's t-test of ``a`` and ``b`` (n >= 2)."""
     na, nb = len(a), len(b)
     ma, mb = math.fsum(a) / na, math.fsum(b) / nb
     va = math.fsum((x - ma) ** 2 for x in a) / (na - 1)
@@ -63,8 +35,7 @@ def welch(a, b):
 
 
 def node_provenance(case, node):
-    """{key: value} the node recorded for ``case``: its own keys over
-    those of the whole job (the MPI, NCCL, launcher it ran)."""
+    """{key: value} the node recorded for ``case``, over the job's own."""
     record = case.provenance or {}
     return {**records.of_node(record, None), **records.of_node(record, node)}
 
@@ -120,8 +91,7 @@ class Figure:
 
 
 def group_by(samples, cases, key):
-    """[Figure] of ``samples`` by the provenance ``key`` of their node
-    (runs of several nodes: one value per node, joined)."""
+    """[Figure] of ``samples`` by the provenance ``key`` of their node."""
     key = _key(key)
     where = comparison.placed(cases)
     first_seen, by_figure = {}, {}
@@ -305,11 +275,7 @@ class NodeDiff:
 
 
 def since(samples, cases, baseline=None, refs=None):
-    """[NodeDiff] per node: its newest session among ``cases`` against
-    its baseline, ``baseline``: None, its newest passing session before;
-    a unix time, its newest passing session at or before it; a report
-    file, its passing session from that file; CALIBRATION, the calibrated
-    values of ``refs`` (a hpcval.references.ReferenceSet)."""
+    """[NodeDiff] per node: its newest session against ``baseline``."""
     values = {}
     for s in samples:
         values.setdefault(id(s.case), {})[s.metric] = (s.value, s.unit)
@@ -385,8 +351,7 @@ def _provenance(diff, before, after, only_before=False):
 
 
 def _against_calibration(diff, case, figures, refs, references):
-    """The figures of ``case`` against their calibrated values, the
-    node's provenance against the calibration's inventory baseline."""
+    """``case``'s figures and provenance against the calibration."""
     expected = references.expected(case.system, case.partition) or {}
     base = dict(expected.get('baseline') or {})
     serials = (base.pop('serials', None) or {}).get(diff.node)
@@ -432,9 +397,7 @@ def _moved(test, metric, value, unit, history):
 
 
 def unmeasured(started, cases, samples):
-    """The newest input when it has no figure among ``samples`` (it
-    crashed, or ran nothing), else None: ``started``: {source: its
-    session's start} of every input, ``cases`` the selected test cases."""
+    """The newest input (of ``started``) if it has no figure, else None."""
     when = {src: t for src, t in started.items()
             if src not in {c.source for c in cases}}
     for c in cases:
@@ -448,8 +411,7 @@ def unmeasured(started, cases, samples):
 
 
 def diff_status(diffs, left_out=False, unmeasured=None):
-    """``left_out``: an input was left out, which may be the run that
-    moved: never "nothing moved" (the verdict's rule)."""
+    """The exit status; a left-out input is never "nothing moved"."""
     if any(d.moved or d.failed for d in diffs):
         return EXIT_MOVED
     if left_out:

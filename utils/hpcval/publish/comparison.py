@@ -1,27 +1,4 @@
-"""The cross-system table: benchmark metrics by system.
-
-Rows are (benchmark, measurement, metric), grouped by benchmark: what is
-measured (the mode, collective or preset; hpcval.publish.measures), not the
-check class, so NVIDIA and AMD systems share rows; columns are systems.
-A cell holds mean +- standard deviation and the sample count over the
-selected runs (repeats included), how many of the runs passed, the
-reference the runs were judged against, and the verdict: fail when any run
-failed (a mean never hides a failed run), else the mean against the
-reference, with the direction of "better" taken from the unit's family
-(bandwidths, rates and FLOP/s: higher; times: lower).
-
-Replays (recorded outputs fed through the checks) never share a column with
-measurements: their column is labelled "<system> (replay)", and their cells
-say whether they reproduce the published figure, never "pass".  A cell is
-marked pass or fail only against the references of its own system: runs
-shown under a label other than the system they ran as (``h200x2=`` a
-report of ``--system local``) were judged against that system's file, and
-their cells are "not judged" (a failed run still fails them).
-
-A column holds runs of one hardware configuration (GPU model, GPUs per
-node, nodes, as the runs' nodes recorded them): runs of one name on
-different hardware get a column each, never a mean of both.
-"""
+"""The cross-system table: benchmark metrics (rows) by system (columns)."""
 import functools
 import math
 import os
@@ -126,8 +103,7 @@ class Cell:
 
 
 def _mean_std(values):
-    """(mean, sample standard deviation) in two passes of math.fsum: fast
-    on a hundred thousand runs, and as exact as floats allow."""
+    """(mean, sample standard deviation), exact as floats allow."""
     n = len(values)
     mean = math.fsum(values) / n
     std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) \
@@ -155,17 +131,14 @@ class Table:
                               compare=False)
 
     def sort(self):
-        """Rows and columns from the cells: rows by benchmark, test and
-        metric, measured columns before replays."""
+        """Rows by benchmark, test, metric; measured columns before replays."""
         self.rows = sorted({r for r, _ in self.cells},
                            key=lambda r: (r.benchmark, r.test, r.metric))
         self.columns = sorted({c for _, c in self.cells},
                               key=lambda c: (c.endswith('(replay)'), c))
 
     def groups(self, links=True):
-        """(benchmark, [rows]) in row order; ``links=False`` (the tables a
-        reader reads) leaves out the per-GPU-pair rows (the heat maps show
-        them) and rows of nothing but vacuous cells (the CSV keeps both)."""
+        """(benchmark, [rows]); ``links=False``: no link or vacuous rows."""
         shown = None if links else {
             r for (r, _), c in self.cells.items() if not vacuous(c)}
         out = []
@@ -189,9 +162,7 @@ def _named(case):
 
 
 def column_of(case, multi_partition=(), per_node=False, hardware=''):
-    """``multi_partition``: the (name, replay) columns that one column per
-    partition splits; ``per_node``: a column per node list; ``hardware``:
-    the configuration that tells the column from another of its name."""
+    """A case's column label: name, partition, nodes, hardware, replay."""
     label = _named(case)
     if (label, case.replay) in multi_partition:
         label += f':{case.partition}'
@@ -204,10 +175,7 @@ def column_of(case, multi_partition=(), per_node=False, hardware=''):
 
 
 def columns(cases, per_node=False, splits=None):
-    """{case: column label}: the system ("local@<host>" for local, or the
-    label the user gave its report), with the partition where one system
-    shows several, the node list with ``per_node``, the hardware where
-    one name holds runs of several (hardware_labels), and "(replay)"."""
+    """{case: column label} (column_of) of ``cases``."""
     parts = {}
     for c in cases:
         parts.setdefault((_named(c), c.replay), set()).add(c.partition)
@@ -248,8 +216,7 @@ _MODEL_COUNT = re.compile(r'^(.*\S) x(\d+)$')
 
 @functools.lru_cache(maxsize=256)
 def _node_gpus(text):
-    """(models, count) of a node's provenance ``gpu`` ("NVIDIA H200 x2",
-    "A x1,B x1" where a node mixes), or None."""
+    """(models, count) of a node's provenance ``gpu``, or None."""
     models, count = [], 0
     for part in text.split(','):
         found = _MODEL_COUNT.match(part.strip())
@@ -261,9 +228,7 @@ def _node_gpus(text):
 
 
 def hardware_of(case):
-    """The Hardware a case ran on, from what each of its nodes recorded
-    (provenance ``gpu``, else the health record's GPU list); None where
-    no GPU was recorded (a replay, a CPU check, an older report)."""
+    """The Hardware a case's nodes recorded, or None."""
     prov = case.provenance if isinstance(case.provenance, dict) else {}
     per_node = set()
     for node in case.nodes or ('',):
@@ -294,17 +259,13 @@ def _health_gpus(health):
 
 
 def short_model(model):
-    """'H100' of 'NVIDIA H100 80GB HBM3', 'MI300X' of 'AMD Instinct
-    MI300X': the first word after the brand."""
+    """'H100' of 'NVIDIA H100 80GB HBM3': the first word after the brand."""
     words = [w for w in model.split() if w not in _BRAND]
     return words[0] if words else model
 
 
 def hardware_labels(configs):
-    """{Hardware or None: label} where ``configs`` (of one column's runs)
-    hold more than one recorded configuration, else {}: a column never
-    averages runs of different GPUs, GPU counts or node counts.  Models
-    are shortened where the short names stay apart."""
+    """{Hardware or None: label} where runs hold several configurations."""
     known = {h for h in configs if h is not None}
     if len(known) < 2:
         return {}
@@ -325,9 +286,7 @@ def _reference(sample):
 
 
 def versions_of(cases, fixtures):
-    """{id(case): the benchmark's version} where the case's fixtures (its
-    source, through its build) recorded one (a Source's ``version``, a
-    tag such as v2.19.6)."""
+    """{id(case): the benchmark's version} its fixtures recorded."""
     by_name = {(f.session, f.name): f for f in fixtures}
     out = {}
     for case in cases:
@@ -348,12 +307,7 @@ def versions_of(cases, fixtures):
 
 def build(samples, title='Cross-system comparison', cases=None,
           per_node=False, fixtures=()):
-    """Aggregate ``samples`` (hpcval.publish.results.Sample) into a Table.
-
-    ``cases``: every selected test case, also those without samples (a run
-    that failed sanity has no figure): a cell counts them among its runs,
-    and a failed run fails the cell whatever the mean.  ``per_node``: one
-    column per node list."""
+    """Aggregate ``samples`` and ``cases`` into a Table."""
     cases = list(dict.fromkeys(cases if cases is not None
                                else (s.case for s in samples)))
     splits = {}
@@ -460,10 +414,7 @@ def _cite_replays(table, cases, where):
 
 
 def _placed(cases, per_node, among=None, splits=None):
-    """{id(case): (column, measurement label)} of ``cases``, worked out
-    among ``among`` (default: the cases themselves); keyed by identity, as
-    hashing a Case a million times costs seconds.  ``splits``: filled as
-    columns() fills it."""
+    """{id(case): (column, measurement label)} of ``cases`` among ``among``."""
     among = cases if among is None else list(among) + list(cases)
     # the runs of one test in one column are many: each kind once
     first = {}
@@ -476,8 +427,7 @@ def _placed(cases, per_node, among=None, splits=None):
 
 
 def placed(cases, per_node=False):
-    """{id(case): (column, measurement label)} of ``cases``, as the
-    table places them."""
+    """{id(case): (column, measurement label)} as the table places them."""
     return _placed(list(dict.fromkeys(cases)), per_node)
 
 
@@ -501,8 +451,7 @@ def _by_case(samples):
 
 
 def _cell(table, row, col, pairs, runs, failed_runs):
-    """The Cell of ``pairs`` ((value in the row's unit, Sample)) among
-    ``runs`` runs of its test, ``failed_runs`` of them failed."""
+    """The Cell of ``pairs`` ((value in the row's unit, Sample))."""
     # one pass over the runs (once per sample of a large database): the
     # values, the references they were judged against (no bound: ReFrame's
     # default, none) and the runs that failed theirs
@@ -557,10 +506,7 @@ _GPU_COUNT = re.compile(r' x(\d+)$')
 
 
 def collective_layout(cases):
-    """(GPUs, nodes) of a collective's runs (their plot data holds the
-    busbw curve): the ranks nccl-tests printed, else the GPUs the node
-    reported (provenance ``gpu``, "NVIDIA H200 x2") times its nodes;
-    None for other benchmarks or where neither is recorded."""
+    """(GPUs, nodes) of a collective's runs; None for other benchmarks."""
     for case in sorted(cases, key=lambda c: c.time, reverse=True):
         data = case.plot_data or {}
         if plotdata.CURVES not in data:
@@ -584,9 +530,7 @@ def collective_layout(cases):
 
 
 def drawn_reference(cell):
-    """The reference a figure may draw for ``cell``: the one its own
-    system judged it by (a replay's: the published figure); None where the
-    cell is not judged (another system's file, or no reference)."""
+    """The reference a figure may draw for ``cell``, or None if unjudged."""
     if cell.reference is None or cell.judged_by or cell.verdict not in (
             PASS, FAIL, REPRODUCES, DIFFERS):
         return None
@@ -594,15 +538,13 @@ def drawn_reference(cell):
 
 
 def vacuous(cell):
-    """A diagnostic figure that is 0 in every run (the bus bandwidth of a
-    one-GPU collective): nothing measured, so the tables show no number."""
+    """A diagnostic figure that is 0 in every run: nothing measured."""
     return bool(cell.diagnostic) and bool(cell.values) and \
         not any(cell.values)
 
 
 def scope(row):
-    """What one figure of ``row`` is of: a GPU, a GPU pair, a node or the
-    job's GPUs together."""
+    """What one figure of ``row`` is of: GPU, GPU pair, node or job."""
     if '@' in row.metric or row.test.startswith('GPU, every GPU'):
         return 'per GPU'
     if re.search(r'gpu\d+_to_gpu\d+$', row.metric):
@@ -616,9 +558,7 @@ _GPU = re.compile(r'\bGPU (\d+)\b')
 
 
 def gpus_used(cases):
-    """How many GPUs the runs used, from the components their checks
-    record ('link GPU 00 -> GPU 01', 'GPU 0 (the slowest of 2)'); None
-    where they record none."""
+    """How many GPUs the runs' recorded components name, or None."""
     found = set()
     for case in cases:
         for text in (case.extras or {}).get('components', {}).values():
@@ -635,8 +575,7 @@ WHOLE_NODE = re.compile(r'^aggregate_')
 
 
 def _diagnostic(pairs):
-    """The check's reason where every run declared the figure a
-    diagnostic (hpcval_unjudged: 'diagnostic: ...'), else ''."""
+    """The check's reason where every run declared a diagnostic, else ''."""
     reasons = set()
     for _, s in pairs:
         why = (s.case.extras.get('unjudged') or {}).get(s.metric) \

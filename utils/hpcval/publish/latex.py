@@ -1,10 +1,4 @@
-"""The comparison as a LaTeX document that ``pdflatex`` compiles with
-Debian's texlive-latex-base alone: a ``longtable`` per benchmark (it breaks
-across pages), in landscape where it has more than three system columns,
-fixed-width columns that wrap, and every character outside ASCII written
-as a LaTeX command or transliterated (a system named "Zürich" or a unit
-"µs" never stops the compile).
-"""
+"""The comparison as a LaTeX document texlive-latex-base compiles."""
 import re
 import unicodedata
 
@@ -22,9 +16,7 @@ _TEX = {'\\': r'\textbackslash{}', '&': r'\&', '%': r'\%', '$': r'\$',
 
 
 def tex(text):
-    """``text`` safe in a pdflatex document (OT1 fonts, no inputenc);
-    brackets braced (a row starting with one would be read as ``\\[...]``
-    after the row above), control characters shown as their escapes."""
+    """``text`` safe in a pdflatex document (OT1, brackets braced)."""
     out = []
     for ch in formats.visible(text):
         if ch in _TEX:
@@ -80,8 +72,7 @@ _FIGURE_PATH = re.compile(r'[A-Za-z0-9_./-]+\.png')
 
 
 def _systems(table):
-    """The systems table: nodes, runs, dates, ReFrame and provenance of
-    every column (the page's)."""
+    """The systems table: the page's facts of every column."""
     rows = formats.systems(table) if table.cases else []
     if not rows:
         return []
@@ -105,8 +96,7 @@ def _label(prefix, text):
 
 
 def _cited(text, docs):
-    """``text`` (LaTeX already) with each document's short citation
-    followed by its ``\\cite``."""
+    """``text`` with each short citation followed by its ``\\cite``."""
     for d in docs:
         short = tex(d.short)
         if short in text:
@@ -144,8 +134,7 @@ def figure_caption(stem):
 
 
 def _figures(images):
-    """Each figure a float with a caption saying what it shows and a
-    label (fig:<file name>)."""
+    """Each figure a float with a caption and a label (fig:<name>)."""
     out = []
     for i, (caption, path) in enumerate(images):
         if not _FIGURE_PATH.fullmatch(str(path)) or '..' in str(path):
@@ -162,9 +151,7 @@ def _figures(images):
 
 
 def document(tables, title=None, images=()):
-    """A complete document of ``tables`` (comparison Tables); ``images``:
-    [(caption, PNG path relative to the document)] shown after the
-    tables."""
+    """A complete document of ``tables``; ``images``: [(caption, path)]."""
     title = title or tables[0].title
     docs = sources.cited(tables)
     out = [_PREAMBLE.rstrip('\n'), rf'\section*{{{tex(title)}}}',

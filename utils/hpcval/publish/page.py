@@ -1,10 +1,4 @@
-"""The comparison as one self-contained HTML page that reads as a
-publication: title and date, the systems with their provenance, a summary
-of pass / fail / unjudged per system, a table of contents, then one section
-per benchmark (its table, then its figures), notes, and the inputs named by
-file name or label only (never the paths of the machine that made the
-page).  Plots arrive as data URIs: the page needs no other file.
-"""
+"""The comparison as one self-contained HTML page."""
 import html
 import os
 import re
@@ -41,8 +35,7 @@ def _anchor(text):
 
 
 def input_name(source):
-    """A report's file name (its label, for LABEL=REPORT), or the results
-    database's file name and session: never a path of this machine."""
+    """A report's file name (or label), or the database's name and session."""
     text = str(source)
     db, sep, session = text.partition('#')
     return (os.path.basename(db) + sep + session) if sep else \
@@ -56,9 +49,7 @@ def _problem(problem):
 
 
 def summary(table):
-    """{column: {'pass': n, 'fail': n, 'reproduces': n, 'not judged': n,
-    'diagnostic': n, 'unjudged': n}} over the figures the tables show (per-GPU-pair figures
-    are in the heat maps)."""
+    """{column: {verdict: n}} over the figures the tables show."""
     out = {col: dict.fromkeys(SUMMARY_KEYS, 0) for col in table.columns}
     for bench, rows in table.groups(links=False):
         for row in rows:
@@ -130,9 +121,7 @@ def _by_benchmark(images):
 
 def render(tables, inputs=(), problems=(), images=(), title=None,
            unplotted=()):
-    """The page; ``images``: [(file name, data URI)], placed under the
-    benchmark their name starts with (``curve-nccl_tests-...``);
-    ``unplotted``: why figures were not drawn."""
+    """The page; ``images``: [(file name, data URI)]; ``unplotted``: why."""
     tables = tables if isinstance(tables, (list, tuple)) else [tables]
     esc = html.escape
     main = tables[0]

@@ -1,5 +1,4 @@
-"""Every reference of every system as one Markdown table (the audit that
-docs/reference-table.md publishes; ``hpcval references --markdown``)."""
+"""Every reference of every system as one Markdown table."""
 import re
 
 from hpcval.judgement import Band

@@ -1,11 +1,4 @@
-"""``hpcval report``: the cross-system table from run reports and ReFrame's
-results database, in Markdown, CSV, HTML and LaTeX, with plots.
-
-Selection happens on samples (system, test name, time, replays); a bad
-input is named on stderr and left out (``--on-error skip``, the default)
-or stops the command (``--on-error reject``).  Output files are never
-overwritten without ``--force``.
-"""
+"""``hpcval report``: the cross-system table from reports and the DB."""
 import argparse
 import base64
 import datetime
@@ -26,8 +19,7 @@ EXIT_OK, EXIT_EMPTY, EXIT_REJECTED = 0, 2, 3
 
 
 def timestamp(text):
-    """Unix time of an ISO date/time (local time) or ``now-<N><d|h|m>``,
-    from 1970 on."""
+    """Unix time of an ISO date/time (local) or ``now-<N><d|h|m>``."""
     shown = text if len(text) <= 40 else f'{text[:40]}... ({len(text)} ' \
                                          f'characters)'
     match = re.fullmatch(r'now(?:-(\d+)([dhm]))?', text)
@@ -115,8 +107,7 @@ def add_references_argument(parser):
 
 
 def load_selected(args, replays=True, bounds=None):
-    """Loaded inputs and the samples the arguments select (or raises
-    results.InputRejected); ``bounds``: results.load's."""
+    """Loaded inputs and the samples the arguments select."""
     loaded = results.load(args.reports, db=args.db, on_error=args.on_error,
                           since=args.since, until=args.until, bounds=bounds,
                           attrs=('version', 'num_tasks'))
@@ -153,9 +144,7 @@ def unreadable(loaded):
 
 
 def unknown_selection(args, cases):
-    """The one line naming a --system (or --partition) that no test case
-    of the inputs has, with those they have; None where each has one (or
-    nothing was read, which says so itself)."""
+    """The line naming a --system/--partition no test case has, or None."""
     for option, given, attr in (
             ('--system', args.system, 'system'),
             ('--partition', getattr(args, 'partition', []), 'partition')):
@@ -226,8 +215,7 @@ def _write(path, text, force):
 
 
 def _said(err):
-    """An OSError as one line: ours carry a sentence, the system's a
-    file name and reason."""
+    """An OSError as one line (ours: a sentence; the system's: file)."""
     if err.filename is None:
         return str(err)
     return f'{err.filename}: {err.strerror}'
@@ -249,8 +237,7 @@ def _draw(table, samples, outdir, select, force):
 
 def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
            unplotted=()):
-    """``images``: [(file name, data URI or path relative to the output)];
-    ``unplotted``: why a figure was not drawn (the page lists them)."""
+    """``images``: [(name, URI or path)]; ``unplotted``: why not drawn."""
     if fmt == 'html':
         return page.render(tables, inputs, problems, images, title,
                            unplotted)

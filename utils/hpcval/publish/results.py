@@ -1,20 +1,4 @@
-"""Performance samples from ReFrame run reports and its results database.
-
-Inputs are ReFrame JSON run reports (``--report-file``; data versions 3.x
-of ReFrame 4.0-4.6 with ``perfvars`` lists, 4.x of ReFrame 4.7+ with
-``perfvalues`` maps) from any system or site, and ReFrame's SQLite results
-database (``storage`` in config/settings.py), whose ``sessions`` table holds
-the same reports as JSON.  The database is opened read-only: nothing is
-ever written to an input.
-
-A report of the usual shape is read through typed records
-(hpcval.publish.typed_sessions); any other is read field by field here.
-A bad input never stops the others silently: every problem is a
-``Problem`` naming the file (or database session) and the reason.  With
-``on_error='skip'`` the damaged part is left out (the whole file when it is
-not a run report; one test case or one value otherwise); with
-``on_error='reject'`` the first problem raises ``InputRejected``.
-"""
+"""Samples of ReFrame run reports and its results database, read-only."""
 import contextlib
 import functools
 import gc
@@ -94,8 +78,7 @@ class Case(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def plot_data(self):
-        """The figures' data the check stored (hpcval_plot_data), so that
-        a report draws its figures wherever it is read; None if none."""
+        """The figures' data the check stored (hpcval_plot_data), or None."""
         val = self.extras.get('plot_data')
         return val if isinstance(val, dict) else None
 
@@ -123,8 +106,7 @@ class Sample(msgspec.Struct, frozen=True, gc=False):
 
 @dataclass(frozen=True)
 class Damaged:
-    """A test case (or fixture) left out because a field of it cannot be
-    trusted: what it is called and what it claims, as far as readable."""
+    """A test case (or fixture) left out: a field of it cannot be trusted."""
     source: str
     test: str           # its display name, or its place in the report
     result: str         # pass, fail, skip, abort, or '' when unreadable
@@ -133,8 +115,7 @@ class Damaged:
 
 @dataclass(frozen=True)
 class Conflict:
-    """One test case of one session given twice with different contents
-    (a report and --db, two copies of a report)."""
+    """One test case of one session given twice with different contents."""
     test: str
     session: str
     first: str          # the two sources
@@ -178,9 +159,7 @@ _KIND = {str: 'a string', list: 'a list', dict: 'a mapping',
 
 
 def _field(data, key, kind, where, required=False):
-    """``data[key]`` if it is of ``kind``; None (or, when ``required``,
-    _Bad) when it is absent, null or empty; _Bad when it is of another
-    type.  Reports come from anywhere: nothing is taken on trust."""
+    """``data[key]`` if of ``kind``; None (_Bad if required) if empty."""
     val = data.get(key)
     if val is None or val == '':
         if required:
@@ -295,8 +274,7 @@ _ATTRS = {}         # one tuple per distinct attribute set, shared
 
 
 def _attrs(value_of, names):
-    """((name, value), ...) of the ``names`` that ``value_of(name)`` gives
-    as a string, number or boolean (anything else is left out)."""
+    """((name, value), ...) of ``names`` whose value is a scalar."""
     if not names:
         return ()
     got = tuple((n, v) for n in names
@@ -366,10 +344,7 @@ _EXTRA_FIELDS = tuple((name, f'hpcval_{name}') for name in EXTRAS)
 
 
 def _extras(value_of, where=''):
-    """{name: value} of the EXTRAS that ``value_of('hpcval_<name>')``
-    gives (a test case's ``get``, or getattr of a typed one); a declared
-    record (hpcval.records) decoded, _Bad (after ``where``) where a
-    health record is unreadable."""
+    """{name: value} of the EXTRAS ``value_of('hpcval_<name>')`` gives."""
     out = {}
     for name, key in _EXTRA_FIELDS:
         val = value_of(key)
@@ -394,8 +369,7 @@ def _fixtures_used(deps):
 
 
 def _layout(value_of, where):
-    """((name, value), ...) of the LAYOUT_FIELDS that ``value_of(name)``
-    gives, as _extras."""
+    """((name, value), ...) of the LAYOUT_FIELDS ``value_of`` gives."""
     out = []
     for name in LAYOUT_FIELDS:
         val = value_of(name)
@@ -435,8 +409,7 @@ def _figure_result(result):
 
 
 def _typed_case(tc, source, session, label, attrs=(), run=0):
-    """_case of a typed_sessions.TestCase: its types and ranges are
-    checked already."""
+    """_case of a typed_sessions.TestCase (types checked already)."""
     check, params, benchmark = named(tc.display_name, tc.filename or '')
     value_of = functools.partial(getattr, tc)
     return Case(
@@ -570,8 +543,7 @@ class _Collector:
                 self._add(session, r, case, samples)
 
     def damaged(self, source, where, tc, reason):
-        """A test case left out: named as a problem, and kept as Damaged
-        so that a verdict never passes what it could not read."""
+        """A test case left out: a problem, and kept as Damaged."""
         self.problem(source, reason)
         if reason.startswith(where):
             reason = reason[len(where):].lstrip(': ')
@@ -646,8 +618,7 @@ def _differs(first, second):
 
 
 def _named_where(tc, where):
-    """'runs[0].testcases[3] (name)': the place and, if readable, the
-    display name, so that a damaged case is named."""
+    """'runs[0].testcases[3] (name)': the place and, if any, the name."""
     name = tc.get('display_name') or tc.get('name')
     if isinstance(name, str) and name:
         return f'{where} ({name if len(name) <= 200 else name[:200] + "..."})'
@@ -655,9 +626,7 @@ def _named_where(tc, where):
 
 
 def _read(text, source, col, label='', typed=True):
-    """One report's test cases into ``col``: typed where the report is of
-    the usual shape (fast; ``typed``: not tried already), else checked
-    value by value."""
+    """One report's test cases into ``col``: typed if usual, else checked."""
     report = typed_sessions.decode(text, col.attrs) \
         if typed and isinstance(text, (str, bytes)) else None
     if report is not None:
@@ -695,9 +664,7 @@ MAX_REPORT_BYTES = 1 << 30
 
 
 def _read_report(path):
-    """The bytes of a report file (decoded as UTF-8 by the JSON decoder,
-    not before it: a copy of a large report less); only regular files are
-    read (a FIFO would block, /dev/zero never end)."""
+    """The bytes of a report file; only regular files are read."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         info = os.fstat(fd)
@@ -718,9 +685,7 @@ def _read_report(path):
 
 @contextlib.contextmanager
 def without_gc():
-    """The cyclic garbage collector paused: parsing a large database makes
-    millions of objects and no cycles, and each collection would walk them
-    all again (it tripled the time of 100,000 test cases)."""
+    """The cyclic GC paused: a large database makes millions of objects."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -735,19 +700,7 @@ def without_gc():
 
 def load(report_files=(), db=None, on_error='skip', since=None, until=None,
          attrs=(), bounds=None):
-    """Samples of every report file and every stored session of ``db``.
-
-    A report file may be given as ``(label, path)``: its runs are shown
-    under ``label`` instead of their system name (reports of two hosts
-    that both ran ``--system local``, say).
-
-    ``since``/``until`` (unix seconds) select database sessions by their
-    start time; report files are taken whole.  ``attrs``: names of test
-    attributes (identifiers) each Case keeps in ``Case.attrs``.
-    ``bounds`` (hpcval.references.ReferenceSet): each figure judged by
-    its band there, not the one its run recorded (hpcval.verdict_refs),
-    so that every reader of the result sees the same band.
-    """
+    """Samples of the report files ((label, path) or path) and ``db``."""
     if bounds is not None:
         attrs = {*attrs, *bounds.where_keys()}
     with without_gc():
@@ -847,9 +800,7 @@ DEFAULT_DB = ''
 
 
 def default_db():
-    """ReFrame's results database: $RFM_SQLITE_DB_FILE, else the
-    ``storage/sqlite_db_file`` of the configuration ReFrame reads
-    (hpcval's, then the files of $RFM_CONFIG_FILES), else its default."""
+    """ReFrame's results database: its env, its configuration, or default."""
     given = os.environ.get('RFM_SQLITE_DB_FILE')
     if given:
         return given

@@ -1,14 +1,4 @@
-"""The usual ReFrame 4.7+ run report, decoded straight into typed records.
-
-Only the fields hpcval reads are built, and their types and ranges are
-checked by the decoder (msgspec) while it parses: a stored session of a
-thousand test cases costs a few milliseconds, not the tens that a dict of
-everything and a check of each value in Python cost.  A report that does
-not fit this schema in every detail (another data version, a NaN, a value
-of an odd type, a field missing) is not read here: ``decode`` gives None,
-and the checked reading of hpcval.publish.results reads it and names what
-is wrong.  Both readings give the same samples (tests/test_typed_sessions).
-"""
+"""The usual ReFrame 4.7+ run report, decoded straight into typed records."""
 import functools
 from typing import Annotated, Any, Optional, Union
 
@@ -92,8 +82,7 @@ _DECODER = msgspec.json.Decoder(Report)
 
 @functools.lru_cache(maxsize=8)
 def _decoder(attrs):
-    """A decoder whose test cases also keep the fields ``attrs`` (test
-    attribute names: identifiers), of any type."""
+    """A decoder whose test cases also keep the fields ``attrs``."""
     if not attrs:
         return _DECODER
     case = msgspec.defstruct(
@@ -108,9 +97,7 @@ def _decoder(attrs):
 
 
 def decode(text, attrs=()):
-    """The Report of ``text`` (JSON, str or bytes), or None where the
-    checked reading must read it; its test cases keep the fields named in
-    ``attrs`` (a tuple of identifiers) too."""
+    """The Report of ``text``, or None where the checked reading must read."""
     try:
         report = _decoder(attrs).decode(text)
     except (msgspec.DecodeError, RecursionError):
@@ -119,8 +106,7 @@ def decode(text, attrs=()):
 
 
 def _metrics_named(report):
-    """Whether every perfvalues key ends in a metric name (not empty, not
-    ending in a colon)."""
+    """Whether every perfvalues key ends in a metric name."""
     keys = set()
     for run in report.runs:
         for case in run.testcases:

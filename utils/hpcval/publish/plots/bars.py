@@ -45,11 +45,7 @@ def _top(cells):
 
 
 def metric_bars(table, row, outdir, force=False):
-    """One bar per column of ``table`` that has ``row``: mean with the
-    standard deviation as error bar, coloured by verdict, hatched for
-    replays; the column's reference as a dashed line over its bar, the pass
-    band shaded; n under each bar; no bar for a figure 0 by definition
-    (as in benchmark_multiples).  Returns Plotted."""
+    """One bar per column of ``table`` that has ``row``; returns Plotted."""
     return _bars(table, row, outdir, force, Plotted())
 
 
@@ -148,10 +144,7 @@ def _selector(select):
 
 
 def all_metric_bars(table, outdir, select=None, force=False):
-    """``metric_bars`` for every row of ``table`` that ``select`` keeps: a
-    callable taking the Row, or a regular expression searched in
-    "<benchmark> <test> <metric>".  TransferBench per-pair metrics are left
-    to the heat maps (one message counts them)."""
+    """``metric_bars`` for every row ``select`` keeps (callable or regex)."""
     keep = _selector(select)
     plotted, links = Plotted(), 0
     for row in table.rows:
@@ -169,14 +162,7 @@ def all_metric_bars(table, outdir, select=None, force=False):
 
 
 def benchmark_multiples(table, benchmark, outdir, force=False, select=None):
-    """Small multiples: one figure per benchmark comparing every column,
-    a panel per row that two or more columns have (measurement and metric;
-    per-GPU-pair rows are left to the heat maps), bars coloured by verdict, hatched for replays, the
-    reference dashed, values in the unit that suits their magnitude; a
-    figure 0 by definition (comparison.vacuous: a one-GPU collective's bus
-    bandwidth) gets no bar but a note under its column, as in the tables.
-    More than PANELS_PER_FIGURE rows continue in a second figure;
-    ``select`` keeps rows as in all_metric_bars.  Returns Plotted."""
+    """Small multiples: a figure per benchmark, a panel per shared row."""
     plotted, keep = Plotted(), _selector(select)
     # a figure of one system compares nothing: its table says it all
     rows = [r for r in table.rows if r.benchmark == benchmark and keep(r)
@@ -201,8 +187,7 @@ def _compares(table, row):
 
 
 def _drawable(cells):
-    """The cells that get a bar: not a diagnostic that is 0 by definition
-    (the tables' rule, comparison.vacuous), which gets a note instead."""
+    """The cells that get a bar: not a diagnostic 0 by definition."""
     return [c for c in cells if not comparison.vacuous(c)]
 
 
@@ -283,8 +268,7 @@ ARROWS = {'higher': '↑', 'lower': '↓'}
 
 
 def _tick(col, cell, width=12):
-    """A column's label, a line each: its name (wrapped), n, the GPUs x
-    nodes of a collective's runs, and why a cell has no bar."""
+    """A column's tick label: name, n, GPUs x nodes, why no bar."""
     lines = [_wrapped(col, width), f'n={cell.n}']
     if cell.gpus and cell.nodes:
         lines.append(f'{cell.gpus} GPU x {cell.nodes} node')

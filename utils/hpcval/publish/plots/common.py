@@ -1,8 +1,4 @@
-"""What the hpcval plots share: figures drawn with matplotlib's Agg canvas
-(no pyplot, so no global backend is switched in the caller's process),
-file names from the figure's content, refusing to overwrite, and reading a
-test case's kept output with a message, not a traceback, when it is gone.
-"""
+"""What the hpcval plots share: Agg canvas, file names, kept outputs."""
 import io
 import math
 import os
@@ -33,8 +29,7 @@ REFERENCE_COLOUR = '#1f3b73'
 
 @dataclass
 class Plotted:
-    """What a plotting call produced: the files written (PNG then SVG of
-    each figure) and, per case or row left out, a message saying why."""
+    """The files a plotting call wrote, and why each left-out was left out."""
     files: list = field(default_factory=list)
     skipped: list = field(default_factory=list)
     #: every reference line drawn: (figure, column, metric, value in the
@@ -65,9 +60,7 @@ def new_figure(width, height):
 
 
 def text_width(fig, texts, size):
-    """The widest line of ``texts`` at font ``size``, in inches, as
-    ``fig``'s canvas draws it: what a tick label needs, known before the
-    figure's size is set."""
+    """The widest line of ``texts`` at font ``size``, in inches."""
     renderer = fig.canvas.get_renderer()
     prop = FontProperties(size=size)
     return max((renderer.get_text_width_height_descent(
@@ -77,11 +70,7 @@ def text_width(fig, texts, size):
 
 
 def save(fig, outdir, stem, plotted, force=False):
-    """Write ``stem``.png and .svg under ``outdir``; add them to ``plotted``.
-
-    Refuses (FileExistsError naming the file) to replace a file unless
-    ``force``; two figures of one call with the same stem get a counter.
-    """
+    """Write ``stem``.png and .svg under ``outdir`` (never over a file)."""
     output.check_folder(outdir)     # never a link
     base, n = stem, 1
     while os.path.join(outdir, base + '.png') in plotted.files:
@@ -109,8 +98,7 @@ def save(fig, outdir, stem, plotted, force=False):
 
 
 def unique_cases(samples_or_cases):
-    """The cases of ``samples_or_cases`` (Samples or Cases), first-seen
-    order, each once."""
+    """The cases of ``samples_or_cases``, first-seen order, each once."""
     seen = {}
     for item in samples_or_cases:
         case = getattr(item, 'case', item)
@@ -124,8 +112,7 @@ def describe(case):
 
 
 def kept_output(case, name=None):
-    """(text, None) of the case's kept file ``name`` (default: its job
-    stdout), or (None, message) saying why it cannot be read here."""
+    """(text, None) of the case's kept file ``name``, or (None, message)."""
     if not case.outputdir or not (name or case.stdout):
         return None, (f'{describe(case)}: the report names no kept output '
                       f'(ReFrame keeps the output of passed cases only); '
@@ -145,9 +132,7 @@ def kept_output(case, name=None):
 
 
 def passed(cases, skipped):
-    """The cases that passed, whose output may be drawn; why each failed
-    one is not drawn goes to ``skipped`` (a skipped one ran nothing: not
-    worth a message)."""
+    """The cases that passed; why each failed one is not drawn: skipped."""
     for case in cases:
         if case.result == 'pass':
             yield case
