@@ -8,6 +8,7 @@ import os
 import re
 import sqlite3
 import stat
+import types
 import urllib.parse
 from dataclasses import dataclass, field
 
@@ -37,8 +38,7 @@ class Problem:
         return f'{self.source}: {self.reason}'
 
 
-# Case and Sample are made in C and never tracked by the cyclic garbage
-# collector (they hold no cycles): a large database makes millions of them
+# made in C, untracked by the cyclic GC: a database makes millions of them
 class Case(msgspec.Struct, frozen=True, gc=False):
     """One test case of one run: where and how a sample was taken."""
     source: str          # report file, or "DB#session-uuid"
@@ -60,21 +60,14 @@ class Case(msgspec.Struct, frozen=True, gc=False):
     stdout: object       # job stdout file name, or None
     label: str = ''      # the column name the user gave this input, if any
     fields: tuple = ()   # ((name, value), ...) of LAYOUT_FIELDS it reported
-    # why it failed or was skipped (first line), in which ReFrame stage
-    reason: str = ''
-    phase: str = ''
-    # what hpcval's checks record beside the figures (EXTRAS):
-    # components, unjudged metrics, provenance, plot data; {} if none
-    extras: dict = {}
+    reason: str = ''     # why it failed or was skipped
+    phase: str = ''      # in which ReFrame stage
+    extras: dict = {}    # what hpcval's checks record beside figures (EXTRAS)
     fixture: bool = False
     name: str = ''       # ReFrame's unique name (fixtures' dependants cite it)
     deps: tuple = ()     # unique names of the fixtures it depended on
-    # ((name, value), ...) of the test attributes load() was asked to keep
-    # (those the references' ``where`` matches), where scalar
-    attrs: tuple = ()
-    # the report's run it is of: 0, or a retry (--max-retries) or rerun
-    # of the session (hpcval.retries)
-    run: int = 0
+    attrs: tuple = ()    # ((name, value), ...) of load()'s ``attrs``
+    run: int = 0         # the report's run: 0, or a retry or rerun
 
     @property
     def plot_data(self):
@@ -133,16 +126,11 @@ class Loaded:
     fixtures: list = field(default_factory=list)   # Cases of fixtures
     damaged: list = field(default_factory=list)    # Damaged
     conflicts: list = field(default_factory=list)  # Conflict
-    # {id(case): [its samples]} of ``cases`` as loaded
-    by_case: dict = field(default_factory=dict)
-    # {session uuid: ReFrame's command line, '' unknown}
-    commands: dict = field(default_factory=dict)
-    # {source: its session's start, unix or None}: test cases or none
-    started: dict = field(default_factory=dict)
-    # the ReferenceSet the figures were re-banded by (load's ``bounds``),
-    # and {id(sample): (verdict_refs.Cross or None, why unjudged or None)}
-    # of each figure whose band is not the one the run recorded
-    references: object = None
+    by_case: dict = field(default_factory=dict)   # {id(case): [samples]}
+    commands: dict = field(default_factory=dict)  # {uuid: ReFrame command}
+    started: dict = field(default_factory=dict)   # {source: start or None}
+    references: object = None                     # load's ``bounds``
+    # {id(sample): (Cross or None, why unjudged or None)} of re-banded ones
     rebanded: dict = field(default_factory=dict)
 
 
@@ -165,11 +153,9 @@ def _field(data, key, kind, where, required=False):
         if required:
             raise _Bad(f'{where}: missing field {key!r}')
         return None
-
     if isinstance(val, bool) or not isinstance(val, kind):
         raise _Bad(f'{where}: field {key!r} is {_short(val)}, not '
                    f'{_KIND[kind]}')
-
     return val
 
 
@@ -197,12 +183,10 @@ def _finite(val):
 def _number_or_none(val, what):
     if val is None:
         return None
-
     if isinstance(val, bool) or not isinstance(val, (int, float)) \
             or not _finite(val):
         raise _Bad(f'{what} is {_short(val)}, not a finite number '
                    f'(at most {LARGEST:g} in size)')
-
     return float(val)
 
 
@@ -231,12 +215,10 @@ def _perf_entries(tc, major, where):
                    pv.get('thres_lower'), pv.get('thres_upper'),
                    pv.get('unit'), pv.get('result'))
         return
-
     for key, tup in (_field(tc, 'perfvalues', dict, where) or {}).items():
         if not isinstance(tup, (list, tuple)) or len(tup) < 5:
             raise _Bad(f'{where}: perfvalues[{key!r}] is {tup!r}, not '
                        f'[value, ref, lower, upper, unit, ...]')
-
         yield (key.rsplit(':', 1)[-1], *tup[:5],
                tup[5] if len(tup) > 5 else None)
 
@@ -283,47 +265,36 @@ def _attrs(value_of, names):
 
 
 def _case(tc, major, source, session, where, label, attrs=(), run=0):
-    display = (_text(tc, 'display_name', where)
-               or _text(tc, 'name', where, required=True))
+    """_typed_case of a test case mapping, each field checked first."""
+    def text(key, required=False):
+        return _text(tc, key, where, required)
     if major == 3:
-        system, _, partition = _text(tc, 'system', where,
-                                     required=True).partition(':')
-        environ = _text(tc, 'environment', where, required=True)
+        system, _, partition = text('system', True).partition(':')
+        environ = text('environment', True)
     else:
-        system = _text(tc, 'system', where, required=True)
-        partition = _text(tc, 'partition', where, required=True)
-        environ = _text(tc, 'environ', where, required=True)
-
-    result = _text(tc, 'result', where, required=True)
-    nodes = _strings(tc, 'job_nodelist' if 'job_nodelist' in tc
-                     else 'nodelist', where)
-    check, params, benchmark = named(display,
-                                      _text(tc, 'filename', where) or '')
-    return Case(
-        source=source, session=session['uuid'],
-        check=check, test=display, params=params, benchmark=benchmark,
+        system, partition = text('system', True), text('partition', True)
+        environ = text('environ', True)
+    checked = types.SimpleNamespace(
+        display_name=text('display_name') or text('name', True),
         system=system, partition=partition, environ=environ,
-        result=_RESULTS.get(result, result),
-        time=(_time(tc, 'job_completion_time_unix', where)
-              or session['time'] or 0.0),
-        hostname=session['hostname'], nodes=nodes,
-        version=session['version'],
-        replay=REPLAY_TAG in _strings(tc, 'tags', where),
-        outputdir=_text(tc, 'outputdir', where),
-        stdout=_text(tc, 'job_stdout', where),
-        label=label, fields=_layout(tc.get, where),
-        reason=_whole_reason(tc.get('fail_reason')),
-        phase=_field(tc, 'fail_phase', str, where) or '',
-        extras=_extras(tc.get, where),
-        fixture=bool(tc.get('fixture')),
-        name=_field(tc, 'unique_name', str, where) or '',
-        deps=_fixtures_used(tc.get('dependencies_actual')),
-        attrs=_attrs(tc.get, attrs), run=run)
+        result=text('result', True),
+        job_nodelist=_strings(tc, 'job_nodelist' if 'job_nodelist' in tc
+                              else 'nodelist', where),
+        filename=text('filename'),
+        job_completion_time_unix=_time(tc, 'job_completion_time_unix',
+                                       where),
+        tags=_strings(tc, 'tags', where), outputdir=text('outputdir'),
+        job_stdout=text('job_stdout'), fail_reason=tc.get('fail_reason'),
+        fail_phase=_field(tc, 'fail_phase', str, where),
+        fixture=tc.get('fixture'),
+        unique_name=_field(tc, 'unique_name', str, where),
+        dependencies_actual=tc.get('dependencies_actual'))
+    return _typed_case(checked, source, session, label, attrs, run, tc.get,
+                       where)
 
 
 def _whole_reason(text):
-    # every line: the cause (sbatch's "Unable to contact slurm controller")
-    # is often not the first
+    # every line: the cause (sbatch's) is often not the first
     if not isinstance(text, str):
         return ''
     return ' | '.join(line.strip() for line in text.splitlines()
@@ -331,8 +302,7 @@ def _whole_reason(text):
 
 
 # what hpcval's checks log beside their figures, as hpcval_<name>; a
-# value of a wrong type is left out, never trusted (reports come from
-# anywhere)
+# value of a wrong type is left out, never trusted
 EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
           'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
           'health', 'node_load', 'measured_gpus', 'sanity_is_health',
@@ -390,16 +360,13 @@ def _samples(tc, major, case, where):
         if not isinstance(metric, str) or not metric \
                 or not isinstance(unit, str) or not unit:
             raise _Bad(f'{what}: no name or unit')
-
         if value is None:
             raise _Bad(f'{what}: no value')
-
         out.append(Sample(case, metric, _number_or_none(value, f'{what} value'),
                           unit, _number_or_none(ref, f'{what} reference'),
                           _number_or_none(lower, f'{what} lower bound'),
                           _number_or_none(upper, f'{what} upper bound'),
                           _figure_result(result)))
-
     return out
 
 
@@ -408,10 +375,11 @@ def _figure_result(result):
     return result if result in ('pass', 'fail') else None
 
 
-def _typed_case(tc, source, session, label, attrs=(), run=0):
-    """_case of a typed_sessions.TestCase (types checked already)."""
+def _typed_case(tc, source, session, label, attrs=(), run=0, value_of=None,
+                where=''):
+    """The Case of a typed_sessions.TestCase (types checked already)."""
     check, params, benchmark = named(tc.display_name, tc.filename or '')
-    value_of = functools.partial(getattr, tc)
+    value_of = value_of or functools.partial(getattr, tc)
     return Case(
         source=source, session=session['uuid'],
         check=check, test=tc.display_name, params=params,
@@ -422,14 +390,14 @@ def _typed_case(tc, source, session, label, attrs=(), run=0):
         version=session['version'],
         replay=bool(tc.tags) and REPLAY_TAG in tc.tags,
         outputdir=tc.outputdir or None, stdout=tc.job_stdout or None,
-        label=label, fields=_layout(value_of, ''),
+        label=label, fields=_layout(value_of, where),
         reason=_whole_reason(tc.fail_reason),
         phase=tc.fail_phase or '',
-        extras=_extras(value_of),
+        extras=_extras(value_of, where),
         fixture=bool(tc.fixture),
         name=tc.unique_name or '',
         deps=_fixtures_used(tc.dependencies_actual),
-        attrs=_attrs(functools.partial(getattr, tc), attrs), run=run)
+        attrs=_attrs(value_of, attrs), run=run)
 
 
 def _typed_samples(tc, case):
@@ -459,13 +427,11 @@ def _major(report):
             not isinstance(report.get('runs'), list):
         raise _Bad('not a ReFrame run report (no session_info mapping and '
                    'runs list)')
-
     version = str(report['session_info'].get('data_version', ''))
     major = version.split('.', 1)[0]
     if major not in ('3', '4'):
         raise _Bad(f'report data_version {version!r} is not one this '
                    f'reader knows (3.x: ReFrame 4.0-4.6, 4.x: ReFrame 4.7+)')
-
     return int(major)
 
 
@@ -488,7 +454,6 @@ class _Collector:
         if on_error not in ('skip', 'reject'):
             raise ValueError(f'on_error must be skip or reject, not '
                              f'{on_error!r}')
-
         self.on_error = on_error
         self.attrs = attrs
         self.loaded = Loaded()
@@ -497,7 +462,6 @@ class _Collector:
     def problem(self, source, reason):
         if self.on_error == 'reject':
             raise InputRejected(f'{source}: {reason}')
-
         self.loaded.problems.append(Problem(source, reason))
 
     def report(self, report, source, label=''):
@@ -507,7 +471,6 @@ class _Collector:
         except _Bad as err:
             self.problem(source, str(err))
             return
-
         self.loaded.sources.append(source)
         self.loaded.commands[session['uuid']] = session['cmdline']
         self.loaded.started[source] = session['time']
@@ -516,13 +479,11 @@ class _Collector:
             if not isinstance(tcs, list):
                 self.problem(source, f'runs[{r}]: no testcases list')
                 continue
-
             for t, tc in enumerate(tcs):
                 where = f'runs[{r}].testcases[{t}]'
                 if not isinstance(tc, dict):
                     self.damaged(source, where, {}, f'{where}: not a mapping')
                     continue
-
                 where = _named_where(tc, where)
                 try:
                     case = _case(tc, major, source, session, where, label,
@@ -530,16 +491,13 @@ class _Collector:
                     samples = [] if case.fixture else \
                         _samples(tc, major, case, where)
                 except _Bad as err:
-                    # a fixture too: a failed build with one odd field
-                    # must not vanish
+                    # a fixture too: a failed build must not vanish
                     self.damaged(source, where, tc, str(err))
                     continue
-
                 if case.fixture:
                     # kept for what failed or skipped beneath the tests
                     self.loaded.fixtures.append(case)
                     continue
-
                 self._add(session, r, case, samples)
 
     def damaged(self, source, where, tc, reason):
@@ -566,8 +524,7 @@ class _Collector:
         for r, run in enumerate(report.runs):
             cases = run.testcases
             for i, tc in enumerate(cases):
-                # each record freed once read: the memory of a large
-                # report's records is reused for its cases and samples
+                # each record freed once read: its memory is reused
                 cases[i] = None
                 try:
                     case = _typed_case(tc, source, session, label,
@@ -584,9 +541,8 @@ class _Collector:
                     self._add(session, r, case, _typed_samples(tc, case))
 
     def _add(self, session, run, case, samples):
-        # the same session given twice (two copies of a report, a report
-        # and --db) is one measurement, not two.  A session is its uuid
-        # (reports of ReFrame < 4.7 have none: its host and start time)
+        # a session given twice is one measurement; a session is its uuid
+        # (none before ReFrame 4.7: its host and start time)
         key = (session['uuid'] or (session['hostname'], session['time']),
                run, case.test, case.system, case.partition, case.environ)
         first = self.seen.get(key)
@@ -647,9 +603,8 @@ def _json(text, source, collector):
     except (ValueError, RecursionError):
         pass
     try:
-        # msgspec refuses NaN and Infinity, which ReFrame writes for a
-        # benchmark that printed nan (the values, not the file, are bad),
-        # and integers beyond 64 bits
+        # msgspec refuses NaN and Infinity (ReFrame writes them for a
+        # benchmark that printed nan) and integers beyond 64 bits
         return json.loads(text)
     except ValueError as err:   # number too long, not UTF-8, not JSON
         collector.problem(source, f'not valid JSON (truncated?): '
@@ -692,8 +647,7 @@ def without_gc():
         yield
     finally:
         if was:
-            # what was made is kept out of later collections: re-enabling
-            # would otherwise walk all of it at the next allocation
+            # kept out of later collections, or they would walk it all
             gc.freeze()
             gc.enable()
 
@@ -739,10 +693,8 @@ def _load(report_files, db, on_error, since, until, attrs):
             col.problem(path, f'cannot read: '
                               f'{getattr(err, "strerror", None) or err}')
             continue
-
         report = typed_sessions.decode(text, col.attrs)
         if report is not None:
-            # the file's bytes are not needed beside what they decode to:
             # a large report's peak memory less its size
             del text
             col.typed(report, path, label)
@@ -753,12 +705,10 @@ def _load(report_files, db, on_error, since, until, attrs):
             col.problem(path, f'cannot read: {err}')
             continue
         _read(text, path, col, label, typed=False)
-
     if db is not None:
         db = db or default_db()
         for uuid, blob in _db_sessions(db, since, until, col):
             _read(blob, f'{db}#{uuid}', col)
-
     return col.loaded
 
 
@@ -767,7 +717,6 @@ def _db_sessions(path, since, until, col):
         col.problem(path, 'no such results database (or not a regular '
                           'file)')
         return
-
     # the blob as bytes: msgspec reads UTF-8 directly, no str made first
     query, args = 'SELECT uuid, CAST(json_blob AS BLOB) FROM sessions', []
     bounds = [('session_start_unix >= ?', since),
@@ -776,7 +725,6 @@ def _db_sessions(path, since, until, col):
     if conds:
         query += ' WHERE ' + ' AND '.join(conds)
         args = [v for _, v in bounds if v is not None]
-
     try:
         # quoted: '#' or '?' in a path would end it in a URI
         uri = urllib.parse.quote(os.path.abspath(path))
@@ -784,10 +732,8 @@ def _db_sessions(path, since, until, col):
     except sqlite3.Error as err:
         col.problem(path, f'cannot open: {err}')
         return
-
     try:
-        # one session at a time: the blobs of a large database do not
-        # all fit in memory at once
+        # one session at a time: a large database does not fit in memory
         yield from conn.execute(query + ' ORDER BY session_start_unix', args)
     except sqlite3.Error as err:
         col.problem(path, f'not a ReFrame results database: {err}')
