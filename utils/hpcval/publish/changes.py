@@ -59,15 +59,7 @@ class Group:
 
     @property
     def std(self):
-        return statistics_std(self.values)
-
-
-def statistics_std(values):
-    if len(values) < 2:
-        return None
-    mean = math.fsum(values) / len(values)
-    return math.sqrt(math.fsum((v - mean) ** 2 for v in values)
-                     / (len(values) - 1))
+        return comparison.mean_std(self.values)[1]
 
 
 @dataclass
@@ -126,15 +118,11 @@ def recorded_keys(cases):
     return sorted(keys)
 
 
-def _in(value, unit, to_unit):
-    return numbers.scale(value, unit, to_unit)
-
-
 def _fmt(value, unit):
     if value is None:
         return '-'
     shown = numbers.scaled_unit(unit, [value])
-    return f'{numbers.sig(_in(value, unit, shown), 4)} {shown}'
+    return f'{numbers.sig(numbers.scale(value, unit, shown), 4)} {shown}'
 
 
 def group_text(figures, key):
@@ -155,11 +143,12 @@ def group_text(figures, key):
                                           else ''))
             unit = numbers.scaled_unit(fig.unit,
                                        [x.mean for x in fig.groups])
-            spread = f' ± {numbers.sig(_in(g.std, fig.unit, unit), 2)}' \
-                if g.std is not None else ''
+            mean, std = (numbers.scale(x, fig.unit, unit)
+                         for x in (g.mean, g.std))
+            spread = f' ± {numbers.sig(std, 2)}' if std is not None else ''
             lines.append(f'| {esc(fig.column)} | {esc(fig.test)} | '
                          f'{esc(fig.metric)} | {esc(g.value)} | {g.n} | '
-                         f'{numbers.sig(_in(g.mean, fig.unit, unit), 4)}'
+                         f'{numbers.sig(mean, 4)}'
                          f'{spread} {esc(unit)} | {p} |')
     tests = [t for f in figures for t in f.tests if t is not None]
     differs = sum(1 for t in tests if t[2] < ALPHA)
@@ -386,7 +375,7 @@ def _moved(test, metric, value, unit, history):
         return fig
     fig.baseline = math.fsum(got) / len(got)
     noise = stats.t_ppf(1 - FALSE_ALARM / 2, len(got) - 1) * \
-        math.sqrt(1 + 1 / len(got)) * statistics_std(got)
+        math.sqrt(1 + 1 / len(got)) * comparison.mean_std(got)[1]
     # calibrate's floor of the figure's kind
     kind = Rule().kind(metric.partition('@')[0], units.better(unit))
     floor = dict(FLOORS)[kind]

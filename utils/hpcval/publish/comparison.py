@@ -11,19 +11,15 @@ from hpcval.publish import measures, sources
 
 PASS, FAIL = judgement.PASS, judgement.FAIL
 NO_REFERENCE, PUBLISHED = 'no reference', 'published'
-# a replay is judged against the document it replays: it can reproduce
-# that figure or differ from it, never "pass"
+# a replay reproduces the figure of the document it replays or not: no pass
 REPRODUCES = 'reproduces the published figure'
 DIFFERS = 'differs from the published figure'
-# a run judged against another system's references (a node run as
-# --system local and shown as "h200x2"): no mark
+# a run judged against another system's references: no mark
 NOT_ITS_OWN = 'not judged'
 
 
-# per-component metrics: TransferBench's GPU pairs (gpu00_to_gpu01,
-# uni_gpu00_to_gpu01, ...: hundreds on an 8-GPU node) and each GPU's own
-# BabelStream figure (copy@gpu3): shown as heat maps and per-GPU bars, not
-# table rows (the CSV keeps them)
+# per-component metrics (gpu00_to_gpu01, copy@gpu3): heat maps and per-GPU
+# bars show them, not table rows (the CSV keeps them)
 LINK_METRIC = re.compile(r'(^|_)gpu\d+_to_gpu\d+$|@')
 
 
@@ -67,8 +63,7 @@ class Cell:
     failed_runs: int = 0         # of them, failed: no figure, or out of bounds
     diagnostic: str = ''         # why every run logged it on purpose
     replay: bool = False
-    judged_by: str = ''          # the system whose references the runs had,
-                                 # where it is not the column's own
+    judged_by: str = ''          # whose references the runs had, if not own
     gpus: object = None          # GPUs the runs used, where they name them
     nodes: object = None         # nodes a collective's runs spanned
     gpu_model: str = ''          # the GPU model the runs' nodes recorded
@@ -84,7 +79,7 @@ class Cell:
     def _mean_std(self):
         # once per cell: tables of a hundred thousand runs ask repeatedly
         if self.stats is None:
-            self.stats = _mean_std(self.values)
+            self.stats = mean_std(self.values)
         return self.stats
 
     @property
@@ -102,7 +97,7 @@ class Cell:
         return self.runs - self.failed_runs
 
 
-def _mean_std(values):
+def mean_std(values):
     """(mean, sample standard deviation), exact as floats allow."""
     n = len(values)
     mean = math.fsum(values) / n
@@ -123,9 +118,7 @@ class Table:
     sources: list = field(default_factory=list)  # hpcval.publish.sources
     versions: dict = field(default_factory=dict)  # (benchmark, column) -> {v}
     cited_by: dict = field(default_factory=dict)  # replay column -> Document
-    # the verdict's cross-check of the runs' own bounds against the
-    # reference files: an appendix, not a note under the tables
-    bounds: list = field(default_factory=list)
+    bounds: list = field(default_factory=list)   # runs' own bounds differing
     # {(benchmark, metric, unit family): the unit the tables print it in}
     shown_units: dict = field(default_factory=dict, repr=False,
                               compare=False)
@@ -149,7 +142,6 @@ class Table:
             if not out or out[-1][0] != row.benchmark:
                 out.append((row.benchmark, []))
             out[-1][1].append(row)
-
         return out
 
 
@@ -170,7 +162,6 @@ def column_of(case, multi_partition=(), per_node=False, hardware=''):
         label += f' [{",".join(case.nodes) or "no node recorded"}]'
     if hardware:
         label += f' ({hardware})'
-
     return label + (' (replay)' if case.replay else '')
 
 
@@ -281,7 +272,6 @@ def _reference(sample):
     if judgement.Band.of_sample(sample) is None:
         # ReFrame's default (0, None, None): the run had no reference
         return None
-
     return Reference(sample.reference, sample.lower, sample.upper)
 
 
@@ -312,18 +302,13 @@ def build(samples, title='Cross-system comparison', cases=None,
                                else (s.case for s in samples)))
     splits = {}
     where = _placed(cases, per_node, splits=splits)
-    # samples of one case come together: column and measurement are worked
-    # out once per case, not per sample (a database holds millions)
+    # column and measurement once per case, not per sample (millions)
     unit_of, groups = {}, {}
     for case, ss in _by_case(samples):
         col, test = where.get(id(case)) or _placed([case], per_node, cases)[
             id(case)]
-        units_of = unit_of.get((case.benchmark, test))
-        if units_of is None:
-            units_of = unit_of[(case.benchmark, test)] = {}
-        metrics = groups.get((case.benchmark, test, col))
-        if metrics is None:
-            metrics = groups[(case.benchmark, test, col)] = {}
+        units_of = unit_of.setdefault((case.benchmark, test), {})
+        metrics = groups.setdefault((case.benchmark, test, col), {})
         for s in ss:
             # the usual sample: a metric seen before, in the same unit
             pairs = metrics.get(s.metric)
@@ -331,19 +316,13 @@ def build(samples, title='Cross-system comparison', cases=None,
                 pairs.append((s.value, s))
                 continue
             key, value, given = s.metric, s.value, s.unit
-            unit = units_of.get(key)
-            if unit is None:
-                unit = units_of[key] = given
+            unit = units_of.setdefault(key, given)
             if given != unit:
                 try:
                     value = units.convert(value, given, unit)
                 except ValueError:      # another family: a row of its own
                     key = (key, given)
-            pairs = metrics.get(key)
-            if pairs is None:
-                pairs = metrics[key] = []
-            pairs.append((value, s))
-
+            metrics.setdefault(key, []).append((value, s))
     table = Table(title, [], [], {})
     for col, configs in sorted(splits.items()):
         table.notes.append(
@@ -375,10 +354,8 @@ def build(samples, title='Cross-system comparison', cases=None,
             table.cells[(row, col)] = _cell(
                 table, row, col, pairs, runs.get((bench, test, col), 0),
                 failed_of.get((bench, test, col), []))
-
     # a column whose runs of a test failed without a figure still shows
-    # that test's rows (a passed run without the metric measured another
-    # size: no cell)
+    # that test's rows
     rows_of = {}
     for row, _ in table.cells:
         rows_of.setdefault((row.benchmark, row.test), set()).add(row)
@@ -388,7 +365,6 @@ def build(samples, title='Cross-system comparison', cases=None,
             if (row, col) not in table.cells:
                 table.cells[(row, col)] = _judged(Cell(
                     [], runs=failed, failed_runs=failed, **_whence(got)))
-
     table.sort()
     table.cases = cases
     _cite_replays(table, cases, where)
@@ -452,9 +428,7 @@ def _by_case(samples):
 
 def _cell(table, row, col, pairs, runs, failed_runs):
     """The Cell of ``pairs`` ((value in the row's unit, Sample))."""
-    # one pass over the runs (once per sample of a large database): the
-    # values, the references they were judged against (no bound: ReFrame's
-    # default, none) and the runs that failed theirs
+    # one pass: the values, the references judged by, runs outside theirs
     values, bounds, unreferenced, outside = [], set(), False, 0
     case = pairs[-1][1].case
     replay = case.replay
@@ -477,13 +451,12 @@ def _cell(table, row, col, pairs, runs, failed_runs):
     ref = None if latest is None else Reference(
         units.convert(latest.value, pairs[-1][1].unit, row.unit),
         latest.lower, latest.upper)
-    # a run failed here: it failed and has no figure for this metric, or
-    # its figure is outside the bounds it was judged against
+    # a run failed here: failed without this figure, or outside its bounds
     with_figure = {s.case for _, s in pairs} if failed_runs else ()
     failed = sum(1 for c in failed_runs if c not in with_figure)
     if replay or judged_by:
-        # out of another file's band, or of the replayed document's: not a
-        # failure of this system (a run that failed without a figure is)
+        # out of another file's or a document's band: no failure of this
+        # system (a run that failed without a figure is)
         outside = 0
     used = {s.case for _, s in pairs}
     gpus, nodes = collective_layout(used) or (gpus_used(used), None)
@@ -569,8 +542,7 @@ def gpus_used(cases):
     return len(found) or None
 
 
-#: whole-node figures (a sum over the node's GPUs): shown per GPU as well
-#: where the columns of a row used different numbers of GPUs
+#: whole-node figures: also per GPU where columns' GPU counts differ
 WHOLE_NODE = re.compile(r'^aggregate_')
 
 

@@ -22,13 +22,11 @@ LEGEND = ('↑ higher is better, ↓ lower is better (? a unit hpcval does not '
           'counts is also given per GPU), how many runs passed, a '
           'difference from another column where the means differ by '
           'more than both standard deviations together (n >= 2 each), '
-          'then the '
-          'reference, its pass '
-          'band and the verdict: fail when any run failed, else the mean '
-          'against the band.  Pass/fail is given only against references '
-          'made for the column\'s own system; a replay of a published '
-          'recording is never a pass: it reproduces the published figure or '
-          'differs from it')
+          'then the reference, its pass band and the verdict: fail when '
+          'any run failed, else the mean against the band.  Pass/fail is '
+          'given only against references made for the column\'s own '
+          'system; a replay of a published recording is never a pass: it '
+          'reproduces the published figure or differs from it')
 PUBLISHED_LEGEND = ('↑ higher is better, ↓ lower is better; a cell is the '
                     'published figure ± its published standard deviation, '
                     'as references/ holds them')
@@ -43,9 +41,7 @@ def legend(tables):
     return LEGEND
 
 
-def num(x):
-    """Four significant digits, thousands separated."""
-    return numbers.sig(x)
+num = numbers.sig      # four significant digits, thousands separated
 
 
 def published(x):
@@ -292,8 +288,7 @@ def visible(text):
     return ''.join(out)
 
 
-# Markdown's backslash escapes for what would make a link, an image, code,
-# a cell break or HTML; & and < as entities
+# what would make a link, image, code, cell break or HTML, escaped
 _MD = {'\\': '\\\\', '|': '\\|', '[': '\\[', ']': '\\]', '(': '\\(',
        ')': '\\)', '!': '\\!', '`': '\\`', '&': '&amp;', '<': '&lt;',
        '>': '&gt;', '$': '\\$'}
@@ -348,13 +343,10 @@ CSV_FIELDS = ('table', 'system', 'kind', 'date', 'benchmark', 'version',
               'reference', 'lower_bound', 'upper_bound', 'judgement',
               'references_of', 'note', 'runs', 'passed_runs', 'checks',
               'source', 'citation')
-#: the statistics of a measured or replayed cell (spread: the sample std
-#: of its n figures, on each line); a published one has one, 'published'
+#: the statistics of a measured or replayed cell ('published': quoted)
 STATISTICS = ('mean', 'min', 'max')
 MEASURED, REPLAY, QUOTED = 'measured', 'replay', 'quoted'
 #: a number that is not there: pandas and polars read it as a float
-#: without options (an empty cell types a column as text in polars when
-#: its first hundred lines are all empty)
 MISSING = 'NaN'
 NOT_RECORDED = 'not recorded'
 
