@@ -42,7 +42,6 @@ def base_unit(value, unit):
     except ValueError:
         name = re.sub(r'[^a-z0-9]+', '_', str(unit or '').lower()).strip('_')
         return value, name or 'value'
-
     to, name = _BASE[fam]
     return units.convert(value, unit, to) * _SCALE.get(fam, 1), name
 

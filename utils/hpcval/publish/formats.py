@@ -134,10 +134,8 @@ def _band(ref, scale):
     lo, hi = ref.bounds()
     if hi is None:
         return f'≥ {num(scale(lo))}'
-
     if lo is None:
         return f'≤ {num(scale(hi))}'
-
     return f'{num(scale(lo))}..{num(scale(hi))}'
 
 
@@ -153,7 +151,6 @@ def measured(cell, scale=lambda x: x):
         text = published(cell.mean)
         return text + (f' ± {published(cell.std)}' if cell.std is not None
                        else '')
-
     if not cell.values:
         return f'no figure ({runs_text(cell)})'
     if vacuous(cell):
@@ -189,7 +186,6 @@ def judged(cell, scale=lambda x: x):
     if cell.verdict == NOT_ITS_OWN:
         return f'not judged (the runs had {cell.judged_by}\'s references, ' \
                f'not this system\'s)'
-
     return f'ref {num(scale(cell.reference.value))} ' \
            f'[{_band(cell.reference, scale)}]: {cell.verdict}'
 
@@ -267,7 +263,6 @@ def to_markdown(table, images=None):
                     f'the figures below (every figure is in the CSV).', '']
         for caption, path in (images or {}).get(bench, ()):
             out += [f'![{_md(caption)}]({_md_url(path)})', '']
-
     out += [f'- {_md(n)}' for n in table.notes]
     return '\n'.join(out).rstrip() + '\n'
 
@@ -460,7 +455,6 @@ def tables_from_csv(rows):
     def count(text):
         x = number(text)
         return None if x is None else int(x)
-
     for line in rows:
         if line['statistic'] not in ('mean', 'published'):
             continue

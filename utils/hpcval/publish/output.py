@@ -19,7 +19,6 @@ def check_folder(folder):
             raise OutputRefused(f'{folder}: cannot create the output folder:'
                                 f' {err.strerror}') from None
         return
-
     if stat.S_ISLNK(info.st_mode):
         raise OutputRefused(f'{folder} is a symbolic link: outputs never '
                             f'follow one; give the folder itself')
@@ -43,7 +42,6 @@ def write(path, data, force=False):
         if not force:
             raise FileExistsError(f'{path} exists (use --force to '
                                   f'overwrite)')
-
     folder = os.path.dirname(path) or '.'
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix='.hpcval-',

@@ -171,7 +171,6 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
                         for k in SUMMARY_KEYS) + '</tr>'
                         for col, n in counts.items()) +
                     '</table></div>')
-
     body.append(f'<p class="legend">{esc(formats.legend(tables))}</p>')
     for table in tables:
         if len(tables) > 1:
@@ -196,7 +195,6 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
         if table.notes:
             body.append('<ul class="notes">' + ''.join(
                 f'<li>{esc(n)}</li>' for n in table.notes) + '</ul>')
-
     rest = [item for items in figures.values() for item in items]
     if rest:
         toc.append(('figures', 'Other figures'))
@@ -213,7 +211,6 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
             body.append(f'<h2 id="{anchor}">{heading}</h2><ul class="notes">'
                         + ''.join(f'<li>{esc(str(i))}</li>' for i in items)
                         + '</ul>')
-
     bounds = [b for t in tables for b in t.bounds]
     if bounds:
         toc.append(('appendix', formats.APPENDIX[0]))

@@ -42,7 +42,6 @@ def get(url, target, headers, seconds=DEADLINE, max_bytes=MAX_ANSWER,
                               stated)
         except BaseException as err:    # raised again in the caller
             box['err'] = err
-
     worker = threading.Thread(target=work, daemon=True)
     worker.start()
     worker.join(seconds)

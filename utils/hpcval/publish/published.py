@@ -195,7 +195,6 @@ def find(by_system, system, partition, spec):
         if ref.metric == spec.metric and references.applies(
                 ref, [spec.check], partition, spec.where):
             chosen = ref
-
     return chosen if chosen is not None and chosen.value is not None \
         else None
 
@@ -218,7 +217,6 @@ def _table(seed, by_system):
         for name, spec in srow.cells.items():
             if not isinstance(spec, At):
                 continue
-
             system, partition = SYSTEMS[name]
             ref = find(by_system, system, spec.partition or partition, spec)
             if ref is None:
@@ -226,7 +224,6 @@ def _table(seed, by_system):
                     f'{system}, {srow.label}: references/{system}.yaml has '
                     f'no figure for {spec.check} {spec.metric}')
                 continue
-
             row = comparison.Row(srow.benchmark, srow.label, spec.metric,
                                  seed.unit)
             if row not in table.rows:
@@ -234,10 +231,8 @@ def _table(seed, by_system):
             if system not in table.columns:
                 table.columns.append(system)
             table.cells[(row, system)] = _cell(ref, seed.unit)
-
     for reason, cells in _unreferenced_by_reason(seed).items():
         table.notes.append(f'not shown ({reason}): {"; ".join(cells)}')
-
     return table
 
 
@@ -247,7 +242,6 @@ def _unreferenced_by_reason(seed):
         for name, spec in srow.cells.items():
             if not isinstance(spec, At):
                 out.setdefault(spec, []).append(f'{name} {srow.label}')
-
     return out
 
 

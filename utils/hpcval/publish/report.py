@@ -13,8 +13,7 @@ from hpcval.publish import (changes, comparison, formats, latex, output,
                             page, published, results, sources)
 from hpcval.references import ReferenceFileError, ReferenceSet
 
-# hpcval.exits: a refused input or output is an input error, never
-# "failed"
+# hpcval.exits: a refused input or output is an input error, never "failed"
 EXIT_OK, EXIT_EMPTY, EXIT_REJECTED = 0, 2, 3
 
 
@@ -33,7 +32,6 @@ def timestamp(text):
             raise argparse.ArgumentTypeError(
                 f'{shown!r} is before 1970: no run is that old')
         return now - ago
-
     try:
         when = datetime.datetime.fromisoformat(text).timestamp()
     except (ValueError, OverflowError, OSError):
@@ -66,7 +64,6 @@ def report_argument(text):
     label, sep, path = text.partition('=')
     if not sep or os.path.exists(text) or not _LABEL.fullmatch(label):
         return text
-
     return (label, path)
 
 
@@ -118,7 +115,6 @@ def load_selected(args, replays=True, bounds=None):
               f'the same session, test case and run given more than once '
               f'(copies of a report, or a report and --db) count once',
               file=sys.stderr)
-
     if not args.system and args.name is None and args.since is None \
             and args.until is None and replays:
         return loaded, loaded.samples
@@ -206,12 +202,7 @@ def _formats(text):
     if bad or not chosen:
         raise SystemExit(f'hpcval report: --format {text!r}: choose from '
                          f'{", ".join(formats.FORMATS)}')
-
     return chosen
-
-
-def _write(path, text, force):
-    output.write(path, text, force)
 
 
 def _said(err):
@@ -289,7 +280,6 @@ def run(args):
         except results.InputRejected as err:
             print(f'hpcval report: rejected {err}', file=sys.stderr)
             return EXIT_REJECTED
-
         unknown = unknown_selection(args, loaded.cases)
         if unknown:
             print(f'hpcval report: {formats.visible(unknown)}',
@@ -299,7 +289,6 @@ def run(args):
             print('hpcval report: no performance samples in the selected '
                   'inputs', file=sys.stderr)
             return EXIT_REJECTED if unreadable(loaded) else EXIT_EMPTY
-
         keep = case_filter(args, replays=not args.no_replays)
         if args.group_by:
             return _group_by(args, fmts[0], samples,
@@ -318,11 +307,9 @@ def run(args):
         inputs, problems = loaded.sources, loaded.problems
         if args.with_published:
             tables += published.tables(refs)
-
     if not args.out:
         sys.stdout.write(render(tables, fmts[0], inputs, problems))
         return EXIT_OK
-
     pngs, unplotted = [], []
     try:
         output.check_folder(args.out)
@@ -346,17 +333,16 @@ def run(args):
             images = [(os.path.basename(p)[:-4],
                        _data_uri(p) if fmt == 'html' else
                        os.path.relpath(p, args.out)) for p in pngs]
-            _write(path, render(tables, fmt, inputs, problems, images,
-                                args.title, unplotted), args.force)
+            output.write(path, render(tables, fmt, inputs, problems, images,
+                                      args.title, unplotted), args.force)
             print(path)
             if fmt == 'tex' and sources.cited(tables):
                 bib = os.path.join(args.out, 'comparison.bib')
-                _write(bib, sources.bibtex(sources.cited(tables)),
-                       args.force)
+                output.write(bib, sources.bibtex(sources.cited(tables)),
+                             args.force)
                 print(bib)
     except OSError as err:      # exists, a link, not writable: say so
         print(f'hpcval report: {_said(err)}', file=sys.stderr)
         return EXIT_REJECTED
-
     return EXIT_OK
 

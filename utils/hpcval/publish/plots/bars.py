@@ -56,7 +56,6 @@ def _bars(table, row, outdir, force, plotted):
                                f'no column has a value (other than 0 by '
                                f'definition); not plotted')
         return plotted
-
     ticks = [_tick(c, cell, 18) for c, cell in zip(cols, cells)]
     legend = _legend(_drawable(cells), cols)
     fig = new_figure(1, 1)
@@ -92,7 +91,6 @@ def _bars(table, row, outdir, force, plotted):
             plotted.references.append((slug('bars', row.benchmark, row.test,
                                             row.metric), col, row.metric,
                                        ref.value))
-
     ax.set_ylim(0, top)
     ax.set_xlim(-0.6, len(cols) - 0.4)
     ax.set_xticks(list(xs), ticks, fontsize=8)
@@ -154,7 +152,6 @@ def all_metric_bars(table, outdir, select=None, force=False):
             links += 1
             continue
         _bars(table, row, outdir, force, plotted)
-
     if links:
         plotted.skipped.append(f'{links} per-GPU-pair TransferBench metrics '
                                f'have no bar chart: the heat maps show them')
@@ -227,7 +224,6 @@ def _panel(ax, row, cols, cells, stem, plotted):
 
     def scaled(x):
         return numbers.scale(x, row.unit, unit)
-
     top = _top([_Scaled(c, scaled) for c in cells])
     for x, (col, cell) in enumerate(zip(cols, cells)):
         if comparison.vacuous(cell):

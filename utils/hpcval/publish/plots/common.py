@@ -76,7 +76,6 @@ def save(fig, outdir, stem, plotted, force=False):
     while os.path.join(outdir, base + '.png') in plotted.files:
         n += 1
         base = f'{stem}-{n}'
-
     paths = [os.path.join(outdir, f'{base}.{ext}') for ext in ('png', 'svg')]
     if not force:
         for path in paths:
@@ -84,7 +83,6 @@ def save(fig, outdir, stem, plotted, force=False):
                 raise FileExistsError(
                     f'{path} exists; not overwritten (force=True, or '
                     f'--force, replaces it)')
-
     # SVG: text kept as text (searchable, editable), no date in the file
     with rc_context({'svg.fonttype': 'none', 'svg.hashsalt': stem}):
         for path in paths:
@@ -117,13 +115,11 @@ def kept_output(case, name=None):
         return None, (f'{describe(case)}: the report names no kept output '
                       f'(ReFrame keeps the output of passed cases only); '
                       f'not plotted')
-
     path = os.path.join(case.outputdir, name or case.stdout)
     if not os.path.isfile(path):
         return None, (f'{describe(case)}: its output {path} is not on this '
                       f'machine (a report from another site, or the output '
                       f'folder was removed); not plotted')
-
     try:
         return read_text(path), None
     except OSError as err:

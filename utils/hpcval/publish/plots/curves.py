@@ -111,7 +111,6 @@ def _figure(collective, lines, place, outdir, plotted, force):
             ax.fill_between(xs, [min(v) for v in per_size],
                             [max(v) for v in per_size],
                             color=colours[col], alpha=0.15, linewidth=0)
-
     _byte_axis(ax, sizes)
     ax.set_ylim(bottom=0)
     ax.set_xlabel('message size (bytes)')
