@@ -198,7 +198,7 @@ def labelled_rows(rows):
         last = row.test
 
 
-def _cells(table, shown, joined):
+def cell_texts(shown, joined):
     """Each column's cell text: ``joined`` of its lines; '' where empty."""
     out = []
     for cell in shown.cells:
@@ -252,8 +252,8 @@ def to_markdown(table, images=None):
                 '|' + '---|' * len(head)]
         for test, row in labelled_rows(rows):
             shown = Shown(table, row, cols)
-            cells = _cells(table, shown,
-                           lambda lines: '<br>'.join(map(_md, lines)))
+            cells = cell_texts(shown,
+                               lambda lines: '<br>'.join(map(_md, lines)))
             out.append('| ' + ' | '.join(
                 [_md(test), _md(shown.label())] + cells) + ' |')
         out.append('')

@@ -47,25 +47,31 @@ def _longtable(table, bench, rows):
     each = max(1.8, (width - fixed) / max(1, len(cols)) - 0.3)
     size = r'\footnotesize' if len(cols) <= 5 else r'\scriptsize'
     spec = 'p{3.0cm}p{3.2cm}' + ''.join(f'p{{{each:.1f}cm}}' for _ in cols)
-    head = ' & '.join(['test', 'metric'] + [tex(c) for c in cols]) + r' \\'
-    out = [r'\begin{landscape}' if landscape else '', size,
-           rf'\begin{{longtable}}{{{spec}}}',
-           rf'\caption{{{tex(table.title)}: {tex(bench)}}}'
-           rf'\label{{{_label("tab", table.title + "-" + bench)}}}\\',
-           r'\hline', head, r'\hline', r'\endfirsthead',
-           r'\hline', head, r'\hline', r'\endhead', r'\hline', r'\endfoot']
+    body = []
     for test, row in formats.labelled_rows(rows):
         shown = formats.Shown(table, row, cols)
-        cells = []
-        for cell in shown.cells:
-            lines = [] if cell is None else [shown.measured(cell),
-                                             shown.judged(cell)]
-            cells.append(r' \newline '.join(tex(x) for x in lines if x))
-        out.append(' & '.join([tex(test), tex(shown.label())] + cells) +
-                   r' \\')
+        cells = formats.cell_texts(shown, lambda lines: r' \newline '.join(
+            tex(x) for x in lines))
+        body.append([tex(test), tex(shown.label())] + cells)
+    return _long(spec, size, landscape,
+                 rf'\caption{{{tex(table.title)}: {tex(bench)}}}'
+                 rf'\label{{{_label("tab", table.title + "-" + bench)}}}',
+                 ['test', 'metric'] + cols, body)
+
+
+def _long(spec, size, landscape, caption, head, rows):
+    """A longtable of ``head`` (escaped here) and ``rows`` (LaTeX already)."""
+    def line(cells):
+        return ' & '.join(cells) + r' \\'
+    head = line([tex(c) for c in head])
+    out = [r'\begin{landscape}' if landscape else '', size,
+           rf'\begin{{longtable}}{{{spec}}}', caption + r'\\',
+           r'\hline', head, r'\hline', r'\endfirsthead',
+           r'\hline', head, r'\hline', r'\endhead', r'\hline', r'\endfoot']
+    out += [line(cells) for cells in rows]
     out += [r'\end{longtable}', r'\normalsize',
             r'\end{landscape}' if landscape else '']
-    return [line for line in out if line]
+    return [x for x in out if x]
 
 
 _FIGURE_PATH = re.compile(r'[A-Za-z0-9_./-]+\.png')
@@ -77,18 +83,13 @@ def _systems(table):
     if not rows:
         return []
     keys = list(rows[0][1])
-    spec = 'p{2.4cm}' + 'p{2.0cm}' * (len(keys) - 1) + 'p{6.0cm}'
-    head = ' & '.join(['column'] + [tex(k) for k in keys]) + r' \\'
-    out = [r'\begin{landscape}', r'\scriptsize',
-           rf'\begin{{longtable}}{{{spec}}}',
-           r'\caption{Systems: where, when and with what the columns were '
-           r'measured or replayed}\label{tab:systems}\\',
-           r'\hline', head, r'\hline', r'\endfirsthead', r'\hline', head,
-           r'\hline', r'\endhead', r'\hline', r'\endfoot']
-    out += [' & '.join([tex(col)] + [tex(info[k]) for k in keys]) + r' \\'
-            for col, info in rows]
-    out += [r'\end{longtable}', r'\normalsize', r'\end{landscape}']
-    return out
+    return _long('p{2.4cm}' + 'p{2.0cm}' * (len(keys) - 1) + 'p{6.0cm}',
+                 r'\scriptsize', True,
+                 r'\caption{Systems: where, when and with what the columns '
+                 r'were measured or replayed}\label{tab:systems}',
+                 ['column'] + keys,
+                 [[tex(col)] + [tex(info[k]) for k in keys]
+                  for col, info in rows])
 
 
 def _label(prefix, text):
