@@ -1,6 +1,5 @@
 """What the hpcval plots share: Agg canvas, file names, kept outputs."""
 import io
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -135,14 +134,6 @@ def passed(cases, skipped):
         elif case.result != 'skip':
             skipped.append(f'{describe(case)}: result {case.result}; its '
                            f'output is not plotted')
-
-
-def value_label(value):
-    """Three significant figures, no exponent for the usual magnitudes."""
-    if value == 0 or not math.isfinite(value):
-        return f'{value:g}'
-    digits = max(0, 2 - int(math.floor(math.log10(abs(value)))))
-    return f'{value:,.{digits}f}'
 
 
 def better_label(better):
