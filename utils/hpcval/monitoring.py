@@ -20,11 +20,8 @@ _CASE_LABELS = {'test': 'check_display_name', 'system': 'check_system',
 _LABEL_NAME = re.compile(r'[a-zA-Z_][a-zA-Z0-9_]*')
 _RESERVED = frozenset({*_CASE_LABELS, 'node', 'metric', 'unjudged',
                        '__name__'})
-# ``reframe --repeat N`` names each repeat ``%.repeat_no=<i>``: the repeats
-# of a test are runs of one series, not N series of one point each; <i> is
-# added to the sample's time in milliseconds, since Slurm's accounting
-# gives whole seconds and one series holds one sample a timestamp: two
-# repeats ending in one second stay two runs
+# ``--repeat N``'s ``%.repeat_no=<i>``: runs of one series; <i> ms are added
+# to the time, so that two repeats ending in one (Slurm) second stay two
 _REPEAT = re.compile(r' %\.?repeat_no=(\d{1,6})')
 
 # family -> (unit the value is converted to, its name in the metric name)
@@ -89,8 +86,8 @@ def victoriametrics(record, extras, ignore_keys):
             continue
         series = {**labels, 'metric': var.split(':')[-1]}
         base, suffix = base_unit(value, unit)
-        # a diagnostic's own series: one that is not loses no label when
-        # it is calibrated; printable ASCII, as the history reader takes it
+        # only a diagnostic's series is labelled (printable ASCII, as the
+        # history reader takes it): another keeps its labels when calibrated
         why = re.sub(r'[^ -~]', '?', str(unjudged.get(series['metric'])
                                         or ''))[:200]
         lines.append(_line(f'hpcval_perf_value_{suffix}', {**series, **(
@@ -117,7 +114,6 @@ def victoriametrics(record, extras, ignore_keys):
 #: provenance keys the info series carries (a fixed set of label names)
 PROVENANCE_LABELS = ('driver', 'vbios', 'cuda', 'rocm', 'nccl', 'rccl',
                      'mpi', 'kernel', 'image_digest')
-
 
 _JOB_WIDE = ('nccl', 'rccl', 'mpi', 'image_digest')
 
@@ -146,8 +142,7 @@ def _provenance_lines(record, labels, millis):
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    # a redirect would carry the records (and any configured header) to a
-    # place nobody configured
+    # a redirect would carry the records and headers where nobody configured
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         return None
 

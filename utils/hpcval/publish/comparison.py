@@ -17,7 +17,6 @@ DIFFERS = 'differs from the published figure'
 # a run judged against another system's references: no mark
 NOT_ITS_OWN = 'not judged'
 
-
 # per-component metrics (gpu00_to_gpu01, copy@gpu3): heat maps and per-GPU
 # bars show them, not table rows (the CSV keeps them)
 LINK_METRIC = re.compile(r'(^|_)gpu\d+_to_gpu\d+$|@')

@@ -231,18 +231,12 @@ def _table(seed, by_system):
             if system not in table.columns:
                 table.columns.append(system)
             table.cells[(row, system)] = _cell(ref, seed.unit)
-    for reason, cells in _unreferenced_by_reason(seed).items():
+    by_reason = {}
+    for _, name, label, why in unreferenced((seed,)):
+        by_reason.setdefault(why, []).append(f'{name} {label}')
+    for reason, cells in by_reason.items():
         table.notes.append(f'not shown ({reason}): {"; ".join(cells)}')
     return table
-
-
-def _unreferenced_by_reason(seed):
-    out = {}
-    for srow in seed.rows:
-        for name, spec in srow.cells.items():
-            if not isinstance(spec, At):
-                out.setdefault(spec, []).append(f'{name} {srow.label}')
-    return out
 
 
 def tables(by_system):
@@ -250,10 +244,10 @@ def tables(by_system):
     return [_table(seed, by_system) for seed in TABLES]
 
 
-def unreferenced():
+def unreferenced(seeds=TABLES):
     """(title, system, column, why) of each seed cell without reference."""
     return [(seed.title, name, srow.label, spec)
-            for seed in TABLES for srow in seed.rows
+            for seed in seeds for srow in seed.rows
             for name, spec in srow.cells.items() if not isinstance(spec, At)]
 
 

@@ -251,7 +251,6 @@ def named(display, filename):
 
 _STEMS = {}         # file name: its stem
 
-
 _ATTRS = {}         # one tuple per distinct attribute set, shared
 
 
@@ -301,14 +300,9 @@ def _whole_reason(text):
                       if line.strip())
 
 
-# what hpcval's checks log beside their figures, as hpcval_<name>; a
-# value of a wrong type is left out, never trusted
-EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
-          'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
-          'health', 'node_load', 'measured_gpus', 'sanity_is_health',
-          'lineage')
+EXTRAS = typed_sessions.EXTRAS
+# a value of a wrong type is left out, never trusted
 _EXTRA_TYPES = (dict, str, list, bool, records.NodeLoad, records.Health)
-
 
 _EXTRA_FIELDS = tuple((name, f'hpcval_{name}') for name in EXTRAS)
 

@@ -5,6 +5,8 @@ from typing import Annotated, Any, Optional, Union
 import msgspec
 from msgspec import Meta, Struct
 
+from hpcval.publish.measures import LAYOUT_FIELDS
+
 # no benchmark figure comes near; sums and spreads of larger ones overflow
 LARGEST = 1e300
 
@@ -19,9 +21,14 @@ _PerfKey = str
 _PerfValue = tuple[_Number, Optional[_Number], Optional[_Number],
                    Optional[_Number], _Text, Any]
 _LayoutValue = Optional[Union[str, int]]
+# what hpcval's checks log beside their figures, as hpcval_<name>
+EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
+          'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
+          'health', 'node_load', 'measured_gpus', 'sanity_is_health',
+          'lineage')
 
 
-class TestCase(Struct):
+class _Case(Struct):
     display_name: _Text
     system: _Text
     partition: _Text
@@ -39,24 +46,12 @@ class TestCase(Struct):
     unique_name: Optional[str] = None
     fixture: Any = None
     dependencies_actual: Any = None
-    # hpcval.publish.measures.LAYOUT_FIELDS
-    mode: _LayoutValue = None
-    num_nodes: _LayoutValue = None
-    array: _LayoutValue = None
-    # hpcval.publish.results.EXTRAS, as the checks log them (hpcval_*)
-    hpcval_components: Any = None
-    hpcval_unjudged: Any = None
-    hpcval_provenance: Any = None
-    hpcval_plot_data: Any = None
-    hpcval_skip_reason: Any = None
-    hpcval_partition_nodes: Any = None
-    hpcval_screen_excluded: Any = None
-    hpcval_job_nodes: Any = None
-    hpcval_node_load: Any = None
-    hpcval_health: Any = None
-    hpcval_measured_gpus: Any = None
-    hpcval_sanity_is_health: Any = None
-    hpcval_lineage: Any = None
+
+
+TestCase = msgspec.defstruct(
+    'TestCase', [*((name, _LayoutValue, None) for name in LAYOUT_FIELDS),
+                 *((f'hpcval_{name}', Any, None) for name in EXTRAS)],
+    bases=(_Case,))
 
 
 class Run(Struct):
