@@ -169,12 +169,12 @@ def group_csv(figures, key):
     for fig in figures:
         for i, g in enumerate(fig.groups):
             t = fig.tests[i - 1] if i else None
+            tested = ('',) * 4 if t is None else \
+                (*t, str(t[2] < ALPHA).lower())
             out.writerow([formats.csv_text(x) for x in (
                 fig.column, fig.test, fig.metric, fig.unit, _key(key),
                 g.value, g.n, g.mean, '' if g.std is None else g.std,
-                '' if t is None else t[0], '' if t is None else t[1],
-                '' if t is None else t[2],
-                '' if t is None else str(t[2] < ALPHA).lower())])
+                *tested)])
     return buf.getvalue()
 
 

@@ -268,10 +268,9 @@ def hardware_labels(configs):
 
 
 def _reference(sample):
-    if judgement.Band.of_sample(sample) is None:
-        # ReFrame's default (0, None, None): the run had no reference
-        return None
-    return Reference(sample.reference, sample.lower, sample.upper)
+    # None for ReFrame's default (0, None, None): the run had no reference
+    return None if judgement.Band.of_sample(sample) is None else \
+        Reference(sample.reference, sample.lower, sample.upper)
 
 
 def versions_of(cases, fixtures):
@@ -329,7 +328,7 @@ def build(samples, title='Cross-system comparison', cases=None,
             f'from the GPUs each node recorded), shown in a column each and '
             f'never averaged; give each its own label (LABEL=REPORT) to '
             f'name them')
-    runs, failed_of, checks = {}, {}, set()
+    runs, failed_of, versions = {}, {}, versions_of(cases, fixtures)
     for case in cases:
         col, test = where[id(case)]
         key = (case.benchmark, test, col)
@@ -337,14 +336,10 @@ def build(samples, title='Cross-system comparison', cases=None,
             runs[key] = runs.get(key, 0) + 1
             if case.result != 'pass':
                 failed_of.setdefault(key, []).append(case)
-        checks.add((case.benchmark, col, case.check))
-    for bench, col, check in checks:
-        table.checks.setdefault((bench, col), set()).add(check)
-    versions = versions_of(cases, fixtures)
-    for case in cases:
+        table.checks.setdefault((case.benchmark, col), set()).add(case.check)
         if id(case) in versions:
-            table.versions.setdefault((case.benchmark, where[id(case)][0]),
-                                      set()).add(versions[id(case)])
+            table.versions.setdefault((case.benchmark, col), set()).add(
+                versions[id(case)])
     for (bench, test, col), metrics in groups.items():
         for key, pairs in metrics.items():
             metric, unit = (key, unit_of[(bench, test)][key]) \
@@ -443,21 +438,21 @@ def _cell(table, row, col, pairs, runs, failed_runs):
         outside += verdict == FAIL
     latest = _reference(pairs[-1][1])
     if len(bounds) + unreferenced > 1:
+        shown = 'none' if latest is None else f'{latest.value:g}'
         table.notes.append(
             f'{col}, {row.test} {row.metric}: the runs were judged '
             f'against {len(bounds) + unreferenced} different references; '
-            f'the latest, {_describe(latest)}, is used')
+            f'the latest, {shown}, is used')
     ref = None if latest is None else Reference(
         units.convert(latest.value, pairs[-1][1].unit, row.unit),
         latest.lower, latest.upper)
+    used = {s.case for _, s in pairs}
     # a run failed here: failed without this figure, or outside its bounds
-    with_figure = {s.case for _, s in pairs} if failed_runs else ()
-    failed = sum(1 for c in failed_runs if c not in with_figure)
+    failed = sum(1 for c in failed_runs if c not in used)
     if replay or judged_by:
         # out of another file's or a document's band: no failure of this
         # system (a run that failed without a figure is)
         outside = 0
-    used = {s.case for _, s in pairs}
     gpus, nodes = collective_layout(used) or (gpus_used(used), None)
     models = sorted({h.model for h in map(hardware_of, used) if h})
     return _judged(Cell(values, ref, diagnostic=_diagnostic(pairs),
@@ -571,7 +566,3 @@ def _judged(cell):
             verdict = REPRODUCES if verdict == PASS else DIFFERS
         cell.verdict = verdict
     return cell
-
-
-def _describe(ref):
-    return 'none' if ref is None else f'{ref.value:g}'

@@ -71,6 +71,9 @@ class Shown:
     def value(self, x):
         return numbers.scale(x, self.row.unit, self.unit)
 
+    def judged(self, cell):
+        return judged(cell, self.value)
+
     def label(self):
         return f'{self.row.metric} [{self.unit}] {ARROW[self.row.better]}'
 
@@ -82,9 +85,6 @@ class Shown:
         if others:
             text += f'; differs from {", ".join(others)}'
         return text
-
-    def judged(self, cell):
-        return judged(cell, self.value)
 
 
 def _family(unit):
@@ -161,13 +161,12 @@ def measured(cell, scale=lambda x: x):
         if cell.std is not None:
             text += f' ± {num(scale(cell.std))}'
     counts = f'n={cell.n}' + (', no spread' if cell.n == 1 else '')
-    if getattr(cell, 'nodes', None) == 0:
+    if cell.nodes == 0:
         counts += '; GPUs x nodes not recorded'
-    elif getattr(cell, 'gpus', None):
+    elif cell.gpus:
         counts += f'; {cell.gpus} GPU{"s" if cell.gpus != 1 else ""}'
-        nodes = getattr(cell, 'nodes', None)
-        if nodes:
-            counts += f' x {nodes} node{"s" if nodes != 1 else ""}'
+        if cell.nodes:
+            counts += f' x {cell.nodes} node{"s" if cell.nodes != 1 else ""}'
     if cell.runs and (cell.failed_runs or cell.runs != cell.n):
         counts += f'; {runs_text(cell)}'
     return f'{text} ({counts})'

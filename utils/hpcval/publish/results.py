@@ -507,11 +507,7 @@ class _Collector:
 
     def typed(self, report, source, label=''):
         """report() of a typed_sessions.Report."""
-        info = report.session_info
-        session = {'uuid': info.uuid or '', 'hostname': info.hostname or '',
-                   'version': info.version or '',
-                   'time': info.time_start_unix,
-                   'cmdline': _command(info.cmdline)}
+        session = _session(msgspec.structs.asdict(report.session_info))
         self.loaded.sources.append(source)
         self.loaded.commands[session['uuid']] = session['cmdline']
         self.loaded.started[source] = session['time']

@@ -76,16 +76,11 @@ def false_alarm_rate(n, k):
 _LARGEST_LOG = math.log(sys.float_info.max)
 
 # Floors per kind of metric: never a bound tighter than this fraction.
-# Tiny-message latencies (8 B to 1 KiB, nccl-tests' smallest size) are
-# launch and polling overheads that move by tens of percent between healthy
-# runs; other times a little less; host links (a GPU to or from host
-# memory, over PCIe) have a heavy low tail, the host's as much as the
-# link's: on one real H100 (tests/fixtures/captured/h100_calib) five
-# baselines at 44.2-48.3 GB/s were followed by healthy runs down to 39.0
-# and, once, 29.4 (0.62 of their mean, the same run's ping-pong 2.5 x
-# slow): 0.4 passes that and still names a Gen5 x8 link (~0.55); the
-# health probe names a narrow link by its width first.  Device bandwidths
-# and rates are steadier.
+# Tiny-message latencies are launch and polling overheads that move by tens
+# of percent between healthy runs; host links have a heavy low tail: on one
+# H100 (tests/fixtures/captured/h100_calib) healthy runs fell to 0.62 of
+# five baselines' mean, which 0.4 passes while still naming a Gen5 x8 link
+# (~0.55).  Device bandwidths and rates are steadier.
 TINY_LATENCY = re.compile(r'.*(_smallest|_\d{1,3}B|_1KiB)')
 HOST_LINK = re.compile(r'gpu_to_cpu|cpu_to_gpu|h2d|d2h|host')
 FLOORS = (('tiny-message latency', 0.5), ('time', 0.2), ('host link', 0.4),
