@@ -457,12 +457,10 @@ def tables_from_csv(rows):
     for line in rows:
         if line['statistic'] not in ('mean', 'published'):
             continue
-        table = tables.get(line['table'])
-        if table is None:
-            table = tables[line['table']] = Table(
-                line['table'], [], [], {})
-        row = Row(line['benchmark'], line['test'],
-                             line['metric'], line['unit'])
+        if line['table'] not in tables:
+            tables[line['table']] = Table(line['table'], [], [], {})
+        table = tables[line['table']]
+        row = Row(*(line[k] for k in ('benchmark', 'test', 'metric', 'unit')))
         col = line['system']
         n, mean, spread = int(line['n']), number(line['value']), \
             number(line['spread'])
