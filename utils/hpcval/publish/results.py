@@ -160,9 +160,6 @@ def _field(data, key, kind, where, required=False):
 
 
 def _strings(data, key, where):
-    vals = data.get(key)
-    if type(vals) is list and all(type(v) is str for v in vals):
-        return tuple(vals)
     vals = _field(data, key, list, where) or []
     if not all(isinstance(v, str) for v in vals):
         raise _Bad(f'{where}: field {key!r} is {vals!r}, not a list of '
@@ -223,14 +220,6 @@ def _perf_entries(tc, major, where):
                tup[5] if len(tup) > 5 else None)
 
 
-def _text(tc, key, where, required=False):
-    """_field(tc, key, str, ...), fast where the value is a string."""
-    val = tc.get(key)
-    if type(val) is str and val:
-        return val
-    return _field(tc, key, str, where, required)
-
-
 _DISPLAY = {}       # (display name, file name) -> (check, params, benchmark)
 
 
@@ -266,7 +255,7 @@ def _attrs(value_of, names):
 def _case(tc, major, source, session, where, label, attrs=(), run=0):
     """_typed_case of a test case mapping, each field checked first."""
     def text(key, required=False):
-        return _text(tc, key, where, required)
+        return _field(tc, key, str, where, required)
     if major == 3:
         system, _, partition = text('system', True).partition(':')
         environ = text('environment', True)
