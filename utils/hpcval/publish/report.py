@@ -290,13 +290,13 @@ def run(args):
                   'inputs', file=sys.stderr)
             return EXIT_REJECTED if unreadable(loaded) else EXIT_EMPTY
         keep = case_filter(args, replays=not args.no_replays)
+        cases = [c for c in loaded.cases if keep(c)]
         if args.group_by:
-            return _group_by(args, fmts[0], samples,
-                             [c for c in loaded.cases if keep(c)])
+            return _group_by(args, fmts[0], samples, cases)
         with results.without_gc():
-            tables = [comparison.build(
-                samples, args.title, [c for c in loaded.cases if keep(c)],
-                per_node=args.per_node, fixtures=loaded.fixtures)]
+            tables = [comparison.build(samples, args.title, cases,
+                                       per_node=args.per_node,
+                                       fixtures=loaded.fixtures)]
         # the verdict's BOUND lines, in its words; the built-in files by
         # their place in hpcval (references/local.yaml), not on this machine
         builtin = os.path.join(paths.repo_root(), '')

@@ -26,8 +26,7 @@ class Document:
     def text(self):
         """One line: authors, title, venue, publisher, year, DOI/URL."""
         parts = [', '.join(map(_natural, self.authors)), f'"{self.title}"',
-                 self.venue,
-                 self.publisher, str(self.year)]
+                 self.venue, self.publisher, str(self.year)]
         if self.doi:
             parts.append(f'doi:{self.doi}')
         parts.append(self.url)

@@ -13,19 +13,12 @@ from hpcval.publish.plots.curves import collective_curves
 from hpcval.publish.plots.heatmaps import transferbench_heatmaps
 
 __all__ = ['Plotted', 'all_metric_bars', 'babelstream_kernels',
-           'benchmark_multiples',
-           'collective_curves', 'draw_all', 'metric_bars', 'slug',
-           'transferbench_heatmaps']
+           'benchmark_multiples', 'collective_curves', 'draw_all',
+           'metric_bars', 'slug', 'transferbench_heatmaps']
 
 
 def draw_all(table, samples, outdir, select=None, force=False):
     """Every plot of ``samples`` and their ``table``; ``select``: the bars."""
-    # names are data: '$\\fakecmd$' is drawn as written, never as mathtext
-    with rc_context({'text.parse_math': False}):
-        return _draw_all(table, samples, outdir, select, force)
-
-
-def _draw_all(table, samples, outdir, select, force):
     steps = [
         lambda: collective_curves(samples, outdir, force=force),
         lambda: transferbench_heatmaps(samples, outdir, force=force),
@@ -37,7 +30,9 @@ def _draw_all(table, samples, outdir, select, force):
           # BabelStream's kernel figure compares its figures
           if bench != 'babelstream')]
     plotted = Plotted()
-    for step in progress.bar(steps, desc='hpcval report: plots',
-                             unit='figure group'):
-        plotted.add(step())
+    # names are data: '$\\fakecmd$' is drawn as written, never as mathtext
+    with rc_context({'text.parse_math': False}):
+        for step in progress.bar(steps, desc='hpcval report: plots',
+                                 unit='figure group'):
+            plotted.add(step())
     return plotted
