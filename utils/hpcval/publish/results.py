@@ -273,9 +273,8 @@ def _case(tc, major, source, session, where, label, attrs=(), run=0):
                                        where),
         tags=_strings(tc, 'tags', where), outputdir=text('outputdir'),
         job_stdout=text('job_stdout'), fail_reason=tc.get('fail_reason'),
-        fail_phase=_field(tc, 'fail_phase', str, where),
-        fixture=tc.get('fixture'),
-        unique_name=_field(tc, 'unique_name', str, where),
+        fail_phase=text('fail_phase'), fixture=tc.get('fixture'),
+        unique_name=text('unique_name'),
         dependencies_actual=tc.get('dependencies_actual'))
     return _typed_case(checked, source, session, label, attrs, run, tc.get,
                        where)
