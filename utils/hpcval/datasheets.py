@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from hpcval import paths, references, units
 from hpcval.references import _fail, _number, _shown, _text, _unknown
 
-PEAKS = ('hbm', 'host_link', 'gpu_pair')
+PEAKS = ('hbm', 'host_link', 'gpu_pair', 'fp32')
 _GPU = re.compile(r'\bGPU (\d+)\b')
 _SUFFIX = re.compile(r'gpu(\d+)')
 _PROVENANCE = re.compile(r'(.+) x(\d+)')
@@ -81,14 +81,17 @@ class Datasheets:
                  if any(p.fullmatch(name) for p in m.match)), None)
         return self._models[name]
 
-    def peak_kind(self, lineage, metric):
+    def peak_kind(self, lineage, metric, params=()):
         """Which peak judges ``metric`` of a check whose class and base
-        classes are ``lineage`` (hpcval.verdict_refs.lineage), or None."""
-        key = (lineage, metric)
+        classes are ``lineage`` (hpcval.verdict_refs.lineage) and whose
+        parameters are ``params`` ((name, value) pairs), or None."""
+        key = (lineage, metric, params)
         if key not in self._kinds:
+            values = {k: str(v) for k, v in params}
             self._kinds[key] = next(
-                (kind for checks, patterns, kind in self.figures
+                (kind for checks, patterns, wanted, kind in self.figures
                  if checks & set(lineage) and
+                 wanted.items() <= values.items() and
                  any(p.fullmatch(metric) for p in patterns)), None)
         return self._kinds[key]
 
@@ -97,7 +100,7 @@ class Datasheets:
         no rule names, a GPU whose model is not known or not here, or
         GPUs of different models.  ``gpus``: ``gpu_models(case)``."""
         base, _, gpu = metric.partition('@')
-        kind = self.peak_kind(lineage, base)
+        kind = self.peak_kind(lineage, base, tuple(case.params))
         if kind is None:
             return None
         names = _models_of(gpus, _indices(case, metric, gpu))
@@ -175,13 +178,18 @@ def _patterns(path, key, val):
 
 
 def _figure(path, key, fig):
-    _mapping(path, key, fig, {'checks', 'metrics', 'peak'})
+    _mapping(path, key, fig, {'checks', 'metrics', 'params', 'peak'})
     if fig.get('peak') not in PEAKS:
         _fail(path, f'{key}.peak', f'one of {", ".join(PEAKS)}')
+    # a check's parameters pick the peak (gpu-burn's precision)
+    params = fig.get('params', {})
+    if not isinstance(params, dict) or not all(
+            isinstance(v, str) for v in params.values()):
+        _fail(path, f'{key}.params', 'must map parameter names to text')
     return (frozenset(_list(path, f'{key}.checks', fig.get('checks'),
                             names=True)),
             _patterns(path, f'{key}.metrics', fig.get('metrics')),
-            fig['peak'])
+            params, fig['peak'])
 
 
 def _model(path, key, model, sources):
