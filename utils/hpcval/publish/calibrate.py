@@ -31,8 +31,7 @@ import textwrap
 
 import yaml
 
-from hpcval import (bounded, judgement, paths, peers, reference_service,
-                    references, units)
+from hpcval import bounded, judgement, paths, peers, references, units
 from hpcval.health import inventory
 from hpcval.health.inventory import INVENTORY_MARKER
 from hpcval.publish.comparison import better
@@ -406,16 +405,17 @@ def _declared_diagnostic(runs):
 
 def _plan(groups, old_refs, include_absent, notes):
     """What to calibrate: [(key, test label, {metric: runs}, {sibling
-    family: runs})], only for checks that exist (a report naming another
-    class would make an entry that fails every test of the system in
-    setup); what is left out is said in ``notes``."""
-    known = reference_service.known_checks()
+    family: runs})], only for checks their runs recorded as their class
+    (a report naming another class would make an entry that fails every
+    test of the system in setup); what is left out is said in ``notes``."""
     out = []
     for (check, partition, params), metrics in groups.items():
-        if check not in known:
-            notes.append(f'refused {check}: no such check among the '
-                         f'built-in and site checks (hpcval paths checks); '
-                         f'its runs are not calibrated')
+        other = {tuple(s.case.extras.get('lineage') or (check,))[0]
+                 for runs in metrics.values() for s in runs} - {check}
+        if other:
+            notes.append(f'refused {check}: no such check: its runs '
+                         f'recorded the class {_listed(map(str, other))} '
+                         f'(hpcval_lineage); its runs are not calibrated')
             continue
         where = dict(params)
         test = ' '.join([check, *(f'{name}={val}' for name, val in params),
