@@ -1,35 +1,8 @@
-"""``hpcval``: command-line helpers around the checks.
-
-    hpcval references [--dir DIR] [--markdown] [--system X]
-                                      validate every reference file (each
-                                      entry must match a test); count
-                                      them, or print them all as a table
-    hpcval report [REPORT ...] [--db [PATH]] [selection] [--format ...]
-                                      the cross-system comparison table
-                                      (and plots) of run reports and the
-                                      results database; see hpcval.publish.report
-    hpcval calibrate --system X [REPORT ...] [--db [PATH]] [--write]
-    hpcval calibrate --system X --from URL --since T [--write]
-                                      references/X.yaml from X's good runs,
-                                      shown as a diff; written on --write
-                                      (into the site's references/ under
-                                      $HPCVAL_SITE)
-    hpcval paths [config|checks|references|systems|monitoring|docs|site]
-                                      where hpcval's suite and its docs are
-                                      (installed or the checkout) and the
-                                      site layer
-    hpcval run [REFRAME ARGS ...]     reframe with hpcval's configuration;
-                                      with --ci-generate=FILE a GitLab
-                                      pipeline for any host with hpcval
-                                      (hpcval.ci, docs/ci.md)
-    hpcval site init DIR [--from SYSTEM | --from-slurm [--name N]
-                         [--replace] [--dry-run]]
-                                      a site folder (docs/site.md)
-    hpcval verdict [REPORT ...] [--db [PATH]] [--since T] [--format json]
-                   [--references FILE|DIR]
-                                      healthy or not: counts per partition,
-                                      one line per failure naming the node,
-                                      GPU or link (hpcval.verdict)
+"""``hpcval``: the command line, one subcommand each (COMMANDS; ``hpcval
+--help`` lists them, each one's --help says what it does).  verdict, diff
+and calibrate stay here: they import publish.report and history, and a
+module of theirs below this one would add a floor (tests/bench_imports.py);
+the others are in hpcval.commands.
 
 Every command exits 0 healthy or nothing moved, 1 failed or moved, 2
 incomplete, 3 input or usage error (hpcval.exits; each --help says which
@@ -90,8 +63,6 @@ def _node_list(text):
                                          f'in Slurm\'s syntax (n4,n[7-9])')
     return tuple(nodes)
 
-
-# -- hpcval calibrate ---------------------------------------------------------
 
 def _calibrate_arguments(cal):
     report.add_input_arguments(cal)
@@ -253,8 +224,6 @@ def _runs_needed(result):
                  *sample_size.table(result.figures, rule)], sys.stderr)
 
 
-# -- hpcval verdict -----------------------------------------------------------
-
 def _verdict_arguments(ver):
     report.add_input_arguments(ver)
     ver.add_argument('--partition', action='append', default=[],
@@ -394,8 +363,6 @@ def _verdict_selection(args, loaded):
                                           case.session in wanted)
 
 
-# -- hpcval diff --------------------------------------------------------------
-
 def _diff_arguments(dif):
     report.add_input_arguments(dif)
     dif.add_argument('--format', choices=('text', 'json'), default='text')
@@ -480,8 +447,6 @@ def _diff_baseline(args):
         return ValueError(f'no such report file, not calibration, and '
                           f'not a time ({err})'), None
 
-
-# -- the dispatcher -----------------------------------------------------------
 
 #: each subcommand, in the order --help lists them: (name, help, what adds
 #: its arguments, what it does)
