@@ -386,7 +386,6 @@ def _diff(args):
         print(f'hpcval diff: --baseline {verdict.escape(args.baseline)}: '
               f'{verdict.escape(str(base))}', file=sys.stderr)
         return changes.EXIT_INPUT
-    args.no_replays = True
     try:
         loaded, samples = report.load_selected(args, replays=False,
                                                bounds=refs)
