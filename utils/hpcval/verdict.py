@@ -370,7 +370,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     incomplete = _incomplete(ordered, allow_unjudged)
     commands = getattr(loaded, 'commands', None) or {}
     # an acceptance or screen narrowed is not that suite
-    incomplete += verdict_modes.not_the_suite(groups.sessions, commands)
+    incomplete += verdict_modes.not_the_suite(groups.sessions, commands,
+                                               loaded.cases)
     wider = [] if accept_unscreened else [
         f'{g.name}: {r.line()}' for g in ordered for r in g.reach
         if not r.screened]

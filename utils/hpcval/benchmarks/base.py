@@ -8,6 +8,7 @@ stage then publishes the parsed metrics as performance variables and looks
 up their references in references/<system>.yaml.  On a partition of
 config/replay.py the run stage replays a recording instead (hpcval.replay).
 """
+import functools
 import os
 import re
 import shlex
@@ -39,6 +40,12 @@ _WHERE_UNUSABLE = f'+{features.UNUSABLE}'
 LAUNCHER_PROGRAMS = ('srun', 'mpirun', 'mpiexec', 'jsrun')
 #: figures out of range a sanity failure names, the rest counted
 SHOWN_OUT_OF_RANGE = 8
+
+
+@functools.lru_cache(maxsize=None)
+def _suite_files():
+    return sorted({os.path.basename(f)
+                   for f in reference_service.check_files()})
 
 
 class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
@@ -104,6 +111,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     #: this test's class and its bases, nearest first (hpcval's and the
     #: site's, not ReFrame's): the names a reference entry may give
     hpcval_lineage = variable(typ.List[str], value=[])
+    #: the file names of the suite's check files where it ran (the check
+    #: search path): what a fixed mode's -c must cover (hpcval.verdict_modes)
+    hpcval_suite = variable(typ.List[str], value=[])
     #: for ``hpcval verdict``: the case failed for its node's health
     #: record alone, which the verdict names itself (fail_on_node_health)
     hpcval_sanity_is_health = variable(bool, value=False)
@@ -115,6 +125,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         'hpcval_unjudged': inputs.RECORD,
         'hpcval_provenance': inputs.RECORD,
         'hpcval_lineage': inputs.RECORD,
+        'hpcval_suite': inputs.RECORD,
         'hpcval_sanity_is_health': inputs.RECORD,
         'health_probe': inputs.FLAG,
         'health_sampler': inputs.FLAG,
@@ -220,6 +231,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         self.hpcval_lineage = [c.__name__ for c in type(self).__mro__
                                if not c.__module__.startswith(
                                    ('reframe.', 'builtins'))]
+        self.hpcval_suite = _suite_files()
 
     def record_provenance(self):
         """Step: the node's load and the versions it runs with, first."""

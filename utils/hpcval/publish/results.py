@@ -358,7 +358,7 @@ def _whole_reason(text):
 EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
           'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
           'health', 'node_load', 'measured_gpus', 'sanity_is_health',
-          'lineage')
+          'lineage', 'suite')
 _EXTRA_TYPES = (dict, str, list, bool, records.NodeLoad, records.Health)
 
 

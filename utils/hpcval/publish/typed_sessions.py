@@ -67,6 +67,7 @@ class TestCase(Struct):
     hpcval_measured_gpus: Any = None
     hpcval_sanity_is_health: Any = None
     hpcval_lineage: Any = None
+    hpcval_suite: Any = None
 
 
 class Run(Struct):
