@@ -1,13 +1,8 @@
 """nvidia-smi ``--query-gpu`` / ``--query-compute-apps`` CSV into GPU records.
 
-The fields were each checked on driver 580.159.04 (H100, H200); a driver
-that rejects one (``Field "..." is not a valid field to query.``, exit 2)
-is asked again without it by the probe (hpcval.health.probe), one field at
-a time, so every field the driver knows is read: on R535 the remapped
-rows and retired pages stay while the clock-event counters go.  Columns
-are read by their header.  ``nvidia-smi nvlink -s`` / ``-e`` give each
-GPU's NVLinks and their error counters.
-"""
+Fields checked on driver 580.159.04; the probe asks again without each
+field a driver rejects, so every field it knows is read.  Columns are
+read by their header."""
 import csv
 import io
 import re
@@ -99,9 +94,7 @@ STATE_CHARS = 60
 
 
 def state(name, raw):
-    """The bracketed state nvidia-smi printed for field ``name`` instead of
-    a value where it is a fault of the GPU (a state, or no value where one
-    is required), else None."""
+    """The bracketed state printed for ``name`` if it is a fault, else None."""
     text = clean(raw)
     if not _STATE.fullmatch(text):
         return None
@@ -131,8 +124,7 @@ _WARNING = re.compile(r'^(WARNING|NOTICE|ERROR): (.*?)(?: at gpu (' +
 
 
 def _lines(text):
-    """A tool's output split at newlines only: a process name or a GPU's
-    field may hold any other line-breaking character."""
+    """Lines split at newlines only: a name may hold other line breaks."""
     return [line.rstrip('\r') for line in text.split('\n')]
 
 
@@ -165,10 +157,9 @@ def _rows(text, lenient=False):
 
 
 def gpus(text, lenient=False):
-    """[GPU record] of ``--query-gpu=... --format=csv`` output (header
-    line first).  Raises ToolError naming the tool's own message when the
-    output is not a table (a failing driver prints one line); ``lenient``
-    skips rows cut short (a sampler's last line)."""
+    """[GPU record] of ``--query-gpu`` CSV; ToolError when it is no table.
+
+    ``lenient`` skips rows cut short (a sampler's last line)."""
     out = []
     for header, row in _rows(text, lenient):
         gpu, counters, states = {}, {}, {}
@@ -209,12 +200,11 @@ def _valid(v, typ):
 
 
 def apps(text):
-    """[{uuid, pid, name, memory_mib}] of ``--query-compute-apps=gpu_uuid,
-    pid,process_name,used_gpu_memory`` CSV (columns by the header).  A
-    process name is its owner's choice (commas, quotes, newlines): the
-    other columns are read by position from both ends of a row, the name
-    is what lies between, and a line that does not start with a GPU UUID
-    continues the name of the row above."""
+    """[{uuid, pid, name, memory_mib}] of ``--query-compute-apps`` CSV.
+
+    A process name is its owner's choice (commas, quotes, newlines): the other
+    columns are read from both ends of a row; a line not starting with a GPU
+    UUID continues the name above."""
     header, rows = None, []
     for line in _lines(text):
         if _WARNING.match(line.strip()) or not line.strip():
@@ -271,8 +261,7 @@ def _by_gpu(text):
 
 
 def nvlink_status(text):
-    """{GPU index: {link: GB/s, or None where ``<inactive>``}} of
-    ``nvidia-smi nvlink -s``; a GPU without NVLink has no links."""
+    """{GPU index: {link: GB/s, or None where inactive}} of ``nvlink -s``."""
     out = {}
     for idx, links in _by_gpu(text).items():
         out[idx] = {}
@@ -284,8 +273,7 @@ def nvlink_status(text):
 
 
 def nvlink_errors(text):
-    """{GPU index: {link: {'replay': n, 'recovery': n, 'crc': n, ...}}}
-    of ``nvidia-smi nvlink -e``."""
+    """{GPU index: {link: {'replay': n, 'crc': n, ...}}} of ``nvlink -e``."""
     out = {}
     for idx, links in _by_gpu(text).items():
         out[idx] = {}

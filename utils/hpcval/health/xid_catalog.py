@@ -1,11 +1,7 @@
-"""NVIDIA's Xid catalogue: code -> (mnemonic, description, immediate
-resolution), as NVIDIA publishes it ("XID Catalog", sheet "Catalog",
-https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html),
-taken from leptonai/gpud components/accelerator/nvidia/xid/
-catalog_generated.go at commit 4a8de33a3f02e207f39e9023d67125592d599731
-(generated 2025-10-29 from that page).  Data only: hpcval.health.catalogue
-says which of them fail a node.
-"""
+"""NVIDIA's Xid catalogue: code -> (mnemonic, description, resolution).
+
+From https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html
+via leptonai/gpud catalog_generated.go at 4a8de33a (2025-10-29)."""
 
 XIDS = {
     1: ('ROBUST_CHANNEL_FIFO_ERROR_FIFO_METHOD',
