@@ -1,10 +1,4 @@
-"""MPI ping-pong with mpi4py's own benchmark (``python -m mpi4py.bench``).
-
-Runs anywhere an MPI and mpi4py exist, including the PyPI ``mpich`` wheel.
-Two ranks, placed on one node or on two, exchange messages from 1 B up to
-``max_size``; the test reports the one-way latency (mean and standard
-deviation) at each of ``latency_sizes`` and the bandwidth at ``max_size``.
-"""
+"""MPI ping-pong with mpi4py's own benchmark (``python -m mpi4py.bench``)."""
 import shlex
 
 import reframe as rfm

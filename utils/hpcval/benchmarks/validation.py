@@ -1,11 +1,7 @@
-"""What every hpcval test and fixture records for ``hpcval verdict``, and
-the strict setting.
+"""What every test and fixture records for the verdict, and ``strict``.
 
-A skipped test leaves no reason in ReFrame's run report; hpcval's tests
-keep it in ``hpcval_skip_reason`` (a loggable variable, so it is in the
-report).  With ``-S strict=yes`` a test or fixture that would be skipped
-fails instead: a validation run must not pass what it did not test.
-"""
+A skip's reason is kept in ``hpcval_skip_reason``; with ``-S
+strict=yes`` what would be skipped fails instead."""
 import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, variable
