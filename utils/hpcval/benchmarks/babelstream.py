@@ -59,9 +59,7 @@ class BabelStreamBuild(UpstreamBuild):
     #: omp, cuda or hip.
     model = variable(str, value='omp')
     #: how -S values of these variables are checked (hpcval.inputs)
-    input_policy = {
-        'model': inputs.TOKEN,
-    }
+    input_policy = {'model': inputs.TOKEN}
 
     source = fixture(BabelStreamSource, scope='session')
 

@@ -339,8 +339,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     def _busy_note(self):
         load = self._read_node_load()
-        return f'; the node was busy: {load.why}' if load and load.busy \
-            else ''
+        return f'; the node was busy: {load.why}' if load and load.busy else ''
 
     def _fate(self):
         """'job 8 on n1 TIMEOUT: ... (srun's error); ' or ''."""
@@ -362,8 +361,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     def validate_output(self):
         # first: what the node ran with is worth keeping when sanity fails
         self.hpcval_provenance = self._read_provenance()
-        self.hpcval_health = records.builtins(
-            health_probe.read(self.stagedir))
+        self.hpcval_health = records.builtins(health_probe.read(self.stagedir))
         self.hpcval_node_load = records.builtins(self._read_node_load())
         self.hpcval_measured_gpus = self._measured_gpus()
         # the image's digest, or why the run from it cannot be trusted
@@ -453,11 +451,6 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     def _unjudged(self, metrics):
         return reference_service.unjudged(self, metrics, self.diagnostics)
-
-    def reference_value(self, metric, unit):
-        """This system's reference value of ``metric`` in ``unit``, or None."""
-        found = self._references({metric: unit})
-        return found[metric][0] if metric in found else None
 
 
 def out_of_range(values, zero_readings):

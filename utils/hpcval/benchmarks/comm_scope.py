@@ -88,9 +88,7 @@ class CommScopeSource(UpstreamSource):
     #: the submodules; default: two levels above a git src_mirror.
     submodule_root = variable(str, value='')
     #: how -S values of these variables are checked (hpcval.inputs)
-    input_policy = {
-        'submodule_root': inputs.PATH,
-    }
+    input_policy = {'submodule_root': inputs.PATH}
 
     def _clone_cmd(self, origin):
         cmd = super()._clone_cmd(origin)
@@ -115,10 +113,7 @@ class CommScopeBuild(UpstreamBuild):
     #: Force-include the CUDA 13 overloads (see CUDA13_COMPAT).
     cuda13_compat = variable(bool, value=True)
     #: how -S values of these variables are checked (hpcval.inputs)
-    input_policy = {
-        'model': inputs.TOKEN,
-        'cuda13_compat': inputs.FLAG,
-    }
+    input_policy = {'model': inputs.TOKEN, 'cuda13_compat': inputs.FLAG}
 
     executables = ['comm_scope']
     source = fixture(CommScopeSource, scope='session')

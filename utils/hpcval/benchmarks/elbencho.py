@@ -78,9 +78,7 @@ class ElbenchoBuild(UpstreamBuild):
     #: Build with CUDA_SUPPORT=1 (GPU buffers); otherwise CUDA_SUPPORT=0.
     cuda = variable(bool, value=False)
     #: how -S values of these variables are checked (hpcval.inputs)
-    input_policy = {
-        'cuda': inputs.FLAG,
-    }
+    input_policy = {'cuda': inputs.FLAG}
 
     executables = ['elbencho']
     source = fixture(ElbenchoSource, scope='session')
@@ -256,8 +254,7 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def set_command(self):
         threads = self._threads()
         block, random = PATTERNS[self.pattern]
-        self.prerun_cmds = self._target_dir_cmds() + \
-            self._size_cmds(threads)
+        self.prerun_cmds = self._target_dir_cmds() + self._size_cmds(threads)
         opts = ['-w', '-r', '-t', str(threads), '--iodepth',
                 str(self.iodepth), '-b', block, '-s', '"${FILE_MIB}M"',
                 '--nolive', '--jsonfile', 'elbencho.json']

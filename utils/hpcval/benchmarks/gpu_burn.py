@@ -174,8 +174,7 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
         if failed:
             raise ParseError('; '.join(failed))
         if self.burnin:
-            result.burnin = burnin_series(result, health_probe.read('.'),
-                                          '.')
+            result.burnin = burnin_series(result, health_probe.read('.'), '.')
         return result
 
     def measured_gpus(self):

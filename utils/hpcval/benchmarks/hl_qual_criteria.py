@@ -50,8 +50,7 @@ def criterion(test, direction, gen='gen3', width=16):
         try:
             base = GEN3_X16[test][direction]
         except KeyError:
-            raise ValueError(f'no criterion for {test} {direction}') \
-                from None
+            raise ValueError(f'no criterion for {test} {direction}') from None
     expected = base * link_bandwidth(gen, width) / link_bandwidth('gen3', 16)
     return Criterion(test, direction, expected,
                      expected * (1 - DEGRADATION), gen, width)

@@ -33,7 +33,6 @@ BENCHMARKS = {
 }
 PLACEMENTS = ('same_socket', 'cross_socket', 'across_nodes')
 GPU_PLACEMENTS = ('on_node', 'across_nodes')
-ACCELERATORS = ('', 'cuda', 'rocm')
 _TARBALL = ('https://mvapich.cse.ohio-state.edu/download/mvapich/'
             'osu-micro-benchmarks-{}.tar.gz')
 

@@ -133,6 +133,5 @@ class SiblingFigures(rfm.RegressionTestPlugin):
             return found
         for s in self._siblings_of[1]:
             if s.metric in metric_units and s.metric not in found:
-                found[s.metric] = (*peers.band(s.judgement),
-                                   peers.RATIO_UNIT)
+                found[s.metric] = (*peers.band(s.judgement), peers.RATIO_UNIT)
         return found

@@ -84,9 +84,7 @@ class TransferBenchBuild(UpstreamBuild):
     #: 'hip' (TransferBench) or 'cuda' (TransferBenchCuda).
     model = variable(str, value='hip')
     #: how -S values of these variables are checked (hpcval.inputs)
-    input_policy = {
-        'model': inputs.TOKEN,
-    }
+    input_policy = {'model': inputs.TOKEN}
 
     source = fixture(TransferBenchSource, scope='session')
 

@@ -159,8 +159,7 @@ def _baseline(path, key, data):
 def for_partition(entries, partition):
     """The entry of ``partition`` (its own before '*'), or None."""
     own = [e for e in entries if e['partition'] == partition]
-    return (own or [e for e in entries if e['partition'] == '*'] or
-            [None])[0]
+    return (own or [e for e in entries if e['partition'] == '*'] or [None])[0]
 
 
 def describe(expected):

@@ -296,8 +296,7 @@ def _kernel_findings(record, fatal):
             continue        # the record's decoding refused such a line
         bus = ev['bus_id']
         sw = kernel_log.switch(ev['line'])
-        comp = f'{sw[0]} (PCI {bus})' if sw else \
-            _component_of_bus(gpus, bus)
+        comp = f'{sw[0]} (PCI {bus})' if sw else _component_of_bus(gpus, bus)
         if not comp and bus:
             comp = f'PCI {bus}'
         groups.setdefault((comp, ev['what']), []).append(ev['line'])
@@ -499,8 +498,7 @@ def notes(record):
         if isinstance(a, int) and isinstance(b, int) and a > b:
             out.append((f'GPU {gpu.index}', f'{a - b} correctable ECC '
                         f'error(s) during the benchmark'))
-    out += [(c, t) for c, t, fails in _warning_findings(record)
-            if not fails]
+    out += [(c, t) for c, t, fails in _warning_findings(record) if not fails]
     out += [(c, t) for c, t, fails in _nvlink_growth(record) if not fails]
     out += _kernel_findings(record, fatal=False)
     for dev, kinds in sorted(record.aer_grown.items()):
@@ -526,8 +524,7 @@ def _other_processes(record):
     uuid_to_idx = {g.uuid: g.index for g in before.gpus}
     out = []
     for app in before.apps:
-        idx = app.index if app.index is not None \
-            else uuid_to_idx.get(app.uuid)
+        idx = app.index if app.index is not None else uuid_to_idx.get(app.uuid)
         mem = app.memory_mib
         held = f'{mem} MiB' if isinstance(mem, (int, float)) else 'memory'
         out.append((f'GPU {idx}' if idx is not None else '',

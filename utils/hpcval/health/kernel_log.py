@@ -34,8 +34,7 @@ _INIT = re.compile(r'RmInitAdapter failed|rm_init_adapter failed|'
 _USER = re.compile(r'^(?:traps: )?.{1,15}\[\d+\]:? ')
 _GSP = re.compile(r'^NVRM: (?:RmInitAdapter: )?Cannot initialize GSP '
                   r'firmware RM\.?$')
-_DRIVER = re.compile(r'^(amdgpu|habanalabs|nvidia|pcieport) (' + _BDF +
-                     r'): ')
+_DRIVER = re.compile(r'^(amdgpu|habanalabs|nvidia|pcieport) (' + _BDF + r'): ')
 _HL_NAME = re.compile(r'^habanalabs hl\d{1,3}: ')
 _DRM_AMD = re.compile(r'^\[drm:[\w.]+ \[amdgpu\]\] \*ERROR\* ')
 _AER = re.compile(r'AER: (?:Multiple )?(Corrected|Correctable|Uncorrected '

@@ -45,8 +45,7 @@ def links(record):
     for snap in (record.before, record.after):
         for gpu in snap.gpus:
             s = record.samples.get(str(gpu.index))
-            gens = [v for v in (gpu.pcie_gen, s and s.pcie_gen_max)
-                    if _int(v)]
+            gens = [v for v in (gpu.pcie_gen, s and s.pcie_gen_max) if _int(v)]
             widths = [v for v in (gpu.pcie_width, s and s.pcie_width_min)
                       if _int(v)]
             old = out.get(gpu.index, (None, None, None, None))

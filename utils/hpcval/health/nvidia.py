@@ -77,8 +77,7 @@ _COUNTERS = 'clocks_event_reasons_counters.'
 
 
 #: Record keys kept as text (a serial of digits is not a number).
-TEXT_KEYS = ('model', 'uuid', 'serial', 'bus_id', 'vbios', 'driver',
-             'time')
+TEXT_KEYS = ('model', 'uuid', 'serial', 'bus_id', 'vbios', 'driver', 'time')
 
 
 #: What nvidia-smi prints in a field it has no value for that is no fault
@@ -144,8 +143,7 @@ def _rows(text, lenient=False):
              not _WARNING.match(line.strip())]
     if not lines or not lines[0].lower().startswith(_HEADS):
         raise ToolError(first_line(text) or 'no output')
-    reader = csv.reader(io.StringIO('\n'.join(lines)),
-                        skipinitialspace=True)
+    reader = csv.reader(io.StringIO('\n'.join(lines)), skipinitialspace=True)
     header = [header_name(h) for h in next(reader)]
     for row in reader:
         if len(row) != len(header):

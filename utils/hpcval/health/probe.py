@@ -395,8 +395,7 @@ def read(stagedir):
 
     What cannot be read is an ``unreadable`` finding, never an exception."""
     try:
-        return kernel_log.check(records.decode('health',
-                                               _record(stagedir)))
+        return kernel_log.check(records.decode('health', _record(stagedir)))
     except Exception as err:    # noqa: BLE001 -- files of a job, any shape
         return records.Health('', 'unknown', unreadable=(
             f'probe output unreadable ({type(err).__name__}: '
@@ -421,8 +420,7 @@ def _record(stagedir):
     # an empty file: the benchmark ended before the sampler's first line
     if samples and samples.strip() and tool in PARSED:
         try:
-            rec['samples'] = summarize(parse_gpus(tool, samples,
-                                                  lenient=True))
+            rec['samples'] = summarize(parse_gpus(tool, samples, lenient=True))
         except Exception as err:    # noqa: BLE001
             rec['samples_error'] = f'{tool} sampler: {clean(err)}'
     kmsg = _read(stagedir, 'kmsg.txt')

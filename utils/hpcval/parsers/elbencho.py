@@ -128,8 +128,7 @@ def parse_elbencho(text, require_end=True):
         if ' : ' not in line:
             continue           # warnings and other messages interleave
         left, _, right = line.partition(':')
-        op, label = _split_label(left, current.operation if current
-                                 else None)
+        op, label = _split_label(left, current.operation if current else None)
         if op is None:
             raise ParseError(f'row before any operation name: {line!r}')
         if current is None or op != current.operation or closed:

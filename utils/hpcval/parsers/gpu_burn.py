@@ -108,8 +108,7 @@ def _parse(text):
     last_errors = {}    # (window, gpu) -> errors, the window's last count
     for m, window in lines:
         done = _fields(m.group(2), _DONE, count, 'GEMM counts', m.group(0))
-        errs = _fields(m.group(3), _ERRORS, count, 'error counts',
-                       m.group(0))
+        errs = _fields(m.group(3), _ERRORS, count, 'error counts', m.group(0))
         for i, (d, e) in enumerate(zip(done, errs)):
             gpu = gpus[i]
             gemms, rate = int(d.group(1)), d.group(2)

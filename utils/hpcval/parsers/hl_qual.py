@@ -91,8 +91,7 @@ def parse_hl_qual_report(text, expected):
             # measured and expected side by side: which is which is unknown
             raise ParseError(f'unrecognised hl_qual report: {len(bws)} GB/s '
                              f'figures on one line, {line.strip()!r}')
-        value = number(bws[0]['value'],
-                       f'{key} bandwidth in {line.strip()!r}')
+        value = number(bws[0]['value'], f'{key} bandwidth in {line.strip()!r}')
         device = _DEVICE.search(line)
         figures.setdefault(key, []).append(
             (device['bus'] if device else '', value))

@@ -23,8 +23,7 @@ def parse_likwid_bench(text, test=None, figure='MByte/s'):
     fields = {m['key'].strip(): m['value'] for m in _FIELD.finditer(text)}
     if test is not None and fields.get('Test', test) != test:
         raise ParseError(f"likwid-bench ran {fields['Test']!r}, not {test!r}")
-    missing = [k for k in dict.fromkeys((figure, 'Time'))
-               if k not in fields]
+    missing = [k for k in dict.fromkeys((figure, 'Time')) if k not in fields]
     if missing:
         raise ParseError(f'likwid-bench printed no {", ".join(missing)} '
                          f'line: the kernel did not run to completion')

@@ -374,8 +374,7 @@ def found_tool(result):
         return result.tool, f'"{banner} {result.version}"'
     lib, version = result.library
     if lib:
-        return (f'{lib}-tests',
-                f'"{lib.upper()} version {version}"')
+        return (f'{lib}-tests', f'"{lib.upper()} version {version}"')
     vendors = {devices.vendor_of_name(r.name) for r in result.ranks} - {''}
     if len(vendors) == 1:
         vendor = vendors.pop()
