@@ -348,9 +348,7 @@ def cluster_name(config_text):
 
 
 def run(command, env=None, stderr=False):
-    """(text, replaced) of one of COMMANDS' bounded, leniently decoded output.
-
-    ``stderr`` appends its stderr; ``replaced`` counts non-UTF-8 spots."""
+    """(text, replaced) of a COMMANDS' bounded, leniently decoded output."""
     cmd = COMMANDS[command]
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,

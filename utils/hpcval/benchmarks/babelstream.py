@@ -89,9 +89,7 @@ class BabelStreamBuild(UpstreamBuild):
 
 class BabelStream(SiblingFigures, ParsedBenchmark,
                   rfm.RunOnlyRegressionTest):
-    """One BabelStream run per CPU node, or per GPU on a GPU node.
-
-    Leaves declare the build fixture with its ``model``."""
+    """One BabelStream run per CPU node, or per GPU; leaves give the build."""
 
     #: Elements per array (a multiple of 1024 for GPU models).
     array_size = variable(int, value=2**25)

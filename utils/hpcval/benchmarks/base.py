@@ -174,8 +174,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     def measured_gpus(self):
         """GPU numbers whose figures the output holds, apart from parse().
 
-        None for a check that measures the node as a whole; may raise ParseError
-        or OSError for an output that shows no GPU."""
+        None for a check that measures the node as a whole; may raise
+        ParseError or OSError for an output that shows no GPU."""
         return None
 
     def provenance_of_output(self, result):

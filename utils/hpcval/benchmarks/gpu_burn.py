@@ -241,9 +241,7 @@ def _window(gpu, start, width):
 
 
 def burnin_series(result, record, stagedir):
-    """{GPU: {gflops_first, gflops_last, SAMPLED key: (min, median, max)}}.
-
-    ParseError naming the GPU whose windows or samples are missing."""
+    """{GPU: {gflops_first, gflops_last, SAMPLED key: (min, median, max)}}."""
     if record is None:
         raise ParseError('burn-in not judged: no health record (a burn-in '
                          'needs the probe: not -S health_probe=no)')

@@ -71,9 +71,7 @@ def measurement_commands(test):
 
 
 def _screen_line():
-    """A shell command printing ``screen=PID`` where the job runs on this host.
-
-    Same boot id and the pid's start tick (field 22 of its stat)."""
+    """Shell printing ``screen=PID`` where the job runs beside this ReFrame."""
     pid = os.getpid()
     try:
         with open('/proc/sys/kernel/random/boot_id') as fp:

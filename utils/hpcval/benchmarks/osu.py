@@ -107,10 +107,7 @@ class OsuSource(UpstreamSource):
 
 
 class OsuBuild(UpstreamBuild):
-    """``configure CC=mpicc CXX=mpicxx [--enable-cuda|rocm]; make``.
-
-    The wrappers come from ``-S mpicc=``, else the environment's ``extras``,
-    else PATH."""
+    """``configure CC=mpicc CXX=mpicxx [--enable-cuda|rocm]; make``."""
 
     #: '' (host buffers only), 'cuda' or 'rocm'.
     accelerator = variable(str, value='')

@@ -54,9 +54,7 @@ LINE_CHARS = 400
 
 
 def records(text):
-    """Records: a time-stamped line joined with the indented lines after it.
-
-    A text without any time stamp (a test's lines) is a line a record."""
+    """Records: a time-stamped line joined with the indented lines after it."""
     lines = [line.rstrip('\r') for line in text.split('\n')]
     stamped = any(_STAMP.match(line) for line in lines)
     out = []

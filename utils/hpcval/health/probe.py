@@ -184,9 +184,7 @@ _EXIT_TRAP = re.compile(r"trap '([^']*(?:'\\''[^']*)*)' EXIT")
 
 
 def commands(sample, prerun=()):
-    """The probe before the benchmark and an EXIT trap that runs it after.
-
-    A cleanup EXIT trap in ``prerun`` is kept: it runs after the probe."""
+    """The probe before the benchmark and an EXIT trap that runs it after."""
     earlier = [m.group(1) for line in prerun
                for m in [_EXIT_TRAP.fullmatch(line.strip())] if m]
     body = f'bash ./{SCRIPT} after' + (f'; {earlier[-1]}' if earlier else '')
@@ -219,9 +217,7 @@ def _rc(stagedir, name):
 
 
 def _snapshot(stagedir, phase, tool):
-    """{rc, message, gpus, apps, warnings, nvlink} of one query.
-
-    A table with a warning (infoROM, exit 14) keeps both."""
+    """{rc, message, gpus, apps, warnings, nvlink} of one query."""
     text = _read(stagedir, f'{phase}.txt')
     if text is None:
         return {'rc': None, 'message': f'{PREFIX}{phase}.txt missing '

@@ -93,9 +93,7 @@ class Judge:
         return out
 
     def between_nodes(self):
-        """[(case, node, component, text)] of nodes unlike most of their group.
-
-        Kernel, driver or VBIOS; not again where already shown CHANGED."""
+        """[(case, node, component, text)] of nodes unlike most of theirs."""
         out = []
         for (system, partition), (nodes, case) in \
                 sorted(self._identities.items()):

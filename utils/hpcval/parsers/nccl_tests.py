@@ -286,10 +286,7 @@ def listed_devices(text):
 
 
 def parse_nccl_tests(text, require_footer=True):
-    """Parse one nccl-tests / rccl-tests run.
-
-    ``require_footer=False`` accepts a table without ``Avg bus bandwidth``,
-    as documents quote it; a job's output must have it."""
+    """One nccl-tests / rccl-tests run; require_footer=False for excerpts."""
     failure = _FAILURE.search(text)
     if failure:
         raise ParseError(f'the test reported a failure: '
