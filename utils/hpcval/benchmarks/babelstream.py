@@ -58,7 +58,6 @@ class BabelStreamBuild(UpstreamBuild):
 
     #: omp, cuda or hip.
     model = variable(str, value='omp')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {'model': inputs.TOKEN}
 
     source = fixture(BabelStreamSource, scope='session')
@@ -103,7 +102,6 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
     #: Output format the references were made with: 'v5' (v4.0/v5.0) or
     #: 'main'; both print "Version: 5.0" but measure differently.
     expected_format = variable(str, value='v5')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'array_size': inputs.POSITIVE,
         'num_times': inputs.POSITIVE,

@@ -90,7 +90,6 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     #: for ``hpcval verdict``: the case failed for its node's health
     #: record alone, which the verdict names itself (fail_on_node_health)
     hpcval_sanity_is_health = variable(bool, value=False)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'hpcval_plot_data': inputs.RECORD,
         'hpcval_components': inputs.RECORD,

@@ -87,7 +87,6 @@ class CommScopeSource(UpstreamSource):
     #: Folder of bare mirrors laid out as GitHub (<owner>/<name>.git) for
     #: the submodules; default: two levels above a git src_mirror.
     submodule_root = variable(str, value='')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {'submodule_root': inputs.PATH}
 
     def _clone_cmd(self, origin):
@@ -112,7 +111,6 @@ class CommScopeBuild(UpstreamBuild):
 
     #: Force-include the CUDA 13 overloads (see CUDA13_COMPAT).
     cuda13_compat = variable(bool, value=True)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {'model': inputs.TOKEN, 'cuda13_compat': inputs.FLAG}
 
     executables = ['comm_scope']
@@ -169,7 +167,6 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: NUMA node of the host buffers and launching threads.
     numa_node = variable(int, value=0)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'model': inputs.TOKEN,
         'latency_log2': inputs.COUNT,

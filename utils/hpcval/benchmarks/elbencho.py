@@ -77,7 +77,6 @@ class ElbenchoBuild(UpstreamBuild):
 
     #: Build with CUDA_SUPPORT=1 (GPU buffers); otherwise CUDA_SUPPORT=0.
     cuda = variable(bool, value=False)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {'cuda': inputs.FLAG}
 
     executables = ['elbencho']
@@ -179,7 +178,6 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Target folder; '': the partition's extras['scratch_dir'].
     scratch_dir = variable(str, value='')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'buffers': inputs.TOKEN,
         'threads': inputs.COUNT,

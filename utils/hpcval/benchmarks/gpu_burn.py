@@ -87,7 +87,6 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: burnin`` gives hpcval.suites.BURNIN_S, a later ``-S
     #: GpuBurnCudaCheck.burnin=N`` N (at least MIN_BURNIN_S); 0: none.
     burnin = variable(int, value=0)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'duration': inputs.number(10, 86400),
         'memory_percent': inputs.number(1, 95),

@@ -150,7 +150,6 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: -c: 'all' or one card's PCI bus id.
     cards = variable(str, value='all')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'generation': inputs.TOKEN,
         'hl_qual': inputs.PATH,

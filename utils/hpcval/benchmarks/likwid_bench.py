@@ -59,7 +59,6 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: to about a second per thread count, ~7 s in all); None = the
     #: kernel's default.
     iterations = variable(int, type(None), value=None)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'isa': inputs.TOKEN,
         'working_set': inputs.SIZE,

@@ -43,7 +43,6 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Python interpreter that has mpi4py on the compute nodes.
     python = variable(str, value='python3')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'array': inputs.TOKEN,
         'max_size': inputs.POSITIVE,

@@ -55,7 +55,6 @@ class _CollectivesBuild(UpstreamBuild):
 
     #: MPI installation for MPI=1; default: $MPI_HOME of the environment.
     mpi_home = variable(str, value='')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'mpi': inputs.FLAG,
         'nccl_home': inputs.PATH,
@@ -131,7 +130,6 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Validate results (-c 1); 0 only to time without checking.
     check_results = variable(int, value=1)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'mode': inputs.TOKEN,
         'num_nodes': inputs.POSITIVE,

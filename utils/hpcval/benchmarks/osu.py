@@ -117,7 +117,6 @@ class OsuBuild(UpstreamBuild):
 
     #: Force-include the CUDA 13 shim (see CUDA13_COMPAT) in CUDA builds.
     cuda13_compat = variable(bool, value=True)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'accelerator': inputs.TOKEN,
         'mpicc': inputs.WORD_OR_PATH,
@@ -263,7 +262,6 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Pin the two ranks to the CPUs the placement names.
     pin_ranks = variable(bool, value=True)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'accelerator': inputs.TOKEN,
         'max_size': inputs.POSITIVE,

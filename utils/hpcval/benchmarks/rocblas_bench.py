@@ -70,7 +70,6 @@ class RocblasBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: GPU to run on (rocblas-bench --device).
     gpu_index = variable(int, value=0)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'repetitions': inputs.number(1, 100),
         'gpu_index': inputs.COUNT,

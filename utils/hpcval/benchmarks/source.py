@@ -66,7 +66,6 @@ class SourceSettings(ContainerSettings, ValidatedInputs, Validation,
     #: (reusing what the site's Spack has installed).
     spack_install = variable(bool, value=False)
 
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'src_mirror': inputs.PATH,
         'prebuilt_dir': inputs.PATH,
@@ -148,7 +147,6 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
 
     #: Clone submodules too (Comm|Scope needs them).
     submodules = variable(bool, value=False)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'repo_url': inputs.URL,
         'version': inputs.TOKEN,
@@ -287,7 +285,6 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
     #: CUDA architecture of a CUDA build, e.g. sm_90; default: the
     #: partition's GPU arch.
     cuda_arch = variable(str, value='')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'executables': inputs.TOKENS,
         'build_bin': inputs.RELATIVE_PATH,

@@ -83,7 +83,6 @@ class TransferBenchBuild(UpstreamBuild):
 
     #: 'hip' (TransferBench) or 'cuda' (TransferBenchCuda).
     model = variable(str, value='hip')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {'model': inputs.TOKEN}
 
     source = fixture(TransferBenchSource, scope='session')
@@ -153,7 +152,6 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
 
     #: GPUs the node must show; 0: the partition's GPU count.
     num_gpus = variable(int, value=0)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'model': inputs.TOKEN,
         'num_bytes': inputs.SIZE,

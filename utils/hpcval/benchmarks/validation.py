@@ -22,7 +22,6 @@ class Validation(rfm.RegressionTestPlugin):
 
     #: Why the test was skipped; in the run report for ``hpcval verdict``.
     hpcval_skip_reason = variable(str, value='')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {'strict': inputs.FLAG, 'hpcval_skip_reason': inputs.RECORD}
 
     def skip(self, msg=None):

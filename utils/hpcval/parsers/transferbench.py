@@ -100,7 +100,7 @@ def _matrix(lines, at, columns, width, what):
 
 
 def parse_a2a(text):
-    """Parse ``TransferBench a2a`` output (see the module docstring)."""
+    """Parse ``TransferBench a2a`` output."""
     check_errors(text)
     text = _clean(text)
     lines = text.splitlines()
@@ -193,7 +193,7 @@ def _p2p_block(lines, at, direction):
 
 
 def parse_p2p(text):
-    """Parse ``TransferBench p2p`` output (see the module docstring)."""
+    """Parse ``TransferBench p2p`` output."""
     check_errors(text)
     text = _clean(text)
     lines = text.splitlines()
