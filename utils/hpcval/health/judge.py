@@ -269,9 +269,7 @@ def _warning_findings(record):
     for snap in (record.before, record.after):
         for bus, text in snap.warnings:
             bus, text = clean(bus, 40), clean(text)
-            comp = _component_of_bus(gpus, bus) if bus else ''
-            if not comp and bus:
-                comp = f'PCI {bus}'
+            comp = _component_of_bus(gpus, bus)
             inforom = 'inforom' in text.lower()
             what = (f'infoROM corrupted ({record.tool}: {text})'
                     if inforom else f'{record.tool}: {text}')
@@ -297,8 +295,6 @@ def _kernel_findings(record, fatal):
         bus = ev['bus_id']
         sw = kernel_log.switch(ev['line'])
         comp = f'{sw[0]} (PCI {bus})' if sw else _component_of_bus(gpus, bus)
-        if not comp and bus:
-            comp = f'PCI {bus}'
         groups.setdefault((comp, ev['what']), []).append(ev['line'])
     out = []
     for (comp, what), lines in groups.items():
@@ -406,7 +402,7 @@ def failures(record, expected=None):
     for dev, kinds in sorted(record.aer_grown.items()):
         for kind in ('fatal', 'nonfatal'):
             if kinds.get(kind):
-                out.append((_component_of_bus(gpus, dev) or f'PCI {dev}',
+                out.append((_component_of_bus(gpus, dev),
                             f'{kinds[kind]} PCIe AER {kind} error(s) '
                             f'during the benchmark'))
     pins = (expected or {}).get('pin') or ()
@@ -473,10 +469,13 @@ def _unique(items):
 
 
 def _component_of_bus(gpus, bus):
+    """'GPU N' at PCI address ``bus``, else 'PCI <bus>'; '' for no bus."""
+    if not bus:
+        return ''
     for gpu in gpus:
         if kernel_log.same_device(str(gpu.bus_id or ''), bus):
             return f'GPU {gpu.index}'
-    return ''
+    return f'PCI {bus}'
 
 
 def notes(record):
@@ -503,9 +502,9 @@ def notes(record):
     out += _kernel_findings(record, fatal=False)
     for dev, kinds in sorted(record.aer_grown.items()):
         if kinds.get('cor'):
-            out.append((_component_of_bus(_all_gpus(record), dev) or
-                        f'PCI {dev}', f'{kinds["cor"]} PCIe AER corrected '
-                        f'error(s) during the benchmark'))
+            out.append((_component_of_bus(_all_gpus(record), dev),
+                        f'{kinds["cor"]} PCIe AER corrected error(s) during '
+                        f'the benchmark'))
     for comp, text in _other_processes(record):
         out.append((comp, f'{text} before the benchmark started'))
     return _unique(out)
