@@ -1,14 +1,6 @@
 """Datasheet bounds: a GPU figure no reference file judges, judged by its
 model's published peak (``references/hardware/datasheets.yaml``).
-
-A node nobody has calibrated has no reference for its GPU figures; its
-vendor's datasheet still says what the hardware can do.  Each bound is a
-fraction of a peak (HBM, the host link, a GPU pair's link), far below
-what a healthy node reaches, so that a GPU at a fraction of its datasheet
-fails on day one.  The model is the run's own record of its node: the
-health record's GPU list, else the provenance's ``gpu`` where it names a
-single model.  Reference files always win (hpcval.verdict_refs).
-"""
+Reference files always win (hpcval.verdict_refs)."""
 import functools
 import os
 import re
@@ -39,8 +31,7 @@ class Peak:
     sources: tuple
 
     def band(self, unit):
-        """(reference, lower, upper) in ``unit``: the peak, down to
-        ``fraction`` of it; ValueError for a unit of another family."""
+        """(reference, lower, upper) in ``unit``, or ValueError."""
         return units.convert(self.peak, self.unit, unit), \
             round(self.fraction - 1, 12), None
 
@@ -82,9 +73,7 @@ class Datasheets:
         return self._models[name]
 
     def peak_kind(self, lineage, metric, params=()):
-        """Which peak judges ``metric`` of a check whose class and base
-        classes are ``lineage`` (hpcval.verdict_refs.lineage) and whose
-        parameters are ``params`` ((name, value) pairs), or None."""
+        """Which peak judges ``metric`` of a check of ``lineage``, ``params``."""
         key = (lineage, metric, params)
         if key not in self._kinds:
             values = {k: str(v) for k, v in params}
@@ -96,9 +85,7 @@ class Datasheets:
         return self._kinds[key]
 
     def expected(self, lineage, case, metric, gpus):
-        """The Peak that judges ``metric`` of ``case``, or None: a figure
-        no rule names, a GPU whose model is not known or not here, or
-        GPUs of different models.  ``gpus``: ``gpu_models(case)``."""
+        """The Peak judging ``metric`` of ``case`` (one GPU model), or None."""
         base, _, gpu = metric.partition('@')
         kind = self.peak_kind(lineage, base, tuple(case.params))
         if kind is None:
@@ -111,9 +98,7 @@ class Datasheets:
 
 
 def _indices(case, metric, gpu):
-    """{N} of the GPUs ``metric`` measures: its '@gpuN', else those its
-    component names ('GPU 2 (the slowest of 4)', 'link GPU 00 -> GPU
-    01'); empty where it measures the node's GPUs together."""
+    """{N} of the GPUs ``metric`` measures; empty for the node's together."""
     m = _SUFFIX.fullmatch(gpu)
     if m:
         return {int(m.group(1))}
@@ -123,15 +108,13 @@ def _indices(case, metric, gpu):
 
 
 def gpu_indices(names):
-    """{N} of the GPUs named in ``names`` ('GPU 1', 'link GPU 00 -> GPU 01
-    (uni)')."""
+    """{N} of the GPUs named in ``names`` ('GPU 1', 'link GPU 0 -> GPU 1')."""
     return {int(n) for name in names if isinstance(name, str)
             for n in _GPU.findall(name)}
 
 
 def gpu_models(case):
-    """({index: model} of the GPUs ``case``'s health record lists, the
-    one model its provenance names or None)."""
+    """({index: model} of the health record's GPUs, provenance's one model)."""
     rec = case.extras.get('health')
     before = getattr(rec, 'before', None)
     listed = {g.index: g.model for g in getattr(before, 'gpus', ())
@@ -144,9 +127,7 @@ def gpu_models(case):
 
 
 def _models_of(gpus, indices):
-    """{model name} of the GPUs ``indices`` (all where empty), as the
-    health record lists them, else as the provenance names the one
-    model of the node (``gpus``: gpu_models')."""
+    """{model name} of the GPUs ``indices`` (all where empty)."""
     listed, named = gpus
     if listed and all(i in listed for i in indices):
         return {listed[i] for i in indices} if indices \
@@ -233,9 +214,7 @@ def default_path():
 
 
 def load(path=None):
-    """The Datasheets of ``path`` (default: the built-in file); an
-    unreadable or malformed file is a DatasheetError: never judged
-    without."""
+    """The Datasheets of ``path`` (default: built-in), else DatasheetError."""
     return _load(path or default_path())
 
 
