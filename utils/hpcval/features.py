@@ -1,8 +1,4 @@
-"""Partition and environment features that checks select on.
-
-Checks name features in ``valid_systems`` / ``valid_prog_environs``, never
-systems: ``valid_systems = [f'+{NVGPU}']``.
-"""
+"""Partition and environment features that checks select on."""
 # partition features
 CPU = 'cpu'                    # run CPU benchmarks on this partition's nodes
 MPI = 'mpi'                    # the launcher starts MPI ranks
