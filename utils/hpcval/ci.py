@@ -16,9 +16,6 @@ from hpcval import bounded, paths, trust
 
 VERDICT_STAGE = 'hpcval-verdict'
 VERDICT_JOB = 'hpcval-verdict'
-# options of the generating run that a job must repeat: ReFrame's
-# generator keeps only --mode
-_CARRIED = (('--system', False), ('-S', True), ('-p', True), ('-J', True))
 
 
 class CiError(ValueError):
@@ -36,7 +33,9 @@ def _carried_parser():
 
 
 def carried(reframe_args):
-    """(the pipeline file, [the options every job repeats])."""
+    """(the pipeline file, [the options every job repeats]).
+
+    ReFrame's generator keeps only --mode of the generating run."""
     known, _ = _carried_parser().parse_known_args(reframe_args)
     out = [f'--system={known.system}'] if known.system else []
     out += [f'-S{v}' for v in known.setvar]

@@ -15,11 +15,9 @@ from hpcval.health import report as health
 from hpcval.judgement import INPUT, Band, Failure, num as _num
 from hpcval.verdict_refs import DATASHEET, with_datasheets
 
-# the monitoring plugins' convention (Nagios, Icinga, Naemon: 0 OK,
-# 1 WARNING, 2 CRITICAL, 3 UNKNOWN) for 3; 1 and 2 are the verdict's own
+# 3 is the monitoring plugins' UNKNOWN (Nagios, Icinga, Naemon)
 EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INPUT = 0, 1, 2, 3
-# a node screen's only shortfall: every node passed, but the partition's
-# spread allowed a wider bound than the kind's target (each stated)
+# a node screen whose every node passed, at a wider bound than the target
 EXIT_WIDER = 4
 STATUS = {EXIT_OK: 'PASSED', EXIT_FAILED: 'FAILED',
           EXIT_INCOMPLETE: 'INCOMPLETE', EXIT_INPUT: 'UNKNOWN',
@@ -122,18 +120,13 @@ def is_judged(sample):
 
 
 def node_label(case):
-    # every node of a multi-node job, from Slurm's accounting where the
-    # check recorded it (hpcval.screen.job_nodes); a screen pins each case
-    # to one node; the squeue backend may record no node list ('None')
+    # every node of the job by Slurm's accounting, else a screen's one node;
+    # the squeue backend may record no node list ('None')
     ran = screen.job_nodes(case)
     if len(ran) > 1:
         return '+'.join(ran)
     return screen.node_of(case) or '+'.join(n for n in case.nodes
                                             if n != 'None')
-
-
-def _component(case, metric):
-    return case.extras.get('components', {}).get(metric, '')
 
 
 def _unjudged_reason(case, metric):
@@ -251,10 +244,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     An input that cannot be read or trusted never passes.
     """
     select = select or (lambda case: True)
-    # a failed case measured again in its session is judged by its
-    # re-measure beside its first run (hpcval.retries); a node screen
-    # (hpcval.screen): a re-screen read with the first screen judges each
-    # node by its latest run
+    # a re-measure (hpcval.retries) or a re-screen (hpcval.screen) judges
+    # in place of the run before it
     earlier, first_runs = retries.runs(loaded.cases)
     # a GPU figure no reference has an entry for: its datasheet's bound
     with_datasheets(loaded)
@@ -371,8 +362,7 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
         found = healths.gpus(case)
         if found:
             g.gpus[label] = found
-    # fail_deps: not run, a fixture it needs failed (that fixture is
-    # counted as the failure, in _failed_fixtures)
+    # fail_deps: a fixture it needs failed, counted in _failed_fixtures
     if case.result in ('skip', 'fail_deps'):
         g.cases_skipped += 1
         g.skips.append((case.test, _skip_reason(case, fixtures)))
@@ -422,9 +412,8 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
 def _health(groups, g, case, label, healths):
     """Add what ``case``'s health record shows of its node to ``g``."""
     for node, comp, text in healths.failures(case, label):
-        f = Failure(case.system, case.partition, node, comp, '', '',
-                    reason=text, session=case.session)
-        g.failures.append(f)
+        g.failures.append(Failure(case.system, case.partition, node, comp,
+                                  '', '', reason=text, session=case.session))
     for node, comp, text in healths.changes(case, label):
         g.changes.append(_changed(node, comp, text))
     for node, comp, text in healths.notes(case, label):
@@ -503,9 +492,8 @@ def _measured_gpus(case):
     return set(shown)
 
 
-# the most of a check's failure shown beside a GPU it did not measure;
-# a clause ends at ': ' only past CLAUSE characters ('vm.gpu0: no result
-# table' is one)
+# the most of a check's failure shown beside a GPU it did not measure; a
+# clause ends at ': ' only past CLAUSE characters ('vm.gpu0: no table')
 FEW_WORDS, CLAUSE = 80, 24
 _CLAUSE_END = re.compile(r'; | \| |: ')
 
@@ -533,37 +521,28 @@ def _changed(node, comp, text):
 def _judge_figure(g, case, s, by_peers, healths, why=None, was=None,
                   source=''):
     """Count figure ``s`` against its band and peers; True if it failed."""
-    failed = False
+    by_band = judgement.outcome(s)
+    if by_band is None and by_peers is None:
+        why = why or _unjudged_reason(case, s.metric)
+        if why.startswith(DIAGNOSTIC):
+            g.diagnostic += 1
+        else:
+            g.logged += 1
+            g.unjudged.append((case.test, s.metric, why))
+        return False
+    peers_failed = by_peers is not None and not by_peers.passed
     if by_peers is not None:
         g.peer_judged += 1
-        if not by_peers.passed:
-            failed = True
-            g.failures.append(Failure(
-                case.system, case.partition, node_label(case), 'vs peers',
-                case.test, s.metric, s.value, s.unit, by_peers.bound,
-                session=case.session, cause=_busy(case),
-                clear=_clear(case)))
-    outcome = judgement.outcome(s)
-    if outcome is not None:
-        if outcome == judgement.PASS and (by_peers is None or
-                                          by_peers.passed):
-            g.judged_passed += 1
-            return failed
-        g.judged_failed += 1
-        if outcome == judgement.PASS:
-            return failed       # named above, against its peers
+    if peers_failed:
+        g.failures.append(Failure(
+            case.system, case.partition, node_label(case), 'vs peers',
+            case.test, s.metric, s.value, s.unit, by_peers.bound,
+            session=case.session, cause=_busy(case), clear=_clear(case)))
+    if by_band == judgement.FAIL:
         g.failures.append(_figure_failure(case, s, healths, was, source))
-        return True
-    if by_peers is not None:
-        g.judged_passed += by_peers.passed
-        g.judged_failed += not by_peers.passed
-        return failed
-    why = why or _unjudged_reason(case, s.metric)
-    if why.startswith(DIAGNOSTIC):
-        g.diagnostic += 1
-    else:
-        g.logged += 1
-        g.unjudged.append((case.test, s.metric, why))
+    failed = peers_failed or by_band == judgement.FAIL
+    g.judged_failed += failed
+    g.judged_passed += not failed
     return failed
 
 
@@ -573,7 +552,7 @@ def _figure_failure(case, s, healths, was=None, source=''):
     digits = band.digits(s.value)
     first = band.value_text(was.value, band.digits(was.value)) \
         if was is not None else ''
-    component = _component(case, s.metric)
+    component = case.extras.get('components', {}).get(s.metric, '')
     # a datasheet's bound names its peak and fraction, not '(ref ..)'
     bound = band.bound_text(digits, source)
     return Failure(case.system, case.partition, node_label(case),
