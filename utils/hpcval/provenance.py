@@ -73,9 +73,8 @@ def _launcher_probe(launcher):
             f'| grep -v "^[[:space:]]*$" | head -n 2 | paste -sd"|" -)"')
 
 
-#: per-node probes: the tool's whole output, base64 on one line (a line
-#: per node and key, whatever the tool prints)
-#: (a hung tool is stopped, as the first node's probes stop it)
+#: per-node probes: the tool's whole output, base64 on one line, a hung
+#: tool stopped
 _IDENTITY = (
     'command -v nvidia-smi >/dev/null && echo "nvidia_smi=$(timeout -k 5 30 '
     'nvidia-smi --query-gpu=index,name,uuid,serial,vbios_version,'
@@ -96,8 +95,7 @@ _NODE_KEYS = ('kernel', 'cpu', 'gpu', 'driver', 'cuda', 'rocm')
 def node_probe(launcher=''):
     """One shell line appending every node's ``@<host> key=value`` to FILE."""
     inner = '; '.join(f'{{ {p}; }}' for p in (*_NODE_PROBES, *_IDENTITY))
-    # a node by the name Slurm gives it (the job's node list), else its
-    # host name
+    # a node by the name Slurm gives it (the job's node list), else host
     script = (f'h=${{SLURMD_NODENAME:-$(hostname -s 2>/dev/null || '
               f'hostname)}}; '
               f'{{ {inner}; }} 2>/dev/null | sed "s/^/@$h /"')

@@ -53,10 +53,8 @@ class _Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
     """A field a report may not carry is an unknown field."""
 
 
-#: One GPU as its tool listed it (hpcval.health.nvidia, amd, habana):
-#: its index, each field the tool printed (None: it did not), its active
-#: slow-down reasons and their counters (microseconds), and the states it
-#: printed instead of a value ({field: '[GPU is lost]'}: a fault)
+#: One GPU as its tool listed it (None: not printed), its slow-down reasons
+#: and counters (us), and states printed instead of values (a fault)
 _GPU_FIELDS = {
     **dict.fromkeys(('model', 'uuid', 'serial', 'bus_id', 'vbios',
                      'driver'), Text),
@@ -224,17 +222,12 @@ def clears(load):
         all(p.uid == load.uid for p in found)
 
 
-#: {metric: the component it measures where narrower than the job's
-#: nodes ('GPU 1', 'link GPU 00 -> GPU 01')}
+#: {metric: the component it measures ('GPU 1', 'link GPU 00 -> GPU 01')}
 Components = dict[str, str]
-#: {key: value} of what the node reported about itself (hpcval.provenance
-#: KEYS, the container's runtime and image), and under ``nodes`` each
-#: node's own {node: {key: value}} (NODES, below)
+#: {key: value} of hpcval.provenance, each node's own under NODES
 Provenance = dict[str, str | dict[str, dict[str, str]]]
 
-#: The GPUs (their runtime numbers) a check that measures GPU by GPU saw
-#: in its output, recorded even where sanity failed; absent (None) for a
-#: check that measures the node as a whole
+#: The GPUs a per-GPU check saw in its output, kept where sanity failed
 MeasuredGpus = list[Annotated[int, msgspec.Meta(ge=0)]]
 
 TYPES = {'components': Components, 'provenance': Provenance,
@@ -310,8 +303,7 @@ def builtins(record):
     return msgspec.to_builtins(record) if record is not None else {}
 
 
-#: a provenance record's per-node part: {node: {key: value}} of every node
-#: probed (hpcval.provenance)
+#: a provenance record's {node: {key: value}} of every node probed
 NODES = 'nodes'
 
 

@@ -7,41 +7,26 @@ accept only options known harmless (``narrowing``)."""
 import functools
 import os
 
-#: The tags that put a test into a suite: each benchmark says which of its
-#: tests belong (its ``suites()``), so a new benchmark joins a suite in its
-#: own files.
+#: The tags that put a test into a suite (a benchmark's ``suites()``)
 QUICK_TAG, SCREEN_TAG = 'quick', 'screen'
 QUICK = ['-t', f'^{QUICK_TAG}$']
 SCREEN = ['-t', f'^{SCREEN_TAG}$']
-#: a failure measured again once before it fails the node (ReFrame's own
-#: retry of that test case alone, in the same session)
+#: a failure measured again once, in its session, before it fails the node
 RETRY = '--max-retries=1'
 #: seconds of ``--mode burnin``: DCGM diagnostics' level 3 (about 15 min)
 BURNIN_S = 900
 
 MODES = [
-    {
-        'name': 'quick',
-        'options': [*QUICK, RETRY],
-    },
-    {
-        'name': 'screen',
-        'options': [*SCREEN, '--distribute=all', RETRY,
-                    '-S', 'LikwidBenchCheck.repeats=3'],
-    },
-    {
-        'name': 'acceptance',
-        'options': ['-S', 'strict=yes', RETRY],
-    },
-    {
-        'name': 'burnin',
-        'options': ['-n', 'GpuBurnCudaCheck%precision=float$',
-                    '-S', f'GpuBurnCudaCheck.burnin={BURNIN_S}', RETRY],
-    },
+    {'name': 'quick', 'options': [*QUICK, RETRY]},
+    {'name': 'screen', 'options': [*SCREEN, '--distribute=all', RETRY,
+                                   '-S', 'LikwidBenchCheck.repeats=3']},
+    {'name': 'acceptance', 'options': ['-S', 'strict=yes', RETRY]},
+    {'name': 'burnin', 'options': [
+        '-n', 'GpuBurnCudaCheck%precision=float$',
+        '-S', f'GpuBurnCudaCheck.burnin={BURNIN_S}', RETRY]},
 ]
 
-#: Modes whose verdict is a statement about the system: what their checks
-#: measure and which checks run are fixed
+#: Modes whose verdict is a statement about the system: fixed checks
 FIXED_MODES = ('acceptance', 'screen')
 #: variables -S may set in those modes: where sources, builds and tools
 #: come from, and how long a job may wait or run; not what is measured
@@ -50,12 +35,8 @@ WHERE_FROM = frozenset({
     'submodule_root', 'stack_modules', 'spack_spec', 'image', 'cuda_arch',
     'nccl_home', 'mpi_home', 'mpicc', 'mpicxx', 'python', 'hl_qual',
     'scratch_dir', 'time_limit', 'max_pending_time'})
-#: ReFrame's options (by their field) a fixed mode accepts: what runs or is
-#: listed, where outputs and reports go, the configuration and system, and
-#: how much is printed.  -S (WHERE_FROM), -c (every check file of the
-#: suite), -p (only '.*') and the mode's own options are checked by value;
-#: any other option is refused (docs/security.md).  ``retries_threshold``
-#: only leaves failures unconfirmed, which fail as they are.
+#: ReFrame's options (by their field) a fixed mode accepts as they are;
+#: -S, -c, -p and the mode's own are checked by value (docs/security.md)
 HARMLESS = frozenset({
     'run', 'dry_run', 'list', 'list_detailed', 'list_tags', 'describe',
     'mode', 'config_files', 'system', 'prefix', 'output', 'stage',

@@ -48,8 +48,7 @@ def convert(value, from_unit, to_unit):
     return value * _FAMILIES[src][from_unit] / _FAMILIES[dst][to_unit]
 
 
-#: Suffixes of message sizes in metric names (``latency_8B``,
-#: ``bandwidth_4MiB``) and on plot axes (``1K``, ``8G``).
+#: Suffixes of sizes in metric names (``bandwidth_4MiB``) and on axes (``8G``)
 METRIC_SIZES = (('MiB', 20), ('KiB', 10))
 AXIS_SIZES = (('G', 30), ('M', 20), ('K', 10))
 
@@ -75,10 +74,9 @@ def better(unit):
 #: family's first unit: no timer resolves a picosecond (a clock cycle is
 #: 200 ps at 5 GHz), and no benchmark moves under a byte or a FLOP in a
 #: second; a rate (IOPS) may be a fraction of one per second.
-_FLOORS = {'time': 1e-12, 'bandwidth': 1.0, 'flops': 1e-6,
-           'rate': sys.float_info.min}
-_FLOOR_WORDS = {'time': '1 ps', 'bandwidth': '1 B/s', 'flops': '1 FLOP/s',
-                'rate': '2.2e-308 (subnormal)'}
+_FLOORS = {'time': (1e-12, '1 ps'), 'bandwidth': (1.0, '1 B/s'),
+           'flops': (1e-6, '1 FLOP/s'),
+           'rate': (sys.float_info.min, '2.2e-308 (subnormal)')}
 
 
 def outside_range(name, value, unit, zero_ok=False):
@@ -99,8 +97,9 @@ def outside_range(name, value, unit, zero_ok=False):
         return None
     if value == 0:
         return f'{shown}: a {fam} of 0 is no measurement'
-    if convert(value, unit, _first(fam)) < _FLOORS[fam]:
-        return (f'{shown} is below {_FLOOR_WORDS[fam]}, smaller than any '
+    floor, words = _FLOORS[fam]
+    if convert(value, unit, _first(fam)) < floor:
+        return (f'{shown} is below {words}, smaller than any '
                 f'benchmark measures')
     return None
 
