@@ -560,8 +560,7 @@ class _Layered:
         rules = _rules(path, data)
         entries = _entries_of(path, data)
         _refs(path, entries, rules)     # validated as a file of its own
-        origins = [{m: Origin(_layer(layer, spec), path, i, ('*',))
-                    for m, spec in _metric_specs(e).items()}
+        origins = [_own_origins(e, layer, path, i)
                    for i, e in enumerate(entries)]
         return cls(path, list(entries), dict(rules), origins,
                    [f'entries[{i}]' for i in range(len(entries))], expected)
@@ -569,6 +568,12 @@ class _Layered:
     def references(self):
         return _refs(self.path, self.entries, self.rules, self.keys,
                      lambda i, m: self.origins[i].get(m))
+
+
+def _own_origins(entry, layer, path, i):
+    """{metric: Origin} of entry ``i`` of ``path``, its metrics all its own."""
+    return {m: Origin(_layer(layer, spec), path, i, ('*',))
+            for m, spec in _metric_specs(entry).items()}
 
 
 def _metric_specs(entry):
@@ -616,8 +621,7 @@ def _overlay(below, path, data):
             # a new entry follows the earlier ones (a calibrated one always
             # does: the last applicable entry wins, as in one file)
             entries.append(entry)
-            origins.append({m: Origin(_layer(SITE, spec), path, j, ('*',))
-                            for m, spec in _metric_specs(entry).items()})
+            origins.append(_own_origins(entry, SITE, path, j))
             keys.append(key)
             known.append(ident)
             continue
@@ -649,8 +653,7 @@ def _merge_entry(old, old_origins, new, path, j, key, below_path):
     """(entry, origins) of the earlier entry ``old`` changed by ``new``."""
     if 'absent' in new or 'absent' in old:
         # no figure, or figures where there were none: the site's whole
-        return new, {m: Origin(_layer(SITE, s), path, j, ('*',))
-                     for m, s in _metric_specs(new).items()}
+        return new, _own_origins(new, SITE, path, j)
 
     metrics = dict(old['metrics'])
     origins = dict(old_origins)
