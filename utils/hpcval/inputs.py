@@ -88,6 +88,10 @@ def checked_pattern(value, name, pattern, what):
 # the kinds of an input_policy: each takes (value, name) and raises
 # InputError
 
+def _matching(pattern, what):
+    return lambda value, name: checked_pattern(value, name, pattern, what)
+
+
 def _path(value, name):
     checked_path(value, name, must_exist=False)
 
@@ -108,26 +112,12 @@ def _url(value, name):
                              'characters')
 
 
-def _size(value, name):
-    checked_pattern(value, name, _SIZE, 'a byte count such as 8, 64M or 8G')
-
-
 def _shell_path(value, name):
     checked_pattern(value, name, _SHELL_PATH,
                     'a folder of letters, digits, _ . , : = + @ % / - and '
                     '$VARIABLES')
     if '$(' in value or '`' in value or value.startswith('-'):
         _refuse(name, value, 'no command substitution, not first a -')
-
-
-def _gpu_ids(value, name):
-    checked_pattern(value, name, _GPU_IDS, 'GPU numbers separated by '
-                                           'commas, e.g. 0,1')
-
-
-def _cards(value, name):
-    checked_pattern(value, name, _CARDS, '"all" or one PCI bus id '
-                                         '(0000:b3:00.0)')
 
 
 def _tokens(value, name):
@@ -185,10 +175,12 @@ def _spack_spec(value, name):
         _refuse(name, value, 'a Spack spec, not first a -')
 
 
-PATH, RELATIVE_PATH, URL, TOKEN, WORD_OR_PATH, SIZE = (
-    _path, _relative_path, _url, checked_token, checked_word_or_path, _size)
-SHELL_PATH, GPU_IDS, CARDS, TOKENS, FLAG = (
-    _shell_path, _gpu_ids, _cards, _tokens, _flag)
+PATH, RELATIVE_PATH, URL, TOKEN, WORD_OR_PATH = (
+    _path, _relative_path, _url, checked_token, checked_word_or_path)
+SHELL_PATH, TOKENS, FLAG = _shell_path, _tokens, _flag
+SIZE = _matching(_SIZE, 'a byte count such as 8, 64M or 8G')
+GPU_IDS = _matching(_GPU_IDS, 'GPU numbers separated by commas, e.g. 0,1')
+CARDS = _matching(_CARDS, '"all" or one PCI bus id (0000:b3:00.0)')
 COUNT, POSITIVE = _number(0), _number(1)
 
 def _record(value, name):
