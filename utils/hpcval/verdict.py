@@ -6,6 +6,7 @@ component, metric, value and bound.  Exit statuses: docs/verdict.md;
 what the checks record beside their figures: hpcval.records."""
 import json
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 
 from hpcval import (drain, judgement, records, retries, screen,
@@ -870,10 +871,8 @@ def _gpu_lines(gpus):
     """One line per node: its GPUs' model, VBIOS and UUIDs."""
     lines = []
     for node, found in gpus.items():
-        kinds = {}
-        for g in found:
-            kind = (g.get('model', '?'), g.get('vbios', '?'))
-            kinds[kind] = kinds.get(kind, 0) + 1
+        kinds = Counter((g.get('model', '?'), g.get('vbios', '?'))
+                        for g in found)
         what = ', '.join(f'{n} x {model} (VBIOS {vbios})'
                          for (model, vbios), n in sorted(kinds.items()))
         uuids = ' '.join(str(g.get('uuid') or g.get('serial') or '?')
