@@ -73,7 +73,7 @@ class Datasheets:
         return self._models[name]
 
     def peak_kind(self, lineage, metric, params=()):
-        """Which peak judges ``metric`` of a check of ``lineage``, ``params``."""
+        """The peak judging ``metric`` of a check by lineage and params."""
         key = (lineage, metric, params)
         if key not in self._kinds:
             values = {k: str(v) for k, v in params}
