@@ -66,12 +66,10 @@ def test_no_reader_imports_benchmark_code():
 # file's classes); the run side owns them
 _CHECK_READERS = {'check_files', 'parsed_check_file', 'check_search_path',
                   'suite_check_files', 'known_checks', 'checks_dirs'}
-# run side (the modules that define or load checks), and two readers that
-# still ask the installed checks: whether a session ran the whole suite
-# (verdict_modes), whether a calibrated entry names an existing check
+# run side (the modules that define or load checks); readers read what
+# the run recorded (hpcval_suite, hpcval_lineage)
 _MAY_READ_CHECKS = {'hpcval.paths', 'hpcval.reference_service',
-                    'hpcval.preflight', 'hpcval.verdict_modes',
-                    'hpcval.publish.calibrate'}
+                    'hpcval.preflight'}
 
 
 def _sources():

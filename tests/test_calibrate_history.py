@@ -2,13 +2,12 @@
 monitoring history hpcval sends, against a real VictoriaMetrics (Debian's,
 the fixture of test_monitoring.py) fed by real runs.
 
-RUNS real runs of the ping-pong on the minicluster (``--repeat``, two
-jobs at once on its two nodes) reach VictoriaMetrics through ReFrame's
-httpjson handler and hpcval's sender (config/monitoring.py); one more run
-is one of them mutated (every latency SLOW times the worst run's, the
-bandwidth the worst run's divided by SLOW: a degraded node, one defect)
-and sent
-through the same formatter.  Calibrating from the history gives the same
+RUNS committed real runs of the ping-pong on the minicluster
+(tests/fixtures/reports/minicluster_pingpong, moved to the last hour)
+reach VictoriaMetrics through hpcval's formatter, as ReFrame's httpjson
+handler sends them (tested live in test_monitoring.py); one more run is
+one of them mutated (every latency SLOW times the worst run's, the
+bandwidth the worst run's divided by SLOW: a degraded node, one defect).  Calibrating from the history gives the same
 bounds as calibrating from the same runs' reports and names the mutated
 run as the outlier.  The rest tests the reading side on its own: URLs,
 token files, answers that are no Prometheus answer.
@@ -32,7 +31,7 @@ import yaml
 from hpcval import monitoring, units
 from hpcval.publish import history, sample_size
 from hpcval.publish.stats import Rule
-from rfmrun import ROOT, VENV_BIN, reframe
+from rfmrun import ROOT, VENV_BIN
 from test_monitoring import victoria  # noqa: F401 (the fixture)
 
 RUNS = 9
@@ -63,30 +62,30 @@ def _degraded(cases):
     return bad
 
 
-@pytest.fixture(scope='module')
-def history_runs(waiting_cluster, victoria, tmp_path_factory):  # noqa: F811
-    tmp = tmp_path_factory.mktemp('history')
-    env = {**waiting_cluster.env(),
-           'RFM_CONFIG_FILES': f'{ROOT}/config/settings.py:'
-                               f'{ROOT}/config/monitoring.py',
-           'HPCVAL_PERFLOG_URL': f'{victoria}/api/v1/import',
-           'HPCVAL_PERFLOG_SITE': 'test-site',
-           'HPCVAL_MINICLUSTER_MAX_JOBS': '2'}
-    proc, report = reframe(
-        '-r', '--system', 'minicluster', '-n',
-        'Mpi4pyPingPongCheck%placement=on_node', '-S', 'max_size=65536',
-        '-S', 'loops=100', '--repeat', str(RUNS), tmp_path=tmp, env=env,
-        checks=('checks/mpi4py_pingpong.py',))
-    assert report is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
-    cases = report['runs'][0]['testcases']
-    assert len(cases) == RUNS and {c['result'] for c in cases} == {'pass'}, \
-        [c['fail_reason'] for c in cases if c['result'] != 'pass']
-    bad = _degraded(cases)
-    body = monitoring.victoriametrics(_record(bad), {'site': 'test-site'},
+def _send(victoria, case):
+    body = monitoring.victoriametrics(_record(case), {'site': 'test-site'},
                                       ())
     urllib.request.urlopen(urllib.request.Request(
         f'{victoria}/api/v1/import', data=body.encode(), method='POST'),
         timeout=10).close()
+
+
+@pytest.fixture(scope='module')
+def history_runs(victoria, tmp_path_factory):  # noqa: F811
+    tmp = tmp_path_factory.mktemp('history')
+    report = json.loads((ROOT / 'tests' / 'fixtures' / 'reports' /
+                         'minicluster_pingpong' / 'report.json').read_text())
+    cases = report['runs'][0]['testcases']
+    assert len(cases) == RUNS and {c['result'] for c in cases} == {'pass'}
+    # the history is read over the last hour: the runs end a minute ago
+    shift = int(datetime.datetime.now().timestamp()) - 60 - \
+        int(max(c['job_completion_time_unix'] for c in cases))
+    for case in cases:
+        case['job_completion_time_unix'] += shift
+        _send(victoria, case)
+    (tmp / 'report.json').write_text(json.dumps(report))
+    bad = _degraded(cases)
+    _send(victoria, bad)
     urllib.request.urlopen(f'{victoria}/internal/force_flush',
                            timeout=10).close()
     # the same mutated run as a report of its own session

@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 
 from hpcval import cli, exits, preflight
+from hpcval.commands import run as run_command
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # a quick run on one H100 the verdict leaves incomplete: recorded before
@@ -152,7 +153,7 @@ def test_run_exits_with_the_verdict(monkeypatch, tmp_path, capsys, reframe,
             os.utime(path, (1, 1))
     monkeypatch.setattr(preflight, 'refusal_before', lambda *a: None)
     monkeypatch.setattr(preflight, 'refusal_after', lambda *a: None)
-    monkeypatch.setattr(cli, '_passthrough',
+    monkeypatch.setattr(run_command, '_passthrough',
                         lambda *a: (reframe, False, None))
     status, out, err = _main(capsys, ['run', '-r', '--report-file',
                                       str(path)])

@@ -263,3 +263,25 @@ def test_a_datasheet_file_that_does_not_load_is_exit_3(tmp_path, capsys,
     assert cli.main(['verdict', str(PREBUILT)]) == verdict.EXIT_INPUT
     out = capsys.readouterr().out
     assert f'{broken}: cannot read' in out and 'inputs left out' in out
+
+
+BURNIN = CAPTURED / 'burnin' / 'h200'
+
+
+def test_gpu_burn_float_is_judged_by_fp32_peak_and_double_is_not(tmp_path):
+    # the real H200 run: 50,941 GFLOP/s = 0.76 of 66.9 TFLOP/s passes;
+    # the same figure at 0.55 of peak fails naming GPU 0
+    v = _verdict(BURNIN / 'check_float.json')
+    assert v.status == 0 and 'H200 SXM FP32 vector' in verdict.render_text(v)
+    slow = _mutated(tmp_path, BURNIN / 'check_float.json',
+                    'GpuBurnCudaCheck', 'gflops@gpu0', 0.55 * 66.9e3)
+    [failure] = _verdict(slow).failures()
+    assert (failure.component, failure.metric) == ('GPU 0', 'gflops@gpu0')
+    assert 'datasheet: H200 SXM FP32 vector 66.9 TFLOP/s x 0.60' in \
+        failure.line()
+    sheets = datasheets.load()
+    lineage = ('GpuBurnCudaCheck', 'GpuBurn')
+    assert sheets.peak_kind(lineage, 'gflops', (('precision', 'float'),)) \
+        == 'fp32'
+    assert sheets.peak_kind(lineage, 'gflops',
+                            (('precision', 'double'),)) is None

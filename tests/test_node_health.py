@@ -87,6 +87,9 @@ def test_a_healthy_gpu_node_passes(tmp_path):
     assert health['hpcval_health']['tool'] == 'nvidia-smi'
     # the run records its class lineage, which references may name
     assert health['hpcval_lineage'][:2] == ['NodeHealthCheck', 'NodeHealth']
+    # and the suite's check files, which a fixed mode's -c must cover
+    assert 'node_health.py' in health['hpcval_suite'] and \
+        'babelstream.py' in health['hpcval_suite']
     assert proc.returncode == 0, proc.stdout
 
 

@@ -64,14 +64,17 @@ def test_reframe_under_hpcvals_configuration_refuses_it_too():
 HEALTH = ROOT / 'tests' / 'fixtures' / 'captured' / 'h100_health' / 'reports'
 
 
-def _verdict_of(tmp_path, capsys, cmdline):
+def _verdict_of(tmp_path, capsys, cmdline, suite=True):
     """hpcval verdict of a real passing one-GPU run (its own references)
-    whose report records ``cmdline``."""
+    whose report records ``cmdline`` and, with ``suite``, the suite's
+    check files as the benchmark base records them (hpcval_suite)."""
     import json
     from hpcval import cli
     report = json.loads((HEALTH / 'sampler_on_off' / 'bs_on_1.json')
                         .read_text())
     report['session_info']['cmdline'] = cmdline
+    for case in report['runs'][0]['testcases'] if suite else ():
+        case['hpcval_suite'] = sorted(p.name for p in CHECKS.glob('*.py'))
     path = tmp_path / 'report.json'
     path.write_text(json.dumps(report))
     status = cli.main(['verdict', str(path), '--references',
@@ -119,4 +122,17 @@ def test_a_narrowed_acceptance_in_a_report_is_not_validated(
 ])
 def test_the_whole_suite_or_another_mode_passes(tmp_path, capsys, cmdline):
     status, out = _verdict_of(tmp_path, capsys, cmdline)
+    assert status == 0, out
+
+
+def test_a_report_without_the_suite_record_is_not_validated(tmp_path,
+                                                            capsys):
+    """Check paths naming files: which the suite has, only the run can
+    say; a report that does not record it leaves the suite unvalidated."""
+    status, out = _verdict_of(tmp_path, capsys, 'reframe -c checks/'
+                              'babelstream.py --mode=screen -r', suite=False)
+    assert status == 2 and 'narrowed (-c checks/babelstream.py leaves out ' \
+        'the suite\'s other files (the run recorded none))' in out
+    status, out = _verdict_of(tmp_path, capsys, 'reframe -c checks/ '
+                              '--mode=screen -r', suite=False)
     assert status == 0, out

@@ -1,16 +1,8 @@
-"""YAML hpcval reads, bounded: size, nesting depth and the size of the
-document with every alias expanded.
+"""YAML hpcval reads, bounded: size, depth and size with aliases expanded.
 
-PyYAML builds an alias as a reference to the node it names, so a
-"billion laughs" document (each level a list of nine aliases of the
-level below) loads in milliseconds and then grows to gigabytes wherever
-it is walked: validated, copied, shown in a message.  The references use
-aliases on purpose (one bound shared by several metrics), so they are
-bounded rather than refused: the composed node graph is walked once,
-each node's expanded size counted once (linear in the document), before
-anything is built from it.  Reports are JSON, bounded by
-hpcval.publish.results (size, nesting).
-"""
+References use aliases on purpose, so a "billion laughs" document is
+bounded, not refused: the composed node graph is walked once, each
+node's expanded size counted once, before anything is built from it."""
 import yaml
 
 #: A reference file is a few kB; the largest written by calibrate ~100 kB.
@@ -31,8 +23,7 @@ class TooBig(ValueError):
 
 
 def load(text, loader=SAFE_LOADER):
-    """The YAML document ``text``, built by ``loader`` (a PyYAML loader
-    class) once its bounds are checked; raises TooBig or yaml.YAMLError."""
+    """The YAML document ``text`` built by ``loader``, or TooBig/YAMLError."""
     if len(text) > MAX_BYTES:
         raise TooBig(f'{len(text)} characters, {MAX_BYTES} at most')
     parser = loader(text)
@@ -55,8 +46,7 @@ def _children(node):
 
 
 def _check(root):
-    """Raise TooBig where the expanded document holds more than
-    MAX_NODES nodes, nests deeper than MAX_DEPTH, or refers to itself."""
+    """Raise TooBig past MAX_NODES, MAX_DEPTH, or for a self-reference."""
     size, depth = {}, {}
     # iterative post-order: a deep document cannot exhaust the stack
     stack, open_ = [(root, False)], set()

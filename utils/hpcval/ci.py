@@ -1,18 +1,8 @@
 """``hpcval run ... --ci-generate=FILE``: a GitLab pipeline that runs on
 any host where hpcval is installed (docs/ci.md).
 
-ReFrame writes the pipeline: one job per test case, run by
-``reframe -C <configuration> -c <check folder> ... -n /<hash> -r``, with
-the absolute paths of this installation and without ``--system`` or
-``-S``.  It is rewritten here, job by job, so that each job runs
-``hpcval run`` (which finds hpcval's configuration itself) with the check
-files named through ``$(hpcval paths checks)`` or ``$HPCVAL_SITE``, and
-with the options of this run that decide how a test case runs
-(``--system``, ``-S``, ``-p``, ``-J``).  Each job hands its JUnit report
-to GitLab's test view; a last stage runs ``hpcval verdict`` over every
-job's report, and its exit status (0 healthy, 1 failed, 2 incomplete)
-gates the pipeline.
-"""
+ReFrame's pipeline, each job rewritten to run ``hpcval run`` with this
+run's options, a last stage gating it on ``hpcval verdict``."""
 import argparse
 import os
 import re
@@ -26,9 +16,6 @@ from hpcval import bounded, paths, trust
 
 VERDICT_STAGE = 'hpcval-verdict'
 VERDICT_JOB = 'hpcval-verdict'
-# options of the generating run that a job must repeat: ReFrame's
-# generator keeps only --mode
-_CARRIED = (('--system', False), ('-S', True), ('-p', True), ('-J', True))
 
 
 class CiError(ValueError):
@@ -46,7 +33,9 @@ def _carried_parser():
 
 
 def carried(reframe_args):
-    """(the pipeline file, [the options every job repeats])."""
+    """(the pipeline file, [the options every job repeats]).
+
+    ReFrame's generator keeps only --mode of the generating run."""
     known, _ = _carried_parser().parse_known_args(reframe_args)
     out = [f'--system={known.system}'] if known.system else []
     out += [f'-S{v}' for v in known.setvar]
@@ -56,8 +45,7 @@ def carried(reframe_args):
 
 
 def generate(reframe_args, reframe_exe, env):
-    """Run ReFrame's generator, then rewrite its pipeline; the exit
-    status."""
+    """Run ReFrame's generator, then rewrite its pipeline; the exit status."""
     target, options = carried(reframe_args)
     if not target:
         raise CiError('--ci-generate needs a file name')
@@ -109,8 +97,7 @@ class _Places:
 
 
 def rewrite(pipeline, options, places):
-    """ReFrame's pipeline (a mapping) with portable job commands, JUnit
-    reports and the closing verdict job."""
+    """ReFrame's pipeline with portable jobs, JUnit reports and the verdict."""
     if not isinstance(pipeline, dict):
         raise CiError('ReFrame\'s pipeline is not a mapping')
     out = {}
@@ -182,8 +169,7 @@ _CI_VARIABLE = re.compile(r'\$\{CI_[A-Z_]+\}')
 
 
 def _word(word):
-    """A word of ReFrame's command, quoted, GitLab's ``${CI_...}``
-    variables (the stage prefix) left to the job's shell."""
+    """A word of ReFrame's command quoted, ``${CI_...}`` left to the shell."""
     parts = _CI_VARIABLE.split(word)
     found = _CI_VARIABLE.findall(word)
     return ''.join(shlex.quote(p) + v if p else v

@@ -1,14 +1,6 @@
 """Datasheet bounds: a GPU figure no reference file judges, judged by its
 model's published peak (``references/hardware/datasheets.yaml``).
-
-A node nobody has calibrated has no reference for its GPU figures; its
-vendor's datasheet still says what the hardware can do.  Each bound is a
-fraction of a peak (HBM, the host link, a GPU pair's link), far below
-what a healthy node reaches, so that a GPU at a fraction of its datasheet
-fails on day one.  The model is the run's own record of its node: the
-health record's GPU list, else the provenance's ``gpu`` where it names a
-single model.  Reference files always win (hpcval.verdict_refs).
-"""
+Reference files always win (hpcval.verdict_refs)."""
 import functools
 import os
 import re
@@ -17,7 +9,7 @@ from dataclasses import dataclass
 from hpcval import paths, references, units
 from hpcval.references import _fail, _number, _shown, _text, _unknown
 
-PEAKS = ('hbm', 'host_link', 'gpu_pair')
+PEAKS = ('hbm', 'host_link', 'gpu_pair', 'fp32')
 _GPU = re.compile(r'\bGPU (\d+)\b')
 _SUFFIX = re.compile(r'gpu(\d+)')
 _PROVENANCE = re.compile(r'(.+) x(\d+)')
@@ -39,8 +31,7 @@ class Peak:
     sources: tuple
 
     def band(self, unit):
-        """(reference, lower, upper) in ``unit``: the peak, down to
-        ``fraction`` of it; ValueError for a unit of another family."""
+        """(reference, lower, upper) in ``unit``, or ValueError."""
         return units.convert(self.peak, self.unit, unit), \
             round(self.fraction - 1, 12), None
 
@@ -81,23 +72,22 @@ class Datasheets:
                  if any(p.fullmatch(name) for p in m.match)), None)
         return self._models[name]
 
-    def peak_kind(self, lineage, metric):
-        """Which peak judges ``metric`` of a check whose class and base
-        classes are ``lineage`` (hpcval.verdict_refs.lineage), or None."""
-        key = (lineage, metric)
+    def peak_kind(self, lineage, metric, params=()):
+        """The peak judging ``metric`` of a check by lineage and params."""
+        key = (lineage, metric, params)
         if key not in self._kinds:
+            values = {k: str(v) for k, v in params}
             self._kinds[key] = next(
-                (kind for checks, patterns, kind in self.figures
+                (kind for checks, patterns, wanted, kind in self.figures
                  if checks & set(lineage) and
+                 wanted.items() <= values.items() and
                  any(p.fullmatch(metric) for p in patterns)), None)
         return self._kinds[key]
 
     def expected(self, lineage, case, metric, gpus):
-        """The Peak that judges ``metric`` of ``case``, or None: a figure
-        no rule names, a GPU whose model is not known or not here, or
-        GPUs of different models.  ``gpus``: ``gpu_models(case)``."""
+        """The Peak judging ``metric`` of ``case`` (one GPU model), or None."""
         base, _, gpu = metric.partition('@')
-        kind = self.peak_kind(lineage, base)
+        kind = self.peak_kind(lineage, base, tuple(case.params))
         if kind is None:
             return None
         names = _models_of(gpus, _indices(case, metric, gpu))
@@ -108,9 +98,7 @@ class Datasheets:
 
 
 def _indices(case, metric, gpu):
-    """{N} of the GPUs ``metric`` measures: its '@gpuN', else those its
-    component names ('GPU 2 (the slowest of 4)', 'link GPU 00 -> GPU
-    01'); empty where it measures the node's GPUs together."""
+    """{N} of the GPUs ``metric`` measures; empty for the node's together."""
     m = _SUFFIX.fullmatch(gpu)
     if m:
         return {int(m.group(1))}
@@ -120,15 +108,13 @@ def _indices(case, metric, gpu):
 
 
 def gpu_indices(names):
-    """{N} of the GPUs named in ``names`` ('GPU 1', 'link GPU 00 -> GPU 01
-    (uni)')."""
+    """{N} of the GPUs named in ``names`` ('GPU 1', 'link GPU 0 -> GPU 1')."""
     return {int(n) for name in names if isinstance(name, str)
             for n in _GPU.findall(name)}
 
 
 def gpu_models(case):
-    """({index: model} of the GPUs ``case``'s health record lists, the
-    one model its provenance names or None)."""
+    """({index: model} of the health record's GPUs, provenance's one model)."""
     rec = case.extras.get('health')
     before = getattr(rec, 'before', None)
     listed = {g.index: g.model for g in getattr(before, 'gpus', ())
@@ -141,9 +127,7 @@ def gpu_models(case):
 
 
 def _models_of(gpus, indices):
-    """{model name} of the GPUs ``indices`` (all where empty), as the
-    health record lists them, else as the provenance names the one
-    model of the node (``gpus``: gpu_models')."""
+    """{model name} of the GPUs ``indices`` (all where empty)."""
     listed, named = gpus
     if listed and all(i in listed for i in indices):
         return {listed[i] for i in indices} if indices \
@@ -175,13 +159,18 @@ def _patterns(path, key, val):
 
 
 def _figure(path, key, fig):
-    _mapping(path, key, fig, {'checks', 'metrics', 'peak'})
+    _mapping(path, key, fig, {'checks', 'metrics', 'params', 'peak'})
     if fig.get('peak') not in PEAKS:
         _fail(path, f'{key}.peak', f'one of {", ".join(PEAKS)}')
+    # a check's parameters pick the peak (gpu-burn's precision)
+    params = fig.get('params', {})
+    if not isinstance(params, dict) or not all(
+            isinstance(v, str) for v in params.values()):
+        _fail(path, f'{key}.params', 'must map parameter names to text')
     return (frozenset(_list(path, f'{key}.checks', fig.get('checks'),
                             names=True)),
             _patterns(path, f'{key}.metrics', fig.get('metrics')),
-            fig['peak'])
+            params, fig['peak'])
 
 
 def _model(path, key, model, sources):
@@ -225,9 +214,7 @@ def default_path():
 
 
 def load(path=None):
-    """The Datasheets of ``path`` (default: the built-in file); an
-    unreadable or malformed file is a DatasheetError: never judged
-    without."""
+    """The Datasheets of ``path`` (default: built-in), else DatasheetError."""
     return _load(path or default_path())
 
 

@@ -1,10 +1,5 @@
 """The exit statuses every ``hpcval`` command keeps (docs/verdict.md,
-"Exit statuses"), and the argument parser that keeps to them.
-
-0 healthy or nothing moved, 1 failed or moved, 2 incomplete, 3 input or
-usage error: the monitoring plugins' OK, CRITICAL, WARNING (here: not
-validated) and UNKNOWN, so automation reads every command alike.
-"""
+"Exit statuses"), and the argument parser that keeps to them."""
 import argparse
 import sys
 
@@ -61,8 +56,7 @@ def epilog(command):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with its usage errors at INPUT: its own code, 2, is the
-    verdict's "incomplete".  Subparsers inherit the class."""
+    """argparse, with its usage errors at INPUT (its own 2 is 'incomplete')."""
 
     def error(self, message):
         self.print_usage(sys.stderr)

@@ -1,8 +1,4 @@
-"""Partition and environment features that checks select on.
-
-Checks name features in ``valid_systems`` / ``valid_prog_environs``, never
-systems: ``valid_systems = [f'+{NVGPU}']``.
-"""
+"""Partition and environment features that checks select on."""
 # partition features
 CPU = 'cpu'                    # run CPU benchmarks on this partition's nodes
 MPI = 'mpi'                    # the launcher starts MPI ranks
@@ -14,9 +10,8 @@ GAUDI = 'gaudi'
 GPU_AWARE_MPI = 'gpu-aware-mpi'
 # the partition features that mean GPUs are expected on its nodes
 GPU_FEATURES = (GPU, NVGPU, AMDGPU, GAUDI)
-# partition extras {environment: why it cannot be used here}: the GPU checks
-# of those environments are listed on the partition and skipped, naming why
-# (systems/local.py on a host without GPUs or without their compiler)
+# partition extras {environment: why it cannot be used here}: its GPU
+# checks are listed and skipped, naming why (systems/local.py)
 UNUSABLE = 'unusable_environs'
 
 # environment features

@@ -1,24 +1,5 @@
-"""The input policy: every value a user sets with ``-S`` or an ``HPCVAL_*``
-environment variable, checked in one place before any script is written.
-
-Values end up in job scripts, command lines and file paths, so each
-variable of every hpcval test and fixture has a kind, declared by its
-class beside the variable (``input_policy``, read by ``policy_of``), and
-every environment variable one in ``ENVIRONMENT``:
-
-- a value is matched as a whole (``re.fullmatch``: ``$`` of ``re.match``
-  would accept a final newline, which splits a command line);
-- paths and words are letters, digits and ``_ . , : = + @ % / -`` only, and
-  never start with ``-`` (they would become an option of the command they
-  are given to);
-- numbers are typed by ReFrame and range-checked here.
-
-``ValidatedInputs`` (a plugin of every hpcval test and fixture) applies the
-policy right after ReFrame creates the test.  A refused value stops the
-whole run with one line naming the variable (a ReFrame warning that drops
-the test would let the run pass); values checked later, with what the
-partition says, fail their test.  Commands still quote every value.
-"""
+"""The input policy: every ``-S`` value and ``HPCVAL_*`` variable, checked
+in one place before any script is written (docs/input-policy.md)."""
 import contextlib
 import functools
 import os
@@ -62,8 +43,7 @@ def _refuse(name, value, why):
 
 
 def is_safe_path(value):
-    """True for a path of letters, digits and path punctuation only, not
-    starting with ``-``."""
+    """True for a path of safe characters not starting with ``-``."""
     return (isinstance(value, str) and bool(_SAFE_PATH.fullmatch(value))
             and not value.startswith('-'))
 
@@ -73,24 +53,20 @@ def checked_path(value, name, must_exist=True):
     if not is_safe_path(value):
         _refuse(name, value, 'only letters, digits and _ . , : = + @ % / - '
                              'are allowed in paths, not first a -')
-
     path = os.path.abspath(value)
     if must_exist and not os.path.exists(path):
         raise InputError(f'-S {name}={value}: {path} does not exist')
-
     return path
 
 
 def checked_token(value, name, allowed=None):
-    """A single shell word (a version, a device list, a size), or InputError."""
+    """A single shell word (a version, a device list), or InputError."""
     if allowed is not None and value not in allowed:
         _refuse(name, value, f'must be one of {", ".join(sorted(allowed))}')
-
     text = str(value)
     if not _SAFE_TOKEN.fullmatch(text) or text.startswith('-'):
         _refuse(name, value, 'not a single safe word (letters, digits and '
                              '_ . , : = + @ % -, not first a -)')
-
     return value
 
 
@@ -111,6 +87,9 @@ def checked_pattern(value, name, pattern, what):
 
 # the kinds of an input_policy: each takes (value, name) and raises
 # InputError
+
+def _matching(pattern, what):
+    return lambda value, name: checked_pattern(value, name, pattern, what)
 
 
 def _path(value, name):
@@ -133,26 +112,12 @@ def _url(value, name):
                              'characters')
 
 
-def _size(value, name):
-    checked_pattern(value, name, _SIZE, 'a byte count such as 8, 64M or 8G')
-
-
 def _shell_path(value, name):
     checked_pattern(value, name, _SHELL_PATH,
                     'a folder of letters, digits, _ . , : = + @ % / - and '
                     '$VARIABLES')
     if '$(' in value or '`' in value or value.startswith('-'):
         _refuse(name, value, 'no command substitution, not first a -')
-
-
-def _gpu_ids(value, name):
-    checked_pattern(value, name, _GPU_IDS, 'GPU numbers separated by '
-                                           'commas, e.g. 0,1')
-
-
-def _cards(value, name):
-    checked_pattern(value, name, _CARDS, '"all" or one PCI bus id '
-                                         '(0000:b3:00.0)')
 
 
 def _tokens(value, name):
@@ -210,18 +175,12 @@ def _spack_spec(value, name):
         _refuse(name, value, 'a Spack spec, not first a -')
 
 
-def _token(value, name):
-    checked_token(value, name)
-
-
-def _word_or_path(value, name):
-    checked_word_or_path(value, name)
-
-
-PATH, RELATIVE_PATH, URL, TOKEN, WORD_OR_PATH, SIZE = (
-    _path, _relative_path, _url, _token, _word_or_path, _size)
-SHELL_PATH, GPU_IDS, CARDS, TOKENS, FLAG = (
-    _shell_path, _gpu_ids, _cards, _tokens, _flag)
+PATH, RELATIVE_PATH, URL, TOKEN, WORD_OR_PATH = (
+    _path, _relative_path, _url, checked_token, checked_word_or_path)
+SHELL_PATH, TOKENS, FLAG = _shell_path, _tokens, _flag
+SIZE = _matching(_SIZE, 'a byte count such as 8, 64M or 8G')
+GPU_IDS = _matching(_GPU_IDS, 'GPU numbers separated by commas, e.g. 0,1')
+CARDS = _matching(_CARDS, '"all" or one PCI bus id (0000:b3:00.0)')
 COUNT, POSITIVE = _number(0), _number(1)
 
 def _record(value, name):
@@ -236,45 +195,40 @@ MODULE_NAMES, SPACK_SPEC_KIND = _module_names, _spack_spec
 
 
 def policy_of(cls):
-    """{variable: kind} of a test class: the ``input_policy`` that each
-    class of its hierarchy declares beside its variables, a subclass's
-    entry over its base's."""
+    """{variable: kind} of a test class, a subclass's entry over its base's."""
     policy = {}
     for klass in reversed(cls.__mro__):
         policy.update(vars(klass).get('input_policy', {}))
     return policy
 
 
-#: Environment variables hpcval reads, and their kinds.
+#: Environment variables hpcval reads: (kind, what it must be).
 ENVIRONMENT = {
-    'HPCVAL_ACCOUNT': re.compile(r'[A-Za-z0-9_.][A-Za-z0-9_.-]*'),
-    'HPCVAL_NCCL_NET_PLUGIN_DIR': re.compile(rf'/[{_PATH_CHARS}]*'),
-    'HPCVAL_MINICLUSTER_LAUNCH_GPUS': _COUNT,
-    'HPCVAL_MINICLUSTER_MAX_JOBS': _COUNT,
+    'HPCVAL_ACCOUNT': (re.compile(r'[A-Za-z0-9_.][A-Za-z0-9_.-]*'),
+                       'an account is letters, digits, _ . - only'),
+    'HPCVAL_NCCL_NET_PLUGIN_DIR': (
+        re.compile(rf'/[{_PATH_CHARS}]*'),
+        'must be an absolute path of safe characters'),
+    'HPCVAL_MINICLUSTER_LAUNCH_GPUS': (_COUNT,
+                                       'expected a number of GPUs per node'),
+    'HPCVAL_MINICLUSTER_MAX_JOBS': (_COUNT,
+                                    'expected a number of jobs at once'),
     # read as a folder only, never on a command line: any one-line path
-    'HPCVAL_ROOT': re.compile(r'/[^\n\r\x00]*'),
+    'HPCVAL_ROOT': (re.compile(r'/[^\n\r\x00]*'),
+                    'must be an absolute path on one line'),
     # a site folder (hpcval.paths), relative to where hpcval started or not
-    'HPCVAL_SITE': re.compile(rf'[A-Za-z0-9_.,:=+@%/][{_PATH_CHARS}]*'),
-    # VictoriaMetrics' import URL and the label of this installation
-    # (config/monitoring.py)
-    'HPCVAL_PERFLOG_URL': re.compile(r'https?://[A-Za-z0-9.-]+(:[0-9]+)?'
-                                     r'(/[A-Za-z0-9_./-]*)?'),
-    'HPCVAL_PERFLOG_SITE': re.compile(r'[A-Za-z0-9_.:][A-Za-z0-9_.:-]*'),
+    'HPCVAL_SITE': (re.compile(rf'[A-Za-z0-9_.,:=+@%/][{_PATH_CHARS}]*'),
+                    'only letters, digits and _ . , : = + @ % / - are '
+                    'allowed in the path, not first a -'),
+    # VictoriaMetrics' import URL and this installation's label
+    'HPCVAL_PERFLOG_URL': (re.compile(r'https?://[A-Za-z0-9.-]+(:[0-9]+)?'
+                                      r'(/[A-Za-z0-9_./-]*)?'),
+                           'expected http(s)://HOST[:PORT][/PATH]'),
+    'HPCVAL_PERFLOG_SITE': (re.compile(r'[A-Za-z0-9_.:][A-Za-z0-9_.:-]*'),
+                            'a label of letters, digits and _ . : -'),
     # hpcval commands show the traceback of an unforeseen error
-    'HPCVAL_DEBUG': re.compile(r'[01]'),
-}
-_ENVIRONMENT_WHAT = {
-    'HPCVAL_ACCOUNT': 'an account is letters, digits, _ . - only',
-    'HPCVAL_NCCL_NET_PLUGIN_DIR': 'must be an absolute path of safe '
-                                  'characters',
-    'HPCVAL_MINICLUSTER_LAUNCH_GPUS': 'expected a number of GPUs per node',
-    'HPCVAL_MINICLUSTER_MAX_JOBS': 'expected a number of jobs at once',
-    'HPCVAL_ROOT': 'must be an absolute path on one line',
-    'HPCVAL_SITE': 'only letters, digits and _ . , : = + @ % / - are '
-                   'allowed in the path, not first a -',
-    'HPCVAL_PERFLOG_URL': 'expected http(s)://HOST[:PORT][/PATH]',
-    'HPCVAL_PERFLOG_SITE': 'a label of letters, digits and _ . : -',
-    'HPCVAL_DEBUG': 'expected 1 (show tracebacks) or 0',
+    'HPCVAL_DEBUG': (re.compile(r'[01]'),
+                     'expected 1 (show tracebacks) or 0'),
 }
 
 
@@ -283,15 +237,13 @@ class EnvironmentValueError(ValueError):
 
 
 def environment(name, default=''):
-    """``$name`` (one of ENVIRONMENT) checked, or ``default`` when unset or
-    empty; EnvironmentValueError names the variable and what it must be."""
+    """``$name`` (one of ENVIRONMENT) checked, or ``default`` when unset."""
     value = os.environ.get(name, '')
     if not value:
         return default
-
-    if not ENVIRONMENT[name].fullmatch(value):
-        raise EnvironmentValueError(f'{name}={value!r}: '
-                                f'{_ENVIRONMENT_WHAT[name]}')
+    kind, what = ENVIRONMENT[name]
+    if not kind.fullmatch(value):
+        raise EnvironmentValueError(f'{name}={value!r}: {what}')
     return value
 
 
@@ -304,8 +256,7 @@ def reframe_variables():
 
 
 def hpcval_variables(cls):
-    """Names of the variables that hpcval's classes declare on ``cls`` (not
-    ReFrame's own, such as ``executable`` or ``valid_systems``)."""
+    """Names of the variables hpcval's classes declare on ``cls``."""
     return sorted(set(cls._rfm_var_space.vars) - reframe_variables())
 
 
@@ -320,8 +271,7 @@ def _unlisted(value, name):
 
 
 def check_variable(name, value, policy):
-    """Apply ``policy`` (policy_of a test class) to one variable (an
-    empty one is unset)."""
+    """Apply ``policy`` to one variable (an empty one is unset)."""
     if value is None or value == '':
         return
     policy.get(name, _unlisted)(value, name)
@@ -343,18 +293,8 @@ _WAY_OUT = ('a site check deriving from the check does it (docs/site.md, '
             '"Your site without a fork")')
 
 
-def _modules_text(text, name):
-    for item in text.split(','):
-        checked_pattern(item, name, MODULE_NAME, 'module names (letters, '
-                                                 'digits, _ . + @ % / -)')
-        if item.startswith('-'):
-            _refuse(name, item, 'a module name, not first a -')
-
-
 def check_reframe_variable(name, text):
-    """The text of ``-S [TEST.]name=text`` for a variable of ReFrame itself
-    (``env_vars``, ``executable_opts``, ...), or InputError with the way
-    out."""
+    """The text of ``-S [TEST.]name=text`` for a ReFrame variable."""
     if name in _COMMAND_VARIABLES:
         _refuse(name, text, f'commands are not given with -S (they would '
                             f'reach the job script as they are); {_WAY_OUT}')
@@ -370,7 +310,7 @@ def check_reframe_variable(name, text):
                         'options of letters, digits and _ . : = + @ % / -, '
                         'separated by commas; for anything else, ' + _WAY_OUT)
     elif name == 'modules':
-        _modules_text(text, name)
+        _module_names(text.split(','), name)
     elif name in ('valid_systems', 'valid_prog_environs'):
         checked_pattern(text, name, _SELECTORS, 'system:partition or '
                                                 'environment names')
@@ -380,9 +320,7 @@ def check_reframe_variable(name, text):
 
 
 def reframe_options():
-    """The options of the ``reframe`` command this process runs, as ReFrame
-    parsed them (abbreviations resolved, its mode's options added), or None
-    outside one."""
+    """The options of the ``reframe`` command this process runs, or None."""
     # ReFrame hands tests the -S values it parsed but not the rest of the
     # command line; its main() on the stack holds them all
     frame = sys._getframe(1)
@@ -396,8 +334,7 @@ def reframe_options():
 
 @contextlib.contextmanager
 def at_load(test):
-    """Refused values while ReFrame creates tests stop the run: ReFrame
-    would only warn and drop the test, and the run would pass."""
+    """Refused values while ReFrame creates tests stop the run."""
     try:
         yield
     except InputError as err:
@@ -406,8 +343,7 @@ def at_load(test):
 
 
 class ValidatedInputs(rfm.RegressionTestPlugin):
-    """Applies its class's policy to every hpcval variable of a test or
-    fixture."""
+    """Applies its class's policy to every hpcval variable of a test."""
 
     @run_after('init')
     def validate_inputs(self):

@@ -1,19 +1,8 @@
 """Whether a figure passes its reference: decided here and nowhere else.
 
-A band is ReFrame's: a reference value and the fractions allowed below
-and above it, turned into limits by ``reframe.utility.sanity.
-reference_bounds`` (relative for a non-zero reference, inverted for a
-negative one, absolute for a reference of 0).  The verdict, the published
-tables, the dashboard bands, the reference audit and calibration all take
-their limits, pass/fail and bound text from ``Band``.
-
-A figure no benchmark can produce never passes, whatever side its band
-leaves open: not finite, more than ``IMPLAUSIBLE`` times its reference in
-size (a bandwidth of 1e300 GB/s against a lower bound), or outside its
-unit's physical range (a negative or zero latency under an upper bound:
-hpcval.units.outside_range, the rule the run's sanity applies).
-docs/verdict.md states the rule.
-"""
+A band is ReFrame's (``reframe.utility.sanity.reference_bounds``); every
+reader takes limits, pass/fail and bound text from ``Band``.  A figure no
+benchmark can produce never passes (docs/verdict.md states the rule)."""
 import functools
 import math
 from dataclasses import dataclass
@@ -31,7 +20,7 @@ PASS, FAIL = 'pass', 'fail'
 IMPLAUSIBLE = 1000
 
 
-def _num(value, digits=6):
+def num(value, digits=6):
     return f'{value:.{digits}g}' if isinstance(value, (int, float)) \
         else str(value)
 
@@ -45,12 +34,9 @@ class Band:
 
     @classmethod
     def of(cls, reference, lower, upper, unit=''):
-        """The band of a recorded figure, or None where nothing judges it:
-        no reference, or no bound on either side (ReFrame records a metric
-        without a reference as (0, None, None))."""
-        if reference is None or (lower is None and upper is None):
-            return None
-        return cls(reference, lower, upper, unit)
+        """The band of a recorded figure, or None where nothing judges it."""
+        return cls(reference, lower, upper, unit) \
+            if _judges(reference, lower, upper) else None
 
     @classmethod
     def of_sample(cls, sample):
@@ -62,17 +48,13 @@ class Band:
         return _limits(self.reference, self.lower, self.upper)[2]
 
     def infinite(self):
-        """Whether a bound it gives lands at infinity (a reference near
-        the largest float, widened)."""
+        """Whether a bound it gives lands at infinity."""
         low, high = reference_bounds(self.reference, self.lower, self.upper)
         return (self.lower is not None and math.isinf(low)) or \
             (self.upper is not None and math.isinf(high))
 
     def peer_factor(self, loosest):
-        """How many times worse than its peers' median a figure of this
-        band fails: 1 / the low limit of a band against peers (reference
-        1, unit x, a lower fraction in [-loosest, 0), no upper); None for
-        any other band."""
+        """1 / the low limit of a band against peers, else None."""
         if self.reference != 1 or self.upper is not None or \
                 self.unit != 'x' or not isinstance(self.lower, float) or \
                 not -loosest <= self.lower < 0:
@@ -80,22 +62,18 @@ class Band:
         return 1 / self.limits()[0]
 
     def limits(self):
-        """(low, high) in the reference's unit, as the decimals they mean
-        (900 x (1 - 0.8) is 180, not binary's 179.99999999999997); None
-        where unbounded; NaN for fractions ReFrame refuses."""
+        """(low, high) as the decimals they mean; None: unbounded."""
         return tuple(None if x is None else _decimal(x)
                      for x in _limits(self.reference, self.lower,
                                       self.upper)[:2])
 
     def passes(self, value):
-        """Inside ReFrame's limits, to the last bit; a NaN or implausible
-        value or an invalid band never passes."""
+        """Inside ReFrame's limits, to the last bit, and plausible."""
         return _inside(self.reference, self.lower, self.upper, value,
                        self.unit)
 
     def implausible(self, value):
-        """Why no benchmark measures ``value`` against this reference
-        (``IMPLAUSIBLE``), or ''."""
+        """Why no benchmark measures ``value`` against this band, or ''."""
         if _plausible(self.reference, value, self.unit):
             return ''
         if _plausible(self.reference, value):
@@ -112,25 +90,22 @@ class Band:
         return (value - self.reference) / abs(self.reference)
 
     def digits(self, value):
-        """Significant digits (6 at least) that print ``value`` unlike
-        each limit it is not equal to: a figure failing by a hair must
-        not print equal to its bound."""
+        """Digits (6 at least) that print ``value`` unlike its limits."""
         limits = [x for x in self.limits() if x is not None and x == x]
         if not isinstance(value, (int, float)) or value != value:
             return 6
         for digits in range(6, 18):
-            if all(x == value or _num(x, digits) != _num(value, digits)
+            if all(x == value or num(x, digits) != num(value, digits)
                    for x in limits):
                 return digits
         return 17
 
     def value_text(self, value, digits=None):
         """``value`` with the digits that set it apart from its bound."""
-        return _num(value, digits or self.digits(value))
+        return num(value, digits or self.digits(value))
 
     def deviation_text(self, value):
-        """'+717% vs ref 0.706': the signed deviation of ``value`` from
-        the reference ('' for a reference of 0 or a value not a number)."""
+        """'+717% vs ref 0.706', or '' without a deviation."""
         if not isinstance(value, (int, float)) or value != value:
             return ''
         dev = self.deviation(value)
@@ -139,26 +114,24 @@ class Band:
         pct = dev * 100
         text = f'{pct:+.3g}%' if abs(pct) >= 1e6 else \
             f'{pct:+.0f}%' if abs(pct) >= 100 else f'{pct:+.1f}%'
-        return f'{text} vs ref {_num(self.reference)}'
+        return f'{text} vs ref {num(self.reference)}'
 
     def bound_text(self, digits=6, source=''):
-        """'>= 3.16683e+06 MB/s (ref 3.5187e+06, -10.0%)': the limits
-        with ``digits`` significant digits, then the tolerance, or the
-        ``source`` that set them (a datasheet's peak and fraction)."""
+        """'>= 3.16683e+06 MB/s (ref 3.5187e+06, -10.0%)', or by ``source``."""
         if self.problem():
             return f'invalid ({self.problem()})'
         low, high = self.limits()
         parts = []
         if low is not None:
-            parts.append(f'>= {_num(low, digits)}')
+            parts.append(f'>= {num(low, digits)}')
         if high is not None:
-            parts.append(f'<= {_num(high, digits)}')
+            parts.append(f'<= {num(high, digits)}')
         tol = ', '.join(f'{t:+.1%}' for t in (self.lower, self.upper)
                         if t is not None)
         return (f'{" and ".join(parts)} {self.unit} (' + (
-            source or f'ref {_num(self.reference)}, {tol}') + ')')
+            source or f'ref {num(self.reference)}, {tol}') + ')')
 
-    def range_text(self, fmt=_num):
+    def range_text(self, fmt=num):
         """'low .. high' with 'unbounded' on an open side."""
         low, high = self.limits()
         return (f'{"unbounded" if low is None else fmt(low)} .. '
@@ -171,7 +144,7 @@ def _limits(reference, lower, upper):
     try:
         low, high = reference_bounds(reference, lower, upper)
     except (ValueError, TypeError) as err:
-        return math.nan, math.nan, f'reference {_num(reference)}: {err}'
+        return math.nan, math.nan, f'reference {num(reference)}: {err}'
     return (None if low == -math.inf else low,
             None if high == math.inf else high, '')
 
@@ -202,20 +175,21 @@ def _inside(reference, lower, upper, value, unit=''):
         (low is None or value >= low) and (high is None or value <= high)
 
 
+def _judges(reference, lower, upper):
+    # ReFrame records a metric without a reference as (0, None, None)
+    return reference is not None and (lower is not None or upper is not None)
+
+
 def _decimal(limit):
     return float(f'{limit:.15g}')
 
 
 def outcome(sample):
-    """PASS, FAIL, or None where no reference judges the figure.
-
-    A figure fails where its band says so or where the run's own record
-    (ReFrame's per-figure result, ``sample.result``) says it failed: a
-    report can only make a figure fail, never pass, against its band."""
+    """PASS, FAIL (by its band or its run's record), or None: not judged."""
     # Band.of and Band.passes without making a Band: a verdict asks this
     # of millions of figures
     reference, lower, upper = sample.reference, sample.lower, sample.upper
-    if reference is None or (lower is None and upper is None):
+    if not _judges(reference, lower, upper):
         return None
     if not _inside(reference, lower, upper, sample.value, sample.unit):
         return FAIL
@@ -226,14 +200,9 @@ def outcome(sample):
 INPUT = ('(input)', '?')
 
 
-def num(value):
-    return f'{value:.6g}' if isinstance(value, (int, float)) else str(value)
-
-
 @dataclass
 class Failure:
-    """One thing that failed, on one line: what the verdict prints, and
-    what a check whose sanity is the verdict's own judgement fails with."""
+    """One thing that failed, on one line."""
     system: str
     partition: str
     node: str             # node(s) of the job: 'n1', 'n1+n2'; '' unknown
@@ -248,12 +217,8 @@ class Failure:
     shown: str = ''       # the value as printed: digits apart from the bound
     deviation: str = ''   # '+717% vs ref 0.706'
     cause: str = ''       # what the node's health record shows (hpcval.health)
-    # the first run's value as printed, where this is its re-measure
-    # (hpcval.retries): both are shown
-    first: str = ''
-    # the processes outside the screen to end before a re-screen, where
-    # the policy clears rather than drains the node (records.clears)
-    clear: str = ''
+    first: str = ''       # the first run's value, beside its re-measure's
+    clear: str = ''       # what to end before a re-screen (records.clears)
 
     def where(self):
         if (self.system, self.partition) == INPUT:

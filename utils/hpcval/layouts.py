@@ -37,8 +37,7 @@ LOCAL_RANK_VARS = ('SLURM_LOCALID', 'OMPI_COMM_WORLD_LOCAL_RANK',
 
 
 def local_rank_shell():
-    """Shell that sets ``$r`` to the node-local rank ('' when no launcher
-    variable is set), leaving the positional parameters alone."""
+    """Shell setting ``$r`` to the node-local rank ('' when unknown)."""
     ranks = ' '.join(f'${{{v}}}' for v in LOCAL_RANK_VARS)
     return f'r=; for r in {ranks}; do break; done'
 
@@ -83,7 +82,6 @@ def _env(where, value):
 def _keys(where, data, allowed):
     if not isinstance(data, dict):
         _fail(where, 'must be a mapping')
-
     extra = sorted(set(data) - allowed)
     if extra:
         _fail(where, f'unknown key(s) {", ".join(extra)} '
@@ -92,28 +90,22 @@ def _keys(where, data, allowed):
 
 def _settings(where, data, allowed):
     _keys(where, data, allowed)
-
     for key in ('launcher_options', 'modules'):
         if key in data:
             _strings(f'{where}.{key}', data[key])
-
     if 'env_vars' in data:
         _env(f'{where}.env_vars', data['env_vars'])
-
     cpus = data.get('cpus_per_task')
     if cpus is not None and (isinstance(cpus, bool) or
                              not isinstance(cpus, int) or cpus < 1):
         _fail(f'{where}.cpus_per_task', f'must be a positive integer, '
                                         f'got {cpus!r}')
-
     if not isinstance(data.get('one_visible_gpu', False), bool):
         _fail(f'{where}.one_visible_gpu', 'must be true or false')
 
 
 def validate_system(system, origin, *rules):
-    """Check every partition's extras of one system entry; each of
-    ``rules`` (``rule(where, extras, error)``: the container settings'
-    rules, kept with the benchmarks above this module) checks them too."""
+    """Check every partition's extras of one system entry, and by ``rules``."""
     for part in system.get('partitions', []):
         where = f'{origin}: partition {part.get("name")!r}: extras'
         extras = part.get('extras', {})
@@ -153,7 +145,6 @@ def _general_options():
     """The option names of ReFrame's ``general`` section (its schema)."""
     import json
     import os
-
     import reframe
     path = os.path.join(os.path.dirname(reframe.__file__), 'schemas',
                         'config.json')
@@ -163,8 +154,7 @@ def _general_options():
 
 
 def validate_general(general, origin):
-    """A system module's ``general``: ReFrame's general options for that
-    system alone (target_systems is set by hpcval)."""
+    """A system module's ``general``: ReFrame's general options for it."""
     _keys(f'{origin}: general', general, _general_options())
 
 
@@ -191,7 +181,6 @@ def apply(test, layout, gpus=1):
                                   for opt in layout.launcher_options]
     if layout.cpus_per_task:
         test.num_cpus_per_task = layout.cpus_per_task
-
     test.env_vars.update(layout.env_vars)
     test.modules += [m for m in layout.modules if m not in test.modules]
 
@@ -201,7 +190,6 @@ def gpu_arch(partition):
     for dev in partition.devices:
         if dev.type == 'gpu' and dev.arch:
             return dev.arch
-
     return ''
 
 

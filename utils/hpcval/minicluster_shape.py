@@ -1,6 +1,4 @@
-"""The minicluster's node shape: what systems/minicluster.py declares to
-ReFrame and what hpcval.testing.minicluster starts Slurm with, in one
-place so the two cannot disagree."""
+"""The minicluster's node shape, for systems/ and the Slurm it starts."""
 
 #: topology each slurmd declares: 1 socket x 2 cores x 1 thread, so that two
 #: ranks fit on one node (ping-pong on_node)

@@ -1,39 +1,4 @@
-"""Performance records to a time-series database (docs/monitoring.md).
-
-``victoriametrics(record, extras, ignore_keys)`` turns one ReFrame perflog
-record into VictoriaMetrics' JSON lines for ``/api/v1/import``.  Every
-figure stays one series while it flips between pass and fail and while its
-job moves between nodes: pass/fail is a value, never a label; the node list
-is no label (``node`` is one only where the job ran on one node); each
-metric name carries one unit, normalised to its base unit as Prometheus
-advises::
-
-    hpcval_check_passed                      1 or 0 per test case
-    hpcval_check_nodes                       nodes the job ran on
-    hpcval_perf_value_<unit>                 each performance variable
-                                             (``unjudged``: why a diagnostic
-                                             is, as the check recorded it)
-    hpcval_perf_reference_<unit>             its reference value
-    hpcval_perf_lower_bound_<unit>           its limits (hpcval.judgement)
-    hpcval_perf_upper_bound_<unit>
-    hpcval_perf_passed                       1 or 0 per judged variable
-    hpcval_provenance_info                   1 per node of a test case, its
-                                             driver, vbios, cuda, rocm,
-                                             nccl, mpi, kernel and image
-                                             as labels (the dashboard's
-                                             annotation: what changed when)
-
-``<unit>`` is ``seconds``, ``bytes_per_second``, ``flop_per_second`` or
-``operations_per_second``; a unit hpcval does not know keeps its value and
-its own name, lower-cased.
-
-``Sender`` posts them so that monitoring can never stall validation:
-ReFrame's ``httpjson`` handler posts from the test's own thread with
-``requests``, without a timeout, retrying 429 without end, reading
-``~/.netrc`` and following redirects.  ``Sender.formatter`` is given to
-that handler as its ``json_formatter`` (config/monitoring.py): it queues
-the lines and returns None, which tells the handler to send nothing itself.
-"""
+"""Performance records to a time-series database (docs/monitoring.md)."""
 import collections
 import json
 import math
@@ -55,11 +20,8 @@ _CASE_LABELS = {'test': 'check_display_name', 'system': 'check_system',
 _LABEL_NAME = re.compile(r'[a-zA-Z_][a-zA-Z0-9_]*')
 _RESERVED = frozenset({*_CASE_LABELS, 'node', 'metric', 'unjudged',
                        '__name__'})
-# ``reframe --repeat N`` names each repeat ``%.repeat_no=<i>``: the repeats
-# of a test are runs of one series, not N series of one point each; <i> is
-# added to the sample's time in milliseconds, since Slurm's accounting
-# gives whole seconds and one series holds one sample a timestamp: two
-# repeats ending in one second stay two runs
+# ``--repeat N``'s ``%.repeat_no=<i>``: runs of one series; <i> ms are added
+# to the time, so that two repeats ending in one (Slurm) second stay two
 _REPEAT = re.compile(r' %\.?repeat_no=(\d{1,6})')
 
 # family -> (unit the value is converted to, its name in the metric name)
@@ -77,7 +39,6 @@ def base_unit(value, unit):
     except ValueError:
         name = re.sub(r'[^a-z0-9]+', '_', str(unit or '').lower()).strip('_')
         return value, name or 'value'
-
     to, name = _BASE[fam]
     return units.convert(value, unit, to) * _SCALE.get(fam, 1), name
 
@@ -125,8 +86,8 @@ def victoriametrics(record, extras, ignore_keys):
             continue
         series = {**labels, 'metric': var.split(':')[-1]}
         base, suffix = base_unit(value, unit)
-        # a diagnostic's own series: one that is not loses no label when
-        # it is calibrated; printable ASCII, as the history reader takes it
+        # only a diagnostic's series is labelled (printable ASCII, as the
+        # history reader takes it): another keeps its labels when calibrated
         why = re.sub(r'[^ -~]', '?', str(unjudged.get(series['metric'])
                                         or ''))[:200]
         lines.append(_line(f'hpcval_perf_value_{suffix}', {**series, **(
@@ -154,14 +115,11 @@ def victoriametrics(record, extras, ignore_keys):
 PROVENANCE_LABELS = ('driver', 'vbios', 'cuda', 'rocm', 'nccl', 'rccl',
                      'mpi', 'kernel', 'image_digest')
 
-
 _JOB_WIDE = ('nccl', 'rccl', 'mpi', 'image_digest')
 
 
 def _provenance_lines(record, labels, millis):
-    """hpcval_provenance_info of each node the record's provenance names:
-    an info series (value 1) whose labels change when the node's stack
-    does; the figures' own series never carry them."""
+    """hpcval_provenance_info (value 1) of each node the record names."""
     prov = getattr(record, 'check_hpcval_provenance', None)
     if not isinstance(prov, dict):
         return []
@@ -184,24 +142,13 @@ def _provenance_lines(record, labels, millis):
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    # a redirect would carry the records (and any configured header) to a
-    # place nobody configured
+    # a redirect would carry the records and headers where nobody configured
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         return None
 
 
 class Sender:
-    """Posts JSON lines from a background thread through a bounded queue.
-
-    A record that finds the queue full is dropped and counted, never
-    waited for.  Each post has ``timeout`` seconds (connect and each read);
-    a 429, a 5xx or a network error is retried ``retries`` times after
-    ``backoff`` seconds (``Retry-After`` honoured up to ``max_backoff``),
-    then the record is dropped.  Redirects are not followed; no proxy is
-    used unless ``proxy`` is given; the only credentials sent are the
-    configured ``headers``.  At exit the queue gets ``drain`` seconds, and
-    a line on stderr says what was dropped and why.
-    """
+    """Posts JSON lines from a background thread through a bounded queue."""
 
     def __init__(self, url, *, timeout=5.0, retries=2, backoff=1.0,
                  max_backoff=5.0, queue_size=1000, drain=10.0, headers=None,
@@ -233,8 +180,7 @@ class Sender:
         return self
 
     def formatter(self, record, extras, ignore_keys):
-        """The ``json_formatter`` of ReFrame's httpjson handler: queues the
-        record's lines and returns None (the handler then sends nothing)."""
+        """httpjson's ``json_formatter``: queues the lines, returns None."""
         self.submit(victoriametrics(record, extras, ignore_keys))
 
     def submit(self, body):
@@ -245,8 +191,7 @@ class Sender:
             self._drop('queue full')
 
     def flush(self, timeout):
-        """Wait up to ``timeout`` seconds for the queue to empty; True if it
-        did."""
+        """Wait up to ``timeout`` s for the queue to empty; True if it did."""
         deadline = time.monotonic() + timeout
         while self._queue.unfinished_tasks:
             if time.monotonic() >= deadline:
@@ -329,8 +274,7 @@ def _retry_after(headers, default):
 
 
 def check_label_names(extras):
-    """Refuse extra labels that are no Prometheus label names or that
-    would replace hpcval's own."""
+    """Refuse extra labels that are no label names or are hpcval's own."""
     for name in extras:
         if not _LABEL_NAME.fullmatch(str(name)) or name in _RESERVED:
             raise ValueError(f'monitoring label {name!r}: a label name is '

@@ -1,19 +1,8 @@
 """Where hpcval's data folders are: the built-in ones and a site's.
 
-The built-in ``checks/``, ``config/``, ``references/`` and ``systems/`` are
-those of the checkout, or, in an installed wheel, their copy inside the
-package (``hpcval/suite/``, made by setup.py).  A site keeps its own systems,
-references and checks in one folder named by $HPCVAL_SITE (docs/site.md):
-its files are layered over the built-in ones, a file of the same name
-replacing the built-in one.
-
-The site folder is code hpcval runs (as root, often): it is used only when
-it and its ``checks/``, ``references/`` and ``systems/`` are owned by root
-or the running user and not writable by others (hpcval.trust); its
-modules cannot take the names of hpcval's own private modules, its checks
-not the class names of built-in checks in other files; what it replaces is
-announced (``replacements``) and listed by ``hpcval paths``.
-"""
+A site folder ($HPCVAL_SITE, docs/site.md) is code hpcval runs, often as
+root: used only where trusted (hpcval.trust), its files layered over
+the built-in ones or replacing them, each replacement announced."""
 import ast
 import functools
 import os
@@ -39,12 +28,10 @@ def repo_root():
     root = environment('HPCVAL_ROOT')
     if root:
         return os.path.abspath(root)
-
     here = os.path.dirname(os.path.abspath(__file__))
     installed = os.path.join(here, 'suite')
     if os.path.isfile(os.path.join(installed, 'config', 'settings.py')):
         return installed
-
     return os.path.dirname(os.path.dirname(here))
 
 
@@ -66,7 +53,6 @@ def site_dir():
         raise SiteError(str(err)) from None
     if not value:
         return None
-
     path = os.path.abspath(value)
     if not os.path.isdir(path):
         raise SiteError(f'{SITE_VAR}={value}: {path} is not a folder')
@@ -89,9 +75,7 @@ def _private_names(folder):
 
 
 def site_folders(kind):
-    """[the site's ``kind`` folder] where it has one, else []; SiteError
-    when it is not trusted, a site system takes a private module's name
-    or a site check a built-in check's class name."""
+    """[the site's ``kind`` folder] where it has one, else []; or SiteError."""
     site = site_dir()
     folder = os.path.join(site, kind) if site else ''
     if not (folder and os.path.isdir(folder)):
@@ -109,9 +93,7 @@ def site_folders(kind):
 
 
 def parsed_check_file(path):
-    """The syntax tree of a check file, read and never imported; an empty
-    one where the file does not read or parse (ReFrame names it when it
-    loads it)."""
+    """The syntax tree of a check file, never imported; empty if unreadable."""
     try:
         with open(path, encoding='utf-8') as fp:
             return ast.parse(fp.read(), path)
@@ -162,17 +144,14 @@ def _same_names(kind, suffix):
 
 
 def replacements():
-    """[(kind, built-in file, site file)]: every built-in system module,
-    reference file and check file that a site file replaces."""
+    """[(kind, built-in file, site file)] of every file a site replaces."""
     return [*_same_names('systems', '.py'),
             *_same_names('references', '.yaml'),
             *_same_names('checks', '.py')]
 
 
 def check_search_path(builtin):
-    """ReFrame's check search path: the built-in checks (folder
-    ``builtin``), less the files a site file of the same name replaces,
-    then the site's checks."""
+    """ReFrame's check search path: built-in checks left, then the site's."""
     site = site_folders('checks')
     replaced = {os.path.basename(r[1]) for r in replacements()
                 if r[0] == 'checks'}
@@ -183,8 +162,7 @@ def check_search_path(builtin):
 
 
 def layered(kind, site_file):
-    """Whether the site file is layered over the built-in file of its name
-    (a reference file without ``replace: true``), not put in its place."""
+    """Whether the site file is layered over the built-in file of its name."""
     if kind != 'references':
         return False
     try:
@@ -198,8 +176,7 @@ def layered(kind, site_file):
 
 
 def announce_replacements(stream):
-    """One line on ``stream`` for every built-in file a site file
-    replaces or is layered over."""
+    """One line on ``stream`` per built-in file a site file replaces."""
     for kind, builtin, site in replacements():
         # -c names the check files itself: the search path is not used
         when = ' (in runs without -c)' if kind == 'checks' else ''
@@ -209,21 +186,18 @@ def announce_replacements(stream):
 
 
 def references_dirs():
-    """The references folders in layering order: built-in, then the
-    site's (hpcval.references.ReferenceSet.layered)."""
+    """The references folders in layering order: built-in, then the site's."""
     return [references_dir(), *site_folders('references')]
 
 
 def writable_references_dir():
-    """Where ``hpcval calibrate --write`` writes: the site's references/
-    under a site layer, else the built-in folder."""
+    """Where ``hpcval calibrate --write`` writes."""
     site = site_dir()
     return os.path.join(site, 'references') if site else references_dir()
 
 
 def import_error(name, err):
-    """One line for ``err``, raised importing the module ``name``: the
-    file and line where it arose (a syntax error's own), the error."""
+    """One line for ``err`` raised importing ``name``: file, line, error."""
     import traceback
     if isinstance(err, SyntaxError):
         return (f'{err.filename}:{err.lineno}: syntax error: {err.msg} '
@@ -237,8 +211,7 @@ def import_error(name, err):
 
 
 def import_systems(root):
-    """The ``systems`` package of the suite at ``root`` (its systems/
-    folder), imported once per process under that name."""
+    """The ``systems`` package of the suite at ``root``, imported once."""
     import importlib.util
     import sys
     if 'systems' not in sys.modules:

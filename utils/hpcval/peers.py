@@ -1,17 +1,9 @@
 """The peer rule: each of a group of values against the median of the
-others, for the nodes of a screen (hpcval.screen) and for the GPUs or
-links of one node (hpcval.benchmarks.siblings) alike.
+others, for a screen's nodes and a node's GPUs or links alike.
 
-Values in (``{name: positive number}``, one figure of one group), one
-``PeerJudgement`` per member out: the others' median, the bound as a
-factor on it, the value at the bound and whether it passed.  Each caller
-writes its own words.  A value fails when it is worse than the others'
-median by more than a floor (per figure kind, ``PEER_RULES``, or the
-caller's) and by more than k(n) robust standard deviations of the
-others' log-values, k(n) chosen so that a healthy figure fails once in
-1/PEER_ALARM (docs/screening.md: the rule, its false-alarm rate and its
-measured detection limit).
-"""
+A value fails when worse than the others' median by more than a floor
+and by more than k(n) robust standard deviations of their log-values
+(docs/screening.md: the rule, its false-alarm rate, detection limit)."""
 import bisect
 import math
 import statistics
@@ -22,11 +14,7 @@ from hpcval import units
 
 @dataclass(frozen=True)
 class PeerRule:
-    """How one kind of figure is judged against its peers: it fails when it
-    is worse than the median of the others by more than ``floor`` (0.05:
-    5 % below for a rate, 5 % above for a time) and by more than
-    ``k(n)`` robust standard deviations of the others' log-values;
-    ``min_peers``: fewer peers, and the figure is not judged."""
+    """How one kind of figure is judged against its peers (floor, k, peers)."""
     floor: float
     min_peers: int
     better: str             # 'higher' or 'lower'
@@ -63,8 +51,7 @@ _EXACT_MAD_PEERS = 128
 
 
 def k_of_peers(n):
-    """Robust standard deviations a figure may be off among ``n`` peers at
-    PEER_ALARM (None: too few peers to measure a spread)."""
+    """Robust standard deviations allowed among ``n`` peers, or None."""
     if n < _K_OF_PEERS[0][0]:
         return None
     for (n0, k0), (n1, k1) in zip(_K_OF_PEERS, _K_OF_PEERS[1:]):
@@ -107,12 +94,10 @@ class PeerJudgement:
 
 
 def judge(values, kind, floor=None, spread=True):
-    """{name: PeerJudgement} of each of ``values`` ({name: positive
-    number}: nodes, GPUs or links of one figure) against the median of the
-    others, by the rule of ``kind`` (PEER_RULES key or unit); ``floor``
-    replaces the kind's; ``spread=False`` judges by the floor alone.
-    Values <= 0 and groups with too few peers are not judged (absent from
-    the result)."""
+    """{name: PeerJudgement} of each of ``values`` against the others' median.
+
+    By the rule of ``kind``; ``floor`` replaces the kind's; ``spread=False``
+    judges by the floor alone; values <= 0 and too few peers: not judged."""
     rule = rule_for(kind)
     floor = rule.floor if floor is None else floor
     if not 0 <= floor < 1:
@@ -180,8 +165,7 @@ _SELF_SUFFIX = '_vs_first@'
 
 
 def figure_name(figure, member):
-    """'triad', 'gpu2' -> 'triad_vs_siblings@gpu2': a member's figure
-    against its siblings (one GPU's or link's of a node)."""
+    """'triad', 'gpu2' -> 'triad_vs_siblings@gpu2'."""
     return f'{figure}{_SUFFIX}{member}'
 
 
@@ -190,10 +174,7 @@ def is_sibling_figure(metric):
 
 
 def trusted_band(reference, lower, upper):
-    """The band a verdict judges a sibling figure by, given the one its
-    run recorded: that band where the rule could have made it (reference
-    1, a floor of at most MAX_FLOOR on the worse side), else the rule's
-    loosest one."""
+    """The band a verdict judges a sibling figure by: its own if the rule's."""
     if reference == 1.0 and upper is None and \
             isinstance(lower, (int, float)) and -MAX_FLOOR <= lower < 0:
         return reference, lower, upper
@@ -207,9 +188,7 @@ def trusted_band(reference, lower, upper):
 
 
 def band(j):
-    """(reference, lower, upper) of ``j`` as a figure of its own: the
-    member's value over its peers' median (1: equal), bounded where the
-    rule bounds it; a ReFrame reference tuple without its unit."""
+    """(reference, lower, upper) of ``j``'s ratio to its peers' median."""
     if j.limit <= j.median:     # higher is better
         return 1.0, 1 / j.factor - 1, None
     return 1.0, None, j.factor - 1

@@ -1,16 +1,6 @@
-"""The data of a run's figures, as the check stores it in its run report.
-
-A check keeps one number per metric in the report; the figures need more
-(busbw at every message size, TransferBench's matrices, each GPU's
-BabelStream figures).  The benchmark bases put that here, in the loggable
-variable ``hpcval_plot_data`` (plain JSON: lists, numbers, strings), so that a
-report copied to another machine draws every figure without the job's
-output folder.  The same functions turn a kept output, parsed again, into
-the same data for reports made before the variable existed.
-
-Reports come from anywhere: ``read`` checks every value and gives None
-with a reason rather than a traceback.
-"""
+"""The data of a run's figures, as the check stores it in its run report
+(``hpcval_plot_data``, docs/reporting-plots.md); ``read`` checks every
+value and gives None with a reason, never a traceback."""
 import math
 
 # the two blocks of an nccl-tests row, as the parser names them
@@ -27,9 +17,7 @@ def _number(x):
 
 
 def collective(result):
-    """busbw by message size of a parsed nccl-tests / rccl-tests run, per
-    in-place and out-of-place block; repeats of a size (-N) averaged,
-    zero-byte rows (nothing on a log axis) dropped."""
+    """busbw by message size of a parsed nccl-tests / rccl-tests run."""
     out = {}
     for place in (IN_PLACE, OUT_OF_PLACE):
         by_size = {}
@@ -60,8 +48,7 @@ def grid(devices, links):
 
 
 def transferbench(preset, result):
-    """The matrices of a parsed a2a or p2p run (p2p: unidirectional and
-    bidirectional, CPUs included)."""
+    """The matrices of a parsed a2a or p2p run."""
     if preset == 'a2a':
         gpus = list(result.gpus)
         return {MATRICES: [{'title': 'all-to-all, every pair at once',
@@ -79,8 +66,7 @@ def transferbench(preset, result):
 
 
 def babelstream(results, kernels):
-    """Each GPU's kernels in GB/s; ``results``: {'<host>.gpu<N>': parsed
-    BabelStream output}."""
+    """Each GPU's kernels in GB/s of {'<host>.gpu<N>': parsed output}."""
     out = []
     for key, result in sorted(results.items()):
         host, _, gpu = key.rpartition('.gpu')

@@ -1,23 +1,8 @@
 """What ``hpcval run`` checks before and after ReFrame runs.
 
-Before: the system and mode it names exist (a typo lists the valid names),
-and this host is one of the named system's (its ``hostnames`` patterns), so
-that nothing is submitted from the wrong machine (``--dry-run`` and the
-listings submit nothing: they may read any system anywhere).  A system without host
-patterns (a standalone box, the test cluster) is selected by name only and
-runs anywhere.  An acceptance or screen (hpcval.suites.FIXED_MODES) is
-refused with any option it does not accept (hpcval.suites.narrowing), such
-as check paths (``-c``) that leave out a file of the suite's checks:
-``-c checks/osu.py --mode acceptance`` would say PASSED of one benchmark.
-ReFrame under hpcval's configuration applies the same guard
-(``check_this_command_line``).  After: a selection of no test case at all (``-n`` matching
-nothing, ``-t nccl`` on a node without GPUs) ran nothing, which ReFrame
-reports as PASSED; ``hpcval run`` turns it into a refusal naming the
-filter.
-
-A refusal is one line and exit code ``REFUSED`` (3), never one of the
-verdict's 0/1/2: the monitoring plugins' convention, where 3 is UNKNOWN.
-"""
+Before: the system and mode exist, this host is one of the system's,
+a fixed mode gets only the options it accepts.  After: a selection that
+ran nothing is refused.  A refusal is one line and exit ``REFUSED`` (3)."""
 import os
 import re
 import sys
@@ -39,8 +24,7 @@ ZERO = re.compile(r'Ran 0/0 test case\(s\)|Found 0 check\(s\)')
 
 
 def values(argv, short, long):
-    """Every value of the option ``short``/``long`` in ReFrame's ``argv``
-    ('-n X', '-nX', '--name X', '--name=X')."""
+    """Every value of the option ``short``/``long`` in ReFrame's ``argv``."""
     out = []
     for i, arg in enumerate(argv):
         if arg in (short, long) and i + 1 < len(argv):
@@ -109,15 +93,12 @@ def refusal_before(argv, environ, hostname):
 
 
 def suite_check_files():
-    """The real paths of the suite's check files
-    (hpcval.reference_service.check_files)."""
+    """The real paths of the suite's check files."""
     return {os.path.realpath(f) for f in reference_service.check_files()}
 
 
 def narrowed(argv, environ):
-    """'' where ``argv`` (ReFrame's options, with the RFM_* variables of
-    ``environ``) runs no fixed mode or the whole of it, else the one-line
-    reason naming each option the mode does not accept."""
+    """'', or why ``argv`` runs a fixed mode only in part (one line)."""
     found = suites.narrowing(argv, suite_check_files(), environ)
     if not found:
         return ''
@@ -133,8 +114,7 @@ def narrowed(argv, environ):
 
 
 def check_command_line(argv, environ):
-    """The run guard: -S on ReFrame's own variables, and a fixed mode's
-    allow-list; InputError names the option."""
+    """The run guard: -S on ReFrame's variables, a fixed mode's allow-list."""
     try:
         assignments = suites.parse(argv).get('vars', [])
     except ValueError:
@@ -153,8 +133,7 @@ _CHECKED = []
 
 
 def check_this_command_line():
-    """check_command_line() once for the reframe command this process
-    runs; a refusal stops the run before anything runs."""
+    """check_command_line() once for this process's reframe command."""
     if _CHECKED or inputs.reframe_options() is None:
         return
     try:

@@ -1,28 +1,10 @@
-"""What a result was measured with: GPU model, driver, CUDA/ROCm, MPI,
-kernel and CPU, asked on the node that ran the job.
+"""What a result was measured with, asked on the nodes that ran the job.
 
-A check's job script runs ``command()`` before the benchmark; it writes
-``key=value`` lines into ``FILE`` in the stage directory (kept with the
-output), asking each tool only where it is installed and never failing the
-job.  ``read()`` turns the file into the check's ``hpcval_provenance``
-record, which the run report carries to ``hpcval verdict`` and ``hpcval
-calibrate``.  Versions the benchmark prints itself (NCCL/RCCL through
-nccl-tests) are added by the check.
-
-Every node of the job is asked too (``node_probe()``): through ``srun``,
-one task per node, where the job runs under Slurm, else on the node the
-job script runs on.  Each node's lines are tagged with its host name and
-appended to FILE; ``read()`` gives them as ``record['nodes']``: per node
-the kernel, CPU, driver, CUDA/ROCm and each GPU's UUID, serial and
-VBIOS, read from the vendor tool's output with the health module's
-parsers (hpcval.health.nvidia, hpcval.health.amd).
-
-The MPI is the one the job ran: the MPI library the benchmark's
-executable loads (``ldd``), named by the version tool installed beside it
-(``ompi_info``, ``mpichversion``, ``impi_info``), and the launcher the job
-started it with; the first ``mpiexec`` on PATH only where neither says.
-The version banners are parsed here (``mpi_version()``), not in the shell.
-"""
+The job script runs ``command()`` (and ``node_probe()``, every node)
+before the benchmark, writing ``key=value`` lines into ``FILE``, never
+failing the job; ``read()`` turns them into the ``hpcval_provenance``
+record.  The MPI is the library the executable loads (``ldd``), named by
+its version tool, else the launcher's, else the first ``mpiexec``."""
 import base64
 import binascii
 import re
@@ -91,9 +73,8 @@ def _launcher_probe(launcher):
             f'| grep -v "^[[:space:]]*$" | head -n 2 | paste -sd"|" -)"')
 
 
-#: per-node probes: the tool's whole output, base64 on one line (a line
-#: per node and key, whatever the tool prints)
-#: (a hung tool is stopped, as the first node's probes stop it)
+#: per-node probes: the tool's whole output, base64 on one line, a hung
+#: tool stopped
 _IDENTITY = (
     'command -v nvidia-smi >/dev/null && echo "nvidia_smi=$(timeout -k 5 30 '
     'nvidia-smi --query-gpu=index,name,uuid,serial,vbios_version,'
@@ -112,12 +93,9 @@ _NODE_KEYS = ('kernel', 'cpu', 'gpu', 'driver', 'cuda', 'rocm')
 
 
 def node_probe(launcher=''):
-    """One shell line that appends every node's ``@<host> key=value``
-    lines to FILE: through srun, one task per node, in a Slurm job;
-    else on this node.  Never fails the job."""
+    """One shell line appending every node's ``@<host> key=value`` to FILE."""
     inner = '; '.join(f'{{ {p}; }}' for p in (*_NODE_PROBES, *_IDENTITY))
-    # a node by the name Slurm gives it (the job's node list), else its
-    # host name
+    # a node by the name Slurm gives it (the job's node list), else host
     script = (f'h=${{SLURMD_NODENAME:-$(hostname -s 2>/dev/null || '
               f'hostname)}}; '
               f'{{ {inner}; }} 2>/dev/null | sed "s/^/@$h /"')
@@ -132,10 +110,7 @@ def node_probe(launcher=''):
 
 
 def command(executable='', launcher='', extra=()):
-    """One shell line for the job script: writes FILE, never fails.
-    ``executable``: the benchmark's program (its MPI library is probed);
-    ``launcher``: the program that starts it (srun, mpirun), if any;
-    ``extra``: probe lines of the stack the job loads (hpcval.stacks)."""
+    """One shell line for the job script: writes FILE, never fails."""
     probes = [*_PROBES, *extra]
     if executable and re.fullmatch(r'[\w./+-]+', executable):
         probes.insert(0, _library_probe(executable))
@@ -147,10 +122,7 @@ def command(executable='', launcher='', extra=()):
 
 
 def read(text):
-    """{key: value} of a FILE's text; unknown keys, empty values and
-    anything unprintable are dropped (the file comes from a job).  The
-    ``mpi`` is the library's own (beside the executable's libmpi), else
-    the launcher's, else the first mpiexec on PATH."""
+    """{key: value} of a FILE's text, unknown keys and unprintables dropped."""
     out, raw, nodes = {}, {}, {}
     for line in text.splitlines():
         if line.startswith('@'):
@@ -181,8 +153,7 @@ def read(text):
 
 
 def _node(lines):
-    """{key: value} of one node's tagged lines: its own probes, and its
-    GPUs' identity from the vendor tool's output."""
+    """{key: value} of one node's tagged lines, its GPUs' identity included."""
     got, tools = {}, {}
     for line in lines:
         key, sep, value = line.partition('=')
@@ -200,9 +171,7 @@ def _node(lines):
 
 
 def identity(tool, encoded):
-    """{'gpu_uuid', 'gpu_serial', 'vbios', 'driver', 'gpus'} (comma lists
-    in GPU order) from a node's base64 tool output; {'identity': why}
-    where the tool's output does not parse."""
+    """GPU uuids, serials, vbios, driver and count of a node's tool output."""
     try:
         text = base64.b64decode(encoded, validate=True).decode(
             'utf-8', 'replace')
@@ -247,8 +216,7 @@ _MPI_BANNERS = (
 
 
 def mpi_version(banner):
-    """'Open MPI 4.1.4', 'MPICH 4.3.2', 'Intel MPI 2021.10' from a version
-    tool's first lines (joined by '|'), or ''."""
+    """'Open MPI 4.1.4', 'MPICH 4.3.2', ... from a version tool, or ''."""
     for pattern, name in _MPI_BANNERS:
         m = pattern.search(banner)
         if m:
@@ -257,8 +225,7 @@ def mpi_version(banner):
 
 
 def launcher_version(banner):
-    """'slurm 23.02.7' (srun), 'Open MPI 5.0.3' (mpirun), else the
-    banner's first line."""
+    """'slurm 23.02.7' (srun), 'Open MPI 5.0.3' (mpirun), else line 1."""
     m = re.match(r'slurm(?:-wlm)? (\S+)', banner)
     if m:
         return f'slurm {m.group(1)}'

@@ -1,10 +1,7 @@
-"""The records a check leaves in its report beside its figures
-(``hpcval_<name>``), declared once: the check fills them (``builtins``
-of the declared type), every reader gets them decoded (``decode``, as
-hpcval.publish.results loads a report).  A report comes from anywhere:
-a record of another shape decodes to None, never to something half
-trusted, and a health record of another shape is ``Unreadable``: the
-node it speaks for is never judged healthy from it."""
+"""The records a check leaves in its report beside its figures, declared once.
+
+A record of another shape decodes to None, never half trusted; a health
+record of another shape is ``Unreadable``: never a healthy node."""
 import re
 import reprlib
 from typing import Annotated, Literal
@@ -56,10 +53,8 @@ class _Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
     """A field a report may not carry is an unknown field."""
 
 
-#: One GPU as its tool listed it (hpcval.health.nvidia, amd, habana):
-#: its index, each field the tool printed (None: it did not), its active
-#: slow-down reasons and their counters (microseconds), and the states it
-#: printed instead of a value ({field: '[GPU is lost]'}: a fault)
+#: One GPU as its tool listed it (None: not printed), its slow-down reasons
+#: and counters (us), and states printed instead of values (a fault)
 _GPU_FIELDS = {
     **dict.fromkeys(('model', 'uuid', 'serial', 'bus_id', 'vbios',
                      'driver'), Text),
@@ -93,8 +88,7 @@ class App(_Record):
 
 
 class NvLink(_Record):
-    """``nvidia-smi nvlink -s``/``-e``: {gpu: {link: GB/s or None}},
-    {gpu: {link: {counter: n}}}, or why the tool failed."""
+    """``nvidia-smi nvlink -s``/``-e``: links' GB/s, counters, or why not."""
     status: dict[Key, dict[Key, Amount | None]] | None = None
     errors: dict[Key, dict[Key, dict[Reason, Count]]] | None = None
     status_error: str = ''
@@ -102,8 +96,7 @@ class NvLink(_Record):
 
 
 class Snapshot(_Record):
-    """One query of the GPU tool (before or after the benchmark): its
-    exit code and first line, its GPUs, what it printed beside them."""
+    """One query of the GPU tool: exit code, first line, GPUs, what else."""
     rc: Annotated[int, msgspec.Meta(ge=0, le=255)] | None
     message: str = ''
     gpus: tuple[Gpu, ...] = ()
@@ -134,9 +127,7 @@ Summary = msgspec.defstruct('Summary', [
 
 
 class Event(_Record):
-    """A GPU or PCIe fault of the kernel log (hpcval.health.kernel_log).
-    Its line is what counts: the judge reads kind, device, code and
-    severity from it again, never from the fields beside it."""
+    """A kernel log fault; its line counts, never the fields beside it."""
     kind: EventKind
     line: str
     bus_id: str = ''
@@ -147,9 +138,7 @@ class Event(_Record):
 
 
 class Health(_Record):
-    """``hpcval_health``: the node's GPUs before and after the benchmark,
-    sampled during it, its kernel log and PCIe error counters
-    (hpcval.health.probe.read; judged by hpcval.health.judge)."""
+    """``hpcval_health``: GPUs, samples, kernel log, PCIe error counters."""
     node: Text
     tool: Text
     #: a query the probe left no file of: a tool that failed (rc None)
@@ -185,10 +174,7 @@ class Process(msgspec.Struct, frozen=True):
 
 
 class NodeLoad(msgspec.Struct, frozen=True):
-    """The node's load at job start (hpcval.benchmarks.nodeuse): its
-    CPUs, 1-minute load, the median runnable tasks besides the job's, the
-    seconds it waited for builds, whether that is busy and why, the
-    busiest other processes and the job's own uid."""
+    """The node's load at job start (hpcval.benchmarks.nodeuse)."""
     cpus: int
     load1: float
     others_running: float
@@ -209,8 +195,7 @@ def takes_cpu(p):
 
 
 def listed(procs):
-    """The processes by name and uid, the three busiest of them first:
-    their pids, uid and summed CPU share."""
+    """The processes by name and uid, busiest first: pids, uid, CPU share."""
     groups = {}
     for p in procs:
         groups.setdefault((p.command, p.uid), []).append(p)
@@ -225,34 +210,24 @@ def listed(procs):
 
 
 def outside(load):
-    """The processes of ``load`` (records.NodeLoad) that took CPU at job
-    start and are neither the job's nor the screen's own."""
+    """The processes that took CPU at job start, not the job's or screen's."""
     return [p for p in load.processes if not p.screen and takes_cpu(p)]
 
 
 def clears(load):
-    """Whether a slow node of this load is cleared and re-screened rather
-    than drained: it was busy, processes outside the screen took CPU, and
-    every one of them is the job's own user's (the operator's work beside
-    the screen).  Anything else (another user's process on a node given to
-    the job alone, load from nothing found, or the screen's own processes
-    alone, which ran beside every peer as well) is the node's."""
+    """Whether a slow node of this load is cleared and re-screened, not
+    drained: busy only by outside processes, all the job user's."""
     found = load is not None and load.busy and outside(load)
     return bool(found) and load.uid is not None and \
         all(p.uid == load.uid for p in found)
 
 
-#: {metric: the component it measures where narrower than the job's
-#: nodes ('GPU 1', 'link GPU 00 -> GPU 01')}
+#: {metric: the component it measures ('GPU 1', 'link GPU 00 -> GPU 01')}
 Components = dict[str, str]
-#: {key: value} of what the node reported about itself (hpcval.provenance
-#: KEYS, the container's runtime and image), and under ``nodes`` each
-#: node's own {node: {key: value}} (NODES, below)
+#: {key: value} of hpcval.provenance, each node's own under NODES
 Provenance = dict[str, str | dict[str, dict[str, str]]]
 
-#: The GPUs (their runtime numbers) a check that measures GPU by GPU saw
-#: in its output, recorded even where sanity failed; absent (None) for a
-#: check that measures the node as a whole
+#: The GPUs a per-GPU check saw in its output, kept where sanity failed
 MeasuredGpus = list[Annotated[int, msgspec.Meta(ge=0)]]
 
 TYPES = {'components': Components, 'provenance': Provenance,
@@ -261,9 +236,7 @@ TYPES = {'components': Components, 'provenance': Provenance,
 
 
 def decode(name, value):
-    """The record ``name`` of a report's ``value``, or None; a health
-    record: None where the check left none ({}), Unreadable where it is
-    of another shape (its message names the field and its value)."""
+    """The record ``name`` of a report's ``value``, None or Unreadable."""
     if name == 'health' and value == {}:
         return None
     try:
@@ -284,8 +257,7 @@ _STEP = re.compile(r'\.([A-Za-z_]\w*)|\[(\d+)\]|\[\.\.\.\]')
 
 
 def _why(message, value):
-    """'unreadable health record (msgspec's message; value V)': the value
-    at the path msgspec names, where one path leads to it."""
+    """'unreadable health record (msgspec's message; value V)'."""
     m = _AT.search(message)
     if not m:
         return f'unreadable health record ({message})'
@@ -310,8 +282,7 @@ def unreadable(why, path, val):
 
 
 def _check_health(record):
-    """What types cannot say: each GPU listed once per query (each
-    kernel event a line read as one: hpcval.health.kernel_log.check)."""
+    """What types cannot say: each GPU listed once per query."""
     for phase in ('before', 'after'):
         seen = {}
         for i, gpu in enumerate(getattr(record, phase).gpus):
@@ -328,20 +299,16 @@ def _check_health(record):
 
 
 def builtins(record):
-    """What a check stores of a declared record (a ReFrame variable
-    holds a dict); {} for none."""
+    """What a check stores of a declared record; {} for none."""
     return msgspec.to_builtins(record) if record is not None else {}
 
 
-#: a provenance record's per-node part: {node: {key: value}} of every node
-#: probed (hpcval.provenance)
+#: a provenance record's {node: {key: value}} of every node probed
 NODES = 'nodes'
 
 
 def of_node(record, node):
-    """{key: value} of ``node`` in a check's provenance record: its own
-    entry where every node was probed, else the job's (the first node's)
-    keys."""
+    """{key: value} of ``node`` in a provenance record, else the job's."""
     nodes = record.get(NODES)
     if isinstance(nodes, dict) and isinstance(nodes.get(node), dict):
         return {k: v for k, v in nodes[node].items() if isinstance(v, str)}

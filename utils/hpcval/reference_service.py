@@ -1,13 +1,4 @@
-"""Where a test meets its references: one place, loaded once per process.
-
-The reference files are read and validated once (``files()``); a test
-asks here for the ReFrame reference tuples of its metrics
-(``for_test``), why the others are not judged (``unjudged``), and whether
-an entry meant for it matches nothing (``check_loaded``, a misspelt
-``where`` say) or names a metric it does not report (``check_metrics``).
-``hpcval references`` asks ``problems_of_systems`` the same of every
-system, loading each system's tests in its own ReFrame process.
-"""
+"""Where a test meets its references: one place, loaded once per process."""
 import ast
 import functools
 import glob
@@ -29,9 +20,7 @@ def files():
 
 
 def _suite(*parts):
-    """A file or folder of the suite: $HPCVAL_ROOT's where it has one,
-    else this package's own (the installed copy or the checkout; a root
-    holding only references/ is what tests give)."""
+    """A file or folder of the suite: $HPCVAL_ROOT's, else this package's."""
     own = os.path.join(_HERE, 'suite')
     if not os.path.isdir(own):
         own = os.path.dirname(os.path.dirname(_HERE))
@@ -43,8 +32,7 @@ def _suite(*parts):
 
 
 def checks_dirs():
-    """ReFrame's check search path: the built-in checks/ less the files a
-    site replaces, and the site's."""
+    """ReFrame's check search path: built-in checks/, then the site's."""
     return paths.check_search_path(_suite('checks'))
 
 
@@ -55,8 +43,7 @@ def check_files():
 
 
 class Attrs:
-    """A test's attributes as the entries' ``where`` reads them: None for
-    one it lacks or that ReFrame sets only later."""
+    """A test's attributes as ``where`` reads them; None for a missing one."""
 
     def __init__(self, test):
         self._test = test
@@ -77,9 +64,7 @@ def _refs_of(test):
 
 
 def for_test(test, metric_units):
-    """ReFrame reference tuples of ``metric_units`` ({metric: unit}).  A
-    metric ``name@component`` (one GPU's figure, say) is judged against
-    the reference of ``name``."""
+    """ReFrame reference tuples of ``metric_units`` (``name@x``: ``name``'s)."""
     found = references.select(
         _refs_of(test), _names(test), test.current_partition.name,
         Attrs(test), {m.partition('@')[0]: u for m, u in metric_units.items()})
@@ -88,9 +73,7 @@ def for_test(test, metric_units):
 
 
 def unjudged(test, metrics, diagnostics):
-    """{metric: why no reference judges it} of ``metrics``: declared
-    diagnostic (``diagnostics``: {regex: why}), explicitly absent in the
-    system's file, or no reference."""
+    """{metric: why no reference judges it} of ``metrics``."""
     import re
     system = test.current_system.name
     absent = references.absent(
@@ -112,8 +95,7 @@ def unjudged(test, metrics, diagnostics):
 
 
 def shape(test, partitions):
-    """references.TestShape of a loaded ReFrame test that runs on
-    ``partitions`` (names)."""
+    """references.TestShape of a loaded test running on ``partitions``."""
     return references.TestShape(
         names=tuple(_names(test)), partitions=frozenset(partitions),
         attrs=Attrs(test), params=frozenset(type(test).param_space.params))
@@ -127,8 +109,7 @@ def _partitions(test):
 
 @functools.lru_cache(maxsize=None)
 def known_checks():
-    """Every class name of the loaded tests, hpcval.benchmarks and the
-    checks/ folders, read without importing them."""
+    """Every class name of the loaded tests, benchmarks and checks/ folders."""
     found = [*check_files(),
              *glob.glob(os.path.join(_HERE, 'benchmarks', '*.py'))]
     names = {n for t in _LOADED for n in _names(t)}
@@ -139,8 +120,7 @@ def known_checks():
 
 
 def reference_path(system, ref_dir=None):
-    """The file ``system``'s references come from: in ``ref_dir``, else
-    the last layer that has one (hpcval.paths.references_dirs)."""
+    """The file ``system``'s references come from."""
     if ref_dir:
         return os.path.join(ref_dir, f'{system}.yaml')
     for folder in reversed(paths.references_dirs()):
@@ -167,9 +147,7 @@ def _run_errors(system, path):
 
 
 def check_loaded(test):
-    """Raise if an entry of this system's file meant for ``test``'s class
-    (or naming a class nobody defines) matches none of the tests this run
-    loaded.  Called once all are loaded: at each test's setup."""
+    """Raise if an entry meant for ``test``'s class matches no loaded test."""
     system = test.current_system.name
     names = set(_names(test))
     mine = [e for e in _run_errors(system, reference_path(system))
@@ -180,9 +158,7 @@ def check_loaded(test):
 
 
 def check_metrics(test, reported):
-    """Raise if an entry applying to ``test`` gives a value for a metric
-    it did not report, and that looks like a mistake (references.
-    unreported); ``reported``: its metric names."""
+    """Raise if an entry names a metric ``test`` did not report (a typo)."""
     system = test.current_system.name
     # a reference for ``name`` judges every ``name@member`` figure, and
     # ``name_vs_peers`` is the node screen's bound of ``name`` (read by
@@ -206,12 +182,10 @@ class _Values(dict):
 
 
 def problems_of_systems(by_system):
-    """references.unmatched of each {system: (refs, path)}: (errors,
-    notes) of its entries against the tests of the built-in and site
-    checks, as ReFrame loads them for it with default variables, or the
-    ShapesError saying why ReFrame could not load its checks: each
-    system's tests are loaded by ReFrame in a process of their own (a
-    process holds one ReFrame runtime), side by side."""
+    """references.unmatched of each {system: (refs, path)}, or its ShapesError.
+
+    Each system's tests are loaded in a process of their own: a process
+    holds one ReFrame runtime."""
     def one(item):
         system, (refs, path) = item
         keys = sorted({k for r in refs for k in r.where})
@@ -246,8 +220,7 @@ def _shapes_in_child(system, keys):
 
 
 def _load_shapes(system, keys):
-    """The loaded tests of ``system`` as plain data (this process's one
-    ReFrame runtime is ``system``'s)."""
+    """The loaded tests of ``system`` as plain data."""
     from reframe.core import config, runtime
     from reframe.frontend.loader import RegressionCheckLoader
 

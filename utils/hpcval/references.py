@@ -1,41 +1,8 @@
 """Reference files: one YAML file per system under references/.
 
-Schema (every key is checked; unknown keys are rejected so a typo such as
-``uper`` cannot silently drop a bound)::
-
-    system: local                 # must equal the file's stem
-    description: ...              # what machine the numbers describe
-    rules:                        # named tolerance rules, cited by entries
-      floor: "..."                # text: how lower/upper were derived
-    entries:
-      - check: Mpi4pyPingPongCheck    # test class name
-        partition: '*'                # optional: partition name or '*'
-        where: {placement: on_node}   # optional: test attributes to match
-        # absent: "why no figure"     # instead of metrics: none is judged
-        metrics:
-          latency_8B:
-            value: 5.0                # null = explicitly no reference
-            lower: null               # fraction (<= 0) or null: unbounded
-            upper: 1.0                # fraction (>= 0) or null: unbounded
-            unit: us
-            rule: floor               # a key of ``rules``
-            spread: 0.2               # optional: published std, same unit
-            source: "Sandia Cluster 2023 poster Table 3 (...)" or "measured on HOST, DATE, by CMD"
-    false_alarms:                 # optional: the rate the bounds were built
-      node_rate: 0.005            # for (hpcval calibrate): per healthy run,
-      figures: 104                # over the figures a run judges, and per
-      per_figure: 4.82e-05        # figure
-    inventory:                    # optional: each partition's expected GPUs
-      - partition: gpu            # (hpcval.health.inventory)
-        gpus: 4
-        ...
-
-The loader turns the matching entries into ReFrame's reference tuples
-``(value, lower, upper, unit)``, converting each value into the unit the
-check reports.  Why not ReFrame's own ``$ref`` YAML: its entries are bare
-tuples keyed by class name, with no place for provenance or rules, and a
-figure nobody can trace is one nobody can argue with.
-"""
+Every key is checked, an unknown one refused (docs/references.md has the
+schema); the loader turns the matching entries into ReFrame's reference
+tuples ``(value, lower, upper, unit)`` in the unit the check reports."""
 import difflib
 import math
 import os
@@ -59,9 +26,7 @@ _METRIC_KEYS = {'value', 'lower', 'upper', 'unit', 'rule', 'source', 'notes',
 
 @dataclass(frozen=True)
 class FalseAlarms:
-    """The false-alarm rate a file's bounds were built for: per healthy
-    run of a node (None: not stated), over ``figures`` judged, and per
-    figure."""
+    """The false-alarm rate a file's bounds were built for."""
     node_rate: object
     figures: int
     per_figure: float
@@ -131,27 +96,22 @@ _SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 2, 60, 60
 
 
 def _shown(val):
-    """``repr(val)`` cut short: YAML aliases can make a small file's value
-    of billions of elements, which an error message must not expand."""
+    """``repr(val)`` cut short: a YAML alias may hold billions of elements."""
     return _SHOWN.repr(val)
 
 
 def _number(path, key, val, sign=None, allow_null=True):
     if val is None and allow_null:
         return None
-
     if isinstance(val, bool) or not isinstance(val, (int, float)) \
             or not _finite(val):
         _fail(path, key, f'must be a finite number'
                          f'{" or null" if allow_null else ""}, '
                          f'got {_shown(val)}')
-
     if sign == '+' and val < 0:
         _fail(path, key, f'must be >= 0, got {val}')
-
     if sign == '-' and val > 0:
         _fail(path, key, f'must be <= 0, got {val}')
-
     return float(val)
 
 
@@ -165,7 +125,6 @@ def _finite(val):
 def _text(path, key, val):
     if not isinstance(val, str) or not val.strip():
         _fail(path, key, f'must be a non-empty string, got {_shown(val)}')
-
     return val
 
 
@@ -214,13 +173,7 @@ def _metric(path, key, data, rules):
 
 
 def _band(path, key, value, upper, unit):
-    """Refuse a reference whose band is no pair of finite numbers in some
-    unit of its family, where the check may report it: ``value: 1e308,
-    upper: 1.0`` puts the top at inf, a bound silently dropped, and a
-    value that underflows to 0 turns ReFrame's fractions into absolute
-    limits.  The sign rules keep the band from being empty (lower in
-    [-1, 0] puts the low limit between 0 and the value, upper >= 0 the
-    high one above it)."""
+    """Refuse a band not finite in some unit of its family."""
     if value == 0:      # ReFrame's limits are the fractions themselves
         return
     for other in dict.fromkeys((unit, *units.extremes(unit))):
@@ -246,9 +199,7 @@ def _g(number):
 
 
 class _UniqueKeyLoader(bounded.SAFE_LOADER):
-    """safe_load, except that a key given twice in one mapping is an error:
-    PyYAML keeps the last silently, so a second ``entries:`` would wipe
-    the first one's references."""
+    """safe_load, except that a key given twice in one mapping is an error."""
 
     def construct_mapping(self, node, deep=False):
         seen = {}
@@ -269,8 +220,7 @@ class _UniqueKeyLoader(bounded.SAFE_LOADER):
 
 
 def parse(text, path):
-    """The YAML document of one reference file (``path`` names it in
-    errors); a duplicate key is an error."""
+    """The YAML document of one reference file; a duplicate key is an error."""
     try:
         return bounded.load(text, _UniqueKeyLoader)
     except bounded.TooBig as err:
@@ -310,10 +260,8 @@ _WHERE_KEY = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 def _where(path, key, where):
     if where is None:
         return {}
-
     if not isinstance(where, dict):
         _fail(path, key, 'must be a mapping')
-
     for name, val in where.items():
         if not isinstance(name, str) or not _WHERE_KEY.fullmatch(name):
             _fail(path, key, f'{_shown(name)} is not a test attribute name')
@@ -325,9 +273,7 @@ def _where(path, key, where):
 
 
 def load(path, text=None):
-    """Parse and validate one reference file; return its Reference list.
-    ``text`` is the file's content when it is not to be read from
-    ``path`` (a text being checked before it is written)."""
+    """Parse and validate one reference file (or its ``text``): References."""
     data = _document(path, text)
     _head(path, data)
     rules = _rules(path, data)
@@ -337,10 +283,8 @@ def load(path, text=None):
 def _document(path, text=None):
     """The top-level mapping of one file, its keys and ``system`` checked."""
     data = parse(_read(path) if text is None else text, path)
-
     if not isinstance(data, dict):
         _fail(path, '<top>', 'must be a mapping')
-
     _unknown(path, '<top>', data, _TOP_KEYS)
     stem = os.path.splitext(os.path.basename(path))[0]
     if data.get('system') != stem:
@@ -358,9 +302,7 @@ def _head(path, data):
 
 
 def _inventory(path, data):
-    """The file's validated inventory entries ([] when it has none): a
-    broken inventory stops the run and the verdict like any other
-    reference error."""
+    """The file's validated inventory entries ([] when it has none)."""
     try:
         return inventory.validate(path, data.get('inventory'))
     except inventory.InventoryError as err:
@@ -384,15 +326,13 @@ def _rules(path, data):
     rules = data.get('rules') or {}
     if not isinstance(rules, dict):
         _fail(path, 'rules', 'must be a mapping of name to text')
-
     for name, text in rules.items():
         _text(path, f'rules.{name}', text)
     return rules
 
 
 def _refs(path, entries, rules, keys=None, origins=None):
-    """The References of ``entries``; ``keys[i]`` names entry ``i`` in
-    errors (default ``entries[i]``), ``origins(i, metric)`` its Origin."""
+    """The References of ``entries``, named and traced for errors."""
     refs = []
     for i, entry in enumerate(entries):
         key = keys[i] if keys else f'entries[{i}]'
@@ -426,7 +366,6 @@ def _entry_key(path, key, entry):
     """(check, partition, where) of one entry: what names it."""
     if not isinstance(entry, dict):
         _fail(path, key, 'must be a mapping')
-
     _unknown(path, key, entry, _ENTRY_KEYS)
     check = _text(path, f'{key}.check', entry.get('check'))
     partition = _text(path, f'{key}.partition', entry.get('partition', '*'))
@@ -435,8 +374,7 @@ def _entry_key(path, key, entry):
 
 
 def load_dir(dirname):
-    """The ReferenceSet of every ``*.yaml`` under ``dirname``, each file
-    on its own (no layering)."""
+    """The ReferenceSet of every ``*.yaml`` under ``dirname``, unlayered."""
     return ReferenceSet.of_files(
         [os.path.join(dirname, f) for f in _yaml_names(dirname)])
 
@@ -447,14 +385,7 @@ _CALIBRATED_RULE = 'calibrated'     # hpcval.publish.calibrate.RULE
 
 @dataclass(frozen=True)
 class Origin:
-    """Where one figure of a layered reference set came from.
-
-    ``layer``: built-in (the first folder), site (a later one) or
-    calibrated (its rule is the one ``hpcval calibrate`` writes);
-    ``path`` and ``entry``: the file and entry index that last set it;
-    ``changed``: the metric fields that file changed over the layer below
-    (``('*',)``: the whole metric or entry is its own); ``before``: the
-    layer below's metric as written there, or None."""
+    """Where one figure of a layered reference set came from."""
     layer: str
     path: str
     entry: int
@@ -464,20 +395,13 @@ class Origin:
 
 
 def load_over(below_path, path, text=None):
-    """The references of the file ``path`` (or its ``text``, a text
-    being checked before it is written) layered over the file
-    ``below_path``, as ReferenceSet.layered layers a site file over the
-    built-in one."""
+    """The references of ``path`` (or ``text``) layered over ``below_path``."""
     below = _layer_on(None, below_path, _document(below_path), BUILT_IN)
     return _layer_on(below, path, _document(path, text), SITE).references()
 
 
 class ReferenceSet(dict):
-    """{system: [Reference]} of one set of reference files, with each
-    system's expected ``inventory`` entries and the file that last set it
-    (``files``): what a run, the verdict, the report, calibrate and the
-    health judge all read.  Made by one layering rule (``layered``) or
-    from the files a user names (``given``)."""
+    """{system: [Reference]}, inventory and file: what every reader reads."""
 
     def __init__(self, refs=(), inventory=None, files=None,
                  false_alarms=None):
@@ -489,19 +413,10 @@ class ReferenceSet(dict):
 
     @classmethod
     def layered(cls, dirs):
-        """The references of each system from the folders ``dirs`` in
-        order (the built-in one, then a site's: hpcval.paths.
-        references_dirs).
+        """The references of each system from the folders ``dirs`` in order.
 
-        A later folder's file changes the system's earlier one entry by
-        entry: its entry with the same check, partition and ``where`` as
-        an earlier entry changes only the metrics it names, and a metric
-        without ``value`` changes only the fields it gives (a bound, its
-        rule); other entries are added after the earlier ones; its
-        ``inventory:``, where it gives one, replaces the earlier one
-        whole, and is kept where it gives none.  ``replace: true`` at the
-        top of the file replaces the earlier file whole.  Every Reference
-        carries its Origin."""
+        A later file changes an earlier one entry by entry, metric by metric
+        (docs/site.md); ``replace: true`` replaces it whole."""
         layers, rates = {}, {}
         for depth, dirname in enumerate(dirs):
             layer = BUILT_IN if depth == 0 else SITE
@@ -520,8 +435,7 @@ class ReferenceSet(dict):
 
     @classmethod
     def of_files(cls, files):
-        """Each file of ``files`` on its own: the whole references of the
-        system its name gives."""
+        """Each file of ``files`` on its own, the system its name gives."""
         out = cls()
         for path in files:
             data = _document(path)
@@ -537,12 +451,7 @@ class ReferenceSet(dict):
 
     @classmethod
     def given(cls, given=()):
-        """The files or folders ``given`` (``--references``), each the
-        whole references of its system, read only where trusted
-        (hpcval.trust: owned by root or the running user, writable by
-        nobody else) and a regular file; else the installed and the
-        site's, layered; each inventory's partitions checked against the
-        configured systems."""
+        """The trusted files or folders ``given``, else the installed."""
         if not given:
             refs = cls.layered(paths.references_dirs())
         else:
@@ -565,8 +474,7 @@ class ReferenceSet(dict):
                                        partition)
 
     def where_keys(self):
-        """The test attributes the entries' ``where`` match on (a name
-        starting with _ is no attribute a report records)."""
+        """The test attributes the entries' ``where`` match on."""
         return sorted({k for refs in self.values() for r in refs
                        for k in r.where if not k.startswith('_')})
 
@@ -575,9 +483,7 @@ class ReferenceSet(dict):
         return applying(self.get(system, ()), check_names, partition, attrs)
 
     def check_partitions(self, partitions_of):
-        """ReferenceFileError naming file and key where an inventory
-        names a partition its system does not have (``partitions_of``:
-        {system: partition names}; systems not in it are not checked)."""
+        """Refuse an inventory partition its system does not have."""
         for system, entries in self.inventory.items():
             known = partitions_of.get(system)
             for i, entry in enumerate(entries):
@@ -590,8 +496,7 @@ class ReferenceSet(dict):
 
 
 def configured_partitions(system_modules=None):
-    """{system: its partitions' names} of hpcval's system modules (default:
-    those the suite configures; none where it has no systems/ folder)."""
+    """{system: its partitions' names} of hpcval's system modules."""
     if system_modules is None:
         if not os.path.isfile(os.path.join(paths.repo_root(), 'systems',
                                            '__init__.py')):
@@ -607,9 +512,7 @@ def configured_partitions(system_modules=None):
 
 
 def _kind(path, folder=True):
-    """'folder' or 'file' of a path a user gave, where trusted;
-    ReferenceFileError for anything else (another user's file could pass
-    a failing node, a FIFO would block, a device never end)."""
+    """'folder' or 'file' of a trusted path a user gave, else refused."""
     try:
         trust.check_path(path)
         mode = os.stat(path).st_mode
@@ -643,10 +546,7 @@ def _yaml_names(dirname):
 
 @dataclass
 class _Layered:
-    """One system's entries as layered so far: the file the last layer
-    came from (errors name it), the merged entries and rules, per entry
-    its Origin by metric ('*' for an ``absent`` entry), and the inventory
-    of the last layer that gave one."""
+    """One system's entries, rules, origins and inventory as layered so far."""
     path: str
     entries: list
     rules: dict
@@ -660,8 +560,7 @@ class _Layered:
         rules = _rules(path, data)
         entries = _entries_of(path, data)
         _refs(path, entries, rules)     # validated as a file of its own
-        origins = [{m: Origin(_layer(layer, spec), path, i, ('*',))
-                    for m, spec in _metric_specs(e).items()}
+        origins = [_own_origins(e, layer, path, i)
                    for i, e in enumerate(entries)]
         return cls(path, list(entries), dict(rules), origins,
                    [f'entries[{i}]' for i in range(len(entries))], expected)
@@ -669,6 +568,12 @@ class _Layered:
     def references(self):
         return _refs(self.path, self.entries, self.rules, self.keys,
                      lambda i, m: self.origins[i].get(m))
+
+
+def _own_origins(entry, layer, path, i):
+    """{metric: Origin} of entry ``i`` of ``path``, its metrics all its own."""
+    return {m: Origin(_layer(layer, spec), path, i, ('*',))
+            for m, spec in _metric_specs(entry).items()}
 
 
 def _metric_specs(entry):
@@ -689,8 +594,7 @@ def _same_key(a, b):
 
 
 def _overlay(below, path, data):
-    """``below`` changed by the site file ``path`` (its document ``data``),
-    entry by entry; the result is validated, errors naming ``path``."""
+    """``below`` changed by the site file ``path``, entry by entry."""
     if 'description' in data:
         _text(path, 'description', data['description'])
     rules = dict(below.rules)
@@ -717,8 +621,7 @@ def _overlay(below, path, data):
             # a new entry follows the earlier ones (a calibrated one always
             # does: the last applicable entry wins, as in one file)
             entries.append(entry)
-            origins.append({m: Origin(_layer(SITE, spec), path, j, ('*',))
-                            for m, spec in _metric_specs(entry).items()})
+            origins.append(_own_origins(entry, SITE, path, j))
             keys.append(key)
             known.append(ident)
             continue
@@ -747,12 +650,10 @@ def _calibrated_only(entry):
 
 
 def _merge_entry(old, old_origins, new, path, j, key, below_path):
-    """(entry, origins) of the earlier entry ``old`` changed by the site's
-    entry ``new`` (entry ``j`` of ``path``)."""
+    """(entry, origins) of the earlier entry ``old`` changed by ``new``."""
     if 'absent' in new or 'absent' in old:
         # no figure, or figures where there were none: the site's whole
-        return new, {m: Origin(_layer(SITE, s), path, j, ('*',))
-                     for m, s in _metric_specs(new).items()}
+        return new, _own_origins(new, SITE, path, j)
 
     metrics = dict(old['metrics'])
     origins = dict(old_origins)
@@ -784,16 +685,9 @@ def _merge_entry(old, old_origins, new, path, j, key, below_path):
 
 
 def applies(ref, check_names, partition, attrs):
-    """Whether the entry of ``ref`` applies to one test: its class or a
-    base class (``check_names``), its partition, and the ``where``
-    attributes (``attrs.get``: a live test's or a recorded case's)."""
-    if ref.check not in check_names:
-        return False
-
-    if ref.partition not in ('*', partition):
-        return False
-
-    return all(_same(attrs.get(k), v) for k, v in ref.where.items())
+    """Whether the entry of ``ref`` applies to one test."""
+    return ref.check in check_names and ref.partition in ('*', partition) \
+        and all(_same(attrs.get(k), v) for k, v in ref.where.items())
 
 
 def _same(attr, wanted):
@@ -805,35 +699,22 @@ def _same(attr, wanted):
 def select(refs, check_names, partition, attrs, metric_units):
     """ReFrame reference tuples for one test, keyed by metric.
 
-    ``check_names`` are the test's class and its bases (an entry may name a
-    base class to cover its variants), ``attrs`` the test attributes the
-    entries' ``where`` may constrain.  Later entries override earlier ones,
-    so a specific entry follows a general one in the file.  Metrics whose
-    reference is explicitly absent (value: null) are left out, and ReFrame
-    logs them without judging.
-    """
+    A later entry overrides an earlier one; an explicitly absent metric
+    (value: null) is left out, logged unjudged."""
     return {name: ref.as_tuple(metric_units[name]) for name, ref in
             applying(refs, check_names, partition, attrs).items()
             if name in metric_units and ref.value is not None}
 
 
 def applying(refs, check_names, partition, attrs):
-    """{metric: Reference} of the entries of ``refs`` that apply to one
-    test (a live one or a recorded case: ``applies``); a later entry wins
-    over an earlier one."""
-    got = {}
-    for ref in refs:
-        if applies(ref, check_names, partition, attrs):
-            got[ref.metric] = ref
-    return got
+    """{metric: Reference} of the entries of ``refs`` applying to one test."""
+    return {ref.metric: ref for ref in refs
+            if applies(ref, check_names, partition, attrs)}
 
 
 @dataclass(frozen=True)
 class TestShape:
-    """What an entry can match of one loaded test: its class and base
-    class names, the partitions it runs on, its attributes (``attrs.get``)
-    and the names of its parameters (a variable's value is the run's:
-    ``-S`` may set it)."""
+    """What an entry can match of one loaded test."""
     names: tuple
     partitions: frozenset
     attrs: object
@@ -849,13 +730,7 @@ def _entries(refs):
 
 
 def unmatched(refs, tests, path, known_checks=None):
-    """(errors, notes) about the entries of one system's ``refs`` (read
-    from ``path``) against its loaded ``tests`` (TestShape), each naming
-    file and entry.  An error: the entry matches no test (check class,
-    partition, ``where`` key, a parameter's value).  A note: it matches
-    only when a run sets a variable to its ``where`` value.  With
-    ``known_checks`` (every test and base class name there is) an entry
-    whose check was not loaded is left alone unless the name is unknown."""
+    """(errors, notes) about entries of ``refs`` that match no loaded test."""
     errors, notes = [], []
     for i, ref in _entries(refs).items():
         found = _no_match(ref, tests, known_checks)
@@ -926,17 +801,11 @@ def _no_match(ref, tests, known_checks):
 
 
 def unreported(refs, check_names, partition, attrs, reported):
-    """(entry index, metric, what the test reports instead) of the
-    entries applying to one test that give a value for a metric it did
-    not report, where that looks like a mistake: a misspelt metric would
-    otherwise never be judged.
+    """(entry index, metric, what the test reports instead) of likely typos.
 
-    One test cannot tell a typo from a metric of a sibling variant (an
-    entry for LikwidBenchCheck gives copy_bandwidth and stream_bandwidth,
-    each variant reports one), so a missing metric counts when the test
-    reports none of the entry's figures, or reports one whose name is
-    close to it (``latency_8b`` for ``latency_8B``).  Explicitly absent
-    metrics judge nothing either way."""
+    A missing metric counts when the test reports none of the entry's
+    figures, or one whose name is close to it: a sibling variant's metric
+    is no mistake."""
     by_entry = {}
     for ref in refs:
         if ref.value is not None and applies(ref, check_names, partition,
@@ -954,9 +823,7 @@ def unreported(refs, check_names, partition, attrs, reported):
 
 
 def absent(refs, check_names, partition, attrs, metrics):
-    """{metric: source} of the ``metrics`` whose applicable entry says
-    explicitly that no reference judges them (value: null): logged on
-    purpose, not forgotten."""
+    """{metric: source} of the ``metrics`` explicitly without a reference."""
     return {name: ' '.join((ref.source or 'no reason given').split())
             for name, ref in applying(refs, check_names, partition,
                                       attrs).items()

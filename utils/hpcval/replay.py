@@ -1,39 +1,8 @@
 """Replays: what hpcval says about a recorded output on a given system.
 
-A replay runs the real check class on the real system definition (its
-name, partitions, features, devices and references) with only the
-execution replaced: ``config/replay.py`` marks every partition with the
-extra ``replay`` (and gives it the local scheduler and launcher, no
-access options, no modules), the source and build fixtures do nothing
-there, and the run stage copies the recording into the stage directory
-instead of running the benchmark.  Sanity and performance then run as in a
-real run.  See docs/replay.md.
-
-A recording is a folder ``<replay_dir>/<test>`` where ``<test>`` is the
-test's class name and parameters (``TransferBenchCheck%preset=a2a``,
-``BabelStreamHipCheck``):
-
-- ``stdout``, ``stderr``: the run's standard output and error (optional);
-- ``exit_code``: the run's exit status, a number (optional, default 0);
-- ``excerpt.txt``: present when the recording is a quoted excerpt, not a
-  whole output; one line saying what was left out.  The benchmark then
-  skips the completeness checks that need what is missing (nccl-tests'
-  footer and device list, BabelStream's one output per GPU) and judges
-  what is there; the test is tagged ``excerpt`` as well;
-- the files the check's parser reads besides standard output, under the
-  names it reads them (the check's ``replay_inputs()``: BabelStream's
-  ``stream.<host>.gpu<N>.out``, TransferBench's config file).
-
-A recording is data: each file must be a plain file (no symbolic link,
-FIFO or device) with one of those names; anything else, a name ReFrame
-uses (``rfm_job.sh``) above all, is refused with the file named.  The files
-are copied into the stage directory here, never replacing one, and the job
-only prints them.
-
-Replays are never taken for measurements: the test is tagged ``replay``
-(the report reader keys on it), its description starts with REPLAY, and
-the job script and the first line of its standard output say so.
-"""
+The real check on the real system definition, only the execution
+replaced by a copy of the recording (docs/replay.md: its files and
+rules).  A recording is data, never run; a replay is never a measurement."""
 import fnmatch
 import os
 import re
@@ -57,12 +26,10 @@ _MAX_NOTE_BYTES = 4096
 
 
 def active(test):
-    """True on a partition of config/replay.py.  ``-S replay_dir`` on a
-    real partition is refused: the job would go to the real scheduler."""
+    """True on a partition of config/replay.py; refused on a real one."""
     part = test.current_partition
     if part is not None and part.extras.get(FLAG):
         return True
-
     if test.replay_dir:
         raise InputError(f'-S replay_dir={test.replay_dir}: replays run '
                          f'with -C config/replay.py (this configuration '
@@ -71,8 +38,7 @@ def active(test):
 
 
 def recording_name(test):
-    """The class name and the test's own parameters, as in its display
-    name without spaces and fixtures: ``TransferBenchCheck%preset=a2a``."""
+    """``TransferBenchCheck%preset=a2a``: class name and own parameters."""
     cls = type(test)
     info = cls.get_variant_info(test.variant_num, recurse=False)
     return cls.__name__ + ''.join(
@@ -86,7 +52,6 @@ def find_recording(test):
         raise InputError('config/replay.py runs nothing: give -S '
                          'replay_dir=DIR, a folder of recordings '
                          '(docs/replay.md)')
-
     root = checked_path(test.replay_dir, 'replay_dir')
     folder = os.path.join(root, recording_name(test))
     test.skip_if(not os.path.lexists(folder),
@@ -98,8 +63,7 @@ def find_recording(test):
 
 
 def _open_regular(path, what):
-    """A read descriptor of ``path``, a regular file and not a symlink
-    (a FIFO would hang the job, a link could point anywhere)."""
+    """A read descriptor of ``path``, a regular file and not a symlink."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as err:
@@ -160,8 +124,7 @@ def _matches(rel, pattern):
 
 
 def recording_files(test, folder):
-    """Relative paths of the files in ``folder``, each one a plain file
-    named as the check reads it; InputError for anything else."""
+    """Relative paths of the files in ``folder``, each one the check reads."""
     allowed = RECORDED + tuple(test.replay_inputs())
     found, todo = [], ['']
     while todo:
@@ -199,15 +162,13 @@ def _copy(src, dst):
 
 
 def stage(test):
-    """Replace what the job runs: the recording's files, checked and
-    copied here (nothing in them runs), and a job that prints them."""
+    """Replace what the job runs by the recording's checked files, printed."""
     folder = test.replay_recording
     banner = (f'hpcval REPLAY of {folder} on {test.current_system.name}: '
               f'recorded output, nothing was run; not a measurement')
     files = recording_files(test, folder)
     for rel in files:
         _copy(os.path.join(folder, rel), os.path.join(test.stagedir, rel))
-
     code = _exit_code(folder)
     test.prerun_cmds = [f'# {banner}', f'echo {shlex.quote(banner)}']
     test.executable = 'cat'

@@ -1,12 +1,5 @@
-"""Confirmed failures: a failed test case measured again in its session.
-
-The suites run ReFrame with ``--max-retries=1`` (hpcval.suites): a test
-case that failed is run once more, in the same session, after the others;
-the report keeps both runs (``runs[0]``, ``runs[1]``, as ``Case.run``).
-The verdict judges the re-measure and shows the first run beside it, so
-that a failure that reproduces fails with both figures and one that does
-not is named intermittent, never passed (docs/verdict.md).
-"""
+"""Confirmed failures: a failed test case measured again in its session
+(``--max-retries=1``); the verdict judges the re-measure beside it."""
 
 # what ReFrame writes of a case that did not run: a retry that did not
 # measure leaves the first run to stand
@@ -27,11 +20,9 @@ def _key(case):
 
 
 def runs(cases):
-    """(earlier, first) of ``cases`` (results.Case, tests or fixtures):
-    ``earlier`` the ids of the runs a later run of the same test case
-    replaces, ``first`` {id(the run judged): the first run} of each test
-    case measured again.  A run follows a failed one as its retry; a run
-    after a passed one (``--reruns``) is a measurement of its own."""
+    """(earlier, first) of ``cases``: ids of the runs a later run replaces,
+    and {id(the run judged): the first run}.  A run after a passed one
+    (``--reruns``) is a measurement of its own."""
     if not any(map(_run, cases)):
         return set(), {}        # no run but the first: nothing to pair
     by_test = {}
@@ -52,8 +43,7 @@ def runs(cases):
 
 
 def _chains(found):
-    """``found`` (one test case's runs, in order) cut into chains of a
-    failed run and its retries."""
+    """``found`` (one test case's runs) cut into failed runs and retries."""
     chain = [found[0]]
     for case in found[1:]:
         last = chain[-1]

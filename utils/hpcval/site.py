@@ -1,17 +1,9 @@
 """``hpcval site init DIR [--from SYSTEM]``: a site folder to start from.
 
-A site keeps its systems, references and checks in one folder, named by
-$HPCVAL_SITE and layered over the built-in ones (docs/site.md).  ``init``
-makes its three folders and a README; ``--from SYSTEM`` copies a built-in
-system's module into it, where it replaces the built-in one and can be
-edited.  Its reference file is not copied: a site reference file holds
-only the entries it changes, so that upstream corrections to the others
-still reach the site.  Nothing existing is overwritten.
-
-The folder is made by the running user and writable by it alone (an
-existing empty one only when it is already so): hpcval loads code from it
-(hpcval.trust, docs/security.md).
-"""
+Its three folders and a README, ``--from`` a copy of a built-in system's
+module (never its reference file: a site's holds only what it changes);
+made by the running user, writable by it alone, nothing overwritten
+(docs/site.md, docs/security.md)."""
 import os
 import re
 
@@ -92,8 +84,7 @@ _ROUNDING = 0.0005 + 1e-9
 
 
 def _sandia_spread(value, spread):
-    """sandia-spread: lower = -max(3 std / mean, 0.05) for a bandwidth,
-    upper = max(3 std / mean, 0.10) for a latency."""
+    """sandia-spread: 3 std / mean, at least 0.05 below and 0.10 above."""
     ratio = 3 * spread / value
     return -max(ratio, 0.05), max(ratio, 0.10)
 
@@ -104,10 +95,7 @@ RULE_BOUNDS = {'sandia-spread': (_sandia_spread,
 
 
 def rule_warnings(refs):
-    """One message per site figure whose bound breaks the rule it names:
-    a rule of RULE_BOUNDS computed from its value and spread, else a
-    built-in rule whose built-in bound it changed without changing the
-    value or spread the bound was derived from."""
+    """One message per site figure whose bound breaks the rule it names."""
     out = []
     for ref in refs:
         origin = ref.origin
@@ -155,10 +143,7 @@ def _place(ref):
 
 
 def effective(refs):
-    """Rows (check, place, metric, value, unit, lower, upper, rule,
-    origin) of every judged figure of one system, as the layers give it;
-    origin names the layer, and for a site change the fields it changed
-    and the file."""
+    """Rows of every judged figure of one system, and the layer that set it."""
     rows = []
     for ref in refs:
         if ref.value is None:
@@ -179,8 +164,7 @@ def effective(refs):
 
 
 def _sources(name):
-    """The built-in system ``name``'s module (its reference file is not
-    copied: a site file holds only what it changes)."""
+    """The built-in system ``name``'s module."""
     root = paths.repo_root()
     known = sorted(f[:-3] for f in os.listdir(os.path.join(root, 'systems'))
                    if f.endswith('.py') and not f.startswith('_'))

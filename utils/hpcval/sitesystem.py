@@ -1,15 +1,7 @@
-"""Helpers for system modules, built-in and a site's: partitions,
-programming environments, the site's account and paths.
+"""Helpers for system modules, built-in and a site's (docs/site.md).
 
-A site's ``systems/<name>.py`` (docs/site.md) imports them from here::
-
-    from hpcval.sitesystem import environ, slurm_partition, processor
-
-This module is public: its functions keep their names and arguments
-within a major version (CHANGELOG.md).  Values a site sets through environment variables end up in job scripts, so
-they are checked when the configuration loads and a bad one stops ReFrame
-with the variable named.
-"""
+Public: its functions keep their names and arguments within a major
+version (CHANGELOG.md)."""
 import re
 
 from reframe.utility.cpuinfo import cpuinfo
@@ -40,8 +32,7 @@ def account(system):
 
 
 def account_access(system, fmt):
-    """The partition ``access`` entry charging $HPCVAL_ACCOUNT, if set
-    (unset: the scheduler's default account for the user)."""
+    """The partition ``access`` entry charging $HPCVAL_ACCOUNT, if set."""
     value = account(system)
     return [fmt.format(value)] if value else []
 
@@ -71,12 +62,7 @@ def processor(arch, cores, threads_per_core, sockets):
 
 
 def mpi(system, pmi=None, modules=()):
-    """The partition keys (ReFrame's partition ``modules`` and
-    ``env_vars``) that make every job of a partition use the site's MPI:
-    ``modules`` loaded in each build and run job (the MPI, or an mpi4py
-    built over it), and under ``srun`` the PMI its ranks need as
-    ``SLURM_MPI_TYPE``, which srun reads as ``--mpi``.  The MPI ping-pong
-    and the OSU checks then run on that MPI, not on the PyPI MPICH wheel."""
+    """Partition keys making its jobs use the site's MPI modules and PMI."""
     out = {}
     if pmi is not None:
         if pmi not in PMI_TYPES:
@@ -95,9 +81,7 @@ def mpi(system, pmi=None, modules=()):
 
 
 def slurm_partition(name, descr, access, environs, features, cpu, **rest):
-    """A Slurm partition launched with ``srun``: whole nodes counted with
-    ``--nodes``, 30-minute jobs (inside every site's debug and short caps).
-    ``rest`` may hold ``**mpi(...)``: the site's MPI and PMI."""
+    """A Slurm partition launched with ``srun``, whole nodes, 30-min jobs."""
     return {'name': name, 'descr': descr, 'scheduler': 'slurm',
             'sched_options': {'use_nodes_option': True}, 'launcher': 'srun',
             'access': access, 'time_limit': '30m', 'environs': environs,
@@ -105,20 +89,15 @@ def slurm_partition(name, descr, access, environs, features, cpu, **rest):
 
 
 def nccl_net_env(system, settings):
-    """``settings`` plus the site-built NCCL OFI plugin's folder
-    ($HPCVAL_NCCL_NET_PLUGIN_DIR) on the library path, when given."""
+    """``settings`` plus $HPCVAL_NCCL_NET_PLUGIN_DIR on the library path."""
     plugin = site_path(system, 'HPCVAL_NCCL_NET_PLUGIN_DIR')
     if plugin:
         return {**settings, 'LD_LIBRARY_PATH': f'{plugin}:$LD_LIBRARY_PATH'}
-
     return dict(settings)
 
 
 def box_partition(descr, environs, features, devices, extras):
-    """The one partition of a standalone box: jobs run on the box itself
-    (local scheduler), one at a time, ranks started by ``mpirun``; the host
-    CPU varies between boxes of a kind, so ``detect_host_cpu`` fills it in
-    when the box is the selected system."""
+    """The one partition of a standalone box (local scheduler, ``mpirun``)."""
     return {'name': 'default', 'descr': descr, 'scheduler': 'local',
             'launcher': 'mpirun', 'environs': environs, 'features': features,
             'processor': {}, 'devices': devices, 'max_jobs': 1,
@@ -126,7 +105,6 @@ def box_partition(descr, environs, features, devices, extras):
 
 
 def detect_host_cpu(system):
-    """``detect`` of a box system: this host's processor, ReFrame's
-    ``cpuinfo()``, into each partition."""
+    """``detect`` of a box system: this host's processor, each partition."""
     for part in system['partitions']:
         part['processor'] = cpuinfo()

@@ -1,20 +1,11 @@
-"""A cluster as Slurm describes it: partitions, their nodes' shapes and
-GPUs, from ``scontrol show partition -o``, ``scontrol show node -o`` and
-``sinfo``, and its MPI plugins from ``scontrol show config`` and ``srun
---mpi=list`` (``hpcval site init DIR --from-slurm``, docs/site.md).
+"""A cluster as Slurm describes it (``hpcval site init --from-slurm``).
 
-Slurm's output is data: every name that reaches the system module, the
-reference file or a job's ``--partition`` option must match a plain name
-in full, and a record that does not parse stops everything with the
-source and record named.  Nodes of one partition that differ in shape
-(CPUs, sockets, memory, GPUs, architecture) are listed, never averaged:
-the partition takes the shape most of its nodes have, and the others are
-named in what is written.
-
-An admin's text (a drain reason) may hold any byte: each command's output
-is bounded (MAX_OUTPUT), decoded leniently and split on newlines only, and
-a reason runs to the end of its record; the bytes replaced are reported.
-"""
+Slurm's output is data: every name reaching the system module, reference
+file or ``--partition`` must fully match a plain name, and an unparsable
+record stops everything, named.  Nodes of one partition that differ in
+shape are listed, never averaged.  Admin text (a drain reason) may hold
+any byte: output is bounded (MAX_OUTPUT), decoded leniently and split on
+newlines only, and the bytes replaced are reported."""
 import collections
 import dataclasses
 import os
@@ -118,15 +109,13 @@ class Cluster:
 
 
 def lines(text):
-    """(number, line) of Slurm's output: split on newlines only (a reason
-    may hold a form feed, which str.splitlines splits on)."""
+    """(number, line) of Slurm's output, split on newlines only."""
     for number, line in enumerate(text.split('\n'), 1):
         yield number, line.rstrip('\r')
 
 
 def records(text, first_key, source):
-    """[{key: value}] of ``scontrol show ... -o`` (one record a line) or of
-    its multi-line form (a record starts with ``first_key=``)."""
+    """[{key: value}] of ``scontrol show ... -o`` or its multi-line form."""
     out, current = [], None
     for number, line in lines(text):
         if not line.strip():
@@ -186,8 +175,7 @@ def _int(rec, key, source, name):
 
 
 def gpus_of(gres, source, node):
-    """(count, type) of the GPUs in a node's ``Gres=`` (``gpu:h100:4``,
-    ``gpu:8(S:0-1)``, ``gpu:a100:2,gpu:v100:2``); types joined by '+'."""
+    """(count, type) of a node's ``Gres=`` GPUs; types joined by '+'."""
     if gres in ('', '(null)'):
         return 0, ''
     count, types = 0, []
@@ -333,10 +321,10 @@ def describe(cluster_name, partition_text, node_text, state_text=''):
 
 
 def _usable(state):
-    """Whether a node in this Slurm state takes jobs (sinfo's idle,
-    mixed, allocated; scontrol's IDLE, MIXED, ALLOCATED without DRAIN,
-    DOWN, FAIL, MAINT or NOT_RESPONDING; neither with the trailing * of a
-    node that does not respond)."""
+    """Whether a node in this Slurm state takes jobs.
+
+    idle, mixed or allocated, without DRAIN, DOWN, FAIL, MAINT,
+    NOT_RESPONDING or the trailing * of a node that does not respond."""
     if state.endswith('*'):
         return False        # not responding
     words = re.split(r'[+]', state.lower().rstrip('~#!%$@^-'))
@@ -360,10 +348,7 @@ def cluster_name(config_text):
 
 
 def run(command, env=None, stderr=False):
-    """(text, replaced) of the standard output of one of COMMANDS (by key),
-    and its standard error after it with ``stderr``, with a timeout, at
-    most MAX_OUTPUT bytes, decoded leniently: replaced counts the spots
-    whose bytes were no UTF-8."""
+    """(text, replaced) of a COMMANDS' bounded, leniently decoded output."""
     cmd = COMMANDS[command]
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
@@ -390,8 +375,7 @@ def _decode(data):
 
 
 def _bounded(proc, cmd):
-    """(stdout, stderr) bytes, each cut at MAX_OUTPUT + 1 (a longer one is
-    refused), within TIMEOUT seconds."""
+    """(stdout, stderr) bytes, each cut at MAX_OUTPUT + 1, within TIMEOUT s."""
     deadline = time.monotonic() + TIMEOUT
     got = {proc.stdout: bytearray(), proc.stderr: bytearray()}
     with selectors.DefaultSelector() as sel:
@@ -430,9 +414,7 @@ def mpi_default(config_text):
 
 
 def mpi_types(list_text):
-    """The plugin names ``srun --mpi=list`` printed (Slurm 21.08 on: a
-    heading, a tab before each name, then ``specific pmix plugin versions
-    available: pmix_v4``; before: each line after ``srun: ``)."""
+    """The plugin names ``srun --mpi=list`` printed (any Slurm version)."""
     names = []
     for _, line in lines(list_text):
         line = re.sub(r'^srun:\s*', '', line.strip())
@@ -448,8 +430,7 @@ def mpi_types(list_text):
 
 
 def from_slurm(name=None, env=None):
-    """The Cluster the Slurm commands on PATH describe (``name``: the
-    system's name, by default the cluster's ClusterName)."""
+    """The Cluster the Slurm commands on PATH describe."""
     warnings, texts = [], {}
     for key in ('config', 'partitions', 'nodes', 'states'):
         texts[key], replaced = run(key, env)

@@ -1,25 +1,7 @@
-"""Benchmarks from a site's software stack instead of an hpcval build.
-
-    -S stack_modules=osu-micro-benchmarks/7.4,openmpi/5.0
-        modules to load, through the system's modules system (Lmod, ...)
-    -S spack_spec=osu-micro-benchmarks@7.4
-        a Spack installation: ``spack location -i`` checks that it is
-        installed, ``spack load --sh`` puts it on PATH; a missing ``spack``
-        command is named as such
-    -S spack_spec=... -S spack_install=true
-        the build fixture installs the spec (reusing what the site's Spack
-        has) through ReFrame's Spack build system, in a Spack environment
-        of its stage folder, and the job loads it from there
-
-With either, the source fixture fetches nothing and the build fixture
-builds nothing: it loads the stack and checks that every executable the
-benchmark runs is on PATH (Spack's ``nccl-tests``, ``osu-micro-benchmarks``
-and ``babelstream`` packages put theirs there, and so do sites' modules);
-the test's job loads the same stack and runs the executables by name.
-Checks that build nothing (the mpi4py ping-pong, likwid-bench) load it in
-their job.  Give them unscoped with ``-n``/``-t`` selecting the benchmark,
-or scoped like ``-S OsuSource.stack_modules=...``.
-"""
+"""Benchmarks from a site's software stack instead of an hpcval build:
+``-S stack_modules=...`` or ``-S spack_spec=...`` [``spack_install``]
+(docs/sources-and-builds.md); nothing is fetched or built, every
+executable the benchmark runs must be on PATH."""
 import shlex
 from dataclasses import dataclass
 
@@ -65,9 +47,7 @@ class Stack:
                     '{arch=architecture}{/hash:7}')
 
     def provenance_probes(self):
-        """Shell lines for hpcval.provenance: ``spack=<concretised spec>``
-        of the installation the job loads (nothing for modules, whose
-        names are the record)."""
+        """Shell lines for hpcval.provenance: ``spack=<concretised spec>``."""
         if not self.spack_spec:
             return []
         return [f'command -v spack >/dev/null && echo "spack=$('
@@ -81,8 +61,7 @@ class Stack:
             else 'spack'
 
     def spack_check(self):
-        """A shell line that says, on stderr, why the spec cannot load:
-        no ``spack`` command, or the spec not installed."""
+        """A shell line saying on stderr why the spec cannot load."""
         spec = shlex.quote(self.spack_spec)
         missing = (f'echo "{PREFIX} no spack command on PATH: the system\'s '
                    f'environment must set up the site\'s Spack (its '
@@ -95,8 +74,7 @@ class Stack:
                 f'spack_install=true installs it)" >&2; fi')
 
     def check_commands(self, executables):
-        """Shell lines that name each executable found on PATH and say
-        which one is missing."""
+        """Shell lines naming each executable found on PATH, or missing."""
         return [f'command -v {shlex.quote(exe)} || echo "{PREFIX} no {exe} '
                 f'on PATH after loading {self.describe()}" >&2'
                 for exe in executables]

@@ -1,75 +1,32 @@
 """The validation suites, as ReFrame modes (``reframe --mode <mode>``).
 
-Each benchmark names the suites its tests belong to (``suites()`` of
-hpcval.benchmarks.base, as the tags ``quick`` and ``screen``).
-
-- ``quick``: one node's health in minutes: memory bandwidth of every GPU
-  (and the CPUs), the collectives over all of the node's GPUs, every GPU
-  pair's copy bandwidth, and MPI on the node; the checks' own sizes, so
-  that references calibrated from quick runs hold for the full runs too.
-- ``screen``: the quick suite's single-node checks but the MPI ping-pong
-  on every node of the partition (``--distribute=all``, Slurm-like
-  schedulers); the CPU figure is the best of two likwid-bench runs in
-  the node's job, whose healthy spread the default peer rule is built on
-  (docs/screening.md).
-- ``acceptance``: every check, multi-node collectives and latencies
-  included, and nothing may be skipped (``-S strict=yes``).
-- ``burnin``: every GPU of the node under gpu-burn at once for BURNIN_S
-  seconds (``-S GpuBurnCudaCheck.burnin=N`` after it: N), judged per GPU
-  over time and against its siblings (docs/benchmarks/gpu_burn.md).
-
-Every mode measures a failed test case once more in its session
-(``--max-retries=1``): a failure that reproduces fails the node with both
-figures, one that does not is INTERMITTENT, never a pass (hpcval.retries,
-docs/verdict.md); a slow node is named, not rerun until it passes.
-
-``screen`` and ``acceptance`` are statements about the system: they accept
-only the options known to be harmless (``narrowing``, an allow-list read
-with ReFrame's own argument parser); ``hpcval run``, ReFrame under
-hpcval's configuration (hpcval.preflight) and the verdict of a report
-(hpcval.verdict_modes) refuse or do not validate anything else.
-
-Read the result with ``hpcval verdict`` (exit 0 / 1 / 2).  Durations
-measured on real nodes are in docs/after-maintenance.md.
-"""
+``quick``, ``screen``, ``acceptance``, ``burnin``: what each runs is in
+docs/after-maintenance.md.  Every mode measures a failed case once more
+(``--max-retries=1``, hpcval.retries); ``screen`` and ``acceptance``
+accept only options known harmless (``narrowing``)."""
 import functools
 import os
 
-#: The tags that put a test into a suite: each benchmark says which of its
-#: tests belong (its ``suites()``), so a new benchmark joins a suite in its
-#: own files.
+#: The tags that put a test into a suite (a benchmark's ``suites()``)
 QUICK_TAG, SCREEN_TAG = 'quick', 'screen'
 QUICK = ['-t', f'^{QUICK_TAG}$']
 SCREEN = ['-t', f'^{SCREEN_TAG}$']
-#: a failure measured again once before it fails the node (ReFrame's own
-#: retry of that test case alone, in the same session)
+#: a failure measured again once, in its session, before it fails the node
 RETRY = '--max-retries=1'
 #: seconds of ``--mode burnin``: DCGM diagnostics' level 3 (about 15 min)
 BURNIN_S = 900
 
 MODES = [
-    {
-        'name': 'quick',
-        'options': [*QUICK, RETRY],
-    },
-    {
-        'name': 'screen',
-        'options': [*SCREEN, '--distribute=all', RETRY,
-                    '-S', 'LikwidBenchCheck.repeats=2'],
-    },
-    {
-        'name': 'acceptance',
-        'options': ['-S', 'strict=yes', RETRY],
-    },
-    {
-        'name': 'burnin',
-        'options': ['-n', 'GpuBurnCudaCheck%precision=float$',
-                    '-S', f'GpuBurnCudaCheck.burnin={BURNIN_S}', RETRY],
-    },
+    {'name': 'quick', 'options': [*QUICK, RETRY]},
+    {'name': 'screen', 'options': [*SCREEN, '--distribute=all', RETRY,
+                                   '-S', 'LikwidBenchCheck.repeats=2']},
+    {'name': 'acceptance', 'options': ['-S', 'strict=yes', RETRY]},
+    {'name': 'burnin', 'options': [
+        '-n', 'GpuBurnCudaCheck%precision=float$',
+        '-S', f'GpuBurnCudaCheck.burnin={BURNIN_S}', RETRY]},
 ]
 
-#: Modes whose verdict is a statement about the system: what their checks
-#: measure and which checks run are fixed
+#: Modes whose verdict is a statement about the system: fixed checks
 FIXED_MODES = ('acceptance', 'screen')
 #: variables -S may set in those modes: where sources, builds and tools
 #: come from, and how long a job may wait or run; not what is measured
@@ -78,12 +35,8 @@ WHERE_FROM = frozenset({
     'submodule_root', 'stack_modules', 'spack_spec', 'image', 'cuda_arch',
     'nccl_home', 'mpi_home', 'mpicc', 'mpicxx', 'python', 'hl_qual',
     'scratch_dir', 'time_limit', 'max_pending_time'})
-#: ReFrame's options (by their field) a fixed mode accepts: what runs or is
-#: listed, where outputs and reports go, the configuration and system, and
-#: how much is printed.  -S (WHERE_FROM), -c (every check file of the
-#: suite), -p (only '.*') and the mode's own options are checked by value;
-#: any other option is refused (docs/security.md).  ``retries_threshold``
-#: only leaves failures unconfirmed, which fail as they are.
+#: ReFrame's options (by their field) a fixed mode accepts as they are;
+#: -S, -c, -p and the mode's own are checked by value (docs/security.md)
 HARMLESS = frozenset({
     'run', 'dry_run', 'list', 'list_detailed', 'list_tags', 'describe',
     'mode', 'config_files', 'system', 'prefix', 'output', 'stage',
@@ -108,7 +61,6 @@ def _reframe_parser():
 
     def hand_out(parser, *args, **kwargs):
         raise _Parsed(parser)
-
     rfm_argparse.ArgumentParser.parse_args = hand_out
     try:
         cli.main()
@@ -120,14 +72,12 @@ def _reframe_parser():
 
 
 def parse(argv):
-    """{field: value} of the options ``argv`` gives, read by ReFrame's own
-    parser; ValueError with its message where it refuses the line."""
+    """{field: value} of ``argv`` by ReFrame's own parser, or ValueError."""
     parser = _reframe_parser()
     holder = parser._holder
 
     def refuse(message):
         raise ValueError(message)
-
     holder.error, holder.exit = refuse, lambda *a, **k: refuse('exits')
     try:
         namespace = parser.parse_args(argv, suppress_required=True)
@@ -160,12 +110,9 @@ def _mode_options(mode):
 
 
 def narrowing(argv, suite_files, environ=None):
-    """(mode, [what makes the run not that suite]) of a ReFrame command
-    line ``argv`` (without the program) that runs a fixed mode, else None.
-    ``suite_files``: the suite's check files (real paths, compared with the
-    -c paths that exist here; or bare names, compared with the -c files
-    named); ``environ``: the RFM_* variables the run saw.  A line ReFrame's
-    parser refuses is ('?', [why]): not validated."""
+    """(mode, [what makes the run not that suite]) of a fixed mode's ``argv``.
+
+    None for no fixed mode; ('?', [why]) where ReFrame's parser refuses it."""
     try:
         given = parse(argv)
     except ValueError as err:
@@ -207,8 +154,7 @@ def _listed(value):
 
 
 def _left_out(checkpaths, suite_files):
-    """['-c ... leaves out NAME, ...'] where ``checkpaths`` miss a suite
-    file, else []."""
+    """['-c ... leaves out NAME, ...'] where ``checkpaths`` miss a file."""
     if all('/' not in f for f in suite_files):
         named = {os.path.basename(c) for c in checkpaths if c.endswith('.py')}
         if len(named) < len(checkpaths):

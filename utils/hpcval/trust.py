@@ -1,16 +1,8 @@
-"""Whether hpcval may load code or configuration from a place, or start
-root daemons in it: the rule sudo applies to sudoers and sshd's StrictModes
-to authorized_keys.
+"""Whether hpcval may load code from a place or start root daemons in it.
 
-A file or folder is trusted when it is owned by root or the running user
-and is not writable by group or others, and so is every folder above it;
-a world-writable folder with the sticky bit (``/tmp``) may be above it,
-since nobody else can rename or remove what is in it, but is never itself
-trusted: anyone may add a file to it (a site folder of mode 1777 would
-run anyone's module).  Symbolic links on
-the way are followed only when the link itself is owned by root or the
-running user; where they lead is checked the same way.
-"""
+Trusted: owned by root or the running user, not writable by group or
+others, and so every folder above it (a sticky one may be above, never
+itself trusted); a link only where owned so, its target checked too."""
 import os
 import stat
 
@@ -19,8 +11,7 @@ _MAX_ENTRIES = 20000
 
 
 class UntrustedPath(ValueError):
-    """A place hpcval will not load from or write into; the message names
-    the path, its owner or mode, and why."""
+    """A place hpcval will not load from or write into, and why."""
 
 
 def _owners(uid):
@@ -28,8 +19,7 @@ def _owners(uid):
 
 
 def _why(path, st, uid, above=False):
-    """Why ``path`` (its lstat ``st``) is not trusted, or ''; ``above``:
-    it is a folder above what is checked, where a sticky one will do."""
+    """Why ``path`` (its lstat ``st``) is not trusted, or ''."""
     if st.st_uid not in _owners(uid):
         return (f'{path} is owned by uid {st.st_uid}, not by root or the '
                 f'running user (uid {os.geteuid() if uid is None else uid})')
@@ -44,9 +34,7 @@ def _why(path, st, uid, above=False):
 
 
 def check_path(path, uid=None, _depth=0, shared=False):
-    """UntrustedPath unless ``path`` and every folder above it are trusted
-    (see the module); ``shared``: ``path`` is a folder to make one's own
-    folder in, which may be a sticky shared one (/tmp)."""
+    """UntrustedPath unless ``path`` and every folder above it are trusted."""
     if _depth > 40:
         raise UntrustedPath(f'{path}: too many symbolic links')
     path = os.path.abspath(path)
@@ -68,8 +56,7 @@ def check_path(path, uid=None, _depth=0, shared=False):
 
 
 def check_tree(folder, uid=None):
-    """check_path(folder), and every file and folder under it trusted on
-    its own (links: where they lead too)."""
+    """check_path(folder), and every file and folder under it trusted."""
     check_path(folder, uid)
     seen = 0
     for top, dirs, files in os.walk(folder):
@@ -88,11 +75,7 @@ def check_tree(folder, uid=None):
 
 
 def own_folder(path, mode=0o700, uid=None):
-    """``path`` as a folder of the running user that nobody else can write:
-    made with ``mode`` where it is missing (the folders above it must be
-    trusted), else an existing one accepted only when it is not a symbolic
-    link, belongs to the running user and is trusted.  Returns the
-    absolute path."""
+    """``path`` as a trusted folder of the running user, made if missing."""
     path = os.path.abspath(path)
     check_path(os.path.dirname(path), uid, shared=True)
     try:
@@ -112,9 +95,7 @@ def own_folder(path, mode=0o700, uid=None):
 
 
 def write_new(path, data, mode=0o644):
-    """``data`` (bytes or text, UTF-8) as the new file ``path``, created
-    with ``mode`` from its first byte: never through a symbolic link, never
-    over an existing file, never writable by others whatever the umask."""
+    """``data`` as the new file ``path`` with ``mode``, never via a link."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
                  mode)
     with os.fdopen(fd, 'wb') as fp:

@@ -1,9 +1,4 @@
-"""Units of the figures hpcval measures, and conversion within a family.
-
-A reference may be written in the unit its source published (the MI300X
-guide's MB/s, Sandia's GB/s); the loader converts it to the unit the check
-reports, and refuses to convert across families (GB/s to us).
-"""
+"""Units of the figures hpcval measures, and conversion within a family."""
 import math
 import sys
 
@@ -35,8 +30,7 @@ def family(unit):
 
 
 def extremes(unit):
-    """The units of ``unit``'s family that give its figures the most and
-    the fewest digits before the point (B/s and TiB/s for GB/s)."""
+    """The units of ``unit``'s family giving the most and fewest digits."""
     scale = _FAMILIES[family(unit)]
     return min(scale, key=scale.get), max(scale, key=scale.get)
 
@@ -47,39 +41,32 @@ def convert(value, from_unit, to_unit):
         # exact (through the base unit 7.7 us would be 7.6999...), and a
         # unit hpcval does not know converts to itself
         return value
-
     src, dst = family(from_unit), family(to_unit)
     if src != dst:
         raise ValueError(f'cannot convert {from_unit} ({src}) to '
                          f'{to_unit} ({dst})')
-
     return value * _FAMILIES[src][from_unit] / _FAMILIES[dst][to_unit]
 
 
-#: Suffixes of message sizes in metric names (``latency_8B``,
-#: ``bandwidth_4MiB``) and on plot axes (``1K``, ``8G``).
+#: Suffixes of sizes in metric names (``bandwidth_4MiB``) and on axes (``8G``)
 METRIC_SIZES = (('MiB', 20), ('KiB', 10))
 AXIS_SIZES = (('G', 30), ('M', 20), ('K', 10))
 
 
 def size_label(nbytes, suffixes=METRIC_SIZES, unit='B'):
-    """8 -> '8B', 4194304 -> '4MiB'; with AXIS_SIZES and unit '', 1024 ->
-    '1K' and 12 -> '12'.  Only exact multiples take a suffix."""
+    """8 -> '8B', 4194304 -> '4MiB'; exact multiples only take a suffix."""
     for suffix, shift in suffixes:
         if nbytes >= 1 << shift and nbytes % (1 << shift) == 0:
             return f'{nbytes >> shift}{suffix}'
-
     return f'{nbytes}{unit}'
 
 
 def better(unit):
-    """'lower' for times, 'higher' for everything else hpcval measures,
-    'unknown' for a unit hpcval does not know (a report from elsewhere)."""
+    """'lower' for times, 'higher' for the rest, 'unknown' if not known."""
     try:
         fam = family(unit)
     except ValueError:
         return 'unknown'
-
     return 'lower' if fam == 'time' else 'higher'
 
 
@@ -87,38 +74,32 @@ def better(unit):
 #: family's first unit: no timer resolves a picosecond (a clock cycle is
 #: 200 ps at 5 GHz), and no benchmark moves under a byte or a FLOP in a
 #: second; a rate (IOPS) may be a fraction of one per second.
-_FLOORS = {'time': 1e-12, 'bandwidth': 1.0, 'flops': 1e-6,
-           'rate': sys.float_info.min}
-_FLOOR_WORDS = {'time': '1 ps', 'bandwidth': '1 B/s', 'flops': '1 FLOP/s',
-                'rate': '2.2e-308 (subnormal)'}
+_FLOORS = {'time': (1e-12, '1 ps'), 'bandwidth': (1.0, '1 B/s'),
+           'flops': (1e-6, '1 FLOP/s'),
+           'rate': (sys.float_info.min, '2.2e-308 (subnormal)')}
 
 
 def outside_range(name, value, unit, zero_ok=False):
     """Why ``name`` = ``value`` ``unit`` cannot have been measured, or None.
 
-    Any figure must be finite.  A time, bandwidth, FLOP rate or operation
-    rate must be positive and at least its family's floor; 0 is allowed
-    where ``zero_ok`` (the tool prints 0 for it by design).  A ratio may
-    be 0, never negative.  A unit hpcval does not know is only checked
-    for finiteness.
-    """
+    Finite always; a time or rate positive, above its family's floor (0
+    where ``zero_ok``); a ratio not negative."""
     shown = f'{name} = {value:g} {unit}'
     if not math.isfinite(value):
         return f'{shown} is not a finite number'
-
     try:
         fam = family(unit)
     except ValueError:
         return None
-
     if math.copysign(1.0, value) < 0:   # -0.0 too: computed from a negative
         return f'{shown} is negative: a {fam} never is'
     if fam not in _FLOORS or (value == 0 and zero_ok):
         return None
     if value == 0:
         return f'{shown}: a {fam} of 0 is no measurement'
-    if convert(value, unit, _first(fam)) < _FLOORS[fam]:
-        return (f'{shown} is below {_FLOOR_WORDS[fam]}, smaller than any '
+    floor, words = _FLOORS[fam]
+    if convert(value, unit, _first(fam)) < floor:
+        return (f'{shown} is below {words}, smaller than any '
                 f'benchmark measures')
     return None
 
@@ -133,8 +114,7 @@ SPEED_GT_S = {'gen1': 2.5, 'gen2': 5.0, 'gen3': 8.0, 'gen4': 16.0,
 
 
 def link_bandwidth(gen, width):
-    """``(width / 8.0) * speed`` (Habana's link formula): GB/s of one
-    direction of a PCIe link (gen3 x16: 16.0)."""
+    """GB/s of one direction of a PCIe link: ``(width / 8.0) * speed``."""
     if gen not in SPEED_GT_S:
         raise ValueError(f'unknown PCIe generation {gen!r} (one of '
                          f'{", ".join(SPEED_GT_S)})')

@@ -1,42 +1,12 @@
 """``hpcval verdict``: is the system healthy, and if not, what is not.
 
-Reads run reports and the results database (hpcval.publish.results) and
-answers on one screen, per system and partition: how many figures were
-judged and passed, judged and failed, logged without a reference, and
-which test cases were skipped and why.  Every failure is one line naming
-the component (the node from the job's node list, a GPU, a GPU pair or
-link, as the check recorded it), the metric, the value and the bound.
-Each figure is judged by the references (the installed ones or those
-given; hpcval.verdict_refs), a GPU figure none has an entry for by its
-model's datasheet (hpcval.datasheets), the bound the report carries only
-a cross-check named where it differs (docs/verdict.md).
-
-Exit status, for automation:
-
-- 0: every judged figure passed, nothing was skipped, and every figure was
-  judged or is a declared diagnostic;
-- 1: something failed (a figure out of bounds, a sanity or build failure,
-  an aborted case), or with ``strict`` something was not validated;
-- 2: incomplete: nothing failed, but test cases were skipped, figures had
-  no reference, a failure passed its re-measure (INTERMITTENT,
-  hpcval.retries), or nothing at all was judged;
-- 3: unknown: nothing failed, but an input could not be read (a missing
-  file, a folder, a file that is not a run report, a damaged test case),
-  or the command line was wrong.  3 is the monitoring plugins' UNKNOWN.
-
-What the checks record beside their figures (the ``hpcval_*`` loggable
-variables of hpcval.benchmarks.base, in the report as ``Case.extras``):
-``components`` ({metric: the GPU or link it measures}), ``unjudged``
-({metric: why no reference judged it}), ``provenance`` (GPU model, driver,
-CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU), ``measured_gpus`` (the GPUs a
-per-GPU check's output showed, kept when sanity fails) and
-``skip_reason``.  Reports
-without them (other tools, older runs) are judged all the same: their
-figures are attributed to the job's nodes and an unjudged figure counts as
-one without a reference.
-"""
+Per system and partition: figures judged, passed, failed, logged without
+a reference, skipped cases and why; one line per failure naming the
+component, metric, value and bound.  Exit statuses: docs/verdict.md;
+what the checks record beside their figures: hpcval.records."""
 import json
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 
 from hpcval import (drain, judgement, records, retries, screen,
@@ -46,11 +16,9 @@ from hpcval.health import report as health
 from hpcval.judgement import INPUT, Band, Failure, num as _num
 from hpcval.verdict_refs import DATASHEET, with_datasheets
 
-# the monitoring plugins' convention (Nagios, Icinga, Naemon: 0 OK,
-# 1 WARNING, 2 CRITICAL, 3 UNKNOWN) for 3; 1 and 2 are the verdict's own
+# 3 is the monitoring plugins' UNKNOWN (Nagios, Icinga, Naemon)
 EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INPUT = 0, 1, 2, 3
-# a node screen's only shortfall: every node passed, but the partition's
-# spread allowed a wider bound than the kind's target (each stated)
+# a node screen whose every node passed, at a wider bound than the target
 EXIT_WIDER = 4
 STATUS = {EXIT_OK: 'PASSED', EXIT_FAILED: 'FAILED',
           EXIT_INCOMPLETE: 'INCOMPLETE', EXIT_INPUT: 'UNKNOWN',
@@ -74,53 +42,39 @@ class Group:
     logged: int = 0           # figures without a reference
     diagnostic: int = 0       # figures logged on purpose (declared)
     failures: list = field(default_factory=list)
-    # what failed on its first run and passed its re-measure: never a
-    # pass, never a drain (hpcval.retries)
+    # failed on its first run, passed its re-measure (hpcval.retries)
     intermittent: list = field(default_factory=list)
     skips: list = field(default_factory=list)       # (test, reason)
     unjudged: list = field(default_factory=list)    # (test, metric, why)
     nodes: list = field(default_factory=list)
     provenance: dict = field(default_factory=dict)  # key: [values]
-    # what each node reported about itself (hpcval.provenance's per-node
-    # record): {node: {key: value}}
-    node_provenance: dict = field(default_factory=dict)
+    node_provenance: dict = field(default_factory=dict)  # {node: {key: v}}
     sessions: int = 0
     replays: int = 0
-    # a node screen (--distribute): nodes tested of the partition's, and
-    # figures judged against their peers (hpcval.screen)
+    # a node screen (hpcval.screen): its Coverage, peer-judged figures,
+    # (test, metric, unit, node, value, median, mark) rows, Reach per
+    # figure, and the one reason every node's job failed with
     coverage: object = None
     peer_judged: int = 0
-    # (test, metric, unit, node, value, peer median, 'pass'|'FAIL'|'')
     per_node: list = field(default_factory=list)
-    # per figure of a node screen, what it can find (hpcval.screen.Reach)
     reach: list = field(default_factory=list)
-    # the one reason every node's job of a screen failed with: the
-    # screen's usage error, not each node's (hpcval.screen.same_failure)
     same_failure: str = ''
-    # what changed, information (hpcval.health): 'node n3 GPU 1: VBIOS ..'
+    # the nodes' health (hpcval.health): what changed, information, and
+    # {node: [{index, model, uuid, serial, vbios, bus_id}]}
     changes: list = field(default_factory=list)
-    # information of the nodes' health, never a failure (hpcval.health)
     infos: list = field(default_factory=list)
-    # {node: [{index, model, uuid, serial, vbios, bus_id}]} (hpcval.health)
     gpus: dict = field(default_factory=dict)
-    # the reference file that judged, and each figure whose bound in the
-    # report differs from it (hpcval.verdict_refs.Cross)
+    # the reference file that judged, its stated false-alarm rate, and
+    # each figure whose report bound differs (hpcval.verdict_refs.Cross)
     references: str = ''
-    # the false-alarm rate the references' bounds were built for, in
-    # words ('' where the file states none: hpcval.references.FalseAlarms)
     false_alarms: str = ''
     crosschecks: list = field(default_factory=list)
-    # each figure a datasheet bound judged, no reference having an entry
-    # for it (hpcval.datasheets): a Cross whose source is the bound's
-    datasheet: list = field(default_factory=list)
-    # the scheduler its cases ran under ('slurm', 'local'; 'mixed'; ''
-    # not recorded): drain lines only under Slurm (hpcval.drain)
+    datasheet: list = field(default_factory=list)   # Cross by a datasheet
+    # 'slurm', 'local', 'mixed' or '', and {node: ran there by its job's
+    # node list}: drain lines only under Slurm, only then (hpcval.drain)
     scheduler: str = ''
-    # nodes that ran a test and left no health record where the
-    # partition's inventory expects GPUs: their health is not judged
+    # nodes without a health record where the inventory expects GPUs
     no_health: list = field(default_factory=list)
-    # {node: whether every case charged to it ran there by its job's
-    # Slurm node list}: drain lines only then (hpcval.drain)
     ran_there: dict = field(default_factory=dict)
 
     @property
@@ -135,11 +89,8 @@ class Verdict:
     incomplete: list          # why the status is 2 (or 1 under strict)
     problems: list            # inputs left out, named
     distributed: bool = False
-    # the options that judged (peer_factor, accept_out,
-    # accept_unscreened): a re-screen's verdict line repeats them
-    options: dict = field(default_factory=dict)
-    # a usage error of a node screen: its one line (status EXIT_INPUT)
-    usage: str = ''
+    options: dict = field(default_factory=dict)   # repeated by a re-screen
+    usage: str = ''          # a node screen's usage error (EXIT_INPUT)
 
     @property
     def word(self):
@@ -158,9 +109,7 @@ _NAMED = {'\n': '\\n', '\r': '\\r', '\t': '\\t', '\\': '\\\\'}
 
 
 def escape(text):
-    """``text`` on one line with every control character shown as its
-    escape (a name from a report is data: it cannot add, erase or move a
-    line of the verdict)."""
+    """``text`` on one line, every control character shown as its escape."""
     return _UNSAFE.sub(lambda m: _NAMED.get(m.group()) or (
         f'\\x{ord(m.group()):02x}' if ord(m.group()) < 0x100
         else f'\\u{ord(m.group()):04x}'), text)
@@ -171,27 +120,14 @@ def is_judged(sample):
     return Band.of_sample(sample) is not None
 
 
-def passes(sample):
-    return judgement.outcome(sample) == judgement.PASS
-
-
-def bound_text(sample):
-    return Band.of_sample(sample).bound_text()
-
-
 def node_label(case):
-    # every node of a multi-node job, from Slurm's accounting where the
-    # check recorded it (hpcval.screen.job_nodes); a screen pins each case
-    # to one node; the squeue backend may record no node list ('None')
+    # every node of the job by Slurm's accounting, else a screen's one node;
+    # the squeue backend may record no node list ('None')
     ran = screen.job_nodes(case)
     if len(ran) > 1:
         return '+'.join(ran)
     return screen.node_of(case) or '+'.join(n for n in case.nodes
                                             if n != 'None')
-
-
-def _component(case, metric):
-    return case.extras.get('components', {}).get(metric, '')
 
 
 def _unjudged_reason(case, metric):
@@ -226,8 +162,7 @@ def _skip_reason(case, fixtures):
 
 
 def _provenance(group, case, last):
-    """Add ``case``'s provenance to ``group``'s; ``last``: {group name:
-    the provenance added last}, which a case like its neighbours skips."""
+    """Add ``case``'s provenance to ``group``'s, unless it repeats the last."""
     prov = case.extras.get('provenance')
     if not prov or prov == last.get(group.name):
         return
@@ -268,8 +203,7 @@ class _Groups(dict):
         return self[key]
 
     def note_health(self, g, case, label, healths):
-        """Keep which nodes of ``g`` left a health record; a replay
-        runs no probe."""
+        """Keep which nodes of ``g`` left a health record."""
         if case.replay or case.result in ('skip', 'fail_deps'):
             return
         seen = self.health_seen.setdefault(g.name, {})
@@ -285,8 +219,7 @@ class _Groups(dict):
             self.expects_gpus[g.name] = gpus if isinstance(gpus, int) else 0
 
     def unprobed(self):
-        """Each group's nodes without a health record where GPUs are
-        expected, into ``Group.no_health``."""
+        """Fill each group's ``no_health`` where GPUs are expected."""
         for g in self.values():
             if self.expects_gpus.get(g.name):
                 g.no_health = [n or 'node not recorded' for n, seen in
@@ -304,27 +237,16 @@ class _Groups(dict):
 def judge(loaded, select=None, strict=False, allow_unjudged=False,
           peer_factor=screen.PEER_FACTOR, accept_out=(),
           accept_unscreened=False):
-    """The Verdict of ``loaded`` (hpcval.publish.results.Loaded), each
-    figure in the band it was loaded with (``results.load(...,
-    bounds=...)``: the references', the report's bound a cross-check;
-    else the bound the report holds), each node's health against the
-    inventory of the same references.  ``select(case)`` keeps a test case
-    (default: all); ``strict`` makes a
-    skip or an unjudged figure a failure; ``allow_unjudged`` accepts
-    figures without a reference (logged, counted, not incomplete).
-    ``accept_unscreened``: a node screen's figure that cannot name a node
-    of the kind's target slowdown (too few peers, too wide a spread; no
-    reference) is not a reason for exit 2.
-    Anything the inputs held that could not be read or trusted keeps the
-    verdict from passing: a damaged case that claims to have failed, or
-    two differing copies of one case, is a failure; any other input left
-    out makes the status EXIT_INPUT.
+    """The Verdict of ``loaded`` (hpcval.publish.results.Loaded).
+
+    ``select(case)`` keeps a case; ``strict`` fails what is not validated;
+    ``allow_unjudged`` accepts figures without a reference;
+    ``accept_unscreened`` accepts a screen figure that cannot name a node.
+    An input that cannot be read or trusted never passes.
     """
     select = select or (lambda case: True)
-    # a failed case measured again in its session is judged by its
-    # re-measure beside its first run (hpcval.retries); a node screen
-    # (hpcval.screen): a re-screen read with the first screen judges each
-    # node by its latest run
+    # a re-measure (hpcval.retries) or a re-screen (hpcval.screen) judges
+    # in place of the run before it
     earlier, first_runs = retries.runs(loaded.cases)
     # a GPU figure no reference has an entry for: its datasheet's bound
     with_datasheets(loaded)
@@ -370,7 +292,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     incomplete = _incomplete(ordered, allow_unjudged)
     commands = getattr(loaded, 'commands', None) or {}
     # an acceptance or screen narrowed is not that suite
-    incomplete += verdict_modes.not_the_suite(groups.sessions, commands)
+    incomplete += verdict_modes.not_the_suite(groups.sessions, commands,
+                                               loaded.cases)
     wider = [] if accept_unscreened else [
         f'{g.name}: {r.line()}' for g in ordered for r in g.reach
         if not r.screened]
@@ -389,8 +312,7 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
 
 
 def _by_case(loaded):
-    """{id(case): [its samples]}: as results.load grouped them where the
-    lists are as it made them, else grouped here."""
+    """{id(case): [its samples]}, reusing results.load's grouping if intact."""
     made = getattr(loaded, 'by_case', None)
     if made and len(made) == len(loaded.cases) and \
             sum(map(len, made.values())) == len(loaded.samples) and \
@@ -412,10 +334,7 @@ def _status(groups, incomplete, problems, strict):
 
 def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
                 refs, first=None):
-    """Count one test case into its group: skipped, its figures against
-    their references and peers (``rebanded``: Loaded.rebanded), and a
-    failure without a figure.  ``first``: (case, samples) of its first run
-    where this is its re-measure (hpcval.retries)."""
+    """Count one case into its group (``first``: its first run, samples)."""
     g = groups.of(case)
     if refs is not None and not g.references:
         g.references = refs.files.get(case.system, 'none')
@@ -444,8 +363,7 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
         found = healths.gpus(case)
         if found:
             g.gpus[label] = found
-    # fail_deps: not run, a fixture it needs failed (that fixture is
-    # counted as the failure, in _failed_fixtures)
+    # fail_deps: a fixture it needs failed, counted in _failed_fixtures
     if case.result in ('skip', 'fail_deps'):
         g.cases_skipped += 1
         g.skips.append((case.test, _skip_reason(case, fixtures)))
@@ -466,12 +384,10 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
         was = before.get(s.metric)
         if by_peers is None and outcome(s) == passed:
             g.judged_passed += 1        # _judge_figure's commonest case
-            if was is not None and outcome(was) == judgement.FAIL:
-                g.intermittent.append(_intermittent(first[0], was, s,
-                                                    healths))
-            continue
-        failed = _judge_figure(g, case, s, by_peers, healths, why, was,
-                               source)
+            failed = False
+        else:
+            failed = _judge_figure(g, case, s, by_peers, healths, why, was,
+                                   source)
         if not failed and was is not None and \
                 outcome(was) == judgement.FAIL:
             g.intermittent.append(_intermittent(first[0], was, s, healths))
@@ -495,12 +411,10 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
 
 
 def _health(groups, g, case, label, healths):
-    """What ``case``'s health record shows of its node: failures,
-    changes and notes, each named once (hpcval.health)."""
+    """Add what ``case``'s health record shows of its node to ``g``."""
     for node, comp, text in healths.failures(case, label):
-        f = Failure(case.system, case.partition, node, comp, '', '',
-                    reason=text, session=case.session)
-        g.failures.append(f)
+        g.failures.append(Failure(case.system, case.partition, node, comp,
+                                  '', '', reason=text, session=case.session))
     for node, comp, text in healths.changes(case, label):
         g.changes.append(_changed(node, comp, text))
     for node, comp, text in healths.notes(case, label):
@@ -513,8 +427,7 @@ def _reason(case):
 
 
 def _remeasured(case, first):
-    """Why a re-measured ``case`` failed, beside its first run's reason
-    (``first``: (case, samples) or None); None for a case run once."""
+    """Why a re-measured ``case`` failed, beside its first run's reason."""
     if not first:
         return None
     now, then = _reason(case), _reason(first[0])
@@ -524,9 +437,7 @@ def _remeasured(case, first):
 
 
 def _intermittent(case, was, s, healths):
-    """The INTERMITTENT line of a figure ``was`` of ``case``'s first run
-    that failed and whose re-measure ``s`` passed: the first run's
-    deviation and cause, both values."""
+    """The INTERMITTENT line of a figure that passed its re-measure."""
     f = _figure_failure(case, was, healths)
     band = Band.of_sample(s)
     return replace(f, first=f.shown, value=s.value,
@@ -534,11 +445,7 @@ def _intermittent(case, was, s, healths):
 
 
 def _health_named(healths, case, samples):
-    """Whether ``case`` failed only for what its node's health record
-    shows, named as such: the node-health test's sanity, or a benchmark's
-    failure after its figures, is its health judgement
-    (hpcval_sanity_is_health: hpcval.benchmarks.node_health,
-    base.fail_on_node_health)."""
+    """Whether ``case`` failed only for what its health record names."""
     return case.phase in ('sanity', 'performance') and \
         not (samples and case.phase == 'sanity') and \
         case.extras.get('sanity_is_health') is True and \
@@ -552,11 +459,7 @@ def _probed_gpus(case):
 
 
 def _unmeasured(groups, cases):
-    """'node n1 GPU 3: not measured by BabelStreamCudaCheck (sanity: ...),
-    ...': per node, each GPU its probe listed that a check measuring GPU
-    by GPU left out, whatever the reason (hidden by CUDA_VISIBLE_DEVICES,
-    lost by the runtime, an output the check refused): one line per GPU
-    naming every such check, with its failure where it failed."""
+    """A failure per probed GPU that a per-GPU check did not measure."""
     missing = {}        # (group key, node): {gpu: [check]}
     for case in cases:
         probed = _probed_gpus(case)
@@ -580,9 +483,7 @@ def _unmeasured(groups, cases):
 
 
 def _measured_gpus(case):
-    """{N} of the GPUs ``case`` measured: those its figures name, else
-    those its output showed (the check's record, kept when sanity
-    failed); None for a check that does not measure GPU by GPU."""
+    """{N} of the GPUs ``case`` measured; None if not GPU by GPU."""
     comps = case.extras.get('components')
     named = _gpu_indices(comps.values()) if isinstance(comps, dict) \
         else set()
@@ -592,16 +493,14 @@ def _measured_gpus(case):
     return set(shown)
 
 
-# the most of a check's failure shown beside a GPU it did not measure;
-# a clause ends at ': ' only past CLAUSE characters ('vm.gpu0: no result
-# table' is one)
+# the most of a check's failure shown beside a GPU it did not measure; a
+# clause ends at ': ' only past CLAUSE characters ('vm.gpu0: no table')
 FEW_WORDS, CLAUSE = 80, 24
 _CLAUSE_END = re.compile(r'; | \| |: ')
 
 
 def _few_words(case):
-    """'sanity: p2p uni matrix lists 3 GPUs (GPU 00, GPU 01, GPU 02),
-    expected 4': the phase and the first clause of why ``case`` failed."""
+    """The phase and the first clause of why ``case`` failed."""
     text = case.reason or case.result
     text = text.removeprefix('sanity error: ')
     for end in _CLAUSE_END.finditer(text):
@@ -622,54 +521,39 @@ def _changed(node, comp, text):
 
 def _judge_figure(g, case, s, by_peers, healths, why=None, was=None,
                   source=''):
-    """Count one figure: against its reference (Band) and, in a node
-    screen, its peers (``by_peers``: screen.PeerResult or None); True if
-    it failed and is named.  ``why``: why no reference judges it, where
-    the references say so rather than the check's record; ``was``: the
-    figure's first run, where this is its re-measure; ``source``: the
-    datasheet bound's, where one judged it."""
-    failed = False
+    """Count figure ``s`` against its band and peers; True if it failed."""
+    by_band = judgement.outcome(s)
+    if by_band is None and by_peers is None:
+        why = why or _unjudged_reason(case, s.metric)
+        if why.startswith(DIAGNOSTIC):
+            g.diagnostic += 1
+        else:
+            g.logged += 1
+            g.unjudged.append((case.test, s.metric, why))
+        return False
+    peers_failed = by_peers is not None and not by_peers.passed
     if by_peers is not None:
         g.peer_judged += 1
-        if not by_peers.passed:
-            failed = True
-            g.failures.append(Failure(
-                case.system, case.partition, node_label(case), 'vs peers',
-                case.test, s.metric, s.value, s.unit, by_peers.bound,
-                session=case.session, cause=_busy(case),
-                clear=_clear(case)))
-    outcome = judgement.outcome(s)
-    if outcome is not None:
-        if outcome == judgement.PASS and (by_peers is None or
-                                          by_peers.passed):
-            g.judged_passed += 1
-            return failed
-        g.judged_failed += 1
-        if outcome == judgement.PASS:
-            return failed       # named above, against its peers
+    if peers_failed:
+        g.failures.append(Failure(
+            case.system, case.partition, node_label(case), 'vs peers',
+            case.test, s.metric, s.value, s.unit, by_peers.bound,
+            session=case.session, cause=_busy(case), clear=_clear(case)))
+    if by_band == judgement.FAIL:
         g.failures.append(_figure_failure(case, s, healths, was, source))
-        return True
-    if by_peers is not None:
-        g.judged_passed += by_peers.passed
-        g.judged_failed += not by_peers.passed
-        return failed
-    why = why or _unjudged_reason(case, s.metric)
-    if why.startswith(DIAGNOSTIC):
-        g.diagnostic += 1
-    else:
-        g.logged += 1
-        g.unjudged.append((case.test, s.metric, why))
+    failed = peers_failed or by_band == judgement.FAIL
+    g.judged_failed += failed
+    g.judged_passed += not failed
     return failed
 
 
 def _figure_failure(case, s, healths, was=None, source=''):
-    """The FAIL line of figure ``s``; ``was``: its first run, shown
-    beside it; ``source``: the datasheet bound's, where one judged it."""
+    """The Failure of figure ``s`` (``was``: its first run)."""
     band = Band.of_sample(s)
     digits = band.digits(s.value)
     first = band.value_text(was.value, band.digits(was.value)) \
         if was is not None else ''
-    component = _component(case, s.metric)
+    component = case.extras.get('components', {}).get(s.metric, '')
     # a datasheet's bound names its peak and fraction, not '(ref ..)'
     bound = band.bound_text(digits, source)
     return Failure(case.system, case.partition, node_label(case),
@@ -687,16 +571,14 @@ def _figure_failure(case, s, healths, was=None, source=''):
 
 
 def _clear(case):
-    """What to end on the node before its re-screen, where the policy
-    clears rather than drains it (hpcval.records.clears)."""
+    """What to end on the node before its re-screen, if the policy clears."""
     load = case.extras.get('node_load')
     return records.listed(records.outside(load)) \
         if records.clears(load) else ''
 
 
 def _busy(case):
-    """'the node was busy at job start: ...' where the check recorded so
-    (hpcval.benchmarks.nodeuse), else ''."""
+    """'the node was busy at job start: ...' where the check recorded so."""
     load = case.extras.get('node_load')
     if load is not None and load.busy:
         return 'the node was busy at job start' + \
@@ -714,9 +596,7 @@ def _case_failure(case, reason=None):
 
 
 def _failed_fixtures(groups, fixtures, select, seen):
-    """Fixtures that failed (a build, a source fetch) fail the run: their
-    tests are only reported as skipped by ReFrame.  A fixture ReFrame ran
-    again (its retry) is judged by its last run, its first beside it."""
+    """Failed fixtures (a build, a fetch) as failures, each by its last run."""
     earlier, first_runs = retries.runs(fixtures)
     for fix in fixtures:
         if id(fix) in earlier or not select(fix) or _key(fix) in seen:
@@ -734,9 +614,7 @@ def _failed_fixtures(groups, fixtures, select, seen):
 
 
 def _untrusted(groups, loaded):
-    """What the inputs held but could not be trusted: a damaged case that
-    says it failed, and two copies of one case that differ, are failures
-    (under the partition '?', as their own may be what is damaged)."""
+    """Damaged cases that say they failed, and differing copies: failures."""
     bad = [Failure(*INPUT, '', '', d.test, '',
                    reason=f'{d.source}: says {d.result}, but cannot be '
                           f'trusted: {d.reason}')
@@ -753,8 +631,7 @@ def _untrusted(groups, loaded):
 
 
 def _screens(groups, screened, samples, peer_factor, accept_out):
-    """Each group's session count and, for a node screen, its coverage
-    and every node's figures beside its peers'."""
+    """Each group's session count and, for a node screen, its peer figures."""
     for g in groups.values():
         g.sessions = len(groups.sessions.get(g.name, ()))
         mine = [c for c in screened
@@ -809,16 +686,11 @@ def as_dict(verdict):
            'partitions': []}
     for g in verdict.groups:
         d = asdict(g)
-        d['failures'] = [dict(asdict(f), line=f.line()) for f in g.failures]
-        d['intermittent'] = [dict(asdict(f), line=f.line())
-                             for f in g.intermittent]
+        for key in ('failures', 'intermittent', 'crosschecks', 'datasheet'):
+            d[key] = [dict(asdict(x), line=x.line()) for x in getattr(g, key)]
         d['skips'] = [{'test': t, 'reason': r} for t, r in g.skips]
         d['unjudged'] = [{'test': t, 'metric': m, 'reason': r}
                          for t, m, r in g.unjudged]
-        d['crosschecks'] = [dict(asdict(c), line=c.line())
-                            for c in g.crosschecks]
-        d['datasheet'] = [dict(asdict(c), line=c.line())
-                          for c in g.datasheet]
         if g.node_provenance:
             head, differs = node_summary(g)
             d['nodes_and_gpus'], d['provenance_differs'] = head, differs
@@ -852,8 +724,7 @@ _OWN_KEYS = ('gpu_uuid', 'gpu_serial')
 
 
 def node_summary(g):
-    """('N nodes, M GPUs', {key: {node: value}} of the provenance keys
-    whose value differs between the group's nodes)."""
+    """('N nodes, M GPUs', {key: {node: value}} of keys that differ)."""
     nodes = g.nodes or sorted(g.node_provenance)
     counts = [g.node_provenance.get(n, {}).get('gpus') for n in nodes]
     known = [int(c) for c in counts if c and c.isdigit()]
@@ -873,9 +744,7 @@ def node_summary(g):
 
 
 def _differing(values, most=8):
-    """``{node: value}`` as 'n1 v1, n2 v2' for a few nodes; for more, each
-    value once with its node count, the nodes named for all but the most
-    common value (a fleet's one odd node, not 64 names)."""
+    """``{node: value}`` in words, the most common value counted, not named."""
     if len(values) <= most:
         return ', '.join(f'{escape(n)} {escape(v)}' for n, v in values.items())
     by_value = {}
@@ -893,10 +762,7 @@ def _names(nodes, most):
 
 
 def render_text(verdict, most=20, per_node=False):
-    """The verdict on one screen: a headline, per partition its counts,
-    failures, skips and unjudged figures (``most`` of each); with
-    ``per_node``, every node's figures of a screen beside their peers'
-    median."""
+    """The verdict on one screen (``most`` lines of each kind)."""
     lines = [f'hpcval verdict: {verdict.word} (exit {verdict.status})']
     if verdict.status == EXIT_INPUT:
         lines.append('(an input could not be read or trusted: see "inputs '
@@ -905,8 +771,7 @@ def render_text(verdict, most=20, per_node=False):
         if (g.system, g.partition) == INPUT:
             lines += ['', f'inputs that cannot be trusted: '
                           f'{len(g.failures)} test case(s)']
-            lines += _capped([f'  FAIL {f.line()}' for f in g.failures],
-                             most)
+            lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
             continue
         nodes = _names(g.nodes, 8)
         lines += [
@@ -948,15 +813,14 @@ def render_text(verdict, most=20, per_node=False):
             lines.append(f'  bounds: the references ({g.references}{rate})'
                          f'{_datasheet_part(g.datasheet)}; '
                          f'{len(g.crosschecks)} differ from the report\'s')
-        lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
-        lines += _capped([f'  INTERMITTENT {f.line()}'
-                          for f in g.intermittent], most)
-        lines += _capped([f'  CHANGED {c}' for c in g.changes], most)
-        lines += _capped([f'  INFO {c}' for c in g.infos], most)
-        lines += _capped([f'  SKIP {t}: {r}' for t, r in g.skips], most)
-        lines += _capped([f'  BOUND {c.line()}' for c in g.crosschecks],
-                         most)
-        lines += _capped(_unjudged_lines(g.unjudged), most)
+        for shown in ([f'  FAIL {f.line()}' for f in g.failures],
+                      [f'  INTERMITTENT {f.line()}' for f in g.intermittent],
+                      [f'  CHANGED {c}' for c in g.changes],
+                      [f'  INFO {c}' for c in g.infos],
+                      [f'  SKIP {t}: {r}' for t, r in g.skips],
+                      [f'  BOUND {c.line()}' for c in g.crosschecks],
+                      _unjudged_lines(g.unjudged)):
+            lines += _capped(shown, most)
         if per_node and g.per_node:
             lines.append('  per node (figure, peers\' median, verdict):')
             lines += [f'    {node} {test}: {metric} = {_num(value)} {unit}'
@@ -991,8 +855,7 @@ def render_text(verdict, most=20, per_node=False):
 
 
 def _datasheet_part(judged):
-    """', datasheet (25 figures: H100 SXM5 HBM3, ...)' where a datasheet
-    bound judged figures no reference has an entry for, else ''."""
+    """', datasheet (N figures: kinds)' where a datasheet judged, else ''."""
     if not judged:
         return ''
     kinds = dict.fromkeys(c.peak for c in judged)
@@ -1005,14 +868,11 @@ def _gpu_count(gpus):
 
 
 def _gpu_lines(gpus):
-    """One line per node: its GPUs' model and VBIOS, and their UUIDs
-    (``--format json`` has each GPU's serial and bus id too)."""
+    """One line per node: its GPUs' model, VBIOS and UUIDs."""
     lines = []
     for node, found in gpus.items():
-        kinds = {}
-        for g in found:
-            kind = (g.get('model', '?'), g.get('vbios', '?'))
-            kinds[kind] = kinds.get(kind, 0) + 1
+        kinds = Counter((g.get('model', '?'), g.get('vbios', '?'))
+                        for g in found)
         what = ', '.join(f'{n} x {model} (VBIOS {vbios})'
                          for (model, vbios), n in sorted(kinds.items()))
         uuids = ' '.join(str(g.get('uuid') or g.get('serial') or '?')

@@ -1,5 +1,6 @@
 """Whether a session that ran ``--mode acceptance`` or ``--mode screen``
-ran the whole suite, read from the command line its report records.
+ran the whole suite, read from what its report records: the command line
+and the suite's check files where it ran (hpcval_suite).
 
 ``hpcval run`` and ReFrame under hpcval's configuration refuse what a
 fixed mode does not accept (hpcval.preflight); a report made elsewhere
@@ -9,17 +10,13 @@ ReFrame's own argument parser (hpcval.suites.narrowing) and names what
 narrowed it, or that the line cannot be read: the run is then not
 validated as that suite (exit 2 at best).
 """
-import os
 import shlex
 
-from hpcval import reference_service, suites
+from hpcval import suites
 
-
-def suite_checks():
-    """The file names of the suite's check files (the check search path:
-    built-in checks/ less what a site replaces, and the site's)."""
-    return sorted({os.path.basename(f)
-                   for f in reference_service.check_files()})
+#: in place of the suite's files where a session recorded none: check
+#: paths naming files, not the folder, then leave it out (fail closed)
+UNRECORDED = 'the suite\'s other files (the run recorded none)'
 
 
 def _narrowing(cmdline, names):
@@ -32,11 +29,23 @@ def _narrowing(cmdline, names):
                             else argv, names)
 
 
-def not_the_suite(sessions_of, commands):
+def _suites(cases):
+    """{session: the suite's check file names its cases recorded}."""
+    out = {}
+    for case in cases:
+        names = case.extras.get('suite')
+        if isinstance(names, list) and all(isinstance(n, str) and
+                                           '/' not in n for n in names):
+            out.setdefault(case.session, set()).update(names)
+    return out
+
+
+def not_the_suite(sessions_of, commands, cases):
     """One line per session of ``sessions_of`` ({group name: {session
     uuid}}) whose command (``commands``: {uuid: cmdline}) ran a fixed
-    mode narrowed: why that group was not validated as that suite."""
-    names = None
+    mode narrowed: why that group was not validated as that suite.
+    ``cases``: the test cases, whose records name the suite's files."""
+    recorded = _suites(cases)
     out = []
     for group in sorted(sessions_of):
         for uuid in sorted(sessions_of[group]):
@@ -44,9 +53,8 @@ def not_the_suite(sessions_of, commands):
             if not isinstance(cmdline, str) or '--mode' not in cmdline and \
                     not any(m in cmdline for m in suites.FIXED_MODES):
                 continue
-            if names is None:
-                names = suite_checks()
-            found = _narrowing(cmdline, names)
+            found = _narrowing(cmdline,
+                               sorted(recorded.get(uuid) or [UNRECORDED]))
             if found and found[0] == '?':
                 out.append(f'{group}: session {uuid}: its command line '
                            f'cannot be read ({found[1][0]}): not validated '

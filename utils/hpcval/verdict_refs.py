@@ -1,33 +1,12 @@
 """The bounds every reader of a report judges by: the references', not
-the report's.
+the report's (docs/verdict.md).
 
-A run report carries the bound ReFrame applied to each figure, copied
-from whatever references that run had.  Loading a report with a
-hpcval.references.ReferenceSet (``results.load(..., bounds=...)``: the
-files given with ``--references``, else the installed ones with the site
-layer) re-bands each figure by it, matched to the test case as a run
-matches them to a test (hpcval.references.applies: class and base
-classes, partition, ``where`` attributes as the report recorded them).
-The report's bound is a cross-check: where it differs, one ``Cross`` per
-figure says both and which judged, in the same words for the verdict
-and the comparison table.
-
-- bounds agree: the figure is judged as recorded (ReFrame's own
-  per-figure result included);
-- a reference, and the report's bound differs or is absent: the
-  reference's band judges (ReFrame's per-figure result was against the
-  other bound and is not used; a case ReFrame failed stays failed);
-- no reference (none, or explicitly absent), and the report has a bound:
-  nothing judges the figure (logged, so the run is incomplete): a bound
-  that is in no reference file is not trusted;
-- a member's figure against its siblings on the node
-  (``*_vs_siblings@*``, hpcval.peers) without a reference entry: the band
-  its run recorded, where the peer rule could have made it, else the
-  rule's loosest (``peers.trusted_band``);
-- in the verdict (``with_datasheets``): no entry for it, and the
-  datasheet of the node's GPU model has a bound for it
-  (hpcval.datasheets): that bound judges, per GPU.
-"""
+The report's bound is a cross-check, one ``Cross`` where it differs:
+- they agree: the figure is judged as recorded;
+- a reference differs or the report has none: the reference judges;
+- no reference: nothing judges (a bound in no reference file is not
+  trusted), except a sibling figure (``peers.trusted_band``) and, in the
+  verdict, a GPU figure its model's datasheet bounds."""
 import functools
 import math
 from dataclasses import dataclass
@@ -67,8 +46,7 @@ class Cross:
 
 
 def lineage(case):
-    """``case``'s class and its bases' names, nearest first, as its run
-    recorded them (hpcval_lineage), else its class alone."""
+    """``case``'s class and its bases' names, nearest first, as recorded."""
     found = case.extras.get('lineage')
     if isinstance(found, list) and found and \
             all(isinstance(n, str) for n in found):
@@ -82,20 +60,14 @@ def _same(a, b):
 
 
 class Bounds:
-    """Which bound judges each figure of a test case, by the
-    hpcval.references.ReferenceSet ``refs``."""
+    """Which bound judges each figure of a test case, by the references."""
 
     def __init__(self, refs):
         self.refs = refs
         self._entries = {}      # case key: _CaseJudge
 
     def of_case(self, case):
-        """``judge(s, case)`` of ``case``'s figures: ``s`` where the
-        report's bound agrees with the references' or neither judges,
-        else (the sample to judge, its Cross, why it is unjudged or
-        None).  One per distinct test (class, partition, parameters,
-        attributes): its entries found once, each figure's bound decided
-        once per band."""
+        """``judge(s, case)``: ``s``, or (sample, Cross, why unjudged)."""
         key = (case.system, case.partition, case.check, case.params,
                case.fields, case.attrs)
         judge = self._entries.get(key)
@@ -108,8 +80,7 @@ class Bounds:
         return judge
 
     def apply(self, case, s, decision):
-        """(the sample to judge, its Cross, why unjudged) of a figure whose
-        report bound is not the references' (``decision``: decide's)."""
+        """(the sample to judge, its Cross, why unjudged) of ``decision``."""
         band, bound, source, why, report = decision
         if band is None and not report:     # neither judges: as recorded
             return s
@@ -121,9 +92,7 @@ class Bounds:
             why if band is None else None
 
     def decide(self, system, ref, s):
-        """(band, its text, its source, why unjudged, the report's bound
-        text): band is REPORT where the report's agrees, a (value, lower,
-        upper) tuple where the reference's judges, or None."""
+        """(band, REPORT or None; its text, source, why unjudged, report's)."""
         recorded = Band.of_sample(s)
         report = recorded.bound_text() if recorded else ''
         path = self.refs.files.get(system, f'no reference file for {system}')
@@ -148,10 +117,8 @@ class Bounds:
             return None, f'none ({err})', source, \
                 f'its reference in {source} is in another unit: {err}', \
                 report
+        # a reference has a bound on some side (references._metric)
         band = Band.of(value, ref.lower, ref.upper, s.unit)
-        if band is None:        # no bound on either side: judges nothing
-            return None, 'none (unbounded)', source, \
-                f'its reference in {source} has no bound', report
         if recorded is not None and _same(s.reference, value) and \
                 s.lower == ref.lower and s.upper == ref.upper:
             return REPORT, '', '', None, report
@@ -159,10 +126,7 @@ class Bounds:
                 None, report)
 
 def _datasheet(sheets, case, gpus, s, report):
-    """(the sample judged by the datasheet of ``case``'s GPU model, its
-    Cross) where that datasheet has a bound for ``s``, else None;
-    ``gpus``: datasheets.gpu_models(case); ``report``: the report's
-    bound as text, '' where none."""
+    """(the sample judged by its GPU model's datasheet, its Cross), or None."""
     peak = sheets.expected(lineage(case), case, s.metric, gpus)
     if peak is None:
         return None
@@ -179,11 +143,7 @@ def _datasheet(sheets, case, gpus, s, report):
 
 
 def with_datasheets(loaded, sheets=None):
-    """Each figure of ``loaded`` (re-banded by ``loaded.references``)
-    that no reference has an entry for, judged by the datasheet of its
-    node's GPU model where it has a bound for it; an entry, even one
-    that says the figure has no reference, wins.  The verdict's, not the
-    comparison's: a table cell says whose references judged it."""
+    """Judge each figure no reference has an entry for by its GPU datasheet."""
     refs, by_case = getattr(loaded, 'references', None), \
         getattr(loaded, 'by_case', None)
     if refs is None or not by_case:
@@ -243,10 +203,7 @@ class _CaseJudge:
 
 
 def peer_factors(refs):
-    """factor(case, metric) of a node screen (hpcval.screen): how many
-    times worse than its peers' median a node's figure fails, where the
-    system's references give ``<metric>_vs_peers`` (value 1, unit x,
-    ``lower``: -0.75 for x4), else None (the figure kind's floor)."""
+    """factor(case, metric): the references' ``<metric>_vs_peers`` factor."""
     @functools.lru_cache(maxsize=None)
     def of(system, names, partition, params, fields, attrs, metric):
         ref = refs.matching(system, names, partition,

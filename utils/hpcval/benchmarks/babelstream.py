@@ -1,15 +1,8 @@
 """BabelStream: memory bandwidth of CPUs (OpenMP) and GPUs (CUDA, HIP).
 
-Built with CMake from the upstream repository at ``BabelStreamSource``'s
-pinned tag (v5.0, the MI300X guide's version: its references were made
-with it; main prints the same "Version: 5.0" but measures differently).
-
-CPU runs are one process with OpenMP threads over all cores.  GPU runs
-put one process on every GPU of the node at once, through the system's MPI
-launcher; each process finds its device from its node-local rank and
-writes its own output file, so per-GPU figures stay apart and a single slow
-GPU sets the node's minimum.
-"""
+Pinned at v5.0, the MI300X guide's version (main measures differently).
+GPU runs put one process on every GPU at once, each writing its own
+output, so a single slow GPU sets the node's minimum and is named."""
 import glob
 import os
 import re
@@ -40,8 +33,7 @@ _GPU_OUT = re.compile(r'stream\.(.+)\.gpu(\d+)\.out')
 
 
 def missing_gpu_outputs(names, per_node, expected):
-    """': missing stream.n1.gpu3.out, ...' for the per-GPU outputs a node
-    that wrote some did not write, and the nodes that wrote none."""
+    """': missing stream.n1.gpu3.out, ...' of per-GPU outputs not written."""
     by_host = {}
     for name in names:
         m = _GPU_OUT.fullmatch(name)
@@ -66,10 +58,7 @@ class BabelStreamBuild(UpstreamBuild):
 
     #: omp, cuda or hip.
     model = variable(str, value='omp')
-    #: how -S values of these variables are checked (hpcval.inputs)
-    input_policy = {
-        'model': inputs.TOKEN,
-    }
+    input_policy = {'model': inputs.TOKEN}
 
     source = fixture(BabelStreamSource, scope='session')
 
@@ -99,12 +88,7 @@ class BabelStreamBuild(UpstreamBuild):
 
 class BabelStream(SiblingFigures, ParsedBenchmark,
                   rfm.RunOnlyRegressionTest):
-    """One BabelStream run per CPU node, or per GPU on a GPU node.
-
-    Leaves declare the build fixture with its model, which the test takes
-    from there: ``build = fixture(BabelStreamBuild, scope='environment',
-    variables={'model': 'cuda'})``.
-    """
+    """One BabelStream run per CPU node, or per GPU; leaves give the build."""
 
     #: Elements per array (a multiple of 1024 for GPU models).
     array_size = variable(int, value=2**25)
@@ -118,7 +102,6 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
     #: Output format the references were made with: 'v5' (v4.0/v5.0) or
     #: 'main'; both print "Version: 5.0" but measure differently.
     expected_format = variable(str, value='v5')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'array_size': inputs.POSITIVE,
         'num_times': inputs.POSITIVE,
@@ -252,9 +235,7 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
             if self.is_gpu else {}
 
     def metrics(self, results):
-        """Per kernel the minimum over the node's GPUs (or the CPU run),
-        and on GPUs each GPU's own figure as ``<kernel>@gpu<N>``, judged
-        against the same reference: a slow GPU is named, not averaged."""
+        """Per kernel the node's minimum, and each GPU's own figure."""
         values = {}
         for kernel in CLASSIC_KERNELS:
             worst = min(r.bandwidth(kernel) for r in results.values())
@@ -281,9 +262,7 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
 
 
 def gpus_with_results(paths, model, num_times):
-    """The GPU numbers N of the per-GPU outputs (``stream.<host>.gpuN.out``
-    among ``paths``) that hold a complete run: the GPUs measured, whatever
-    became of the others."""
+    """The GPU numbers N among ``paths`` whose output holds a complete run."""
     found = set()
     for out in paths:
         number = _GPU_OUT.fullmatch(os.path.basename(out))
@@ -300,9 +279,7 @@ def gpus_with_results(paths, model, num_times):
 
 
 def gpu_groups(results):
-    """{kernel: {'gpu1': ('GPU 1', MB/s, 'MB/s')}} of one node's per-GPU
-    results ({'<host>.gpu1': result}); the host is named where there are
-    several."""
+    """{kernel: {'gpu1': ('GPU 1', MB/s, 'MB/s')}} of a node's results."""
     several = len({key.rsplit('.', 1)[0] for key in results}) > 1
     members = {key: (key, f'{key.rsplit(".", 1)[0]} {_gpu_label(key)}')
                if several else (_gpu(key), _gpu_label(key))

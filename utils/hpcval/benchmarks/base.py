@@ -1,13 +1,9 @@
 """The parse-once pattern every hpcval check shares.
 
-The output is parsed once, on first use (sanity, or performance under
-``--skip-sanity-check``), with the benchmark's plain parser; a ParseError
-becomes a sanity failure carrying the parser's message and the last line
-of standard error that says why.  The performance
-stage then publishes the parsed metrics as performance variables and looks
-up their references in references/<system>.yaml.  On a partition of
-config/replay.py the run stage replays a recording instead (hpcval.replay).
-"""
+The output is parsed once, on first use; a ParseError becomes a sanity
+failure with the parser's message and stderr's reason.  On a partition
+of config/replay.py the run stage replays a recording (hpcval.replay)."""
+import functools
 import os
 import re
 import shlex
@@ -41,25 +37,19 @@ LAUNCHER_PROGRAMS = ('srun', 'mpirun', 'mpiexec', 'jsrun')
 SHOWN_OUT_OF_RANGE = 8
 
 
+@functools.lru_cache(maxsize=None)
+def _suite_files():
+    return sorted({os.path.basename(f)
+                   for f in reference_service.check_files()})
+
+
 class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     """Mixin for tests whose output is judged by an hpcval parser.
 
-    Subclasses implement ``parse()`` (returning any result object, raising
-    ParseError) and ``metrics(result)`` (returning ``{name: (value, unit)}``).
-
-    Phases:
-
-    - after init: the build's shared variables, the suites' tags, whole
-      nodes, the test registered with its references;
-    - before setup: the reference entries meant for it exist;
-    - before run, the benchmark's own hooks: its executable, options and
-      prerun commands;
-    - before run, last, the job script's assembly: the methods named in
-      ``JOB_SCRIPT_STEPS`` run in that order, whatever the order of the
-      bases, and each returns what it adds (hpcval.benchmarks.jobscript);
-    - sanity: the node's records, then the parse;
-    - before performance: the figures, their references and components.
-    """
+    Subclasses implement ``parse()`` (raising ParseError) and
+    ``metrics(result)`` (``{name: (value, unit)}``).  The job script's
+    assembly runs the methods named in ``JOB_SCRIPT_STEPS`` in that order,
+    whatever the order of the bases (hpcval.benchmarks.jobscript)."""
 
     #: The job script's steps, in order: a multi-node layout leaves a node
     #: screen; a Slurm job's guard against a given-up submission comes
@@ -104,10 +94,12 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     #: this test's class and its bases, nearest first (hpcval's and the
     #: site's, not ReFrame's): the names a reference entry may give
     hpcval_lineage = variable(typ.List[str], value=[])
+    #: the file names of the suite's check files where it ran (the check
+    #: search path): what a fixed mode's -c must cover (hpcval.verdict_modes)
+    hpcval_suite = variable(typ.List[str], value=[])
     #: for ``hpcval verdict``: the case failed for its node's health
     #: record alone, which the verdict names itself (fail_on_node_health)
     hpcval_sanity_is_health = variable(bool, value=False)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'hpcval_plot_data': inputs.RECORD,
         'hpcval_components': inputs.RECORD,
@@ -115,6 +107,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         'hpcval_unjudged': inputs.RECORD,
         'hpcval_provenance': inputs.RECORD,
         'hpcval_lineage': inputs.RECORD,
+        'hpcval_suite': inputs.RECORD,
         'hpcval_sanity_is_health': inputs.RECORD,
         'health_probe': inputs.FLAG,
         'health_sampler': inputs.FLAG,
@@ -151,10 +144,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
                 setattr(self, name, declared[name])
 
     def require_features(self, *features):
-        """Add ``+feature`` to every ``valid_systems`` spec (checks select
-        by feature, never by name): what a layout needs, such as
-        ``multinode`` for a run across nodes, is the benchmark's knowledge,
-        not each leaf's."""
+        """Add ``+feature`` to every ``valid_systems`` spec."""
         # a listing where unusable is skipped there whatever else it needs
         self.valid_systems = [
             spec if _WHERE_UNUSABLE in spec.split() else
@@ -174,9 +164,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
             for spec in self.valid_systems if gpu & set(spec.split()))]
 
     def replay_inputs(self):
-        """Files (glob patterns, relative to the stage directory) that
-        ``parse()`` reads besides standard output and error: all that a
-        replay's recording may hold besides those (hpcval.replay)."""
+        """Globs of stage files ``parse()`` reads besides stdout/err."""
         return ()
 
     def parse(self):
@@ -186,21 +174,18 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         raise NotImplementedError
 
     def figure_data(self, result):
-        """The figures' data of ``result`` (plain JSON); {}: no figure
-        needs more than the metrics."""
+        """The figures' data of ``result`` (plain JSON); {}: none."""
         return {}
 
     def components(self, result, values):
-        """{metric: component} for the metrics in ``values`` that measure
-        one GPU, GPU pair or link rather than the job's nodes."""
+        """{metric: component} of metrics of a GPU, GPU pair or link."""
         return {}
 
     def measured_gpus(self):
-        """The GPU numbers whose figures the output holds, read apart
-        from ``parse()`` (which may refuse the whole output), for a check
-        that measures GPU by GPU; None for one that measures the node as a
-        whole.  Called in the stage directory; may raise ParseError or
-        OSError for an output that shows no GPU."""
+        """GPU numbers whose figures the output holds, apart from parse().
+
+        None for a check that measures the node as a whole; may raise
+        ParseError or OSError for an output that shows no GPU."""
         return None
 
     def provenance_of_output(self, result):
@@ -220,6 +205,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         self.hpcval_lineage = [c.__name__ for c in type(self).__mro__
                                if not c.__module__.startswith(
                                    ('reframe.', 'builtins'))]
+        self.hpcval_suite = _suite_files()
 
     def record_provenance(self):
         """Step: the node's load and the versions it runs with, first."""
@@ -234,8 +220,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         return stack.provenance_probes() if stack else []
 
     def _started_with(self):
-        """(the benchmark's program, the launcher's program) for the
-        provenance of the MPI the job runs."""
+        """(benchmark's program, launcher's program) for MPI provenance."""
         try:
             exe = shlex.split(self.executable or '')[:1]
         except ValueError:
@@ -257,8 +242,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         return any(gpu & set(spec.split()) for spec in self.valid_systems)
 
     def add_health_probe(self):
-        """Step: the probe last, closest to the benchmark, after the
-        benchmark's own prerun commands (an EXIT trap among them is kept)."""
+        """Step: the health probe last, closest to the benchmark."""
         if replay.active(self) or not self.health_probe:
             return NOTHING
         health_probe.write(self.stagedir)
@@ -317,8 +301,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
             replay.label(self)
 
     def load_stack(self):
-        """Step: the site's software stack, before the benchmark's own
-        prerun commands."""
+        """Step: the site's software stack, before the prerun commands."""
         stack = None if replay.active(self) else stacks.for_run(self)
         return Lines(before=tuple(stack.load_commands(
             rt.runtime().modules_system))) if stack else NOTHING
@@ -340,9 +323,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     @property
     def result(self):
-        """The parsed output, parsed once on first use: by sanity, or by the
-        performance stage under ``--skip-sanity-check``.  Raises SanityError
-        with the reason when the output does not hold what the test asks."""
+        """The output, parsed once; SanityError when it lacks a figure."""
         if not hasattr(self, '_parsed'):
             # output paths are relative to the stage directory, the working
             # directory of sanity but not of the hooks before performance
@@ -369,8 +350,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     def _busy_note(self):
         load = self._read_node_load()
-        return f'; the node was busy: {load.why}' if load and load.busy \
-            else ''
+        return f'; the node was busy: {load.why}' if load and load.busy else ''
 
     def _fate(self):
         """'job 8 on n1 TIMEOUT: ... (srun's error); ' or ''."""
@@ -381,8 +361,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         return f'{fate} ({why}); ' if why else f'{fate}; '
 
     def _stderr_note(self, reason):
-        """'; stderr: <why>' from the job's standard error, unless the
-        reason already says it."""
+        """'; stderr: <why>' from the job's stderr, unless already said."""
         try:
             why = stderr_reason(read_text(self.stderr.evaluate()))
         except OSError:
@@ -393,8 +372,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     def validate_output(self):
         # first: what the node ran with is worth keeping when sanity fails
         self.hpcval_provenance = self._read_provenance()
-        self.hpcval_health = records.builtins(
-            health_probe.read(self.stagedir))
+        self.hpcval_health = records.builtins(health_probe.read(self.stagedir))
         self.hpcval_node_load = records.builtins(self._read_node_load())
         self.hpcval_measured_gpus = self._measured_gpus()
         # the image's digest, or why the run from it cannot be trusted
@@ -410,9 +388,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     @property
     def figures(self):
-        """``metrics(result)``, computed once; raises SanityError naming
-        each figure outside its physical range (a negative latency, a
-        bandwidth of 0, a NaN), which no reference may judge."""
+        """``metrics(result)`` once; SanityError naming impossible ones."""
         if not hasattr(self, '_figures'):
             with osext.change_dir(self.stagedir):
                 self._figures = self._checked_figures()
@@ -487,18 +463,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     def _unjudged(self, metrics):
         return reference_service.unjudged(self, metrics, self.diagnostics)
 
-    def reference_value(self, metric, unit):
-        """This system's reference value of ``metric`` in ``unit``, or None
-        (no entry, or explicitly absent)."""
-        found = self._references({metric: unit})
-        return found[metric][0] if metric in found else None
-
 
 def out_of_range(values, zero_readings):
-    """Why each of ``values`` ({metric: (value, unit)}) cannot have been
-    measured (hpcval.units.outside_range); a metric matching a regex of
-    ``zero_readings`` may be 0.  None values, a replay excerpt's figures
-    it does not show, are not judged."""
+    """Why each of ``values`` cannot have been measured (None: not)."""
     def zero_ok(name):
         return any(re.fullmatch(regex, name.partition('@')[0])
                    for regex in zero_readings)

@@ -1,20 +1,10 @@
-"""Comm|Scope: GPU control latencies and host/GPU, GPU/GPU copy bandwidths
-and latencies (the Sandia poster's Tables 4 and 5), one process per node.
+"""Comm|Scope: GPU control latencies, host/GPU and GPU/GPU copies.
 
-Built with CMake from c3sr/comm_scope at ``CommScopeSource.version`` with
-its submodules (libscope, which pulls google/benchmark, spdlog and Lyra),
-``-DSCOPE_USE_CUDA=ON`` or ``-DSCOPE_USE_HIP=ON``: a plain ``cmake ..``
-builds no GPU benchmark.  Results are read from ``--benchmark_out`` as
-JSON, never from stdout (banner and spdlog lines go there).
-
-Submodules from a mirror: when ``src_mirror`` is a git repository, GitHub
-URLs of the submodules are rewritten to ``file://<submodule_root>/``, so a
-folder laid out as GitHub is (``c3sr/comm_scope.git``,
-``cwpearson/libscope.git``, ``google/benchmark.git``, ``gabime/spdlog.git``,
-``bfgroup/Lyra.git``) serves the whole tree; ``submodule_root`` defaults to
-two levels above ``src_mirror``.  A folder or tarball ``src_mirror`` must
-already hold the submodules (``git clone --recursive``).
-"""
+Built with ``-DSCOPE_USE_CUDA=ON`` or ``-DSCOPE_USE_HIP=ON`` (a plain
+``cmake ..`` builds no GPU benchmark); results are read from
+``--benchmark_out`` JSON, never stdout.  A git ``src_mirror`` serves the
+submodules too: their GitHub URLs become ``file://<submodule_root>/``
+(docs/benchmarks/comm_scope.md)."""
 import os
 import re
 import shlex
@@ -97,10 +87,7 @@ class CommScopeSource(UpstreamSource):
     #: Folder of bare mirrors laid out as GitHub (<owner>/<name>.git) for
     #: the submodules; default: two levels above a git src_mirror.
     submodule_root = variable(str, value='')
-    #: how -S values of these variables are checked (hpcval.inputs)
-    input_policy = {
-        'submodule_root': inputs.PATH,
-    }
+    input_policy = {'submodule_root': inputs.PATH}
 
     def _clone_cmd(self, origin):
         cmd = super()._clone_cmd(origin)
@@ -124,11 +111,7 @@ class CommScopeBuild(UpstreamBuild):
 
     #: Force-include the CUDA 13 overloads (see CUDA13_COMPAT).
     cuda13_compat = variable(bool, value=True)
-    #: how -S values of these variables are checked (hpcval.inputs)
-    input_policy = {
-        'model': inputs.TOKEN,
-        'cuda13_compat': inputs.FLAG,
-    }
+    input_policy = {'model': inputs.TOKEN, 'cuda13_compat': inputs.FLAG}
 
     executables = ['comm_scope']
     source = fixture(CommScopeSource, scope='session')
@@ -184,7 +167,6 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: NUMA node of the host buffers and launching threads.
     numa_node = variable(int, value=0)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'model': inputs.TOKEN,
         'latency_log2': inputs.COUNT,
@@ -201,8 +183,7 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         return NAMES[self.model]
 
     def _filter(self):
-        """One regex over the names above: this NUMA node, any GPU, the
-        two copy sizes."""
+        """One regex: this NUMA node, any GPU, the two copy sizes."""
         sizes = f'({self.latency_log2}|{self.bandwidth_log2})'
         patterns = []
         for template in self.names.values():

@@ -1,13 +1,7 @@
-"""A test that fails wherever ReFrame runs hpcval's checks without
-hpcval's configuration.
+"""A test that fails wherever ReFrame runs hpcval's checks without its config.
 
-``.venv/bin/reframe -c checks/ -r`` without the virtual environment's
-activate script (which exports ``RFM_CONFIG_FILES``) runs ReFrame's own
-``generic`` system, on which no hpcval check is valid: "PASSED, 0 of 0".
-There, and under any configuration that did not load config/settings.py,
-this test is valid everywhere and fails naming the way out; under
-hpcval's configuration it is valid nowhere.
-"""
+Without config/settings.py ReFrame's ``generic`` system runs no hpcval
+check ("PASSED, 0 of 0"); there this test fails naming the way out."""
 import reframe as rfm
 from reframe.core.builtins import run_after, sanity_function
 from reframe.core.exceptions import SanityError

@@ -1,27 +1,9 @@
-"""Benchmarks run from a container image through ReFrame's
-``container_platform``.
+"""Benchmarks run from a container image through ReFrame's container_platform.
 
-    -S image=REF                  the image holding the benchmark
-    -S LikwidBenchCheck.image=REF scoped to one check
-
-or, per system, the partition's ``extras``, by the benchmark's source
-fixture (the check's class where it has none)::
-
-    'container_platforms': [{'type': 'Podman', 'default': True}],
-    'extras': {'container_images': {'LikwidBenchCheck': 'REF',
-                                    'NcclTestsSource': 'REF'},
-               'container_options': {'Podman': ['--runtime=runc']}}
-
-The partition's default container platform runs the image: ReFrame's own
-``Apptainer``, ``Singularity``, ``Docker``, ``Sarus`` and ``Shifter``, or
-``Podman`` (below; ReFrame has none).  The benchmark's command line is
-the platform's ``command``; nothing is fetched or built on the host and
-executables are called by name, from the image's PATH.  GPU access follows
-the partition's GPUs (``GPU_FLAGS``), the test's ``env_vars`` are passed
-in by name, and a postrun line that repeats the benchmark's command runs in
-the image too.  The job records the runtime's version and the image's
-digest on the node (``RECORD``); a run without a digest fails sanity.
-"""
+The image comes from ``-S image=REF`` or the partition's
+``extras['container_images']`` (docs/containers.md); nothing is fetched
+or built on the host.  The job records the runtime's version and the
+image's digest (``RECORD``); a run without a digest fails sanity."""
 import os
 import re
 import shlex
@@ -114,9 +96,9 @@ def checked_options(options, where):
 
 
 class Podman(ContainerPlatform):
-    """``podman run`` (ReFrame's Docker backend, for Podman): host network
-    and IPC, so that ranks in their containers measure the node's links,
-    not a NAT bridge; never pulls (the image must be on the node)."""
+    """``podman run``: host network and IPC (ranks measure the node's links).
+
+    It never pulls: the image must be on the node."""
 
     def emit_prepare_commands(self, stagedir):
         return []
@@ -144,8 +126,7 @@ PLATFORMS = {'Podman': Podman}
 
 
 def platform_for(partition):
-    """A new platform of the partition's default container runtime, or
-    InputError when it has none."""
+    """The partition's default container platform, or InputError."""
     name = partition.container_runtime
     if not name:
         raise InputError(f'{partition.fullname}: an image is set but the '
@@ -169,17 +150,14 @@ def _extras(partition, key):
 
 
 def image_key(test):
-    """The name a partition's ``container_images`` gives the benchmark of
-    ``test``: its source fixture's class (shared by the check, its build
-    and its source), else the test's own class."""
+    """``test``'s container_images key: its source's class, else its own."""
     build = getattr(test, 'build', None)
     source = getattr(build, 'source', None) or getattr(test, 'source', None)
     return type(source if source is not None else test).__name__
 
 
 def image_of(test):
-    """The image ``test`` runs from: ``-S image``, else the partition's
-    ``container_images`` entry for its benchmark; '' for none."""
+    """``test``'s image: ``-S image``, else the partition's; '': none."""
     if test.image:
         return checked_image(test.image)
     partition = getattr(test, 'current_partition', None)
@@ -192,8 +170,7 @@ def image_of(test):
 
 
 def record_command(platform, image):
-    """A shell line for the job: the runtime's version and the image's
-    digest into RECORD, on the node that runs it; never fails the job."""
+    """A shell line recording runtime version and image digest; never fails."""
     ref = shlex.quote(image)
     if platform.name == 'Podman':
         # the id is read once: the record and every run use the same one
@@ -233,8 +210,7 @@ _OWN_STACK = {'image_mpi': 'mpi', 'image_cuda': 'cuda', 'image_rocm': 'rocm',
 
 
 def read_record(text, image):
-    """{container_runtime, image, image_digest[, image_id]} of a RECORD's
-    text; the digest pinned in ``image`` where the reference has one."""
+    """{container_runtime, image, image_digest[, image_id]} of a RECORD."""
     out = {'image': image}
     pinned = _PINNED.search(image)
     if pinned:
@@ -260,8 +236,7 @@ def read_record(text, image):
 
 
 class ContainerSettings(rfm.RegressionTestPlugin):
-    """The ``image`` variable of checks and of their source and build
-    fixtures (nothing is fetched or built where an image holds it)."""
+    """The ``image`` variable of checks and their source and build fixtures."""
 
     #: Image holding the benchmark (hpcval.benchmarks.container); '' =
     #: the partition's ``container_images`` entry, else none.
@@ -270,12 +245,10 @@ class ContainerSettings(rfm.RegressionTestPlugin):
 
 
 class ContainerRun(rfm.RegressionTestPlugin):
-    """Runs the test's command in its image, when it has one (the test
-    declares ``image`` through ContainerSettings)."""
+    """Runs the test's command in its image, when it has one."""
 
     def container_record(self):
-        """The runtime and image the run used, for hpcval_provenance;
-        SanityError where the node recorded no digest."""
+        """The runtime and image the run used; SanityError without a digest."""
         image = getattr(self, '_hpcval_image', '')
         if not image:
             return {}
@@ -330,8 +303,7 @@ class ContainerRun(rfm.RegressionTestPlugin):
                              f'provenance)')
 
     def run_in_container(self):
-        """Job-script step: the command in the image; the runtime's and
-        image's record after the other prerun lines."""
+        """Job-script step: the command in the image, then the record line."""
         image = self._container_image()
         if not image:
             return NOTHING
@@ -396,13 +368,10 @@ PODMAN_NPROC_CAP = 32768
 
 
 def podman_options(runtime='', nofile=0, nproc=0):
-    """A partition's ``container_options`` entry for Podman: the OCI
-    runtime (``runc`` where crun refuses the host's cgroups) and the
-    containers' open-file and process limits.  As root, Podman asks for
-    1048576 open files and 4194304 processes; where the host withholds
-    CAP_SYS_RESOURCE, the runtime cannot raise a limit above the one it
-    inherits and the container does not start (``setrlimit RLIMIT_NOFILE:
-    Operation not permitted``)."""
+    """A partition's Podman ``container_options``: OCI runtime and limits.
+
+    As root Podman asks for limits a host without CAP_SYS_RESOURCE withholds
+    (``setrlimit RLIMIT_NOFILE: Operation not permitted``)."""
     opts = [f'--runtime={runtime}'] if runtime else []
     if nofile:
         opts.append(f'--ulimit=nofile={int(nofile)}:{int(nofile)}')
@@ -412,8 +381,7 @@ def podman_options(runtime='', nofile=0, nproc=0):
 
 
 def host_podman_options():
-    """podman_options for this host: runc on hybrid cgroups (crun: "cgroups
-    in hybrid mode not supported"), the limits of this process."""
+    """podman_options for this host (runc on hybrid cgroups)."""
     import resource
     hybrid = os.path.isdir('/sys/fs/cgroup/unified') and \
         os.path.isdir('/sys/fs/cgroup/memory')
@@ -427,9 +395,7 @@ def host_podman_options():
 
 
 def validate_extras(where, extras, error):
-    """A partition's ``container_images`` ({benchmark: image}) and
-    ``container_options`` ({platform: [option, ...]}), at configuration
-    load; ``error`` (the caller's exception class) names what is wrong."""
+    """Validate ``container_images`` and ``container_options``."""
     try:
         for key, check in (('container_images', checked_image),
                            ('container_options', checked_options)):

@@ -1,21 +1,9 @@
 """elbencho: storage throughput and IOPS from CPU or GPU buffers.
 
-Built with upstream's ``make`` from ``ElbenchoSource``'s pinned tag
-(v3.1-9), with ``CUDA_SUPPORT=1`` for GPU buffers (``--gpuids``: elbencho
-reads and writes through host memory and copies to and from the GPU with
-cudaMemcpy, as in the LUMI talk, CSC elbencho talk).  Upstream's make clones two
-dependencies at build time (``external/prepare-external.sh``:
-Simple-Web-Server from gitlab.com, FTXUI from github.com); an offline site
-gives ``-S src_mirror=`` a tree in which ``make externals`` already ran.
-
-The cases of CSC elbencho talk: one shared file or one file per thread, 1 MiB
-sequential or 4 KiB random write then read, direct I/O, I/O depth and
-thread count as variables.  Files go to a fresh folder under the
-partition's ``extras['scratch_dir']`` (the stage directory when it has
-none, said in the output), removed when the job ends.  Data per thread is
-10% of the smallest GPU's memory on NVIDIA GPU partitions (the talk's
-"~10% of the memory size"), 1 GiB elsewhere, or ``file_size``.
-"""
+The cases of the CSC elbencho talk; an offline site gives ``-S
+src_mirror=`` a tree where ``make externals`` already ran.  Files go to a
+fresh folder under ``extras['scratch_dir']`` (else the stage directory),
+removed when the job ends (docs/benchmarks/elbencho.md)."""
 import os
 import re
 import shlex
@@ -65,8 +53,7 @@ def size_mib(value, name):
 
 
 def scratch_base(value):
-    """A scratch folder as a shell word in double quotes ($VARIABLES of
-    the job's environment expand, nothing else does)."""
+    """A scratch folder as a double-quoted shell word ($VARS expand)."""
     try:
         SHELL_PATH(value, 'scratch_dir')
     except InputError as err:
@@ -90,10 +77,7 @@ class ElbenchoBuild(UpstreamBuild):
 
     #: Build with CUDA_SUPPORT=1 (GPU buffers); otherwise CUDA_SUPPORT=0.
     cuda = variable(bool, value=False)
-    #: how -S values of these variables are checked (hpcval.inputs)
-    input_policy = {
-        'cuda': inputs.FLAG,
-    }
+    input_policy = {'cuda': inputs.FLAG}
 
     executables = ['elbencho']
     source = fixture(ElbenchoSource, scope='session')
@@ -159,9 +143,7 @@ class ElbenchoBuild(UpstreamBuild):
 
 
 class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
-    """Write then read with elbencho; leaves set ``buffers`` and the build:
-    ``build = fixture(ElbenchoBuild, scope='environment',
-    variables={'cuda': True})`` for GPU buffers."""
+    """Write then read with elbencho; leaves set ``buffers`` and the build."""
 
     #: one file shared by all threads, or one file per thread
     layout = parameter(LAYOUTS)
@@ -196,7 +178,6 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Target folder; '': the partition's extras['scratch_dir'].
     scratch_dir = variable(str, value='')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'buffers': inputs.TOKEN,
         'threads': inputs.COUNT,
@@ -271,8 +252,7 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def set_command(self):
         threads = self._threads()
         block, random = PATTERNS[self.pattern]
-        self.prerun_cmds = self._target_dir_cmds() + \
-            self._size_cmds(threads)
+        self.prerun_cmds = self._target_dir_cmds() + self._size_cmds(threads)
         opts = ['-w', '-r', '-t', str(threads), '--iodepth',
                 str(self.iodepth), '-b', block, '-s', '"${FILE_MIB}M"',
                 '--nolive', '--jsonfile', 'elbencho.json']

@@ -1,10 +1,4 @@
-"""How a Slurm job ended, in the words of a failure reason, and the time
-limits Slurm cannot honour.
-
-With ReFrame's ``slurm`` backend (``sacct``, as sites with accounting run)
-``job.state`` is Slurm's final state; the benchmark's own complaint (no
-result line, say) is then a consequence, named after it.
-"""
+"""How a Slurm job ended, and time limits Slurm cannot honour."""
 import re
 
 from reframe.core.exceptions import ReframeError
@@ -29,8 +23,7 @@ SLURM_MIN_TIME_LIMIT = 60
 
 
 def job_fate(job):
-    """'job 12 on n1 TIMEOUT: killed at its time limit (0:01:00)', or ''
-    when the scheduler reported no telling final state."""
+    """'job 12 on n1 TIMEOUT: killed at its time limit (0:01:00)', or ''."""
     state = (job.state or '').split()[0] if job.state else ''
     if state not in FATES:
         return ''
@@ -42,8 +35,7 @@ def job_fate(job):
 
 
 def slurm_error(stderr_text):
-    """The first error line of Slurm's own tools in a job's stderr (srun
-    that lost its controller, a step killed for memory), or ''."""
+    """The first error line of Slurm's own tools in a job's stderr, or ''."""
     m = _SLURM_ERROR.search(stderr_text or '')
     return m.group(0).strip() if m else ''
 

@@ -1,18 +1,9 @@
 """gpu-burn: cuBLAS GEMM rate and compute errors of every NVIDIA GPU.
 
-Built with upstream's Makefile from wilicc/gpu-burn at ``GpuBurnSource``'s
-pinned commit (upstream tags no releases).  One gpu-burn process burns all
-GPUs of the node at once (a child per GPU), so each GPU's rate is measured
-under the node's full power and heat, and a slow GPU is judged against its
-siblings.  A GPU whose repeated GEMMs disagree, or whose process died,
-fails the run by name.
-
-With ``burnin`` (``--mode burnin``) the run is a burn-in: it lasts
-``burnin`` seconds, and each GPU is judged as well by its rate in its last
-minute against its first, and by its clock and temperature under the
-load, sampled at 1 Hz by the health probe, against its siblings'
-(docs/benchmarks/gpu_burn.md, "Burn-in").
-"""
+One process burns all GPUs of the node at once, so each is measured under
+the node's full power and heat and judged against its siblings.  With
+``burnin`` each GPU is also judged by its last minute against its first
+and by its sampled clock and temperature (docs/benchmarks/gpu_burn.md)."""
 import statistics
 
 import reframe as rfm
@@ -64,9 +55,7 @@ class GpuBurnSource(UpstreamSource):
 
 
 class GpuBurnBuild(UpstreamBuild):
-    """``make COMPUTE=<cc>`` in a copy of the source (the Makefile builds
-    in place, and the source tree is shared); gives ``gpu_burn`` and
-    ``compare.fatbin`` in ``gpu-burn/``."""
+    """``make COMPUTE=<cc>`` in a copy of the shared source."""
 
     executables = ['gpu_burn']
     build_bin = 'gpu-burn'
@@ -98,7 +87,6 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: burnin`` gives hpcval.suites.BURNIN_S, a later ``-S
     #: GpuBurnCudaCheck.burnin=N`` N (at least MIN_BURNIN_S); 0: none.
     burnin = variable(int, value=0)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'duration': inputs.number(10, 86400),
         'memory_percent': inputs.number(1, 95),
@@ -185,8 +173,7 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
         if failed:
             raise ParseError('; '.join(failed))
         if self.burnin:
-            result.burnin = burnin_series(result, health_probe.read('.'),
-                                          '.')
+            result.burnin = burnin_series(result, health_probe.read('.'), '.')
         return result
 
     def measured_gpus(self):
@@ -206,8 +193,7 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
         return groups
 
     def judge_siblings(self, result):
-        """The siblings' rule, and a burn-in's last minute of each GPU
-        against its first by the same rule (its one sibling: itself)."""
+        """Siblings' rule, and a burn-in's last minute against its first."""
         found = super().judge_siblings(result)
         factor = self.sibling_factor_of('gflops')
         for i, s in getattr(result, 'burnin', {}).items():
@@ -221,9 +207,7 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
         return found
 
     def metrics(self, result):
-        """The node's slowest GPU as ``gflops`` and each GPU's rate as
-        ``gflops@gpuN``, with its ratio to its siblings' median; in a
-        burn-in each GPU's time series as min / median / max."""
+        """Slowest GPU's ``gflops``, each ``gflops@gpuN``; burn-in series."""
         values = {f'gflops@gpu{i}': (gpu.gflops, 'GFLOP/s')
                   for i, gpu in result.gpus.items()}
         values['gflops'] = (min(v for v, _ in values.values()), 'GFLOP/s')
@@ -249,18 +233,14 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
 
 def _window(gpu, start, width):
-    """Median rate of ``gpu``'s reports after its first that came within
-    [start, start + width] seconds, or None."""
+    """Median rate of ``gpu`` within [start, start + width] s, or None."""
     rates = [r for t, r in zip(gpu.times[1:], gpu.rates[1:])
              if start <= t <= start + width]
     return statistics.median(rates) if rates else None
 
 
 def burnin_series(result, record, stagedir):
-    """{GPU index: {gflops_first, gflops_last, and per SAMPLED key (min,
-    median, max) of its busy samples}} of a burn-in; ParseError naming
-    the GPU whose windows or samples are missing (never judged without
-    them).  ``record``: the run's hpcval.records.Health."""
+    """{GPU: {gflops_first, gflops_last, SAMPLED key: (min, median, max)}}."""
     if record is None:
         raise ParseError('burn-in not judged: no health record (a burn-in '
                          'needs the probe: not -S health_probe=no)')
@@ -294,9 +274,7 @@ def burnin_series(result, record, stagedir):
 
 
 def _others(record):
-    """'GPU 0: another process, NAME (pid N), on it before the burn-in'
-    for each process the probe found on a GPU before or after gpu-burn:
-    a burn-in measures GPUs that are its own."""
+    """A line per process found on a GPU before or after gpu-burn."""
     out = []
     for phase in ('before', 'after'):
         snap = getattr(record, phase)
@@ -311,8 +289,7 @@ def _others(record):
 
 
 def _busy_samples(record, stagedir):
-    """{GPU index: [sampled GPU records at BUSY_PCT+ use]} of the health
-    probe's sampler file in ``stagedir``."""
+    """{GPU index: [samples at BUSY_PCT+ use]} of the sampler's file."""
     out = {}
     for row in health_probe.sampled(stagedir, record.tool):
         util = row.get('util_pct')

@@ -1,15 +1,8 @@
-"""Habana hl_qual: host <-> device and device memory bandwidth on Gaudi
-and Gaudi2, with the memory bandwidth (``-mb``) and PCI (``-p``) plugins.
+"""Habana hl_qual: host <-> device and device memory bandwidth on Gaudi.
 
-hl_qual is installed with the Habana software under a folder per
-generation (``/opt/habanalabs/qual/gaudi2/bin/hl_qual``); hpcval builds
-nothing.  The manual's rules on switch combinations (Habana hl_qual manual) are
-enforced in ``hl_qual_args`` before any job script is written, with the
-manual's reason in the error.  The verdict is hl_qual's own (exit status
-and the PASS/FAIL of its report) plus the manual's criteria applied to
-the figures the report holds (``hpcval.benchmarks.hl_qual_criteria``).  The report
-format is unverified: see hpcval.parsers.hl_qual.
-"""
+hpcval builds nothing; the manual's switch rules are enforced in
+``hl_qual_args`` before any job script is written.  The verdict is
+hl_qual's own plus the manual's criteria (hl_qual_criteria)."""
 import glob
 import os
 import shlex
@@ -56,8 +49,7 @@ class SwitchError(InputError):
 
 def hl_qual_args(generation, plugin, mode, subsets=(), bidirectional=False,
                  duration=0, size=0, pci_gen='', cards='all'):
-    """hl_qual's command-line switches, or SwitchError with the manual's
-    reason for a combination it rules out."""
+    """hl_qual's switches, or SwitchError with the manual's reason."""
     checked_token(generation, 'generation', GENERATIONS)
     checked_token(plugin, 'plugin', PLUGINS)
     checked_token(mode, 'mode', MODES)
@@ -112,8 +104,7 @@ def expected_subtests(plugin, subsets, bidirectional):
 
 
 def criterion_for(plugin, key, pci_gen, width):
-    """The manual's criterion for a sub-test, or None (device memory tests
-    are pre-calibrated; hl_qual judges them itself)."""
+    """The manual's criterion for a sub-test, or None."""
     if plugin == 'p':
         return crit.criterion('pci_plugin', _PCI_DIRECTION[key],
                               pci_gen or 'gen3', width)
@@ -159,7 +150,6 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: -c: 'all' or one card's PCI bus id.
     cards = variable(str, value='all')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'generation': inputs.TOKEN,
         'hl_qual': inputs.PATH,
@@ -236,8 +226,7 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         return report
 
     def _check_floors(self, report):
-        """Per device, the manual's criterion less 10% (serial mode only:
-        in parallel mode the criterion is the PCIe bottleneck's)."""
+        """Per device, the manual's criterion less 10% (serial mode only)."""
         for key, figures in report.figures.items():
             c = criterion_for(self.plugin, key, self.pci_gen, self.pci_lanes)
             for device, bw in figures if c else ():

@@ -1,21 +1,9 @@
-"""hl_qual pass criteria for host <-> device bandwidth (Habana manual,
-"Bandwidth Test Plugins Design, Switches and Parameters", Habana hl_qual manual).
+"""hl_qual's host <-> device bandwidth criteria (Habana hl_qual manual).
 
-The manual gives the figures for a PCIe Gen3 x16 path, each with a 10%
-allowed degradation:
-
-- memory bandwidth plugin (``-mb``): host -> device 11.9, device -> host
-  12.9, bidirectional 19.5 GB/s;
-- SynapseAI PCI test (``-p``): 11.6, 12.9 and 19.9 GB/s;
-- PCI load in serial mode: 11.04 GB/s.
-
-Other generations and lane counts scale with the manual's link formula
-``BandWidth = (width / 8.0) * speed`` (speed in GT/s): hpcval's reading,
-since the manual says the plugin changes its criteria when ``-gen`` is
-given but prints figures only for Gen3 x16.  In parallel mode a path
-passes when ``BandWidth(bottleneck) <= Sum(Test(D1) + Test(D2) + ...)``
-over the devices behind that bottleneck, as the manual writes it.
-"""
+The manual gives Gen3 x16 figures, each allowing 10% degradation;
+other links scale by ``BandWidth = (width / 8.0) * speed`` (hpcval's
+reading).  In parallel mode a path passes when its bottleneck's
+bandwidth <= the sum of its devices' results."""
 from dataclasses import dataclass
 
 from hpcval.units import link_bandwidth
@@ -62,16 +50,13 @@ def criterion(test, direction, gen='gen3', width=16):
         try:
             base = GEN3_X16[test][direction]
         except KeyError:
-            raise ValueError(f'no criterion for {test} {direction}') \
-                from None
+            raise ValueError(f'no criterion for {test} {direction}') from None
     expected = base * link_bandwidth(gen, width) / link_bandwidth('gen3', 16)
     return Criterion(test, direction, expected,
                      expected * (1 - DEGRADATION), gen, width)
 
 
 def parallel_path_passes(bottleneck_gen, bottleneck_width, device_results):
-    """Parallel mode, one path: the bottleneck's link bandwidth against the
-    sum of the results (GB/s) of the devices behind it, as the manual's
-    rule reads: PASS if BandWidth(B) <= Sum(Test(D1) + ...)."""
+    """Parallel mode: PASS if BandWidth(bottleneck) <= Sum(Test(D1) + ...)."""
     return link_bandwidth(bottleneck_gen, bottleneck_width) <= \
         sum(device_results)

@@ -1,6 +1,4 @@
-"""ReFrame's per-record check attributes without the deprecated
-``variables``, and its ignored deprecation warnings without a walk of the
-call stack."""
+"""ReFrame's logging without ``variables``; cheap ignored warnings."""
 import inspect
 import sys
 import warnings
@@ -11,10 +9,7 @@ from reframe.core import warnings as rfm_warnings
 
 
 class LeanLogging(rfm.RegressionTestPlugin):
-    """ReFrame 4.10's logger reads every loggable attribute of the test at
-    each log record, ``variables`` too, whose deprecation warning walks the
-    whole call stack with its source lines even when suppressed: 45 % of a
-    ``--dry-run``.  It is ``env_vars`` under an old name, in no perflog."""
+    """Log records without ``variables``, whose deprecation walk cost 45 %."""
 
     @classmethod
     def loggable_attrs(cls):
@@ -23,9 +18,7 @@ class LeanLogging(rfm.RegressionTestPlugin):
 
 
 def _ignored(category, message):
-    """True if the warnings filters in force ignore ``message`` of
-    ``category`` wherever it is raised; False or None (it depends on
-    where) otherwise."""
+    """True if the filters ignore ``message`` of ``category`` everywhere."""
     for action, text, kind, module, lineno in warnings.filters:
         if not issubclass(category, kind) or \
                 (text is not None and not text.match(message)):
@@ -41,11 +34,7 @@ _CATEGORY = getattr(rfm_warnings, 'ReframeDeprecationWarning', None)
 
 
 def user_deprecation_warning(message, from_version='0.0.0'):
-    """ReFrame's, which walks the call stack (reading every frame's source
-    line) before the warnings filters are asked: each check's
-    instantiation reads ``variables`` under ``suppress_deprecations``, 12 %
-    of a reframe process.  A warning the filters ignore anyway is not
-    walked for."""
+    """ReFrame's warning, not walking the call stack when filters ignore it."""
     if _ignored(_CATEGORY, message) is True:
         return
     # raised, as ReFrame's, at the first frame outside ReFrame (and this

@@ -1,22 +1,9 @@
-"""CPU memory bandwidth and peak flop rate with ``likwid-bench``
-(Debian/Ubuntu ``likwid``).
+"""CPU memory bandwidth and peak flop rate with ``likwid-bench``.
 
-One thread per physical core over the whole node (affinity domain ``N``).
-copy and stream run on a working set far larger than the caches and report
-MByte/s as likwid counts it (the kernel's loads and stores); peakflops runs
-on a working set inside the L1 caches, so it is bound by the cores' FMA
-units only, and reports MFlops/s: the CPU figure a node screen compares
-between peers.  The kernel's instruction-set variant (``copy_avx``,
-``peakflops_avx512``, ...) comes from ``isa``; the test checks that this
-likwid build offers it before running.
-
-``repeats``: the kernel runs that many times in one job (a screen's
-figure with its spread): the figure is the best of them, as STREAM reports
-the best of its trials (anything beside the kernel only ever lowers a run;
-a node that is slow is slow in every run), and ``<figure>_std`` their
-standard deviation, a diagnostic.  Each run costs likwid-bench's own
-start (about a second) beside its compute (docs/screening.md).
-"""
+One thread per physical core (domain ``N``); copy and stream beyond the
+caches, peakflops inside L1.  With ``repeats`` the figure is the best run,
+as STREAM reports (anything beside the kernel only lowers a run), and
+``<figure>_std`` their spread, a diagnostic."""
 import functools
 import re
 import shlex
@@ -72,7 +59,6 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: to about a second per thread count, ~7 s in all); None = the
     #: kernel's default.
     iterations = variable(int, type(None), value=None)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'isa': inputs.TOKEN,
         'working_set': inputs.SIZE,

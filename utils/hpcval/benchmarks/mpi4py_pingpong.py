@@ -1,10 +1,4 @@
-"""MPI ping-pong with mpi4py's own benchmark (``python -m mpi4py.bench``).
-
-Runs anywhere an MPI and mpi4py exist, including the PyPI ``mpich`` wheel.
-Two ranks, placed on one node or on two, exchange messages from 1 B up to
-``max_size``; the test reports the one-way latency (mean and standard
-deviation) at each of ``latency_sizes`` and the bandwidth at ``max_size``.
-"""
+"""MPI ping-pong with mpi4py's own benchmark (``python -m mpi4py.bench``)."""
 import shlex
 
 import reframe as rfm
@@ -49,7 +43,6 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Python interpreter that has mpi4py on the compute nodes.
     python = variable(str, value='python3')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'array': inputs.TOKEN,
         'max_size': inputs.POSITIVE,

@@ -1,18 +1,7 @@
-"""nccl-tests (NVIDIA) and rccl-tests (AMD): collective bus bandwidth.
+"""nccl-tests and rccl-tests: collective bus bandwidth.
 
-Two modes:
-
-- ``single_process``: one process drives every GPU of one node
-  (``all_reduce_perf -g <gpus>``), as the MI300X guide runs RCCL;
-- ``rank_per_gpu``: one MPI rank per GPU across ``num_nodes`` nodes
-  (``-g 1``, built with ``MPI=1``), launched by the system's launcher, as
-  Kestrel's procurement run (64 GPUs on 16 nodes).
-
-The collectives' executables are named ``<collective>_perf`` upstream.
-Metrics: in-place and out-of-place busbw at the largest size, the maximum
-busbw over sizes, the time at the smallest non-empty size, and nccl-tests'
-own ``Avg bus bandwidth`` (mean over every row of both blocks).
-"""
+``single_process``: one process drives a node's GPUs (``-g <gpus>``);
+``rank_per_gpu``: one MPI rank per GPU across ``num_nodes`` nodes."""
 import os
 import re
 import shlex
@@ -66,7 +55,6 @@ class _CollectivesBuild(UpstreamBuild):
 
     #: MPI installation for MPI=1; default: $MPI_HOME of the environment.
     mpi_home = variable(str, value='')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'mpi': inputs.FLAG,
         'nccl_home': inputs.PATH,
@@ -92,7 +80,7 @@ class _CollectivesBuild(UpstreamBuild):
 
 
 class NcclTestsBuild(_CollectivesBuild):
-    """nccl-tests: ``make CUDA_HOME=... NCCL_HOME=... [MPI=1 MPI_HOME=...]``."""
+    """``make CUDA_HOME=... NCCL_HOME=... [MPI=1 MPI_HOME=...]``."""
 
     source = fixture(NcclTestsSource, scope='session')
 
@@ -142,7 +130,6 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Validate results (-c 1); 0 only to time without checking.
     check_results = variable(int, value=1)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'mode': inputs.TOKEN,
         'num_nodes': inputs.POSITIVE,

@@ -1,19 +1,7 @@
-"""The node's health as a test of its own, so that ReFrame's own result
-says what ``hpcval verdict`` says.
+"""The node's health as a test of its own, judged as ``hpcval verdict`` does.
 
-The job runs nothing but the health probe (hpcval.health.probe) before
-and after ``true``; sanity judges the probe's record with the verdict's
-own judge (hpcval.health.report) against the partition's expected
-inventory, and fails naming the node, the component and the fault in the
-verdict's words (``node n1: nvidia-smi failed (exit 9): ...``).  The
-kernel log it reads is its own job's window: the benchmarks' jobs read
-theirs, and the verdict judges those.
-
-It runs where a GPU is expected (a GPU feature of the partition) or a GPU
-tool is on PATH of a partition whose jobs run on this host (the local
-scheduler), once per partition and node (``--distribute`` makes one per
-node), in every suite.
-"""
+The job runs only the health probe around ``true``; sanity judges its
+record against the partition's inventory (hpcval.health.report)."""
 import shutil
 
 import reframe as rfm

@@ -1,32 +1,9 @@
 """A measurement has its node to itself, and its record says whether it did.
 
-- Whole nodes: every measurement asks the scheduler for its nodes alone
-  (ReFrame's ``exclusive_access``: ``#SBATCH --exclusive`` on Slurm,
-  ``#BSUB -x`` on LSF; the local scheduler runs one job at a time).
-- No build beside a measurement: where measurements run on the host that
-  builds (a partition with the local scheduler; ReFrame builds on the
-  host it runs on), each build holds a shared lock on one file of the
-  session's stage folder and each measurement an exclusive one, from its
-  first command to its last, so a measurement starts only when the builds
-  running then have finished and no build starts while it runs, whatever
-  the execution policy.  On a batch partition the measurements run on
-  other nodes than the builds and need no lock.
-- The node's load at job start: the job samples /proc/loadavg five times,
-  SPACING_S apart (each job of a screen pays it), and lists the busiest
-  processes (``ps``), into
-  ``LOAD_FILE``; ``read()`` makes the check's ``hpcval_node_load`` record
-  of it.  The node was busy when, in the median sample, other runnable
-  tasks than the job's numbered at least ``max(1, BUSY_SHARE x CPUs)``.
-  The run-queue count is instantaneous, unlike the 1-minute load average,
-  which stays high for a minute after a build that has ended.
-- Whose load: each listed process is the job's own (its shell's), the
-  screen's own (the ReFrame process that wrote the job script, and its
-  commands, where the job runs on ReFrame's host: same boot id, and that
-  pid started at the same tick), or outside the screen, with its uid.
-  ``clears`` is the documented policy (docs/screening.md, "Slow beside
-  another process"): it decides by these measured facts only, never by a
-  process's name, which its owner chooses.
-"""
+Whole nodes (``exclusive_access``); on the build host a shared lock per
+build and an exclusive one per measurement; the job's load sampled at its
+start (``LOAD_FILE``).  ``clears`` decides only by measured facts, never
+by a process's name, which its owner chooses (docs/screening.md)."""
 import os
 import re
 import shlex
@@ -76,9 +53,7 @@ def build_commands(build):
 
 
 def measurement_commands(test):
-    """Lines a measurement runs first: the exclusive hold on the session's
-    lock (where builds run beside it), then the node's load into
-    LOAD_FILE; never failing the job."""
+    """A measurement's first lines: exclusive lock, then node load."""
     lines = []
     if builds_beside_measurements(test.current_partition):
         lines += ['hpcval_wait=$SECONDS', _flock('-x'),
@@ -96,9 +71,7 @@ def measurement_commands(test):
 
 
 def _screen_line():
-    """A shell command that prints ``screen=PID`` (this ReFrame process)
-    where the job runs on this host and that pid is still this process:
-    the same boot id, and the pid's start tick (field 22 of its stat)."""
+    """Shell printing ``screen=PID`` where the job runs beside this ReFrame."""
     pid = os.getpid()
     try:
         with open('/proc/sys/kernel/random/boot_id') as fp:
@@ -122,8 +95,7 @@ _NAME = re.compile(r'[\x21-\x7e][\x20-\x7e]{0,63}')
 
 
 def read(text):
-    """The ``hpcval_node_load`` record (hpcval.records.NodeLoad) of a
-    LOAD_FILE's text, or None when unreadable."""
+    """The ``hpcval_node_load`` record of a LOAD_FILE's text, or None."""
     fields, loads, procs = {}, [], []
     for line in text.splitlines():
         key, sep, value = line.partition('=')

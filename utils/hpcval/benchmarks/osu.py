@@ -1,20 +1,8 @@
-"""OSU micro-benchmarks 7.x: MPI latency and bandwidth between two ranks,
-and allreduce latency.
+"""OSU micro-benchmarks 7.x: MPI latency and bandwidth, allreduce latency.
 
-Built with autotools from the upstream release tarball (``OsuSource``;
-mvapich.cse.ohio-state.edu publishes no git repository) by the MPI
-compiler wrappers of the environment, with ``--enable-cuda`` or
-``--enable-rocm`` for device buffers.
-
-Host-buffer runs place two ranks by the partition's detected topology:
-``same_socket`` (the first two cores of socket 0), ``cross_socket`` (the
-first core of sockets 0 and 1) or ``across_nodes`` (one rank per node).
-Device-buffer runs (``-d cuda D D``) put two ranks on one node, where OSU
-gives each the GPU of its node-local rank, or one rank on each of two nodes;
-they need an MPI that reads device memory, which a partition declares with
-the ``gpu-aware-mpi`` feature and its ``gpu_aware_mpi`` extras (modules,
-launcher options, environment such as ``MPICH_GPU_SUPPORT_ENABLED=1``).
-"""
+Host buffers place two ranks by the detected topology (same socket, cross
+socket, across nodes); device buffers (``-d cuda D D``) need the
+``gpu-aware-mpi`` feature and its extras (docs/benchmarks/osu.md)."""
 import os
 import shlex
 import urllib.error
@@ -45,7 +33,6 @@ BENCHMARKS = {
 }
 PLACEMENTS = ('same_socket', 'cross_socket', 'across_nodes')
 GPU_PLACEMENTS = ('on_node', 'across_nodes')
-ACCELERATORS = ('', 'cuda', 'rocm')
 _TARBALL = ('https://mvapich.cse.ohio-state.edu/download/mvapich/'
             'osu-micro-benchmarks-{}.tar.gz')
 
@@ -91,10 +78,7 @@ def _reachable(url):
 
 
 class OsuSource(UpstreamSource):
-    """The release tarball; ``src_mirror`` may be that tarball, its
-    unpacked folder, or a git repository with the release at branch or tag
-    ``version`` (e.g. a mirror of github.com/alex--m/osu, whose ``v7.4``
-    branch is the 7.4 tarball's content)."""
+    """The release tarball (``src_mirror``: tarball, folder or git)."""
     any_environ = True          # CPU checks build it too
 
     repo_url = _TARBALL.format('7.4')
@@ -123,13 +107,7 @@ class OsuSource(UpstreamSource):
 
 
 class OsuBuild(UpstreamBuild):
-    """``configure CC=mpicc CXX=mpicxx [--enable-cuda|--enable-rocm]`` and
-    ``make``, out of the source tree; the benchmarks land in ``build/``.
-
-    The MPI compiler wrappers are, in this order, ``-S mpicc=``/``mpicxx=``,
-    the environment's ``extras`` of the same names (Cray: ``cc``/``CC``),
-    or ``mpicc``/``mpicxx`` from PATH.
-    """
+    """``configure CC=mpicc CXX=mpicxx [--enable-cuda|rocm]; make``."""
 
     #: '' (host buffers only), 'cuda' or 'rocm'.
     accelerator = variable(str, value='')
@@ -139,7 +117,6 @@ class OsuBuild(UpstreamBuild):
 
     #: Force-include the CUDA 13 shim (see CUDA13_COMPAT) in CUDA builds.
     cuda13_compat = variable(bool, value=True)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'accelerator': inputs.TOKEN,
         'mpicc': inputs.WORD_OR_PATH,
@@ -212,10 +189,7 @@ def _cpus(mask):
 
 
 def _sockets_and_cores(processor):
-    """CPU lists per socket and per core: detected masks, or else the
-    declared counts read with Linux's usual x86 numbering (core ``c`` of
-    socket ``s`` is CPU ``s * cores_per_socket + c``, SMT siblings after
-    all cores)."""
+    """CPU lists per socket and core: detected, or x86's numbering."""
     topo = processor.topology or {}
     if topo.get('sockets') and topo.get('cores'):
         return ([_cpus(m) for m in topo['sockets']],
@@ -234,9 +208,7 @@ def _sockets_and_cores(processor):
 
 
 def first_cpus(processor, placement):
-    """Two logical CPUs, one per rank: the first CPU of the first two cores
-    of socket 0, or of the first core of sockets 0 and 1.  [] when the
-    topology is unknown or too small."""
+    """Two CPUs, one per rank, by placement; [] if topology unknown."""
     sockets, cores = _sockets_and_cores(processor)
     if not sockets or not cores:
         return []
@@ -263,12 +235,7 @@ _SRUN_PLACEMENT = {
 
 
 class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
-    """One OSU benchmark between two ranks (allreduce too).
-
-    Leaves declare the build fixture; for device buffers they declare it
-    with the ``accelerator`` (which the test takes from there) and redefine
-    ``placement = parameter(GPU_PLACEMENTS)``.
-    """
+    """One OSU benchmark between two ranks (allreduce too)."""
 
     #: osu_latency, osu_bw, osu_bibw, osu_allreduce.
     benchmark = parameter(list(BENCHMARKS))
@@ -295,7 +262,6 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: Pin the two ranks to the CPUs the placement names.
     pin_ranks = variable(bool, value=True)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'accelerator': inputs.TOKEN,
         'max_size': inputs.POSITIVE,

@@ -1,19 +1,8 @@
 """rocblas-bench: GEMM throughput of one AMD GPU, the MI300X guide's way.
 
-Built from ROCm/rocBLAS clients at ``RocblasSource``'s tag (rocm-6.2.0,
-the guide's) against the installed rocBLAS (``./install.sh --clients-only
---library-path $ROCM_PATH``), or taken from ``-S prebuilt_dir=/opt/rocm/bin``
-(ROCm's own ``rocblas-bench``).
-
-``gemm`` selects the command line; the guide's three are reproduced
-exactly.  Its "BF16" command passes ``--a_type h --b_type h``, which is
-fp16 (``f16_r``): that variant is called ``f16_strided`` here, and
-``bf16_strided`` is the same command with ``bf16_r`` inputs (no reference
-in the guide).  The guide recommends the best of several runs, so the job
-runs the command ``repetitions`` times and reports the highest
-``rocblas-Gflops`` (GFLOP/s; the guide's Table 5 says TFLOPS but its
-numbers are these GFLOP/s).
-"""
+The guide's "BF16" command is fp16 (``f16_r``): that variant is
+``f16_strided`` here; ``bf16_strided`` uses ``bf16_r``.  The job runs
+``repetitions`` times and reports the highest ``rocblas-Gflops``."""
 import shlex
 
 import reframe as rfm
@@ -58,8 +47,7 @@ class RocblasSource(UpstreamSource):
 
 
 class RocblasBenchBuild(UpstreamBuild):
-    """rocBLAS clients against the installed library, built out of the
-    (shared) source tree into ``rocblas-build/``."""
+    """rocBLAS clients against the installed library."""
 
     executables = ['rocblas-bench']
     build_bin = 'rocblas-build/release/clients/staging'
@@ -82,7 +70,6 @@ class RocblasBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     #: GPU to run on (rocblas-bench --device).
     gpu_index = variable(int, value=0)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'repetitions': inputs.number(1, 100),
         'gpu_index': inputs.COUNT,

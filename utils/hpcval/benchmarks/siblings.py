@@ -1,23 +1,10 @@
 """One node's GPUs, or one node's links, compared with each other.
 
-An absolute floor (a fraction of the reference) passes a GPU or link that
-is much worse than its siblings on the same node, and siblings are the
-best reference a node has.  Each member's figure is compared with the
-median of its siblings by the peer rule (hpcval.peers) with a factor as
-the floor and no spread term (a node has too few GPUs for one).  The
-factor is the system's: the band its reference file gives the figure's
-family (``<figure>_vs_siblings``: value 1, unit x, ``lower`` -0.25 for
-a bound of 0.75 x, with its source), else the benchmark's
-``sibling_factor`` (docs/benchmarks/<benchmark>.md gives it with its
-false-alarm rate and detection limit), so that a tolerance widened for
-one system changes no other.
-
-The comparison is a performance figure, not a sanity check: each member
-gets ``<figure>_vs_siblings@<member>``, its value over its siblings'
-median (unit ``x``), with the rule's band as its reference, so ReFrame's
-performance stage judges it (hpcval.judgement) and a slow GPU's run keeps
-every figure in the perflog and the results database.
-"""
+Each member's figure against its siblings' median by the peer rule
+(hpcval.peers), a factor as the floor.  The factor is the system's
+``<figure>_vs_siblings`` band, else ``sibling_factor`` (its false-alarm
+rate and detection limit: docs/benchmarks/<benchmark>.md).  Each member
+gets a performance figure ``<figure>_vs_siblings@<member>`` (unit x)."""
 from dataclasses import dataclass
 
 import reframe as rfm
@@ -29,8 +16,7 @@ from hpcval.inputs import InputError, at_load
 
 
 def check_factor(value):
-    """Raise InputError unless ``value`` is a finite factor above 1 and
-    within the verdict's cap (hpcval.peers.MAX_FLOOR)."""
+    """InputError unless ``value`` is a finite factor in (1, MAX_FLOOR]."""
     if not 1 < value <= 1 / (1 - peers.MAX_FLOOR):
         raise InputError(f'-S sibling_factor={value}: must be a number '
                          f'above 1 and at most {1 / (1 - peers.MAX_FLOOR):g}'
@@ -49,8 +35,7 @@ class Sibling:
 
 
 def factor_of_band(band, where):
-    """The sibling factor of a reference tuple (1, lower, None, 'x'), the
-    only shape a sibling band has; InputError naming ``where`` else."""
+    """The sibling factor of a band (1, lower, None, 'x'); else InputError."""
     factor = Band(*band).peer_factor(peers.MAX_FLOOR)
     if factor is None:
         raise InputError(f'{where}: a sibling band is value 1, unit '
@@ -61,9 +46,7 @@ def factor_of_band(band, where):
 
 
 def compare(groups, factor):
-    """[Sibling] of ``groups``: {figure: {member: (component, value,
-    unit)}}, e.g. {'triad': {'gpu2': ('GPU 2', 3.98e6, 'MB/s'), ...}};
-    ``factor``: a number, or a function of the figure giving one."""
+    """[Sibling] of {figure: {member: (component, value, unit)}}."""
     factor_of = factor if callable(factor) else lambda figure: factor
     out = []
     for figure, members in groups.items():
@@ -81,8 +64,7 @@ def compare(groups, factor):
 
 
 def failures(found):
-    """'GPU 2: triad 2.1e+06 MB/s is 61% of its 3 siblings' median
-    3.46e+06 (bound >= 3.14e+06 MB/s, x1.1)' per failing Sibling."""
+    """'GPU 2: triad ... is 61% of its 3 siblings' median ...' per failure."""
     return [f'{s.component}: {s.figure} {s.judgement.value:.6g} {s.unit} '
             f'is {peers.ratio(s.judgement):.0%} of its {s.judgement.peers} '
             f'siblings\' median {s.judgement.median:.6g} (bound '
@@ -91,10 +73,7 @@ def failures(found):
 
 
 class SiblingFigures(rfm.RegressionTestPlugin):
-    """Mixin of a ParsedBenchmark whose GPUs or links are compared with
-    each other: it implements ``sibling_groups(result)`` and adds
-    ``sibling_metrics(result)`` to its metrics and
-    ``sibling_components(result)`` to its components."""
+    """Mixin comparing the members of ``sibling_groups(result)``."""
 
     #: a member this many times worse than its siblings' median fails,
     #: where the system's references give its figure no sibling band;
@@ -115,9 +94,7 @@ class SiblingFigures(rfm.RegressionTestPlugin):
         return {}
 
     def sibling_factor_of(self, figure):
-        """The factor judging ``figure``'s members: the system's sibling
-        band of it, else ``sibling_factor``; an option that contradicts
-        the system's band is refused, not obeyed silently."""
+        """``figure``'s factor: the system's band, else sibling_factor."""
         name = peers.figure_name(figure, '')[:-1]
         band = self._references({f'{name}@*': peers.RATIO_UNIT})
         if not band:
@@ -135,8 +112,7 @@ class SiblingFigures(rfm.RegressionTestPlugin):
         return factor
 
     def judge_siblings(self, result):
-        """[Sibling] of ``result``; a benchmark that re-measures an
-        outlier before it is named overrides this."""
+        """[Sibling] of ``result``; a re-measuring benchmark overrides this."""
         return compare(self.sibling_groups(result), self.sibling_factor_of)
 
     def siblings(self, result):
@@ -157,6 +133,5 @@ class SiblingFigures(rfm.RegressionTestPlugin):
             return found
         for s in self._siblings_of[1]:
             if s.metric in metric_units and s.metric not in found:
-                found[s.metric] = (*peers.band(s.judgement),
-                                   peers.RATIO_UNIT)
+                found[s.metric] = (*peers.band(s.judgement), peers.RATIO_UNIT)
         return found

@@ -1,26 +1,9 @@
 """Source acquisition and builds: the pattern every benchmark follows.
 
-1. ``UpstreamSource`` (a session fixture) brings the upstream source tree
-   into its stage directory once per run:
-
-   - by default ``git clone --depth 1 --branch <version> <repo_url>`` (a
-     version of 40 hex digits is a commit, fetched alone);
-   - with ``-S src_mirror=PATH`` from a local copy, for air-gapped sites: a
-     git repository (bare or not; the pinned tag is checked out), a source
-     folder already at that version, or a release tarball with one
-     top-level folder;
-   - with ``-S prebuilt_dir=DIR`` nothing is fetched;
-   - in a replay (``-C config/replay.py``) nothing is fetched or built.
-
-   When upstream cannot be reached and no mirror is given, the fixture is
-   skipped with a one-line reason, and so is every test that needs it.
-
-2. ``UpstreamBuild`` (an environment fixture) builds it once per partition
-   and programming environment however many tests use it, or, with
-   ``prebuilt_dir``, only checks that DIR holds the executables under their
-   upstream names.  Scope the variables to one benchmark with
-   ``-S BabelStreamSource.prebuilt_dir=DIR`` when several are selected.
-"""
+``UpstreamSource`` (session) clones the pinned version once, or takes
+``-S src_mirror=`` or ``-S prebuilt_dir=``; unreachable upstream skips
+with one reason.  ``UpstreamBuild`` builds once per partition and
+environment (docs/sources-and-builds.md)."""
 import dataclasses
 import os
 import re
@@ -83,7 +66,6 @@ class SourceSettings(ContainerSettings, ValidatedInputs, Validation,
     #: (reusing what the site's Spack has installed).
     spack_install = variable(bool, value=False)
 
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'src_mirror': inputs.PATH,
         'prebuilt_dir': inputs.PATH,
@@ -118,8 +100,7 @@ class SourceSettings(ContainerSettings, ValidatedInputs, Validation,
                         f"'%build.{name}={text}')")
 
     def _runs_with(self, name):
-        """The value of ``name`` the test runs with: a leaf's is its build
-        fixture's declaration (ParsedBenchmark.take_build_variables)."""
+        """The value of ``name`` the test runs with (its build fixture's)."""
         if name in getattr(self, 'build_shared', ()):
             build = type(self)._rfm_fixture_space['build']
             if name in build.variables:
@@ -135,8 +116,7 @@ def _is_git_repo(path):
 
 
 def is_commit(version):
-    """Whether ``version`` pins a commit (40 hex digits), for upstreams
-    that tag no releases (gpu-burn)."""
+    """Whether ``version`` pins a commit (40 hex digits)."""
     return bool(re.fullmatch(r'[0-9a-f]{40}', version))
 
 
@@ -167,7 +147,6 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
 
     #: Clone submodules too (Comm|Scope needs them).
     submodules = variable(bool, value=False)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'repo_url': inputs.URL,
         'version': inputs.TOKEN,
@@ -295,12 +274,7 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
 
 
 class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
-    """Builds a benchmark from ``self.source`` (an UpstreamSource fixture).
-
-    Subclasses declare ``source = fixture(TheirSource, scope='session')``,
-    list ``executables`` and implement ``build_commands(src)``, which
-    returns shell lines run in the stage directory.
-    """
+    """Builds a benchmark from ``self.source`` with ``build_commands(src)``."""
 
     #: Upstream executable names the runs need, e.g. ``['omp-stream']``.
     executables = variable(typ.List[str])
@@ -311,7 +285,6 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
     #: CUDA architecture of a CUDA build, e.g. sm_90; default: the
     #: partition's GPU arch.
     cuda_arch = variable(str, value='')
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'executables': inputs.TOKENS,
         'build_bin': inputs.RELATIVE_PATH,
@@ -335,8 +308,7 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
 
     @property
     def stack(self):
-        """The site's stack providing the executables (hpcval.stacks), as
-        the source fixture or this build was given it, or None."""
+        """The site's stack giving the executables, or None."""
         stack = stacks.of(self.source) or stacks.of(self)
         if self._spack_install() and stack:
             return dataclasses.replace(stack, spack_env=os.path.join(
@@ -365,8 +337,7 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
         return shlex.quote(self.executable_path(name))
 
     def target_cuda_arch(self, default=''):
-        """``-S cuda_arch`` (validated), else the partition's GPU arch,
-        else ``default``."""
+        """``-S cuda_arch``, else the partition's GPU arch, else default."""
         return checked_token(self.cuda_arch or gpu_arch(self.current_partition)
                              or default, 'cuda_arch')
 
@@ -433,9 +404,7 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
                                   *self.prebuild_cmds]
 
     def _spack_build(self, stack):
-        """ReFrame's Spack build system: an environment in the stage
-        folder, the spec added and installed; then the concretised spec
-        printed into the build's output, and the executables checked."""
+        """Spack build in a stage environment; prints the concrete spec."""
         self.build_system = 'Spack'
         self.build_system.environment = None     # ReFrame makes SPACK_ENV
         self.build_system.specs = [shlex.quote(stack.spack_spec)]

@@ -1,21 +1,8 @@
 """TransferBench: copy bandwidth between the GPUs (and CPUs) of one node.
 
-Built from ROCm/TransferBench at ``TransferBenchSource``'s pinned tag with
-upstream's Makefile: hipcc gives ``TransferBench``, nvcc gives
-``TransferBenchCuda`` (how the same tool runs on NVIDIA GPUs).  One
-process drives every GPU of the node, as the MI300X guide runs it, with one
-of three presets (``preset``):
-
-- ``a2a``: every GPU copies to every other at once (``TransferBench a2a``);
-- ``p2p``: each pair alone, unidirectional then bidirectional;
-- ``config``: the tests of a config file, by default upstream's
-  ``examples/example.cfg`` (the guide's six tests), or ``-S config_file``.
-
-Averages can hide one bad link, so a2a and p2p also compare every GPU
-link with its siblings on the node (hpcval.benchmarks.siblings): each
-link's bandwidth over its siblings' median is a figure of its own, judged
-with the others in the performance stage.
-"""
+Presets ``a2a``, ``p2p`` and ``config``; a2a and p2p also compare each
+link with its siblings (hpcval.benchmarks.siblings), as averages hide
+one bad link."""
 import os
 import re
 import shlex
@@ -92,16 +79,11 @@ class TransferBenchSource(UpstreamSource):
 
 
 class TransferBenchBuild(UpstreamBuild):
-    """Upstream ``src/Makefile``, target named explicitly (it otherwise
-    picks nvcc whenever /usr/local/cuda exists); the executable and
-    ``examples/example.cfg`` are copied to ``build/``."""
+    """Upstream ``src/Makefile``, target named (it otherwise picks nvcc)."""
 
     #: 'hip' (TransferBench) or 'cuda' (TransferBenchCuda).
     model = variable(str, value='hip')
-    #: how -S values of these variables are checked (hpcval.inputs)
-    input_policy = {
-        'model': inputs.TOKEN,
-    }
+    input_policy = {'model': inputs.TOKEN}
 
     source = fixture(TransferBenchSource, scope='session')
 
@@ -140,9 +122,7 @@ def link_name(src, dst):
 
 class TransferBench(SiblingFigures, ParsedBenchmark,
                     rfm.RunOnlyRegressionTest):
-    """One TransferBench run over all GPUs of a node; leaves add the build:
-    ``build = fixture(TransferBenchBuild, scope='environment',
-    variables={'model': 'cuda'})``."""
+    """One TransferBench run over all GPUs of a node; leaves add the build."""
 
     preset = parameter(PRESETS)
 
@@ -172,7 +152,6 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
 
     #: GPUs the node must show; 0: the partition's GPU count.
     num_gpus = variable(int, value=0)
-    #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
         'model': inputs.TOKEN,
         'num_bytes': inputs.SIZE,
@@ -247,10 +226,7 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
             self._remeasure_outliers(size)
 
     def _remeasure_outliers(self, size):
-        """After p2p, where a link is an outlier of its matrix: every
-        ordered GPU pair again, one at a time (REMEASURE_CFG), so that a
-        link is named only if measured alone it is still worse than its
-        siblings measured alike."""
+        """After p2p, every pair alone again where a link is an outlier."""
         exe = self.build.command(MODELS[self.model])
         size = f' {shlex.quote(size)}' if size else ''
         # the job's exit status stays p2p's (or the re-measure's)
@@ -298,8 +274,7 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
         return {} if self.preset == 'config' else link_groups(result)
 
     def judge_siblings(self, result):
-        """A p2p link that fails is judged by its re-measure, where the
-        job made one (``remeasured``): named only if that fails too."""
+        """A failing p2p link is named only if its re-measure fails too."""
         found = super().judge_siblings(result)
         again = getattr(self, '_remeasured', None)
         if not again or all(s.judgement.passed for s in found):
@@ -315,8 +290,7 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
         return out
 
     def _alone(self, s, again):
-        """The Sibling of ``s``'s link among the re-measured ones (all
-        measured alone, by ``s``'s figure's factor), or None."""
+        """The Sibling of ``s``'s link among the re-measured ones, or None."""
         member = s.metric.rpartition('@')[2]
         return next((a for a in siblings.compare(
             {'alone': {m: ('', v, 'GB/s') for m, v in again.items()}},
@@ -391,8 +365,7 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
 
 
 def remeasured(cfg, out):
-    """{'gpu00_to_gpu01': GB/s} of the re-measure the job made (``cfg``:
-    its config, ``out``: TransferBench's output), {} where it made none."""
+    """{'gpu00_to_gpu01': GB/s} of the job's re-measure, {} where none."""
     try:
         tests = config_tests(read_text(cfg))
     except FileNotFoundError:
@@ -412,8 +385,7 @@ _GPU_DEVICE = re.compile(r'GPU ([0-9]{1,6})')
 
 
 def gpus_listed(text, preset):
-    """The GPU numbers a p2p or a2a output's matrices list (every one of
-    them, for p2p): the GPUs the runtime showed it, however many."""
+    """The GPU numbers a p2p or a2a output's matrices list."""
     if preset == 'a2a':
         names = [parse_a2a(text).gpus]
     else:
@@ -431,9 +403,7 @@ def _gpu_name(short):
 
 
 def link_groups(result):
-    """{figure: {'gpu00_to_gpu01': ('link GPU 00 -> GPU 01 (uni)', GB/s,
-    'GB/s')}} of an a2a or p2p result: the links that are each other's
-    siblings."""
+    """{figure: {'gpu00_to_gpu01': (component, GB/s, 'GB/s')}}."""
     if hasattr(result, 'uni'):
         by_figure = {m.direction: (_gpu_links(m.links), f' ({m.direction})')
                      for m in (result.uni, result.bidir)}

@@ -1,11 +1,7 @@
-"""What every hpcval test and fixture records for ``hpcval verdict``, and
-the strict setting.
+"""What every test and fixture records for the verdict, and ``strict``.
 
-A skipped test leaves no reason in ReFrame's run report; hpcval's tests
-keep it in ``hpcval_skip_reason`` (a loggable variable, so it is in the
-report).  With ``-S strict=yes`` a test or fixture that would be skipped
-fails instead: a validation run must not pass what it did not test.
-"""
+A skip's reason is kept in ``hpcval_skip_reason``; with ``-S
+strict=yes`` what would be skipped fails instead."""
 import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, variable
@@ -26,11 +22,7 @@ class Validation(rfm.RegressionTestPlugin):
 
     #: Why the test was skipped; in the run report for ``hpcval verdict``.
     hpcval_skip_reason = variable(str, value='')
-    #: how -S values of these variables are checked (hpcval.inputs)
-    input_policy = {
-        'strict': inputs.FLAG,
-        'hpcval_skip_reason': inputs.RECORD,
-    }
+    input_policy = {'strict': inputs.FLAG, 'hpcval_skip_reason': inputs.RECORD}
 
     def skip(self, msg=None):
         self.hpcval_skip_reason = msg or 'skipped (no reason given)'

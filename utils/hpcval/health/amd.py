@@ -1,25 +1,10 @@
 """amd-smi and rocm-smi JSON into GPU records (keys of hpcval.health.nvidia).
 
-``amd-smi static --json`` gives what a GPU is (model, memory, the link it
-can train, driver, VBIOS, serial), ``amd-smi metric --json`` how it is
-(link width and speed now, power, temperatures, activity, graphics
-clocks now and at most, ECC counts, throttle and violation status); the
-probe writes both into one file, so ``gpus`` reads every JSON document of
-the text and merges them by GPU index.  amd-smi before 26 prints a list
-of GPUs, later versions wrap it in ``{"gpu_data": [...]}``: both read
-alike.  The key names are those of
-``amdsmi_cli/amdsmi_commands.py`` (ROCm/amdsmi).
-
-``rocm-smi -a --json`` prints ``{"card0": {...}, "system": {...}}`` with
-human labels as keys.  rocm-smi exits 0 when the driver is not loaded
-(``ERROR: Driver not initialized (amdgpu not found in modules)``): text
+amd-smi's key names are those of ``amdsmi_cli/amdsmi_commands.py``
+(ROCm/amdsmi).  rocm-smi exits 0 when the driver is not loaded: text
 without a JSON document is the tool's failure, whatever its exit status.
-
-Both tools print a serial of zeros where they read none (amd-smi's
-``product_serial`` "0" and rocm-smi's ``Serial Number`` "0" or
-"00000000000000" on the public MI100 and MI210 outputs): that is no
-serial; rocm-smi's ``Unique ID`` (the ASIC's) then names the card.
-"""
+A serial of zeros (public MI100 / MI210 outputs) is no serial; rocm-smi's
+``Unique ID`` then names the card."""
 import json
 import re
 
@@ -40,8 +25,7 @@ GT_PER_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 
 
 def documents(text):
-    """Every JSON document of ``text`` (the probe writes two in a row).
-    Raises ToolError with the tool's first line when there is none."""
+    """Every JSON document of ``text`` (ToolError if none)."""
     dec, out, pos = json.JSONDecoder(), [], 0
     while True:
         start = min((i for i in (text.find('{', pos), text.find('[', pos))
@@ -70,8 +54,7 @@ def _entries(doc):
 
 
 def _num(v):
-    """A number of amd-smi's ``{"value": 10, "unit": "W"}``, ``10`` or
-    ``"10 W"``; None for N/A."""
+    """A number of ``{"value": 10, "unit": "W"}``, ``"10 W"``; or None."""
     if isinstance(v, dict):
         v = v.get('value')
     if isinstance(v, bool):
@@ -105,8 +88,7 @@ def _get(entry, *path):
 
 
 def gen_of(gt_per_s):
-    """PCIe generation of a per-lane rate in GT/s (some amd-smi versions
-    print MT/s: 16000)."""
+    """PCIe generation of a per-lane rate in GT/s (or MT/s: 16000)."""
     if not isinstance(gt_per_s, (int, float)) or gt_per_s <= 0:
         return None
     if gt_per_s >= 1000:
@@ -243,9 +225,7 @@ def _rocm_smi(doc, lenient):
 
 
 def gpus(text, tool='amd-smi', lenient=False):
-    """[GPU record] of ``tool``'s JSON output(s) in ``text``; ``lenient``
-    (a sampler's file, many documents) keeps the GPUs of every document,
-    one record per document and GPU, in order."""
+    """[GPU record] of ``tool``'s JSON; ``lenient``: of every document."""
     docs = documents(text)
     if tool == 'rocm-smi':
         if lenient:

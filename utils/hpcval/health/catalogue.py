@@ -1,24 +1,11 @@
 """Every event the health judge knows, its severity and its public source.
 
-``FAIL`` fails the node (a FAIL line naming node, GPU and event);
-``INFO`` is shown once per node as an INFO line and never changes the exit
-status.  docs/health.md prints this table (``rows()``); hpcval.health.judge
-and hpcval.health.kernel_log ask ``fails()`` and ``kernel_what()``.
-
-Xids follow NVIDIA's own catalogue (hpcval.health.xid_catalog): an Xid
-whose immediate resolution is the application's (``RESTART_APP``,
-``CHECK_APP/CUDA``) or nothing (``IGNORE``) is information; every other
-one (reset the GPU, reboot, contact support, a workflow, a new code without
-a resolution yet) fails the node.  ``OVERRIDES`` lists where hpcval
-decides otherwise, and why.  An Xid 45 (preemptive cleanup) that the
-driver marks ``caused by previous Xid N`` takes Xid N's severity and is
-named as N's consequence.
-
-NVSwitch SXids (hpcval.health.sxid_catalog) fail the node when their line
-says ``Fatal`` or the Fabric Manager guide lists the number as fatal; any
-other (``Non-fatal``, or a detail line of an SXid not listed fatal) is
-information.
-"""
+``FAIL`` fails the node; ``INFO`` is shown once per node and never changes
+the exit status.  An Xid fails unless NVIDIA's catalogue resolves it in
+the application (``RESTART_APP``, ``CHECK_APP/CUDA``) or ``IGNORE``;
+``OVERRIDES`` lists where hpcval decides otherwise, and why.  An SXid
+fails when its line says ``Fatal`` or the Fabric Manager guide lists it
+as fatal."""
 from hpcval.health.sxid_catalog import SXIDS
 from hpcval.health.xid_catalog import XIDS
 
@@ -170,8 +157,7 @@ EVENTS = {
 
 
 def xid_severity(code, caused_by=None):
-    """FAIL or INFO of an Xid; an Xid 45 caused by a previous Xid takes
-    that Xid's."""
+    """FAIL or INFO of an Xid; an Xid 45 caused by Xid N takes N's."""
     if caused_by is not None and code == 45 and caused_by != 45:
         return xid_severity(caused_by)
     if code in OVERRIDES:
@@ -190,8 +176,7 @@ def xid_name(code):
 
 
 def sxid_severity(code, said=''):
-    """FAIL or INFO of an SXid: its line's own word (``Fatal``), else
-    the catalogue by number."""
+    """FAIL or INFO of an SXid: its line's ``Fatal``, else the catalogue."""
     if said == 'Fatal' or SXIDS.get(code, ('', False))[1]:
         return FAIL
     return INFO

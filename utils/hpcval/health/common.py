@@ -19,14 +19,12 @@ MESSAGE_CHARS = 200
 
 
 def clean(text, most=MESSAGE_CHARS):
-    """Printable ASCII of ``text``, at most ``most`` characters: values come
-    from a job's output and end up in reports and terminals."""
+    """Printable ASCII of job output ``text``, at most ``most`` characters."""
     return _PRINTABLE.sub('?', str(text))[:most].strip()
 
 
 def value(text):
-    """A tool's field as int, float, bool or str; None when not available.
-    Units after a number (``81559 MiB``, ``71.3 W``, ``0 us``) are dropped."""
+    """A tool's field as int, float, bool or str (units dropped); None: N/A."""
     text = clean(text)
     low = text.lower()
     if low in _NA:

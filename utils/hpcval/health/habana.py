@@ -1,17 +1,11 @@
-"""The ``hl-smi`` summary table (Intel Gaudi) into GPU records (the keys of
-hpcval.health.nvidia).
+"""The ``hl-smi`` summary table (Intel Gaudi) into GPU records.
 
-Each AIP is two rows of the table::
+Each AIP is two rows::
 
     |   0  HL-225              N/A  | 0000:4d:00.0     N/A |                   0  |
     | N/A   31C   N/A    95W / 600W |    768MiB / 98304MiB |     0%           N/A |
 
-index, name, bus id, volatile uncorrectable ECC (newer versions title the
-column "Volatile Uncor-Events"), temperature, power draw and cap, memory
-used and total, AIP utilization.  The driver and firmware versions are in
-the table's head.  The table has no PCIe link state, UUID or serial.
-Older versions print ``Mib``.
-"""
+The table has no PCIe link state, UUID or serial."""
 import re
 
 from hpcval.health.common import clean, first_line
@@ -92,9 +86,7 @@ def _table(lines):
 
 
 def gpus(text, lenient=False):
-    """[GPU record] of ``hl-smi``'s table; with ``lenient`` (a sampler's
-    file) the records of every table in it, in order.  Raises ToolError
-    with the tool's first line when there is no AIP row."""
+    """[GPU record] of ``hl-smi``'s table(s); ToolError without an AIP row."""
     out = []
     for lines in _tables(text):
         out += _table(lines)[0]
@@ -106,7 +98,6 @@ def gpus(text, lenient=False):
 
 
 def apps(text):
-    """[{index, pid, name, memory_mib}] of the table's compute processes
-    (rows of N/A are no process)."""
+    """[{index, pid, name, memory_mib}] of the compute processes."""
     tables = _tables(text)
     return _table(tables[0])[1] if tables else []

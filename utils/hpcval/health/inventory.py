@@ -1,31 +1,4 @@
-"""The expected inventory of a partition's nodes, from the ``inventory:``
-list of references/<system>.yaml (validated with the rest of the file by
-hpcval.references)::
-
-    inventory:
-      - partition: gpu          # partition name, or '*' (default)
-        gpus: 4                 # GPUs (GCDs, Gaudi cards) the tool lists
-                                # per node; 0: a node without GPUs
-        vendor: nvidia          # nvidia | amd | habana
-        model: A100-SXM4        # text the tool's model name contains
-        memory_gib: 40          # optional: each GPU's memory, at least
-        pcie: {gen: 4, width: 16}   # optional: each GPU's link
-        nvlink: {links: 18, gbs: 26.562}    # optional: each GPU's active
-                                # NVLinks and their speed (nvlink -s)
-        driver: 580.159.04      # optional: a pinned driver version
-        baseline:               # optional: what the references were
-          driver: 580.159.04    #   calibrated on (hpcval calibrate writes
-          vbios: 96.00.74.00.0D #   it); a node that differs is CHANGED
-          kernel: 6.8.0-45-generic
-          serials: {n12: ['1752624014320']}   # per node
-        pin: [vbios]            # optional: baseline keys whose change
-                                #   fails the node (driver, vbios, kernel,
-                                #   serial)
-        source: "NERSC, Perlmutter Architecture, https://..."
-
-A partition that expects GPUs and whose node cannot list them fails
-(hpcval.health.judge).
-"""
+"""The expected inventory of a partition's nodes (docs/health.md)."""
 import reprlib
 
 TOOLS = {'nvidia': ('nvidia-smi',), 'amd': ('amd-smi', 'rocm-smi'),
@@ -129,8 +102,7 @@ def validate(path, data):
 
 
 def _nvlink(path, key, data):
-    """{links: N, gbs: X}: each GPU's active NVLinks / xGMI links and
-    their speed (GB/s, ``nvidia-smi nvlink -s``)."""
+    """{links: N, gbs: X}: each GPU's active NVLinks / xGMI links and speed."""
     if not isinstance(data, dict) or not set(data) <= {'links', 'gbs'} or \
             'links' not in data:
         _fail(path, key, 'must be {links: N, gbs: X} (gbs optional)')
@@ -146,9 +118,7 @@ def _nvlink(path, key, data):
 
 
 def nvlink_of(records):
-    """{links, gbs} every GPU of ``records`` shows before its benchmark
-    (the fewest active links, the lowest speed), or None where a record
-    has no NVLink state or no GPU has a link."""
+    """{links, gbs} of ``records`` before the benchmark (least), or None."""
     counts, speeds = [], []
     for r in records:
         status = r.before.nvlink.status
@@ -189,8 +159,7 @@ def _baseline(path, key, data):
 def for_partition(entries, partition):
     """The entry of ``partition`` (its own before '*'), or None."""
     own = [e for e in entries if e['partition'] == partition]
-    return (own or [e for e in entries if e['partition'] == '*'] or
-            [None])[0]
+    return (own or [e for e in entries if e['partition'] == '*'] or [None])[0]
 
 
 def describe(expected):
@@ -205,11 +174,10 @@ def _common(values):
 
 
 def from_records(records, partition, source):
-    """The inventory entry of ``partition`` that the health records
-    (hpcval.records.Health) of its baseline runs show (``hpcval
-    calibrate``), or None when they show no GPU tool or disagree on the
-    count.  ``baseline`` holds the versions
-    seen (one value each; a key whose nodes differ is left out)."""
+    """The inventory entry of ``partition`` its baseline runs' records show.
+
+    None when they show no GPU tool or disagree on the count; ``baseline``
+    keeps only the versions every node agrees on."""
     snaps = [r.before for r in records]
     tools = {r.tool for r in records}
     if len(tools) != 1 or not snaps:

@@ -1,17 +1,4 @@
-"""What of a node's health record fails it, and why a figure was low.
-
-``failures(record, expected)`` gives (component, text) pairs: the node's
-inventory against the partition's expected one (hpcval.health.inventory),
-then each GPU's health before, during and after the benchmark.
-``notes(record)`` gives what is reported but fails nothing (correctable
-errors that grew, application Xids, another process on a GPU).
-``changes(record, expected)`` gives (component, text, key) of what
-differs from the baseline the references were calibrated on: shown as
-CHANGED, a failure where the inventory pins the key.
-``cause(record, component)`` gives, for a low figure of ``component``
-('GPU 1', or '' for the node's), what the same GPU's samples of the same
-run show: '' when nothing stands out.
-"""
+"""What of a node's health record fails it, and why a figure was low."""
 from hpcval.health import kernel_log, link
 from hpcval.health.common import (  # noqa: F401 (docs: judge.MESSAGE_CHARS)
     BUSY_PCT, MESSAGE_CHARS, clean)
@@ -82,8 +69,7 @@ def _link(gpu, samples):
 
 
 def _states(gpu, tool):
-    """One line per state the tool printed for the GPU instead of values
-    (hpcval.health.nvidia.state), naming the fields."""
+    """A line per state the tool printed instead of values, naming fields."""
     fields = {}
     for name, text in sorted(gpu.states.items()):
         fields.setdefault(text, []).append(name)
@@ -143,8 +129,7 @@ def _grown_counters(before, after):
 
 
 def _count_failures(record, expected):
-    """The tool's own failure, the GPU count against the inventory, and a
-    GPU lost between before and after (with or without an inventory)."""
+    """The tool's failure, the GPU count, and a GPU lost before -> after."""
     want = (expected or {}).get('gpus', 0)
     model = (expected or {}).get('model', 'GPU')
     before, after = record.before, record.after
@@ -182,9 +167,7 @@ def _ident(gpu):
 
 
 def _throttle_failures(record):
-    """One line per GPU and slow-down: the phases that showed it, its
-    share of the samples, the time its counter grew, the peak
-    temperature."""
+    """A line per GPU and slow-down: phases, share, growth time, peak temp."""
     seen = {}
     before, after = record.before, record.after
     for phase, snap in (('before', before), ('after', after)):
@@ -233,10 +216,7 @@ def _throttle_failures(record):
 
 
 def _busy_clocks(record):
-    """{(phase, index): (MHz, maximum MHz, use)} of each GPU seen busy
-    (hpcval.health.common.BUSY_PCT): during the benchmark (its samples'
-    fastest busy clock; use: 'busy of all' samples) and in the snapshots
-    around it (use: %)."""
+    """{(phase, index): (MHz, maximum MHz, use)} of each GPU seen busy."""
     top = {}
     for snap in (record.before, record.after):
         for gpu in snap.gpus:
@@ -259,9 +239,7 @@ def _busy_clocks(record):
 
 
 def _clock_failures(record):
-    """A busy AMD GPU whose graphics clock is far below its maximum:
-    below CLOCK_STUCK alone, below CLOCK_LOW while a sibling busy in the
-    same phase is not.  Idle GPUs clock down: only busy ones count."""
+    """Busy AMD GPUs clocked below CLOCK_STUCK, or CLOCK_LOW beside a peer."""
     if record.tool not in CLOCK_TOOLS:
         return []
     seen = _busy_clocks(record)
@@ -285,16 +263,13 @@ def _clock_failures(record):
 
 
 def _warning_findings(record):
-    """(component, text, fails) of the warnings a tool printed among its
-    table: an infoROM warning fails the GPU it names."""
+    """(component, text, fails) of tool warnings: infoROM fails its GPU."""
     out = []
     gpus = _all_gpus(record)
     for snap in (record.before, record.after):
         for bus, text in snap.warnings:
             bus, text = clean(bus, 40), clean(text)
-            comp = _component_of_bus(gpus, bus) if bus else ''
-            if not comp and bus:
-                comp = f'PCI {bus}'
+            comp = _component_of_bus(gpus, bus)
             inforom = 'inforom' in text.lower()
             what = (f'infoROM corrupted ({record.tool}: {text})'
                     if inforom else f'{record.tool}: {text}')
@@ -307,10 +282,10 @@ def _all_gpus(record):
 
 
 def _kernel_findings(record, fatal):
-    """One (component, text) per GPU and kernel event kind and code, with
-    how often it was logged and its first record.  Each event is read
-    again from its line (hpcval.health.kernel_log, the catalogue's
-    severity): what the record says beside the line counts for nothing."""
+    """One (component, text) per GPU and kernel event kind and code.
+
+    Each event is read again from its line: what the record says beside it
+    counts for nothing."""
     gpus = _all_gpus(record)
     groups = {}
     for recorded in record.kernel_events:
@@ -319,10 +294,7 @@ def _kernel_findings(record, fatal):
             continue        # the record's decoding refused such a line
         bus = ev['bus_id']
         sw = kernel_log.switch(ev['line'])
-        comp = f'{sw[0]} (PCI {bus})' if sw else \
-            _component_of_bus(gpus, bus)
-        if not comp and bus:
-            comp = f'PCI {bus}'
+        comp = f'{sw[0]} (PCI {bus})' if sw else _component_of_bus(gpus, bus)
         groups.setdefault((comp, ev['what']), []).append(ev['line'])
     out = []
     for (comp, what), lines in groups.items():
@@ -344,9 +316,7 @@ def _links(lines):
 
 
 def _nvlink_failures(record, expected):
-    """Inactive links, fewer or slower links than the inventory's, and
-    link error counters that grew during the run: one line per GPU and
-    finding, the phases that showed it merged."""
+    """Inactive, fewer or slower NVLinks, and error counters that grew."""
     want = (expected or {}).get('nvlink') or {}
     found = {}         # (component, text) -> [phases]
     for phase in ('before', 'after'):
@@ -409,9 +379,7 @@ def _nvlink_growth(record):
 
 
 def failures(record, expected=None):
-    """[(component, text)] of what fails the node of ``record`` (its
-    hpcval.records.Health, or None) against ``expected`` (its
-    partition's inventory entry, or None): one line per GPU and fault."""
+    """[(component, text)] of what fails ``record`` against ``expected``."""
     if record is None:
         return []
     if record.unreadable:
@@ -434,7 +402,7 @@ def failures(record, expected=None):
     for dev, kinds in sorted(record.aer_grown.items()):
         for kind in ('fatal', 'nonfatal'):
             if kinds.get(kind):
-                out.append((_component_of_bus(gpus, dev) or f'PCI {dev}',
+                out.append((_component_of_bus(gpus, dev),
                             f'{kinds[kind]} PCIe AER {kind} error(s) '
                             f'during the benchmark'))
     pins = (expected or {}).get('pin') or ()
@@ -445,9 +413,7 @@ def failures(record, expected=None):
 
 
 def _sampler_unreadable(record):
-    """Whether the sampler's file was there and could not be read: an
-    empty one ('no output', the parser's word for it) holds no samples,
-    as a benchmark that ended before the sampler's first line leaves."""
+    """Whether the sampler's file was there and unreadable (empty is fine)."""
     err = record.samples_error
     return bool(err) and not err.endswith(' sampler: no output')
 
@@ -458,8 +424,7 @@ def firmware_word(record):
 
 
 def identity(record):
-    """{(component, key): value} of the versions a record shows: the
-    node's kernel and driver, each GPU's VBIOS / firmware."""
+    """{(component, key): value} of the kernel, driver and VBIOS shown."""
     gpus = _all_gpus(record)
     out = {}
     if record.kernel:
@@ -474,9 +439,7 @@ def identity(record):
 
 
 def changes(record, expected):
-    """[(component, text, key)] of what differs from ``expected``'s
-    baseline: kernel, driver, each GPU's VBIOS and serial (a serial the
-    node did not have at calibration: another card)."""
+    """[(component, text, key)] of what differs from the baseline."""
     base = (expected or {}).get('baseline') or {}
     if record is None or not base:
         return []
@@ -506,10 +469,13 @@ def _unique(items):
 
 
 def _component_of_bus(gpus, bus):
+    """'GPU N' at PCI address ``bus``, else 'PCI <bus>'; '' for no bus."""
+    if not bus:
+        return ''
     for gpu in gpus:
         if kernel_log.same_device(str(gpu.bus_id or ''), bus):
             return f'GPU {gpu.index}'
-    return ''
+    return f'PCI {bus}'
 
 
 def notes(record):
@@ -531,38 +497,33 @@ def notes(record):
         if isinstance(a, int) and isinstance(b, int) and a > b:
             out.append((f'GPU {gpu.index}', f'{a - b} correctable ECC '
                         f'error(s) during the benchmark'))
-    out += [(c, t) for c, t, fails in _warning_findings(record)
-            if not fails]
+    out += [(c, t) for c, t, fails in _warning_findings(record) if not fails]
     out += [(c, t) for c, t, fails in _nvlink_growth(record) if not fails]
     out += _kernel_findings(record, fatal=False)
     for dev, kinds in sorted(record.aer_grown.items()):
         if kinds.get('cor'):
-            out.append((_component_of_bus(_all_gpus(record), dev) or
-                        f'PCI {dev}', f'{kinds["cor"]} PCIe AER corrected '
-                        f'error(s) during the benchmark'))
+            out.append((_component_of_bus(_all_gpus(record), dev),
+                        f'{kinds["cor"]} PCIe AER corrected error(s) during '
+                        f'the benchmark'))
     for comp, text in _other_processes(record):
         out.append((comp, f'{text} before the benchmark started'))
     return _unique(out)
 
 
 def gpu_identity(record):
-    """[{index, model, uuid, serial, vbios, bus_id}] of the GPUs a record
-    lists (before the benchmark, else after): what the tool printed as
-    each GPU's identity, never its error message."""
+    """[{index, model, uuid, serial, vbios, bus_id}] of a record's GPUs."""
     keys = ('index', 'model', 'uuid', 'serial', 'vbios', 'bus_id')
     return [{k: getattr(gpu, k) for k in keys if getattr(gpu, k) is not None}
             for gpu in (_all_gpus(record) if record is not None else ())]
 
 
 def _other_processes(record):
-    """Processes on a GPU before the benchmark started: not the
-    benchmark's, which had not started yet."""
+    """Processes on a GPU before the benchmark started (not its own)."""
     before = record.before
     uuid_to_idx = {g.uuid: g.index for g in before.gpus}
     out = []
     for app in before.apps:
-        idx = app.index if app.index is not None \
-            else uuid_to_idx.get(app.uuid)
+        idx = app.index if app.index is not None else uuid_to_idx.get(app.uuid)
         mem = app.memory_mib
         held = f'{mem} MiB' if isinstance(mem, (int, float)) else 'memory'
         out.append((f'GPU {idx}' if idx is not None else '',
@@ -577,9 +538,7 @@ def _index(component):
 
 
 def cause(record, component='', figure=None):
-    """Why a figure of ``component`` may be low, from the same run's
-    health record: '' when nothing stands out.  ``figure`` (metric, value,
-    unit) of a host <-> device bandwidth adds its link (hpcval.health.link)."""
+    """Why a figure of ``component`` may be low ('': nothing stands out)."""
     if record is None:
         return ''
     idx = _index(component)

@@ -1,22 +1,9 @@
 """Kernel log lines about GPUs and their PCIe links, by their producer.
 
-Only a kernel driver's own lines count, as ``dmesg`` prints them
-(``[  12.345678] `` and the message; a record's continuation lines are
-indented, without a time stamp, and belong to the record above):
-
-- ``NVRM: Xid (PCI:0000:3b:00): 79, pid=..., name=..., GPU has fallen off
-  the bus.`` and NVRM's other faults of a GPU it names by PCI address
-  (fallen off the bus without an Xid, RmInitAdapter / GSP failures);
-- ``amdgpu 0000:c5:00.0: amdgpu: ...`` and ``[drm:... [amdgpu]] *ERROR*``;
-- ``habanalabs 0000:1a:00.0: ...`` and ``habanalabs hl2: ...``;
-- PCIe AER reports (``pcieport 0000:00:01.1: AER: Uncorrected (Fatal)
-  error received: 0000:3b:00.0``), one per error received.
-
-A line of anything else is never matched, whatever it contains: the kernel
-names a crashing process by its name (``amdgpu[2057]: segfault at 0 ...``),
-which any user chooses.  Devices are full PCI addresses, domain included.
-Which event fails a node is hpcval.health.catalogue's.
-"""
+Only a kernel driver's own lines count (NVRM, amdgpu, habanalabs, PCIe
+AER): a line of anything else never matches, since the kernel names a
+crashing process by its name, which any user chooses.  Devices are full
+PCI addresses.  hpcval.health.catalogue says which event fails a node."""
 import re
 
 from hpcval.health import catalogue
@@ -47,8 +34,7 @@ _INIT = re.compile(r'RmInitAdapter failed|rm_init_adapter failed|'
 _USER = re.compile(r'^(?:traps: )?.{1,15}\[\d+\]:? ')
 _GSP = re.compile(r'^NVRM: (?:RmInitAdapter: )?Cannot initialize GSP '
                   r'firmware RM\.?$')
-_DRIVER = re.compile(r'^(amdgpu|habanalabs|nvidia|pcieport) (' + _BDF +
-                     r'): ')
+_DRIVER = re.compile(r'^(amdgpu|habanalabs|nvidia|pcieport) (' + _BDF + r'): ')
 _HL_NAME = re.compile(r'^habanalabs hl\d{1,3}: ')
 _DRM_AMD = re.compile(r'^\[drm:[\w.]+ \[amdgpu\]\] \*ERROR\* ')
 _AER = re.compile(r'AER: (?:Multiple )?(Corrected|Correctable|Uncorrected '
@@ -68,11 +54,7 @@ LINE_CHARS = 400
 
 
 def records(text):
-    """The kernel log's records: each time-stamped line with the lines
-    after it that have no time stamp (``dmesg`` indents a record's
-    continuation lines) joined to it, one space apart.  Only a text
-    without any time stamp (a test's lines) is read a line a record.
-    Lines end at newlines only."""
+    """Records: a time-stamped line joined with the indented lines after it."""
     lines = [line.rstrip('\r') for line in text.split('\n')]
     stamped = any(_STAMP.match(line) for line in lines)
     out = []
@@ -97,25 +79,27 @@ def _severity(word):
     return 'Fatal' if 'Fatal' in word else 'Corrected'
 
 
+def _sxid_word(m):
+    """(``Fatal`` / ``Non-fatal`` or '', link or None) of an SXid match."""
+    word = _SXID_WORD.match(m.group(4))
+    if not word:
+        return '', None
+    return word.group(1), int(word.group(2)) if word.group(2) else None
+
+
 def _sxid(m, line):
     """An SXid's event: severity from its own word and number only."""
-    word = _SXID_WORD.match(m.group(4))
-    said = word.group(1) if word else ''
     code = int(m.group(3))
+    said = _sxid_word(m)[0]
     return {'kind': 'sxid', 'bus_id': m.group(2).lower(), 'code': code,
             'line': line, 'fatal': catalogue.fails('sxid', code, said=said),
             'what': catalogue.kernel_what('sxid', code)}
 
 
 def switch(line):
-    """(switch, link) an SXid record names: ('nvidia-nvswitch0', 63),
-    link None where its line names none; None for another record."""
+    """(switch, link or None) an SXid record names; else None."""
     m = _SXID.match(_message(line))
-    if not m:
-        return None
-    word = _SXID_WORD.match(m.group(4))
-    link = word.group(2) if word else None
-    return m.group(1), int(link) if link else None
+    return (m.group(1), _sxid_word(m)[1]) if m else None
 
 
 def _event(kind, bus, code, line, **extra):
@@ -128,8 +112,7 @@ def _event(kind, bus, code, line, **extra):
 
 
 def event(record):
-    """The event of one kernel log record, or None when no GPU driver or
-    PCIe port wrote it or it reports no fault."""
+    """The event of one kernel log record; None for no GPU or PCIe fault."""
     # read from the line as recorded, so that the verdict, reading the
     # recorded line again, finds the same event (hpcval.health.judge)
     line = clean(record, LINE_CHARS)
@@ -172,9 +155,7 @@ def event(record):
 
 
 def events(text):
-    """[{kind, bus_id, code, fatal, what, line}] of the records of
-    ``text`` that report a GPU or PCIe fault (at most 400).  kind: xid,
-    sxid, nvrm, amdgpu, habanalabs, aer."""
+    """[{kind, bus_id, code, fatal, what, line}] of faults (<=400)."""
     out = []
     for rec in records(text):
         ev = event(rec)
@@ -186,8 +167,7 @@ def events(text):
 
 
 def _parts(bus):
-    """(domain, bus, device) of a PCI address: nvidia-smi prints
-    ``00000000:3B:00.0`` (a 32-bit domain), the Xid line ``0000:3b:00``."""
+    """(domain, bus, device) of a PCI address (long or Xid-short form)."""
     m = re.fullmatch(r'(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})'
                      r'(?:\.[0-7])?', (bus or '').strip().lower())
     if not m:
@@ -196,16 +176,13 @@ def _parts(bus):
 
 
 def same_device(bus_a, bus_b):
-    """Whether two PCI addresses name one device: domain, bus and device
-    (a GPU is function 0; the Xid line prints no function)."""
+    """Whether two PCI addresses name one device (a GPU is function 0)."""
     a, b = _parts(bus_a), _parts(bus_b)
     return a is not None and a == b
 
 
 def check(record):
-    """``record`` (a hpcval.records.Health, or None), once each kernel
-    event in it is a line this module reads as a GPU or PCIe fault;
-    records.Unreadable naming the first that is not."""
+    """``record`` once each kernel event reads as a fault; else Unreadable."""
     for i, ev in enumerate(record.kernel_events if record else ()):
         if event(ev.line) is None:
             raise unreadable('not a kernel log record of a GPU or PCIe '

@@ -1,16 +1,10 @@
 """The host <-> device link's ceiling for a host <-> device bandwidth figure.
 
-Habana's hl_qual judges PCI bandwidth against the link itself:
-``BandWidth = (width / 8) * speed`` (GB/s, speed in GT/s per lane;
-hpcval.units.link_bandwidth).  The link is the one
-the probe read for the same GPU in the same run (hpcval.health.probe): its
-generation is the highest seen before, after or in any sample (an idle GPU
-trains its link down), its width the lowest.  A figure of a GPU whose link
-trained below what the card can train names that as its cause; otherwise
-the figure is put beside its link's ceiling.  The ceiling is the raw
-signalling rate; line encoding (128b/130b from Gen3) and protocol overhead
-keep every real transfer below it.
-"""
+``(width / 8) * speed`` GB/s, as Habana's hl_qual judges it
+(hpcval.units.link_bandwidth), of the same GPU's link in the same run: the
+highest generation seen (an idle GPU trains its link down), the lowest
+width.  The ceiling is the raw signalling rate: encoding and protocol keep
+every real transfer below it."""
 import re
 
 from hpcval import units
@@ -28,8 +22,7 @@ _TWO_WAY = re.compile(r'^(bidir_(gpu_to_cpu|cpu_to_gpu)|(hbm|sram)_host_'
 
 
 def directions(metric):
-    """1 or 2 for a host <-> device figure (2: both directions added up),
-    None for any other."""
+    """1 or 2 (directions added) for a host <-> device figure, else None."""
     if _ONE_WAY.match(metric or ''):
         return 1
     if _TWO_WAY.match(metric or ''):
@@ -47,15 +40,12 @@ def _int(v):
 
 
 def links(record):
-    """{GPU index: (gen, width, gen_max, width_max)} of the links the
-    record (hpcval.records.Health) shows; a value the tool did not print
-    is None."""
+    """{GPU index: (gen, width, gen_max, width_max)} of the record's links."""
     out = {}
     for snap in (record.before, record.after):
         for gpu in snap.gpus:
             s = record.samples.get(str(gpu.index))
-            gens = [v for v in (gpu.pcie_gen, s and s.pcie_gen_max)
-                    if _int(v)]
+            gens = [v for v in (gpu.pcie_gen, s and s.pcie_gen_max) if _int(v)]
             widths = [v for v in (gpu.pcie_width, s and s.pcie_width_min)
                       if _int(v)]
             old = out.get(gpu.index, (None, None, None, None))
@@ -67,10 +57,10 @@ def links(record):
 
 
 def context(record, component, metric, value, unit):
-    """What the link of ``component`` ('GPU 1', or '' for every GPU of the
-    node) says about a host <-> device figure: the link trained narrow or
-    slow as its cause, or the figure's share of the link's ceiling; ''
-    for any other figure or when the record shows no link."""
+    """What the link of ``component`` says about a host <-> device figure.
+
+    The link trained narrow or slow as its cause, or the figure's share of
+    the ceiling; '' for another figure or when the record shows no link."""
     n = directions(metric)
     if not n or record is None or not isinstance(value, (int, float)):
         return ''

@@ -1,13 +1,8 @@
 """nvidia-smi ``--query-gpu`` / ``--query-compute-apps`` CSV into GPU records.
 
-The fields were each checked on driver 580.159.04 (H100, H200); a driver
-that rejects one (``Field "..." is not a valid field to query.``, exit 2)
-is asked again without it by the probe (hpcval.health.probe), one field at
-a time, so every field the driver knows is read: on R535 the remapped
-rows and retired pages stay while the clock-event counters go.  Columns
-are read by their header.  ``nvidia-smi nvlink -s`` / ``-e`` give each
-GPU's NVLinks and their error counters.
-"""
+Fields checked on driver 580.159.04; the probe asks again without each
+field a driver rejects, so every field it knows is read.  Columns are
+read by their header."""
 import csv
 import io
 import re
@@ -82,8 +77,7 @@ _COUNTERS = 'clocks_event_reasons_counters.'
 
 
 #: Record keys kept as text (a serial of digits is not a number).
-TEXT_KEYS = ('model', 'uuid', 'serial', 'bus_id', 'vbios', 'driver',
-             'time')
+TEXT_KEYS = ('model', 'uuid', 'serial', 'bus_id', 'vbios', 'driver', 'time')
 
 
 #: What nvidia-smi prints in a field it has no value for that is no fault
@@ -99,9 +93,7 @@ STATE_CHARS = 60
 
 
 def state(name, raw):
-    """The bracketed state nvidia-smi printed for field ``name`` instead of
-    a value where it is a fault of the GPU (a state, or no value where one
-    is required), else None."""
+    """The bracketed state printed for ``name`` if it is a fault, else None."""
     text = clean(raw)
     if not _STATE.fullmatch(text):
         return None
@@ -131,8 +123,7 @@ _WARNING = re.compile(r'^(WARNING|NOTICE|ERROR): (.*?)(?: at gpu (' +
 
 
 def _lines(text):
-    """A tool's output split at newlines only: a process name or a GPU's
-    field may hold any other line-breaking character."""
+    """Lines split at newlines only: a name may hold other line breaks."""
     return [line.rstrip('\r') for line in text.split('\n')]
 
 
@@ -152,8 +143,7 @@ def _rows(text, lenient=False):
              not _WARNING.match(line.strip())]
     if not lines or not lines[0].lower().startswith(_HEADS):
         raise ToolError(first_line(text) or 'no output')
-    reader = csv.reader(io.StringIO('\n'.join(lines)),
-                        skipinitialspace=True)
+    reader = csv.reader(io.StringIO('\n'.join(lines)), skipinitialspace=True)
     header = [header_name(h) for h in next(reader)]
     for row in reader:
         if len(row) != len(header):
@@ -165,10 +155,9 @@ def _rows(text, lenient=False):
 
 
 def gpus(text, lenient=False):
-    """[GPU record] of ``--query-gpu=... --format=csv`` output (header
-    line first).  Raises ToolError naming the tool's own message when the
-    output is not a table (a failing driver prints one line); ``lenient``
-    skips rows cut short (a sampler's last line)."""
+    """[GPU record] of ``--query-gpu`` CSV; ToolError when it is no table.
+
+    ``lenient`` skips rows cut short (a sampler's last line)."""
     out = []
     for header, row in _rows(text, lenient):
         gpu, counters, states = {}, {}, {}
@@ -209,12 +198,11 @@ def _valid(v, typ):
 
 
 def apps(text):
-    """[{uuid, pid, name, memory_mib}] of ``--query-compute-apps=gpu_uuid,
-    pid,process_name,used_gpu_memory`` CSV (columns by the header).  A
-    process name is its owner's choice (commas, quotes, newlines): the
-    other columns are read by position from both ends of a row, the name
-    is what lies between, and a line that does not start with a GPU UUID
-    continues the name of the row above."""
+    """[{uuid, pid, name, memory_mib}] of ``--query-compute-apps`` CSV.
+
+    A process name is its owner's choice (commas, quotes, newlines): the other
+    columns are read from both ends of a row; a line not starting with a GPU
+    UUID continues the name above."""
     header, rows = None, []
     for line in _lines(text):
         if _WARNING.match(line.strip()) or not line.strip():
@@ -271,8 +259,7 @@ def _by_gpu(text):
 
 
 def nvlink_status(text):
-    """{GPU index: {link: GB/s, or None where ``<inactive>``}} of
-    ``nvidia-smi nvlink -s``; a GPU without NVLink has no links."""
+    """{GPU index: {link: GB/s, or None where inactive}} of ``nvlink -s``."""
     out = {}
     for idx, links in _by_gpu(text).items():
         out[idx] = {}
@@ -284,8 +271,7 @@ def nvlink_status(text):
 
 
 def nvlink_errors(text):
-    """{GPU index: {link: {'replay': n, 'recovery': n, 'crc': n, ...}}}
-    of ``nvidia-smi nvlink -e``."""
+    """{GPU index: {link: {'replay': n, 'crc': n, ...}}} of ``nvlink -e``."""
     out = {}
     for idx, links in _by_gpu(text).items():
         out[idx] = {}

@@ -1,20 +1,10 @@
 """The job-side health probe and the record it leaves.
 
-``script()`` is a bash script the check writes into its stage directory as
-``SCRIPT``; the job runs ``bash ./hpcval_health_probe.sh before [sample]``
-before the benchmark and ``... after`` from an EXIT trap, after it.  ``before`` asks the
-node's GPU tool for every GPU's inventory and health, the processes on the
-GPUs and the kernel log's last time stamp, and with ``sample`` starts the
-~1 Hz sampler (the vendor tool's own loop, one small process of the job,
-so the scheduler ends it with the job); ``after`` stops the sampler, asks
-again and keeps the kernel log lines about GPUs and PCIe since ``before``.
-Every output goes to ``hpcval_health_*`` files beside the benchmark's; the
-script never fails the job (a tool that fails is recorded with its exit
-code and message, and judged by hpcval.health.judge).
-
-``read(stagedir)`` turns those files into the check's ``hpcval_health``
-record (plain JSON, carried by the run report).
-"""
+``script()`` runs ``before [sample]`` ahead of the benchmark (GPU
+inventory and health, processes, kernel log mark, the ~1 Hz sampler) and
+``after`` from an EXIT trap.  It never fails the job: a failing tool is
+recorded and judged by hpcval.health.judge.  ``read()`` turns its files
+into the ``hpcval_health`` record."""
 import datetime
 import os
 import re
@@ -180,8 +170,7 @@ def script():
 
 
 def write(stagedir):
-    """Write the script into ``stagedir`` (a regular file, never through a
-    link)."""
+    """Write the script into ``stagedir`` (never through a link)."""
     path = os.path.join(stagedir, SCRIPT)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, 'O_NOFOLLOW',
                                                              0)
@@ -195,10 +184,7 @@ _EXIT_TRAP = re.compile(r"trap '([^']*(?:'\\''[^']*)*)' EXIT")
 
 
 def commands(sample, prerun=()):
-    """The job's last prerun lines: the probe before the benchmark, and an
-    EXIT trap that runs it after, however the job script ends (the
-    benchmark stays the script's last line).  An EXIT trap among
-    ``prerun`` (a cleanup) is kept: the new trap runs the probe, then it."""
+    """The probe before the benchmark and an EXIT trap that runs it after."""
     earlier = [m.group(1) for line in prerun
                for m in [_EXIT_TRAP.fullmatch(line.strip())] if m]
     body = f'bash ./{SCRIPT} after' + (f'; {earlier[-1]}' if earlier else '')
@@ -231,9 +217,7 @@ def _rc(stagedir, name):
 
 
 def _snapshot(stagedir, phase, tool):
-    """{rc, message, gpus, apps, warnings, nvlink} of one query.  A tool
-    that printed its table and a warning (nvidia-smi's infoROM warning,
-    exit 14) keeps both: every GPU's record, and the warning."""
+    """{rc, message, gpus, apps, warnings, nvlink} of one query."""
     text = _read(stagedir, f'{phase}.txt')
     if text is None:
         return {'rc': None, 'message': f'{PREFIX}{phase}.txt missing '
@@ -271,8 +255,7 @@ def _snapshot(stagedir, phase, tool):
 
 
 def _nvlink(stagedir, phase):
-    """{'status': {gpu: {link: GB/s or None}}, 'errors': {...}} of the
-    phase's ``nvidia-smi nvlink`` files; keys as text (JSON)."""
+    """{'status': ..., 'errors': ...} of the phase's ``nvlink`` files."""
     out = {}
     for key, name, parse in (('status', 's', nvidia.nvlink_status),
                              ('errors', 'e', nvidia.nvlink_errors)):
@@ -290,8 +273,7 @@ def _nvlink(stagedir, phase):
 
 
 def sampled(stagedir, tool):
-    """The sampler's GPU records in ``stagedir`` (rows cut short left
-    out); [] where there are none to read (the record says why)."""
+    """The sampler's GPU records in ``stagedir`` (rows cut short left out)."""
     text = _read(stagedir, 'samples.txt')
     try:
         return parse_gpus(tool, text, lenient=True) if text else []
@@ -311,8 +293,7 @@ def parse_gpus(tool, text, lenient=False):
 
 
 def parse_apps(tool, text):
-    """Processes on the GPUs: {uuid, pid, name, memory_mib}, or {index,
-    ...} where the tool names the GPU by index (hl-smi)."""
+    """Processes on the GPUs: {uuid | index, pid, name, memory_mib}."""
     if tool == 'nvidia-smi':
         return nvidia.apps(text)
     if tool == habana.TOOL:
@@ -349,8 +330,7 @@ def _aer_growth(before, after):
 
 
 def _seconds(rows):
-    """Each row's time in seconds after the first row's (nvidia-smi's
-    ``timestamp``), None where a row has none that reads."""
+    """Each row's seconds after the first row's, None where none reads."""
     out = []
     for r in rows:
         try:
@@ -364,8 +344,7 @@ def _seconds(rows):
 
 
 def summarize(samples):
-    """{gpu index: summary} of sampled GPU records: how often each
-    slow-down reason was active, peaks, mean utilization."""
+    """{gpu index: summary} of samples: slow-down shares, peaks, mean use."""
     by_gpu = {}
     for s in samples:
         by_gpu.setdefault(str(s['index']), []).append(s)
@@ -408,13 +387,11 @@ def summarize(samples):
 
 
 def read(stagedir):
-    """The hpcval.records.Health of the probe's files in ``stagedir``;
-    None when the probe did not run there.  Whatever of them cannot be
-    read is a named ``unreadable`` finding, never an exception: the
-    benchmark's figures are read beside it."""
+    """The Health record of the probe's files in ``stagedir`` (None: no probe).
+
+    What cannot be read is an ``unreadable`` finding, never an exception."""
     try:
-        return kernel_log.check(records.decode('health',
-                                               _record(stagedir)))
+        return kernel_log.check(records.decode('health', _record(stagedir)))
     except Exception as err:    # noqa: BLE001 -- files of a job, any shape
         return records.Health('', 'unknown', unreadable=(
             f'probe output unreadable ({type(err).__name__}: '
@@ -439,8 +416,7 @@ def _record(stagedir):
     # an empty file: the benchmark ended before the sampler's first line
     if samples and samples.strip() and tool in PARSED:
         try:
-            rec['samples'] = summarize(parse_gpus(tool, samples,
-                                                  lenient=True))
+            rec['samples'] = summarize(parse_gpus(tool, samples, lenient=True))
         except Exception as err:    # noqa: BLE001
             rec['samples_error'] = f'{tool} sampler: {clean(err)}'
     kmsg = _read(stagedir, 'kmsg.txt')

@@ -1,11 +1,7 @@
-"""The health part of ``hpcval verdict``: a run report's health records
-(``hpcval_health``) judged against the partitions' expected inventory.
+"""The health part of ``hpcval verdict``: records judged against inventories.
 
-One ``Judge`` per verdict: a node's failure is named once, however many of
-its test cases recorded it.  What changed (driver, VBIOS, kernel, GPU
-serial) is information: against the partition's baseline
-(``changes``) and between the nodes of one verdict (``between_nodes``).
-"""
+One ``Judge`` per verdict names a node's failure once, however many of its
+test cases recorded it."""
 import types
 
 from hpcval import references
@@ -16,8 +12,7 @@ from hpcval.judgement import Failure
 
 class Judge:
     def __init__(self, refs=None):
-        """``refs``: the hpcval.references.ReferenceSet whose inventory
-        judges (default: the installed and the site's)."""
+        """``refs``: the ReferenceSet whose inventory judges (default ones)."""
         self._refs = refs
         self._named = set()
         self.failed = set()     # id() of the cases whose record failed
@@ -25,8 +20,7 @@ class Judge:
         self._identities = {}
 
     def expected(self, case):
-        """The inventory entry that judges ``case``'s partition (None:
-        none); ValueError or OSError where the references do not load."""
+        """The inventory entry of ``case``'s partition (None: none)."""
         if self._refs is None:
             # an unreadable inventory is an error, never judged without
             self._refs = references.ReferenceSet.given()
@@ -42,8 +36,7 @@ class Judge:
         return node or (clean(rec.node) if rec is not None else '')
 
     def failures(self, case, node):
-        """[(node, component, text)] of ``case``'s health record not named
-        before; ``node`` is the verdict's name of the case's node."""
+        """[(node, component, text)] of ``case``'s record not named before."""
         rec = self._record(case)
         node = self._node(rec, node)
         try:
@@ -56,15 +49,13 @@ class Judge:
         return self._unnamed(case, node, found)
 
     def notes(self, case, node):
-        """[(node, component, text)] of ``case``'s information items
-        (hpcval.health.judge.notes) not named before for the node."""
+        """[(node, component, text)] of ``case``'s notes not named before."""
         rec = self._record(case)
         node = self._node(rec, node)
         return self._unnamed(case, node, judge.notes(rec), 'info')
 
     def _unnamed(self, case, node, items, *kind):
-        """[(node, component, text)] of ``items`` not named before for the
-        node (``kind`` tells notes from failures)."""
+        """[(node, component, text)] of ``items`` new for the node."""
         out = []
         for comp, text in items:
             key = (case.system, case.partition, node, comp, *kind, text)
@@ -74,14 +65,11 @@ class Judge:
         return out
 
     def gpus(self, case):
-        """[{index, model, uuid, serial, vbios, bus_id}] of the GPUs
-        ``case``'s health record lists (hpcval.health.judge.gpu_identity)."""
+        """The GPUs ``case``'s health record lists (judge.gpu_identity)."""
         return judge.gpu_identity(self._record(case))
 
     def changes(self, case, node):
-        """[(node, component, text)] of ``case``'s record that differs from
-        its partition's baseline and is not pinned (pinned: a failure),
-        not named before."""
+        """[(node, component, text)] of unpinned changes from the baseline."""
         rec = self._record(case)
         node = self._node(rec, node)
         try:
@@ -105,11 +93,7 @@ class Judge:
         return out
 
     def between_nodes(self):
-        """[(case, node, component, text)]: per group of two or more
-        nodes, each node whose kernel, driver or GPU VBIOS is not the one
-        most nodes have (``case``: one of the group's, to place the line);
-        a node already shown CHANGED against its baseline for the same
-        thing is not shown again."""
+        """[(case, node, component, text)] of nodes unlike most of theirs."""
         out = []
         for (system, partition), (nodes, case) in \
                 sorted(self._identities.items()):
@@ -134,8 +118,7 @@ class Judge:
         return out
 
     def cause(self, case, component, figure=None):
-        """Why a figure of ``component`` of ``case`` (``figure``: its
-        metric, value and unit) may be low ('')."""
+        """Why a figure of ``component`` of ``case`` may be low ('')."""
         try:
             return judge.cause(self._record(case), component, figure)
         except (AttributeError, KeyError, TypeError, ValueError):
@@ -143,9 +126,7 @@ class Judge:
 
 
 def failure_lines(record, system, partition, node=''):
-    """The verdict's FAIL lines of ``record`` (hpcval.records.Health) on
-    ``system:partition``: [] for a healthy node; ``node``: the verdict's
-    name of it (its job's nodes), else the record's."""
+    """The verdict's FAIL lines of ``record`` on ``system:partition``."""
     case = types.SimpleNamespace(extras={'health': record}, system=system,
                                  partition=partition)
     return [Failure(system, partition, n, comp, '', '', reason=text).line()

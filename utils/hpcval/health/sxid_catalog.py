@@ -1,14 +1,8 @@
 """NVSwitch SXids: name and whether the number alone makes one fatal.
 
-From NVIDIA's Fabric Manager user guide (DU-09883-001 v1.3, appendix
-"NVSwitch SXid Errors": D.4 non-fatal, D.5 fatal, D.6 always fatal, and
-the other notable ones) as leptonai/gpud transcribes it
-(``components/accelerator/nvidia/sxid/sxid.go``, commit 4a8de33a).  True:
-D.5 / D.6 (or gpud's ``always_fatal``): the SXid fails the node whatever
-its line says.  The notable Host_* SXids 10001, 10002, 10004 (a thermal
-event's start) and 10005 (its end) are False here: their line's own
-``Fatal`` / ``Non-fatal`` decides.
-"""
+From the Fabric Manager user guide (DU-09883-001 v1.3, appendix D) as
+leptonai/gpud ``components/accelerator/nvidia/sxid/sxid.go`` (4a8de33a)
+transcribes it.  Host_* SXids 10001-10005 are False: their line decides."""
 
 #: SXid: (name, fatal by its number)
 SXIDS = {

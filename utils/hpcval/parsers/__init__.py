@@ -1,7 +1,2 @@
-"""Parsers of the upstream benchmarks' outputs: plain functions over text.
-
-Each parser returns a small result object or raises :class:`ParseError`
-whose message names what was missing or wrong, so that a check can turn it
-into a sanity failure a person can act on.
-"""
+"""Parsers of upstream outputs: plain functions raising a naming ParseError."""
 from hpcval.parsers.common import ParseError  # noqa: F401 (re-exported)

@@ -1,18 +1,8 @@
 """BabelStream (v4.0, v5.0 and the main branch that still says 5.0).
 
-Text output: a banner (``Version:``, ``Implementation:``, device lines),
-then a table ``Function  <unit>  Min (sec)  Max  Average`` with one row per
-kernel.  v4/v5 head the bandwidth column ``MBytes/sec`` (``MiBytes/sec``
-with ``--mibibytes``); main heads it ``MB/s``, ``GB/s``, ``MiB/s``...
-``--csv`` prints ``function,num_times,n_elements,sizeof,max_<unit>_per_sec,
-min_runtime,max_runtime,avg_runtime`` rows (v5: ``max_mbytes_per_sec``,
-after an Init/Read phase table).  Bandwidth is returned in MB/s (10^6 B/s)
-whatever the unit printed.
-
-Validation failures go to stderr: v4/v5 ``Validation failed on ...`` with
-exit code 0 (so sanity must look), main ``FAILED validation of ...`` with
-exit code 1.
-"""
+Text or ``--csv`` output; bandwidth is returned in MB/s whatever unit is
+printed.  v4/v5 print ``Validation failed on ...`` to stderr yet exit 0,
+so sanity must look; main prints ``FAILED validation of ...``, exit 1."""
 import re
 from dataclasses import dataclass, field
 
@@ -126,11 +116,7 @@ def _parse_csv(lines, start, result):
 
 
 def parse_babelstream(stdout, stderr='', expected=CLASSIC_KERNELS):
-    """Parse one BabelStream run; ``expected`` kernels must all be present.
-
-    ``stderr`` is searched for validation failures, which v4/v5 report there
-    while still exiting 0.
-    """
+    """Parse one BabelStream run; every ``expected`` kernel must be present."""
     failed = _VALIDATION.search(stdout + '\n' + stderr)
     if failed:
         raise ParseError(f'BabelStream validation failed: '
@@ -187,8 +173,7 @@ IMPLEMENTATIONS = {'omp': 'OpenMP', 'cuda': 'CUDA', 'hip': 'HIP'}
 
 
 def check_run(result, model, num_times):
-    """Raise ParseError unless the banner names ``model``'s implementation
-    and ``num_times`` iterations (where printed)."""
+    """ParseError unless the banner names ``model`` and ``num_times``."""
     wanted = IMPLEMENTATIONS[model]
     if result.implementation and result.implementation != wanted:
         raise ParseError(f'the output is of BabelStream\'s '

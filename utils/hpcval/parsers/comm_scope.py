@@ -1,26 +1,9 @@
-"""Comm|Scope (Google Benchmark) results from ``--benchmark_out=FILE
---benchmark_out_format=json``.
+"""Comm|Scope (Google Benchmark) results of ``--benchmark_out`` JSON.
 
-The file is one JSON document: ``context`` (host, CPU caches, library
-build) and ``benchmarks``, one object per run::
-
-    {"name": "Comm_cudaMemcpyAsync_PinnedToGPU/0/0/log2(N):27/manual_time",
-     "run_name": "...", "run_type": "iteration", "threads": 1,
-     "iterations": 100, "real_time": 2.55e+06, "cpu_time": 2.5e+06,
-     "time_unit": "ns", "bytes_per_second": 5.26e+10, "bytes": 1.34e+08,
-     "cuda_id": 0, "numa_id": 0}
-
-With ``--benchmark_repetitions=N`` each run also gets ``run_type:
-"aggregate"`` objects named ``<run_name>_mean``, ``_median``, ``_stddev``
-(and ``_cv``) with ``aggregate_name``.  Times are per iteration in
-``time_unit`` (ns unless the benchmark set another); ``manual_time`` runs
-are timed with CUDA/HIP events and their ``cpu_time`` means nothing.
-``bytes_per_second`` is raw bytes per second here (the console prints it
-1024-based, ``1.24245G/s``, and the ``bytes`` counter 1000-based,
-``4.096k``).  A failed run has ``error_occurred: true`` and
-``error_message``.  Comm|Scope prints a banner and spdlog lines on stdout,
-so only the file is parsed, never stdout.
-"""
+Times are per iteration in ``time_unit``; ``manual_time`` runs are timed
+with GPU events (their ``cpu_time`` means nothing); ``bytes_per_second``
+is raw bytes per second.  A failed run has ``error_occurred: true``.
+stdout holds banners and spdlog lines, so only the file is parsed."""
 import json
 import re
 import statistics
@@ -98,8 +81,7 @@ def _run(name, iterations, aggregates):
 
 
 def parse_comm_scope(text):
-    """{run_name: Run} of a Comm|Scope JSON file; raise ParseError when a
-    benchmark failed or the file is broken or empty."""
+    """{run_name: Run} of a Comm|Scope JSON file; ParseError on a failure."""
     entries = _load(text)
     if not entries:
         raise ParseError('the --benchmark_out file lists no benchmarks: the '

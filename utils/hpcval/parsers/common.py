@@ -1,5 +1,4 @@
-"""What every parser shares: the error type, strict number conversion,
-reading logs, and what a crashed MPI rank looks like."""
+"""The parsers' error type, strict numbers, logs and crashed-rank signs."""
 import math
 import re
 
@@ -9,11 +8,9 @@ class ParseError(ValueError):
 
 
 def number(token, what):
-    """Convert ``token`` to a finite float or raise ParseError naming ``what``.
+    """``token`` as a finite float, or ParseError naming ``what``.
 
-    ``N/A``, ``nan`` and ``inf`` are rejected: a benchmark that prints them
-    has not measured anything, and a NaN silently passes every comparison.
-    """
+    ``N/A``, ``nan`` and ``inf`` are refused: a NaN passes every comparison."""
     try:
         value = float(token)
     except (TypeError, ValueError):
@@ -59,9 +56,7 @@ _MAX_REASON = 240
 
 
 def stderr_reason(text):
-    """The line of a program's standard error that says why it failed:
-    the last line that reads like an error, the program's own before a
-    launcher's, else the last meaningful line; '' when there is none."""
+    """The stderr line that says why a program failed; '' when none."""
     lines = [line.strip() for line in text.splitlines()]
     lines = [line for line in lines if line and not _NOISE.search(line)]
     own = [line for line in lines if not _LAUNCHER.search(line)]
@@ -73,9 +68,7 @@ def stderr_reason(text):
 
 
 def device_buffer_error(err, text, buffers):
-    """``err`` for a run with GPU buffers: when a rank crashed, say what
-    that means (an MPI that cannot read device memory segfaults in its
-    copy routines, as Open MPI 4.1 without CUDA support does)."""
+    """``err`` for a GPU-buffer run, saying what a crashed rank means there."""
     if not crash_report(text):
         return err
 

@@ -1,13 +1,8 @@
 """Whether the devices an output names are the partition's.
 
-A partition declares its GPUs by architecture (``sm_90``, ``gfx942``); a
-benchmark prints their product names (``NVIDIA H200``, ``AMD Instinct
-MI300X``).  An output naming another vendor's devices, or products of
-another architecture, is another node's or another tool's output, however
-good its figures.  Products are matched as whole words, so ``H20`` never
-matches ``H200``.  An architecture missing from ``MODELS`` is checked by
-vendor only.
-"""
+An output naming another vendor's devices, or products of another
+architecture, is another node's or tool's, however good its figures.
+Products match as whole words (``H20`` never matches ``H200``)."""
 import collections
 import re
 
@@ -75,8 +70,7 @@ def foreign(name, arch):
 
 
 def check_names(names, arch, what='the output'):
-    """Raise ParseError unless every name in ``names`` is a GPU of the
-    partition's ``arch`` ('' or unknown prefix: nothing to check)."""
+    """ParseError unless every name in ``names`` is a GPU of ``arch``."""
     if not arch or not vendor_of_arch(arch):
         return
     wrong = sorted({n for n in names if foreign(n, arch)})

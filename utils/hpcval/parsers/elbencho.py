@@ -1,31 +1,9 @@
 """elbencho's end-of-phase result table (console and ``--resfile``).
 
-One block per phase, from the format ``%|-11| %|-17|%|1| %|11| %|11|``
-(elbencho 3.1, ``Statistics::printPhaseResultsToStream``)::
-
-    OPERATION   RESULT TYPE         FIRST DONE   LAST DONE
-    =========== ================    ==========   =========
-    WRITE       Elapsed time     :       712ms       722ms
-                IOPS             :        1420        1417
-                Throughput MiB/s :        1420        1417
-                Total MiB        :        1012        1024
-    ---
-
-The phase name (WRITE, READ, MKDIRS, RMFILES, ...) starts the first row of
-its block; later rows start with spaces.  Values are integers (MiB/s and
-MiB truncated), except the elapsed time: ``Elapsed ms`` in integer
-milliseconds before v2.3.1, human-formatted since (``345ms``, ``1.234s``,
-``2m3.456s``, ``1h2m3s``).  ``--base10`` prints ``Throughput MB/s``
-(10^6 B/s); ``--allelapsed`` adds ``Time ms each : [ ... ]`` and ``--lat``
-``IO latency : [ min=... ]``, both kept as text.  rwmix phases print
-``IOPS write``/``IOPS read``/``MiB/s write``... rows, kept under their
-labels.
-
-"FIRST DONE" is the stonewall figure (when the fastest worker finished),
-"LAST DONE" the whole phase.  Documents that went through a PDF converter
-(CSC elbencho talk) lose the alignment, so rows are split on the `` : `` separator
-and labels are matched by name, never by column.
-"""
+"FIRST DONE" is the stonewall figure, "LAST DONE" the whole phase.  Rows
+are split on `` : `` and labels matched by name, never by column (PDF
+copies lose the alignment).  Elapsed time is integer ms before v2.3.1,
+human-formatted since (``1.234s``, ``2m3.456s``)."""
 import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
@@ -123,12 +101,8 @@ def _values(op, label, right):
 def parse_elbencho(text, require_end=True):
     """Phases of an elbencho run in printed order (a list of Phase).
 
-    Raises ParseError when the table is missing, a row is cut short or
-    holds junk, a phase ends without its ``---`` line, or the run hit
-    ``--timelimit`` (its figures then cover only part of the data).
-    ``require_end=False`` accepts blocks without ``---``, as documents
-    quote them (every elbencho since 1.6 prints it).
-    """
+    ParseError for a missing or broken table, a phase without ``---``
+    (unless ``require_end=False``), or a run cut by ``--timelimit``."""
     if TIME_LIMIT in text:
         raise ParseError(f'"{TIME_LIMIT}": the phase was cut short, its '
                          f'figures cover only part of the data (raise '
@@ -154,8 +128,7 @@ def parse_elbencho(text, require_end=True):
         if ' : ' not in line:
             continue           # warnings and other messages interleave
         left, _, right = line.partition(':')
-        op, label = _split_label(left, current.operation if current
-                                 else None)
+        op, label = _split_label(left, current.operation if current else None)
         if op is None:
             raise ParseError(f'row before any operation name: {line!r}')
         if current is None or op != current.operation or closed:

@@ -1,21 +1,9 @@
 """gpu-burn output: per-GPU GEMM rates and compute errors.
 
-gpu-burn (github.com/wilicc/gpu-burn) runs one process per GPU; each
-repeats a batch of 8192x8192 GEMMs on the same inputs and counts the
-elements of each result that differ from the batch's first.  Its monitor
-prints a progress line (ended by ``\\r``) whenever a GPU reports; for two
-GPUs (one line, cut here)::
-
-    35.0%  proc'd: 280 (46781 Gflop/s) - 280 (46790 Gflop/s)
-      errors: 0 - 0   temps: 58 C - 57 C
-
-``proc'd`` counts GEMMs so far; the rate is the last report's (its GEMMs
-over the time since that GPU's previous report).  The error counts restart
-after each ``Summary at:`` line, so a GPU's errors are the sum over those
-windows; a count below zero is gpu-burn's int counter wrapped round.
-The run ends with ``Tested N GPUs:`` and ``\tGPU i: OK|FAULTY`` (the tab
-is spaces in a terminal's copy).
-"""
+Each GPU repeats GEMMs on the same inputs and counts result elements
+that differ from the first.  Error counts restart after each ``Summary
+at:`` line, so a GPU's errors are summed over those windows; a negative
+count is gpu-burn's int counter wrapped round."""
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -36,10 +24,7 @@ _MODE = re.compile(r'using \d+ MB of it\), using '
 
 @dataclass
 class GpuBurnGpu:
-    """One GPU's reports: rates (GFLOP/s, first report included) and
-    when each came (seconds into the run, from the progress line's
-    percentage), GEMMs done, compute errors, and whether it died or
-    gpu-burn called it FAULTY."""
+    """One GPU's reports: rates, times, GEMMs, errors, died or FAULTY."""
     index: int
     rates: list = field(default_factory=list)
     times: list = field(default_factory=list)
@@ -50,8 +35,7 @@ class GpuBurnGpu:
 
     @property
     def gflops(self):
-        """Median rate of the reports after the first (whose time also
-        covers the GPU's set-up), or None with fewer than two."""
+        """Median rate after the first report (it covers set-up), or None."""
         steady = self.rates[1:]
         return statistics.median(steady) if steady else None
 
@@ -81,8 +65,7 @@ def _fields(part, pattern, count, what, line):
 
 
 def _progress_lines(text):
-    """[(line, window)] of the progress lines; ``window`` counts the
-    ``Summary at:`` lines before it (each restarts the error counts)."""
+    """[(line, window)] of progress lines; ``window``: ``Summary at:`` seen."""
     out, window = [], 0
     for line in re.split(r'[\r\n]', text):
         if _SUMMARY in line:
@@ -95,9 +78,7 @@ def _progress_lines(text):
 
 
 def parse_gpu_burn(text):
-    """``GpuBurnResult`` of a complete gpu-burn run; ParseError for
-    another tool's output, a run that never reported or did not end,
-    naming the GPUs the output calls FAULTY."""
+    """``GpuBurnResult`` of a complete run; ParseError naming FAULTY GPUs."""
     try:
         return _parse(text)
     except ParseError as err:
@@ -127,8 +108,7 @@ def _parse(text):
     last_errors = {}    # (window, gpu) -> errors, the window's last count
     for m, window in lines:
         done = _fields(m.group(2), _DONE, count, 'GEMM counts', m.group(0))
-        errs = _fields(m.group(3), _ERRORS, count, 'error counts',
-                       m.group(0))
+        errs = _fields(m.group(3), _ERRORS, count, 'error counts', m.group(0))
         for i, (d, e) in enumerate(zip(done, errs)):
             gpu = gpus[i]
             gemms, rate = int(d.group(1)), d.group(2)
@@ -186,8 +166,7 @@ def problems(result):
 
 
 def gpus_reported(text):
-    """The GPU indices with at least one report whose process did not die,
-    from whatever part of an output there is (a cut one too)."""
+    """GPU indices with a report and a live process, of any output part."""
     found = set()
     for m, _ in _progress_lines(text):
         done = [_DONE.fullmatch(v) for v in _split(m.group(2))]

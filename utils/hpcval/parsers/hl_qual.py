@@ -1,23 +1,9 @@
-"""hl_qual report log of the memory bandwidth (``-mb``) and PCI (``-p``)
-plugins.  UNVERIFIED FORMAT: no textual report sample is public.
+"""hl_qual report log of the ``-mb`` and ``-p`` plugins.  UNVERIFIED FORMAT.
 
-hl_qual writes ``$HABANA_LOGS/qual/<host>_hl_qual_report_<date>.log``;
-Habana's pages show its per-test lines only as screenshots.  What this
-parser relies on is what the manual's text names (Habana hl_qual manual):
-
-- the memory plugin's sub-tests, written ``HOST ==> HBM``, ``HBM ==>
-  HOST``, ``HBM <==> HOST`` (and the same with SRAM; DRAM is the manual's
-  other name for HBM; the HTML docs render the arrows as ``⇒``/``⇔``), and
-  the PCI plugin's upload / download / bidirectional sub-tests;
-- a bandwidth in GB/s on the same line as the sub-test's name;
-- PASS / FAIL words for the verdicts.
-
-Every sub-test the switches ask for must appear with a figure, the report
-must hold a PASS and no FAIL; anything else is a ParseError naming what
-was not found, so an unknown report format fails the check, never passes
-it.  A site that captures a real report should add it to
-tests/fixtures/captured/ and adapt this module to it.
-"""
+No textual report sample is public: the parser relies on what the
+manual's text names (sub-test names, GB/s on the same line, PASS / FAIL).
+Every sub-test asked for must appear with a figure, with a PASS and no
+FAIL, so an unknown format fails the check, never passes it."""
 import re
 from dataclasses import dataclass
 from typing import Dict, Tuple
@@ -86,8 +72,7 @@ def _subtest(line):
 
 
 def parse_hl_qual_report(text, expected):
-    """Figures of the sub-tests in ``expected`` (keys of MEMORY_SUBTESTS or
-    PCI_SUBTESTS) from a report log, with hl_qual's verdict checked."""
+    """Figures of the sub-tests in ``expected``; hl_qual's verdict checked."""
     failures = [line.strip() for line in text.splitlines()
                 if (m := _VERDICT.search(line)) and
                 m['word'].upper().startswith('FAIL')]
@@ -106,8 +91,7 @@ def parse_hl_qual_report(text, expected):
             # measured and expected side by side: which is which is unknown
             raise ParseError(f'unrecognised hl_qual report: {len(bws)} GB/s '
                              f'figures on one line, {line.strip()!r}')
-        value = number(bws[0]['value'],
-                       f'{key} bandwidth in {line.strip()!r}')
+        value = number(bws[0]['value'], f'{key} bandwidth in {line.strip()!r}')
         device = _DEVICE.search(line)
         figures.setdefault(key, []).append(
             (device['bus'] if device else '', value))

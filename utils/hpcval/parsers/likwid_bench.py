@@ -1,11 +1,4 @@
-"""``likwid-bench -t KERNEL -W DOMAIN:SIZE:THREADS``.
-
-The result block lists ``Key:<tabs>value`` lines; the figures are
-``MByte/s:`` (10^6 bytes per second, counting the kernel's loads and
-stores) and ``MFlops/s:`` (10^6 floating-point operations per second; 0.00
-for kernels without arithmetic, such as copy).  One block per run; several
-``-W`` groups still print one total.
-"""
+"""``likwid-bench -t KERNEL -W DOMAIN:SIZE:THREADS``: MByte/s and MFlops/s."""
 import re
 from dataclasses import dataclass
 
@@ -26,13 +19,11 @@ class LikwidResult:
 
 
 def parse_likwid_bench(text, test=None, figure='MByte/s'):
-    """``test``: the kernel asked for (``Test:`` must name it); ``figure``:
-    the result line the caller needs (``MByte/s`` or ``MFlops/s``)."""
+    """The ``figure`` line of a ``test`` kernel's result block."""
     fields = {m['key'].strip(): m['value'] for m in _FIELD.finditer(text)}
     if test is not None and fields.get('Test', test) != test:
         raise ParseError(f"likwid-bench ran {fields['Test']!r}, not {test!r}")
-    missing = [k for k in dict.fromkeys((figure, 'Time'))
-               if k not in fields]
+    missing = [k for k in dict.fromkeys((figure, 'Time')) if k not in fields]
     if missing:
         raise ParseError(f'likwid-bench printed no {", ".join(missing)} '
                          f'line: the kernel did not run to completion')

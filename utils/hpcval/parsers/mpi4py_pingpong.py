@@ -1,19 +1,7 @@
-"""``python -m mpi4py.bench pingpong``.
+"""``python -m mpi4py.bench pingpong``: one-way times, MB/s (10^6 B/s).
 
-Output (mpi4py 4.x)::
-
-    # MPI PingPong Test
-    # Size [B]  Bandwidth [MB/s] | Time Mean [s] ± StdDev [s]  Samples
-             1              0.78 | 1.2806215e-06 ± 4.5550e-07    10000
-
-Bandwidth is 10^6 bytes per second; the time is one way (half the round
-trip), mean and standard deviation over ``Samples`` iterations.
-
-Rank 0 prints the header once; the communicator's size is printed nowhere
-(a one-rank communicator pings itself through ``Sendrecv``).  A launcher
-without the MPI's process manager starts each rank as an MPI job of its
-own: every one prints the header and times a ping to itself.
-"""
+A launcher without the MPI's process manager starts each rank as a job
+of its own: each prints the header and pings itself."""
 import re
 from dataclasses import dataclass
 
@@ -36,9 +24,7 @@ class PingPongRow:
 
 
 def parse_pingpong(text, launcher=''):
-    """Return the rows of a ping-pong run, in the order printed;
-    ``launcher``: the command that started it, for the message when it
-    started several one-rank jobs."""
+    """The rows of a ping-pong run, in order; ``launcher`` for the message."""
     if _HEADER not in text:
         raise ParseError(f'no {_HEADER!r} header: the benchmark did not '
                          f'start or died before flushing its output'

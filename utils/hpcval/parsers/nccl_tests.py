@@ -1,36 +1,9 @@
 """nccl-tests and rccl-tests (``all_reduce_perf``, ``all_gather_perf``...).
 
-Output (nccl-tests 2.19, columns abridged here to fit; rccl-tests differ
-as noted)::
-
-    # nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809
-    # Collective test starting: all_reduce_perf
-    # nThread 1 nGpus 2 minBytes 8 maxBytes 8589934592 step: 2(factor) ...
-    # Using devices
-    #  Rank  0 Group  0 Pid 3505 on vm device  0 [0000:00:06] NVIDIA H200
-    #
-    #                     out-of-place                 in-place
-    # size count type redop root time algbw busbw #wrong time algbw busbw ...
-    #  (B) (elements)          (us) (GB/s) (GB/s)     (us) (GB/s) (GB/s)
-       8     2 float sum  -1 13.86  0.00  0.00     0 13.40  0.00  0.00 ...
-    # Out of bounds values : 0 OK
-    # Avg bus bandwidth    : 112.366
-    #
-    # Collective test concluded: all_reduce_perf
-
-rccl-tests print an un-commented ``rccl-tests: Version develop:ae3e635``
-line and ``#   Rank  0 Pid ...`` lines without ``Group`` (so do nccl-tests
-<= 2.13.3); ``-O 0`` leaves only the in-place block.  nccl-tests <= 2.11
-have no ``root`` column (all_gather no ``redop`` either) and end each block
-with ``error``, a maximum deviation rather than a count.  ``-c 0`` prints
-``N/A`` for ``#wrong``; ``-I 1`` adds ``i_*`` columns after each block,
-``-S 1`` a timestamp and rccl ``-A 1`` algorithm columns after the last.
-Columns are therefore found by the header's labels, never by position.
-
-Times are microseconds, bandwidths GB/s (10^9 B/s), sizes bytes (the larger
-of send and receive buffer).  A run that fails prints ``Test failure``
-(``Test CUDA failure``, ``Test NCCL failure``, ``Test timeout``) lines.
-"""
+Versions and options add, drop and move columns (``root``, ``redop``,
+``#wrong`` or ``error``, ``i_*``, rccl's algorithm columns): columns are
+found by the header's labels, never by position.  Times in us,
+bandwidths GB/s (10^9 B/s); a failed run prints ``Test ... failure``."""
 import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -99,8 +72,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Params:
-    """The ``# nThread 1 nGpus 2 minBytes 8 maxBytes ... step: 2(factor)``
-    line: what the run was asked to do."""
+    """The ``# nThread ... step:`` line: what the run was asked to do."""
     threads: int
     gpus: int                   # per thread (-g)
     min_bytes: int
@@ -109,15 +81,13 @@ class Params:
     step_is_factor: bool
 
     def largest_size(self, max_bytes=None):
-        """The largest size of the sweep up to ``max_bytes`` (default: the
-        requested maxBytes)."""
+        """The sweep's largest size up to ``max_bytes`` (default maxBytes)."""
         return largest_size(self.min_bytes, max_bytes or self.max_bytes,
                             self.step, self.step_is_factor)
 
 
 def largest_size(min_bytes, max_bytes, step, step_is_factor=True):
-    """The last size nccl-tests' sweep reaches: ``min_bytes`` times
-    ``step`` (or plus ``step``) while it stays within ``max_bytes``."""
+    """The last size of the sweep from ``min_bytes`` within ``max_bytes``."""
     if max_bytes < min_bytes:
         return max_bytes
     if step_is_factor:
@@ -150,8 +120,7 @@ class NcclTestsResult:
 
     @property
     def redops(self):
-        """The reduction operators the rows name ({'sum'}; {'none'} for
-        collectives that reduce nothing); empty without a redop column."""
+        """The reduction operators the rows name; empty without redop."""
         return {r.redop for r in self.rows if r.redop is not None}
 
     @property
@@ -164,8 +133,7 @@ class NcclTestsResult:
         return any(getattr(r, place) is not None for r in self.rows)
 
     def busbw_at_largest(self, place=IN_PLACE):
-        """busbw at the largest size; the lowest if it ran more than once
-        (``-N``, ``-d all``, ``-o all``): a threshold must hold every time."""
+        """busbw at the largest size; the lowest if it ran more than once."""
         rows = self._rows(place)
         largest = max(size for size, _ in rows)
         return min(b.busbw for size, b in rows if size == largest)
@@ -174,11 +142,7 @@ class NcclTestsResult:
         return max(b.busbw for _, b in self._rows(place))
 
     def time_at_smallest(self, place=IN_PLACE):
-        """Time (us) at the smallest non-zero size, the highest if repeated.
-
-        Zero-byte rows are skipped: all_gather and reduce_scatter print
-        size 0 when the size is under ranks x element size, and time nothing.
-        """
+        """Time (us) at the smallest non-zero size, the highest if repeated."""
         rows = [(size, b) for size, b in self._rows(place) if size > 0]
         if not rows:
             raise ParseError(f'no {_label(place)} rows with a non-zero size')
@@ -317,18 +281,12 @@ def _ranks(text):
 
 
 def listed_devices(text):
-    """{N} of the devices the banner's ``# Rank ... device N`` lines list
-    (the runtime's numbers): none where the run stopped before them."""
+    """{N} of the devices the banner's ``# Rank ... device N`` lines list."""
     return {r.device for r in _ranks(text)}
 
 
 def parse_nccl_tests(text, require_footer=True):
-    """Parse one nccl-tests / rccl-tests run.
-
-    ``require_footer=False`` accepts a table without the ``Avg bus
-    bandwidth`` footer, as documents quote it; a job's output must have it,
-    or it was cut short.
-    """
+    """One nccl-tests / rccl-tests run; require_footer=False for excerpts."""
     failure = _FAILURE.search(text)
     if failure:
         raise ParseError(f'the test reported a failure: '
@@ -396,8 +354,7 @@ def parse_nccl_tests(text, require_footer=True):
 
 
 def library_version(text):
-    """('rccl', '2.22.3') or ('nccl', '2.21.5') from the library's own
-    banner in ``text``; ('', '') without one."""
+    """('rccl', '2.22.3') or ('nccl', '2.21.5') of the banner, or ('', '')."""
     m = _LIBRARY.search(text)
     return (m['lib'].lower(), m['version']) if m else ('', '')
 
@@ -407,16 +364,14 @@ TOOLS = {'nccl-tests': ('nccl', 'NVIDIA'), 'rccl-tests': ('rccl', 'AMD')}
 
 
 def found_tool(result):
-    """(tool, what says so): from the tools' banners, the library's
-    banner, else the devices' vendor; ('', '') when nothing says."""
+    """(tool, what says so), from banners or device vendor, or ('', '')."""
     if result.tool:
         banner = ('# nccl-tests version' if result.tool == 'nccl-tests'
                   else 'rccl-tests: Version')
         return result.tool, f'"{banner} {result.version}"'
     lib, version = result.library
     if lib:
-        return (f'{lib}-tests',
-                f'"{lib.upper()} version {version}"')
+        return (f'{lib}-tests', f'"{lib.upper()} version {version}"')
     vendors = {devices.vendor_of_name(r.name) for r in result.ranks} - {''}
     if len(vendors) == 1:
         vendor = vendors.pop()
@@ -426,10 +381,9 @@ def found_tool(result):
 
 
 def check_tool(result, tool, arch='', identified=True):
-    """Raise ParseError unless the output is ``tool``'s ('nccl-tests',
-    'rccl-tests') on GPUs of the partition's ``arch``, naming what was
-    found.  ``identified=False`` (a quoted excerpt) accepts an output that
-    names neither tool nor devices."""
+    """ParseError unless the output is ``tool``'s on GPUs of ``arch``.
+
+    ``identified=False`` (a quoted excerpt) accepts one naming neither."""
     found, why = found_tool(result)
     if found and found != tool:
         listed = devices.summary(r.name for r in result.ranks)
@@ -484,17 +438,13 @@ _UNITS = {'': 1, 'k': 2**10, 'm': 2**20, 'g': 2**30}
 
 
 def parse_size(text):
-    """A size as nccl-tests' -b/-e read it ('8', '64K', '8G': powers of
-    1024), in bytes; None for anything else."""
+    """A size as -b/-e read it ('64K', '8G': powers of 1024), or None."""
     m = re.fullmatch(r'([0-9]+)([KMGkmg]?)', str(text))
     return int(m[1]) * _UNITS[m[2].lower()] if m else None
 
 
 def check_collective(result, collective):
-    """Raise ParseError unless the output is of ``collective``
-    ('all_reduce'): the name in '# Collective test starting' (>= 2.17;
-    ``all_reduce_perf`` or the containers' ``all_reduce_perf_mpi``),
-    else whether its rows name a reduction operator."""
+    """ParseError unless the output is of ``collective`` ('all_reduce')."""
     exe = f'{collective}_perf'
     if result.collective:
         # the MPI=1 build as NGC and PyTorch containers install it
@@ -512,9 +462,7 @@ def check_collective(result, collective):
 
 
 def check_sizes(result, min_bytes, max_bytes, step_factor, ranks):
-    """Raise ParseError unless the output reached the largest size the test
-    asks for (within the rounding to ``ranks`` elements that all_gather and
-    reduce_scatter do), and was run with the test's maxBytes."""
+    """ParseError unless the sweep reached the largest size asked for."""
     if result.params and result.params.max_bytes != max_bytes:
         raise ParseError(f'the output was run with maxBytes '
                          f'{result.params.max_bytes}, the test asks '

@@ -1,29 +1,8 @@
-"""OSU micro-benchmarks (``osu_latency``, ``osu_bw``, ``osu_bibw``,
-``osu_allreduce``...).
+"""OSU micro-benchmarks (``osu_latency``, ``osu_bw``, ``osu_allreduce``...).
 
-Output (7.4; every output starts with an empty line)::
-
-    <empty line>
-    # OSU MPI-CUDA Latency Test v7.4
-    # Datatype: MPI_CHAR.
-    # Size       Avg Latency(us)
-    0                       2.01
-
-Rows are ``%-10d`` then ``%20.2f`` per column: latency in microseconds, or
-bandwidth in MB/s (10^6 B/s) under ``Bandwidth (MB/s)``.  The title names
-the accelerator (``MPI-CUDA``, ``MPI-ROCM``) when run with ``-d``.
-
-Older releases head the table ``# Size          Latency (us)`` and, with
-device buffers, print ``# Send Buffer on DEVICE (D) and Receive Buffer on
-DEVICE (D)`` first; 5.x has no ``# Datatype:`` line, 7.1 and 7.2 print it
-after the ``# Size`` header.  Options add columns: ``-c`` a ``Validation``
-column of ``Pass``/``Fail`` (and on a failure rank 0 prints ``DATA
-VALIDATION ERROR: ./osu_latency exited with status 1 on message size N.``
-and exits 1), ``-f`` ``Min Latency(us)``, ``Max Latency(us)`` and
-``Iterations``, ``-z`` tail percentiles; several ``-T`` types give one table
-per ``# Datatype:``.  Columns are therefore found by the header's labels,
-never by position.
-"""
+Latency in us, bandwidth in MB/s (10^6 B/s).  Releases and options
+(``-c``, ``-f``, ``-z``, several ``-T``) add and move columns: columns
+are found by the header's labels, never by position."""
 import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
@@ -170,8 +149,7 @@ def _tables(lines):
 
 
 def parse_osu(text):
-    """Parse one OSU run; raise ParseError when it did not complete or
-    failed its own validation."""
+    """One OSU run; ParseError if incomplete or failing its validation."""
     title = _TITLE.search(text)
     if not title:
         refusal = _REFUSAL.search(text)
@@ -219,8 +197,7 @@ TITLES = {
 
 
 def check_benchmark(result, benchmark):
-    """Raise ParseError unless the title names ``benchmark``'s test: a
-    latency table is no bandwidth, whatever its numbers."""
+    """ParseError unless the title names ``benchmark``'s test."""
     wanted = TITLES.get(benchmark)
     if wanted and result.test != wanted:
         raise ParseError(f'the output is of the OSU {result.test} (its '

@@ -1,20 +1,8 @@
 """rocblas-bench (rocBLAS clients): one GEMM timing per run.
 
-After a device banner (``Query device success: there are N devices``,
-``Device ID 0 : ...``, ``rocBLAS info: maximum library size ...``) each run
-prints a line of column names and a line of values (rocBLAS rocm-6.2.0)::
-
-    transA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us
-    N,T,4000,4000,4000,1,4000,0,4000,4000, 97190.6, 1317
-
-Arguments are joined by bare commas, performance figures by ", ".  Newer
-rocBLAS inserts ``cold_iters,hot_iters`` (and ``solution_index``) before
-``rocblas-Gflops``, ``--log_function_name`` / ``--log_datatype`` prepend
-columns and ``-v 1`` appends ``CPU-Gflops,CPU-us,norm_error_1``: columns
-are therefore found by name, never by position.  ``rocblas-Gflops`` is
-GFLOP/s (10^9), ``us`` microseconds per call, averaged over the hot
-iterations (``-i``, default 10) after ``-j`` cold ones.
-"""
+Each run prints a line of column names and one of values; versions and
+options add columns, so they are found by name.  ``rocblas-Gflops`` is
+GFLOP/s, ``us`` microseconds per call over the hot iterations."""
 import re
 
 from hpcval.parsers.common import ParseError, number
@@ -30,8 +18,7 @@ def _fields(line):
 
 
 def parse_rocblas_bench(text):
-    """Every result of the output (one per run) as a dict of column name to
-    text, in order; ``row[GFLOPS]`` and ``row['us']`` converted to float."""
+    """Every result as {column: text}; GFLOPS and ``us`` as float."""
     failure = _FAILURE.search(text)
     if failure:
         raise ParseError(f'rocblas-bench reported a failure: '
@@ -68,9 +55,7 @@ def parse_rocblas_bench(text):
 
 
 def check_shape(rows, **expected):
-    """Raise ParseError unless every row has ``column=value`` for each given
-    column (``M=4000``, ``batch_count=5``): the timing is of the GEMM asked
-    for, not of a default one."""
+    """ParseError unless every row has each given ``column=value``."""
     for n, row in enumerate(rows, 1):
         for column, value in expected.items():
             got = row.get(column)

@@ -1,41 +1,10 @@
 """TransferBench (ROCm/TransferBench; ``TransferBenchCuda`` on NVIDIA).
 
-Three outputs, all in GB/s (10^9 B/s):
-
-* ``TransferBench a2a``: after the environment dump and one ``Test 0:``
-  block, a ``Summary:`` matrix, then the three summary lines::
-
-      SRC\\DST  GPU 00     GPU 01        STotal      Actual
-      GPU 00      N/A    107.000       107.000     103.938
-      GPU 01   93.840        N/A        93.840      91.620
-      RTotal   93.840    107.000       200.840      91.620     103.938
-      Average   bandwidth (GPU Timed):  100.420 GB/s
-      Aggregate bandwidth (GPU Timed):  200.840 GB/s
-      Aggregate bandwidth (CPU Timed):  117.678 GB/s
-
-  ``N/A``: a pair without a transfer (the diagonal; with ``A2A_DIRECT=1``
-  on AMD, pairs more than one hop apart).  The line ``- Copying N bytes
-  ... (K Transfers)`` says how many pairs were measured.
-
-* ``TransferBench p2p``: ``Unidirectional`` and ``Bidirectional copy peak
-  bandwidth`` matrices, rows ``GPU 00 ->`` (bidirectional also ``<-`` and
-  ``<->``), ``N/A`` where a pair was not run (same device bidirectional;
-  on NVIDIA every CPU-executed pair with GPU memory), each followed by
-  ``Averages (During UniDir|BiDir):`` over CPU->CPU CPU->GPU GPU->CPU
-  GPU->GPU, the diagonal left out.
-
-* ``TransferBench <config file>``: per test line of the file, ``Test N:``
-  then ``Executor:``, ``Transfer NN`` and ``Aggregate (CPU)`` lines with
-  ``|`` separated fields; ``## comments`` of the file are echoed before.
-
-Versions: v1.5x as above (the H200 captures, v1.52).  v1.6x
-heads the summary ``Summary: [N bytes per Transfer] ...`` and newer ones
-draw tables with ``│`` and ``┼`` and write ``Overhead`` without a colon:
-border characters are dropped before parsing (unverified against a real
-v1.66 output).  ``[ERROR]`` lines fail the parse wherever they appear: a2a
-prints them on failed transfers and still exits 0.  CSV mode
-(``OUTPUT_TO_CSV=1``) is not parsed.
-"""
+Outputs of ``a2a`` (a ``Summary:`` matrix), ``p2p`` (uni- and
+bidirectional matrices) and a config file (``Test N:`` blocks), in GB/s.
+``N/A`` marks a pair not run.  Newer versions draw borders with ``│`` and
+``┼``: they are dropped before parsing (unverified against v1.66).
+``[ERROR]`` lines fail the parse anywhere: a2a prints them and exits 0."""
 import re
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
@@ -110,8 +79,7 @@ class A2AResult:
 
 
 def _matrix(lines, at, columns, width, what):
-    """Rows after ``lines[at]`` keyed by their device label; stops at the
-    first line that is neither blank nor a row."""
+    """Rows after ``lines[at]`` by device label, up to the first non-row."""
     rows = {}
     for line in lines[at + 1:]:
         tokens = line.split()
@@ -132,7 +100,7 @@ def _matrix(lines, at, columns, width, what):
 
 
 def parse_a2a(text):
-    """Parse ``TransferBench a2a`` output (see the module docstring)."""
+    """Parse ``TransferBench a2a`` output."""
     check_errors(text)
     text = _clean(text)
     lines = text.splitlines()
@@ -225,7 +193,7 @@ def _p2p_block(lines, at, direction):
 
 
 def parse_p2p(text):
-    """Parse ``TransferBench p2p`` output (see the module docstring)."""
+    """Parse ``TransferBench p2p`` output."""
     check_errors(text)
     text = _clean(text)
     lines = text.splitlines()
@@ -324,8 +292,7 @@ def _config_line(line, test, state):
 
 
 def parse_config_run(text, expected_tests=None):
-    """Parse a config-file run; ``expected_tests``: the number of test lines
-    in the config file (each must have its result)."""
+    """Parse a config-file run of ``expected_tests`` test lines."""
     check_errors(text)
     tests, comment, state, current = [], '', None, None
 

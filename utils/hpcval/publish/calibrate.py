@@ -18,6 +18,7 @@ that section only, keeping its metrics that were not measured this time.
 Nothing is written unless asked, never over a file that changed since it
 was read, and never a text that references.load refuses.
 """
+import contextlib
 import dataclasses
 import datetime
 import difflib
@@ -31,8 +32,7 @@ import textwrap
 
 import yaml
 
-from hpcval import (bounded, judgement, paths, peers, reference_service,
-                    references, units)
+from hpcval import bounded, judgement, paths, peers, references, units
 from hpcval.health import inventory
 from hpcval.health.inventory import INVENTORY_MARKER
 from hpcval.publish.comparison import better
@@ -133,10 +133,6 @@ def _fraction_up(x):
     return math.ceil(round(x * 1e4, 6)) / 1e4
 
 
-def _rule_text(rule):
-    return rule.text()
-
-
 def _select(samples, system, allow_replays, accept_performance_failures,
             notes):
     # a failed case has samples only if it got to its performance stage:
@@ -223,11 +219,12 @@ def _provenance(runs, mean, std, unit, how):
     origin = (f'ReFrame {_listed(c.version for c in cases)} on '
               f'{_listed(c.hostname for c in cases)}; ' if sessions else
               f'monitoring series of {_listed(c.source for c in cases)}; ')
+    versions = _versions(cases)
     return _Folded(
         f'calibrated by `hpcval calibrate` from {len(runs)} {kind}'
         f'{replays}, {_dates(cases)}: mean {mean:g} +- '
         f'{std:g} {unit}, bound {how}; '
-        + (f'{_versions(cases)}; ' if _versions(cases) else '')
+        + (f'{versions}; ' if versions else '')
         + origin + f'job nodes {_listed(nodes) or "not recorded"}'
         + (f'; sessions {_listed(sessions)}' if sessions else ''))
 
@@ -267,21 +264,26 @@ def _run_name(s):
     return f'{session}on {nodes} at {when} UTC'
 
 
-def _metric(label, metric, runs, rule, notes, keep_outliers=False,
-            figures=None):
-    """The metric spec of ``runs`` (samples of one metric), or None."""
+def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
+    """The metric spec of ``runs`` (samples of one metric), or None; each
+    figure tried is added to ``figures``."""
+    def refuse(what, **figure):
+        notes.append(f'refused {label}: {what}')
+        if figure:
+            figures.append({'label': label, 'metric': metric,
+                            'direction': better(unit), 'n': len(values),
+                            **figure})
+
     unit = runs[-1].unit
     try:
         values = [units.convert(s.value, s.unit, unit) for s in runs]
     except ValueError as err:
-        notes.append(f'refused {label}: {err}')
-        return None
+        return refuse(err)
     huge = [v for v in values if not abs(v) < _LARGEST]
     if huge:
-        notes.append(f'refused {label}: {_listed(map(str, huge), 3)} '
-                     f'{unit} is beyond any measurement (its square, '
-                     f'which a spread needs, overflows)')
-        return None
+        return refuse(f'{_listed(map(str, huge), 3)} {unit} is beyond any '
+                      f'measurement (its square, which a spread needs, '
+                      f'overflows)')
 
     apart = [] if keep_outliers else outliers(values)
     if apart:
@@ -298,24 +300,18 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
         runs = [s for i, s in enumerate(runs) if i not in apart]
         values = [v for i, v in enumerate(values) if i not in apart]
 
-    figure = {'label': label, 'metric': metric, 'direction': better(unit),
-              'n': len(values)}
     if len(values) < rule.min_samples:
-        notes.append(f'refused {label}: {len(values)} sample(s), fewer '
-                     f'than {rule.min_samples} (few runs say little of the '
-                     f'spread; '
-                     f'run it again or lower min_samples)')
-        if figures is not None and len(values) > 1 and \
-                statistics.fmean(values) > 0:
-            figures.append({**figure, 'mean': statistics.fmean(values),
-                            'std': statistics.stdev(values),
-                            'log_std': statistics.stdev(
-                                [math.log(v) for v in values])
-                            if min(values) > 0 else None,
-                            'tolerance': None,
-                            'how': f'refused: fewer than {rule.min_samples}'
-                                   f' runs'})
-        return None
+        few = len(values) > 1 and statistics.fmean(values) > 0
+        return refuse(
+            f'{len(values)} sample(s), fewer than {rule.min_samples} (few '
+            f'runs say little of the spread; run it again or lower '
+            f'min_samples)', **({
+                'mean': statistics.fmean(values),
+                'std': statistics.stdev(values),
+                'log_std': statistics.stdev([math.log(v) for v in values])
+                if min(values) > 0 else None, 'tolerance': None,
+                'how': f'refused: fewer than {rule.min_samples} runs'}
+                if few else {}))
 
     try:
         mean = statistics.fmean(values)
@@ -324,20 +320,17 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
     except (OverflowError, ValueError):
         mean = std = spread = math.inf
     if not all(map(math.isfinite, (*values, mean, std, spread))):
-        notes.append(f'refused {label}: values beyond any float '
-                     f'({_listed(map(str, values), 3)} {unit})')
-        return None
+        return refuse(f'values beyond any float '
+                      f'({_listed(map(str, values), 3)} {unit})')
     if mean <= 0:
-        notes.append(f'refused {label}: mean {mean:g} {unit}, no relative '
-                     f'bound can be made')
-        return None
+        return refuse(f'mean {mean:g} {unit}, no relative bound can be made')
 
     direction = better(unit)
     # with a value not above 0, the logs' first order: ln(mean) +- std/mean
     logs = [math.log(v) for v in values] if min(values) > 0 else None
     log_mean, log_std = (statistics.fmean(logs), statistics.stdev(logs)) \
         if logs else (math.log(mean), std / mean)
-    figure.update(mean=mean, std=std, log_std=log_std)
+    measured = {'mean': mean, 'std': std, 'log_std': log_std}
     tol, how = rule.tolerance(metric, direction, len(values), mean, std,
                               log_mean, log_std)
     if tol >= judgement.IMPLAUSIBLE - 1:
@@ -345,12 +338,9 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
         # benchmark measures (hpcval.judgement.IMPLAUSIBLE)
         what = f'{how}: the bound passes more than ' \
                f'{judgement.IMPLAUSIBLE} x the baseline'
-        notes.append(f'refused {label}: {what}, which judges nothing '
-                     f'(take quieter or more runs)')
-        if figures is not None:
-            figures.append({**figure, 'tolerance': None,
-                            'how': f'refused: {what}'})
-        return None
+        return refuse(f'{what}, which judges nothing (take quieter or more '
+                      f'runs)', **measured, tolerance=None,
+                      how=f'refused: {what}')
     tol = _fraction_up(tol)
     # too noisy to judge: a linear bound at 0, or (on logs) a bound that
     # passes e^-1 = 37 % of the baseline, the same to first order
@@ -360,13 +350,10 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
         if tol >= 1 or width >= 1:
             what = f'{how} = {tol:g}' if tol >= 1 else \
                 f'{how} = {width:.4g} >= 1'
-            notes.append(f'refused {label}: {what}, a lower bound '
-                         f'{"at 0" if tol >= 1 else "this far below"} '
-                         f'would judge nothing (take quieter or more runs)')
-            if figures is not None:
-                figures.append({**figure, 'tolerance': None,
-                                'how': f'refused: {what}'})
-            return None
+            return refuse(f'{what}, a lower bound '
+                          f'{"at 0" if tol >= 1 else "this far below"} '
+                          f'would judge nothing (take quieter or more runs)',
+                          **measured, tolerance=None, how=f'refused: {what}')
         spec['lower'] = -tol
         if tol >= 0.5:
             notes.append(f'warning: {label} judges little: it passes down to '
@@ -380,8 +367,9 @@ def _metric(label, metric, runs, rule, notes, keep_outliers=False,
                          f'or more runs)')
     spec.update(spread=_significant(std), unit=unit, rule=RULE,
                 source=_provenance(runs, mean, std, unit, how))
-    if figures is not None:
-        figures.append({**figure, 'tolerance': tol, 'how': how})
+    figures.append({'label': label, 'metric': metric, 'direction': direction,
+                    'n': len(values), **measured, 'tolerance': tol,
+                    'how': how})
     return spec
 
 
@@ -406,16 +394,17 @@ def _declared_diagnostic(runs):
 
 def _plan(groups, old_refs, include_absent, notes):
     """What to calibrate: [(key, test label, {metric: runs}, {sibling
-    family: runs})], only for checks that exist (a report naming another
-    class would make an entry that fails every test of the system in
-    setup); what is left out is said in ``notes``."""
-    known = reference_service.known_checks()
+    family: runs})], only for checks their runs recorded as their class
+    (a report naming another class would make an entry that fails every
+    test of the system in setup); what is left out is said in ``notes``."""
     out = []
     for (check, partition, params), metrics in groups.items():
-        if check not in known:
-            notes.append(f'refused {check}: no such check among the '
-                         f'built-in and site checks (hpcval paths checks); '
-                         f'its runs are not calibrated')
+        other = {tuple(s.case.extras.get('lineage') or (check,))[0]
+                 for runs in metrics.values() for s in runs} - {check}
+        if other:
+            notes.append(f'refused {check}: no such check: its runs '
+                         f'recorded the class {_listed(map(str, other))} '
+                         f'(hpcval_lineage); its runs are not calibrated')
             continue
         where = dict(params)
         test = ' '.join([check, *(f'{name}={val}' for name, val in params),
@@ -453,7 +442,7 @@ def _plan(groups, old_refs, include_absent, notes):
     return out
 
 
-def _entries(plan, rule, notes, keep_outliers=False, figures=None):
+def _entries(plan, rule, notes, keep_outliers, figures):
     """New calibrated entries: [(key, {metric: spec})]."""
     out = []
     for key, test, metrics, families in plan:
@@ -486,12 +475,11 @@ def _family(label, runs, rule, notes, figures):
     tol = _fraction_up(1 - bound)
     members = {s.metric.split('@', 1)[1] for s in kept}
     std = statistics.stdev(ratios)
-    if figures is not None:
-        figures.append({'label': label, 'metric': kept[0].metric.split(
-            '@')[0], 'direction': 'higher', 'n': len(ratios),
-            'mean': statistics.fmean(ratios), 'std': std,
-            'log_std': statistics.stdev([math.log(r) for r in ratios]),
-            'tolerance': tol, 'how': how, 'family': True})
+    figures.append({'label': label, 'metric': kept[0].metric.split('@')[0],
+                    'direction': 'higher', 'n': len(ratios),
+                    'mean': statistics.fmean(ratios), 'std': std,
+                    'log_std': statistics.stdev([math.log(r) for r in ratios]),
+                    'tolerance': tol, 'how': how, 'family': True})
     nodes = _listed(n for c in cases for n in c.nodes) or 'not recorded'
     return {'value': 1, 'lower': -tol, 'spread': _significant(std),
             'unit': peers.RATIO_UNIT, 'rule': SIBLING_RULE,
@@ -608,15 +596,12 @@ def _section_comments(section):
         if re.match(r'- ', line):
             index += 1
         if line.lstrip().startswith('#') and line.strip() not in _HEADER:
-            where = index if index >= 0 and not _before_next(line) \
+            # a comment at the list's own indentation stands before the
+            # next entry
+            where = index if index >= 0 and line[0].isspace() \
                 else index + 1
             comments.setdefault(where, []).append(line.strip() + '\n')
     return comments
-
-
-def _before_next(line):
-    # a comment at the list's own indentation stands before the next entry
-    return not line[0].isspace()
 
 
 def _key(entry):
@@ -645,6 +630,14 @@ def _top_level(lines, key):
                  if re.match(rf'{key}:', line)), None)
 
 
+def _entries_key(lines, path):
+    """The line of the top-level ``entries:`` key."""
+    at = _top_level(lines, 'entries')
+    if at is None:
+        raise CalibrationError(f'{path}: no top-level entries key')
+    return at
+
+
 def _block_end(lines, at):
     return next((i for i in range(at + 1, len(lines))
                  if lines[i].strip() and not lines[i][0].isspace()),
@@ -656,9 +649,7 @@ def _with_rule(head, rule_text, path, name=RULE):
     lines = head.splitlines(keepends=True)
     r = _top_level(lines, 'rules')
     if r is None:
-        e = _top_level(lines, 'entries')
-        if e is None:
-            raise CalibrationError(f'{path}: no top-level entries key')
+        e = _entries_key(lines, path)
         lines[e:e] = ['rules:\n', *_rule_lines('  ', rule_text, name)]
         return ''.join(lines)
 
@@ -719,6 +710,10 @@ def _inventory(samples):
     return out
 
 
+_INVENTORY_HEADER = (f'{INVENTORY_MARKER} the GPUs of the baseline runs '
+                     f'(rewritten by each calibration)\n')
+
+
 def _with_inventory(head, entries, path, notes):
     """``head`` with its ``inventory:`` block set to ``entries``: one that
     calibrate wrote is replaced, one written by hand is kept (with a note
@@ -745,26 +740,24 @@ def _with_inventory(head, entries, path, notes):
             notes.append(f'{path}: inventory rewritten from the baseline '
                          f'runs (unchanged)')
             return head         # as it was, the site's comments in place
-        lines[mark:end] = [f'{INVENTORY_MARKER} the GPUs of the baseline '
-                           f'runs (rewritten by each calibration)\n',
-                           *_comments(lines[mark + 1:end]),
+        lines[mark:end] = [_INVENTORY_HEADER, *_comments(lines[mark + 1:end]),
                            _inventory_block(entries)]
         notes.append(f'{path}: inventory rewritten from the baseline runs')
         return ''.join(lines)
-    e = _top_level(lines, 'entries')
-    if e is None:
-        raise CalibrationError(f'{path}: no top-level entries key')
-    lines[e:e] = [f'{INVENTORY_MARKER} the GPUs of the baseline runs '
-                  f'(rewritten by each calibration)\n',
-                  _inventory_block(entries)]
+    e = _entries_key(lines, path)
+    lines[e:e] = [_INVENTORY_HEADER, _inventory_block(entries)]
     notes.append(f'{path}: inventory written from the baseline runs')
     return ''.join(lines)
 
 
+def _dump(data, **style):
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=72,
+                     **style)
+
+
 def _inventory_block(entries):
-    return 'inventory:\n' + textwrap.indent(yaml.dump(
-        entries, Dumper=_Dumper, sort_keys=False, width=72,
-        default_flow_style=None), '  ')
+    return 'inventory:\n' + textwrap.indent(
+        _dump(entries, default_flow_style=None), '  ')
 
 
 def _keep_site_keys(entries, block, path):
@@ -810,9 +803,7 @@ def _append(head, entries, path, comments=None, trailing=()):
     entry after the site's comments of it (``comments``: {_key(entry):
     [lines]}), ``trailing`` comments last."""
     lines = head.splitlines(keepends=True)
-    e = _top_level(lines, 'entries')
-    if e is None:
-        raise CalibrationError(f'{path}: no top-level entries key')
+    e = _entries_key(lines, path)
     if any(re.match(r'[A-Za-z_]', line) for line in lines[e + 1:]):
         raise CalibrationError(f'{path}: entries must be the last top-level '
                                f'key, so that calibrated entries can follow')
@@ -824,8 +815,7 @@ def _append(head, entries, path, comments=None, trailing=()):
     comments = comments or {}
     dumped = ''.join(
         ''.join(comments.get(_key(entry), ())) +
-        yaml.dump([entry], Dumper=_Dumper, sort_keys=False, width=72,
-                  default_flow_style=False, allow_unicode=True)
+        _dump([entry], default_flow_style=False, allow_unicode=True)
         for entry in entries) + ''.join(trailing)
     return body + textwrap.indent(_SECTION + dumped, indent)
 
@@ -890,7 +880,8 @@ def _read(path):
 
 def _replace(path, text):
     """Write ``text`` to ``path`` atomically: a new file in the same
-    folder, renamed over it (never through a symbolic link)."""
+    folder (made where missing), renamed over it (never through a
+    symbolic link)."""
     folder = os.path.dirname(path) or '.'
     try:
         mode = os.stat(path).st_mode & 0o7777
@@ -901,6 +892,7 @@ def _replace(path, text):
         mode = 0o666 & ~umask & ~0o022
     tmp = None
     try:
+        os.makedirs(folder, exist_ok=True)      # a new site's references/
         fd, tmp = tempfile.mkstemp(
             dir=folder, prefix=f'.{os.path.basename(path)}.', suffix='.tmp')
         with os.fdopen(fd, 'w', encoding='utf-8') as fp:
@@ -911,10 +903,8 @@ def _replace(path, text):
         os.replace(tmp, path)
     except OSError as err:
         if tmp:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
         raise CalibrationError(f'cannot write {path}: {err.strerror}; '
                                f'nothing written') from None
 
@@ -922,24 +912,18 @@ def _replace(path, text):
 _SYSTEM = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]*')
 
 
-def known_systems(by_system_refs):
-    """Systems a reference file may be calibrated for: those of systems/
-    and those with a reference file already."""
-    modules = set()
+def check_system(system, by_system_refs):
+    """``system`` if it names a known system: one of systems/ or with a
+    reference file already (its name becomes a file name: nothing else
+    may)."""
+    known = set(by_system_refs)
     for folder in (os.path.join(paths.repo_root(), 'systems'),
                    *paths.site_folders('systems')):
         try:
-            modules |= {f[:-3] for f in os.listdir(folder)
-                        if f.endswith('.py') and not f.startswith('_')}
+            known |= {f[:-3] for f in os.listdir(folder)
+                      if f.endswith('.py') and not f.startswith('_')}
         except OSError:
             pass
-    return modules | set(by_system_refs)
-
-
-def check_system(system, by_system_refs):
-    """``system`` if it names a known system (its name becomes a file
-    name: nothing else may)."""
-    known = known_systems(by_system_refs)
     if not isinstance(system, str) or not _SYSTEM.fullmatch(system) \
             or system not in known:
         raise CalibrationError(f'--system {system!r}: not a known system '
@@ -973,25 +957,12 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
               allow_replays=False, include_absent=False,
               accept_performance_failures=False, ref_dir=None, write=False,
               base_dir=None, keep_outliers=False):
-    """Calibrate ``system`` from ``samples`` (hpcval.publish.results.Sample).
-
-    ``by_system_refs`` is references.load_dir(ref_dir) as the caller read
-    it; ``ref_dir`` defaults to the repository's references/.  Only passed
-    runs count, unless ``accept_performance_failures`` also takes runs that
-    failed the old bounds; replays only with ``allow_replays``; metrics the
-    old file marks absent (value: null) stay so unless ``include_absent``;
-    runs apart from the rest of their metric (``outliers``) are left out
-    with a warning naming them, unless ``keep_outliers``.  ``budget``: the
-    chance that a healthy run of the node fails any judged figure, shared
-    out over the figures a run judges (per_figure);
-    ``false_alarm`` instead sets the rate per figure.
-    ``base_dir``: the built-in folder a site's ``ref_dir`` is layered
-    over (references.ReferenceSet.layered): a new site file holds the
-    calibrated entries only.  Returns a
-    Calibration: the new file text and its unified diff against the old,
-    with notes.  With ``write=True`` the file is replaced, unless it changed
-    since ``by_system_refs`` was read.
-    """
+    """Calibration of ``system`` from ``samples`` (results.Sample) over
+    ``by_system_refs`` (the references as the caller read them); the
+    options are ``hpcval calibrate``'s (docs/calibrate.md).  ``ref_dir``:
+    the folder written (default: the built-in references/); ``base_dir``:
+    the built-in folder a site's ``ref_dir`` is layered over.  With
+    ``write`` the file is replaced, unless it changed since it was read."""
     check_system(system, by_system_refs)
     _check_options(floor, k, min_samples, budget, false_alarm)
     if ref_dir is None:
@@ -1026,7 +997,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     rule = Rule(false_alarm=false_alarm, min_samples=min_samples, k=k,
                 floor=floor, budget=budget, judged=judged)
     new_entries = _entries(plan, rule, notes, keep_outliers, figures)
-    rule_text = _rule_text(rule)
+    rule_text = rule.text()
     # a new site file holds the calibrated entries only, layered over the
     # built-in file (references.ReferenceSet.layered), so that upstream
     # corrections of the other entries still reach the site
@@ -1058,11 +1029,6 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
         if _read(path) != old:
             raise CalibrationError(f'{path} changed since it was read; '
                                    f'nothing written')
-        try:
-            os.makedirs(ref_dir, exist_ok=True)    # a new site's references/
-        except OSError as err:
-            raise CalibrationError(f'cannot write {path}: {err.strerror}; '
-                                   f'nothing written') from None
         _replace(path, text)
         notes.append(f'wrote {path}')
     return Calibration(text, diff, notes, path, figures, rule)

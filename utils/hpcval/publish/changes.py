@@ -1,30 +1,4 @@
-"""What changed, and did it matter: runs grouped by a provenance key
-(``hpcval report --group-by KEY``) and a node's newest run against its
-baseline (``hpcval diff``).
-
-Group-by: per figure (column, measurement, metric), the runs of each value
-of KEY with n, mean and sample standard deviation, and Welch's two-sided
-t-test of each value against the first (oldest) one: unequal variances,
-Welch-Satterthwaite degrees of freedom, significant at p < ALPHA.  A value
-with one run is shown without a test (no spread, no basis).
-
-Diff: per node, its newest session among the inputs against a baseline:
-by default its newest earlier session that passed (every test case of it
-passed), else the one ``--baseline`` names (a time, a report file, the
-calibration).  Provenance: the keys that differ from the baseline's (the
-calibration's inventory baseline: driver, VBIOS, kernel, serials).
-Figures: a figure moved where it is further from its baseline than its
-minimum, ranked by effect (the move over its minimum).  Against sessions,
-the baseline is the mean of the node's passing sessions up to it and the
-minimum the larger of their noise, the two-sided prediction interval
-k s with k = t(1 - a/2; n - 1) sqrt(1 + 1/n), a = FALSE_ALARM (a healthy
-run falls outside with probability a), and calibrate's floor of the figure's kind
-(a move smaller than any calibrated bound can be is nothing a center acts
-on); fewer than MIN_RUNS passing sessions: not judged (exit 2).  Against
-the calibration, its value and its calibrated tolerance.  A newest run
-that failed with no figure, or an input newer than all with none, is
-named and never "nothing moved".
-"""
+"""Runs grouped by provenance (report --group-by) and node diffs (diff)."""
 import dataclasses
 import datetime
 import json
@@ -47,9 +21,7 @@ ALIASES = {'image': 'image_digest'}
 
 
 def welch(a, b):
-    """(t, degrees of freedom, two-sided p) of Welch's t-test of samples
-    ``a`` and ``b`` (each n >= 2); p = 1 where both have no spread and
-    equal means, 0 where no spread and different means."""
+    """(t, df, two-sided p) of Welch's t-test of ``a`` and ``b`` (n >= 2)."""
     na, nb = len(a), len(b)
     ma, mb = math.fsum(a) / na, math.fsum(b) / nb
     va = math.fsum((x - ma) ** 2 for x in a) / (na - 1)
@@ -63,8 +35,7 @@ def welch(a, b):
 
 
 def node_provenance(case, node):
-    """{key: value} the node recorded for ``case``: its own keys over
-    those of the whole job (the MPI, NCCL, launcher it ran)."""
+    """{key: value} the node recorded for ``case``, over the job's own."""
     record = case.provenance or {}
     return {**records.of_node(record, None), **records.of_node(record, node)}
 
@@ -88,15 +59,7 @@ class Group:
 
     @property
     def std(self):
-        return statistics_std(self.values)
-
-
-def statistics_std(values):
-    if len(values) < 2:
-        return None
-    mean = math.fsum(values) / len(values)
-    return math.sqrt(math.fsum((v - mean) ** 2 for v in values)
-                     / (len(values) - 1))
+        return comparison.mean_std(self.values)[1]
 
 
 @dataclass
@@ -120,8 +83,7 @@ class Figure:
 
 
 def group_by(samples, cases, key):
-    """[Figure] of ``samples`` by the provenance ``key`` of their node
-    (runs of several nodes: one value per node, joined)."""
+    """[Figure] of ``samples`` by the provenance ``key`` of their node."""
     key = _key(key)
     where = comparison.placed(cases)
     first_seen, by_figure = {}, {}
@@ -156,15 +118,11 @@ def recorded_keys(cases):
     return sorted(keys)
 
 
-def _in(value, unit, to_unit):
-    return numbers.scale(value, unit, to_unit)
-
-
 def _fmt(value, unit):
     if value is None:
         return '-'
     shown = numbers.scaled_unit(unit, [value])
-    return f'{numbers.sig(_in(value, unit, shown), 4)} {shown}'
+    return f'{numbers.sig(numbers.scale(value, unit, shown), 4)} {shown}'
 
 
 def group_text(figures, key):
@@ -185,11 +143,12 @@ def group_text(figures, key):
                                           else ''))
             unit = numbers.scaled_unit(fig.unit,
                                        [x.mean for x in fig.groups])
-            spread = f' ± {numbers.sig(_in(g.std, fig.unit, unit), 2)}' \
-                if g.std is not None else ''
+            mean, std = (numbers.scale(x, fig.unit, unit)
+                         for x in (g.mean, g.std))
+            spread = f' ± {numbers.sig(std, 2)}' if std is not None else ''
             lines.append(f'| {esc(fig.column)} | {esc(fig.test)} | '
                          f'{esc(fig.metric)} | {esc(g.value)} | {g.n} | '
-                         f'{numbers.sig(_in(g.mean, fig.unit, unit), 4)}'
+                         f'{numbers.sig(mean, 4)}'
                          f'{spread} {esc(unit)} | {p} |')
     tests = [t for f in figures for t in f.tests if t is not None]
     differs = sum(1 for t in tests if t[2] < ALPHA)
@@ -210,12 +169,12 @@ def group_csv(figures, key):
     for fig in figures:
         for i, g in enumerate(fig.groups):
             t = fig.tests[i - 1] if i else None
+            tested = ('',) * 4 if t is None else \
+                (*t, str(t[2] < ALPHA).lower())
             out.writerow([formats.csv_text(x) for x in (
                 fig.column, fig.test, fig.metric, fig.unit, _key(key),
                 g.value, g.n, g.mean, '' if g.std is None else g.std,
-                '' if t is None else t[0], '' if t is None else t[1],
-                '' if t is None else t[2],
-                '' if t is None else str(t[2] < ALPHA).lower())])
+                *tested)])
     return buf.getvalue()
 
 
@@ -305,11 +264,7 @@ class NodeDiff:
 
 
 def since(samples, cases, baseline=None, refs=None):
-    """[NodeDiff] per node: its newest session among ``cases`` against
-    its baseline, ``baseline``: None, its newest passing session before;
-    a unix time, its newest passing session at or before it; a report
-    file, its passing session from that file; CALIBRATION, the calibrated
-    values of ``refs`` (a hpcval.references.ReferenceSet)."""
+    """[NodeDiff] per node: its newest session against ``baseline``."""
     values = {}
     for s in samples:
         values.setdefault(id(s.case), {})[s.metric] = (s.value, s.unit)
@@ -385,8 +340,7 @@ def _provenance(diff, before, after, only_before=False):
 
 
 def _against_calibration(diff, case, figures, refs, references):
-    """The figures of ``case`` against their calibrated values, the
-    node's provenance against the calibration's inventory baseline."""
+    """``case``'s figures and provenance against the calibration."""
     expected = references.expected(case.system, case.partition) or {}
     base = dict(expected.get('baseline') or {})
     serials = (base.pop('serials', None) or {}).get(diff.node)
@@ -421,7 +375,7 @@ def _moved(test, metric, value, unit, history):
         return fig
     fig.baseline = math.fsum(got) / len(got)
     noise = stats.t_ppf(1 - FALSE_ALARM / 2, len(got) - 1) * \
-        math.sqrt(1 + 1 / len(got)) * statistics_std(got)
+        math.sqrt(1 + 1 / len(got)) * comparison.mean_std(got)[1]
     # calibrate's floor of the figure's kind
     kind = Rule().kind(metric.partition('@')[0], units.better(unit))
     floor = dict(FLOORS)[kind]
@@ -432,9 +386,7 @@ def _moved(test, metric, value, unit, history):
 
 
 def unmeasured(started, cases, samples):
-    """The newest input when it has no figure among ``samples`` (it
-    crashed, or ran nothing), else None: ``started``: {source: its
-    session's start} of every input, ``cases`` the selected test cases."""
+    """The newest input (of ``started``) if it has no figure, else None."""
     when = {src: t for src, t in started.items()
             if src not in {c.source for c in cases}}
     for c in cases:
@@ -448,8 +400,7 @@ def unmeasured(started, cases, samples):
 
 
 def diff_status(diffs, left_out=False, unmeasured=None):
-    """``left_out``: an input was left out, which may be the run that
-    moved: never "nothing moved" (the verdict's rule)."""
+    """The exit status; a left-out input is never "nothing moved"."""
     if any(d.moved or d.failed for d in diffs):
         return EXIT_MOVED
     if left_out:

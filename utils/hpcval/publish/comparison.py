@@ -1,27 +1,4 @@
-"""The cross-system table: benchmark metrics by system.
-
-Rows are (benchmark, measurement, metric), grouped by benchmark: what is
-measured (the mode, collective or preset; hpcval.publish.measures), not the
-check class, so NVIDIA and AMD systems share rows; columns are systems.
-A cell holds mean +- standard deviation and the sample count over the
-selected runs (repeats included), how many of the runs passed, the
-reference the runs were judged against, and the verdict: fail when any run
-failed (a mean never hides a failed run), else the mean against the
-reference, with the direction of "better" taken from the unit's family
-(bandwidths, rates and FLOP/s: higher; times: lower).
-
-Replays (recorded outputs fed through the checks) never share a column with
-measurements: their column is labelled "<system> (replay)", and their cells
-say whether they reproduce the published figure, never "pass".  A cell is
-marked pass or fail only against the references of its own system: runs
-shown under a label other than the system they ran as (``h200x2=`` a
-report of ``--system local``) were judged against that system's file, and
-their cells are "not judged" (a failed run still fails them).
-
-A column holds runs of one hardware configuration (GPU model, GPUs per
-node, nodes, as the runs' nodes recorded them): runs of one name on
-different hardware get a column each, never a mean of both.
-"""
+"""The cross-system table: benchmark metrics (rows) by system (columns)."""
 import functools
 import math
 import os
@@ -34,19 +11,14 @@ from hpcval.publish import measures, sources
 
 PASS, FAIL = judgement.PASS, judgement.FAIL
 NO_REFERENCE, PUBLISHED = 'no reference', 'published'
-# a replay is judged against the document it replays: it can reproduce
-# that figure or differ from it, never "pass"
+# a replay reproduces the figure of the document it replays or not: no pass
 REPRODUCES = 'reproduces the published figure'
 DIFFERS = 'differs from the published figure'
-# a run judged against another system's references (a node run as
-# --system local and shown as "h200x2"): no mark
+# a run judged against another system's references: no mark
 NOT_ITS_OWN = 'not judged'
 
-
-# per-component metrics: TransferBench's GPU pairs (gpu00_to_gpu01,
-# uni_gpu00_to_gpu01, ...: hundreds on an 8-GPU node) and each GPU's own
-# BabelStream figure (copy@gpu3): shown as heat maps and per-GPU bars, not
-# table rows (the CSV keeps them)
+# per-component metrics (gpu00_to_gpu01, copy@gpu3): heat maps and per-GPU
+# bars show them, not table rows (the CSV keeps them)
 LINK_METRIC = re.compile(r'(^|_)gpu\d+_to_gpu\d+$|@')
 
 
@@ -90,8 +62,7 @@ class Cell:
     failed_runs: int = 0         # of them, failed: no figure, or out of bounds
     diagnostic: str = ''         # why every run logged it on purpose
     replay: bool = False
-    judged_by: str = ''          # the system whose references the runs had,
-                                 # where it is not the column's own
+    judged_by: str = ''          # whose references the runs had, if not own
     gpus: object = None          # GPUs the runs used, where they name them
     nodes: object = None         # nodes a collective's runs spanned
     gpu_model: str = ''          # the GPU model the runs' nodes recorded
@@ -107,7 +78,7 @@ class Cell:
     def _mean_std(self):
         # once per cell: tables of a hundred thousand runs ask repeatedly
         if self.stats is None:
-            self.stats = _mean_std(self.values)
+            self.stats = mean_std(self.values)
         return self.stats
 
     @property
@@ -125,9 +96,8 @@ class Cell:
         return self.runs - self.failed_runs
 
 
-def _mean_std(values):
-    """(mean, sample standard deviation) in two passes of math.fsum: fast
-    on a hundred thousand runs, and as exact as floats allow."""
+def mean_std(values):
+    """(mean, sample standard deviation), exact as floats allow."""
     n = len(values)
     mean = math.fsum(values) / n
     std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) \
@@ -147,25 +117,20 @@ class Table:
     sources: list = field(default_factory=list)  # hpcval.publish.sources
     versions: dict = field(default_factory=dict)  # (benchmark, column) -> {v}
     cited_by: dict = field(default_factory=dict)  # replay column -> Document
-    # the verdict's cross-check of the runs' own bounds against the
-    # reference files: an appendix, not a note under the tables
-    bounds: list = field(default_factory=list)
+    bounds: list = field(default_factory=list)   # runs' own bounds differing
     # {(benchmark, metric, unit family): the unit the tables print it in}
     shown_units: dict = field(default_factory=dict, repr=False,
                               compare=False)
 
     def sort(self):
-        """Rows and columns from the cells: rows by benchmark, test and
-        metric, measured columns before replays."""
+        """Rows by benchmark, test, metric; measured columns before replays."""
         self.rows = sorted({r for r, _ in self.cells},
                            key=lambda r: (r.benchmark, r.test, r.metric))
         self.columns = sorted({c for _, c in self.cells},
                               key=lambda c: (c.endswith('(replay)'), c))
 
     def groups(self, links=True):
-        """(benchmark, [rows]) in row order; ``links=False`` (the tables a
-        reader reads) leaves out the per-GPU-pair rows (the heat maps show
-        them) and rows of nothing but vacuous cells (the CSV keeps both)."""
+        """(benchmark, [rows]); ``links=False``: no link or vacuous rows."""
         shown = None if links else {
             r for (r, _), c in self.cells.items() if not vacuous(c)}
         out = []
@@ -176,7 +141,6 @@ class Table:
             if not out or out[-1][0] != row.benchmark:
                 out.append((row.benchmark, []))
             out[-1][1].append(row)
-
         return out
 
 
@@ -189,9 +153,7 @@ def _named(case):
 
 
 def column_of(case, multi_partition=(), per_node=False, hardware=''):
-    """``multi_partition``: the (name, replay) columns that one column per
-    partition splits; ``per_node``: a column per node list; ``hardware``:
-    the configuration that tells the column from another of its name."""
+    """A case's column label: name, partition, nodes, hardware, replay."""
     label = _named(case)
     if (label, case.replay) in multi_partition:
         label += f':{case.partition}'
@@ -199,15 +161,11 @@ def column_of(case, multi_partition=(), per_node=False, hardware=''):
         label += f' [{",".join(case.nodes) or "no node recorded"}]'
     if hardware:
         label += f' ({hardware})'
-
     return label + (' (replay)' if case.replay else '')
 
 
 def columns(cases, per_node=False, splits=None):
-    """{case: column label}: the system ("local@<host>" for local, or the
-    label the user gave its report), with the partition where one system
-    shows several, the node list with ``per_node``, the hardware where
-    one name holds runs of several (hardware_labels), and "(replay)"."""
+    """{case: column label} (column_of) of ``cases``."""
     parts = {}
     for c in cases:
         parts.setdefault((_named(c), c.replay), set()).add(c.partition)
@@ -248,8 +206,7 @@ _MODEL_COUNT = re.compile(r'^(.*\S) x(\d+)$')
 
 @functools.lru_cache(maxsize=256)
 def _node_gpus(text):
-    """(models, count) of a node's provenance ``gpu`` ("NVIDIA H200 x2",
-    "A x1,B x1" where a node mixes), or None."""
+    """(models, count) of a node's provenance ``gpu``, or None."""
     models, count = [], 0
     for part in text.split(','):
         found = _MODEL_COUNT.match(part.strip())
@@ -261,9 +218,7 @@ def _node_gpus(text):
 
 
 def hardware_of(case):
-    """The Hardware a case ran on, from what each of its nodes recorded
-    (provenance ``gpu``, else the health record's GPU list); None where
-    no GPU was recorded (a replay, a CPU check, an older report)."""
+    """The Hardware a case's nodes recorded, or None."""
     prov = case.provenance if isinstance(case.provenance, dict) else {}
     per_node = set()
     for node in case.nodes or ('',):
@@ -294,17 +249,13 @@ def _health_gpus(health):
 
 
 def short_model(model):
-    """'H100' of 'NVIDIA H100 80GB HBM3', 'MI300X' of 'AMD Instinct
-    MI300X': the first word after the brand."""
+    """'H100' of 'NVIDIA H100 80GB HBM3': the first word after the brand."""
     words = [w for w in model.split() if w not in _BRAND]
     return words[0] if words else model
 
 
 def hardware_labels(configs):
-    """{Hardware or None: label} where ``configs`` (of one column's runs)
-    hold more than one recorded configuration, else {}: a column never
-    averages runs of different GPUs, GPU counts or node counts.  Models
-    are shortened where the short names stay apart."""
+    """{Hardware or None: label} where runs hold several configurations."""
     known = {h for h in configs if h is not None}
     if len(known) < 2:
         return {}
@@ -317,17 +268,13 @@ def hardware_labels(configs):
 
 
 def _reference(sample):
-    if judgement.Band.of_sample(sample) is None:
-        # ReFrame's default (0, None, None): the run had no reference
-        return None
-
-    return Reference(sample.reference, sample.lower, sample.upper)
+    # None for ReFrame's default (0, None, None): the run had no reference
+    return None if judgement.Band.of_sample(sample) is None else \
+        Reference(sample.reference, sample.lower, sample.upper)
 
 
 def versions_of(cases, fixtures):
-    """{id(case): the benchmark's version} where the case's fixtures (its
-    source, through its build) recorded one (a Source's ``version``, a
-    tag such as v2.19.6)."""
+    """{id(case): the benchmark's version} its fixtures recorded."""
     by_name = {(f.session, f.name): f for f in fixtures}
     out = {}
     for case in cases:
@@ -348,28 +295,18 @@ def versions_of(cases, fixtures):
 
 def build(samples, title='Cross-system comparison', cases=None,
           per_node=False, fixtures=()):
-    """Aggregate ``samples`` (hpcval.publish.results.Sample) into a Table.
-
-    ``cases``: every selected test case, also those without samples (a run
-    that failed sanity has no figure): a cell counts them among its runs,
-    and a failed run fails the cell whatever the mean.  ``per_node``: one
-    column per node list."""
+    """Aggregate ``samples`` and ``cases`` into a Table."""
     cases = list(dict.fromkeys(cases if cases is not None
                                else (s.case for s in samples)))
     splits = {}
     where = _placed(cases, per_node, splits=splits)
-    # samples of one case come together: column and measurement are worked
-    # out once per case, not per sample (a database holds millions)
+    # column and measurement once per case, not per sample (millions)
     unit_of, groups = {}, {}
     for case, ss in _by_case(samples):
         col, test = where.get(id(case)) or _placed([case], per_node, cases)[
             id(case)]
-        units_of = unit_of.get((case.benchmark, test))
-        if units_of is None:
-            units_of = unit_of[(case.benchmark, test)] = {}
-        metrics = groups.get((case.benchmark, test, col))
-        if metrics is None:
-            metrics = groups[(case.benchmark, test, col)] = {}
+        units_of = unit_of.setdefault((case.benchmark, test), {})
+        metrics = groups.setdefault((case.benchmark, test, col), {})
         for s in ss:
             # the usual sample: a metric seen before, in the same unit
             pairs = metrics.get(s.metric)
@@ -377,19 +314,13 @@ def build(samples, title='Cross-system comparison', cases=None,
                 pairs.append((s.value, s))
                 continue
             key, value, given = s.metric, s.value, s.unit
-            unit = units_of.get(key)
-            if unit is None:
-                unit = units_of[key] = given
+            unit = units_of.setdefault(key, given)
             if given != unit:
                 try:
                     value = units.convert(value, given, unit)
                 except ValueError:      # another family: a row of its own
                     key = (key, given)
-            pairs = metrics.get(key)
-            if pairs is None:
-                pairs = metrics[key] = []
-            pairs.append((value, s))
-
+            metrics.setdefault(key, []).append((value, s))
     table = Table(title, [], [], {})
     for col, configs in sorted(splits.items()):
         table.notes.append(
@@ -397,7 +328,7 @@ def build(samples, title='Cross-system comparison', cases=None,
             f'from the GPUs each node recorded), shown in a column each and '
             f'never averaged; give each its own label (LABEL=REPORT) to '
             f'name them')
-    runs, failed_of, checks = {}, {}, set()
+    runs, failed_of, versions = {}, {}, versions_of(cases, fixtures)
     for case in cases:
         col, test = where[id(case)]
         key = (case.benchmark, test, col)
@@ -405,14 +336,10 @@ def build(samples, title='Cross-system comparison', cases=None,
             runs[key] = runs.get(key, 0) + 1
             if case.result != 'pass':
                 failed_of.setdefault(key, []).append(case)
-        checks.add((case.benchmark, col, case.check))
-    for bench, col, check in checks:
-        table.checks.setdefault((bench, col), set()).add(check)
-    versions = versions_of(cases, fixtures)
-    for case in cases:
+        table.checks.setdefault((case.benchmark, col), set()).add(case.check)
         if id(case) in versions:
-            table.versions.setdefault((case.benchmark, where[id(case)][0]),
-                                      set()).add(versions[id(case)])
+            table.versions.setdefault((case.benchmark, col), set()).add(
+                versions[id(case)])
     for (bench, test, col), metrics in groups.items():
         for key, pairs in metrics.items():
             metric, unit = (key, unit_of[(bench, test)][key]) \
@@ -421,10 +348,8 @@ def build(samples, title='Cross-system comparison', cases=None,
             table.cells[(row, col)] = _cell(
                 table, row, col, pairs, runs.get((bench, test, col), 0),
                 failed_of.get((bench, test, col), []))
-
     # a column whose runs of a test failed without a figure still shows
-    # that test's rows (a passed run without the metric measured another
-    # size: no cell)
+    # that test's rows
     rows_of = {}
     for row, _ in table.cells:
         rows_of.setdefault((row.benchmark, row.test), set()).add(row)
@@ -434,7 +359,6 @@ def build(samples, title='Cross-system comparison', cases=None,
             if (row, col) not in table.cells:
                 table.cells[(row, col)] = _judged(Cell(
                     [], runs=failed, failed_runs=failed, **_whence(got)))
-
     table.sort()
     table.cases = cases
     _cite_replays(table, cases, where)
@@ -460,10 +384,7 @@ def _cite_replays(table, cases, where):
 
 
 def _placed(cases, per_node, among=None, splits=None):
-    """{id(case): (column, measurement label)} of ``cases``, worked out
-    among ``among`` (default: the cases themselves); keyed by identity, as
-    hashing a Case a million times costs seconds.  ``splits``: filled as
-    columns() fills it."""
+    """{id(case): (column, measurement label)} of ``cases`` among ``among``."""
     among = cases if among is None else list(among) + list(cases)
     # the runs of one test in one column are many: each kind once
     first = {}
@@ -476,8 +397,7 @@ def _placed(cases, per_node, among=None, splits=None):
 
 
 def placed(cases, per_node=False):
-    """{id(case): (column, measurement label)} of ``cases``, as the
-    table places them."""
+    """{id(case): (column, measurement label)} as the table places them."""
     return _placed(list(dict.fromkeys(cases)), per_node)
 
 
@@ -501,11 +421,8 @@ def _by_case(samples):
 
 
 def _cell(table, row, col, pairs, runs, failed_runs):
-    """The Cell of ``pairs`` ((value in the row's unit, Sample)) among
-    ``runs`` runs of its test, ``failed_runs`` of them failed."""
-    # one pass over the runs (once per sample of a large database): the
-    # values, the references they were judged against (no bound: ReFrame's
-    # default, none) and the runs that failed theirs
+    """The Cell of ``pairs`` ((value in the row's unit, Sample))."""
+    # one pass: the values, the references judged by, runs outside theirs
     values, bounds, unreferenced, outside = [], set(), False, 0
     case = pairs[-1][1].case
     replay = case.replay
@@ -521,22 +438,21 @@ def _cell(table, row, col, pairs, runs, failed_runs):
         outside += verdict == FAIL
     latest = _reference(pairs[-1][1])
     if len(bounds) + unreferenced > 1:
+        shown = 'none' if latest is None else f'{latest.value:g}'
         table.notes.append(
             f'{col}, {row.test} {row.metric}: the runs were judged '
             f'against {len(bounds) + unreferenced} different references; '
-            f'the latest, {_describe(latest)}, is used')
+            f'the latest, {shown}, is used')
     ref = None if latest is None else Reference(
         units.convert(latest.value, pairs[-1][1].unit, row.unit),
         latest.lower, latest.upper)
-    # a run failed here: it failed and has no figure for this metric, or
-    # its figure is outside the bounds it was judged against
-    with_figure = {s.case for _, s in pairs} if failed_runs else ()
-    failed = sum(1 for c in failed_runs if c not in with_figure)
-    if replay or judged_by:
-        # out of another file's band, or of the replayed document's: not a
-        # failure of this system (a run that failed without a figure is)
-        outside = 0
     used = {s.case for _, s in pairs}
+    # a run failed here: failed without this figure, or outside its bounds
+    failed = sum(1 for c in failed_runs if c not in used)
+    if replay or judged_by:
+        # out of another file's or a document's band: no failure of this
+        # system (a run that failed without a figure is)
+        outside = 0
     gpus, nodes = collective_layout(used) or (gpus_used(used), None)
     models = sorted({h.model for h in map(hardware_of, used) if h})
     return _judged(Cell(values, ref, diagnostic=_diagnostic(pairs),
@@ -557,10 +473,7 @@ _GPU_COUNT = re.compile(r' x(\d+)$')
 
 
 def collective_layout(cases):
-    """(GPUs, nodes) of a collective's runs (their plot data holds the
-    busbw curve): the ranks nccl-tests printed, else the GPUs the node
-    reported (provenance ``gpu``, "NVIDIA H200 x2") times its nodes;
-    None for other benchmarks or where neither is recorded."""
+    """(GPUs, nodes) of a collective's runs; None for other benchmarks."""
     for case in sorted(cases, key=lambda c: c.time, reverse=True):
         data = case.plot_data or {}
         if plotdata.CURVES not in data:
@@ -584,9 +497,7 @@ def collective_layout(cases):
 
 
 def drawn_reference(cell):
-    """The reference a figure may draw for ``cell``: the one its own
-    system judged it by (a replay's: the published figure); None where the
-    cell is not judged (another system's file, or no reference)."""
+    """The reference a figure may draw for ``cell``, or None if unjudged."""
     if cell.reference is None or cell.judged_by or cell.verdict not in (
             PASS, FAIL, REPRODUCES, DIFFERS):
         return None
@@ -594,15 +505,13 @@ def drawn_reference(cell):
 
 
 def vacuous(cell):
-    """A diagnostic figure that is 0 in every run (the bus bandwidth of a
-    one-GPU collective): nothing measured, so the tables show no number."""
+    """A diagnostic figure that is 0 in every run: nothing measured."""
     return bool(cell.diagnostic) and bool(cell.values) and \
         not any(cell.values)
 
 
 def scope(row):
-    """What one figure of ``row`` is of: a GPU, a GPU pair, a node or the
-    job's GPUs together."""
+    """What one figure of ``row`` is of: GPU, GPU pair, node or job."""
     if '@' in row.metric or row.test.startswith('GPU, every GPU'):
         return 'per GPU'
     if re.search(r'gpu\d+_to_gpu\d+$', row.metric):
@@ -616,9 +525,7 @@ _GPU = re.compile(r'\bGPU (\d+)\b')
 
 
 def gpus_used(cases):
-    """How many GPUs the runs used, from the components their checks
-    record ('link GPU 00 -> GPU 01', 'GPU 0 (the slowest of 2)'); None
-    where they record none."""
+    """How many GPUs the runs' recorded components name, or None."""
     found = set()
     for case in cases:
         for text in (case.extras or {}).get('components', {}).values():
@@ -629,14 +536,12 @@ def gpus_used(cases):
     return len(found) or None
 
 
-#: whole-node figures (a sum over the node's GPUs): shown per GPU as well
-#: where the columns of a row used different numbers of GPUs
+#: whole-node figures: also per GPU where columns' GPU counts differ
 WHOLE_NODE = re.compile(r'^aggregate_')
 
 
 def _diagnostic(pairs):
-    """The check's reason where every run declared the figure a
-    diagnostic (hpcval_unjudged: 'diagnostic: ...'), else ''."""
+    """The check's reason where every run declared a diagnostic, else ''."""
     reasons = set()
     for _, s in pairs:
         why = (s.case.extras.get('unjudged') or {}).get(s.metric) \
@@ -661,7 +566,3 @@ def _judged(cell):
             verdict = REPRODUCES if verdict == PASS else DIFFERS
         cell.verdict = verdict
     return cell
-
-
-def _describe(ref):
-    return 'none' if ref is None else f'{ref.value:g}'

@@ -1,13 +1,4 @@
-"""A comparison Table as Markdown, CSV, HTML (hpcval.publish.page: one
-self-contained page) and LaTeX (hpcval.publish.latex: a pdflatex document).
-
-Every format says the same per cell: mean +- std (n), how many runs
-passed, the reference with its pass band, and the verdict; the row says
-its unit (scaled to the row's magnitude) and which way is better.  CSV is
-tidy (one line per row and column, every metric, the unit the checks
-reported, full precision) so that it loads into any spreadsheet or
-dataframe without parsing cell text.
-"""
+"""A comparison Table as Markdown, CSV, HTML and LaTeX."""
 import csv
 import io
 import math
@@ -31,13 +22,11 @@ LEGEND = ('↑ higher is better, ↓ lower is better (? a unit hpcval does not '
           'counts is also given per GPU), how many runs passed, a '
           'difference from another column where the means differ by '
           'more than both standard deviations together (n >= 2 each), '
-          'then the '
-          'reference, its pass '
-          'band and the verdict: fail when any run failed, else the mean '
-          'against the band.  Pass/fail is given only against references '
-          'made for the column\'s own system; a replay of a published '
-          'recording is never a pass: it reproduces the published figure or '
-          'differs from it')
+          'then the reference, its pass band and the verdict: fail when '
+          'any run failed, else the mean against the band.  Pass/fail is '
+          'given only against references made for the column\'s own '
+          'system; a replay of a published recording is never a pass: it '
+          'reproduces the published figure or differs from it')
 PUBLISHED_LEGEND = ('↑ higher is better, ↓ lower is better; a cell is the '
                     'published figure ± its published standard deviation, '
                     'as references/ holds them')
@@ -52,9 +41,7 @@ def legend(tables):
     return LEGEND
 
 
-def num(x):
-    """Four significant digits, thousands separated."""
-    return numbers.sig(x)
+num = numbers.sig      # four significant digits, thousands separated
 
 
 def published(x):
@@ -63,8 +50,7 @@ def published(x):
 
 
 class Shown:
-    """How one row is printed: its unit scaled to the magnitude of its
-    cells (published figures keep their unit and digits)."""
+    """How one row is printed: its unit scaled to its cells."""
 
     def __init__(self, table, row, columns=None):
         self.row = row
@@ -85,6 +71,9 @@ class Shown:
     def value(self, x):
         return numbers.scale(x, self.row.unit, self.unit)
 
+    def judged(self, cell):
+        return judged(cell, self.value)
+
     def label(self):
         return f'{self.row.metric} [{self.unit}] {ARROW[self.row.better]}'
 
@@ -97,9 +86,6 @@ class Shown:
             text += f'; differs from {", ".join(others)}'
         return text
 
-    def judged(self, cell):
-        return judged(cell, self.value)
-
 
 def _family(unit):
     try:
@@ -109,9 +95,7 @@ def _family(unit):
 
 
 def metric_unit(table, row):
-    """The unit ``row`` is printed in: one per metric across the table's
-    rows (scaled to the largest of its cells), so that a column reads in
-    one unit down a benchmark."""
+    """The unit ``row`` is printed in: one per metric across the table."""
     def key(r):
         return (r.benchmark, r.metric, _family(r.unit))
     if not table.shown_units:
@@ -122,8 +106,7 @@ def metric_unit(table, row):
 
 
 def _scaled_units(cells, key):
-    """{key(row): unit} of (row, cell) pairs: one unit per key, scaled to
-    the largest mean of its cells."""
+    """{key(row): unit} of (row, cell) pairs, scaled to the largest mean."""
     peaks = {}
     for row, cell in cells:
         unit, values = peaks.setdefault(key(row), (row.unit, []))
@@ -134,10 +117,7 @@ def _scaled_units(cells, key):
 
 
 def differences(cells):
-    """{id(cell): [other columns]} where two cells of a row differ by more
-    than both their spreads together (|mean_a - mean_b| > std_a + std_b,
-    each from n >= 2 figures); a cell of n=1 is never flagged, and
-    published figures are not compared."""
+    """{id(cell): [other columns]} whose means differ beyond both stds."""
     spread = {col: c for col, c in cells.items()
               if c is not None and c.verdict != PUBLISHED and c.n >= 2
               and c.std is not None}
@@ -154,10 +134,8 @@ def _band(ref, scale):
     lo, hi = ref.bounds()
     if hi is None:
         return f'≥ {num(scale(lo))}'
-
     if lo is None:
         return f'≤ {num(scale(hi))}'
-
     return f'{num(scale(lo))}..{num(scale(hi))}'
 
 
@@ -173,7 +151,6 @@ def measured(cell, scale=lambda x: x):
         text = published(cell.mean)
         return text + (f' ± {published(cell.std)}' if cell.std is not None
                        else '')
-
     if not cell.values:
         return f'no figure ({runs_text(cell)})'
     if vacuous(cell):
@@ -184,13 +161,12 @@ def measured(cell, scale=lambda x: x):
         if cell.std is not None:
             text += f' ± {num(scale(cell.std))}'
     counts = f'n={cell.n}' + (', no spread' if cell.n == 1 else '')
-    if getattr(cell, 'nodes', None) == 0:
+    if cell.nodes == 0:
         counts += '; GPUs x nodes not recorded'
-    elif getattr(cell, 'gpus', None):
+    elif cell.gpus:
         counts += f'; {cell.gpus} GPU{"s" if cell.gpus != 1 else ""}'
-        nodes = getattr(cell, 'nodes', None)
-        if nodes:
-            counts += f' x {nodes} node{"s" if nodes != 1 else ""}'
+        if cell.nodes:
+            counts += f' x {cell.nodes} node{"s" if cell.nodes != 1 else ""}'
     if cell.runs and (cell.failed_runs or cell.runs != cell.n):
         counts += f'; {runs_text(cell)}'
     return f'{text} ({counts})'
@@ -209,7 +185,6 @@ def judged(cell, scale=lambda x: x):
     if cell.verdict == NOT_ITS_OWN:
         return f'not judged (the runs had {cell.judged_by}\'s references, ' \
                f'not this system\'s)'
-
     return f'ref {num(scale(cell.reference.value))} ' \
            f'[{_band(cell.reference, scale)}]: {cell.verdict}'
 
@@ -222,9 +197,8 @@ def labelled_rows(rows):
         last = row.test
 
 
-def _cells(table, shown, joined):
-    """Each column's cell text: ``joined`` of its lines (measured, then
-    the reference and verdict where there is one); '' where empty."""
+def cell_texts(shown, joined):
+    """Each column's cell text: ``joined`` of its lines; '' where empty."""
     out = []
     for cell in shown.cells:
         lines = [] if cell is None else [shown.measured(cell),
@@ -234,8 +208,7 @@ def _cells(table, shown, joined):
 
 
 def checks_note(table, bench):
-    """'measured by NcclTestsNodeCheck (h200x2), RcclTestsNodeCheck
-    (mi300x (replay))': the check classes behind a benchmark's rows."""
+    """The check classes (and versions) behind a benchmark's rows."""
     by_check = {}
     for col in table.columns:
         for check in sorted(table.checks.get((bench, col), ())):
@@ -254,8 +227,7 @@ def checks_note(table, bench):
 
 
 def columns_of(table, rows):
-    """The table's columns that hold a cell of ``rows``: a benchmark's
-    table leaves out the systems that did not run it."""
+    """The table's columns that hold a cell of ``rows``."""
     return [c for c in table.columns
             if any((r, c) in table.cells for r in rows)]
 
@@ -266,8 +238,7 @@ def link_count(table, bench):
 
 
 def to_markdown(table, images=None):
-    """``images``: {benchmark: [(caption, relative path)]} shown under
-    each benchmark's table."""
+    """``images``: {benchmark: [(caption, path)]} shown under its table."""
     out = [f'## {_md(table.title)}', '', legend(table), '']
     for bench, rows in table.groups(links=False):
         cols = columns_of(table, rows)
@@ -280,8 +251,8 @@ def to_markdown(table, images=None):
                 '|' + '---|' * len(head)]
         for test, row in labelled_rows(rows):
             shown = Shown(table, row, cols)
-            cells = _cells(table, shown,
-                           lambda lines: '<br>'.join(map(_md, lines)))
+            cells = cell_texts(shown,
+                               lambda lines: '<br>'.join(map(_md, lines)))
             out.append('| ' + ' | '.join(
                 [_md(test), _md(shown.label())] + cells) + ' |')
         out.append('')
@@ -291,7 +262,6 @@ def to_markdown(table, images=None):
                     f'the figures below (every figure is in the CSV).', '']
         for caption, path in (images or {}).get(bench, ()):
             out += [f'![{_md(caption)}]({_md_url(path)})', '']
-
     out += [f'- {_md(n)}' for n in table.notes]
     return '\n'.join(out).rstrip() + '\n'
 
@@ -300,9 +270,7 @@ _CONTROL = {'\n': '\\n', '\r': '\\r', '\t': '\\t'}
 
 
 def visible(text):
-    """``text`` with every control, format and line/paragraph separator
-    character written as its escape (``\\x1b``, ``\\n``, ``\\u202e``): a
-    name never moves the cursor, erases a line or starts a new one."""
+    """``text`` with control and separator characters escaped."""
     out = []
     for ch in str(text):
         if unicodedata.category(ch) in ('Cc', 'Cf', 'Zl', 'Zp'):
@@ -314,17 +282,14 @@ def visible(text):
     return ''.join(out)
 
 
-# Markdown's backslash escapes for what would make a link, an image, code,
-# a cell break or HTML; & and < as entities
+# what would make a link, image, code, cell break or HTML, escaped
 _MD = {'\\': '\\\\', '|': '\\|', '[': '\\[', ']': '\\]', '(': '\\(',
        ')': '\\)', '!': '\\!', '`': '\\`', '&': '&amp;', '<': '&lt;',
        '>': '&gt;', '$': '\\$'}
 
 
 def _md(text):
-    """Text safe in a Markdown table cell: no cell break, no link, image,
-    code span or raw HTML, no control character (names in reports come
-    from anywhere)."""
+    """Text safe in a Markdown table cell (names come from anywhere)."""
     return ''.join(_MD.get(ch, ch) for ch in visible(text))
 
 
@@ -332,8 +297,7 @@ md_text = _md
 
 
 def csv_text(x):
-    """A CSV cell of a value: text made safe, numbers as Python writes
-    them."""
+    """A CSV cell of a value: text made safe, numbers as they are."""
     return x if isinstance(x, (int, float)) else _text_cell(x)
 
 
@@ -373,36 +337,30 @@ CSV_FIELDS = ('table', 'system', 'kind', 'date', 'benchmark', 'version',
               'reference', 'lower_bound', 'upper_bound', 'judgement',
               'references_of', 'note', 'runs', 'passed_runs', 'checks',
               'source', 'citation')
-#: the statistics of a measured or replayed cell (spread: the sample std
-#: of its n figures, on each line); a published one has one, 'published'
+#: the statistics of a measured or replayed cell ('published': quoted)
 STATISTICS = ('mean', 'min', 'max')
 MEASURED, REPLAY, QUOTED = 'measured', 'replay', 'quoted'
 #: a number that is not there: pandas and polars read it as a float
-#: without options (an empty cell types a column as text in polars when
-#: its first hundred lines are all empty)
 MISSING = 'NaN'
 NOT_RECORDED = 'not recorded'
 
 
 def csv_units(tables):
-    """{(metric, unit family): unit}: one unit per metric across every
-    table of the CSV, scaled to the largest of its figures."""
+    """{(metric, unit family): unit} across every table of the CSV."""
     return _scaled_units(((row, cell) for table in tables
                           for (row, _), cell in table.cells.items()),
                          lambda row: (row.metric, _family(row.unit)))
 
 
 def _in_unit(x, unit, to_unit):
-    """``x`` in ``to_unit``, to 15 significant digits (what a double
-    holds: 3.531195 TB/s, not 3.5311950000000003)."""
+    """``x`` in ``to_unit``, to the 15 significant digits a double holds."""
     if x is None or unit == to_unit:
         return x
     return float(f'{units.convert(x, unit, to_unit):.15g}')
 
 
 def _csv_date(cell, doc):
-    """The ISO date of a cell's latest run, or ''; a replayed or quoted
-    figure takes its document's year (its first of January)."""
+    """The ISO date of a cell's latest run (a document's: its year), or ''."""
     if doc is not None:
         return f'{doc.year}-01-01'
     date = sources.utc_date(cell.latest) if cell.latest else ''
@@ -419,8 +377,7 @@ def _csv_source(cell):
 
 
 def csv_lines(table, unit_of=None):
-    """The tidy lines of ``table``: dicts of CSV_FIELDS; ``unit_of``:
-    csv_units' map (default: the table's own)."""
+    """The tidy lines of ``table``: dicts of CSV_FIELDS."""
     unit_of = unit_of or csv_units([table])
     published = bool(table.cells) and all(
         c.verdict == PUBLISHED for c in table.cells.values())
@@ -487,9 +444,7 @@ def to_csv(tables):
 
 
 def tables_from_csv(rows):
-    """The comparison Tables (cells with their mean, spread, n, reference
-    and verdict) of tidy CSV lines (dicts, as csv.DictReader gives them):
-    what to_markdown prints, rebuilt from the CSV alone."""
+    """The comparison Tables rebuilt from tidy CSV lines (dicts)."""
     tables = {}
 
     def number(text):
@@ -499,16 +454,13 @@ def tables_from_csv(rows):
     def count(text):
         x = number(text)
         return None if x is None else int(x)
-
     for line in rows:
         if line['statistic'] not in ('mean', 'published'):
             continue
-        table = tables.get(line['table'])
-        if table is None:
-            table = tables[line['table']] = Table(
-                line['table'], [], [], {})
-        row = Row(line['benchmark'], line['test'],
-                             line['metric'], line['unit'])
+        if line['table'] not in tables:
+            tables[line['table']] = Table(line['table'], [], [], {})
+        table = tables[line['table']]
+        row = Row(*(line[k] for k in ('benchmark', 'test', 'metric', 'unit')))
         col = line['system']
         n, mean, spread = int(line['n']), number(line['value']), \
             number(line['spread'])
@@ -538,9 +490,7 @@ def tables_from_csv(rows):
 
 
 def _text_cell(text):
-    """A text cell no spreadsheet takes for a formula: names in reports
-    come from anywhere, and ``=``, ``+``, ``-``, ``@``, tab or CR first
-    would make one (a leading ' shows it as text)."""
+    """A text cell no spreadsheet takes for a formula."""
     text = visible(text)
     return f"'{text}" if text[:1] in ('=', '+', '-', '@') else text
 
@@ -558,8 +508,7 @@ def without_paths(text):
 
 
 def systems(table):
-    """[(column, {what: text})] of the table's columns: where and when its
-    runs were made, and what the nodes reported about themselves."""
+    """[(column, {what: text})]: where, when and on what the runs ran."""
     label = column_labels(table.cases)
     by_col = {}
     for case in table.cases:

@@ -1,33 +1,4 @@
-"""Runs of one system read back from the monitoring hpcval sends to
-(``hpcval calibrate --from URL``; docs/calibrate.md).
-
-hpcval's sender stores each judged run as series in VictoriaMetrics
-(hpcval.monitoring): ``hpcval_perf_value_<unit>`` per figure and
-``hpcval_check_passed`` per test case, labelled with the test's display
-name, system, partition, environment and (one-node jobs) node, at the
-job's completion time.  This module reads them through the Prometheus
-query API (``/api/v1/query`` with a range selector: every stored sample,
-not a resampled grid) and turns each sample into the
-hpcval.publish.results.Sample a run report would give, so that
-calibrating from the history follows the same rules as calibrating from
-reports: grouped by the same test shape (class, partition, parameters
-from the display name), passed runs only unless asked, the outlier test,
-the minimum runs, the stated false-alarm rate.
-
-What the series cannot say, and so what differs from reports: the
-session, ReFrame's version and host (the stamp names the series
-instead), the nodes of a multi-node job, a replay (replays run with
-config/replay.py, which does not send to monitoring unless a site adds
-it), provenance (GPU, driver) and a check's per-run notes.  Why a figure is
-unjudged (a diagnostic) is its series' ``unjudged`` label, as the run
-recorded it.
-
-The server is not trusted (hpcval.publish.prometheus): the read has one
-deadline in all and a size bound, the answer a strict shape, and each
-series' labels must be names of the system's configured partitions,
-environments and nodes.  No redirect is followed, no proxy used, no
-credentials sent but a configured bearer token.
-"""
+"""Runs of one system read back from monitoring (calibrate --from URL)."""
 import json
 import math
 import os
@@ -61,8 +32,7 @@ class HistoryError(ValueError):
 
 
 def check_url(url):
-    """``url`` if it is http(s)://HOST[:PORT][/PATH] without user or
-    password (a token goes in a file, never in the URL)."""
+    """``url`` if http(s)://HOST[:PORT][/PATH] without user or password."""
     parsed = urllib.parse.urlsplit(url or '')
     if parsed.scheme not in ('http', 'https') or not parsed.hostname or \
             parsed.username or parsed.password or parsed.query or \
@@ -74,8 +44,7 @@ def check_url(url):
 
 
 def token_from(path):
-    """The bearer token in ``path``: a regular file, not a link, that
-    nobody but its owner can read."""
+    """The bearer token in ``path``: a regular file only its owner reads."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as err:
@@ -93,9 +62,7 @@ def token_from(path):
 
 def query(url, promql, at, token=None, timeout=prometheus.DEADLINE,
           max_bytes=prometheus.MAX_ANSWER, stated=None):
-    """The series of an instant query at unix time ``at``, as
-    hpcval.publish.prometheus.matrix gives them, within ``timeout``
-    seconds in all (what is left of the ``stated`` deadline)."""
+    """The series of an instant query at ``at``, within ``timeout`` s."""
     body = urllib.parse.urlencode({'query': promql, 'time': f'{at:.3f}'})
     try:
         status, raw = prometheus.get(
@@ -135,8 +102,7 @@ def readable_unit(unit, values):
 
 
 def _old_unit(old_refs, check, partition, params, metric):
-    """The unit of the figure's reference in the system's file, else of
-    the same check's figure in any file (the unit the check reports)."""
+    """The unit of the figure's reference: the system's, else any file's."""
     mine = other = None
     for ref in old_refs:
         if ref.metric != metric or ref.check != check or not ref.unit:
@@ -150,12 +116,7 @@ def _old_unit(old_refs, check, partition, params, metric):
 
 def samples(url, system, since, until, old_refs=(), token=None,
             timeout=prometheus.DEADLINE, partitions=None):
-    """(Samples, notes) of ``system``'s runs in [since, until] (unix
-    seconds) stored at ``url``, read within ``timeout`` seconds in all;
-    each figure in the unit ``old_refs`` give it (the system's references
-    first, then any system's: the references as loaded,
-    hpcval.references.load_dir), else a readable one.  ``partitions``:
-    the system's (default: as configured, systems/*.py)."""
+    """(Samples, notes) of ``system``'s runs in [since, until] at ``url``."""
     url = check_url(url)
     if not _SYSTEM.fullmatch(system or ''):
         raise HistoryError(f'--system {system!r}: not a system name')
@@ -237,8 +198,7 @@ def samples(url, system, since, until, old_refs=(), token=None,
 
 
 class _Skipped:
-    """Samples and series left out: counted, the first one named (a
-    store of millions would otherwise print millions of lines)."""
+    """Samples and series left out: counted, the first one named."""
 
     def __init__(self):
         self.count, self.first = 0, None
@@ -255,8 +215,7 @@ class _Skipped:
 
 
 def _usable(url, labels, system, partitions, skipped):
-    """Whether a series' labels are of ``system``'s partitions; a label
-    no hpcval run writes (a pattern, another system) is an error."""
+    """Whether a series' labels are of ``system``; foreign ones are errors."""
     test = labels.get('test', '')
     where = f'{url}: series {_brief(labels)}'
     if labels.get('system') != system:
@@ -306,8 +265,7 @@ def _case(url, labels, when, result):
 
 
 def _in_units(raw, old_refs):
-    """Samples of ``raw`` (case, metric, value, unit), each figure in the
-    unit of its old reference, else a readable unit of its values."""
+    """Samples of ``raw``, each figure in its old reference's unit."""
     by_figure = {}
     for case, metric, value, unit in raw:
         key = (case.check, case.partition, case.params, metric)

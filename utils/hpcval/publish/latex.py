@@ -1,10 +1,4 @@
-"""The comparison as a LaTeX document that ``pdflatex`` compiles with
-Debian's texlive-latex-base alone: a ``longtable`` per benchmark (it breaks
-across pages), in landscape where it has more than three system columns,
-fixed-width columns that wrap, and every character outside ASCII written
-as a LaTeX command or transliterated (a system named "Zürich" or a unit
-"µs" never stops the compile).
-"""
+"""The comparison as a LaTeX document texlive-latex-base compiles."""
 import re
 import unicodedata
 
@@ -22,9 +16,7 @@ _TEX = {'\\': r'\textbackslash{}', '&': r'\&', '%': r'\%', '$': r'\$',
 
 
 def tex(text):
-    """``text`` safe in a pdflatex document (OT1 fonts, no inputenc);
-    brackets braced (a row starting with one would be read as ``\\[...]``
-    after the row above), control characters shown as their escapes."""
+    """``text`` safe in a pdflatex document (OT1, brackets braced)."""
     out = []
     for ch in formats.visible(text):
         if ch in _TEX:
@@ -55,49 +47,49 @@ def _longtable(table, bench, rows):
     each = max(1.8, (width - fixed) / max(1, len(cols)) - 0.3)
     size = r'\footnotesize' if len(cols) <= 5 else r'\scriptsize'
     spec = 'p{3.0cm}p{3.2cm}' + ''.join(f'p{{{each:.1f}cm}}' for _ in cols)
-    head = ' & '.join(['test', 'metric'] + [tex(c) for c in cols]) + r' \\'
-    out = [r'\begin{landscape}' if landscape else '', size,
-           rf'\begin{{longtable}}{{{spec}}}',
-           rf'\caption{{{tex(table.title)}: {tex(bench)}}}'
-           rf'\label{{{_label("tab", table.title + "-" + bench)}}}\\',
-           r'\hline', head, r'\hline', r'\endfirsthead',
-           r'\hline', head, r'\hline', r'\endhead', r'\hline', r'\endfoot']
+    body = []
     for test, row in formats.labelled_rows(rows):
         shown = formats.Shown(table, row, cols)
-        cells = []
-        for cell in shown.cells:
-            lines = [] if cell is None else [shown.measured(cell),
-                                             shown.judged(cell)]
-            cells.append(r' \newline '.join(tex(x) for x in lines if x))
-        out.append(' & '.join([tex(test), tex(shown.label())] + cells) +
-                   r' \\')
+        cells = formats.cell_texts(shown, lambda lines: r' \newline '.join(
+            tex(x) for x in lines))
+        body.append([tex(test), tex(shown.label())] + cells)
+    return _long(spec, size, landscape,
+                 rf'\caption{{{tex(table.title)}: {tex(bench)}}}'
+                 rf'\label{{{_label("tab", table.title + "-" + bench)}}}',
+                 ['test', 'metric'] + cols, body)
+
+
+def _long(spec, size, landscape, caption, head, rows):
+    """A longtable of ``head`` (escaped here) and ``rows`` (LaTeX already)."""
+    def line(cells):
+        return ' & '.join(cells) + r' \\'
+    head = line([tex(c) for c in head])
+    out = [r'\begin{landscape}' if landscape else '', size,
+           rf'\begin{{longtable}}{{{spec}}}', caption + r'\\',
+           r'\hline', head, r'\hline', r'\endfirsthead',
+           r'\hline', head, r'\hline', r'\endhead', r'\hline', r'\endfoot']
+    out += [line(cells) for cells in rows]
     out += [r'\end{longtable}', r'\normalsize',
             r'\end{landscape}' if landscape else '']
-    return [line for line in out if line]
+    return [x for x in out if x]
 
 
 _FIGURE_PATH = re.compile(r'[A-Za-z0-9_./-]+\.png')
 
 
 def _systems(table):
-    """The systems table: nodes, runs, dates, ReFrame and provenance of
-    every column (the page's)."""
+    """The systems table: the page's facts of every column."""
     rows = formats.systems(table) if table.cases else []
     if not rows:
         return []
     keys = list(rows[0][1])
-    spec = 'p{2.4cm}' + 'p{2.0cm}' * (len(keys) - 1) + 'p{6.0cm}'
-    head = ' & '.join(['column'] + [tex(k) for k in keys]) + r' \\'
-    out = [r'\begin{landscape}', r'\scriptsize',
-           rf'\begin{{longtable}}{{{spec}}}',
-           r'\caption{Systems: where, when and with what the columns were '
-           r'measured or replayed}\label{tab:systems}\\',
-           r'\hline', head, r'\hline', r'\endfirsthead', r'\hline', head,
-           r'\hline', r'\endhead', r'\hline', r'\endfoot']
-    out += [' & '.join([tex(col)] + [tex(info[k]) for k in keys]) + r' \\'
-            for col, info in rows]
-    out += [r'\end{longtable}', r'\normalsize', r'\end{landscape}']
-    return out
+    return _long('p{2.4cm}' + 'p{2.0cm}' * (len(keys) - 1) + 'p{6.0cm}',
+                 r'\scriptsize', True,
+                 r'\caption{Systems: where, when and with what the columns '
+                 r'were measured or replayed}\label{tab:systems}',
+                 ['column'] + keys,
+                 [[tex(col)] + [tex(info[k]) for k in keys]
+                  for col, info in rows])
 
 
 def _label(prefix, text):
@@ -105,8 +97,7 @@ def _label(prefix, text):
 
 
 def _cited(text, docs):
-    """``text`` (LaTeX already) with each document's short citation
-    followed by its ``\\cite``."""
+    """``text`` with each short citation followed by its ``\\cite``."""
     for d in docs:
         short = tex(d.short)
         if short in text:
@@ -144,8 +135,7 @@ def figure_caption(stem):
 
 
 def _figures(images):
-    """Each figure a float with a caption saying what it shows and a
-    label (fig:<file name>)."""
+    """Each figure a float with a caption and a label (fig:<name>)."""
     out = []
     for i, (caption, path) in enumerate(images):
         if not _FIGURE_PATH.fullmatch(str(path)) or '..' in str(path):
@@ -162,9 +152,7 @@ def _figures(images):
 
 
 def document(tables, title=None, images=()):
-    """A complete document of ``tables`` (comparison Tables); ``images``:
-    [(caption, PNG path relative to the document)] shown after the
-    tables."""
+    """A complete document of ``tables``; ``images``: [(caption, path)]."""
     title = title or tables[0].title
     docs = sources.cited(tables)
     out = [_PREAMBLE.rstrip('\n'), rf'\section*{{{tex(title)}}}',

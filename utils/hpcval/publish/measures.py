@@ -1,14 +1,4 @@
-"""What a row of the comparison measures: the benchmark and its mode,
-collective or preset, not the check class (nor the vendor tool) that
-measured it.
-
-NVIDIA and AMD run the same measurement through different classes
-(BabelStreamCudaCheck and BabelStreamHipCheck, NcclTestsNodeCheck and
-RcclTestsNodeCheck, TransferBenchCudaCheck and TransferBenchCheck): the
-vendor words are dropped from the class name, so both land in one row, and
-the classes are named in a note instead.  Repeats (``%repeat_no``) and
-build parameters (``%build.model``) do not change what is measured.
-"""
+"""What a comparison row measures: benchmark and mode, not the class."""
 import re
 
 _VENDOR = re.compile(r'Cuda|Hip|Rocm|Nccl|Rccl')
@@ -44,8 +34,7 @@ def key_and_label(case):
 
 
 def labels(cases):
-    """{case: label}; two measurements of one benchmark that would read
-    the same get their vendor-neutral class appended."""
+    """{case: label}; same-reading labels get their neutral class added."""
     known = {}          # the many runs of one test: worked out once
     keyed = {}
     for c in cases:

@@ -1,6 +1,4 @@
-"""Numbers as a publication prints them: a unit scaled to the magnitude
-(3.539 TB/s, not 3,538,648 MB/s; 17.0 us, not 0.000017 s) and 4
-significant digits."""
+"""Numbers as a publication prints them: scaled unit, 4 digits."""
 import math
 
 from hpcval import units
@@ -13,8 +11,7 @@ _LADDERS = (('B/s', 'KB/s', 'MB/s', 'GB/s', 'TB/s'),
 
 
 def sig(x, digits=4):
-    """``x`` with ``digits`` significant digits (more for large integers),
-    thousands separated: 3538.6 -> '3,539', 0.94241 -> '0.9424'."""
+    """``x`` with ``digits`` significant digits, thousands separated."""
     if x is None:
         return ''
     if x == 0 or not math.isfinite(x):
@@ -24,8 +21,7 @@ def sig(x, digits=4):
 
 
 def scaled_unit(unit, values):
-    """The unit of ``unit``'s ladder in which the largest of ``values``
-    (given in ``unit``) reads between 1 and 1000."""
+    """The unit of ``unit``'s ladder where the largest value is >= 1."""
     ladder = next((lad for lad in _LADDERS if unit in lad), None)
     peak = max((abs(v) for v in values if v is not None and math.isfinite(v)),
                default=0)

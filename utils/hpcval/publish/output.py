@@ -1,10 +1,4 @@
-"""Writing output files that may not go anywhere else.
-
-A report's outputs land in a folder other people's files may share: a
-name there that is a symbolic link (dangling or not) is refused whatever
-``--force`` says, and a file is replaced by renaming a new one over it, so
-neither a link nor a hard link carries the write onto another file.
-"""
+"""Writing output files that never follow a link to another file."""
 import os
 import stat
 import tempfile
@@ -25,7 +19,6 @@ def check_folder(folder):
             raise OutputRefused(f'{folder}: cannot create the output folder:'
                                 f' {err.strerror}') from None
         return
-
     if stat.S_ISLNK(info.st_mode):
         raise OutputRefused(f'{folder} is a symbolic link: outputs never '
                             f'follow one; give the folder itself')
@@ -35,8 +28,7 @@ def check_folder(folder):
 
 
 def write(path, data, force=False):
-    """Write ``data`` (str or bytes) to ``path``: a new file, or with
-    ``force`` a new file renamed over an existing regular one."""
+    """Write ``data`` to a new ``path`` (``force``: renamed over a file)."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -50,7 +42,6 @@ def write(path, data, force=False):
         if not force:
             raise FileExistsError(f'{path} exists (use --force to '
                                   f'overwrite)')
-
     folder = os.path.dirname(path) or '.'
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix='.hpcval-',

@@ -1,10 +1,4 @@
-"""The comparison as one self-contained HTML page that reads as a
-publication: title and date, the systems with their provenance, a summary
-of pass / fail / unjudged per system, a table of contents, then one section
-per benchmark (its table, then its figures), notes, and the inputs named by
-file name or label only (never the paths of the machine that made the
-page).  Plots arrive as data URIs: the page needs no other file.
-"""
+"""The comparison as one self-contained HTML page."""
 import html
 import os
 import re
@@ -41,8 +35,7 @@ def _anchor(text):
 
 
 def input_name(source):
-    """A report's file name (its label, for LABEL=REPORT), or the results
-    database's file name and session: never a path of this machine."""
+    """A report's file name (or label), or the database's name and session."""
     text = str(source)
     db, sep, session = text.partition('#')
     return (os.path.basename(db) + sep + session) if sep else \
@@ -56,9 +49,7 @@ def _problem(problem):
 
 
 def summary(table):
-    """{column: {'pass': n, 'fail': n, 'reproduces': n, 'not judged': n,
-    'diagnostic': n, 'unjudged': n}} over the figures the tables show (per-GPU-pair figures
-    are in the heat maps)."""
+    """{column: {verdict: n}} over the figures the tables show."""
     out = {col: dict.fromkeys(SUMMARY_KEYS, 0) for col in table.columns}
     for bench, rows in table.groups(links=False):
         for row in rows:
@@ -130,9 +121,7 @@ def _by_benchmark(images):
 
 def render(tables, inputs=(), problems=(), images=(), title=None,
            unplotted=()):
-    """The page; ``images``: [(file name, data URI)], placed under the
-    benchmark their name starts with (``curve-nccl_tests-...``);
-    ``unplotted``: why figures were not drawn."""
+    """The page; ``images``: [(file name, data URI)]; ``unplotted``: why."""
     tables = tables if isinstance(tables, (list, tuple)) else [tables]
     esc = html.escape
     main = tables[0]
@@ -151,38 +140,36 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
                      f' (replays carry their documents\' dates): '
                      f'{len(runs)} runs of {len(main.columns)} systems; '
                      f'made by <code>hpcval report</code>.</p>')
-    toc = []
-    body = []
+    toc, body = [], []
+
+    def section(anchor, heading, text):
+        toc.append((anchor, heading))
+        body.append(f'<h2 id="{anchor}">{esc(heading)}</h2>{text}')
     sys_rows = formats.systems(main) if main.cases else []
     if sys_rows:
-        toc.append(('systems', 'Systems'))
         keys = list(sys_rows[0][1])
-        body.append('<h2 id="systems">Systems</h2><div class="wrap"><table>'
-                    '<tr><th>column</th>' +
-                    ''.join(f'<th>{esc(k)}</th>' for k in keys) + '</tr>' +
-                    ''.join(f'<tr><td>{esc(col)}</td>' +
-                            ''.join(f'<td>{esc(info[k])}</td>' for k in keys)
-                            + '</tr>' for col, info in sys_rows) +
-                    '</table></div>')
-        toc.append(('summary', 'Summary'))
-        counts = summary(main)
-        body.append('<h2 id="summary">Summary</h2><p class="legend">Figures '
-                    'in the tables below, per system: passed and failed '
-                    '(a run failed or the mean is out of its band) against '
-                    'references made for that system; reproduce or differ '
-                    'from the published figure (replays); not judged (the runs had '
-                    'another system\'s references); diagnostic (logged on '
-                    'purpose by the check, such as the bus bandwidth of a '
-                    'one-GPU collective, 0 by definition); unjudged (no '
-                    'reference).</p><div class="wrap"><table><tr><th>column'
-                    '</th>' + ''.join(f'<th>{esc(k)}</th>'
-                                      for k in SUMMARY_KEYS) + '</tr>' +
-                    ''.join(f'<tr><td>{esc(col)}</td>' + ''.join(
-                        f'<td class="num{_class(k, n[k])}">{n[k]}</td>'
-                        for k in SUMMARY_KEYS) + '</tr>'
-                        for col, n in counts.items()) +
-                    '</table></div>')
-
+        section('systems', 'Systems', '<div class="wrap"><table>'
+                '<tr><th>column</th>' +
+                ''.join(f'<th>{esc(k)}</th>' for k in keys) + '</tr>' +
+                ''.join(f'<tr><td>{esc(col)}</td>' +
+                        ''.join(f'<td>{esc(info[k])}</td>' for k in keys)
+                        + '</tr>' for col, info in sys_rows) +
+                '</table></div>')
+        section('summary', 'Summary', '<p class="legend">Figures in the '
+                'tables below, per system: passed and failed (a run failed '
+                'or the mean is out of its band) against references made for '
+                'that system; reproduce or differ from the published figure '
+                '(replays); not judged (the runs had another system\'s '
+                'references); diagnostic (logged on purpose by the check, '
+                'such as the bus bandwidth of a one-GPU collective, 0 by '
+                'definition); unjudged (no reference).</p><div class="wrap">'
+                '<table><tr><th>column</th>' + ''.join(
+                    f'<th>{esc(k)}</th>' for k in SUMMARY_KEYS) + '</tr>' +
+                ''.join(f'<tr><td>{esc(col)}</td>' + ''.join(
+                    f'<td class="num{_class(k, n[k])}">{n[k]}</td>'
+                    for k in SUMMARY_KEYS) + '</tr>'
+                    for col, n in summary(main).items()) +
+                '</table></div>')
     body.append(f'<p class="legend">{esc(formats.legend(tables))}</p>')
     for table in tables:
         if len(tables) > 1:
@@ -207,11 +194,9 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
         if table.notes:
             body.append('<ul class="notes">' + ''.join(
                 f'<li>{esc(n)}</li>' for n in table.notes) + '</ul>')
-
     rest = [item for items in figures.values() for item in items]
     if rest:
-        toc.append(('figures', 'Other figures'))
-        body.append('<h2 id="figures">Other figures</h2>')
+        section('figures', 'Other figures', '')
         body += _figures(rest, esc)
     for anchor, heading, items in (
             ('inputs', 'Inputs', [input_name(i) if not isinstance(i, tuple)
@@ -220,25 +205,20 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
             ('not-drawn', 'Figures not drawn',
              [formats.without_paths(why) for why in unplotted])):
         if items:
-            toc.append((anchor, heading))
-            body.append(f'<h2 id="{anchor}">{heading}</h2><ul class="notes">'
-                        + ''.join(f'<li>{esc(str(i))}</li>' for i in items)
-                        + '</ul>')
-
+            section(anchor, heading, '<ul class="notes">' + ''.join(
+                f'<li>{esc(str(i))}</li>' for i in items) + '</ul>')
     bounds = [b for t in tables for b in t.bounds]
     if bounds:
-        toc.append(('appendix', formats.APPENDIX[0]))
-        body.append(f'<h2 id="appendix">{esc(formats.APPENDIX[0])}</h2>'
-                    f'<p class="legend">{esc(formats.APPENDIX[1])}</p>'
-                    '<ul class="notes">' + ''.join(
-                        f'<li>{esc(b)}</li>' for b in bounds) + '</ul>')
+        section('appendix', formats.APPENDIX[0],
+                f'<p class="legend">{esc(formats.APPENDIX[1])}</p>'
+                '<ul class="notes">' + ''.join(
+                    f'<li>{esc(b)}</li>' for b in bounds) + '</ul>')
     docs = sources.cited(tables)
     if docs:
-        toc.append(('sources', 'Sources'))
-        body.append('<h2 id="sources">Sources</h2><ol class="notes">' +
-                    # the address as text: the page loads and links nothing
-                    ''.join(f'<li id="{esc(d.key)}">{esc(d.text())}</li>'
-                            for d in docs) + '</ol>')
+        # the address as text: the page loads and links nothing
+        section('sources', 'Sources', '<ol class="notes">' + ''.join(
+            f'<li id="{esc(d.key)}">{esc(d.text())}</li>' for d in docs) +
+            '</ol>')
     parts.append('<nav><h2>Contents</h2><ol>' + ''.join(
         f'<li><a href="#{a}">{esc(t)}</a></li>' for a, t in toc) +
         '</ol></nav>')

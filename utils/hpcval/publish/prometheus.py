@@ -1,13 +1,4 @@
-"""One request to a Prometheus query API, bounded in time and size, and
-the strict decoding of its matrix answer (hpcval.publish.history reads
-the monitoring history through it; docs/calibrate.md).
-
-The server is not trusted: it may trickle, flood, nest or reshape.  The
-deadline covers the whole request, connect to last byte (a timeout per
-read lets a server that sends a byte now and then hold the run for
-ever), the body is read in chunks and dropped past the size bound, and
-every part of the answer is checked for the shape Prometheus gives.
-"""
+"""One bounded request to a Prometheus query API, strictly decoded."""
 import http.client
 import json
 import math
@@ -40,10 +31,7 @@ class QueryError(ValueError):
 
 def get(url, target, headers, seconds=DEADLINE, max_bytes=MAX_ANSWER,
         stated=None):
-    """(HTTP status, body) of GET ``url`` + ``target``, whole within
-    ``seconds`` (what is left of the ``stated`` deadline, named when it
-    passes); past ``max_bytes`` the read stops (QueryError).  No redirect
-    is followed and no proxy used (http.client does neither)."""
+    """(status, body) of GET ``url`` + ``target`` within ``seconds``."""
     stated = seconds if stated is None else stated
     held, box = [], {}
 
@@ -54,7 +42,6 @@ def get(url, target, headers, seconds=DEADLINE, max_bytes=MAX_ANSWER,
                               stated)
         except BaseException as err:    # raised again in the caller
             box['err'] = err
-
     worker = threading.Thread(target=work, daemon=True)
     worker.start()
     worker.join(seconds)
@@ -128,10 +115,7 @@ def _get(url, target, headers, end, max_bytes, held, stated):
 
 
 def matrix(url, raw, max_series=MAX_SERIES):
-    """[(labels, [(time, value)])] of a Prometheus matrix answer: labels
-    a flat {str: str}, times finite numbers, values the numbers the API
-    writes as text (NaN and Inf included).  Any other shape: QueryError
-    naming the part that is wrong."""
+    """[(labels, [(time, value)])] of a matrix answer, else QueryError."""
     try:
         data = json.loads(raw)
     except RecursionError:

@@ -1,18 +1,4 @@
-"""The published-reference view (``hpcval report --references-only``): the
-seeds' tables rebuilt from references/*.yaml alone.
-
-Each seed table becomes an hpcval comparison Table, transposed the hpcval
-way: rows are the seed's measurement columns (labels as the seed prints
-them, "On-Socket, Socket"), columns are hpcval systems, and a cell is the
-reference a test of that system is judged against, with its published
-spread and the verdict ``published``.  Nothing is read from the seeds here:
-if a reference drifts from its seed, tests/test_published.py, which parses
-the seed texts, fails on that cell.
-
-``TABLES`` maps every numeric cell of the seed tables either to where its
-figure lives (``At``: system, check, test attributes, metric) or to the
-reason hpcval has no reference for it.
-"""
+"""The published-reference view: seed tables from references/ alone."""
 from dataclasses import dataclass, field
 
 from hpcval import references, units
@@ -31,8 +17,7 @@ SYSTEMS = {'Frontier': ('frontier', 'batch'), 'Summit': ('summit', 'batch'),
 
 @dataclass(frozen=True)
 class At:
-    """The reference a test would be judged against: ``where`` holds the
-    test's attributes (parameters and variables) that entries may match."""
+    """The reference a test with attributes ``where`` is judged against."""
     check: str
     metric: str
     where: dict = field(default_factory=dict)
@@ -82,16 +67,13 @@ _LINK_KINDS = {'Frontier': 4, 'Summit': 2, 'Perlmutter': 1}
 
 
 def _comm_scope(metric, **others):
-    """A Comm|Scope row: the three systems' ``metric`` unless ``others``
-    says otherwise for a system."""
+    """A Comm|Scope row: each system's ``metric`` unless ``others`` says."""
     return {name: others.get(name, at(check, metric))
             for name, check in _CS.items()}
 
 
 def _link_kinds(label, metric, kinds, slowest):
-    """Comm|Scope GPU-pair rows, one per link kind column: a system has
-    a figure for each kind its node has, and the check reports its slowest
-    (``slowest``: system -> kind)."""
+    """Comm|Scope GPU-pair rows, one per link kind column."""
     return tuple(
         SeedRow('comm_scope', f'{label}, {kind}', {
             name: at(_CS[name], metric) if last == kind else NOT_SLOWEST
@@ -207,14 +189,12 @@ TABLES = (
 
 
 def find(by_system, system, partition, spec):
-    """The Reference of ``spec`` that a test of ``system`` in ``partition``
-    is judged against (the last applicable entry), or None."""
+    """The Reference of ``spec`` judging ``system``/``partition``, or None."""
     chosen = None
     for ref in by_system.get(system, []):
         if ref.metric == spec.metric and references.applies(
                 ref, [spec.check], partition, spec.where):
             chosen = ref
-
     return chosen if chosen is not None and chosen.value is not None \
         else None
 
@@ -237,7 +217,6 @@ def _table(seed, by_system):
         for name, spec in srow.cells.items():
             if not isinstance(spec, At):
                 continue
-
             system, partition = SYSTEMS[name]
             ref = find(by_system, system, spec.partition or partition, spec)
             if ref is None:
@@ -245,7 +224,6 @@ def _table(seed, by_system):
                     f'{system}, {srow.label}: references/{system}.yaml has '
                     f'no figure for {spec.check} {spec.metric}')
                 continue
-
             row = comparison.Row(srow.benchmark, srow.label, spec.metric,
                                  seed.unit)
             if row not in table.rows:
@@ -253,34 +231,23 @@ def _table(seed, by_system):
             if system not in table.columns:
                 table.columns.append(system)
             table.cells[(row, system)] = _cell(ref, seed.unit)
-
-    for reason, cells in _unreferenced_by_reason(seed).items():
+    by_reason = {}
+    for _, name, label, why in unreferenced((seed,)):
+        by_reason.setdefault(why, []).append(f'{name} {label}')
+    for reason, cells in by_reason.items():
         table.notes.append(f'not shown ({reason}): {"; ".join(cells)}')
-
     return table
 
 
-def _unreferenced_by_reason(seed):
-    out = {}
-    for srow in seed.rows:
-        for name, spec in srow.cells.items():
-            if not isinstance(spec, At):
-                out.setdefault(spec, []).append(f'{name} {srow.label}')
-
-    return out
-
-
 def tables(by_system):
-    """The seed tables (Sandia Tables 2-5, MI300X guide Tables 1-6) as
-    hpcval Tables built from ``by_system`` (references.load_dir)."""
+    """The seed tables as hpcval Tables built from ``by_system``."""
     return [_table(seed, by_system) for seed in TABLES]
 
 
-def unreferenced():
-    """(seed table title, seed system, seed column label, why) of every
-    numeric seed cell without an hpcval reference."""
+def unreferenced(seeds=TABLES):
+    """(title, system, column, why) of each seed cell without reference."""
     return [(seed.title, name, srow.label, spec)
-            for seed in TABLES for srow in seed.rows
+            for seed in seeds for srow in seed.rows
             for name, spec in srow.cells.items() if not isinstance(spec, At)]
 
 

@@ -1,5 +1,4 @@
-"""Every reference of every system as one Markdown table (the audit that
-docs/reference-table.md publishes; ``hpcval references --markdown``)."""
+"""Every reference of every system as one Markdown table."""
 import re
 
 from hpcval.judgement import Band
@@ -15,7 +14,6 @@ def _cell(text):
 def _bounds(ref):
     if ref.value is None:
         return 'logged, not judged'
-
     return Band(ref.value, ref.lower, ref.upper).range_text(
         lambda v: f'{v:g}')
 
@@ -34,7 +32,6 @@ def markdown(by_system):
             rows.append('| ' + ' | '.join(_cell(c) for c in (
                 system, ref.check, ref.partition, _where(ref), metric,
                 value, _bounds(ref), ref.rule or '-', ref.source)) + ' |\n')
-
     counts = ', '.join(
         f'{system} {sum(r.value is not None for r in refs)} judged / '
         f'{len(refs)}' for system, refs in sorted(by_system.items()))

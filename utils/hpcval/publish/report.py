@@ -1,11 +1,4 @@
-"""``hpcval report``: the cross-system table from run reports and ReFrame's
-results database, in Markdown, CSV, HTML and LaTeX, with plots.
-
-Selection happens on samples (system, test name, time, replays); a bad
-input is named on stderr and left out (``--on-error skip``, the default)
-or stops the command (``--on-error reject``).  Output files are never
-overwritten without ``--force``.
-"""
+"""``hpcval report``: the cross-system table from reports and the DB."""
 import argparse
 import base64
 import datetime
@@ -20,14 +13,12 @@ from hpcval.publish import (changes, comparison, formats, latex, output,
                             page, published, results, sources)
 from hpcval.references import ReferenceFileError, ReferenceSet
 
-# hpcval.exits: a refused input or output is an input error, never
-# "failed"
+# hpcval.exits: a refused input or output is an input error, never "failed"
 EXIT_OK, EXIT_EMPTY, EXIT_REJECTED = 0, 2, 3
 
 
 def timestamp(text):
-    """Unix time of an ISO date/time (local time) or ``now-<N><d|h|m>``,
-    from 1970 on."""
+    """Unix time of an ISO date/time (local) or ``now-<N><d|h|m>``."""
     shown = text if len(text) <= 40 else f'{text[:40]}... ({len(text)} ' \
                                          f'characters)'
     match = re.fullmatch(r'now(?:-(\d+)([dhm]))?', text)
@@ -41,7 +32,6 @@ def timestamp(text):
             raise argparse.ArgumentTypeError(
                 f'{shown!r} is before 1970: no run is that old')
         return now - ago
-
     try:
         when = datetime.datetime.fromisoformat(text).timestamp()
     except (ValueError, OverflowError, OSError):
@@ -74,7 +64,6 @@ def report_argument(text):
     label, sep, path = text.partition('=')
     if not sep or os.path.exists(text) or not _LABEL.fullmatch(label):
         return text
-
     return (label, path)
 
 
@@ -115,8 +104,7 @@ def add_references_argument(parser):
 
 
 def load_selected(args, replays=True, bounds=None):
-    """Loaded inputs and the samples the arguments select (or raises
-    results.InputRejected); ``bounds``: results.load's."""
+    """Loaded inputs and the samples the arguments select."""
     loaded = results.load(args.reports, db=args.db, on_error=args.on_error,
                           since=args.since, until=args.until, bounds=bounds,
                           attrs=('version', 'num_tasks'))
@@ -127,7 +115,6 @@ def load_selected(args, replays=True, bounds=None):
               f'the same session, test case and run given more than once '
               f'(copies of a report, or a report and --db) count once',
               file=sys.stderr)
-
     if not args.system and args.name is None and args.since is None \
             and args.until is None and replays:
         return loaded, loaded.samples
@@ -153,9 +140,7 @@ def unreadable(loaded):
 
 
 def unknown_selection(args, cases):
-    """The one line naming a --system (or --partition) that no test case
-    of the inputs has, with those they have; None where each has one (or
-    nothing was read, which says so itself)."""
+    """The line naming a --system/--partition no test case has, or None."""
     for option, given, attr in (
             ('--system', args.system, 'system'),
             ('--partition', getattr(args, 'partition', []), 'partition')):
@@ -217,17 +202,11 @@ def _formats(text):
     if bad or not chosen:
         raise SystemExit(f'hpcval report: --format {text!r}: choose from '
                          f'{", ".join(formats.FORMATS)}')
-
     return chosen
 
 
-def _write(path, text, force):
-    output.write(path, text, force)
-
-
 def _said(err):
-    """An OSError as one line: ours carry a sentence, the system's a
-    file name and reason."""
+    """An OSError as one line (ours: a sentence; the system's: file)."""
     if err.filename is None:
         return str(err)
     return f'{err.filename}: {err.strerror}'
@@ -249,8 +228,7 @@ def _draw(table, samples, outdir, select, force):
 
 def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
            unplotted=()):
-    """``images``: [(file name, data URI or path relative to the output)];
-    ``unplotted``: why a figure was not drawn (the page lists them)."""
+    """``images``: [(name, URI or path)]; ``unplotted``: why not drawn."""
     if fmt == 'html':
         return page.render(tables, inputs, problems, images, title,
                            unplotted)
@@ -302,7 +280,6 @@ def run(args):
         except results.InputRejected as err:
             print(f'hpcval report: rejected {err}', file=sys.stderr)
             return EXIT_REJECTED
-
         unknown = unknown_selection(args, loaded.cases)
         if unknown:
             print(f'hpcval report: {formats.visible(unknown)}',
@@ -312,15 +289,14 @@ def run(args):
             print('hpcval report: no performance samples in the selected '
                   'inputs', file=sys.stderr)
             return EXIT_REJECTED if unreadable(loaded) else EXIT_EMPTY
-
         keep = case_filter(args, replays=not args.no_replays)
+        cases = [c for c in loaded.cases if keep(c)]
         if args.group_by:
-            return _group_by(args, fmts[0], samples,
-                             [c for c in loaded.cases if keep(c)])
+            return _group_by(args, fmts[0], samples, cases)
         with results.without_gc():
-            tables = [comparison.build(
-                samples, args.title, [c for c in loaded.cases if keep(c)],
-                per_node=args.per_node, fixtures=loaded.fixtures)]
+            tables = [comparison.build(samples, args.title, cases,
+                                       per_node=args.per_node,
+                                       fixtures=loaded.fixtures)]
         # the verdict's BOUND lines, in its words; the built-in files by
         # their place in hpcval (references/local.yaml), not on this machine
         builtin = os.path.join(paths.repo_root(), '')
@@ -331,11 +307,9 @@ def run(args):
         inputs, problems = loaded.sources, loaded.problems
         if args.with_published:
             tables += published.tables(refs)
-
     if not args.out:
         sys.stdout.write(render(tables, fmts[0], inputs, problems))
         return EXIT_OK
-
     pngs, unplotted = [], []
     try:
         output.check_folder(args.out)
@@ -359,17 +333,16 @@ def run(args):
             images = [(os.path.basename(p)[:-4],
                        _data_uri(p) if fmt == 'html' else
                        os.path.relpath(p, args.out)) for p in pngs]
-            _write(path, render(tables, fmt, inputs, problems, images,
-                                args.title, unplotted), args.force)
+            output.write(path, render(tables, fmt, inputs, problems, images,
+                                      args.title, unplotted), args.force)
             print(path)
             if fmt == 'tex' and sources.cited(tables):
                 bib = os.path.join(args.out, 'comparison.bib')
-                _write(bib, sources.bibtex(sources.cited(tables)),
-                       args.force)
+                output.write(bib, sources.bibtex(sources.cited(tables)),
+                             args.force)
                 print(bib)
     except OSError as err:      # exists, a link, not writable: say so
         print(f'hpcval report: {_said(err)}', file=sys.stderr)
         return EXIT_REJECTED
-
     return EXIT_OK
 

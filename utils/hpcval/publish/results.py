@@ -1,20 +1,4 @@
-"""Performance samples from ReFrame run reports and its results database.
-
-Inputs are ReFrame JSON run reports (``--report-file``; data versions 3.x
-of ReFrame 4.0-4.6 with ``perfvars`` lists, 4.x of ReFrame 4.7+ with
-``perfvalues`` maps) from any system or site, and ReFrame's SQLite results
-database (``storage`` in config/settings.py), whose ``sessions`` table holds
-the same reports as JSON.  The database is opened read-only: nothing is
-ever written to an input.
-
-A report of the usual shape is read through typed records
-(hpcval.publish.typed_sessions); any other is read field by field here.
-A bad input never stops the others silently: every problem is a
-``Problem`` naming the file (or database session) and the reason.  With
-``on_error='skip'`` the damaged part is left out (the whole file when it is
-not a run report; one test case or one value otherwise); with
-``on_error='reject'`` the first problem raises ``InputRejected``.
-"""
+"""Samples of ReFrame run reports and its results database, read-only."""
 import contextlib
 import functools
 import gc
@@ -24,6 +8,7 @@ import os
 import re
 import sqlite3
 import stat
+import types
 import urllib.parse
 from dataclasses import dataclass, field
 
@@ -53,8 +38,7 @@ class Problem:
         return f'{self.source}: {self.reason}'
 
 
-# Case and Sample are made in C and never tracked by the cyclic garbage
-# collector (they hold no cycles): a large database makes millions of them
+# made in C, untracked by the cyclic GC: a database makes millions of them
 class Case(msgspec.Struct, frozen=True, gc=False):
     """One test case of one run: where and how a sample was taken."""
     source: str          # report file, or "DB#session-uuid"
@@ -76,26 +60,18 @@ class Case(msgspec.Struct, frozen=True, gc=False):
     stdout: object       # job stdout file name, or None
     label: str = ''      # the column name the user gave this input, if any
     fields: tuple = ()   # ((name, value), ...) of LAYOUT_FIELDS it reported
-    # why it failed or was skipped (first line), in which ReFrame stage
-    reason: str = ''
-    phase: str = ''
-    # what hpcval's checks record beside the figures (EXTRAS):
-    # components, unjudged metrics, provenance, plot data; {} if none
-    extras: dict = {}
+    reason: str = ''     # why it failed or was skipped
+    phase: str = ''      # in which ReFrame stage
+    extras: dict = {}    # what hpcval's checks record beside figures (EXTRAS)
     fixture: bool = False
     name: str = ''       # ReFrame's unique name (fixtures' dependants cite it)
     deps: tuple = ()     # unique names of the fixtures it depended on
-    # ((name, value), ...) of the test attributes load() was asked to keep
-    # (those the references' ``where`` matches), where scalar
-    attrs: tuple = ()
-    # the report's run it is of: 0, or a retry (--max-retries) or rerun
-    # of the session (hpcval.retries)
-    run: int = 0
+    attrs: tuple = ()    # ((name, value), ...) of load()'s ``attrs``
+    run: int = 0         # the report's run: 0, or a retry or rerun
 
     @property
     def plot_data(self):
-        """The figures' data the check stored (hpcval_plot_data), so that
-        a report draws its figures wherever it is read; None if none."""
+        """The figures' data the check stored (hpcval_plot_data), or None."""
         val = self.extras.get('plot_data')
         return val if isinstance(val, dict) else None
 
@@ -123,8 +99,7 @@ class Sample(msgspec.Struct, frozen=True, gc=False):
 
 @dataclass(frozen=True)
 class Damaged:
-    """A test case (or fixture) left out because a field of it cannot be
-    trusted: what it is called and what it claims, as far as readable."""
+    """A test case (or fixture) left out: a field of it cannot be trusted."""
     source: str
     test: str           # its display name, or its place in the report
     result: str         # pass, fail, skip, abort, or '' when unreadable
@@ -133,8 +108,7 @@ class Damaged:
 
 @dataclass(frozen=True)
 class Conflict:
-    """One test case of one session given twice with different contents
-    (a report and --db, two copies of a report)."""
+    """One test case of one session given twice with different contents."""
     test: str
     session: str
     first: str          # the two sources
@@ -152,16 +126,11 @@ class Loaded:
     fixtures: list = field(default_factory=list)   # Cases of fixtures
     damaged: list = field(default_factory=list)    # Damaged
     conflicts: list = field(default_factory=list)  # Conflict
-    # {id(case): [its samples]} of ``cases`` as loaded
-    by_case: dict = field(default_factory=dict)
-    # {session uuid: ReFrame's command line, '' unknown}
-    commands: dict = field(default_factory=dict)
-    # {source: its session's start, unix or None}: test cases or none
-    started: dict = field(default_factory=dict)
-    # the ReferenceSet the figures were re-banded by (load's ``bounds``),
-    # and {id(sample): (verdict_refs.Cross or None, why unjudged or None)}
-    # of each figure whose band is not the one the run recorded
-    references: object = None
+    by_case: dict = field(default_factory=dict)   # {id(case): [samples]}
+    commands: dict = field(default_factory=dict)  # {uuid: ReFrame command}
+    started: dict = field(default_factory=dict)   # {source: start or None}
+    references: object = None                     # load's ``bounds``
+    # {id(sample): (Cross or None, why unjudged or None)} of re-banded ones
     rebanded: dict = field(default_factory=dict)
 
 
@@ -178,26 +147,19 @@ _KIND = {str: 'a string', list: 'a list', dict: 'a mapping',
 
 
 def _field(data, key, kind, where, required=False):
-    """``data[key]`` if it is of ``kind``; None (or, when ``required``,
-    _Bad) when it is absent, null or empty; _Bad when it is of another
-    type.  Reports come from anywhere: nothing is taken on trust."""
+    """``data[key]`` if of ``kind``; None (_Bad if required) if empty."""
     val = data.get(key)
     if val is None or val == '':
         if required:
             raise _Bad(f'{where}: missing field {key!r}')
         return None
-
     if isinstance(val, bool) or not isinstance(val, kind):
         raise _Bad(f'{where}: field {key!r} is {_short(val)}, not '
                    f'{_KIND[kind]}')
-
     return val
 
 
 def _strings(data, key, where):
-    vals = data.get(key)
-    if type(vals) is list and all(type(v) is str for v in vals):
-        return tuple(vals)
     vals = _field(data, key, list, where) or []
     if not all(isinstance(v, str) for v in vals):
         raise _Bad(f'{where}: field {key!r} is {vals!r}, not a list of '
@@ -218,12 +180,10 @@ def _finite(val):
 def _number_or_none(val, what):
     if val is None:
         return None
-
     if isinstance(val, bool) or not isinstance(val, (int, float)) \
             or not _finite(val):
         raise _Bad(f'{what} is {_short(val)}, not a finite number '
                    f'(at most {LARGEST:g} in size)')
-
     return float(val)
 
 
@@ -252,22 +212,12 @@ def _perf_entries(tc, major, where):
                    pv.get('thres_lower'), pv.get('thres_upper'),
                    pv.get('unit'), pv.get('result'))
         return
-
     for key, tup in (_field(tc, 'perfvalues', dict, where) or {}).items():
         if not isinstance(tup, (list, tuple)) or len(tup) < 5:
             raise _Bad(f'{where}: perfvalues[{key!r}] is {tup!r}, not '
                        f'[value, ref, lower, upper, unit, ...]')
-
         yield (key.rsplit(':', 1)[-1], *tup[:5],
                tup[5] if len(tup) > 5 else None)
-
-
-def _text(tc, key, where, required=False):
-    """_field(tc, key, str, ...), fast where the value is a string."""
-    val = tc.get(key)
-    if type(val) is str and val:
-        return val
-    return _field(tc, key, str, where, required)
 
 
 _DISPLAY = {}       # (display name, file name) -> (check, params, benchmark)
@@ -290,13 +240,11 @@ def named(display, filename):
 
 _STEMS = {}         # file name: its stem
 
-
 _ATTRS = {}         # one tuple per distinct attribute set, shared
 
 
 def _attrs(value_of, names):
-    """((name, value), ...) of the ``names`` that ``value_of(name)`` gives
-    as a string, number or boolean (anything else is left out)."""
+    """((name, value), ...) of ``names`` whose value is a scalar."""
     if not names:
         return ()
     got = tuple((n, v) for n in names
@@ -305,71 +253,50 @@ def _attrs(value_of, names):
 
 
 def _case(tc, major, source, session, where, label, attrs=(), run=0):
-    display = (_text(tc, 'display_name', where)
-               or _text(tc, 'name', where, required=True))
+    """_typed_case of a test case mapping, each field checked first."""
+    def text(key, required=False):
+        return _field(tc, key, str, where, required)
     if major == 3:
-        system, _, partition = _text(tc, 'system', where,
-                                     required=True).partition(':')
-        environ = _text(tc, 'environment', where, required=True)
+        system, _, partition = text('system', True).partition(':')
+        environ = text('environment', True)
     else:
-        system = _text(tc, 'system', where, required=True)
-        partition = _text(tc, 'partition', where, required=True)
-        environ = _text(tc, 'environ', where, required=True)
-
-    result = _text(tc, 'result', where, required=True)
-    nodes = _strings(tc, 'job_nodelist' if 'job_nodelist' in tc
-                     else 'nodelist', where)
-    check, params, benchmark = named(display,
-                                      _text(tc, 'filename', where) or '')
-    return Case(
-        source=source, session=session['uuid'],
-        check=check, test=display, params=params, benchmark=benchmark,
+        system, partition = text('system', True), text('partition', True)
+        environ = text('environ', True)
+    checked = types.SimpleNamespace(
+        display_name=text('display_name') or text('name', True),
         system=system, partition=partition, environ=environ,
-        result=_RESULTS.get(result, result),
-        time=(_time(tc, 'job_completion_time_unix', where)
-              or session['time'] or 0.0),
-        hostname=session['hostname'], nodes=nodes,
-        version=session['version'],
-        replay=REPLAY_TAG in _strings(tc, 'tags', where),
-        outputdir=_text(tc, 'outputdir', where),
-        stdout=_text(tc, 'job_stdout', where),
-        label=label, fields=_layout(tc.get, where),
-        reason=_whole_reason(tc.get('fail_reason')),
-        phase=_field(tc, 'fail_phase', str, where) or '',
-        extras=_extras(tc.get, where),
-        fixture=bool(tc.get('fixture')),
-        name=_field(tc, 'unique_name', str, where) or '',
-        deps=_fixtures_used(tc.get('dependencies_actual')),
-        attrs=_attrs(tc.get, attrs), run=run)
+        result=text('result', True),
+        job_nodelist=_strings(tc, 'job_nodelist' if 'job_nodelist' in tc
+                              else 'nodelist', where),
+        filename=text('filename'),
+        job_completion_time_unix=_time(tc, 'job_completion_time_unix',
+                                       where),
+        tags=_strings(tc, 'tags', where), outputdir=text('outputdir'),
+        job_stdout=text('job_stdout'), fail_reason=tc.get('fail_reason'),
+        fail_phase=text('fail_phase'), fixture=tc.get('fixture'),
+        unique_name=text('unique_name'),
+        dependencies_actual=tc.get('dependencies_actual'))
+    return _typed_case(checked, source, session, label, attrs, run, tc.get,
+                       where)
 
 
 def _whole_reason(text):
-    # every line: the cause (sbatch's "Unable to contact slurm controller")
-    # is often not the first
+    # every line: the cause (sbatch's) is often not the first
     if not isinstance(text, str):
         return ''
     return ' | '.join(line.strip() for line in text.splitlines()
                       if line.strip())
 
 
-# what hpcval's checks log beside their figures, as hpcval_<name>; a
-# value of a wrong type is left out, never trusted (reports come from
-# anywhere)
-EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
-          'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
-          'health', 'node_load', 'measured_gpus', 'sanity_is_health',
-          'lineage')
+EXTRAS = typed_sessions.EXTRAS
+# a value of a wrong type is left out, never trusted
 _EXTRA_TYPES = (dict, str, list, bool, records.NodeLoad, records.Health)
-
 
 _EXTRA_FIELDS = tuple((name, f'hpcval_{name}') for name in EXTRAS)
 
 
 def _extras(value_of, where=''):
-    """{name: value} of the EXTRAS that ``value_of('hpcval_<name>')``
-    gives (a test case's ``get``, or getattr of a typed one); a declared
-    record (hpcval.records) decoded, _Bad (after ``where``) where a
-    health record is unreadable."""
+    """{name: value} of the EXTRAS ``value_of('hpcval_<name>')`` gives."""
     out = {}
     for name, key in _EXTRA_FIELDS:
         val = value_of(key)
@@ -394,8 +321,7 @@ def _fixtures_used(deps):
 
 
 def _layout(value_of, where):
-    """((name, value), ...) of the LAYOUT_FIELDS that ``value_of(name)``
-    gives, as _extras."""
+    """((name, value), ...) of the LAYOUT_FIELDS ``value_of`` gives."""
     out = []
     for name in LAYOUT_FIELDS:
         val = value_of(name)
@@ -416,16 +342,13 @@ def _samples(tc, major, case, where):
         if not isinstance(metric, str) or not metric \
                 or not isinstance(unit, str) or not unit:
             raise _Bad(f'{what}: no name or unit')
-
         if value is None:
             raise _Bad(f'{what}: no value')
-
         out.append(Sample(case, metric, _number_or_none(value, f'{what} value'),
                           unit, _number_or_none(ref, f'{what} reference'),
                           _number_or_none(lower, f'{what} lower bound'),
                           _number_or_none(upper, f'{what} upper bound'),
                           _figure_result(result)))
-
     return out
 
 
@@ -434,11 +357,11 @@ def _figure_result(result):
     return result if result in ('pass', 'fail') else None
 
 
-def _typed_case(tc, source, session, label, attrs=(), run=0):
-    """_case of a typed_sessions.TestCase: its types and ranges are
-    checked already."""
+def _typed_case(tc, source, session, label, attrs=(), run=0, value_of=None,
+                where=''):
+    """The Case of a typed_sessions.TestCase (types checked already)."""
     check, params, benchmark = named(tc.display_name, tc.filename or '')
-    value_of = functools.partial(getattr, tc)
+    value_of = value_of or functools.partial(getattr, tc)
     return Case(
         source=source, session=session['uuid'],
         check=check, test=tc.display_name, params=params,
@@ -449,14 +372,14 @@ def _typed_case(tc, source, session, label, attrs=(), run=0):
         version=session['version'],
         replay=bool(tc.tags) and REPLAY_TAG in tc.tags,
         outputdir=tc.outputdir or None, stdout=tc.job_stdout or None,
-        label=label, fields=_layout(value_of, ''),
+        label=label, fields=_layout(value_of, where),
         reason=_whole_reason(tc.fail_reason),
         phase=tc.fail_phase or '',
-        extras=_extras(value_of),
+        extras=_extras(value_of, where),
         fixture=bool(tc.fixture),
         name=tc.unique_name or '',
         deps=_fixtures_used(tc.dependencies_actual),
-        attrs=_attrs(functools.partial(getattr, tc), attrs), run=run)
+        attrs=_attrs(value_of, attrs), run=run)
 
 
 def _typed_samples(tc, case):
@@ -486,13 +409,11 @@ def _major(report):
             not isinstance(report.get('runs'), list):
         raise _Bad('not a ReFrame run report (no session_info mapping and '
                    'runs list)')
-
     version = str(report['session_info'].get('data_version', ''))
     major = version.split('.', 1)[0]
     if major not in ('3', '4'):
         raise _Bad(f'report data_version {version!r} is not one this '
                    f'reader knows (3.x: ReFrame 4.0-4.6, 4.x: ReFrame 4.7+)')
-
     return int(major)
 
 
@@ -515,7 +436,6 @@ class _Collector:
         if on_error not in ('skip', 'reject'):
             raise ValueError(f'on_error must be skip or reject, not '
                              f'{on_error!r}')
-
         self.on_error = on_error
         self.attrs = attrs
         self.loaded = Loaded()
@@ -524,7 +444,6 @@ class _Collector:
     def problem(self, source, reason):
         if self.on_error == 'reject':
             raise InputRejected(f'{source}: {reason}')
-
         self.loaded.problems.append(Problem(source, reason))
 
     def report(self, report, source, label=''):
@@ -534,7 +453,6 @@ class _Collector:
         except _Bad as err:
             self.problem(source, str(err))
             return
-
         self.loaded.sources.append(source)
         self.loaded.commands[session['uuid']] = session['cmdline']
         self.loaded.started[source] = session['time']
@@ -543,13 +461,11 @@ class _Collector:
             if not isinstance(tcs, list):
                 self.problem(source, f'runs[{r}]: no testcases list')
                 continue
-
             for t, tc in enumerate(tcs):
                 where = f'runs[{r}].testcases[{t}]'
                 if not isinstance(tc, dict):
                     self.damaged(source, where, {}, f'{where}: not a mapping')
                     continue
-
                 where = _named_where(tc, where)
                 try:
                     case = _case(tc, major, source, session, where, label,
@@ -557,21 +473,17 @@ class _Collector:
                     samples = [] if case.fixture else \
                         _samples(tc, major, case, where)
                 except _Bad as err:
-                    # a fixture too: a failed build with one odd field
-                    # must not vanish
+                    # a fixture too: a failed build must not vanish
                     self.damaged(source, where, tc, str(err))
                     continue
-
                 if case.fixture:
                     # kept for what failed or skipped beneath the tests
                     self.loaded.fixtures.append(case)
                     continue
-
                 self._add(session, r, case, samples)
 
     def damaged(self, source, where, tc, reason):
-        """A test case left out: named as a problem, and kept as Damaged
-        so that a verdict never passes what it could not read."""
+        """A test case left out: a problem, and kept as Damaged."""
         self.problem(source, reason)
         if reason.startswith(where):
             reason = reason[len(where):].lstrip(': ')
@@ -583,19 +495,14 @@ class _Collector:
 
     def typed(self, report, source, label=''):
         """report() of a typed_sessions.Report."""
-        info = report.session_info
-        session = {'uuid': info.uuid or '', 'hostname': info.hostname or '',
-                   'version': info.version or '',
-                   'time': info.time_start_unix,
-                   'cmdline': _command(info.cmdline)}
+        session = _session(msgspec.structs.asdict(report.session_info))
         self.loaded.sources.append(source)
         self.loaded.commands[session['uuid']] = session['cmdline']
         self.loaded.started[source] = session['time']
         for r, run in enumerate(report.runs):
             cases = run.testcases
             for i, tc in enumerate(cases):
-                # each record freed once read: the memory of a large
-                # report's records is reused for its cases and samples
+                # each record freed once read: its memory is reused
                 cases[i] = None
                 try:
                     case = _typed_case(tc, source, session, label,
@@ -612,9 +519,8 @@ class _Collector:
                     self._add(session, r, case, _typed_samples(tc, case))
 
     def _add(self, session, run, case, samples):
-        # the same session given twice (two copies of a report, a report
-        # and --db) is one measurement, not two.  A session is its uuid
-        # (reports of ReFrame < 4.7 have none: its host and start time)
+        # a session given twice is one measurement; a session is its uuid
+        # (none before ReFrame 4.7: its host and start time)
         key = (session['uuid'] or (session['hostname'], session['time']),
                run, case.test, case.system, case.partition, case.environ)
         first = self.seen.get(key)
@@ -646,8 +552,7 @@ def _differs(first, second):
 
 
 def _named_where(tc, where):
-    """'runs[0].testcases[3] (name)': the place and, if readable, the
-    display name, so that a damaged case is named."""
+    """'runs[0].testcases[3] (name)': the place and, if any, the name."""
     name = tc.get('display_name') or tc.get('name')
     if isinstance(name, str) and name:
         return f'{where} ({name if len(name) <= 200 else name[:200] + "..."})'
@@ -655,9 +560,7 @@ def _named_where(tc, where):
 
 
 def _read(text, source, col, label='', typed=True):
-    """One report's test cases into ``col``: typed where the report is of
-    the usual shape (fast; ``typed``: not tried already), else checked
-    value by value."""
+    """One report's test cases into ``col``: typed if usual, else checked."""
     report = typed_sessions.decode(text, col.attrs) \
         if typed and isinstance(text, (str, bytes)) else None
     if report is not None:
@@ -674,13 +577,8 @@ def _json(text, source, collector):
                                   f'text')
         return None
     try:
-        return msgspec.json.decode(text)
-    except (ValueError, RecursionError):
-        pass
-    try:
-        # msgspec refuses NaN and Infinity, which ReFrame writes for a
-        # benchmark that printed nan (the values, not the file, are bad),
-        # and integers beyond 64 bits
+        # not msgspec: NaN and Infinity (ReFrame writes them for a benchmark
+        # that printed nan) and integers beyond 64 bits are JSON here
         return json.loads(text)
     except ValueError as err:   # number too long, not UTF-8, not JSON
         collector.problem(source, f'not valid JSON (truncated?): '
@@ -695,9 +593,7 @@ MAX_REPORT_BYTES = 1 << 30
 
 
 def _read_report(path):
-    """The bytes of a report file (decoded as UTF-8 by the JSON decoder,
-    not before it: a copy of a large report less); only regular files are
-    read (a FIFO would block, /dev/zero never end)."""
+    """The bytes of a report file; only regular files are read."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         info = os.fstat(fd)
@@ -718,36 +614,21 @@ def _read_report(path):
 
 @contextlib.contextmanager
 def without_gc():
-    """The cyclic garbage collector paused: parsing a large database makes
-    millions of objects and no cycles, and each collection would walk them
-    all again (it tripled the time of 100,000 test cases)."""
+    """The cyclic GC paused: a large database makes millions of objects."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
-            # what was made is kept out of later collections: re-enabling
-            # would otherwise walk all of it at the next allocation
+            # kept out of later collections, or they would walk it all
             gc.freeze()
             gc.enable()
 
 
 def load(report_files=(), db=None, on_error='skip', since=None, until=None,
          attrs=(), bounds=None):
-    """Samples of every report file and every stored session of ``db``.
-
-    A report file may be given as ``(label, path)``: its runs are shown
-    under ``label`` instead of their system name (reports of two hosts
-    that both ran ``--system local``, say).
-
-    ``since``/``until`` (unix seconds) select database sessions by their
-    start time; report files are taken whole.  ``attrs``: names of test
-    attributes (identifiers) each Case keeps in ``Case.attrs``.
-    ``bounds`` (hpcval.references.ReferenceSet): each figure judged by
-    its band there, not the one its run recorded (hpcval.verdict_refs),
-    so that every reader of the result sees the same band.
-    """
+    """Samples of the report files ((label, path) or path) and ``db``."""
     if bounds is not None:
         attrs = {*attrs, *bounds.where_keys()}
     with without_gc():
@@ -786,10 +667,8 @@ def _load(report_files, db, on_error, since, until, attrs):
             col.problem(path, f'cannot read: '
                               f'{getattr(err, "strerror", None) or err}')
             continue
-
         report = typed_sessions.decode(text, col.attrs)
         if report is not None:
-            # the file's bytes are not needed beside what they decode to:
             # a large report's peak memory less its size
             del text
             col.typed(report, path, label)
@@ -800,12 +679,10 @@ def _load(report_files, db, on_error, since, until, attrs):
             col.problem(path, f'cannot read: {err}')
             continue
         _read(text, path, col, label, typed=False)
-
     if db is not None:
         db = db or default_db()
         for uuid, blob in _db_sessions(db, since, until, col):
             _read(blob, f'{db}#{uuid}', col)
-
     return col.loaded
 
 
@@ -814,7 +691,6 @@ def _db_sessions(path, since, until, col):
         col.problem(path, 'no such results database (or not a regular '
                           'file)')
         return
-
     # the blob as bytes: msgspec reads UTF-8 directly, no str made first
     query, args = 'SELECT uuid, CAST(json_blob AS BLOB) FROM sessions', []
     bounds = [('session_start_unix >= ?', since),
@@ -823,7 +699,6 @@ def _db_sessions(path, since, until, col):
     if conds:
         query += ' WHERE ' + ' AND '.join(conds)
         args = [v for _, v in bounds if v is not None]
-
     try:
         # quoted: '#' or '?' in a path would end it in a URI
         uri = urllib.parse.quote(os.path.abspath(path))
@@ -831,10 +706,8 @@ def _db_sessions(path, since, until, col):
     except sqlite3.Error as err:
         col.problem(path, f'cannot open: {err}')
         return
-
     try:
-        # one session at a time: the blobs of a large database do not
-        # all fit in memory at once
+        # one session at a time: a large database does not fit in memory
         yield from conn.execute(query + ' ORDER BY session_start_unix', args)
     except sqlite3.Error as err:
         col.problem(path, f'not a ReFrame results database: {err}')
@@ -847,9 +720,7 @@ DEFAULT_DB = ''
 
 
 def default_db():
-    """ReFrame's results database: $RFM_SQLITE_DB_FILE, else the
-    ``storage/sqlite_db_file`` of the configuration ReFrame reads
-    (hpcval's, then the files of $RFM_CONFIG_FILES), else its default."""
+    """ReFrame's results database: its env, its configuration, or default."""
     given = os.environ.get('RFM_SQLITE_DB_FILE')
     if given:
         return given

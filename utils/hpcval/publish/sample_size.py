@@ -1,14 +1,4 @@
-"""How many runs a figure needs for its calibrated bound (docs/calibrate.md,
-"How many runs").
-
-The table calibrate prints says, per figure, how many runs would make its
-bound half as wide (``runs_to_halve``): a bound is max(g(f(n) s), floor),
-g(w) = 1 - e^-w for a lower bound and e^w - 1 for an upper one, s the
-spread of the logarithms of the runs' values, f(n) the prediction factor
-for the per-figure false-alarm rate.  Half the bound is out of reach where
-it is below the floor, or where even the normal quantile z (f of
-infinitely many runs) leaves g(z s) above it.
-"""
+"""How many runs a figure needs for its calibrated bound."""
 import functools
 import math
 
@@ -24,8 +14,7 @@ def _limit(false_alarm):
 
 
 def _fewest(false_alarm, ok, least):
-    """The fewest n >= least with ok(f(n)), or None (bisection: f falls
-    with n)."""
+    """The fewest n >= least with ok(f(n)), or None (f falls with n)."""
     if ok(prediction_factor(least, false_alarm)):
         return least
     if not ok(prediction_factor(_MOST, false_alarm)):
@@ -41,8 +30,7 @@ def _fewest(false_alarm, ok, least):
 
 
 def runs_to_judge(cv, false_alarm, least=2):
-    """The fewest runs whose higher-is-better bound f(n) * cv stays below
-    1 (a lower bound above 0), or None where no number of runs does."""
+    """The fewest runs whose lower bound f(n) * cv stays below 1, or None."""
     return _fewest(false_alarm, lambda f: f * cv < 1, least)
 
 
@@ -53,8 +41,7 @@ def _widen(width, direction):
 
 def runs_to_halve(log_std, tolerance, floor, direction, false_alarm,
                   least=2):
-    """(runs, why) for a bound half as wide as ``tolerance``: the fewest
-    runs whose bound g(f(n) log_std) is within it, or (None, why not)."""
+    """(runs, why) for a bound half as wide as ``tolerance``."""
     half = tolerance / 2
     if half < floor:
         return None, f'never: half ({half:.3g}) is below the floor {floor:g}'
@@ -68,9 +55,7 @@ def runs_to_halve(log_std, tolerance, floor, direction, false_alarm,
 
 
 def table(figures, rule):
-    """Rows (figure, n, spread, bound, set by, runs for half the bound) of
-    the calibrated ``figures`` (dicts of label, metric, direction, n, mean,
-    std, log_std, tolerance, how; ``family`` for a sibling band)."""
+    """Rows (figure, n, spread, bound, set by, runs to halve) of figures."""
     rows = []
     for fig in figures:
         cv = fig['std'] / fig['mean'] if fig['mean'] else 0.0

@@ -1,11 +1,4 @@
-"""The documents whose figures the comparison publishes or replays, cited
-in full: authors, title, venue or publisher, year and URL or DOI.
-
-Every output that shows a published or replayed figure ends with a
-bibliography of the documents it used (Markdown, HTML, LaTeX with a
-BibTeX file beside it); a table or column names its document by its short
-citation, "Pearson et al. (2023)".
-"""
+"""The documents whose figures the comparison publishes or replays."""
 import datetime
 from dataclasses import dataclass
 
@@ -33,8 +26,7 @@ class Document:
     def text(self):
         """One line: authors, title, venue, publisher, year, DOI/URL."""
         parts = [', '.join(map(_natural, self.authors)), f'"{self.title}"',
-                 self.venue,
-                 self.publisher, str(self.year)]
+                 self.venue, self.publisher, str(self.year)]
         if self.doi:
             parts.append(f'doi:{self.doi}')
         parts.append(self.url)
@@ -93,8 +85,7 @@ def replayed_from(system):
 
 
 def utc_date(ts):
-    """The UTC date of unix time ``ts``; 'undated' for none or nonsense
-    (reports come from anywhere)."""
+    """The UTC date of unix time ``ts``; 'undated' for none or nonsense."""
     try:
         return datetime.datetime.fromtimestamp(
             ts, datetime.timezone.utc).strftime('%Y-%m-%d')
@@ -103,8 +94,7 @@ def utc_date(ts):
 
 
 def date_of(case):
-    """A run's date: a replay carries its document's ("2024, Advanced
-    Micro Devices (2024)"), never the day it was replayed."""
+    """A run's date: a replay carries its document's, not the replay day."""
     doc = replayed_from(case.system) if case.replay else None
     if case.replay:
         return f'{doc.year}, {doc.short}' if doc else 'undated (a replay)'
@@ -112,8 +102,7 @@ def date_of(case):
 
 
 def cited(tables):
-    """The documents ``tables`` cite (their ``sources``), in DOCUMENTS
-    order."""
+    """The documents ``tables`` cite, in DOCUMENTS order."""
     used = {d.key for t in tables for d in getattr(t, 'sources', ())}
     return [d for d in DOCUMENTS if d.key in used]
 

@@ -1,9 +1,4 @@
-"""Student's t distribution, for calibrate's prediction bounds (no SciPy).
-
-``t_cdf`` goes through the regularized incomplete beta function (the
-continued fraction of Numerical Recipes, section 6.4); ``t_ppf`` inverts it
-by bisection.  Accurate to about 1e-10, far below what a bound needs.
-"""
+"""Student's t distribution (no SciPy) and calibrate's bound rule."""
 import math
 import re
 import sys
@@ -68,10 +63,7 @@ def t_ppf(p, df):
 
 
 def prediction_factor(n, false_alarm):
-    """k such that one new run from the same normal population falls beyond
-    ``mean - k s`` (or above ``mean + k s``) with probability
-    ``false_alarm``, where mean and s come from ``n`` runs:
-    k = t(1 - false_alarm; n - 1) * sqrt(1 + 1/n)."""
+    """k = t(1 - false_alarm; n - 1) * sqrt(1 + 1/n): a prediction bound."""
     return t_ppf(1 - false_alarm, n - 1) * math.sqrt(1 + 1 / n)
 
 
@@ -84,16 +76,11 @@ def false_alarm_rate(n, k):
 _LARGEST_LOG = math.log(sys.float_info.max)
 
 # Floors per kind of metric: never a bound tighter than this fraction.
-# Tiny-message latencies (8 B to 1 KiB, nccl-tests' smallest size) are
-# launch and polling overheads that move by tens of percent between healthy
-# runs; other times a little less; host links (a GPU to or from host
-# memory, over PCIe) have a heavy low tail, the host's as much as the
-# link's: on one real H100 (tests/fixtures/captured/h100_calib) five
-# baselines at 44.2-48.3 GB/s were followed by healthy runs down to 39.0
-# and, once, 29.4 (0.62 of their mean, the same run's ping-pong 2.5 x
-# slow): 0.4 passes that and still names a Gen5 x8 link (~0.55); the
-# health probe names a narrow link by its width first.  Device bandwidths
-# and rates are steadier.
+# Tiny-message latencies are launch and polling overheads that move by tens
+# of percent between healthy runs; host links have a heavy low tail: on one
+# H100 (tests/fixtures/captured/h100_calib) healthy runs fell to 0.62 of
+# five baselines' mean, which 0.4 passes while still naming a Gen5 x8 link
+# (~0.55).  Device bandwidths and rates are steadier.
 TINY_LATENCY = re.compile(r'.*(_smallest|_\d{1,3}B|_1KiB)')
 HOST_LINK = re.compile(r'gpu_to_cpu|cpu_to_gpu|h2d|d2h|host')
 FLOORS = (('tiny-message latency', 0.5), ('time', 0.2), ('host link', 0.4),
@@ -102,17 +89,7 @@ FLOORS = (('tiny-message latency', 0.5), ('time', 0.2), ('host link', 0.4),
 
 @dataclass(frozen=True)
 class Rule:
-    """How calibrate turns runs into a bound.
-
-    By default a one-sided prediction bound on the logarithms of the
-    runs' values: a healthy run of the same population falls beyond it
-    with probability ``false_alarm`` (log-normal figures; the factor grows
-    as runs get fewer), never tighter than the floor of the metric's
-    kind.  ``k`` replaces it by the linear k std / mean of earlier
-    versions, ``floor`` the floors by one for all.  ``budget`` and
-    ``judged`` say what ``false_alarm`` was derived from (hpcval.publish.
-    calibrate.per_figure), for the rule's text.
-    """
+    """How calibrate turns runs into a bound (log prediction, floors)."""
     false_alarm: float = 1e-4
     min_samples: int = 5
     k: object = None
@@ -142,8 +119,7 @@ class Rule:
 
     def tolerance(self, metric, direction, n, mean, std, log_mean,
                   log_std):
-        """(fraction, what set it) for ``n`` runs of ``mean`` +- ``std``
-        (``log_mean`` +- ``log_std`` of their logarithms)."""
+        """(fraction, what set it) for ``n`` runs of ``mean`` +- ``std``."""
         floor = self.floor_of(metric, direction)
         if self.k is not None:
             spread, how = self.k * std / mean, f'{self.k:.3g} std / mean'

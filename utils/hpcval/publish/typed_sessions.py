@@ -1,19 +1,11 @@
-"""The usual ReFrame 4.7+ run report, decoded straight into typed records.
-
-Only the fields hpcval reads are built, and their types and ranges are
-checked by the decoder (msgspec) while it parses: a stored session of a
-thousand test cases costs a few milliseconds, not the tens that a dict of
-everything and a check of each value in Python cost.  A report that does
-not fit this schema in every detail (another data version, a NaN, a value
-of an odd type, a field missing) is not read here: ``decode`` gives None,
-and the checked reading of hpcval.publish.results reads it and names what
-is wrong.  Both readings give the same samples (tests/test_typed_sessions).
-"""
+"""The usual ReFrame 4.7+ run report, decoded straight into typed records."""
 import functools
 from typing import Annotated, Any, Optional, Union
 
 import msgspec
 from msgspec import Meta, Struct
+
+from hpcval.publish.measures import LAYOUT_FIELDS
 
 # no benchmark figure comes near; sums and spreads of larger ones overflow
 LARGEST = 1e300
@@ -29,9 +21,14 @@ _PerfKey = str
 _PerfValue = tuple[_Number, Optional[_Number], Optional[_Number],
                    Optional[_Number], _Text, Any]
 _LayoutValue = Optional[Union[str, int]]
+# what hpcval's checks log beside their figures, as hpcval_<name>
+EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
+          'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
+          'health', 'node_load', 'measured_gpus', 'sanity_is_health',
+          'lineage', 'suite')
 
 
-class TestCase(Struct):
+class _Case(Struct):
     display_name: _Text
     system: _Text
     partition: _Text
@@ -49,24 +46,12 @@ class TestCase(Struct):
     unique_name: Optional[str] = None
     fixture: Any = None
     dependencies_actual: Any = None
-    # hpcval.publish.measures.LAYOUT_FIELDS
-    mode: _LayoutValue = None
-    num_nodes: _LayoutValue = None
-    array: _LayoutValue = None
-    # hpcval.publish.results.EXTRAS, as the checks log them (hpcval_*)
-    hpcval_components: Any = None
-    hpcval_unjudged: Any = None
-    hpcval_provenance: Any = None
-    hpcval_plot_data: Any = None
-    hpcval_skip_reason: Any = None
-    hpcval_partition_nodes: Any = None
-    hpcval_screen_excluded: Any = None
-    hpcval_job_nodes: Any = None
-    hpcval_node_load: Any = None
-    hpcval_health: Any = None
-    hpcval_measured_gpus: Any = None
-    hpcval_sanity_is_health: Any = None
-    hpcval_lineage: Any = None
+
+
+TestCase = msgspec.defstruct(
+    'TestCase', [*((name, _LayoutValue, None) for name in LAYOUT_FIELDS),
+                 *((f'hpcval_{name}', Any, None) for name in EXTRAS)],
+    bases=(_Case,))
 
 
 class Run(Struct):
@@ -92,8 +77,7 @@ _DECODER = msgspec.json.Decoder(Report)
 
 @functools.lru_cache(maxsize=8)
 def _decoder(attrs):
-    """A decoder whose test cases also keep the fields ``attrs`` (test
-    attribute names: identifiers), of any type."""
+    """A decoder whose test cases also keep the fields ``attrs``."""
     if not attrs:
         return _DECODER
     case = msgspec.defstruct(
@@ -108,9 +92,7 @@ def _decoder(attrs):
 
 
 def decode(text, attrs=()):
-    """The Report of ``text`` (JSON, str or bytes), or None where the
-    checked reading must read it; its test cases keep the fields named in
-    ``attrs`` (a tuple of identifiers) too."""
+    """The Report of ``text``, or None where the checked reading must read."""
     try:
         report = _decoder(attrs).decode(text)
     except (msgspec.DecodeError, RecursionError):
@@ -119,8 +101,7 @@ def decode(text, attrs=()):
 
 
 def _metrics_named(report):
-    """Whether every perfvalues key ends in a metric name (not empty, not
-    ending in a colon)."""
+    """Whether every perfvalues key ends in a metric name."""
     keys = set()
     for run in report.runs:
         for case in run.testcases:

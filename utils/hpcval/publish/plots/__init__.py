@@ -1,19 +1,4 @@
-"""Figures for ``hpcval report --plots DIR`` (matplotlib, PNG and SVG).
-
-- ``benchmark_multiples``: small multiples, one figure per benchmark, a
-  panel per measured figure, a bar per system;
-- ``metric_bars`` / ``all_metric_bars``: a metric across the comparison
-  table's columns, with its references and pass bands;
-- ``collective_curves``: nccl-tests / rccl-tests busbw by message size;
-- ``transferbench_heatmaps``: TransferBench a2a and p2p matrices;
-- ``babelstream_kernels``: BabelStream's kernels by system and per GPU.
-
-Every function returns a ``Plotted`` (``files`` written, PNG then SVG per
-figure; ``skipped``: a message per case or row left out, such as a run
-whose kept output is not on this machine).  Names come from the figure's
-content; an existing file is never replaced unless ``force=True``
-(FileExistsError names it).  docs/reporting-plots.md describes each plot.
-"""
+"""Figures for ``hpcval report --plots DIR`` (docs/reporting-plots.md)."""
 import functools
 
 from matplotlib import rc_context
@@ -28,23 +13,12 @@ from hpcval.publish.plots.curves import collective_curves
 from hpcval.publish.plots.heatmaps import transferbench_heatmaps
 
 __all__ = ['Plotted', 'all_metric_bars', 'babelstream_kernels',
-           'benchmark_multiples',
-           'collective_curves', 'draw_all', 'metric_bars', 'slug',
-           'transferbench_heatmaps']
+           'benchmark_multiples', 'collective_curves', 'draw_all',
+           'metric_bars', 'slug', 'transferbench_heatmaps']
 
 
 def draw_all(table, samples, outdir, select=None, force=False):
-    """Every plot of ``samples`` (hpcval.publish.results.Sample) and their
-    ``table`` (hpcval.publish.comparison.build of the same samples): the
-    curves, heat maps and BabelStream figures first, then one small-multiples
-    figure per other benchmark; ``select`` narrows the bars (see
-    all_metric_bars)."""
-    # names are data: '$\\fakecmd$' is drawn as written, never as mathtext
-    with rc_context({'text.parse_math': False}):
-        return _draw_all(table, samples, outdir, select, force)
-
-
-def _draw_all(table, samples, outdir, select, force):
+    """Every plot of ``samples`` and their ``table``; ``select``: the bars."""
     steps = [
         lambda: collective_curves(samples, outdir, force=force),
         lambda: transferbench_heatmaps(samples, outdir, force=force),
@@ -56,7 +30,9 @@ def _draw_all(table, samples, outdir, select, force):
           # BabelStream's kernel figure compares its figures
           if bench != 'babelstream')]
     plotted = Plotted()
-    for step in progress.bar(steps, desc='hpcval report: plots',
-                             unit='figure group'):
-        plotted.add(step())
+    # names are data: '$\\fakecmd$' is drawn as written, never as mathtext
+    with rc_context({'text.parse_math': False}):
+        for step in progress.bar(steps, desc='hpcval report: plots',
+                                 unit='figure group'):
+            plotted.add(step())
     return plotted

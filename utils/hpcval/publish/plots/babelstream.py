@@ -1,14 +1,4 @@
-"""BabelStream's five kernels, across systems and per GPU.
-
-A GPU check runs BabelStream on every GPU of the node at once and reports,
-per kernel (metrics ``copy``, ``mul``, ``add``, ``triad``, ``dot``, MB/s),
-the minimum over the GPUs: the slowest GPU sets the node's figure.  The
-cross-system figure shows those metrics from the table; the per-GPU
-figure shows each GPU's own figures, which the check stores in its report
-(``hpcval_plot_data``, hpcval.plotdata); for older reports, each GPU's
-output (``stream.<host>.gpu<N>.out``, kept by the check in its output
-folder, where that is on this machine) parsed with the check's parser.
-"""
+"""BabelStream's five kernels, across systems and per GPU."""
 import glob
 import math
 import os
@@ -38,11 +28,7 @@ _GPU_FILE = re.compile(r'^stream\.(?P<host>.+)\.gpu(?P<gpu>\d+)\.out$')
 
 
 def babelstream_kernels(table_or_samples, outdir, force=False, table=None):
-    """Grouped bars of the five kernels: one figure across the table's
-    columns (the node's figure: a GPU node's slowest GPU), and, given
-    Samples whose cases kept their per-GPU outputs, one figure per column
-    and GPU check with a bar per GPU.  With Samples, ``table`` may pass
-    their comparison table if it is built already.  Returns Plotted."""
+    """Grouped kernel bars across columns, and per GPU where recorded."""
     plotted = Plotted()
     if isinstance(table_or_samples, comparison.Table):
         table = table_or_samples
@@ -56,15 +42,13 @@ def babelstream_kernels(table_or_samples, outdir, force=False, table=None):
 
 
 def _kind(test):
-    """'CPU' or 'GPU' of a BabelStream test name: the two never share a
-    figure (a factor of 100 apart, and not comparable)."""
+    """'CPU' or 'GPU' of a BabelStream test: the two never share a figure."""
     return 'GPU' if test.startswith('GPU') or \
         test.split(' ', 1)[0] in GPU_CHECKS else 'CPU'
 
 
 def _series_of(table):
-    """{kind: [(column, test)]} with BabelStream kernel rows, and the
-    cells by (column, test, kernel)."""
+    """{kind: [(column, test)]} with kernel rows, and their cells."""
     cells = {}
     for (row, col), cell in table.cells.items():
         if row.benchmark == BENCHMARK and row.metric in KERNELS:
@@ -107,8 +91,7 @@ def _across(table, outdir, plotted, force):
 
 
 def _grouped(bars, title, note, outdir, stem, plotted, force):
-    """Bars grouped by kernel; ``bars``: [(label, replay, {kernel: (mean,
-    std, n)}, {kernel: reference})]; a reference is drawn over its bar."""
+    """Bars grouped by kernel, each reference drawn over its bar."""
     fig = new_figure(max(7.0, 0.35 * len(bars) * len(KERNELS) + 3.5), 5)
     ax = fig.add_subplot()
     width = 0.8 / len(bars)
@@ -157,8 +140,7 @@ def _gb(value, unit):
 
 
 def _gpu_results(case):
-    """({(host, N): {kernel: GB/s}}, None) or (None, message): from the
-    plot data the report carries, else from the kept per-GPU outputs."""
+    """({(host, N): {kernel: GB/s}}, None) or (None, message)."""
     stored = plotdata.read(case, plotdata.PER_GPU)
     if stored is not None:
         return stored, None

@@ -6,10 +6,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from hpcval.publish import comparison, numbers
-from hpcval.publish.plots.common import (BAND_COLOUR, REFERENCE_COLOUR, REPLAY_HATCH,
-                                 VERDICT_COLOURS, Plotted, better_label,
-                                 new_figure, save, slug, text_width,
-                                 value_label)
+from hpcval.publish.plots.common import (BAND_COLOUR, REFERENCE_COLOUR,
+                                         REPLAY_HATCH, VERDICT_COLOURS,
+                                         Plotted, better_label, new_figure,
+                                         save, slug, text_width)
 
 # TransferBench's per-pair metrics (gpu00_to_gpu01, uni_gpu00_to_gpu01...)
 # are what the heat maps show; a bar chart per pair would bury the rest
@@ -45,11 +45,7 @@ def _top(cells):
 
 
 def metric_bars(table, row, outdir, force=False):
-    """One bar per column of ``table`` that has ``row``: mean with the
-    standard deviation as error bar, coloured by verdict, hatched for
-    replays; the column's reference as a dashed line over its bar, the pass
-    band shaded; n under each bar; no bar for a figure 0 by definition
-    (as in benchmark_multiples).  Returns Plotted."""
+    """One bar per column of ``table`` that has ``row``; returns Plotted."""
     return _bars(table, row, outdir, force, Plotted())
 
 
@@ -60,7 +56,6 @@ def _bars(table, row, outdir, force, plotted):
                                f'no column has a value (other than 0 by '
                                f'definition); not plotted')
         return plotted
-
     ticks = [_tick(c, cell, 18) for c, cell in zip(cols, cells)]
     legend = _legend(_drawable(cells), cols)
     fig = new_figure(1, 1)
@@ -71,32 +66,9 @@ def _bars(table, row, outdir, force, plotted):
     ax = fig.add_subplot()
     top = _top(cells)
     xs = range(len(cols))
+    stem = slug('bars', row.benchmark, row.test, row.metric)
     for x, col, cell in zip(xs, cols, cells):
-        if comparison.vacuous(cell):
-            continue    # its tick label says why there is no bar
-        replay = col.endswith('(replay)')
-        ax.bar(x, cell.mean, width=0.6, color=VERDICT_COLOURS[cell.verdict],
-               hatch=REPLAY_HATCH if replay else None, edgecolor='black',
-               linewidth=0.6, alpha=0.6 if replay else 0.9, zorder=2)
-        if cell.std is not None:
-            ax.errorbar(x, cell.mean, yerr=cell.std, color='black',
-                        capsize=5, linewidth=1, zorder=3)
-        ax.annotate(value_label(cell.mean),
-                    (x, cell.mean + (cell.std or 0)), xytext=(0, 3),
-                    textcoords='offset points', ha='center', va='bottom',
-                    fontsize=8, zorder=4)
-        ref = comparison.drawn_reference(cell)
-        if ref is not None:
-            lo, hi = _bounds(ref, 0, top)
-            ax.fill_between([x - 0.42, x + 0.42], lo, hi, color=BAND_COLOUR,
-                            alpha=0.15, linewidth=0, zorder=1)
-            ax.hlines(ref.value, x - 0.42, x + 0.42,
-                      colors=REFERENCE_COLOUR, linestyles='--', linewidth=1.8,
-                      zorder=3)
-            plotted.references.append((slug('bars', row.benchmark, row.test,
-                                            row.metric), col, row.metric,
-                                       ref.value))
-
+        _draw(ax, x, col, cell, lambda v: v, _BIG, row, stem, plotted, top)
     ax.set_ylim(0, top)
     ax.set_xlim(-0.6, len(cols) - 0.4)
     ax.set_xticks(list(xs), ticks, fontsize=8)
@@ -109,9 +81,42 @@ def _bars(table, row, outdir, force, plotted):
     ax.grid(axis='y', alpha=0.3, zorder=0)
     ax.legend(handles=legend, fontsize=7,
               loc='upper left', bbox_to_anchor=(1.01, 1), borderaxespad=0)
-    save(fig, outdir, slug('bars', row.benchmark, row.test, row.metric),
-         plotted, force)
+    save(fig, outdir, stem, plotted, force)
     return plotted
+
+
+# (bar edge, cap, whisker, label offset and size, reference half-width, line)
+_BIG = (0.6, 5, 1, 3, 8, 0.42, 1.8)
+_SMALL = (0.5, 3, 0.8, 2, 6.5, 0.4, 1.4)
+
+
+def _draw(ax, x, col, cell, scaled, style, row, stem, plotted, band=None):
+    """A column's bar, spread, value and own reference (``band``: the pass
+    band's top); a vacuous cell gets none, its tick says why."""
+    if comparison.vacuous(cell):
+        return
+    edge, cap, whisker, offset, size, half, line = style
+    replay, mean = col.endswith('(replay)'), scaled(cell.mean)
+    ax.bar(x, mean, width=0.6,
+           color=VERDICT_COLOURS.get(cell.verdict, '#8c8c8c'),
+           hatch=REPLAY_HATCH if replay else None, edgecolor='black',
+           linewidth=edge, alpha=0.6 if replay else 0.9, zorder=2)
+    if cell.std is not None:
+        ax.errorbar(x, mean, yerr=scaled(cell.std), color='black',
+                    capsize=cap, linewidth=whisker, zorder=3)
+    ax.annotate(numbers.sig(mean, 3), (x, mean + scaled(cell.std or 0)),
+                xytext=(0, offset), textcoords='offset points', ha='center',
+                va='bottom', fontsize=size, zorder=4)
+    ref = comparison.drawn_reference(cell)
+    if ref is None:
+        return
+    if band is not None:
+        lo, hi = _bounds(ref, 0, band)
+        ax.fill_between([x - half, x + half], lo, hi, color=BAND_COLOUR,
+                        alpha=0.15, linewidth=0, zorder=1)
+    ax.hlines(scaled(ref.value), x - half, x + half, colors=REFERENCE_COLOUR,
+              linestyles='--', linewidth=line, zorder=3)
+    plotted.references.append((stem, col, row.metric, ref.value))
 
 
 def _legend(cells, cols, band=True):
@@ -148,10 +153,7 @@ def _selector(select):
 
 
 def all_metric_bars(table, outdir, select=None, force=False):
-    """``metric_bars`` for every row of ``table`` that ``select`` keeps: a
-    callable taking the Row, or a regular expression searched in
-    "<benchmark> <test> <metric>".  TransferBench per-pair metrics are left
-    to the heat maps (one message counts them)."""
+    """``metric_bars`` for every row ``select`` keeps (callable or regex)."""
     keep = _selector(select)
     plotted, links = Plotted(), 0
     for row in table.rows:
@@ -161,7 +163,6 @@ def all_metric_bars(table, outdir, select=None, force=False):
             links += 1
             continue
         _bars(table, row, outdir, force, plotted)
-
     if links:
         plotted.skipped.append(f'{links} per-GPU-pair TransferBench metrics '
                                f'have no bar chart: the heat maps show them')
@@ -169,14 +170,7 @@ def all_metric_bars(table, outdir, select=None, force=False):
 
 
 def benchmark_multiples(table, benchmark, outdir, force=False, select=None):
-    """Small multiples: one figure per benchmark comparing every column,
-    a panel per row that two or more columns have (measurement and metric;
-    per-GPU-pair rows are left to the heat maps), bars coloured by verdict, hatched for replays, the
-    reference dashed, values in the unit that suits their magnitude; a
-    figure 0 by definition (comparison.vacuous: a one-GPU collective's bus
-    bandwidth) gets no bar but a note under its column, as in the tables.
-    More than PANELS_PER_FIGURE rows continue in a second figure;
-    ``select`` keeps rows as in all_metric_bars.  Returns Plotted."""
+    """Small multiples: a figure per benchmark, a panel per shared row."""
     plotted, keep = Plotted(), _selector(select)
     # a figure of one system compares nothing: its table says it all
     rows = [r for r in table.rows if r.benchmark == benchmark and keep(r)
@@ -201,8 +195,7 @@ def _compares(table, row):
 
 
 def _drawable(cells):
-    """The cells that get a bar: not a diagnostic that is 0 by definition
-    (the tables' rule, comparison.vacuous), which gets a note instead."""
+    """The cells that get a bar: not a diagnostic 0 by definition."""
     return [c for c in cells if not comparison.vacuous(c)]
 
 
@@ -242,30 +235,9 @@ def _panel(ax, row, cols, cells, stem, plotted):
 
     def scaled(x):
         return numbers.scale(x, row.unit, unit)
-
     top = _top([_Scaled(c, scaled) for c in cells])
     for x, (col, cell) in enumerate(zip(cols, cells)):
-        if comparison.vacuous(cell):
-            continue    # its tick label says why there is no bar
-        replay = col.endswith('(replay)')
-        ax.bar(x, scaled(cell.mean), width=0.6,
-               color=VERDICT_COLOURS[cell.verdict]
-               if cell.verdict in VERDICT_COLOURS else '#8c8c8c',
-               hatch=REPLAY_HATCH if replay else None, edgecolor='black',
-               linewidth=0.5, alpha=0.6 if replay else 0.9, zorder=2)
-        if cell.std is not None:
-            ax.errorbar(x, scaled(cell.mean), yerr=scaled(cell.std),
-                        color='black', capsize=3, linewidth=0.8, zorder=3)
-        ax.annotate(numbers.sig(scaled(cell.mean), 3),
-                    (x, scaled(cell.mean) + scaled(cell.std or 0)),
-                    xytext=(0, 2), textcoords='offset points', ha='center',
-                    va='bottom', fontsize=6.5, zorder=4)
-        ref = comparison.drawn_reference(cell)
-        if ref is not None:
-            ax.hlines(scaled(ref.value), x - 0.4, x + 0.4,
-                      colors=REFERENCE_COLOUR, linestyles='--',
-                      linewidth=1.4, zorder=3)
-            plotted.references.append((stem, col, row.metric, ref.value))
+        _draw(ax, x, col, cell, scaled, _SMALL, row, stem, plotted)
     ax.set_ylim(0, top)
     ax.set_xlim(-0.6, len(cols) - 0.4)
     ax.set_xticks(range(len(cols)), [_tick(c, cell)
@@ -283,8 +255,7 @@ ARROWS = {'higher': '↑', 'lower': '↓'}
 
 
 def _tick(col, cell, width=12):
-    """A column's label, a line each: its name (wrapped), n, the GPUs x
-    nodes of a collective's runs, and why a cell has no bar."""
+    """A column's tick label: name, n, GPUs x nodes, why no bar."""
     lines = [_wrapped(col, width), f'n={cell.n}']
     if cell.gpus and cell.nodes:
         lines.append(f'{cell.gpus} GPU x {cell.nodes} node')

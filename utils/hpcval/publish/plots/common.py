@@ -1,10 +1,5 @@
-"""What the hpcval plots share: figures drawn with matplotlib's Agg canvas
-(no pyplot, so no global backend is switched in the caller's process),
-file names from the figure's content, refusing to overwrite, and reading a
-test case's kept output with a message, not a traceback, when it is gone.
-"""
+"""What the hpcval plots share: Agg canvas, file names, kept outputs."""
 import io
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -33,8 +28,7 @@ REFERENCE_COLOUR = '#1f3b73'
 
 @dataclass
 class Plotted:
-    """What a plotting call produced: the files written (PNG then SVG of
-    each figure) and, per case or row left out, a message saying why."""
+    """The files a plotting call wrote, and why each left-out was left out."""
     files: list = field(default_factory=list)
     skipped: list = field(default_factory=list)
     #: every reference line drawn: (figure, column, metric, value in the
@@ -65,9 +59,7 @@ def new_figure(width, height):
 
 
 def text_width(fig, texts, size):
-    """The widest line of ``texts`` at font ``size``, in inches, as
-    ``fig``'s canvas draws it: what a tick label needs, known before the
-    figure's size is set."""
+    """The widest line of ``texts`` at font ``size``, in inches."""
     renderer = fig.canvas.get_renderer()
     prop = FontProperties(size=size)
     return max((renderer.get_text_width_height_descent(
@@ -77,17 +69,12 @@ def text_width(fig, texts, size):
 
 
 def save(fig, outdir, stem, plotted, force=False):
-    """Write ``stem``.png and .svg under ``outdir``; add them to ``plotted``.
-
-    Refuses (FileExistsError naming the file) to replace a file unless
-    ``force``; two figures of one call with the same stem get a counter.
-    """
+    """Write ``stem``.png and .svg under ``outdir`` (never over a file)."""
     output.check_folder(outdir)     # never a link
     base, n = stem, 1
     while os.path.join(outdir, base + '.png') in plotted.files:
         n += 1
         base = f'{stem}-{n}'
-
     paths = [os.path.join(outdir, f'{base}.{ext}') for ext in ('png', 'svg')]
     if not force:
         for path in paths:
@@ -95,7 +82,6 @@ def save(fig, outdir, stem, plotted, force=False):
                 raise FileExistsError(
                     f'{path} exists; not overwritten (force=True, or '
                     f'--force, replaces it)')
-
     # SVG: text kept as text (searchable, editable), no date in the file
     with rc_context({'svg.fonttype': 'none', 'svg.hashsalt': stem}):
         for path in paths:
@@ -109,8 +95,7 @@ def save(fig, outdir, stem, plotted, force=False):
 
 
 def unique_cases(samples_or_cases):
-    """The cases of ``samples_or_cases`` (Samples or Cases), first-seen
-    order, each once."""
+    """The cases of ``samples_or_cases``, first-seen order, each once."""
     seen = {}
     for item in samples_or_cases:
         case = getattr(item, 'case', item)
@@ -124,19 +109,16 @@ def describe(case):
 
 
 def kept_output(case, name=None):
-    """(text, None) of the case's kept file ``name`` (default: its job
-    stdout), or (None, message) saying why it cannot be read here."""
+    """(text, None) of the case's kept file ``name``, or (None, message)."""
     if not case.outputdir or not (name or case.stdout):
         return None, (f'{describe(case)}: the report names no kept output '
                       f'(ReFrame keeps the output of passed cases only); '
                       f'not plotted')
-
     path = os.path.join(case.outputdir, name or case.stdout)
     if not os.path.isfile(path):
         return None, (f'{describe(case)}: its output {path} is not on this '
                       f'machine (a report from another site, or the output '
                       f'folder was removed); not plotted')
-
     try:
         return read_text(path), None
     except OSError as err:
@@ -145,23 +127,13 @@ def kept_output(case, name=None):
 
 
 def passed(cases, skipped):
-    """The cases that passed, whose output may be drawn; why each failed
-    one is not drawn goes to ``skipped`` (a skipped one ran nothing: not
-    worth a message)."""
+    """The cases that passed; why each failed one is not drawn: skipped."""
     for case in cases:
         if case.result == 'pass':
             yield case
         elif case.result != 'skip':
             skipped.append(f'{describe(case)}: result {case.result}; its '
                            f'output is not plotted')
-
-
-def value_label(value):
-    """Three significant figures, no exponent for the usual magnitudes."""
-    if value == 0 or not math.isfinite(value):
-        return f'{value:g}'
-    digits = max(0, 2 - int(math.floor(math.log10(abs(value)))))
-    return f'{value:,.{digits}f}'
 
 
 def better_label(better):

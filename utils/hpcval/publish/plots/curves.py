@@ -1,12 +1,4 @@
-"""nccl-tests / rccl-tests bus bandwidth against message size.
-
-The table keeps one number per run (busbw at the largest size, its
-maximum, Avg bus bandwidth); the curve needs every size: the check stores
-it in its report (``hpcval_plot_data``, hpcval.plotdata), so a report
-from another site draws it.  Reports without it are read again from the
-job output that ReFrame kept in the case's output folder, where that is on
-this machine, with the parser the check used.
-"""
+"""nccl-tests / rccl-tests bus bandwidth against message size."""
 import math
 import statistics
 
@@ -42,9 +34,7 @@ def _byte_axis(ax, sizes):
 
 
 def _run_curve(case, place):
-    """(curve {size: busbw}, None) of one run, or (None, message): from the
-    plot data its report carries, else from its kept output, parsed
-    again."""
+    """(curve {size: busbw}, None) of one run, or (None, message)."""
     stored = plotdata.read(case, plotdata.CURVES)
     if stored is None:
         text, why = kept_output(case)
@@ -88,10 +78,7 @@ def _collect(cases, place):
 
 def collective_curves(samples_or_cases, outdir, place=IN_PLACE,
                       force=False):
-    """busbw against message size, one figure per collective, one line per
-    column (system) and check; several runs: their mean, the band their
-    range.  ``place``: 'in_place' or 'out_of_place'.  Cases whose output
-    is not on this machine are left out with a message.  Returns Plotted."""
+    """busbw by message size: a figure per collective, a line per column."""
     if place not in (IN_PLACE, OUT_OF_PLACE):
         raise ValueError(f'place must be {IN_PLACE} or {OUT_OF_PLACE}, not '
                          f'{place!r}')
@@ -124,7 +111,6 @@ def _figure(collective, lines, place, outdir, plotted, force):
             ax.fill_between(xs, [min(v) for v in per_size],
                             [max(v) for v in per_size],
                             color=colours[col], alpha=0.15, linewidth=0)
-
     _byte_axis(ax, sizes)
     ax.set_ylim(bottom=0)
     ax.set_xlabel('message size (bytes)')

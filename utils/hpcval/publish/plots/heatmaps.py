@@ -1,12 +1,4 @@
-"""TransferBench a2a and p2p bandwidth matrices as heat maps.
-
-The table keeps the averages and one metric per GPU pair; the matrix
-(with its N/A cells and, for p2p, the CPU rows) is what the check stores
-in its report (``hpcval_plot_data``, hpcval.plotdata), so a report from
-another site draws it.  Older reports: the job output ReFrame kept, parsed
-again where it is on this machine, else the GPU pairs of the report's
-per-pair metrics.
-"""
+"""TransferBench a2a and p2p bandwidth matrices as heat maps."""
 import math
 import re
 
@@ -41,8 +33,7 @@ def _from_output(case, preset):
 
 
 def _from_metrics(samples):
-    """Panels of the GPU pairs among a run's metrics (no CPU rows, no N/A
-    cells: the report keeps only the measured GPU pairs)."""
+    """Panels of the GPU pairs among a run's metrics."""
     by_dir = {}
     for s in samples:
         m = _PAIR.fullmatch(s.metric)
@@ -75,10 +66,7 @@ def _latest(cases):
 
 
 def transferbench_heatmaps(cases, outdir, force=False):
-    """A heat map (GB/s in each cell) per column, check and preset, of the
-    latest passed a2a or p2p run; grey cells: not measured (the diagonal,
-    N/A pairs).  Cases or Samples (Samples let a report without plot data
-    or kept output still show its GPU pairs).  Returns Plotted."""
+    """A heat map per column, check and preset of the latest passed run."""
     items = list(cases)
     samples = {}
     for s in items:
