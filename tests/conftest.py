@@ -173,7 +173,8 @@ def failing_smi_run(tmp_path_factory):
     """``reframe -c checks/ -r --system local`` with an nvidia-smi that
     fails the real way (exit 9, test_health.FAKE_SMI) first on PATH, once:
     every check of checks/ that runs here, beside the node's failed
-    health."""
+    health; the ping-pong's 100 round trips a size (not 1000) are enough
+    for its flow, and were most of the run's CPU."""
     from test_health import FAKE_SMI
     tmp = tmp_path_factory.mktemp('local-failing-smi')
     bindir = tmp / 'bin'
@@ -181,7 +182,8 @@ def failing_smi_run(tmp_path_factory):
     (bindir / 'nvidia-smi').write_text(FAKE_SMI)
     (bindir / 'nvidia-smi').chmod(0o755)
     proc, report = reframe(
-        '-r', '--system', 'local', tmp_path=tmp,
+        '-r', '--system', 'local', '-S', 'Mpi4pyPingPongCheck.loops=100',
+        tmp_path=tmp,
         env={'PATH': os.pathsep.join((str(bindir), str(VENV_BIN),
                                       os.environ['PATH'])),
              **readme.OFFLINE})
