@@ -407,9 +407,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
     _tell_the_scheduler(config, groups)
 
-    # a test that stops what its group shares runs after the group's others
-    items.sort(key=lambda item: item.get_closest_marker('runs_last')
-               is not None)
+    # a test that stops what its group shares runs after the group's others;
+    # slow tests first: xdist hands out groups by size, then in this order,
+    # so the quick ones fill the end instead of a long one starting last
+    items.sort(key=lambda item: (item.get_closest_marker('runs_last')
+                                 is not None, not item.get_closest_marker(
+                                     'slow')))
 
 
 # -- pytest-xdist: the groups reach the scheduler ----------------------------
