@@ -16,6 +16,7 @@ that starts ``reframe`` or a Slurm daemon without its marker.
 import builtins
 import collections
 import dis
+import functools
 import importlib
 import inspect
 import json
@@ -246,6 +247,7 @@ _GLOBAL = {'LOAD_GLOBAL', 'LOAD_NAME'}
 _ATTR = {'LOAD_ATTR', 'LOAD_METHOD', 'IMPORT_FROM'}
 
 
+@functools.lru_cache(maxsize=None)
 def _names(code):
     """(globals, attributes, imported modules, string constants) that
     ``code`` and its nested code (lambdas, comprehensions, inner functions)
@@ -264,7 +266,7 @@ def _names(code):
             found[3].add(const)
         elif isinstance(const, (tuple, frozenset)):     # a folded list
             found[3].update(c for c in const if isinstance(c, str))
-    return found
+    return tuple(map(frozenset, found))
 
 
 def _commands(consts, values):
@@ -283,6 +285,7 @@ def _commands(consts, values):
     return kinds
 
 
+@functools.lru_cache(maxsize=None)
 def _ours(obj):
     """A function or class defined in tests/ (whose code is followed)."""
     try:
@@ -335,6 +338,13 @@ def _reaches(func, cls=None, seen=None):
     return kinds
 
 
+@functools.lru_cache(maxsize=None)
+def _kinds(func, cls=None):
+    """``_reaches``, once a function: most tests share their fixtures and
+    helpers, and collection (on every xdist worker) walked them for each."""
+    return frozenset(_reaches(func, cls))
+
+
 def _fixture_kinds(item):
     """{fixture name: (scope, markers, defined in tests/)} of every fixture
     ``item`` uses."""
@@ -343,7 +353,7 @@ def _fixture_kinds(item):
     for name in item.fixturenames:
         if name in defs and defs[name]:
             fixdef = defs[name][-1]
-            found[name] = (fixdef.scope, _reaches(fixdef.func),
+            found[name] = (fixdef.scope, _kinds(fixdef.func),
                            _ours(fixdef.func))
     return found
 
@@ -377,7 +387,8 @@ def pytest_collection_modifyitems(config, items):
     shared = {}
     for item in items:
         fixtures = _fixture_kinds(item)
-        kinds = _reaches(item.obj, getattr(item, 'cls', None))
+        kinds = set(_kinds(getattr(item.obj, '__func__', item.obj),
+                           getattr(item, 'cls', None)))
         kinds |= {k for _, ks, _ in fixtures.values() for k in ks}
         kinds |= {m.name for m in item.iter_markers() if m.name in SLOW}
         for kind in sorted(kinds):
