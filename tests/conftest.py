@@ -16,6 +16,7 @@ that starts ``reframe`` or a Slurm daemon without its marker.
 import builtins
 import collections
 import dis
+import functools
 import importlib
 import inspect
 import json
@@ -173,7 +174,8 @@ def failing_smi_run(tmp_path_factory):
     """``reframe -c checks/ -r --system local`` with an nvidia-smi that
     fails the real way (exit 9, test_health.FAKE_SMI) first on PATH, once:
     every check of checks/ that runs here, beside the node's failed
-    health."""
+    health; the ping-pong's 100 round trips a size (not 1000) are enough
+    for its flow, and were most of the run's CPU."""
     from test_health import FAKE_SMI
     tmp = tmp_path_factory.mktemp('local-failing-smi')
     bindir = tmp / 'bin'
@@ -181,7 +183,8 @@ def failing_smi_run(tmp_path_factory):
     (bindir / 'nvidia-smi').write_text(FAKE_SMI)
     (bindir / 'nvidia-smi').chmod(0o755)
     proc, report = reframe(
-        '-r', '--system', 'local', tmp_path=tmp,
+        '-r', '--system', 'local', '-S', 'Mpi4pyPingPongCheck.loops=100',
+        tmp_path=tmp,
         env={'PATH': os.pathsep.join((str(bindir), str(VENV_BIN),
                                       os.environ['PATH'])),
              **readme.OFFLINE})
@@ -244,6 +247,7 @@ _GLOBAL = {'LOAD_GLOBAL', 'LOAD_NAME'}
 _ATTR = {'LOAD_ATTR', 'LOAD_METHOD', 'IMPORT_FROM'}
 
 
+@functools.lru_cache(maxsize=None)
 def _names(code):
     """(globals, attributes, imported modules, string constants) that
     ``code`` and its nested code (lambdas, comprehensions, inner functions)
@@ -262,7 +266,7 @@ def _names(code):
             found[3].add(const)
         elif isinstance(const, (tuple, frozenset)):     # a folded list
             found[3].update(c for c in const if isinstance(c, str))
-    return found
+    return tuple(map(frozenset, found))
 
 
 def _commands(consts, values):
@@ -281,6 +285,7 @@ def _commands(consts, values):
     return kinds
 
 
+@functools.lru_cache(maxsize=None)
 def _ours(obj):
     """A function or class defined in tests/ (whose code is followed)."""
     try:
@@ -333,6 +338,13 @@ def _reaches(func, cls=None, seen=None):
     return kinds
 
 
+@functools.lru_cache(maxsize=None)
+def _kinds(func, cls=None):
+    """``_reaches``, once a function: most tests share their fixtures and
+    helpers, and collection (on every xdist worker) walked them for each."""
+    return frozenset(_reaches(func, cls))
+
+
 def _fixture_kinds(item):
     """{fixture name: (scope, markers, defined in tests/)} of every fixture
     ``item`` uses."""
@@ -341,7 +353,7 @@ def _fixture_kinds(item):
     for name in item.fixturenames:
         if name in defs and defs[name]:
             fixdef = defs[name][-1]
-            found[name] = (fixdef.scope, _reaches(fixdef.func),
+            found[name] = (fixdef.scope, _kinds(fixdef.func),
                            _ours(fixdef.func))
     return found
 
@@ -375,7 +387,8 @@ def pytest_collection_modifyitems(config, items):
     shared = {}
     for item in items:
         fixtures = _fixture_kinds(item)
-        kinds = _reaches(item.obj, getattr(item, 'cls', None))
+        kinds = set(_kinds(getattr(item.obj, '__func__', item.obj),
+                           getattr(item, 'cls', None)))
         kinds |= {k for _, ks, _ in fixtures.values() for k in ks}
         kinds |= {m.name for m in item.iter_markers() if m.name in SLOW}
         for kind in sorted(kinds):
@@ -405,9 +418,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
     _tell_the_scheduler(config, groups)
 
-    # a test that stops what its group shares runs after the group's others
-    items.sort(key=lambda item: item.get_closest_marker('runs_last')
-               is not None)
+    # a test that stops what its group shares runs after the group's others;
+    # slow tests first: xdist hands out groups by size, then in this order,
+    # so the quick ones fill the end instead of a long one starting last
+    items.sort(key=lambda item: (item.get_closest_marker('runs_last')
+                                 is not None, not item.get_closest_marker(
+                                     'slow')))
 
 
 # -- pytest-xdist: the groups reach the scheduler ----------------------------

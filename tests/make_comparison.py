@@ -60,18 +60,8 @@ def report_args(out, reports=REPORTS):
 def replay_reports(workdir):
     """{file name: fresh replay report path} of REPLAYED."""
     import replays
-    from hpcval import progress
-    out = {}
-    for system, name in progress.bar(REPLAYED, desc='replaying'):
-        recordings, checks, settings = replays.SYSTEMS[system]
-        folder = pathlib.Path(workdir) / system
-        proc, report = replays.replay(system, recordings(), checks, settings,
-                                      folder)
-        if report is None:
-            raise SystemExit(f'replay of {system} wrote no report:\n'
-                             f'{proc.stdout[-3000:]}')
-        out[name] = folder / 'report.json'
-    return out
+    made = replays.make_replay_reports(workdir, [s for s, _ in REPLAYED])
+    return {name: pathlib.Path(made[system]) for system, name in REPLAYED}
 
 
 #: a replay's report is dated by its document, not by the day it was made

@@ -12,36 +12,30 @@ from types import SimpleNamespace
 import pytest
 
 from hpcval.benchmarks import nodeuse
-from lmodenv import system_env
-from rfmrun import reframe
 
 LOADS = pathlib.Path(__file__).parent / 'fixtures' / 'captured' / 'nodeload'
-MEASURED = 'LikwidBench|BabelStream|[NR]cclTestsNodeCheck|OSU'
+MEASURED = 'LikwidBench|BabelStream|[NR]cclTestsNodeCheck|Osu'
 
 
 @pytest.fixture(scope='module')
-def dry_run(tmp_path_factory):
-    runs = {}
+def stage(dry_run):
+    """``stage(system)``: the stage folder of the session's dry run of
+    every check on ``system`` (conftest)."""
+    return lambda system: dry_run(system)[2]
 
-    def run(system):
-        if system not in runs:
-            tmp = tmp_path_factory.mktemp(f'dry-{system}')
-            proc, _ = reframe('--dry-run', '--system', system, '-n',
-                              MEASURED, tmp_path=tmp,
-                              env=system_env(tmp / 'modulefiles'))
-            assert proc.returncode == 0, proc.stdout[-3000:]
-            runs[system] = tmp / 'rfm' / 'stage' / system
-        return runs[system]
 
-    return run
+def _measured(stage):
+    """The job scripts of the measurements (not of their sources)."""
+    return [p for p in sorted(stage.rglob('rfm_job.sh'))
+            if re.search(MEASURED, p.parent.name)
+            and 'Source_' not in p.parent.name]
 
 
 @pytest.mark.parametrize('system, directive', [
     ('kestrel', '#SBATCH --exclusive'), ('perlmutter', '#SBATCH --exclusive'),
     ('frontier', '#SBATCH --exclusive'), ('summit', '#BSUB -x')])
-def test_every_measurement_asks_for_whole_nodes(dry_run, system, directive):
-    scripts = sorted(dry_run(system).rglob('rfm_job.sh'))
-    measured = [p for p in scripts if 'Source_' not in p.parent.name]
+def test_every_measurement_asks_for_whole_nodes(stage, system, directive):
+    measured = _measured(stage(system))
     assert measured
     for path in measured:
         lines = path.read_text().splitlines()
@@ -50,24 +44,22 @@ def test_every_measurement_asks_for_whole_nodes(dry_run, system, directive):
         assert 'flock' not in path.read_text()
 
 
-def test_likwid_requests_the_cores_it_runs_on(dry_run):
-    text = next((dry_run('kestrel') / 'cpu' / 'PrgEnv-gnu').glob(
+def test_likwid_requests_the_cores_it_runs_on(stage):
+    text = next((stage('kestrel') / 'cpu' / 'PrgEnv-gnu').glob(
         'LikwidBenchCheck_*/rfm_job.sh')).read_text()
     assert '#SBATCH --ntasks=1' in text.splitlines()
     assert '#SBATCH --cpus-per-task=104' in text.splitlines()
     assert re.search(r'^likwid-bench -t \w+ -W N:\w+:104\b', text, re.M)
 
 
-def test_the_box_builds_and_measures_under_one_lock(dry_run):
-    stage = dry_run('mi300x')
-    lock = str(stage.parent / nodeuse.LOCK_NAME)
-    [build] = (stage / 'default' / 'rocm').glob('RcclTestsBuild_*/'
-                                                 'rfm_build.sh')
+def test_the_box_builds_and_measures_under_one_lock(stage):
+    box = stage('mi300x')
+    lock = str(box.parent / nodeuse.LOCK_NAME)
+    [build] = (box / 'default' / 'rocm').glob('RcclTestsBuild_*/'
+                                               'rfm_build.sh')
     assert (f'if command -v flock >/dev/null; then exec 9>>{lock} && '
             f'flock -s 9; fi') in build.read_text().splitlines()
-    for path in (stage / 'default').rglob('rfm_job.sh'):
-        if 'Source_' in path.parent.name:
-            continue
+    for path in _measured(box / 'default'):
         lines = path.read_text().splitlines()
         at = lines.index(f'if command -v flock >/dev/null; then exec '
                          f'9>>{lock} && flock -x 9; fi')

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -29,15 +30,17 @@ STALE = 'is stale: run .venv/bin/python tests/make_comparison.py'
 
 
 @pytest.fixture(scope='module')
-def replayed(tmp_path_factory):
-    """The replays made again by the checks of today, as
-    make_comparison commits them: {file name: text}."""
-    work = tmp_path_factory.mktemp('replays')
-    systems = {name: system for system, name in mc.REPLAYED}
-    return {name: json.dumps(mc.committed(
-                json.loads(path.read_text()), systems[name],
-                work / systems[name]), indent=2) + '\n'
-            for name, path in mc.replay_reports(work).items()}
+def replayed(replay_reports):
+    """The replays made again by the checks of today (the session's, made
+    as make_comparison makes them), as make_comparison commits them:
+    {file name: text}."""
+    out = {}
+    for system, name in mc.REPLAYED:
+        path = pathlib.Path(replay_reports[system])
+        out[name] = json.dumps(mc.committed(json.loads(path.read_text()),
+                                            system, path.parent),
+                               indent=2) + '\n'
+    return out
 
 
 @pytest.fixture(scope='module')
