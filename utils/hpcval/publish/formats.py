@@ -438,8 +438,7 @@ def to_csv(tables):
     out.writerow(CSV_FIELDS)
     for table in tables:
         for line in csv_lines(table, unit_of):
-            out.writerow([line[k] if isinstance(line[k], int)
-                          else _text_cell(line[k]) for k in CSV_FIELDS])
+            out.writerow([csv_text(line[k]) for k in CSV_FIELDS])
     return buf.getvalue()
 
 
