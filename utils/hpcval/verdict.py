@@ -259,14 +259,15 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
         return id(case) not in replaced and chosen(case)
     fixtures = {(f.session, f.name): f for f in loaded.fixtures}
     samples = _by_case(loaded)
+
+    def figures(case):
+        return samples.get(id(case), [])
     screened = [c for c in loaded.cases
                 if select(c) and screen.node_of(c) is not None]
     # the option, else the system's own where its file gives one
     factor = peer_factor if peer_factor is not None else \
         verdict_refs.peer_factors(getattr(loaded, 'references', None))
-    peer = screen.peer_comparison(screened,
-                                  lambda c: samples.get(id(c), []),
-                                  factor)
+    peer = screen.peer_comparison(screened, figures, factor)
 
     groups, seen, judged = _Groups(), set(), []
     healths = health.Judge(getattr(loaded, 'references', None))
@@ -277,16 +278,16 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
         seen.add(_key(case))
         judged.append(case)
         first = first_runs.get(id(case))
-        _judge_case(groups, case, samples.get(id(case), []), peer, fixtures,
+        _judge_case(groups, case, figures(case), peer, fixtures,
                     healths, rebanded, getattr(loaded, 'references', None),
-                    first and (first, samples.get(id(first), [])))
+                    first and (first, figures(first)))
     for case, node, comp, text in healths.between_nodes():
         groups.of(case).changes.append(_changed(node, comp, text))
     groups.unprobed()
     _unmeasured(groups, judged)
     _failed_fixtures(groups, loaded.fixtures, select, seen)
     _untrusted(groups, loaded)
-    _screens(groups, screened, samples, factor, accept_out)
+    _screens(groups, screened, figures, factor, accept_out)
 
     ordered = [groups[k] for k in sorted(groups)]
     incomplete = _incomplete(ordered, allow_unjudged)
@@ -630,7 +631,7 @@ def _untrusted(groups, loaded):
         g.failures.extend(bad)
 
 
-def _screens(groups, screened, samples, peer_factor, accept_out):
+def _screens(groups, screened, figures, peer_factor, accept_out):
     """Each group's session count and, for a node screen, its peer figures."""
     for g in groups.values():
         g.sessions = len(groups.sessions.get(g.name, ()))
@@ -640,13 +641,9 @@ def _screens(groups, screened, samples, peer_factor, accept_out):
         if mine:
             g.coverage = screen.accept_out(screen.coverage(mine),
                                            accept_out)
-            g.per_node = screen.per_node(mine,
-                                         lambda c: samples.get(id(c), []),
-                                         peer_factor)
-            g.reach = screen.reach(mine, lambda c: samples.get(id(c), []),
-                                   peer_factor, is_judged)
-            g.same_failure = screen.same_failure(
-                mine, lambda c: samples.get(id(c), []))
+            g.per_node = screen.per_node(mine, figures, peer_factor)
+            g.reach = screen.reach(mine, figures, peer_factor, is_judged)
+            g.same_failure = screen.same_failure(mine, figures)
 
 
 def _incomplete(groups, allow_unjudged):
