@@ -265,12 +265,13 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     screened = [c for c in loaded.cases
                 if select(c) and screen.node_of(c) is not None]
     # the option, else the system's own where its file gives one
+    refs = getattr(loaded, 'references', None)
     factor = peer_factor if peer_factor is not None else \
-        verdict_refs.peer_factors(getattr(loaded, 'references', None))
+        verdict_refs.peer_factors(refs)
     peer = screen.peer_comparison(screened, figures, factor)
 
     groups, seen, judged = _Groups(), set(), []
-    healths = health.Judge(getattr(loaded, 'references', None))
+    healths = health.Judge(refs)
     rebanded = getattr(loaded, 'rebanded', None) or {}
     for case in loaded.cases:
         if not select(case) or _key(case) in seen:
@@ -278,9 +279,8 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
         seen.add(_key(case))
         judged.append(case)
         first = first_runs.get(id(case))
-        _judge_case(groups, case, figures(case), peer, fixtures,
-                    healths, rebanded, getattr(loaded, 'references', None),
-                    first and (first, figures(first)))
+        _judge_case(groups, case, figures(case), peer, fixtures, healths,
+                    rebanded, refs, first and (first, figures(first)))
     for case, node, comp, text in healths.between_nodes():
         groups.of(case).changes.append(_changed(node, comp, text))
     groups.unprobed()
