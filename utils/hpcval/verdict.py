@@ -710,12 +710,6 @@ def render_json(verdict):
     return json.dumps(as_dict(verdict), indent=2, sort_keys=False) + '\n'
 
 
-def _provenance_line(g):
-    keys = [k for k in PROVENANCE_KEYS if k in g.provenance] + \
-        sorted(k for k in g.provenance if k not in PROVENANCE_KEYS)
-    return '; '.join(f'{k} {" | ".join(g.provenance[k])}' for k in keys)
-
-
 #: keys every GPU has its own value of: not a difference between nodes
 _OWN_KEYS = ('gpu_uuid', 'gpu_serial')
 
@@ -770,7 +764,7 @@ def render_text(verdict, most=20, per_node=False):
                           f'{len(g.failures)} test case(s)']
             lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
             continue
-        nodes = _names(g.nodes, 8)
+        nodes, gpus = _names(g.nodes, 8), sum(map(len, g.gpus.values()))
         lines += [
             '',
             f'{g.name}: {g.cases_passed + g.cases_failed + g.cases_skipped} '
@@ -778,7 +772,7 @@ def render_text(verdict, most=20, per_node=False):
             f'{g.cases_skipped} skipped) in {g.sessions} session(s)'
             + (f', {g.replays} replayed' if g.replays else '')
             + (f' on {len(g.nodes)} node(s)' if g.nodes else '')
-            + (_gpu_count(g.gpus) if g.gpus else '')
+            + (f', {gpus} GPU{"s" if gpus != 1 else ""}' if g.gpus else '')
             + (f': {nodes}' if g.nodes else ''),
             f'  figures: {g.judged_passed + g.judged_failed} judged '
             f'({g.judged_passed} passed, {g.judged_failed} failed), '
@@ -801,7 +795,10 @@ def render_text(verdict, most=20, per_node=False):
                       f'{_differing(values)}'
                       for key, values in differs.items()]
         if g.provenance:
-            lines.append(f'  provenance: {_provenance_line(g)}')
+            keys = [k for k in PROVENANCE_KEYS if k in g.provenance] + \
+                sorted(k for k in g.provenance if k not in PROVENANCE_KEYS)
+            lines.append('  provenance: ' + '; '.join(
+                f'{k} {" | ".join(g.provenance[k])}' for k in keys))
         lines += _capped(_gpu_lines(g.gpus), most)
         if g.references:
             rate = f'; built for {g.false_alarms}' if g.false_alarms \
@@ -857,11 +854,6 @@ def _datasheet_part(judged):
         return ''
     kinds = dict.fromkeys(c.peak for c in judged)
     return f', datasheet ({len(judged)} figures: {", ".join(kinds)})'
-
-
-def _gpu_count(gpus):
-    n = sum(map(len, gpus.values()))
-    return f', {n} GPU{"s" if n != 1 else ""}'
 
 
 def _gpu_lines(gpus):
