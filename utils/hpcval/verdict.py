@@ -226,13 +226,6 @@ class _Groups(dict):
                                self.health_seen.get(g.name, {}).items()
                                if not seen]
 
-    def add_nodes(self, g, label):
-        seen = self.node_sets.setdefault(g.name, set())
-        for node in label.split('+') if label else ():
-            if node not in seen:
-                seen.add(node)
-                g.nodes.append(node)
-
 
 def judge(loaded, select=None, strict=False, allow_unjudged=False,
           peer_factor=screen.PEER_FACTOR, accept_out=(),
@@ -351,7 +344,11 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
         return          # not a node's result: counted by coverage
     g.replays += case.replay
     label = node_label(case)
-    groups.add_nodes(g, label)
+    seen = groups.node_sets.setdefault(g.name, set())
+    for node in label.split('+') if label else ():
+        if node not in seen:
+            seen.add(node)
+            g.nodes.append(node)
     drain.note_case(g.ran_there, label, {*case.nodes,
                                          *screen.job_nodes(case)})
     _provenance(g, case, groups.provenance)
