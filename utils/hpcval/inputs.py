@@ -120,11 +120,14 @@ def _shell_path(value, name):
         _refuse(name, value, 'no command substitution, not first a -')
 
 
-def _tokens(value, name):
-    if not isinstance(value, (list, tuple)):
-        _refuse(name, value, 'a list of words')
-    for item in value:
-        checked_token(item, name)
+def _each(check, what):
+    """A kind of lists whose every item ``check`` accepts."""
+    def each(value, name):
+        if not isinstance(value, (list, tuple)):
+            _refuse(name, value, what)
+        for item in value:
+            check(item, name)
+    return each
 
 
 def _number(low=None, high=None, low_open=False):
@@ -142,14 +145,7 @@ def _number(low=None, high=None, low_open=False):
 
 
 def _numbers(low):
-    check = _number(low)
-
-    def each(value, name):
-        if not isinstance(value, (list, tuple)):
-            _refuse(name, value, 'a list of numbers')
-        for item in value:
-            check(item, name)
-    return each
+    return _each(_number(low), 'a list of numbers')
 
 
 def _flag(value, name):
@@ -157,14 +153,14 @@ def _flag(value, name):
         _refuse(name, value, 'true or false')
 
 
-def _module_names(value, name):
-    if not isinstance(value, (list, tuple)):
-        _refuse(name, value, 'a list of module names')
-    for item in value:
-        checked_pattern(item, name, MODULE_NAME, 'module names (letters, '
-                                                 'digits, _ . + @ % / -)')
-        if item.startswith('-'):
-            _refuse(name, item, 'a module name, not first a -')
+def _module_name(item, name):
+    checked_pattern(item, name, MODULE_NAME, 'module names (letters, '
+                                             'digits, _ . + @ % / -)')
+    if item.startswith('-'):
+        _refuse(name, item, 'a module name, not first a -')
+
+
+_module_names = _each(_module_name, 'a list of module names')
 
 
 def _spack_spec(value, name):
@@ -177,7 +173,8 @@ def _spack_spec(value, name):
 
 PATH, RELATIVE_PATH, URL, TOKEN, WORD_OR_PATH = (
     _path, _relative_path, _url, checked_token, checked_word_or_path)
-SHELL_PATH, TOKENS, FLAG = _shell_path, _tokens, _flag
+SHELL_PATH, FLAG = _shell_path, _flag
+TOKENS = _each(checked_token, 'a list of words')
 SIZE = _matching(_SIZE, 'a byte count such as 8, 64M or 8G')
 GPU_IDS = _matching(_GPU_IDS, 'GPU numbers separated by commas, e.g. 0,1')
 CARDS = _matching(_CARDS, '"all" or one PCI bus id (0000:b3:00.0)')

@@ -259,10 +259,8 @@ _STEP = re.compile(r'\.([A-Za-z_]\w*)|\[(\d+)\]|\[\.\.\.\]')
 def _why(message, value):
     """'unreadable health record (msgspec's message; value V)'."""
     m = _AT.search(message)
-    if not m:
-        return f'unreadable health record ({message})'
-    at = value
-    for step in _STEP.finditer(m.group(1)):
+    at = value if m else {}         # a mapping or list: no value shown
+    for step in _STEP.finditer(m.group(1) if m else ''):
         key, index = step.group(1), step.group(2)
         if key is not None and isinstance(at, dict) and key in at:
             at = at[key]
@@ -270,10 +268,11 @@ def _why(message, value):
                 int(index) < len(at):
             at = at[int(index)]
         else:
-            return f'unreadable health record ({message})'
-    if isinstance(at, (dict, list)):
-        return f'unreadable health record ({message})'
-    return f'unreadable health record ({message}; value {_SHOWN.repr(at)})'
+            at = {}
+            break
+    shown = '' if isinstance(at, (dict, list)) else \
+        f'; value {_SHOWN.repr(at)}'
+    return f'unreadable health record ({message}{shown})'
 
 
 def unreadable(why, path, val):

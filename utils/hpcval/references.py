@@ -274,10 +274,7 @@ def _where(path, key, where):
 
 def load(path, text=None):
     """Parse and validate one reference file (or its ``text``): References."""
-    data = _document(path, text)
-    _head(path, data)
-    rules = _rules(path, data)
-    return _refs(path, _entries_of(path, data), rules)
+    return _whole(path, _document(path, text))[1]
 
 
 def _document(path, text=None):
@@ -296,9 +293,11 @@ def _document(path, text=None):
     return data
 
 
-def _head(path, data):
+def _whole(path, data):
+    """(inventory, References) of one file's validated document."""
     _text(path, 'description', data.get('description'))
-    return _inventory(path, data)
+    expected, rules = _inventory(path, data), _rules(path, data)
+    return expected, _refs(path, _entries_of(path, data), rules)
 
 
 def _inventory(path, data):
@@ -440,9 +439,7 @@ class ReferenceSet(dict):
         for path in files:
             data = _document(path)
             system = data['system']
-            out.inventory[system] = _head(path, data)
-            out[system] = _refs(path, _entries_of(path, data),
-                                _rules(path, data))
+            out.inventory[system], out[system] = _whole(path, data)
             out.files[system] = path
             rate = _false_alarms(path, data)
             if rate is not None:
@@ -556,10 +553,8 @@ class _Layered:
 
     @classmethod
     def whole(cls, path, data, layer):
-        expected = _head(path, data)
-        rules = _rules(path, data)
-        entries = _entries_of(path, data)
-        _refs(path, entries, rules)     # validated as a file of its own
+        expected = _whole(path, data)[0]    # validated as a file of its own
+        rules, entries = _rules(path, data), _entries_of(path, data)
         origins = [_own_origins(e, layer, path, i)
                    for i, e in enumerate(entries)]
         return cls(path, list(entries), dict(rules), origins,

@@ -226,13 +226,6 @@ class _Groups(dict):
                                self.health_seen.get(g.name, {}).items()
                                if not seen]
 
-    def add_nodes(self, g, label):
-        seen = self.node_sets.setdefault(g.name, set())
-        for node in label.split('+') if label else ():
-            if node not in seen:
-                seen.add(node)
-                g.nodes.append(node)
-
 
 def judge(loaded, select=None, strict=False, allow_unjudged=False,
           peer_factor=screen.PEER_FACTOR, accept_out=(),
@@ -259,17 +252,19 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
         return id(case) not in replaced and chosen(case)
     fixtures = {(f.session, f.name): f for f in loaded.fixtures}
     samples = _by_case(loaded)
+
+    def figures(case):
+        return samples.get(id(case), [])
     screened = [c for c in loaded.cases
                 if select(c) and screen.node_of(c) is not None]
     # the option, else the system's own where its file gives one
+    refs = getattr(loaded, 'references', None)
     factor = peer_factor if peer_factor is not None else \
-        verdict_refs.peer_factors(getattr(loaded, 'references', None))
-    peer = screen.peer_comparison(screened,
-                                  lambda c: samples.get(id(c), []),
-                                  factor)
+        verdict_refs.peer_factors(refs)
+    peer = screen.peer_comparison(screened, figures, factor)
 
     groups, seen, judged = _Groups(), set(), []
-    healths = health.Judge(getattr(loaded, 'references', None))
+    healths = health.Judge(refs)
     rebanded = getattr(loaded, 'rebanded', None) or {}
     for case in loaded.cases:
         if not select(case) or _key(case) in seen:
@@ -277,16 +272,15 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
         seen.add(_key(case))
         judged.append(case)
         first = first_runs.get(id(case))
-        _judge_case(groups, case, samples.get(id(case), []), peer, fixtures,
-                    healths, rebanded, getattr(loaded, 'references', None),
-                    first and (first, samples.get(id(first), [])))
+        _judge_case(groups, case, figures(case), peer, fixtures, healths,
+                    rebanded, refs, first and (first, figures(first)))
     for case, node, comp, text in healths.between_nodes():
         groups.of(case).changes.append(_changed(node, comp, text))
     groups.unprobed()
     _unmeasured(groups, judged)
     _failed_fixtures(groups, loaded.fixtures, select, seen)
     _untrusted(groups, loaded)
-    _screens(groups, screened, samples, factor, accept_out)
+    _screens(groups, screened, figures, factor, accept_out)
 
     ordered = [groups[k] for k in sorted(groups)]
     incomplete = _incomplete(ordered, allow_unjudged)
@@ -350,7 +344,11 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
         return          # not a node's result: counted by coverage
     g.replays += case.replay
     label = node_label(case)
-    groups.add_nodes(g, label)
+    seen = groups.node_sets.setdefault(g.name, set())
+    for node in label.split('+') if label else ():
+        if node not in seen:
+            seen.add(node)
+            g.nodes.append(node)
     drain.note_case(g.ran_there, label, {*case.nodes,
                                          *screen.job_nodes(case)})
     _provenance(g, case, groups.provenance)
@@ -630,7 +628,7 @@ def _untrusted(groups, loaded):
         g.failures.extend(bad)
 
 
-def _screens(groups, screened, samples, peer_factor, accept_out):
+def _screens(groups, screened, figures, peer_factor, accept_out):
     """Each group's session count and, for a node screen, its peer figures."""
     for g in groups.values():
         g.sessions = len(groups.sessions.get(g.name, ()))
@@ -640,13 +638,9 @@ def _screens(groups, screened, samples, peer_factor, accept_out):
         if mine:
             g.coverage = screen.accept_out(screen.coverage(mine),
                                            accept_out)
-            g.per_node = screen.per_node(mine,
-                                         lambda c: samples.get(id(c), []),
-                                         peer_factor)
-            g.reach = screen.reach(mine, lambda c: samples.get(id(c), []),
-                                   peer_factor, is_judged)
-            g.same_failure = screen.same_failure(
-                mine, lambda c: samples.get(id(c), []))
+            g.per_node = screen.per_node(mine, figures, peer_factor)
+            g.reach = screen.reach(mine, figures, peer_factor, is_judged)
+            g.same_failure = screen.same_failure(mine, figures)
 
 
 def _incomplete(groups, allow_unjudged):
@@ -713,12 +707,6 @@ def render_json(verdict):
     return json.dumps(as_dict(verdict), indent=2, sort_keys=False) + '\n'
 
 
-def _provenance_line(g):
-    keys = [k for k in PROVENANCE_KEYS if k in g.provenance] + \
-        sorted(k for k in g.provenance if k not in PROVENANCE_KEYS)
-    return '; '.join(f'{k} {" | ".join(g.provenance[k])}' for k in keys)
-
-
 #: keys every GPU has its own value of: not a difference between nodes
 _OWN_KEYS = ('gpu_uuid', 'gpu_serial')
 
@@ -773,7 +761,7 @@ def render_text(verdict, most=20, per_node=False):
                           f'{len(g.failures)} test case(s)']
             lines += _capped([f'  FAIL {f.line()}' for f in g.failures], most)
             continue
-        nodes = _names(g.nodes, 8)
+        nodes, gpus = _names(g.nodes, 8), sum(map(len, g.gpus.values()))
         lines += [
             '',
             f'{g.name}: {g.cases_passed + g.cases_failed + g.cases_skipped} '
@@ -781,7 +769,7 @@ def render_text(verdict, most=20, per_node=False):
             f'{g.cases_skipped} skipped) in {g.sessions} session(s)'
             + (f', {g.replays} replayed' if g.replays else '')
             + (f' on {len(g.nodes)} node(s)' if g.nodes else '')
-            + (_gpu_count(g.gpus) if g.gpus else '')
+            + (f', {gpus} GPU{"s" if gpus != 1 else ""}' if g.gpus else '')
             + (f': {nodes}' if g.nodes else ''),
             f'  figures: {g.judged_passed + g.judged_failed} judged '
             f'({g.judged_passed} passed, {g.judged_failed} failed), '
@@ -804,7 +792,10 @@ def render_text(verdict, most=20, per_node=False):
                       f'{_differing(values)}'
                       for key, values in differs.items()]
         if g.provenance:
-            lines.append(f'  provenance: {_provenance_line(g)}')
+            keys = [k for k in PROVENANCE_KEYS if k in g.provenance] + \
+                sorted(k for k in g.provenance if k not in PROVENANCE_KEYS)
+            lines.append('  provenance: ' + '; '.join(
+                f'{k} {" | ".join(g.provenance[k])}' for k in keys))
         lines += _capped(_gpu_lines(g.gpus), most)
         if g.references:
             rate = f'; built for {g.false_alarms}' if g.false_alarms \
@@ -860,11 +851,6 @@ def _datasheet_part(judged):
         return ''
     kinds = dict.fromkeys(c.peak for c in judged)
     return f', datasheet ({len(judged)} figures: {", ".join(kinds)})'
-
-
-def _gpu_count(gpus):
-    n = sum(map(len, gpus.values()))
-    return f', {n} GPU{"s" if n != 1 else ""}'
 
 
 def _gpu_lines(gpus):

@@ -33,16 +33,15 @@ class Cross:
     peak: str = ''           # the datasheet's model and peak that judged
 
     def line(self):
+        refs, by = self.reference_bound, (
+            'the references judged it' if self.judged_by == REFERENCES
+            else 'not judged (a bound in no reference file is not trusted)')
         if self.judged_by == DATASHEET:
-            return (f'{self.test}: {self.metric}: report bound '
-                    f'{self.report_bound}; references none (no entry for '
-                    f'it); {self.reference_bound} ({self.source}): the '
-                    f'datasheet judged it')
-        by = 'the references judged it' if self.judged_by == REFERENCES \
-            else 'not judged (a bound in no reference file is not trusted)'
+            refs, by = (f'none (no entry for it); {self.reference_bound}',
+                        'the datasheet judged it')
         return (f'{self.test}: {self.metric}: report bound '
-                f'{self.report_bound}; references {self.reference_bound} '
-                f'({self.source}): {by}')
+                f'{self.report_bound}; references {refs} ({self.source}): '
+                f'{by}')
 
 
 def lineage(case):

@@ -136,13 +136,11 @@ def group_text(figures, key):
              '| system | test | metric | ' + f'{esc(_key(key))} | n | '
              'mean ± std | p (vs first) |', '|---|---|---|---|---|---|---|']
     for fig in figures:
-        for i, g in enumerate(fig.groups):
-            test = fig.tests[i - 1] if i else None
+        unit = numbers.scaled_unit(fig.unit, [x.mean for x in fig.groups])
+        for i, (g, test) in enumerate(zip(fig.groups, (None, *fig.tests))):
             p = ('baseline' if i == 0 else 'no test (n < 2)' if test is None
                  else f'{test[2]:.2g}' + (' **differs**' if test[2] < ALPHA
                                           else ''))
-            unit = numbers.scaled_unit(fig.unit,
-                                       [x.mean for x in fig.groups])
             mean, std = (numbers.scale(x, fig.unit, unit)
                          for x in (g.mean, g.std))
             spread = f' ± {numbers.sig(std, 2)}' if std is not None else ''
@@ -167,8 +165,7 @@ def group_csv(figures, key):
     out.writerow(['system', 'test', 'metric', 'unit', 'key', 'value', 'n',
                   'mean', 'std', 'welch_t', 'welch_df', 'p', 'significant'])
     for fig in figures:
-        for i, g in enumerate(fig.groups):
-            t = fig.tests[i - 1] if i else None
+        for g, t in zip(fig.groups, (None, *fig.tests)):
             tested = ('',) * 4 if t is None else \
                 (*t, str(t[2] < ALPHA).lower())
             out.writerow([formats.csv_text(x) for x in (

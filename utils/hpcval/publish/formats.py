@@ -54,9 +54,8 @@ class Shown:
 
     def __init__(self, table, row, columns=None):
         self.row = row
-        cells = [table.cells.get((row, c))
-                 for c in (table.columns if columns is None else columns)]
-        self.cells = cells
+        names = table.columns if columns is None else columns
+        self.cells = cells = [table.cells.get((row, c)) for c in names]
         if any(c is not None and c.verdict == PUBLISHED for c in cells):
             self.unit = row.unit
         else:
@@ -65,7 +64,6 @@ class Shown:
         gpus = {c.gpus for c in cells if c is not None and c.values}
         self.per_gpu = bool(WHOLE_NODE.search(row.metric)) and \
             len(gpus) > 1 and None not in gpus
-        names = table.columns if columns is None else columns
         self.differs = differences(dict(zip(names, cells)))
 
     def value(self, x):
@@ -438,8 +436,7 @@ def to_csv(tables):
     out.writerow(CSV_FIELDS)
     for table in tables:
         for line in csv_lines(table, unit_of):
-            out.writerow([line[k] if isinstance(line[k], int)
-                          else _text_cell(line[k]) for k in CSV_FIELDS])
+            out.writerow([csv_text(line[k]) for k in CSV_FIELDS])
     return buf.getvalue()
 
 
