@@ -138,8 +138,17 @@ def _select(samples, system, allow_replays, accept_performance_failures,
     # a failed case has samples only if it got to its performance stage:
     # its sanity passed, and only its old bounds (or a later stage) failed
     ok = {'pass', 'fail'} if accept_performance_failures else {'pass'}
-    by_siblings = set() if accept_performance_failures else \
-        _failed_by_siblings_only(samples)
+    # cases that failed in their performance stage on sibling figures
+    # (hpcval.peers) and on nothing else
+    failing = {}
+    for s in samples:
+        if s.case.result == 'fail' and s.case.phase == 'performance':
+            mine = failing.setdefault(id(s.case), [])
+            if s.result == 'fail':
+                mine.append(s.metric)
+    by_siblings = set() if accept_performance_failures else {
+        case for case, metrics in failing.items() if metrics and
+        all(peers.is_sibling_figure(m) for m in metrics)}
     kept, left = [], {}
     for s in samples:
         why = ('another system' if s.case.system != system else
@@ -160,19 +169,6 @@ def _select(samples, system, allow_replays, accept_performance_failures,
     return kept
 
 
-def _failed_by_siblings_only(samples):
-    """ids of the cases that failed in their performance stage on sibling
-    figures (hpcval.peers) and on nothing else."""
-    failing = {}
-    for s in samples:
-        if s.case.result == 'fail' and s.case.phase == 'performance':
-            mine = failing.setdefault(id(s.case), [])
-            if s.result == 'fail':
-                mine.append(s.metric)
-    return {case for case, metrics in failing.items() if metrics and
-            all(peers.is_sibling_figure(m) for m in metrics)}
-
-
 def _groups(samples):
     """{(check, partition, params): {metric: [Sample]}} in run order."""
     out = {}
@@ -182,10 +178,14 @@ def _groups(samples):
     return out
 
 
+def _utc(t, fmt='%Y-%m-%d %H:%M'):
+    return datetime.datetime.fromtimestamp(
+        t, datetime.timezone.utc).strftime(fmt)
+
+
 def _dates(cases):
-    first, last = (datetime.datetime.fromtimestamp(
-        t, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')
-        for t in (min(c.time for c in cases), max(c.time for c in cases)))
+    first, last = (_utc(t) for t in (min(c.time for c in cases),
+                                     max(c.time for c in cases)))
     return f'{first} to {last} UTC' if first != last else f'{first} UTC'
 
 
@@ -257,11 +257,9 @@ def _outlier_factor(n, rate):
 
 
 def _run_name(s):
-    when = datetime.datetime.fromtimestamp(
-        s.case.time, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')
     nodes = '+'.join(s.case.nodes) or 'node not recorded'
     session = f'session {s.case.session[:8]} ' if s.case.session else ''
-    return f'{session}on {nodes} at {when} UTC'
+    return f'{session}on {nodes} at {_utc(s.case.time)} UTC'
 
 
 def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
@@ -373,25 +371,6 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
     return spec
 
 
-def _explicitly_absent(old_refs, check, partition, where, metric):
-    chosen = None
-    for ref in old_refs:
-        if ref.metric == metric and references.applies(
-                ref, [check], partition, where):
-            chosen = ref
-    return chosen is not None and chosen.value is None and chosen
-
-
-def _declared_diagnostic(runs):
-    # the check said it logs this on purpose (hpcval_unjudged in the report)
-    for s in runs:
-        why = (s.case.extras.get('unjudged') or {}).get(s.metric)
-        if isinstance(why, str) and why.startswith('diagnostic: ') and \
-                not why.startswith('diagnostic: explicitly absent'):
-            return why[len('diagnostic: '):]
-    return None
-
-
 def _plan(groups, old_refs, include_absent, notes):
     """What to calibrate: [(key, test label, {metric: runs}, {sibling
     family: runs})], only for checks their runs recorded as their class
@@ -424,15 +403,24 @@ def _plan(groups, old_refs, include_absent, notes):
             if '@' in metric:
                 # one GPU's figure: judged against its metric's reference
                 continue
-            absent = _explicitly_absent(old_refs, check, partition, where,
-                                        metric)
-            if absent and not include_absent:
+            if include_absent:
+                wanted[metric] = runs
+                continue
+            # the last applicable entry wins
+            absent = [r for r in old_refs if r.metric == metric and
+                      references.applies(r, [check], partition, where)][-1:]
+            if absent and absent[0].value is None:
                 notes.append(f'kept {label} explicitly absent ('
-                             f'{" ".join(absent.source.split())}); '
+                             f'{" ".join(absent[0].source.split())}); '
                              f'include_absent calibrates it')
                 continue
-            declared = _declared_diagnostic(runs)
-            if declared and not include_absent:
+            # the check said it logs this on purpose (hpcval_unjudged)
+            declared = next((why[len('diagnostic: '):] for why in (
+                (s.case.extras.get('unjudged') or {}).get(s.metric)
+                for s in runs) if isinstance(why, str) and
+                why.startswith('diagnostic: ') and
+                not why.startswith('diagnostic: explicitly absent')), None)
+            if declared:
                 notes.append(f'kept {label} unjudged: the check logs it as a '
                              f'diagnostic ({declared}); include_absent '
                              f'calibrates it')
@@ -464,7 +452,13 @@ def _entries(plan, rule, notes, keep_outliers, figures):
 def _family(label, runs, rule, notes, figures):
     """The band of one sibling family (sibling_band) from
     the healthy ratios of all its members over all runs, or None."""
-    kept = _healthy_ratios(runs, notes, label)
+    # the ratios that failed their run's band are left out
+    kept = [s for s in runs if s.result != 'fail' and s.value > 0 and
+            math.isfinite(s.value)]
+    if len(kept) < len(runs):
+        notes.append(f'{label}: left out {len(runs) - len(kept)} ratio(s) '
+                     f'that failed their run\'s band (a member named '
+                     f'slower than its siblings) or are not positive')
     cases = {id(s.case): s.case for s in kept}.values()
     if len(cases) < rule.min_samples:
         notes.append(f'refused {label}: ratios of {len(cases)} run(s), '
@@ -513,18 +507,6 @@ def sibling_band(ratios, runs, false_alarm):
         return SIBLING_TIGHTEST, f'{how} = {bound:.3g}, lowered to the ' \
             f'tightest allowed, {SIBLING_TIGHTEST:g}'
     return bound, how
-
-
-def _healthy_ratios(runs, notes, label):
-    """The ratios of ``runs`` (samples of one family) that passed their
-    run's band; those that failed it are left out, with a note."""
-    kept = [s for s in runs if s.result != 'fail' and s.value > 0 and
-            math.isfinite(s.value)]
-    if len(kept) < len(runs):
-        notes.append(f'{label}: left out {len(runs) - len(kept)} ratio(s) '
-                     f'that failed their run\'s band (a member named '
-                     f'slower than its siblings) or are not positive')
-    return kept
 
 
 def per_figure(budget, judged):
@@ -698,13 +680,10 @@ def _inventory(samples):
                 (s.case.time, rec)
     out = []
     for part, nodes in sorted(by_part.items()):
-        records = [rec for _, rec in nodes.values()]
-        times = [t for t, _ in nodes.values()]
-        when = datetime.datetime.fromtimestamp(
-            max(times), datetime.timezone.utc).strftime('%Y-%m-%d')
+        when = _utc(max(t for t, _ in nodes.values()), '%Y-%m-%d')
         entry = inventory.from_records(
-            records, part, f'hpcval calibrate: the GPU tool on '
-            f'{_listed(nodes)} in the baseline runs, {when}')
+            [rec for _, rec in nodes.values()], part, f'hpcval calibrate: '
+            f'the GPU tool on {_listed(nodes)} in the baseline runs, {when}')
         if entry:
             out.append(entry)
     return out
@@ -740,7 +719,11 @@ def _with_inventory(head, entries, path, notes):
             notes.append(f'{path}: inventory rewritten from the baseline '
                          f'runs (unchanged)')
             return head         # as it was, the site's comments in place
-        lines[mark:end] = [_INVENTORY_HEADER, *_comments(lines[mark + 1:end]),
+        # the site's whole-line comments, as they were written
+        comments = [line if line.endswith('\n') else line + '\n'
+                    for line in lines[mark + 1:end]
+                    if line.lstrip().startswith('#')]
+        lines[mark:end] = [_INVENTORY_HEADER, *comments,
                            _inventory_block(entries)]
         notes.append(f'{path}: inventory rewritten from the baseline runs')
         return ''.join(lines)
@@ -775,12 +758,6 @@ def _keep_site_keys(entries, block, path):
                                                      {}).items()
                        if k not in e}} for e in entries]
     return None if merged == old else merged
-
-
-def _comments(lines):
-    """The whole-line comments of ``lines``, as they were written."""
-    return [line if line.endswith('\n') else line + '\n'
-            for line in lines if line.lstrip().startswith('#')]
 
 
 def _rule_lines(indent, text, name=RULE):
@@ -818,15 +795,6 @@ def _append(head, entries, path, comments=None, trailing=()):
         _dump([entry], default_flow_style=False, allow_unicode=True)
         for entry in entries) + ''.join(trailing)
     return body + textwrap.indent(_SECTION + dumped, indent)
-
-
-def _below(base_dir, path, system):
-    """The file a site file ``path`` is layered over, or None."""
-    if not base_dir:
-        return None
-    below = os.path.join(base_dir, f'{system}.yaml')
-    same = os.path.abspath(below) == os.path.abspath(path)
-    return None if same or not os.path.isfile(below) else below
 
 
 def _loaded(below, path, text):
@@ -969,7 +937,11 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
         ref_dir = paths.references_dir()
     path = os.path.join(ref_dir, f'{system}.yaml')
     old = _read(path)
-    below = _below(base_dir, path, system)
+    # the file a site file is layered over, if any
+    below = os.path.join(base_dir, f'{system}.yaml') if base_dir else None
+    if below and (os.path.abspath(below) == os.path.abspath(path)
+                  or not os.path.isfile(below)):
+        below = None
     old_refs = by_system_refs.get(system, [])
     if _loaded(below, path, old) != old_refs:
         raise CalibrationError(f'{path if old is not None else below} '
