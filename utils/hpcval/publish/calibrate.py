@@ -169,15 +169,6 @@ def _select(samples, system, allow_replays, accept_performance_failures,
     return kept
 
 
-def _groups(samples):
-    """{(check, partition, params): {metric: [Sample]}} in run order."""
-    out = {}
-    for s in sorted(samples, key=lambda s: s.case.time):
-        key = (s.case.check, s.case.partition, s.case.params)
-        out.setdefault(key, {}).setdefault(s.metric, []).append(s)
-    return out
-
-
 def _utc(t, fmt='%Y-%m-%d %H:%M'):
     return datetime.datetime.fromtimestamp(
         t, datetime.timezone.utc).strftime(fmt)
@@ -265,12 +256,13 @@ def _run_name(s):
 def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
     """The metric spec of ``runs`` (samples of one metric), or None; each
     figure tried is added to ``figures``."""
-    def refuse(what, **figure):
+    def refuse(what, measured=None, how=None):
         notes.append(f'refused {label}: {what}')
-        if figure:
+        if measured:
             figures.append({'label': label, 'metric': metric,
                             'direction': better(unit), 'n': len(values),
-                            **figure})
+                            **measured, 'tolerance': None,
+                            'how': f'refused: {how}'})
 
     unit = runs[-1].unit
     try:
@@ -303,13 +295,12 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
         return refuse(
             f'{len(values)} sample(s), fewer than {rule.min_samples} (few '
             f'runs say little of the spread; run it again or lower '
-            f'min_samples)', **({
+            f'min_samples)', few and {
                 'mean': statistics.fmean(values),
                 'std': statistics.stdev(values),
                 'log_std': statistics.stdev([math.log(v) for v in values])
-                if min(values) > 0 else None, 'tolerance': None,
-                'how': f'refused: fewer than {rule.min_samples} runs'}
-                if few else {}))
+                if min(values) > 0 else None},
+            f'fewer than {rule.min_samples} runs')
 
     try:
         mean = statistics.fmean(values)
@@ -337,8 +328,7 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
         what = f'{how}: the bound passes more than ' \
                f'{judgement.IMPLAUSIBLE} x the baseline'
         return refuse(f'{what}, which judges nothing (take quieter or more '
-                      f'runs)', **measured, tolerance=None,
-                      how=f'refused: {what}')
+                      f'runs)', measured, what)
     tol = _fraction_up(tol)
     # too noisy to judge: a linear bound at 0, or (on logs) a bound that
     # passes e^-1 = 37 % of the baseline, the same to first order
@@ -351,7 +341,7 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
             return refuse(f'{what}, a lower bound '
                           f'{"at 0" if tol >= 1 else "this far below"} '
                           f'would judge nothing (take quieter or more runs)',
-                          **measured, tolerance=None, how=f'refused: {what}')
+                          measured, what)
         spec['lower'] = -tol
         if tol >= 0.5:
             notes.append(f'warning: {label} judges little: it passes down to '
@@ -371,11 +361,15 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
     return spec
 
 
-def _plan(groups, old_refs, include_absent, notes):
+def _plan(samples, old_refs, include_absent, notes):
     """What to calibrate: [(key, test label, {metric: runs}, {sibling
     family: runs})], only for checks their runs recorded as their class
     (a report naming another class would make an entry that fails every
     test of the system in setup); what is left out is said in ``notes``."""
+    groups = {}     # {(check, partition, params): {metric: [Sample]}}
+    for s in sorted(samples, key=lambda s: s.case.time):
+        key = (s.case.check, s.case.partition, s.case.params)
+        groups.setdefault(key, {}).setdefault(s.metric, []).append(s)
     out = []
     for (check, partition, params), metrics in groups.items():
         other = {tuple(s.case.extras.get('lineage') or (check,))[0]
@@ -607,16 +601,13 @@ def _merge(previous, new):
     return list(merged.values())
 
 
-def _top_level(lines, key):
-    return next((i for i, line in enumerate(lines)
-                 if re.match(rf'{key}:', line)), None)
-
-
-def _entries_key(lines, path):
-    """The line of the top-level ``entries:`` key."""
-    at = _top_level(lines, 'entries')
-    if at is None:
-        raise CalibrationError(f'{path}: no top-level entries key')
+def _top_level(lines, key, path=None):
+    """The line of the top-level ``key``: None where there is none, or,
+    given the file's ``path``, an error."""
+    at = next((i for i, line in enumerate(lines)
+               if re.match(rf'{key}:', line)), None)
+    if at is None and path:
+        raise CalibrationError(f'{path}: no top-level {key} key')
     return at
 
 
@@ -631,7 +622,7 @@ def _with_rule(head, rule_text, path, name=RULE):
     lines = head.splitlines(keepends=True)
     r = _top_level(lines, 'rules')
     if r is None:
-        e = _entries_key(lines, path)
+        e = _top_level(lines, 'entries', path)
         lines[e:e] = ['rules:\n', *_rule_lines('  ', rule_text, name)]
         return ''.join(lines)
 
@@ -713,9 +704,19 @@ def _with_inventory(head, entries, path, notes):
                              f'{e.get("model", "no GPU")}' for e in entries))
             return head
         end = _block_end(lines, at)
-        block = lines[at:end]
-        entries = _keep_site_keys(entries, ''.join(block), path)
-        if entries is None:
+        try:
+            old = (bounded.load(''.join(lines[at:end])) or {}).get(
+                'inventory') or []
+        except (yaml.YAMLError, bounded.TooBig, AttributeError) as err:
+            raise CalibrationError(f'{path}: the calibrated inventory is '
+                                   f'not readable: {err}') from None
+        # every key the site added to a partition's entry (a pin, a note)
+        # is kept
+        by_part = {e.get('partition'): e for e in old if isinstance(e, dict)}
+        entries = [{**e, **{k: v for k, v in by_part.get(e['partition'],
+                                                         {}).items()
+                            if k not in e}} for e in entries]
+        if entries == old:
             notes.append(f'{path}: inventory rewritten from the baseline '
                          f'runs (unchanged)')
             return head         # as it was, the site's comments in place
@@ -727,7 +728,7 @@ def _with_inventory(head, entries, path, notes):
                            _inventory_block(entries)]
         notes.append(f'{path}: inventory rewritten from the baseline runs')
         return ''.join(lines)
-    e = _entries_key(lines, path)
+    e = _top_level(lines, 'entries', path)
     lines[e:e] = [_INVENTORY_HEADER, _inventory_block(entries)]
     notes.append(f'{path}: inventory written from the baseline runs')
     return ''.join(lines)
@@ -741,23 +742,6 @@ def _dump(data, **style):
 def _inventory_block(entries):
     return 'inventory:\n' + textwrap.indent(
         _dump(entries, default_flow_style=None), '  ')
-
-
-def _keep_site_keys(entries, block, path):
-    """``entries`` (what the baseline runs show) with every key the
-    site added to the same partition's entry of ``block`` (the
-    calibrated ``inventory:`` block as written: a ``pin``, a note) kept;
-    None where that is the block as it stands."""
-    try:
-        old = (bounded.load(block) or {}).get('inventory') or []
-    except (yaml.YAMLError, bounded.TooBig, AttributeError) as err:
-        raise CalibrationError(f'{path}: the calibrated inventory is not '
-                               f'readable: {err}') from None
-    by_part = {e.get('partition'): e for e in old if isinstance(e, dict)}
-    merged = [{**e, **{k: v for k, v in by_part.get(e['partition'],
-                                                     {}).items()
-                       if k not in e}} for e in entries]
-    return None if merged == old else merged
 
 
 def _rule_lines(indent, text, name=RULE):
@@ -775,12 +759,12 @@ def _new_file(system, rule_text):
             f'entries:\n')
 
 
-def _append(head, entries, path, comments=None, trailing=()):
+def _append(head, entries, path, comments, trailing):
     """``head`` with the calibrated section of ``entries`` appended, each
     entry after the site's comments of it (``comments``: {_key(entry):
     [lines]}), ``trailing`` comments last."""
     lines = head.splitlines(keepends=True)
-    e = _entries_key(lines, path)
+    e = _top_level(lines, 'entries', path)
     if any(re.match(r'[A-Za-z_]', line) for line in lines[e + 1:]):
         raise CalibrationError(f'{path}: entries must be the last top-level '
                                f'key, so that calibrated entries can follow')
@@ -789,7 +773,6 @@ def _append(head, entries, path, comments=None, trailing=()):
     items = [re.match(r'(\s*)- ', line) for line in lines[e + 1:]]
     indent = next((m.group(1) for m in items if m), '  ')
     body = ''.join(lines).rstrip('\n') + '\n'
-    comments = comments or {}
     dumped = ''.join(
         ''.join(comments.get(_key(entry), ())) +
         _dump([entry], default_flow_style=False, allow_unicode=True)
@@ -950,7 +933,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     notes, figures = [], []
     selected = _select(samples, system, allow_replays,
                        accept_performance_failures, notes)
-    plan = _plan(_groups(selected), old_refs, include_absent, notes)
+    plan = _plan(selected, old_refs, include_absent, notes)
     judged = judged_per_run(selected, {
         (*key, metric) for key, _, metrics, _ in plan for metric in metrics})
     if false_alarm is None:
