@@ -89,6 +89,7 @@ _SECTION = f"""\
 # above and override them for the same tests (the last applicable entry
 # wins); a new calibration rewrites everything below this comment.
 """
+_HEADER = {line.strip() for line in _SECTION.splitlines()}
 
 
 class CalibrationError(ValueError):
@@ -558,15 +559,6 @@ def _split(text, path):
     if not isinstance(entries, list):
         raise CalibrationError(f'{path}: the calibrated section is not a '
                                f'list of entries')
-    return ''.join(lines[:at]), entries, _section_comments(section)
-
-
-_HEADER = {line.strip() for line in _SECTION.splitlines()}
-
-
-def _section_comments(section):
-    """{entry index: the comment lines written in or just before it}
-    of a calibrated section (its own header left out)."""
     comments, index = {}, -1
     for line in section.splitlines(keepends=True):
         if re.match(r'- ', line):
@@ -577,7 +569,7 @@ def _section_comments(section):
             where = index if index >= 0 and line[0].isspace() \
                 else index + 1
             comments.setdefault(where, []).append(line.strip() + '\n')
-    return comments
+    return ''.join(lines[:at]), entries, comments
 
 
 def _key(entry):
