@@ -108,23 +108,21 @@ def _calibrate_arguments(cal):
 
 
 def _calibrate(args):
-    if len(args.system) != 1:
-        print('hpcval calibrate: give exactly one --system', file=sys.stderr)
-        return exits.INPUT
-    # an installed package has no setup.py: its references/ are replaced
-    # by its next upgrade
-    if args.write and not args.ref_dir and paths.site_dir() is None and \
-            not os.path.isfile(os.path.join(paths.repo_root(), 'setup.py')):
-        print(f'hpcval calibrate: --write needs a site folder: the '
-              f'built-in references of an installed hpcval '
-              f'({paths.references_dir()}) are replaced by its next '
-              f'upgrade; make one with `hpcval site init DIR --from '
-              f'{args.system[0]}` and `export {paths.SITE_VAR}=DIR`, or '
-              f'name a folder with --ref-dir; nothing was written',
-              file=sys.stderr)
-        return exits.INPUT
-
     try:
+        if len(args.system) != 1:
+            raise calibrate.CalibrationError('give exactly one --system')
+        # an installed package has no setup.py: its references/ are
+        # replaced by its next upgrade
+        if args.write and not args.ref_dir and paths.site_dir() is None \
+                and not os.path.isfile(os.path.join(paths.repo_root(),
+                                                    'setup.py')):
+            raise calibrate.CalibrationError(
+                f'--write needs a site folder: the built-in references of '
+                f'an installed hpcval ({paths.references_dir()}) are '
+                f'replaced by its next upgrade; make one with `hpcval site '
+                f'init DIR --from {args.system[0]}` and `export '
+                f'{paths.SITE_VAR}=DIR`, or name a folder with --ref-dir; '
+                f'nothing was written')
         # --ref-dir alone, else the layered references, written into the
         # site's folder under a site layer (a new file starts from base_dir)
         ref_dir, base_dir = args.ref_dir, None
