@@ -108,38 +108,44 @@ def _calibrate_arguments(cal):
 
 
 def _calibrate(args):
-    if len(args.system) != 1:
-        print('hpcval calibrate: give exactly one --system', file=sys.stderr)
-        return exits.INPUT
-    # an installed package has no setup.py: its references/ are replaced
-    # by its next upgrade
-    if args.write and not args.ref_dir and paths.site_dir() is None and \
-            not os.path.isfile(os.path.join(paths.repo_root(), 'setup.py')):
-        print(f'hpcval calibrate: --write needs a site folder: the '
-              f'built-in references of an installed hpcval '
-              f'({paths.references_dir()}) are replaced by its next '
-              f'upgrade; make one with `hpcval site init DIR --from '
-              f'{args.system[0]}` and `export {paths.SITE_VAR}=DIR`, or '
-              f'name a folder with --ref-dir; nothing was written',
-              file=sys.stderr)
-        return exits.INPUT
-
     try:
-        ref_dir, base_dir, by_system = _calibrated_dirs(args.ref_dir)
+        if len(args.system) != 1:
+            raise calibrate.CalibrationError('give exactly one --system')
+        # an installed package has no setup.py: its references/ are
+        # replaced by its next upgrade
+        if args.write and not args.ref_dir and paths.site_dir() is None \
+                and not os.path.isfile(os.path.join(paths.repo_root(),
+                                                    'setup.py')):
+            raise calibrate.CalibrationError(
+                f'--write needs a site folder: the built-in references of '
+                f'an installed hpcval ({paths.references_dir()}) are '
+                f'replaced by its next upgrade; make one with `hpcval site '
+                f'init DIR --from {args.system[0]}` and `export '
+                f'{paths.SITE_VAR}=DIR`, or name a folder with --ref-dir; '
+                f'nothing was written')
+        # --ref-dir alone, else the layered references, written into the
+        # site's folder under a site layer (a new file starts from base_dir)
+        ref_dir, base_dir = args.ref_dir, None
+        if ref_dir:
+            by_system = references.load_dir(ref_dir)
+        else:
+            ref_dir = paths.writable_references_dir()
+            if ref_dir != paths.references_dir():
+                base_dir = paths.references_dir()
+            by_system = references.ReferenceSet.layered(
+                paths.references_dirs())
         if args.from_url:
             samples = _history(args, by_system)
-            if samples is None:
-                return exits.INPUT
+        elif not args.reports and args.db is None:
+            raise calibrate.CalibrationError(
+                'nothing to calibrate from: give run reports, --db or '
+                '--from URL')
         else:
-            if not args.reports and args.db is None:
-                print('hpcval calibrate: nothing to calibrate from: give run '
-                      'reports, --db or --from URL', file=sys.stderr)
-                return exits.INPUT
             loaded, samples = report.load_selected(args)
             if report.unreadable(loaded):
-                print('hpcval calibrate: no input could be read (each '
-                      'named above); nothing written', file=sys.stderr)
-                return exits.INPUT
+                raise calibrate.CalibrationError(
+                    'no input could be read (each named above); nothing '
+                    'written')
         result = calibrate.calibrate(
             samples, args.system[0], by_system, floor=args.floor, k=args.k,
             min_samples=args.min_samples, budget=args.budget,
@@ -157,33 +163,30 @@ def _calibrate(args):
     for note in result.notes:
         # names in notes come from reports or monitoring: data
         print(f'hpcval calibrate: {printable(note)}', file=sys.stderr)
-    _runs_needed(result)
+    if result.figures:
+        # per figure: its runs, spread and bound, and the runs it needs for
+        # the requested false-alarm rate (publish.sample_size)
+        rule = result.rule
+        node = '' if rule.budget is None else \
+            f'node budget {rule.budget:g} over {rule.judged} judged figures, '
+        print(f'hpcval calibrate: per figure, at false-alarm rate '
+              f'{rule.false_alarm:.3g} ({node}docs/calibrate.md, "How many '
+              f'runs"):', file=sys.stderr)
+        print_table([('figure', 'n', 'spread', 'bound', 'set by',
+                      'runs for half the bound'),
+                     *sample_size.table(result.figures, rule)], sys.stderr)
     if result.diff and not args.write:
         print(f'hpcval calibrate: not written; rerun with --write to '
               f'replace {result.path}', file=sys.stderr)
     return 0
 
 
-def _calibrated_dirs(ref_dir):
-    """(folder written, folder a new file starts from, references as
-    judged): ``--ref-dir`` alone, else the layered references, written
-    into the site's folder under a site layer."""
-    if ref_dir:
-        return ref_dir, None, references.load_dir(ref_dir)
-
-    target = paths.writable_references_dir()
-    base = paths.references_dir() if target != paths.references_dir() \
-        else None
-    return target, base, references.ReferenceSet.layered(
-        paths.references_dirs())
-
-
 def _history(args, by_system):
-    """The samples of ``--from URL`` (None after a message)."""
+    """The samples of ``--from URL``, or CalibrationError."""
     if args.reports or args.db is not None or args.since is None:
-        print('hpcval calibrate: --from reads the monitoring history alone '
-              '(no reports, no --db) and needs --since', file=sys.stderr)
-        return None
+        raise calibrate.CalibrationError(
+            '--from reads the monitoring history alone (no reports, no '
+            '--db) and needs --since')
     try:
         token = history.token_from(args.token_file) if args.token_file \
             else None
@@ -195,8 +198,7 @@ def _history(args, by_system):
                if name != args.system[0] for r in refs)], token=token,
             timeout=args.deadline)
     except history.HistoryError as err:
-        print(f'hpcval calibrate: {printable(str(err))}', file=sys.stderr)
-        return None
+        raise calibrate.CalibrationError(printable(str(err))) from None
     if args.name is not None:
         samples = [s for s in samples if args.name.search(s.case.test)]
     runs = len({(s.case.test, s.case.partition, s.case.time)
@@ -206,22 +208,6 @@ def _history(args, by_system):
     print(f'hpcval calibrate: read {len(samples)} figure(s) of {runs} '
           f'test case run(s) from {args.from_url}', file=sys.stderr)
     return samples
-
-
-def _runs_needed(result):
-    """Per calibrated figure: its runs, spread and bound, and the runs it
-    needs for the requested false-alarm rate (publish.sample_size)."""
-    if not result.figures:
-        return
-    rule = result.rule
-    node = '' if rule.budget is None else \
-        f'node budget {rule.budget:g} over {rule.judged} judged figures, '
-    print(f'hpcval calibrate: per figure, at false-alarm rate '
-          f'{rule.false_alarm:.3g} ({node}docs/calibrate.md, "How many '
-          f'runs"):', file=sys.stderr)
-    print_table([('figure', 'n', 'spread', 'bound', 'set by',
-                  'runs for half the bound'),
-                 *sample_size.table(result.figures, rule)], sys.stderr)
 
 
 def _verdict_arguments(ver):
@@ -311,13 +297,9 @@ def _verdict_selection(args, loaded):
 
     # a failed case may have no completion time (its time is then the
     # session's start): it stays with every session the window keeps
-    if args.since is not None or args.until is not None:
-        kept = {c.session for c in loaded.cases + loaded.fixtures
-                if in_time(c)}
-    else:
-        kept = set()
-
-    unknown = report.unknown_selection(args, loaded.cases + loaded.fixtures)
+    every = loaded.cases + loaded.fixtures
+    kept = {c.session for c in every if in_time(c)}
+    unknown = report.unknown_selection(args, every)
     if unknown:
         return unknown
 
@@ -328,7 +310,7 @@ def _verdict_selection(args, loaded):
                 and (in_time(case) or (case.result in ('fail', 'abort')
                                        and case.session in kept)))
 
-    cases = [c for c in loaded.cases + loaded.fixtures if chosen(c)]
+    cases = [c for c in every if chosen(c)]
     if args.session:
         found = {c.session for c in cases}
         missing = [u for u in args.session if u not in found]
@@ -343,9 +325,8 @@ def _verdict_selection(args, loaded):
             return 'no session to judge among the inputs'
         wanted = {max(ends, key=ends.get)}
     else:
-        wanted = None
-    if wanted is not None:
-        cases = [c for c in cases if c.session in wanted]
+        wanted = {c.session for c in cases}
+    cases = [c for c in cases if c.session in wanted]
 
     if args.db is not None:
         found = {}
@@ -359,8 +340,7 @@ def _verdict_selection(args, loaded):
                     f'{listed}; judge one with --system NAME --partition '
                     f'NAME (and --latest or --session UUID for one run)')
 
-    return lambda case: chosen(case) and (wanted is None or
-                                          case.session in wanted)
+    return lambda case: chosen(case) and case.session in wanted
 
 
 def _diff_arguments(dif):
@@ -482,30 +462,25 @@ def main(argv=None):
         return run_command.run_reframe(argv[1:], main)
 
     try:
-        return _main(argv)
-    except paths.SiteError as err:
-        print(f'hpcval: {err}', file=sys.stderr)
-        return exits.INPUT
-
-
-def _main(argv):
-    parser = exits.Parser(prog='hpcval', epilog=exits.CONTRACT)
-    parser.add_argument('--version', action=exits.Version)
-    sub = parser.add_subparsers(dest='command', required=True)
-    for name, text, add_arguments, action in COMMANDS:
-        command = sub.add_parser(
-            name, help=text, epilog=exits.epilog(name),
-            formatter_class=argparse.RawDescriptionHelpFormatter)
-        if add_arguments:
-            add_arguments(command)
-        if action:
-            command.set_defaults(func=action)
-    try:
+        parser = exits.Parser(prog='hpcval', epilog=exits.CONTRACT)
+        parser.add_argument('--version', action=exits.Version)
+        sub = parser.add_subparsers(dest='command', required=True)
+        for name, text, add_arguments, action in COMMANDS:
+            command = sub.add_parser(
+                name, help=text, epilog=exits.epilog(name),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+            if add_arguments:
+                add_arguments(command)
+            if action:
+                command.set_defaults(func=action)
         args = parser.parse_args(argv)
     except SystemExit as done:
         # --help, --version (0) and usage errors (exits.INPUT): a status,
         # for callers in-process as for the console script
         return done.code
+    except paths.SiteError as err:
+        print(f'hpcval: {err}', file=sys.stderr)
+        return exits.INPUT
     return _run(args)
 
 
@@ -520,20 +495,17 @@ def _run(args):
         # what was not read is unknown, not "failed" (set -o pipefail)
         return exits.INPUT
     except Exception as err:
-        if _debug():
+        try:
+            debug = inputs.environment('HPCVAL_DEBUG') == '1'
+        except inputs.EnvironmentValueError:
+            debug = False
+        if debug:
             raise
         print(f'hpcval {args.command}: unexpected error: '
               f'{type(err).__name__}: {err} (HPCVAL_DEBUG=1 shows where)',
               file=sys.stderr)
         # never "failed" nor "healthy": what it would have said is unknown
         return exits.INPUT
-
-
-def _debug():
-    try:
-        return inputs.environment('HPCVAL_DEBUG') == '1'
-    except inputs.EnvironmentValueError:
-        return False
 
 
 if __name__ == '__main__':

@@ -48,10 +48,28 @@ def run(args):
         print(f'{system}: {judged} references, {len(refs) - judged} '
               f'explicitly absent')
         if system in args.system:
-            _effective(refs)
-        if system in problems:
-            failed |= _unmatched(system, selected[system][1],
-                                 problems[system])
+            # each judged figure as the layers give it, where it came from,
+            # and a warning per site figure breaking the rule it names
+            print_table([('check', 'where', 'metric', 'value', 'unit',
+                          'lower', 'upper', 'rule', 'origin'),
+                         *site.effective(refs)])
+            for warning in site.rule_warnings(refs):
+                print(f'hpcval: warning: {printable(warning)}',
+                      file=sys.stderr)
+        found = problems.get(system)
+        if isinstance(found, Exception):     # ReFrame's own errors: say
+            print(f'hpcval: {selected[system][1]}: cannot load the checks '
+                  f'for system {system!r} to match its entries: {found}',
+                  file=sys.stderr)
+            failed = True
+        elif found:
+            # the entries of the system's file that match no test
+            errors, notes = found
+            for note in notes:
+                print(f'hpcval: note: {note}', file=sys.stderr)
+            for error in errors:
+                print(f'hpcval: {error}', file=sys.stderr)
+            failed |= bool(errors)
     unknown = [s for s in args.system if s not in by_system]
     for system in unknown:
         print(f'hpcval references: --system {system}: no reference file '
@@ -61,25 +79,3 @@ def run(args):
         return exits.INPUT
     return exits.FAILED if failed else exits.OK
 
-
-def _effective(refs):
-    """Each judged figure as the layers give it, where it came from, and
-    a warning per site figure breaking the rule it names."""
-    print_table([('check', 'where', 'metric', 'value', 'unit', 'lower',
-                  'upper', 'rule', 'origin'), *site.effective(refs)])
-    for warning in site.rule_warnings(refs):
-        print(f'hpcval: warning: {printable(warning)}', file=sys.stderr)
-
-
-def _unmatched(system, path, found):
-    """Say which entries of ``system``'s file match no test; True if any."""
-    if isinstance(found, Exception):     # ReFrame's own errors: say
-        print(f'hpcval: {path}: cannot load the checks for system '
-              f'{system!r} to match its entries: {found}', file=sys.stderr)
-        return True
-    errors, notes = found
-    for note in notes:
-        print(f'hpcval: note: {note}', file=sys.stderr)
-    for error in errors:
-        print(f'hpcval: {error}', file=sys.stderr)
-    return bool(errors)

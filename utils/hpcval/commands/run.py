@@ -86,22 +86,21 @@ def _passthrough(cmd, env, pattern):
     with contextlib.suppress(ValueError):       # not the main thread
         signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
     out = sys.stdout.buffer
-    while True:
-        try:
-            line = proc.stdout.readline()
-        except KeyboardInterrupt:
-            continue
-        if not line:
-            break
+    for line in iter(lambda: _uninterrupted(proc.stdout.readline), b''):
         out.write(line)
         out.flush()
         text = line.decode('utf-8', 'replace')
         seen = seen or bool(pattern.search(text))
         stored = _STORED.search(text)
         session = stored.group(1) if stored else session
+    return _uninterrupted(proc.wait), seen, session
+
+
+def _uninterrupted(call):
+    """``call()``, again after each Ctrl-C (ReFrame gets it too)."""
     while True:
         try:
-            return proc.wait(), seen, session
+            return call()
         except KeyboardInterrupt:
             continue
 

@@ -89,6 +89,7 @@ _SECTION = f"""\
 # above and override them for the same tests (the last applicable entry
 # wins); a new calibration rewrites everything below this comment.
 """
+_HEADER = {line.strip() for line in _SECTION.splitlines()}
 
 
 class CalibrationError(ValueError):
@@ -138,8 +139,17 @@ def _select(samples, system, allow_replays, accept_performance_failures,
     # a failed case has samples only if it got to its performance stage:
     # its sanity passed, and only its old bounds (or a later stage) failed
     ok = {'pass', 'fail'} if accept_performance_failures else {'pass'}
-    by_siblings = set() if accept_performance_failures else \
-        _failed_by_siblings_only(samples)
+    # cases that failed in their performance stage on sibling figures
+    # (hpcval.peers) and on nothing else
+    failing = {}
+    for s in samples:
+        if s.case.result == 'fail' and s.case.phase == 'performance':
+            mine = failing.setdefault(id(s.case), [])
+            if s.result == 'fail':
+                mine.append(s.metric)
+    by_siblings = set() if accept_performance_failures else {
+        case for case, metrics in failing.items() if metrics and
+        all(peers.is_sibling_figure(m) for m in metrics)}
     kept, left = [], {}
     for s in samples:
         why = ('another system' if s.case.system != system else
@@ -160,32 +170,14 @@ def _select(samples, system, allow_replays, accept_performance_failures,
     return kept
 
 
-def _failed_by_siblings_only(samples):
-    """ids of the cases that failed in their performance stage on sibling
-    figures (hpcval.peers) and on nothing else."""
-    failing = {}
-    for s in samples:
-        if s.case.result == 'fail' and s.case.phase == 'performance':
-            mine = failing.setdefault(id(s.case), [])
-            if s.result == 'fail':
-                mine.append(s.metric)
-    return {case for case, metrics in failing.items() if metrics and
-            all(peers.is_sibling_figure(m) for m in metrics)}
-
-
-def _groups(samples):
-    """{(check, partition, params): {metric: [Sample]}} in run order."""
-    out = {}
-    for s in sorted(samples, key=lambda s: s.case.time):
-        key = (s.case.check, s.case.partition, s.case.params)
-        out.setdefault(key, {}).setdefault(s.metric, []).append(s)
-    return out
+def _utc(t, fmt='%Y-%m-%d %H:%M'):
+    return datetime.datetime.fromtimestamp(
+        t, datetime.timezone.utc).strftime(fmt)
 
 
 def _dates(cases):
-    first, last = (datetime.datetime.fromtimestamp(
-        t, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')
-        for t in (min(c.time for c in cases), max(c.time for c in cases)))
+    first, last = (_utc(t) for t in (min(c.time for c in cases),
+                                     max(c.time for c in cases)))
     return f'{first} to {last} UTC' if first != last else f'{first} UTC'
 
 
@@ -257,22 +249,21 @@ def _outlier_factor(n, rate):
 
 
 def _run_name(s):
-    when = datetime.datetime.fromtimestamp(
-        s.case.time, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')
     nodes = '+'.join(s.case.nodes) or 'node not recorded'
     session = f'session {s.case.session[:8]} ' if s.case.session else ''
-    return f'{session}on {nodes} at {when} UTC'
+    return f'{session}on {nodes} at {_utc(s.case.time)} UTC'
 
 
 def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
     """The metric spec of ``runs`` (samples of one metric), or None; each
     figure tried is added to ``figures``."""
-    def refuse(what, **figure):
+    def refuse(what, measured=None, how=None):
         notes.append(f'refused {label}: {what}')
-        if figure:
+        if measured:
             figures.append({'label': label, 'metric': metric,
                             'direction': better(unit), 'n': len(values),
-                            **figure})
+                            **measured, 'tolerance': None,
+                            'how': f'refused: {how}'})
 
     unit = runs[-1].unit
     try:
@@ -305,13 +296,12 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
         return refuse(
             f'{len(values)} sample(s), fewer than {rule.min_samples} (few '
             f'runs say little of the spread; run it again or lower '
-            f'min_samples)', **({
+            f'min_samples)', few and {
                 'mean': statistics.fmean(values),
                 'std': statistics.stdev(values),
                 'log_std': statistics.stdev([math.log(v) for v in values])
-                if min(values) > 0 else None, 'tolerance': None,
-                'how': f'refused: fewer than {rule.min_samples} runs'}
-                if few else {}))
+                if min(values) > 0 else None},
+            f'fewer than {rule.min_samples} runs')
 
     try:
         mean = statistics.fmean(values)
@@ -339,8 +329,7 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
         what = f'{how}: the bound passes more than ' \
                f'{judgement.IMPLAUSIBLE} x the baseline'
         return refuse(f'{what}, which judges nothing (take quieter or more '
-                      f'runs)', **measured, tolerance=None,
-                      how=f'refused: {what}')
+                      f'runs)', measured, what)
     tol = _fraction_up(tol)
     # too noisy to judge: a linear bound at 0, or (on logs) a bound that
     # passes e^-1 = 37 % of the baseline, the same to first order
@@ -353,7 +342,7 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
             return refuse(f'{what}, a lower bound '
                           f'{"at 0" if tol >= 1 else "this far below"} '
                           f'would judge nothing (take quieter or more runs)',
-                          **measured, tolerance=None, how=f'refused: {what}')
+                          measured, what)
         spec['lower'] = -tol
         if tol >= 0.5:
             notes.append(f'warning: {label} judges little: it passes down to '
@@ -373,30 +362,15 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
     return spec
 
 
-def _explicitly_absent(old_refs, check, partition, where, metric):
-    chosen = None
-    for ref in old_refs:
-        if ref.metric == metric and references.applies(
-                ref, [check], partition, where):
-            chosen = ref
-    return chosen is not None and chosen.value is None and chosen
-
-
-def _declared_diagnostic(runs):
-    # the check said it logs this on purpose (hpcval_unjudged in the report)
-    for s in runs:
-        why = (s.case.extras.get('unjudged') or {}).get(s.metric)
-        if isinstance(why, str) and why.startswith('diagnostic: ') and \
-                not why.startswith('diagnostic: explicitly absent'):
-            return why[len('diagnostic: '):]
-    return None
-
-
-def _plan(groups, old_refs, include_absent, notes):
+def _plan(samples, old_refs, include_absent, notes):
     """What to calibrate: [(key, test label, {metric: runs}, {sibling
     family: runs})], only for checks their runs recorded as their class
     (a report naming another class would make an entry that fails every
     test of the system in setup); what is left out is said in ``notes``."""
+    groups = {}     # {(check, partition, params): {metric: [Sample]}}
+    for s in sorted(samples, key=lambda s: s.case.time):
+        key = (s.case.check, s.case.partition, s.case.params)
+        groups.setdefault(key, {}).setdefault(s.metric, []).append(s)
     out = []
     for (check, partition, params), metrics in groups.items():
         other = {tuple(s.case.extras.get('lineage') or (check,))[0]
@@ -424,15 +398,24 @@ def _plan(groups, old_refs, include_absent, notes):
             if '@' in metric:
                 # one GPU's figure: judged against its metric's reference
                 continue
-            absent = _explicitly_absent(old_refs, check, partition, where,
-                                        metric)
-            if absent and not include_absent:
+            if include_absent:
+                wanted[metric] = runs
+                continue
+            # the last applicable entry wins
+            absent = [r for r in old_refs if r.metric == metric and
+                      references.applies(r, [check], partition, where)][-1:]
+            if absent and absent[0].value is None:
                 notes.append(f'kept {label} explicitly absent ('
-                             f'{" ".join(absent.source.split())}); '
+                             f'{" ".join(absent[0].source.split())}); '
                              f'include_absent calibrates it')
                 continue
-            declared = _declared_diagnostic(runs)
-            if declared and not include_absent:
+            # the check said it logs this on purpose (hpcval_unjudged)
+            declared = next((why[len('diagnostic: '):] for why in (
+                (s.case.extras.get('unjudged') or {}).get(s.metric)
+                for s in runs) if isinstance(why, str) and
+                why.startswith('diagnostic: ') and
+                not why.startswith('diagnostic: explicitly absent')), None)
+            if declared:
                 notes.append(f'kept {label} unjudged: the check logs it as a '
                              f'diagnostic ({declared}); include_absent '
                              f'calibrates it')
@@ -464,7 +447,13 @@ def _entries(plan, rule, notes, keep_outliers, figures):
 def _family(label, runs, rule, notes, figures):
     """The band of one sibling family (sibling_band) from
     the healthy ratios of all its members over all runs, or None."""
-    kept = _healthy_ratios(runs, notes, label)
+    # the ratios that failed their run's band are left out
+    kept = [s for s in runs if s.result != 'fail' and s.value > 0 and
+            math.isfinite(s.value)]
+    if len(kept) < len(runs):
+        notes.append(f'{label}: left out {len(runs) - len(kept)} ratio(s) '
+                     f'that failed their run\'s band (a member named '
+                     f'slower than its siblings) or are not positive')
     cases = {id(s.case): s.case for s in kept}.values()
     if len(cases) < rule.min_samples:
         notes.append(f'refused {label}: ratios of {len(cases)} run(s), '
@@ -513,18 +502,6 @@ def sibling_band(ratios, runs, false_alarm):
         return SIBLING_TIGHTEST, f'{how} = {bound:.3g}, lowered to the ' \
             f'tightest allowed, {SIBLING_TIGHTEST:g}'
     return bound, how
-
-
-def _healthy_ratios(runs, notes, label):
-    """The ratios of ``runs`` (samples of one family) that passed their
-    run's band; those that failed it are left out, with a note."""
-    kept = [s for s in runs if s.result != 'fail' and s.value > 0 and
-            math.isfinite(s.value)]
-    if len(kept) < len(runs):
-        notes.append(f'{label}: left out {len(runs) - len(kept)} ratio(s) '
-                     f'that failed their run\'s band (a member named '
-                     f'slower than its siblings) or are not positive')
-    return kept
 
 
 def per_figure(budget, judged):
@@ -582,15 +559,6 @@ def _split(text, path):
     if not isinstance(entries, list):
         raise CalibrationError(f'{path}: the calibrated section is not a '
                                f'list of entries')
-    return ''.join(lines[:at]), entries, _section_comments(section)
-
-
-_HEADER = {line.strip() for line in _SECTION.splitlines()}
-
-
-def _section_comments(section):
-    """{entry index: the comment lines written in or just before it}
-    of a calibrated section (its own header left out)."""
     comments, index = {}, -1
     for line in section.splitlines(keepends=True):
         if re.match(r'- ', line):
@@ -601,7 +569,7 @@ def _section_comments(section):
             where = index if index >= 0 and line[0].isspace() \
                 else index + 1
             comments.setdefault(where, []).append(line.strip() + '\n')
-    return comments
+    return ''.join(lines[:at]), entries, comments
 
 
 def _key(entry):
@@ -625,16 +593,13 @@ def _merge(previous, new):
     return list(merged.values())
 
 
-def _top_level(lines, key):
-    return next((i for i, line in enumerate(lines)
-                 if re.match(rf'{key}:', line)), None)
-
-
-def _entries_key(lines, path):
-    """The line of the top-level ``entries:`` key."""
-    at = _top_level(lines, 'entries')
-    if at is None:
-        raise CalibrationError(f'{path}: no top-level entries key')
+def _top_level(lines, key, path=None):
+    """The line of the top-level ``key``: None where there is none, or,
+    given the file's ``path``, an error."""
+    at = next((i for i, line in enumerate(lines)
+               if re.match(rf'{key}:', line)), None)
+    if at is None and path:
+        raise CalibrationError(f'{path}: no top-level {key} key')
     return at
 
 
@@ -649,7 +614,7 @@ def _with_rule(head, rule_text, path, name=RULE):
     lines = head.splitlines(keepends=True)
     r = _top_level(lines, 'rules')
     if r is None:
-        e = _entries_key(lines, path)
+        e = _top_level(lines, 'entries', path)
         lines[e:e] = ['rules:\n', *_rule_lines('  ', rule_text, name)]
         return ''.join(lines)
 
@@ -698,13 +663,10 @@ def _inventory(samples):
                 (s.case.time, rec)
     out = []
     for part, nodes in sorted(by_part.items()):
-        records = [rec for _, rec in nodes.values()]
-        times = [t for t, _ in nodes.values()]
-        when = datetime.datetime.fromtimestamp(
-            max(times), datetime.timezone.utc).strftime('%Y-%m-%d')
+        when = _utc(max(t for t, _ in nodes.values()), '%Y-%m-%d')
         entry = inventory.from_records(
-            records, part, f'hpcval calibrate: the GPU tool on '
-            f'{_listed(nodes)} in the baseline runs, {when}')
+            [rec for _, rec in nodes.values()], part, f'hpcval calibrate: '
+            f'the GPU tool on {_listed(nodes)} in the baseline runs, {when}')
         if entry:
             out.append(entry)
     return out
@@ -734,17 +696,31 @@ def _with_inventory(head, entries, path, notes):
                              f'{e.get("model", "no GPU")}' for e in entries))
             return head
         end = _block_end(lines, at)
-        block = lines[at:end]
-        entries = _keep_site_keys(entries, ''.join(block), path)
-        if entries is None:
+        try:
+            old = (bounded.load(''.join(lines[at:end])) or {}).get(
+                'inventory') or []
+        except (yaml.YAMLError, bounded.TooBig, AttributeError) as err:
+            raise CalibrationError(f'{path}: the calibrated inventory is '
+                                   f'not readable: {err}') from None
+        # every key the site added to a partition's entry (a pin, a note)
+        # is kept
+        by_part = {e.get('partition'): e for e in old if isinstance(e, dict)}
+        entries = [{**e, **{k: v for k, v in by_part.get(e['partition'],
+                                                         {}).items()
+                            if k not in e}} for e in entries]
+        if entries == old:
             notes.append(f'{path}: inventory rewritten from the baseline '
                          f'runs (unchanged)')
             return head         # as it was, the site's comments in place
-        lines[mark:end] = [_INVENTORY_HEADER, *_comments(lines[mark + 1:end]),
+        # the site's whole-line comments, as they were written
+        comments = [line if line.endswith('\n') else line + '\n'
+                    for line in lines[mark + 1:end]
+                    if line.lstrip().startswith('#')]
+        lines[mark:end] = [_INVENTORY_HEADER, *comments,
                            _inventory_block(entries)]
         notes.append(f'{path}: inventory rewritten from the baseline runs')
         return ''.join(lines)
-    e = _entries_key(lines, path)
+    e = _top_level(lines, 'entries', path)
     lines[e:e] = [_INVENTORY_HEADER, _inventory_block(entries)]
     notes.append(f'{path}: inventory written from the baseline runs')
     return ''.join(lines)
@@ -758,29 +734,6 @@ def _dump(data, **style):
 def _inventory_block(entries):
     return 'inventory:\n' + textwrap.indent(
         _dump(entries, default_flow_style=None), '  ')
-
-
-def _keep_site_keys(entries, block, path):
-    """``entries`` (what the baseline runs show) with every key the
-    site added to the same partition's entry of ``block`` (the
-    calibrated ``inventory:`` block as written: a ``pin``, a note) kept;
-    None where that is the block as it stands."""
-    try:
-        old = (bounded.load(block) or {}).get('inventory') or []
-    except (yaml.YAMLError, bounded.TooBig, AttributeError) as err:
-        raise CalibrationError(f'{path}: the calibrated inventory is not '
-                               f'readable: {err}') from None
-    by_part = {e.get('partition'): e for e in old if isinstance(e, dict)}
-    merged = [{**e, **{k: v for k, v in by_part.get(e['partition'],
-                                                     {}).items()
-                       if k not in e}} for e in entries]
-    return None if merged == old else merged
-
-
-def _comments(lines):
-    """The whole-line comments of ``lines``, as they were written."""
-    return [line if line.endswith('\n') else line + '\n'
-            for line in lines if line.lstrip().startswith('#')]
 
 
 def _rule_lines(indent, text, name=RULE):
@@ -798,12 +751,12 @@ def _new_file(system, rule_text):
             f'entries:\n')
 
 
-def _append(head, entries, path, comments=None, trailing=()):
+def _append(head, entries, path, comments, trailing):
     """``head`` with the calibrated section of ``entries`` appended, each
     entry after the site's comments of it (``comments``: {_key(entry):
     [lines]}), ``trailing`` comments last."""
     lines = head.splitlines(keepends=True)
-    e = _entries_key(lines, path)
+    e = _top_level(lines, 'entries', path)
     if any(re.match(r'[A-Za-z_]', line) for line in lines[e + 1:]):
         raise CalibrationError(f'{path}: entries must be the last top-level '
                                f'key, so that calibrated entries can follow')
@@ -812,21 +765,11 @@ def _append(head, entries, path, comments=None, trailing=()):
     items = [re.match(r'(\s*)- ', line) for line in lines[e + 1:]]
     indent = next((m.group(1) for m in items if m), '  ')
     body = ''.join(lines).rstrip('\n') + '\n'
-    comments = comments or {}
     dumped = ''.join(
         ''.join(comments.get(_key(entry), ())) +
         _dump([entry], default_flow_style=False, allow_unicode=True)
         for entry in entries) + ''.join(trailing)
     return body + textwrap.indent(_SECTION + dumped, indent)
-
-
-def _below(base_dir, path, system):
-    """The file a site file ``path`` is layered over, or None."""
-    if not base_dir:
-        return None
-    below = os.path.join(base_dir, f'{system}.yaml')
-    same = os.path.abspath(below) == os.path.abspath(path)
-    return None if same or not os.path.isfile(below) else below
 
 
 def _loaded(below, path, text):
@@ -969,7 +912,11 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
         ref_dir = paths.references_dir()
     path = os.path.join(ref_dir, f'{system}.yaml')
     old = _read(path)
-    below = _below(base_dir, path, system)
+    # the file a site file is layered over, if any
+    below = os.path.join(base_dir, f'{system}.yaml') if base_dir else None
+    if below and (os.path.abspath(below) == os.path.abspath(path)
+                  or not os.path.isfile(below)):
+        below = None
     old_refs = by_system_refs.get(system, [])
     if _loaded(below, path, old) != old_refs:
         raise CalibrationError(f'{path if old is not None else below} '
@@ -978,7 +925,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     notes, figures = [], []
     selected = _select(samples, system, allow_replays,
                        accept_performance_failures, notes)
-    plan = _plan(_groups(selected), old_refs, include_absent, notes)
+    plan = _plan(selected, old_refs, include_absent, notes)
     judged = judged_per_run(selected, {
         (*key, metric) for key, _, metrics, _ in plan for metric in metrics})
     if false_alarm is None:
