@@ -251,14 +251,11 @@ def _clock_failures(record):
         fast_sibling = any(p == phase and i != idx and m >= CLOCK_LOW * t
                            for (p, i), (m, t, _) in seen.items())
         if share < CLOCK_STUCK or (share < CLOCK_LOW and fast_sibling):
-            when = {'during': 'during the benchmark',
-                    'before': 'before the benchmark',
-                    'after': 'after the benchmark'}[phase]
             # the samples' figure is the fastest of those at busy use
             used = f'at {use:g}% use' if phase != 'during' else \
                 f'at most in {use} samples at {BUSY_PCT}%+ use'
             out.append((f'GPU {idx}', f'graphics clock {mhz:g} MHz {used} '
-                        f'{when}, {share:.0%} of its maximum {top:g} MHz'))
+                        f'{phase} the benchmark, {share:.0%} of its maximum {top:g} MHz'))
     return out
 
 
@@ -357,9 +354,7 @@ def _link_findings(per, want):
 def _phases(phases):
     if phases == ['before']:
         return ''
-    if phases == ['after']:
-        return ' after the benchmark'
-    return ' before and after the benchmark'
+    return f' {" and ".join(phases)} the benchmark'
 
 
 def _nvlink_growth(record):
@@ -398,18 +393,22 @@ def failures(record, expected=None):
     out += [(c, t) for c, t, fails in _warning_findings(record) if fails]
     out += _nvlink_failures(record, expected)
     out += _kernel_findings(record, fatal=True)
-    gpus = _all_gpus(record)
-    for dev, kinds in sorted(record.aer_grown.items()):
-        for kind in ('fatal', 'nonfatal'):
-            if kinds.get(kind):
-                out.append((_component_of_bus(gpus, dev),
-                            f'{kinds[kind]} PCIe AER {kind} error(s) '
-                            f'during the benchmark'))
+    out += _aer_growth(record, ('fatal', 'nonfatal'))
     pins = (expected or {}).get('pin') or ()
     for comp, text, key in changes(record, expected):
         if key in pins:
             out.append((comp, f'{text} (pinned)'))
     return _unique(out)
+
+
+def _aer_growth(record, kinds):
+    """(component, text) of each AER counter of ``kinds`` that grew."""
+    words = {'cor': 'corrected'}
+    return [(_component_of_bus(_all_gpus(record), dev),
+             f'{grown[kind]} PCIe AER {words.get(kind, kind)} error(s) '
+             f'during the benchmark')
+            for dev, grown in sorted(record.aer_grown.items())
+            for kind in kinds if grown.get(kind)]
 
 
 def _sampler_unreadable(record):
@@ -460,12 +459,7 @@ def changes(record, expected):
 
 
 def _unique(items):
-    seen, out = set(), []
-    for item in items:
-        if item not in seen:
-            seen.add(item)
-            out.append(item)
-    return out
+    return list(dict.fromkeys(items))
 
 
 def _component_of_bus(gpus, bus):
@@ -500,11 +494,7 @@ def notes(record):
     out += [(c, t) for c, t, fails in _warning_findings(record) if not fails]
     out += [(c, t) for c, t, fails in _nvlink_growth(record) if not fails]
     out += _kernel_findings(record, fatal=False)
-    for dev, kinds in sorted(record.aer_grown.items()):
-        if kinds.get('cor'):
-            out.append((_component_of_bus(_all_gpus(record), dev),
-                        f'{kinds["cor"]} PCIe AER corrected error(s) during '
-                        f'the benchmark'))
+    out += _aer_growth(record, ('cor',))
     for comp, text in _other_processes(record):
         out.append((comp, f'{text} before the benchmark started'))
     return _unique(out)
