@@ -251,15 +251,6 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
                          self.prerun_cmds)),
                      keep=(f'{health_probe.PREFIX}*',))
 
-    def _stage_text(self, name, limit=-1):
-        """A stage file's text ('' when absent or unreadable)."""
-        try:
-            with open(os.path.join(self.stagedir, name),
-                      encoding='utf-8', errors='replace') as fp:
-                return fp.read(limit)
-        except OSError:
-            return ''
-
     def _exit_status(self):
         code = self.job.exitcode
         return f' (exit code {code})' if code not in (0, None) else ''
