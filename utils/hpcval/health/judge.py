@@ -255,7 +255,8 @@ def _clock_failures(record):
             used = f'at {use:g}% use' if phase != 'during' else \
                 f'at most in {use} samples at {BUSY_PCT}%+ use'
             out.append((f'GPU {idx}', f'graphics clock {mhz:g} MHz {used} '
-                        f'{phase} the benchmark, {share:.0%} of its maximum {top:g} MHz'))
+                        f'{phase} the benchmark, {share:.0%} of its '
+                        f'maximum {top:g} MHz'))
     return out
 
 
