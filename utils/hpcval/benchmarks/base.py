@@ -18,7 +18,7 @@ from reframe.core.exceptions import SanityError
 
 from hpcval import (features, inputs, preflight, provenance, records,
                     reference_service, replay, stacks, units)
-from hpcval.benchmarks import fates, jobscript, nodeuse
+from hpcval.benchmarks import fates, nodeuse
 from hpcval.benchmarks.container import ContainerRun, image_of
 from hpcval.benchmarks.jobscript import NOTHING, Lines
 from hpcval.health import probe as health_probe
@@ -49,7 +49,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     Subclasses implement ``parse()`` (raising ParseError) and
     ``metrics(result)`` (``{name: (value, unit)}``).  The job script's
     assembly runs the methods named in ``JOB_SCRIPT_STEPS`` in that order,
-    whatever the order of the bases (hpcval.benchmarks.jobscript)."""
+    whatever the order of the bases."""
 
     #: The job script's steps, in order: a multi-node layout leaves a node
     #: screen; a Slurm job's guard against a given-up submission comes
@@ -288,8 +288,13 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     @run_before('run', always_last=True)
     def assemble_job_script(self):
-        jobscript.assemble(self, [getattr(self, name)
-                                  for name in self.JOB_SCRIPT_STEPS])
+        # each step's lines around the prerun, steps in their order
+        added = [getattr(self, name)() for name in self.JOB_SCRIPT_STEPS]
+        self.prerun_cmds = [*(c for a in added for c in a.before),
+                            *self.prerun_cmds,
+                            *(c for a in added for c in a.after)]
+        self.keep_files = [*self.keep_files,
+                           *(f for a in added for f in a.keep)]
 
     @run_before('run')
     def refuse_short_time_limit(self):
