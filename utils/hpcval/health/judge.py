@@ -62,12 +62,6 @@ def _tool_failed(record, snap):
     return f'{tool} failed (exit {rc}): {message}'
 
 
-def _link(gpu, samples):
-    gens = [g for g in (gpu.pcie_gen, samples and samples.pcie_gen_max)
-            if isinstance(g, int)]
-    return (max(gens) if gens else None), gpu.pcie_width
-
-
 def _states(gpu, tool):
     """A line per state the tool printed instead of values, naming fields."""
     fields = {}
@@ -93,7 +87,9 @@ def _gpu_failures(gpu, expected, samples, tool=''):
             and mem < 0.95 * want['memory_gib'] * 1024:
         out.append(f'{mem / 1024:.1f} GiB of memory, expected '
                    f'{want["memory_gib"]} GiB')
-    gen, width = _link(gpu, samples)
+    gens = [g for g in (gpu.pcie_gen, samples and samples.pcie_gen_max)
+            if isinstance(g, int)]
+    gen, width = (max(gens) if gens else None), gpu.pcie_width
     pcie = want.get('pcie')
     if pcie and isinstance(width, int) and (
             width < pcie['width'] or (isinstance(gen, int)
@@ -150,20 +146,17 @@ def _count_failures(record, expected):
     if before.gpus and not _tool_failed(record, after) and not after.unparsed:
         left = {_gpu_key(g) for g in after.gpus}
         for gpu in before.gpus:
+            ident = ', '.join(str(v) for v in (gpu.bus_id, gpu.uuid) if v) \
+                or f'index {gpu.index}'
             if _gpu_key(gpu) not in left:
                 out.append((f'GPU {gpu.index}', 'lost during the run: '
-                            f'listed before the benchmark ({_ident(gpu)}), '
+                            f'listed before the benchmark ({ident}), '
                             f'not after it'))
     return out
 
 
 def _gpu_key(gpu):
     return gpu.uuid or gpu.bus_id or gpu.index
-
-
-def _ident(gpu):
-    return ', '.join(str(v) for v in (gpu.bus_id, gpu.uuid) if v) \
-        or f'index {gpu.index}'
 
 
 def _throttle_failures(record):
