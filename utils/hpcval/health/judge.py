@@ -118,12 +118,6 @@ def _temp(c):
     return f', {c} C' if isinstance(c, (int, float)) else ''
 
 
-def _grown_counters(before, after):
-    return {key: val - before.throttle_us[key]
-            for key, val in after.throttle_us.items()
-            if val > before.throttle_us.get(key, val)}
-
-
 def _count_failures(record, expected):
     """The tool's failure, the GPU count, and a GPU lost before -> after."""
     want = (expected or {}).get('gpus', 0)
@@ -183,9 +177,10 @@ def _throttle_failures(record):
             by_index.setdefault(gpu.index, []).append(gpu)
     for idx, snaps in by_index.items():
         if len(snaps) == 2:
-            for why, us in _grown_counters(*snaps).items():
-                if why in FAILING_REASONS:
-                    seen.setdefault((idx, why), {})['us'] = us
+            old, new = (gpu.throttle_us for gpu in snaps)
+            for why, us in new.items():
+                if why in FAILING_REASONS and us > old.get(why, us):
+                    seen.setdefault((idx, why), {})['us'] = us - old[why]
     out = []
     for (idx, why), got in sorted(seen.items(), key=lambda kv: (
             str(kv[0][0]), kv[0][1])):
