@@ -511,16 +511,11 @@ def _other_processes(record):
     return out
 
 
-def _index(component):
-    head, _, num = (component or '').partition(' ')
-    return int(num) if head == 'GPU' and num.isdigit() else None
-
-
 def cause(record, component='', figure=None):
     """Why a figure of ``component`` may be low ('': nothing stands out)."""
     if record is None:
         return ''
-    idx = _index(component)
+    idx = link.gpu_index(component)
     parts = []
     for key, s in sorted(record.samples.items(), key=lambda kv: int(kv[0])):
         if idx is not None and key != str(idx):
@@ -536,7 +531,7 @@ def cause(record, component='', figure=None):
     before = {g.index: g for g in record.before.gpus}
     for comp, text in _other_processes(record):
         if idx is None or comp == f'GPU {idx}':
-            gpu = before.get(_index(comp))
+            gpu = before.get(link.gpu_index(comp))
             util = gpu.util_pct if gpu is not None else None
             busy = f' at {util}% utilization' if isinstance(util, int) \
                 and util > 0 else ''
