@@ -18,7 +18,7 @@ from reframe.core.exceptions import SanityError
 
 from hpcval import (features, inputs, preflight, provenance, records,
                     reference_service, replay, stacks, units)
-from hpcval.benchmarks import fates, jobscript, nodeuse
+from hpcval.benchmarks import fates, nodeuse
 from hpcval.benchmarks.container import ContainerRun, image_of
 from hpcval.benchmarks.jobscript import NOTHING, Lines
 from hpcval.health import probe as health_probe
@@ -49,7 +49,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     Subclasses implement ``parse()`` (raising ParseError) and
     ``metrics(result)`` (``{name: (value, unit)}``).  The job script's
     assembly runs the methods named in ``JOB_SCRIPT_STEPS`` in that order,
-    whatever the order of the bases (hpcval.benchmarks.jobscript)."""
+    whatever the order of the bases."""
 
     #: The job script's steps, in order: a multi-node layout leaves a node
     #: screen; a Slurm job's guard against a given-up submission comes
@@ -251,35 +251,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
                          self.prerun_cmds)),
                      keep=(f'{health_probe.PREFIX}*',))
 
-    def _read_provenance(self):
-        try:
-            with open(os.path.join(self.stagedir, provenance.FILE),
-                      encoding='utf-8', errors='replace') as fp:
-                return provenance.read(fp.read())
-        except OSError:
-            return {}
-
-    def _read_node_load(self):
-        try:
-            with open(os.path.join(self.stagedir, nodeuse.LOAD_FILE),
-                      encoding='utf-8', errors='replace') as fp:
-                return nodeuse.read(fp.read(65536))
-        except OSError:
-            return None
-
-    def _job_stderr(self):
-        try:
-            with open(os.path.join(self.stagedir, self.stderr.evaluate()),
-                      encoding='utf-8', errors='replace') as fp:
-                return fp.read(65536)
-        except OSError:
-            return ''
-
     def _exit_status(self):
-        notes = []
-        if self.job.exitcode not in (0, None):
-            notes.append(f'exit code {self.job.exitcode}')
-        return f' ({", ".join(notes)})' if notes else ''
+        code = self.job.exitcode
+        return f' (exit code {code})' if code not in (0, None) else ''
 
     @run_after('init')
     def refuse_a_narrowed_mode(self):
@@ -314,8 +288,13 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     @run_before('run', always_last=True)
     def assemble_job_script(self):
-        jobscript.assemble(self, [getattr(self, name)
-                                  for name in self.JOB_SCRIPT_STEPS])
+        # each step's lines around the prerun, steps in their order
+        added = [getattr(self, name)() for name in self.JOB_SCRIPT_STEPS]
+        self.prerun_cmds = [*(c for a in added for c in a.before),
+                            *self.prerun_cmds,
+                            *(c for a in added for c in a.after)]
+        self.keep_files = [*self.keep_files,
+                           *(f for a in added for f in a.keep)]
 
     @run_before('run')
     def refuse_short_time_limit(self):
@@ -348,6 +327,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
                                f'{self._exit_status()}'
                                f'{self._stderr_note(fate + missing)}')
 
+    def _read_node_load(self):
+        return nodeuse.read(self._stage_text(nodeuse.LOAD_FILE, 65536))
+
     def _busy_note(self):
         load = self._read_node_load()
         return f'; the node was busy: {load.why}' if load and load.busy else ''
@@ -357,7 +339,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         fate = fates.job_fate(self.job)
         if not fate:
             return ''
-        why = fates.slurm_error(self._job_stderr())
+        why = fates.slurm_error(
+            self._stage_text(self.stderr.evaluate(), 65536))
         return f'{fate} ({why}); ' if why else f'{fate}; '
 
     def _stderr_note(self, reason):
@@ -371,7 +354,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     @sanity_function
     def validate_output(self):
         # first: what the node ran with is worth keeping when sanity fails
-        self.hpcval_provenance = self._read_provenance()
+        self.hpcval_provenance = provenance.read(
+            self._stage_text(provenance.FILE))
         self.hpcval_health = records.builtins(health_probe.read(self.stagedir))
         self.hpcval_node_load = records.builtins(self._read_node_load())
         self.hpcval_measured_gpus = self._measured_gpus()
@@ -427,8 +411,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         found = self._references({name: unit
                                   for name, (_, unit) in values.items()})
         self.reference = {self.current_partition.fullname: found}
-        self.hpcval_unjudged = self._unjudged(
-            [name for name in values if name not in found])
+        self.hpcval_unjudged = reference_service.unjudged(
+            self, [name for name in values if name not in found],
+            self.diagnostics)
         self.hpcval_components = dict(self.components(self.result, values))
         self.hpcval_provenance = {**self.hpcval_provenance,
                                   **self.provenance_of_output(self.result)}
@@ -459,9 +444,6 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     def _references(self, metric_units):
         return reference_service.for_test(self, metric_units)
-
-    def _unjudged(self, metrics):
-        return reference_service.unjudged(self, metrics, self.diagnostics)
 
 
 def out_of_range(values, zero_readings):

@@ -247,17 +247,24 @@ class ContainerSettings(rfm.RegressionTestPlugin):
 class ContainerRun(rfm.RegressionTestPlugin):
     """Runs the test's command in its image, when it has one."""
 
+    def _stage_text(self, name, limit=-1, unreadable=''):
+        """A stage file's text (``unreadable`` when absent or unreadable)."""
+        try:
+            with open(os.path.join(self.stagedir, name),
+                      encoding='utf-8', errors='replace') as fp:
+                return fp.read(limit)
+        except OSError:
+            return unreadable
+
     def container_record(self):
         """The runtime and image the run used; SanityError without a digest."""
         image = getattr(self, '_hpcval_image', '')
         if not image:
             return {}
-        try:
-            with open(os.path.join(self.stagedir, RECORD),
-                      encoding='utf-8', errors='replace') as fp:
-                record = read_record(fp.read(65536), image)
-        except OSError:
-            record = {'image': image}
+        text = self._stage_text(RECORD, 65536, unreadable=None)
+        # no record at all: not even a pinned reference's digest counts
+        record = {'image': image} if text is None else \
+            read_record(text, image)
         if 'image_digest' not in record and 'image_id' not in record:
             raise SanityError(f'image {image}: no digest recorded on the '
                               f'node ({self._record_error()}); a run from '
@@ -268,13 +275,9 @@ class ContainerRun(rfm.RegressionTestPlugin):
         return record
 
     def _record_error(self):
-        try:
-            with open(os.path.join(self.stagedir, RECORD_ERR),
-                      encoding='utf-8', errors='replace') as fp:
-                lines = [ln.strip() for ln in fp.read(8192).splitlines()
-                         if ln.strip()]
-        except OSError:
-            lines = []
+        lines = [ln.strip() for ln in
+                 self._stage_text(RECORD_ERR, 8192).splitlines()
+                 if ln.strip()]
         return lines[-1][:200] if lines else 'the runtime said nothing'
 
     def _container_image(self):

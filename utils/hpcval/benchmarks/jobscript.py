@@ -10,12 +10,3 @@ class Lines(NamedTuple):
 
 
 NOTHING = Lines()
-
-
-def assemble(test, steps):
-    """Run ``steps`` in order; put their lines around the prerun."""
-    added = [step() for step in steps]
-    test.prerun_cmds = [*(c for a in added for c in a.before),
-                        *test.prerun_cmds,
-                        *(c for a in added for c in a.after)]
-    test.keep_files = [*test.keep_files, *(f for a in added for f in a.keep)]

@@ -135,12 +135,11 @@ class OsuBuild(UpstreamBuild):
     def _accelerator_opts(self):
         checked_token(self.accelerator or 'none', 'accelerator',
                       ('none', 'cuda', 'rocm'))
-        if self.accelerator == 'cuda':
-            return ['--enable-cuda', '--with-cuda="${CUDA_HOME:-$(dirname '
-                    '"$(dirname "$(command -v nvcc)")")}"']
-        if self.accelerator == 'rocm':
-            return ['--enable-rocm', '--with-rocm="${ROCM_PATH:-/opt/rocm}"']
-        return []
+        return {'cuda': ['--enable-cuda', '--with-cuda="${CUDA_HOME:-$('
+                         'dirname "$(dirname "$(command -v nvcc)")")}"'],
+                'rocm': ['--enable-rocm',
+                         '--with-rocm="${ROCM_PATH:-/opt/rocm}"'],
+                }.get(self.accelerator, [])
 
     def build_commands(self, src):
         built = ' '.join(f'obj/{folder}/{exe}'
@@ -332,18 +331,15 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                   f'exec taskset -c "${{cpus[${{r:-0}}]}}" "$0" "$@"')
         return 'bash', ['-c', shlex.quote(script), shlex.quote(exe)]
 
-    def _gpu_settings(self):
-        part = self.current_partition
-        layouts.apply(self, layouts.gpu_layout(part, 'rank_per_gpu'))
-        layouts.apply(self, layouts.settings(part, 'gpu_aware_mpi'))
-
     @run_before('run')
     def set_command(self):
         self.num_tasks_per_node = 1 if self.placement == 'across_nodes' else 2
         exe = self.build.executable_path(self.benchmark)
         prefix = []
+        part = self.current_partition
         if self.device_buffers:
-            self._gpu_settings()
+            layouts.apply(self, layouts.gpu_layout(part, 'rank_per_gpu'))
+            layouts.apply(self, layouts.settings(part, 'gpu_aware_mpi'))
         elif self.pin_ranks:
             exe, prefix = self._bind(exe)
 

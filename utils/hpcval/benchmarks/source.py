@@ -229,17 +229,11 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
 
         if self.prebuilt_dir:
             checked_path(self.prebuilt_dir, 'prebuilt_dir')
-            self.prerun_cmds = ['echo "prebuilt_dir set: nothing to fetch"']
-            return
-
-        if stacks.of(self):
-            self.prerun_cmds = ['echo "the site\'s stack provides it: '
-                                'nothing to fetch"']
-            return
-
-        if image_of(self):
-            self.prerun_cmds = ['echo "the image provides it: nothing to '
-                                'fetch"']
+        given = ('prebuilt_dir set' if self.prebuilt_dir else
+                 'the site\'s stack provides it' if stacks.of(self) else
+                 'the image provides it' if image_of(self) else '')
+        if given:
+            self.prerun_cmds = [f'echo "{given}: nothing to fetch"']
             return
 
         # a failed clone or copy must fail the job, not fall through

@@ -319,20 +319,15 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
 
     def components(self, result, values):
         """The link each per-pair metric measures."""
-        if self.preset == 'a2a':
-            pairs = {link_name(*pair): (pair, '')
-                     for pair in result.measured()}
-        elif self.preset == 'p2p':
-            pairs = {f'{m.direction}_{link_name(*pair)}':
-                     (pair, f' ({m.direction})')
-                     for m in (result.uni, result.bidir)
-                     for pair in _gpu_links(m.links)}
-        else:
+        if self.preset == 'config':
             return {}
-        return {**{name: f'link {src} -> {dst}{how}'
-                   for name, ((src, dst), how) in pairs.items()
-                   if name in values},
-                **self.sibling_components(result)}
+        found = {}
+        for figure, links in link_groups(result).items():
+            prefix = '' if figure == 'a2a' else f'{figure}_'
+            found.update({prefix + name: comp
+                          for name, (comp, _, _) in links.items()
+                          if prefix + name in values})
+        return {**found, **self.sibling_components(result)}
 
     def _a2a_metrics(self, r):
         measured = r.measured()

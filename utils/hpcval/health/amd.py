@@ -57,11 +57,8 @@ def _num(v):
     """A number of ``{"value": 10, "unit": "W"}``, ``"10 W"``; or None."""
     if isinstance(v, dict):
         v = v.get('value')
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, float)):
-        return v
-    v = value(v) if isinstance(v, str) else None
+    if isinstance(v, str):
+        v = value(v)
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) \
         else None
 
@@ -169,16 +166,16 @@ _CARD = re.compile(r'card(\d+)$')
 _MHZ = re.compile(r'(\d+)\s*Mhz', re.IGNORECASE)
 _LINK = re.compile(r'([\d.]+)\s*GT/s,?\s*x(\d+)')
 _ROCM_KEYS = (
-    ('model', ('Card Series', 'Card series', 'Device Name'), 'text'),
-    ('serial', ('Serial Number', 'Unique ID'), 'serial'),
-    ('bus_id', ('PCI Bus',), 'text'),
-    ('vbios', ('VBIOS version',), 'text'),
-    ('temp_c', ('Temperature (Sensor junction) (C)',), 'num'),
-    ('temp_mem_c', ('Temperature (Sensor memory) (C)',), 'num'),
+    ('model', ('Card Series', 'Card series', 'Device Name'), _text),
+    ('serial', ('Serial Number', 'Unique ID'), _serial),
+    ('bus_id', ('PCI Bus',), _text),
+    ('vbios', ('VBIOS version',), _text),
+    ('temp_c', ('Temperature (Sensor junction) (C)',), _num),
+    ('temp_mem_c', ('Temperature (Sensor memory) (C)',), _num),
     ('power_w', ('Current Socket Graphics Package Power (W)',
-                 'Average Graphics Package Power (W)'), 'num'),
-    ('power_limit_w', ('Max Graphics Package Power (W)',), 'num'),
-    ('util_pct', ('GPU use (%)',), 'num'))
+                 'Average Graphics Package Power (W)'), _num),
+    ('power_limit_w', ('Max Graphics Package Power (W)',), _num),
+    ('util_pct', ('GPU use (%)',), _num))
 
 
 def _rocm_smi(doc, lenient):
@@ -192,10 +189,9 @@ def _rocm_smi(doc, lenient):
         if not m or not isinstance(card, dict):
             continue
         gpu = {'index': int(m.group(1)), 'throttle': []}
-        for name, labels, kind in _ROCM_KEYS:
+        for name, labels, read in _ROCM_KEYS:
             for label in labels:
-                v = {'text': _text, 'serial': _serial,
-                     'num': _num}[kind](card.get(label))
+                v = read(card.get(label))
                 if v is not None:
                     gpu[name] = v
                     break

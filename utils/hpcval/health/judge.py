@@ -62,12 +62,6 @@ def _tool_failed(record, snap):
     return f'{tool} failed (exit {rc}): {message}'
 
 
-def _link(gpu, samples):
-    gens = [g for g in (gpu.pcie_gen, samples and samples.pcie_gen_max)
-            if isinstance(g, int)]
-    return (max(gens) if gens else None), gpu.pcie_width
-
-
 def _states(gpu, tool):
     """A line per state the tool printed instead of values, naming fields."""
     fields = {}
@@ -93,7 +87,9 @@ def _gpu_failures(gpu, expected, samples, tool=''):
             and mem < 0.95 * want['memory_gib'] * 1024:
         out.append(f'{mem / 1024:.1f} GiB of memory, expected '
                    f'{want["memory_gib"]} GiB')
-    gen, width = _link(gpu, samples)
+    gens = [g for g in (gpu.pcie_gen, samples and samples.pcie_gen_max)
+            if isinstance(g, int)]
+    gen, width = (max(gens) if gens else None), gpu.pcie_width
     pcie = want.get('pcie')
     if pcie and isinstance(width, int) and (
             width < pcie['width'] or (isinstance(gen, int)
@@ -122,12 +118,6 @@ def _temp(c):
     return f', {c} C' if isinstance(c, (int, float)) else ''
 
 
-def _grown_counters(before, after):
-    return {key: val - before.throttle_us[key]
-            for key, val in after.throttle_us.items()
-            if val > before.throttle_us.get(key, val)}
-
-
 def _count_failures(record, expected):
     """The tool's failure, the GPU count, and a GPU lost before -> after."""
     want = (expected or {}).get('gpus', 0)
@@ -150,20 +140,17 @@ def _count_failures(record, expected):
     if before.gpus and not _tool_failed(record, after) and not after.unparsed:
         left = {_gpu_key(g) for g in after.gpus}
         for gpu in before.gpus:
+            ident = ', '.join(str(v) for v in (gpu.bus_id, gpu.uuid) if v) \
+                or f'index {gpu.index}'
             if _gpu_key(gpu) not in left:
                 out.append((f'GPU {gpu.index}', 'lost during the run: '
-                            f'listed before the benchmark ({_ident(gpu)}), '
+                            f'listed before the benchmark ({ident}), '
                             f'not after it'))
     return out
 
 
 def _gpu_key(gpu):
     return gpu.uuid or gpu.bus_id or gpu.index
-
-
-def _ident(gpu):
-    return ', '.join(str(v) for v in (gpu.bus_id, gpu.uuid) if v) \
-        or f'index {gpu.index}'
 
 
 def _throttle_failures(record):
@@ -190,9 +177,10 @@ def _throttle_failures(record):
             by_index.setdefault(gpu.index, []).append(gpu)
     for idx, snaps in by_index.items():
         if len(snaps) == 2:
-            for why, us in _grown_counters(*snaps).items():
-                if why in FAILING_REASONS:
-                    seen.setdefault((idx, why), {})['us'] = us
+            old, new = (gpu.throttle_us for gpu in snaps)
+            for why, us in new.items():
+                if why in FAILING_REASONS and us > old.get(why, us):
+                    seen.setdefault((idx, why), {})['us'] = us - old[why]
     out = []
     for (idx, why), got in sorted(seen.items(), key=lambda kv: (
             str(kv[0][0]), kv[0][1])):
@@ -251,14 +239,12 @@ def _clock_failures(record):
         fast_sibling = any(p == phase and i != idx and m >= CLOCK_LOW * t
                            for (p, i), (m, t, _) in seen.items())
         if share < CLOCK_STUCK or (share < CLOCK_LOW and fast_sibling):
-            when = {'during': 'during the benchmark',
-                    'before': 'before the benchmark',
-                    'after': 'after the benchmark'}[phase]
             # the samples' figure is the fastest of those at busy use
             used = f'at {use:g}% use' if phase != 'during' else \
                 f'at most in {use} samples at {BUSY_PCT}%+ use'
             out.append((f'GPU {idx}', f'graphics clock {mhz:g} MHz {used} '
-                        f'{when}, {share:.0%} of its maximum {top:g} MHz'))
+                        f'{phase} the benchmark, {share:.0%} of its '
+                        f'maximum {top:g} MHz'))
     return out
 
 
@@ -357,9 +343,7 @@ def _link_findings(per, want):
 def _phases(phases):
     if phases == ['before']:
         return ''
-    if phases == ['after']:
-        return ' after the benchmark'
-    return ' before and after the benchmark'
+    return f' {" and ".join(phases)} the benchmark'
 
 
 def _nvlink_growth(record):
@@ -398,18 +382,22 @@ def failures(record, expected=None):
     out += [(c, t) for c, t, fails in _warning_findings(record) if fails]
     out += _nvlink_failures(record, expected)
     out += _kernel_findings(record, fatal=True)
-    gpus = _all_gpus(record)
-    for dev, kinds in sorted(record.aer_grown.items()):
-        for kind in ('fatal', 'nonfatal'):
-            if kinds.get(kind):
-                out.append((_component_of_bus(gpus, dev),
-                            f'{kinds[kind]} PCIe AER {kind} error(s) '
-                            f'during the benchmark'))
+    out += _aer_growth(record, ('fatal', 'nonfatal'))
     pins = (expected or {}).get('pin') or ()
     for comp, text, key in changes(record, expected):
         if key in pins:
             out.append((comp, f'{text} (pinned)'))
     return _unique(out)
+
+
+def _aer_growth(record, kinds):
+    """(component, text) of each AER counter of ``kinds`` that grew."""
+    words = {'cor': 'corrected'}
+    return [(_component_of_bus(_all_gpus(record), dev),
+             f'{grown[kind]} PCIe AER {words.get(kind, kind)} error(s) '
+             f'during the benchmark')
+            for dev, grown in sorted(record.aer_grown.items())
+            for kind in kinds if grown.get(kind)]
 
 
 def _sampler_unreadable(record):
@@ -460,12 +448,7 @@ def changes(record, expected):
 
 
 def _unique(items):
-    seen, out = set(), []
-    for item in items:
-        if item not in seen:
-            seen.add(item)
-            out.append(item)
-    return out
+    return list(dict.fromkeys(items))
 
 
 def _component_of_bus(gpus, bus):
@@ -500,11 +483,7 @@ def notes(record):
     out += [(c, t) for c, t, fails in _warning_findings(record) if not fails]
     out += [(c, t) for c, t, fails in _nvlink_growth(record) if not fails]
     out += _kernel_findings(record, fatal=False)
-    for dev, kinds in sorted(record.aer_grown.items()):
-        if kinds.get('cor'):
-            out.append((_component_of_bus(_all_gpus(record), dev),
-                        f'{kinds["cor"]} PCIe AER corrected error(s) during '
-                        f'the benchmark'))
+    out += _aer_growth(record, ('cor',))
     for comp, text in _other_processes(record):
         out.append((comp, f'{text} before the benchmark started'))
     return _unique(out)
@@ -532,16 +511,11 @@ def _other_processes(record):
     return out
 
 
-def _index(component):
-    head, _, num = (component or '').partition(' ')
-    return int(num) if head == 'GPU' and num.isdigit() else None
-
-
 def cause(record, component='', figure=None):
     """Why a figure of ``component`` may be low ('': nothing stands out)."""
     if record is None:
         return ''
-    idx = _index(component)
+    idx = link.gpu_index(component)
     parts = []
     for key, s in sorted(record.samples.items(), key=lambda kv: int(kv[0])):
         if idx is not None and key != str(idx):
@@ -557,7 +531,7 @@ def cause(record, component='', figure=None):
     before = {g.index: g for g in record.before.gpus}
     for comp, text in _other_processes(record):
         if idx is None or comp == f'GPU {idx}':
-            gpu = before.get(_index(comp))
+            gpu = before.get(link.gpu_index(comp))
             util = gpu.util_pct if gpu is not None else None
             busy = f' at {util}% utilization' if isinstance(util, int) \
                 and util > 0 else ''

@@ -35,6 +35,12 @@ def ceiling(gen, width):
     return units.link_bandwidth(f'gen{gen}', width)
 
 
+def gpu_index(component):
+    """N of the component 'GPU N'; None for any other."""
+    head, _, num = (component or '').partition(' ')
+    return int(num) if head == 'GPU' and num.isdigit() else None
+
+
 def _int(v):
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
@@ -68,8 +74,7 @@ def context(record, component, metric, value, unit):
         gbs = units.convert(value, unit, 'GB/s')
     except ValueError:
         return ''
-    head, _, num = (component or '').partition(' ')
-    want = int(num) if head == 'GPU' and num.isdigit() else None
+    want = gpu_index(component)
     found = {i: l for i, l in links(record).items()
              if (want is None or i == want) and l[0] and l[1]}
     if not found:

@@ -260,14 +260,12 @@ def _by_gpu(text):
 
 def nvlink_status(text):
     """{GPU index: {link: GB/s, or None where inactive}} of ``nvlink -s``."""
-    out = {}
-    for idx, links in _by_gpu(text).items():
-        out[idx] = {}
-        for link, rest in links:
-            speed = value(rest.replace('GB/s', ''))
-            out[idx][link] = speed if isinstance(speed, (int, float)) \
-                and not isinstance(speed, bool) else None
-    return out
+    def speed(rest):
+        v = value(rest.replace('GB/s', ''))
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) \
+            else None
+    return {idx: {link: speed(rest) for link, rest in links}
+            for idx, links in _by_gpu(text).items()}
 
 
 def nvlink_errors(text):

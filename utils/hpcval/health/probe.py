@@ -223,26 +223,22 @@ def _snapshot(stagedir, phase, tool):
         return {'rc': None, 'message': f'{PREFIX}{phase}.txt missing '
                 '(the probe did not run)', 'gpus': []}
     rc = _rc(stagedir, f'{phase}.txt')
-    snap = {'rc': rc, 'message': '', 'gpus': []}
+    failed = rc != 0
+    snap = {'rc': rc, 'message': (first_line(text) or 'no output') if failed
+            else '', 'gpus': []}
     if tool == 'nvidia-smi':
         snap['warnings'] = nvidia.warnings(text)
     if tool not in PARSED:
-        if rc != 0:
-            snap['message'] = first_line(text) or 'no output'
-        else:
+        if not failed:
             # recorded for the reader; judged once hpcval parses the tool
             snap['unparsed'] = clean(text, 2000)
         return snap
     try:
         snap['gpus'] = parse_gpus(tool, text)
     except ValueError as err:
-        if rc != 0:
-            snap['message'] = first_line(text) or 'no output'
-        else:
+        if not failed:
             snap['error'] = f'unreadable output: {clean(err)}'
         return snap
-    if rc != 0:
-        snap['message'] = first_line(text) or 'no output'
     apps_text = text if tool == habana.TOOL else \
         _read(stagedir, f'{phase}_apps.txt') or ''
     try:

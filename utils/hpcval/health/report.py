@@ -83,14 +83,12 @@ class Judge:
                 (case.system, case.partition), ({}, case))
             nodes.setdefault(node, {}).update(ident)
         pins = (expected or {}).get('pin') or ()
-        out = []
+        texts = {}      # the first text of each (component, key)
         for comp, text, key in found:
-            item = (case.system, case.partition, node, comp, 'base', key)
-            if item not in self._named:
-                self._named.add(item)
-                if key not in pins:
-                    out.append((node, comp, text))
-        return out
+            texts.setdefault((comp, key), text)
+        new = self._unnamed(case, node, list(texts), 'base')
+        return [(node, comp, texts[comp, key]) for node, comp, key in new
+                if key not in pins]
 
     def between_nodes(self):
         """[(case, node, component, text)] of nodes unlike most of theirs."""

@@ -80,25 +80,15 @@ class Params:
     step: int
     step_is_factor: bool
 
-    def largest_size(self, max_bytes=None):
-        """The sweep's largest size up to ``max_bytes`` (default maxBytes)."""
-        return largest_size(self.min_bytes, max_bytes or self.max_bytes,
-                            self.step, self.step_is_factor)
 
-
-def largest_size(min_bytes, max_bytes, step, step_is_factor=True):
+def largest_size(min_bytes, max_bytes, factor):
     """The last size of the sweep from ``min_bytes`` within ``max_bytes``."""
-    if max_bytes < min_bytes:
+    if max_bytes < min_bytes or factor <= 1:
         return max_bytes
-    if step_is_factor:
-        if step <= 1:
-            return max_bytes
-        size = min_bytes or 1
-        while size * step <= max_bytes:
-            size *= step
-        return size
-    return min_bytes + (max_bytes - min_bytes) // step * step if step \
-        else max_bytes
+    size = min_bytes or 1
+    while size * factor <= max_bytes:
+        size *= factor
+    return size
 
 
 @dataclass(frozen=True)

@@ -286,9 +286,6 @@ def _config_line(line, test, state):
     elif head.startswith('Aggregate'):
         state['aggregate'] = _bandwidth(fields[1] if len(fields) > 1 else '',
                                         f'{where} Aggregate (CPU)')
-    else:
-        return False
-    return True
 
 
 def parse_config_run(text, expected_tests=None):
