@@ -208,7 +208,7 @@ def test_every_check_that_runs_somewhere_has_references_there(dry_runs):
 
 def test_reference_table_in_docs_is_current():
     from hpcval import paths, references
-    from hpcval.publish import reference_table
+    from hpcval import reference_table
     from rfmrun import ROOT
     current = reference_table.markdown(
         references.load_dir(paths.references_dir()))

@@ -4,7 +4,7 @@ import sys
 
 from hpcval import exits, paths, reference_service, references, site
 from hpcval.commands import print_table, printable
-from hpcval.publish import reference_table
+from hpcval import reference_table
 
 
 def add_arguments(parser):
