@@ -204,7 +204,8 @@ def _healthy_captures():
              *glob.glob(str(CAPTURED / 'h200x2' / 'validation' / 'reports' /
                             '*.json')),
              *glob.glob(str(CAPTURED / 'h100x4' / 'reports' / '*.json')),
-             str(CAPTURED / 'h200x4' / 'run' / 'warmup.json')]
+             str(CAPTURED / 'h200x4' / 'run' / 'warmup.json'),
+             *glob.glob(str(CAPTURED / 'burnin' / 'h200' / '*.json'))]
     return sorted(f for f in files if not any(x in f for x in FAULTS))
 
 
@@ -216,6 +217,8 @@ def test_every_healthy_capture_passes_its_datasheet():
     datasheet = [c for c, _ in loaded.rebanded.values()
                  if c is not None and c.judged_by == verdict_refs.DATASHEET]
     assert len(datasheet) > 900
+    # gpu-burn's float rates of the burn-in captures among them
+    assert sum('FP32' in c.peak for c in datasheet) >= 4
     judged = {id(c) for c in datasheet}
     failed = [(s.case.test, s.metric, s.value) for s in loaded.samples
               if id(loaded.rebanded.get(id(s), (None,))[0]) in judged
