@@ -145,6 +145,11 @@ EVENTS = {
                        '`nvidia-smi nvlink -e`: Replay errors after > before '
                        '(the link resent a flit; CRC errors count the cause)',
                        f'{_DCGM} (NVLINK)'),
+    'pcie_replays': (FAIL, 'PCIe replays grew past DCGM\'s limit',
+                     '`nvidia-smi -q -d PCIE`: Replays Since Reset grew by '
+                     'more than 80 during the run (1 to 80: information)',
+                     'NVIDIA/DCGM nvvs/plugin_src/pcie/Pcie.cpp '
+                     '(max_pcie_replays 80; targeted stress 160)'),
     'pcie_link': (FAIL, 'PCIe link narrower / slower than expected',
                   'current width/generation below the inventory or the card',
                   f'{_DCGM} (PCIE)'),

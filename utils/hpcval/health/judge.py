@@ -383,6 +383,7 @@ def failures(record, expected=None):
     out += _nvlink_failures(record, expected)
     out += _kernel_findings(record, fatal=True)
     out += _aer_growth(record, ('fatal', 'nonfatal'))
+    out += [(c, t) for c, t, fails in _replay_growth(record) if fails]
     pins = (expected or {}).get('pin') or ()
     for comp, text, key in changes(record, expected):
         if key in pins:
@@ -398,6 +399,22 @@ def _aer_growth(record, kinds):
              f'during the benchmark')
             for dev, grown in sorted(record.aer_grown.items())
             for kind in kinds if grown.get(kind)]
+
+
+#: More PCIe replays than this in one run fail the GPU: the default
+#: ``max_pcie_replays`` of DCGM's PCIe plugin (its targeted stress: 160)
+MAX_PCIE_REPLAYS = 80
+
+
+def _replay_growth(record):
+    """(component, text, fails) of each GPU whose PCIe replays grew."""
+    old = record.before.pcie_replays
+    return [(_component_of_bus(_all_gpus(record), bus),
+             f'{n - old[bus]} PCIe replay(s) during the benchmark (more '
+             f'than {MAX_PCIE_REPLAYS} fail: DCGM\'s max_pcie_replays)',
+             n - old[bus] > MAX_PCIE_REPLAYS)
+            for bus, n in sorted(record.after.pcie_replays.items())
+            if bus in old and n > old[bus]]
 
 
 def _sampler_unreadable(record):
@@ -484,6 +501,7 @@ def notes(record):
     out += [(c, t) for c, t, fails in _nvlink_growth(record) if not fails]
     out += _kernel_findings(record, fatal=False)
     out += _aer_growth(record, ('cor',))
+    out += [(c, t) for c, t, fails in _replay_growth(record) if not fails]
     for comp, text in _other_processes(record):
         out.append((comp, f'{text} before the benchmark started'))
     return _unique(out)

@@ -279,3 +279,20 @@ def nvlink_errors(text):
                 kind = re.sub(r'[^a-z]+', '_', m.group(1).lower()).strip('_')
                 out[idx].setdefault(link, {})[kind] = int(m.group(2))
     return out
+
+
+_Q_GPU = re.compile(r'^GPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}'
+                    r'\.[0-7])$')
+
+
+def pcie_replays(text):
+    """{bus id: replays since reset} of ``nvidia-smi -q -d PCIE``."""
+    out, bus = {}, None
+    for line in _lines(text):
+        m = _Q_GPU.match(line.strip())
+        bus = m.group(1) if m else bus
+        key, _, val = line.partition(':')
+        if bus and key.strip() == 'Replays Since Reset' and \
+                val.strip().isdigit():
+            out[bus] = int(val)
+    return out

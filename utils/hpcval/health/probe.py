@@ -75,6 +75,8 @@ nvlink() {      # PHASE: each GPU's NVLinks and their error counters
     echo $? > "${h}$1_nvlink_s.txt.rc"
     run nvidia-smi nvlink -e > "${h}$1_nvlink_e.txt" 2>&1
     echo $? > "${h}$1_nvlink_e.txt.rc"
+    # PCIe replays: no --query-gpu field carries them
+    run nvidia-smi -q -d PCIE > "${h}$1_pcie.txt" 2>&1
 }
 gpus() {        # FILE PHASE: every GPU's inventory and health
     case $tool in
@@ -247,6 +249,8 @@ def _snapshot(stagedir, phase, tool):
         snap['apps_error'] = f'unreadable process list: {clean(err)}'
     if tool == 'nvidia-smi':
         snap['nvlink'] = _nvlink(stagedir, phase)
+        snap['pcie_replays'] = nvidia.pcie_replays(
+            _read(stagedir, f'{phase}_pcie.txt') or '')
     return snap
 
 
