@@ -132,10 +132,7 @@ class ElbenchoBuild(UpstreamBuild):
     def validate_build(self):
         if replay.active(self) or not self._missing_executables():
             return True
-        explained = [line.strip() for line in
-                     read_text(self.stderr.evaluate()).splitlines()
-                     if line.startswith(PREFIX)] \
-            if os.path.exists(self.stderr.evaluate()) else []
+        explained = self.said(PREFIX)
         raise SanityError(f'no executable elbencho in {self.bin_dir} after '
                           f'the build' + (f': {"; ".join(explained)}'
                                           if explained else
