@@ -1,31 +1,5 @@
-"""How a system runs GPU jobs and where it keeps scratch: partition extras.
-
-Checks know the shape of a run (one rank per GPU, one process driving all
-GPUs of a node); systems know how their launcher binds ranks to GPUs and
-cores and which network plugin collectives need.  A partition says so in
-its ``extras``, which are checked when the configuration loads::
-
-    'extras': {
-        'gpu_layouts': {
-            # one MPI rank per GPU (BabelStream, nccl-tests with MPI=1)
-            'rank_per_gpu': {
-                'launcher_options': ['--gpus-per-task=1', '--gpu-bind=closest'],
-                'cpus_per_task': 7,
-                'env_vars': {'OMP_NUM_THREADS': '7'},
-                # the launcher hides the other GPUs: each rank uses device 0
-                'one_visible_gpu': True,
-            },
-            # one process driving every GPU of its node; {gpus} is their count
-            'process_per_node': {'launcher_options': ['--gpus-per-task={gpus}']},
-        },
-        # collectives across nodes: the network plugin and its settings
-        'multinode_collectives': {'modules': [...], 'env_vars': {...}},
-        # MPI with device buffers (OSU D D): what turns it on
-        'gpu_aware_mpi': {'launcher_options': [...], 'env_vars': {...}},
-        # a directory for storage benchmarks; may hold $VARIABLES
-        'scratch_dir': '/lustre/orion/abc123/scratch/$USER',
-    }
-"""
+"""How a system runs GPU jobs and where it keeps scratch: partition extras,
+checked when the configuration loads (docs/site.md, "Partition extras")."""
 from dataclasses import dataclass, field
 
 GPU_LAYOUTS = ('rank_per_gpu', 'process_per_node')

@@ -1,9 +1,5 @@
-"""Benchmarks run from a container image through ReFrame's container_platform.
-
-The image comes from ``-S image=REF`` or the partition's
-``extras['container_images']`` (docs/containers.md); nothing is fetched
-or built on the host.  The job records the runtime's version and the
-image's digest (``RECORD``); a run without a digest fails sanity."""
+"""Benchmarks run from a container image through ReFrame's container_platform,
+recording the image's digest (docs/containers.md)."""
 import os
 import re
 import shlex
@@ -79,10 +75,6 @@ def checked_image(value, name='image'):
     if value.startswith('-'):
         raise InputError(f'-S {name}={value!r}: an image, not first a -')
     return value
-
-
-def _image_policy(value, name):
-    checked_image(value, name)
 
 
 def checked_options(options, where):
@@ -172,32 +164,28 @@ def image_of(test):
 def record_command(platform, image):
     """A shell line recording runtime version and image digest; never fails."""
     ref = shlex.quote(image)
+    runtime = f'echo "container_runtime=$({platform.name.lower()} --version)"'
     if platform.name == 'Podman':
         # the id is read once: the record and every run use the same one
         opts = ' '.join(['--rm', '--pull=never', '--network=none',
                          *platform.options])
         probes = [f'{IMAGE_ID_VAR}=$(podman image inspect '
-                  f'--format "{{{{.Id}}}}" -- {ref})',
-                  'echo "container_runtime=$(podman --version)"',
+                  f'--format "{{{{.Id}}}}" -- {ref})', runtime,
                   f'echo "image_id=sha256:${IMAGE_ID_VAR}"',
                   f'echo "image_digest=$(podman image inspect '
                   f'--format "{{{{.Digest}}}}" -- {ref})"',
                   f'[ -n "${IMAGE_ID_VAR}" ] && podman run {opts} '
                   f'--entrypoint /bin/sh "${IMAGE_ID_VAR}" -c '
                   f'{shlex.quote(STACK_PROBE)}']
-    elif platform.name in ('Apptainer', 'Singularity'):
-        exe = platform.name.lower()
-        probes = [f'echo "container_runtime=$({exe} --version)"']
-        if not _PINNED.search(image):
-            probes.append(f'echo "image_digest=sha256:$(sha256sum -- {ref} '
-                          f'| cut -d" " -f1)"')
+    elif platform.name in ('Apptainer', 'Singularity') and \
+            not _PINNED.search(image):
+        probes = [runtime, f'echo "image_digest=sha256:$(sha256sum -- {ref} '
+                           f'| cut -d" " -f1)"']
     elif platform.name == 'Docker':
-        probes = ['echo "container_runtime=$(docker --version)"',
-                  f'echo "image_digest=$(docker image inspect --format '
-                  f'"{{{{index .RepoDigests 0}}}}" -- {ref})"']
-    else:       # Sarus, Shifter: the digest a pinned reference names
-        exe = platform.name.lower()
-        probes = [f'echo "container_runtime=$({exe} --version)"']
+        probes = [runtime, f'echo "image_digest=$(docker image inspect '
+                           f'--format "{{{{index .RepoDigests 0}}}}" -- {ref})"']
+    else:       # Sarus, Shifter, a pinned SIF: the digest the reference names
+        probes = [runtime]
     body = '; '.join(probes)
     return f'{{ {body}; }} > {RECORD} 2> {RECORD_ERR} || true'
 
@@ -241,7 +229,7 @@ class ContainerSettings(rfm.RegressionTestPlugin):
     #: Image holding the benchmark (hpcval.benchmarks.container); '' =
     #: the partition's ``container_images`` entry, else none.
     image = variable(str, value='')
-    input_policy = {'image': _image_policy}
+    input_policy = {'image': checked_image}
 
 
 class ContainerRun(rfm.RegressionTestPlugin):
