@@ -1,8 +1,5 @@
-"""BabelStream: memory bandwidth of CPUs (OpenMP) and GPUs (CUDA, HIP).
-
-Pinned at v5.0, the MI300X guide's version (main measures differently).
-GPU runs put one process on every GPU at once, each writing its own
-output, so a single slow GPU sets the node's minimum and is named."""
+"""BabelStream v5.0: memory bandwidth of CPUs (OpenMP) and GPUs (CUDA, HIP),
+every GPU of a node at once (docs/benchmarks/babelstream.md)."""
 import glob
 import os
 import re
@@ -26,9 +23,6 @@ from hpcval.parsers.devices import check_names
 
 MODELS = ('omp', 'cuda', 'hip')
 GPU_MODELS = ('cuda', 'hip')
-
-
-
 _GPU_OUT = re.compile(r'stream\.(.+)\.gpu(\d+)\.out')
 
 
@@ -46,6 +40,12 @@ def missing_gpu_outputs(names, per_node, expected):
     parts = ([f'missing {", ".join(missing)}'] if missing else []) + \
         ([f'{silent} node(s) wrote none'] if silent else [])
     return f': {"; ".join(parts)}' if parts else ''
+
+
+def _parse_output(out):
+    """A per-GPU output's result, its stderr beside it."""
+    return parse_babelstream(read_text(out), read_text(out[:-4] + '.err'))
+
 
 class BabelStreamSource(UpstreamSource):
     any_environ = True          # CPU checks build it too
@@ -109,8 +109,7 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
         'expected_format': inputs.TOKEN,
     }
 
-    #: A GPU this many times slower than its siblings' median on the node
-    #: fails (hpcval.benchmarks.siblings; docs/benchmarks/babelstream.md).
+    #: A GPU this many times slower than its siblings' median fails.
     sibling_factor = 1.1
 
     tags = {'babelstream'}
@@ -185,9 +184,7 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
         for out in outs:
             key = re.sub(r'^stream\.|\.out$', '', os.path.basename(out))
             try:
-                results[key] = parse_babelstream(
-                    read_text(out), read_text(out[:-4] + '.err')
-                )
+                results[key] = _parse_output(out)
             except ParseError as err:
                 raise ParseError(f'{key}: {err}') from None
 
@@ -269,9 +266,7 @@ def gpus_with_results(paths, model, num_times):
         if number is None:
             continue
         try:
-            check_run(parse_babelstream(read_text(out),
-                                        read_text(out[:-4] + '.err')),
-                      model, num_times)
+            check_run(_parse_output(out), model, num_times)
         except (ParseError, OSError, UnicodeDecodeError):
             continue
         found.add(int(number.group(2)))

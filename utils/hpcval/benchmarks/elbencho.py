@@ -20,7 +20,7 @@ from hpcval import replay
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import GPU_IDS, SHELL_PATH, InputError, checked_token
+from hpcval.inputs import SHELL_PATH, InputError, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.elbencho import parse_elbencho, phase
@@ -195,11 +195,6 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         if self.file_size:
             size_mib(self.file_size, 'file_size')
         size_mib(self.rand_amount, 'rand_amount')
-        if self.gpu_ids:
-            GPU_IDS(self.gpu_ids, 'gpu_ids')
-        for name in ('threads', 'iodepth'):
-            if getattr(self, name) < 0:
-                raise InputError(f'-S {name}: must be >= 0')
 
     def _threads(self):
         return self.threads or max(1, gpu_count(self.current_partition))

@@ -63,7 +63,7 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         'isa': inputs.TOKEN,
         'working_set': inputs.SIZE,
         'iterations': inputs.COUNT,
-        'repeats': inputs.POSITIVE,
+        'repeats': inputs.number(1, 100),
     }
 
     #: Runs of the kernel in the job: the figure is the best of them, with
@@ -135,8 +135,6 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                                 '-W', f'N:{working_set}:{cores}']
         if iterations:
             self.executable_opts += ['-i', str(int(iterations))]
-        if not 1 <= self.repeats <= 100:
-            raise ValueError(f'repeats={self.repeats}: expected 1 to 100')
         # the same command again, on the node the job holds (likwid pins
         # itself; no launcher)
         again = shlex.join([self.executable, *self.executable_opts])

@@ -165,8 +165,6 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def set_command(self):
         gpus = self.gpus_per_node or gpu_count(self.current_partition)
         self.skip_if(gpus == 0, 'the partition declares no GPU devices')
-        for name in ('min_bytes', 'max_bytes'):
-            checked_token(getattr(self, name), name)
         self._sizes()
 
         part = self.current_partition

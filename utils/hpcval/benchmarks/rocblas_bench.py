@@ -11,7 +11,6 @@ from reframe.core.builtins import fixture, parameter, run_before, variable
 from hpcval import inputs
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import InputError
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.rocblas_bench import (GFLOPS, check_shape,
@@ -88,12 +87,6 @@ class RocblasBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     @run_before('run')
     def set_command(self):
-        if not 1 <= self.repetitions <= 100:
-            raise InputError(f'-S repetitions={self.repetitions}: must be '
-                             f'1 to 100')
-        if self.gpu_index < 0:
-            raise InputError(f'-S gpu_index={self.gpu_index}: must be >= 0')
-
         exe = shlex.quote(self.build.executable_path('rocblas-bench'))
         reps = ' '.join(str(i) for i in range(1, self.repetitions + 1))
         self.executable = 'bash'

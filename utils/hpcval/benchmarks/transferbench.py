@@ -1,8 +1,5 @@
-"""TransferBench: copy bandwidth between the GPUs (and CPUs) of one node.
-
-Presets ``a2a``, ``p2p`` and ``config``; a2a and p2p also compare each
-link with its siblings (hpcval.benchmarks.siblings), as averages hide
-one bad link."""
+"""TransferBench: copy bandwidth between the GPUs (and CPUs) of one node, each
+link against its siblings (docs/benchmarks/transferbench.md)."""
 import os
 import re
 import shlex
@@ -26,10 +23,10 @@ from hpcval.parsers.transferbench import (AVERAGE_KINDS, config_tests,
                                           parse_p2p, unmeasured)
 
 PRESETS = ('a2a', 'p2p', 'config')
-#: p2p: the config of every ordered GPU pair, written by the job where a
-#: link of the p2p matrices is an outlier, and TransferBench's run of it
 #: the figures of p2p's two matrices, each judged against its siblings
 P2P_FIGURES = ('uni', 'bidir')
+#: p2p: the config of every ordered GPU pair, written by the job where a
+#: link of the p2p matrices is an outlier, and TransferBench's run of it
 REMEASURE_CFG, REMEASURE_OUT = 'remeasure.cfg', 'remeasure.out'
 # reads p2p's matrices; prints one transfer per ordered GPU pair, each
 # with all of a GPU's subexecutors (NUM_GPU_SE), where a GPU link is
@@ -146,8 +143,7 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
     config_file = variable(str, value='')
 
     #: a2a/p2p: a GPU link this many times slower than its siblings' median
-    #: on the node fails (hpcval.benchmarks.siblings;
-    #: docs/benchmarks/transferbench.md).
+    #: on the node fails.
     sibling_factor = 1.6
 
     #: GPUs the node must show; 0: the partition's GPU count.
@@ -178,18 +174,16 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
             if self.preset == 'p2p' else set()
 
     def replay_inputs(self):
-        if self.preset == 'p2p':
-            return (REMEASURE_CFG, REMEASURE_OUT)
-        if self.preset != 'config':
-            return ()
-        return (os.path.basename(self.config_file) if self.config_file
-                else EXAMPLE_CFG,)
+        return {'p2p': (REMEASURE_CFG, REMEASURE_OUT),
+                'config': (self._config_name(),)}.get(self.preset, ())
+
+    def _config_name(self):
+        """The config file's name; the recording of a replay holds it."""
+        return os.path.basename(self.config_file or EXAMPLE_CFG)
 
     def _config_path(self):
         if replay.active(self):
-            # the recording holds the config file its run read
-            return os.path.join(self.stagedir, os.path.basename(
-                self.config_file) if self.config_file else EXAMPLE_CFG)
+            return os.path.join(self.stagedir, self._config_name())
 
         if self.config_file:
             return checked_path(self.config_file, 'config_file')
@@ -211,8 +205,7 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
         self.executable = self.build.command(MODELS[self.model])
         first = self._config_path() if self.preset == 'config' else self.preset
         args = [first]
-        size = checked_token(self.num_bytes, 'num_bytes') \
-            if self.num_bytes else ''
+        size = self.num_bytes
         if self.preset == 'a2a' and self.a2a_cus > 0:
             args += [size or '64M', str(self.a2a_cus)]
         elif size:
