@@ -11,7 +11,7 @@ from reframe.core.builtins import fixture, run_after, run_before, variable
 from hpcval import inputs, layouts, suites
 from hpcval.benchmarks.siblings import SiblingFigures
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.layouts import gpu_arch, gpu_count
+from hpcval.layouts import gpu_arch
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_token
 from hpcval.parsers import ParseError
@@ -144,9 +144,7 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
         self.executable_opts = args
 
     def _gpu_layout(self, exe, args):
-        ngpus = gpu_count(self.current_partition)
-        self.skip_if(ngpus == 0, 'the partition declares no GPU devices')
-        self.num_tasks = self.num_tasks_per_node = ngpus
+        self.num_tasks = self.num_tasks_per_node = self.gpus_or_skip()
         self.keep_files = ['stream.*.gpu*.out', 'stream.*.gpu*.err']
         layout = layouts.gpu_layout(self.current_partition, 'rank_per_gpu')
         layouts.apply(self, layout)

@@ -15,6 +15,7 @@ from reframe.core.exceptions import SanityError
 
 from hpcval import (features, inputs, preflight, provenance, records,
                     reference_service, replay, stacks, units)
+from hpcval.layouts import gpu_count
 from hpcval.benchmarks import fates, nodeuse
 from hpcval.benchmarks.container import ContainerRun, image_of
 from hpcval.benchmarks.jobscript import NOTHING, Lines
@@ -190,6 +191,12 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     def use_whole_nodes(self):
         # a measurement shares its nodes with no other job
         self.exclusive_access = True
+
+    def gpus_or_skip(self, count=0):
+        """``count``, else the partition's GPUs; the test skips without any."""
+        count = count or gpu_count(self.current_partition)
+        self.skip_if(count == 0, 'the partition declares no GPU devices')
+        return count
 
     def uses_gpus(self):
         """Whether the test selects GPU partitions (its sampler runs)."""

@@ -9,7 +9,6 @@ from reframe.core.builtins import fixture, run_after, run_before, variable
 
 from hpcval import inputs, layouts
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers import ParseError
@@ -183,8 +182,7 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     @run_before('run')
     def set_command(self):
         checked_token(self.model, 'model', MODELS)
-        self.gpus = gpu_count(self.current_partition)
-        self.skip_if(self.gpus == 0, 'the partition declares no GPU devices')
+        self.gpus = self.gpus_or_skip()
         self.num_tasks_per_node = 1
         layouts.apply(self, layouts.gpu_layout(self.current_partition,
                                                'process_per_node'),

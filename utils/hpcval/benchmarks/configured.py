@@ -1,7 +1,5 @@
-"""A test that fails wherever ReFrame runs hpcval's checks without its config.
-
-Without config/settings.py ReFrame's ``generic`` system runs no hpcval
-check ("PASSED, 0 of 0"); there this test fails naming the way out."""
+"""A test that fails wherever ReFrame runs hpcval's checks without its config
+(ReFrame's ``generic`` system would pass "0 of 0"), naming the way out."""
 import reframe as rfm
 from reframe.core.builtins import run_after, sanity_function
 from reframe.core.exceptions import SanityError

@@ -88,9 +88,8 @@ def checked_options(options, where):
 
 
 class Podman(ContainerPlatform):
-    """``podman run``: host network and IPC (ranks measure the node's links).
-
-    It never pulls: the image must be on the node."""
+    """``podman run`` of an image on the node (never pulled), with host
+    network and IPC: ranks measure the node's links."""
 
     def emit_prepare_commands(self, stagedir):
         return []
@@ -359,10 +358,8 @@ PODMAN_NPROC_CAP = 32768
 
 
 def podman_options(runtime='', nofile=0, nproc=0):
-    """A partition's Podman ``container_options``: OCI runtime and limits.
-
-    As root Podman asks for limits a host without CAP_SYS_RESOURCE withholds
-    (``setrlimit RLIMIT_NOFILE: Operation not permitted``)."""
+    """A partition's Podman ``container_options``: OCI runtime and limits
+    (as root, Podman asks for limits a host may withhold)."""
     opts = [f'--runtime={runtime}'] if runtime else []
     if nofile:
         opts.append(f'--ulimit=nofile={int(nofile)}:{int(nofile)}')

@@ -12,7 +12,6 @@ from hpcval.benchmarks.siblings import Sibling, SiblingFigures
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.health import probe as health_probe
 from hpcval.health.common import BUSY_PCT, clean
-from hpcval.layouts import gpu_count
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.gpu_burn import (gpus_reported, parse_gpu_burn,
@@ -128,9 +127,7 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     @run_before('run')
     def set_command(self):
-        self.expected_gpus = gpu_count(self.current_partition)
-        self.skip_if(self.expected_gpus == 0,
-                     'the partition declares no GPU devices')
+        self.expected_gpus = self.gpus_or_skip()
         # one process sees every GPU of the node (srun --gpus-per-task=N)
         layouts.apply(self, layouts.gpu_layout(self.current_partition,
                                                'process_per_node'),

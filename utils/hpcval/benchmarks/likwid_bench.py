@@ -1,9 +1,5 @@
-"""CPU memory bandwidth and peak flop rate with ``likwid-bench``.
-
-One thread per physical core (domain ``N``); copy and stream beyond the
-caches, peakflops inside L1.  With ``repeats`` the figure is the best run,
-as STREAM reports (anything beside the kernel only lowers a run), and
-``<figure>_std`` their spread, a diagnostic."""
+"""CPU memory bandwidth and peak flop rate with ``likwid-bench``, one thread
+per physical core (docs/benchmarks/likwid_bench.md)."""
 import functools
 import re
 import shlex
@@ -18,7 +14,6 @@ from reframe.core.builtins import parameter, run_after, run_before, variable
 from hpcval import inputs, replay, suites
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.container import image_of
-from hpcval.inputs import checked_token
 from hpcval.parsers.common import ParseError, read_text
 from hpcval.parsers.likwid_bench import parse_likwid_bench
 
@@ -55,8 +50,7 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: default (KERNEL_DEFAULTS).
     working_set = variable(str, value='')
 
-    #: Iterations per thread (-i); 0 = likwid's own choice (it sizes the run
-    #: to about a second per thread count, ~7 s in all); None = the
+    #: Iterations per thread (-i); 0 = likwid's own choice; None = the
     #: kernel's default.
     iterations = variable(int, type(None), value=None)
     input_policy = {
@@ -66,8 +60,8 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         'repeats': inputs.number(1, 100),
     }
 
-    #: Runs of the kernel in the job: the figure is the best of them, with
-    #: their standard deviation as ``<figure>_std``.
+    #: Runs of the kernel in the job: the figure is the best of them (as
+    #: STREAM reports), their standard deviation ``<figure>_std``.
     repeats = variable(int, value=1)
 
     diagnostics = {r'\w+_std': 'the spread of the repeated runs in the '
@@ -75,13 +69,9 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                                'of its own'}
     zero_readings = {r'\w+_std': 'runs that printed the same figure'}
 
-    #: kernel: (working set, iterations, the result line it reports).
-    #: copy/stream: far above the caches, likwid's own iteration count.
-    #: peakflops: 32 kB in all (inside two L1 caches), 400000 iterations
-    #: per thread: about 0.2 s of compute on any core count, long enough
-    #: for a figure whose healthy spread is a few percent (a 15 ms run
-    #: spread 0.7-1.07x its peers on the minicluster; docs/screening.md),
-    #: short beside likwid-bench's own one-second start.
+    #: kernel: (working set, iterations, the result line it reports):
+    #: copy/stream beyond the caches, peakflops inside L1 for about 0.2 s
+    #: (docs/benchmarks/likwid_bench.md)
     KERNEL_DEFAULTS = {
         'copy': ('2GB', 0, 'MByte/s'),
         'stream': ('2GB', 0, 'MByte/s'),
@@ -115,7 +105,6 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def set_command(self):
         default_set, default_iters, _ = self.KERNEL_DEFAULTS[self.kernel]
         working_set = self.working_set or default_set
-        checked_token(working_set, 'working_set')
         iterations = (default_iters if self.iterations is None
                       else self.iterations)
         # a replay runs no likwid-bench; an image brings its own

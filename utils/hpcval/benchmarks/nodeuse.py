@@ -1,9 +1,5 @@
-"""A measurement has its node to itself, and its record says whether it did.
-
-Whole nodes (``exclusive_access``); on the build host a shared lock per
-build and an exclusive one per measurement; the job's load sampled at its
-start (``LOAD_FILE``).  ``clears`` decides only by measured facts, never
-by a process's name, which its owner chooses (docs/screening.md)."""
+"""A measurement has its node to itself, and its record says whether it did
+(docs/node-use.md): build locks, and the job's load sampled at its start."""
 import os
 import re
 import shlex

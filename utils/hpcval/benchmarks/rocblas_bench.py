@@ -1,8 +1,5 @@
-"""rocblas-bench: GEMM throughput of one AMD GPU, the MI300X guide's way.
-
-The guide's "BF16" command is fp16 (``f16_r``): that variant is
-``f16_strided`` here; ``bf16_strided`` uses ``bf16_r``.  The job runs
-``repetitions`` times and reports the highest ``rocblas-Gflops``."""
+"""rocblas-bench: GEMM throughput of one AMD GPU, the MI300X guide's way, the
+best of ``repetitions`` runs (docs/benchmarks/rocblas_bench.md)."""
 import shlex
 
 import reframe as rfm

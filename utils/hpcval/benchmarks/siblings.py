@@ -1,10 +1,5 @@
-"""One node's GPUs, or one node's links, compared with each other.
-
-Each member's figure against its siblings' median by the peer rule
-(hpcval.peers), a factor as the floor.  The factor is the system's
-``<figure>_vs_siblings`` band, else ``sibling_factor`` (its false-alarm
-rate and detection limit: docs/benchmarks/<benchmark>.md).  Each member
-gets a performance figure ``<figure>_vs_siblings@<member>`` (unit x)."""
+"""One node's GPUs, or links, each against its siblings' median by the peer
+rule (hpcval.peers): ``<figure>_vs_siblings@<member>`` (docs/verdict.md)."""
 from dataclasses import dataclass
 
 import reframe as rfm

@@ -12,7 +12,6 @@ from hpcval import inputs, replay, suites
 from hpcval.benchmarks import siblings
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.siblings import SiblingFigures
-from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, checked_path, checked_token
 from hpcval.parsers import ParseError
@@ -199,9 +198,7 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
     @run_before('run')
     def set_command(self):
         checked_token(self.model, 'model', MODELS)
-        self.expected_gpus = self.num_gpus or gpu_count(self.current_partition)
-        self.skip_if(self.expected_gpus == 0,
-                     'the partition declares no GPU devices')
+        self.expected_gpus = self.gpus_or_skip(self.num_gpus)
         self.executable = self.build.command(MODELS[self.model])
         first = self._config_path() if self.preset == 'config' else self.preset
         args = [first]
