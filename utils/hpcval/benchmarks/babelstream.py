@@ -123,7 +123,6 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
 
     @run_before('run')
     def set_command(self):
-        checked_token(self.model, 'model', MODELS)
         exe = self.build.executable_path(f'{self.model}-stream')
         args = ['-s', str(self.array_size), '-n', str(self.num_times)]
         if self.is_gpu:

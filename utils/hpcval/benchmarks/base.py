@@ -380,9 +380,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     @run_after('performance')
     def fail_on_node_health(self):
-        # the verdict fails the node on this job's own health record: so
-        # does ReFrame, whichever checks -n or -t selected (docs/health.md);
-        # after performance, so that the figures are logged
+        # as the verdict does (docs/health.md); after performance, so that
+        # the figures are logged
         try:
             record = records.decode('health', self.hpcval_health)
         except records.Unreadable as err:

@@ -181,7 +181,6 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     @run_before('run')
     def set_command(self):
-        checked_token(self.model, 'model', MODELS)
         self.gpus = self.gpus_or_skip()
         self.num_tasks_per_node = 1
         layouts.apply(self, layouts.gpu_layout(self.current_partition,

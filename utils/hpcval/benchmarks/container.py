@@ -132,14 +132,6 @@ def platform_for(partition):
                          f'{", ".join(PLATFORMS)}') from None
 
 
-def _extras(partition, key):
-    value = partition.extras.get(key, {})
-    if not isinstance(value, dict):
-        raise InputError(f'{partition.fullname}: extras {key!r} must map '
-                         f'names to values')
-    return value
-
-
 def image_key(test):
     """``test``'s container_images key: its source's class, else its own."""
     build = getattr(test, 'build', None)
@@ -155,7 +147,7 @@ def image_of(test):
     if partition is None:
         return ''
     key = image_key(test)
-    found = _extras(partition, 'container_images').get(key)
+    found = partition.extras.get('container_images', {}).get(key)
     return checked_image(found, f'{partition.fullname} container_images '
                                 f'{key}') if found else ''
 
@@ -306,15 +298,14 @@ class ContainerRun(rfm.RegressionTestPlugin):
         platform.command = own
         platform.options = [
             *checked_options(
-                _extras(partition, 'container_options').get(platform.name, []),
+                partition.extras.get('container_options', {}).get(
+                    platform.name, []),
                 f'{partition.fullname} container_options {platform.name}'),
             *self._gpu_flags(platform.name),
             *self._env_flags(platform.name)]
         self.container_platform = platform
-        # ReFrame puts the launch line in place of the executable; a repeat
-        # of the same command must run in the image too
-        # (on a copy of the mounts: ReFrame's backends add the stage folder
-        # to the list itself, and ReFrame calls this again)
+        # a repeat of the command runs in the image too (on a copy of the
+        # mounts: ReFrame adds the stage folder itself, and calls this again)
         mounts = list(platform.mount_points)
         contained = platform.launch_command(self.stagedir)
         platform.mount_points = mounts

@@ -124,8 +124,7 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                                 '-W', f'N:{working_set}:{cores}']
         if iterations:
             self.executable_opts += ['-i', str(int(iterations))]
-        # the same command again, on the node the job holds (likwid pins
-        # itself; no launcher)
+        # the same command again, on the node the job holds
         again = shlex.join([self.executable, *self.executable_opts])
         self.postrun_cmds = [again] * (self.repeats - 1) + \
             list(self.postrun_cmds)

@@ -1,5 +1,6 @@
 """TransferBench: copy bandwidth between the GPUs (and CPUs) of one node, each
 link against its siblings (docs/benchmarks/transferbench.md)."""
+import dataclasses
 import os
 import re
 import shlex
@@ -133,9 +134,8 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
     #: a2a: CUs per transfer (3rd argument); 0 leaves the default (4).
     a2a_cus = variable(int, value=0)
 
-    #: a2a/p2p: timed iterations per transfer (NUM_ITERATIONS); 0 leaves
-    #: the tool's 10.  50 halves p2p's healthy spread on a 4 x H200 NVLink
-    #: node at no cost in time (docs/benchmarks/transferbench.md).
+    #: a2a/p2p: timed iterations per transfer (NUM_ITERATIONS; 0: the
+    #: tool's 10): 50 halves p2p's healthy spread at no cost in time.
     iterations = variable(int, value=50)
 
     #: config preset: the config file; '' runs upstream examples/example.cfg.
@@ -197,7 +197,6 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
 
     @run_before('run')
     def set_command(self):
-        checked_token(self.model, 'model', MODELS)
         self.expected_gpus = self.gpus_or_skip(self.num_gpus)
         self.executable = self.build.command(MODELS[self.model])
         first = self._config_path() if self.preset == 'config' else self.preset
@@ -265,17 +264,15 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
 
     def judge_siblings(self, result):
         """A failing p2p link is named only if its re-measure fails too."""
-        found = super().judge_siblings(result)
         again = getattr(self, '_remeasured', None)
-        if not again or all(s.judgement.passed for s in found):
-            return found
         out = []
-        for s in found:
-            alone = None if s.judgement.passed else self._alone(s, again)
+        for s in super().judge_siblings(result):
+            alone = self._alone(s, again) if again and not s.judgement.passed \
+                else None
             if alone is not None and alone.judgement.passed:
-                s = siblings.Sibling(s.metric, s.figure,
-                                     f'{s.component} (re-measured alone)',
-                                     s.unit, alone.judgement)
+                s = dataclasses.replace(
+                    s, component=f'{s.component} (re-measured alone)',
+                    judgement=alone.judgement)
             out.append(s)
         return out
 
