@@ -40,19 +40,6 @@ def _fail(where, msg):
     raise SystemConfigError(f'{where}: {msg}')
 
 
-def _strings(where, value):
-    if not isinstance(value, (list, tuple)) or \
-            not all(isinstance(v, str) and v for v in value):
-        _fail(where, f'must be a list of non-empty strings, got {value!r}')
-
-
-def _env(where, value):
-    if not isinstance(value, dict) or not all(
-            isinstance(k, str) and k.isidentifier() and isinstance(v, str)
-            for k, v in value.items()):
-        _fail(where, f'must map variable names to strings, got {value!r}')
-
-
 def _keys(where, data, allowed):
     if not isinstance(data, dict):
         _fail(where, 'must be a mapping')
@@ -65,10 +52,17 @@ def _keys(where, data, allowed):
 def _settings(where, data, allowed):
     _keys(where, data, allowed)
     for key in ('launcher_options', 'modules'):
-        if key in data:
-            _strings(f'{where}.{key}', data[key])
-    if 'env_vars' in data:
-        _env(f'{where}.env_vars', data['env_vars'])
+        value = data.get(key, ())
+        if not isinstance(value, (list, tuple)) or \
+                not all(isinstance(v, str) and v for v in value):
+            _fail(f'{where}.{key}', f'must be a list of non-empty strings, '
+                                    f'got {value!r}')
+    env = data.get('env_vars', {})
+    if not isinstance(env, dict) or not all(
+            isinstance(k, str) and k.isidentifier() and isinstance(v, str)
+            for k, v in env.items()):
+        _fail(f'{where}.env_vars', f'must map variable names to strings, '
+                                   f'got {env!r}')
     cpus = data.get('cpus_per_task')
     if cpus is not None and (isinstance(cpus, bool) or
                              not isinstance(cpus, int) or cpus < 1):
@@ -132,21 +126,14 @@ def validate_general(general, origin):
     _keys(f'{origin}: general', general, _general_options())
 
 
-def _layout(data):
-    return Layout(tuple(data.get('launcher_options', ())),
-                  data.get('cpus_per_task'), dict(data.get('env_vars', {})),
-                  data.get('one_visible_gpu', False),
-                  tuple(data.get('modules', ())))
-
-
 def gpu_layout(partition, name):
-    """The partition's ``gpu_layouts[name]``; the default runs unbound."""
-    return _layout(partition.extras.get('gpu_layouts', {}).get(name, {}))
+    """The partition's ``gpu_layouts[name]`` (validated); by default unbound."""
+    return Layout(**partition.extras.get('gpu_layouts', {}).get(name, {}))
 
 
 def settings(partition, key):
     """``multinode_collectives`` or ``gpu_aware_mpi`` of the partition."""
-    return _layout(partition.extras.get(key, {}))
+    return Layout(**partition.extras.get(key, {}))
 
 
 def apply(test, layout, gpus=1):

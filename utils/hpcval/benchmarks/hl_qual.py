@@ -228,16 +228,13 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         return checked_path(path, 'hl_qual', must_exist=False)
 
     @run_before('run')
-    def check_switches(self):
-        # fails the test before its job script is written (also --dry-run)
-        self.args = hl_qual_args(
+    def set_command(self):
+        # the switches fail the test before its job script is written
+        args = hl_qual_args(
             self.generation, self.plugin, self.mode, self.subsets,
             self.bidirectional, self.duration, self.size, self.pci_gen,
             self.cards)
         link_bandwidth(self.pci_gen or 'gen3', self.pci_lanes)
-
-    @run_before('run')
-    def set_command(self):
         exe = self.binary
         self.env_vars['__python_cmd'] = 'python3'
         # the report lands in the stage directory, one folder per test
@@ -252,7 +249,7 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         # hl_qual drives every card itself: no MPI launcher in front
         self.job.launcher = getlauncher('local')()
         self.executable = shlex.quote(exe)
-        self.executable_opts = self.args
+        self.executable_opts = args
         self.keep_files = ['habana_logs']
 
     def replay_inputs(self):
