@@ -59,9 +59,6 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     #: Metrics the tool prints as 0 by design, {regex: why}; any other
     #: time or rate of 0 fails sanity (hpcval.units.outside_range).
     zero_readings = {}
-    #: Variables the run shares with its ``build`` fixture (``model``):
-    #: a leaf sets them once, in the fixture declaration.
-    build_shared = ()
 
     # The records of the run report that readers read (docs/verdict.md):
     #: the figures' data (hpcval.plotdata)
@@ -96,13 +93,6 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
                          'hpcval_sanity_is_health', 'hpcval_health',
                          'hpcval_node_load'), inputs.RECORD),
         'health_probe': inputs.FLAG, 'health_sampler': inputs.FLAG}
-
-    @run_after('init')
-    def take_build_variables(self):
-        for name in self.build_shared:
-            declared = type(self)._rfm_fixture_space['build'].variables
-            if name in declared:
-                setattr(self, name, declared[name])
 
     def require_features(self, *features):
         """Add ``+feature`` to every ``valid_systems`` spec."""

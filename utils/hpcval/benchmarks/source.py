@@ -94,6 +94,16 @@ class SourceSettings(ContainerSettings, ValidatedInputs, Validation,
     #: Variables a test fixes in its build fixture's declaration
     #: (``build_shared``): ReFrame would take -S on them and then ignore it.
     FIXED_BY_DECLARATION = ('model', 'accelerator')
+    #: Variables a check shares with its ``build`` fixture (``model``): a
+    #: leaf sets them once, in the fixture declaration.
+    build_shared = ()
+
+    @run_after('init')
+    def take_build_variables(self):
+        for name in self.build_shared:
+            declared = type(self)._rfm_fixture_space['build'].variables
+            if name in declared:
+                setattr(self, name, declared[name])
 
     @run_after('init')
     def refuse_ignored_settings(self):
@@ -104,7 +114,7 @@ class SourceSettings(ContainerSettings, ValidatedInputs, Validation,
             if not sep or name not in self.FIXED_BY_DECLARATION or \
                     (owner and owner != type(self).__name__):
                 continue
-            value = self._runs_with(name)
+            value = getattr(self, name, None)
             if isinstance(value, str) and value != text:
                 with inputs.at_load(self):
                     raise InputError(
@@ -114,14 +124,6 @@ class SourceSettings(ContainerSettings, ValidatedInputs, Validation,
                         f'ignored: select the test of the {name} you want '
                         f'instead (reframe -l lists them, e.g. -n '
                         f"'%build.{name}={text}')")
-
-    def _runs_with(self, name):
-        """The value of ``name`` the test runs with (its build fixture's)."""
-        if name in getattr(self, 'build_shared', ()):
-            build = type(self)._rfm_fixture_space['build']
-            if name in build.variables:
-                return build.variables[name]
-        return getattr(self, name, None)
 
 
 def _is_git_repo(path):
