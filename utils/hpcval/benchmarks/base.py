@@ -269,7 +269,11 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     def _parse_once(self):
         # how Slurm ended the job comes first: the output's faults follow
-        fate = self._fate()
+        fate = fates.job_fate(self.job)
+        if fate:        # with the error Slurm's own tools said, if any
+            why = fates.slurm_error(
+                self._stage_text(self.stderr.evaluate(), 65536))
+            fate = f'{fate} ({why}); ' if why else f'{fate}; '
         try:
             return self.parse()
         except ParseError as err:
@@ -288,15 +292,6 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     def _busy_note(self):
         load = self._read_node_load()
         return f'; the node was busy: {load.why}' if load and load.busy else ''
-
-    def _fate(self):
-        """'job 8 on n1 TIMEOUT: ... (srun's error); ' or ''."""
-        fate = fates.job_fate(self.job)
-        if not fate:
-            return ''
-        why = fates.slurm_error(
-            self._stage_text(self.stderr.evaluate(), 65536))
-        return f'{fate} ({why}); ' if why else f'{fate}; '
 
     def _stderr_note(self, reason):
         """'; stderr: <why>' from the job's stderr, unless already said."""

@@ -174,7 +174,8 @@ def record_command(platform, image):
                            f'| cut -d" " -f1)"']
     elif platform.name == 'Docker':
         probes = [runtime, f'echo "image_digest=$(docker image inspect '
-                           f'--format "{{{{index .RepoDigests 0}}}}" -- {ref})"']
+                           f'--format "{{{{index .RepoDigests 0}}}}" '
+                           f'-- {ref})"']
     else:       # Sarus, Shifter, a pinned SIF: the digest the reference names
         probes = [runtime]
     body = '; '.join(probes)
@@ -352,10 +353,8 @@ def podman_options(runtime='', nofile=0, nproc=0):
     """A partition's Podman ``container_options``: OCI runtime and limits
     (as root, Podman asks for limits a host may withhold)."""
     opts = [f'--runtime={runtime}'] if runtime else []
-    if nofile:
-        opts.append(f'--ulimit=nofile={int(nofile)}:{int(nofile)}')
-    if nproc:
-        opts.append(f'--ulimit=nproc={int(nproc)}:{int(nproc)}')
+    opts += [f'--ulimit={name}={int(n)}:{int(n)}'
+             for name, n in (('nofile', nofile), ('nproc', nproc)) if n]
     return checked_options(opts, 'podman_options')
 
 

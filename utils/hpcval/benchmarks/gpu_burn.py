@@ -240,7 +240,16 @@ def burnin_series(result, record, stagedir):
         util = row.get('util_pct')
         if isinstance(util, (int, float)) and util >= BUSY_PCT:
             rows.setdefault(row['index'], []).append(row)
-    out, missing = {}, _others(record)
+    out, missing = {}, []
+    for phase in ('before', 'after'):   # another process on a GPU
+        snap = getattr(record, phase)
+        index = {g.uuid: g.index for g in snap.gpus}
+        for app in snap.apps:
+            idx = app.index if app.index is not None else \
+                index.get(app.uuid, '?')
+            missing.append(f'GPU {idx}: another process, '
+                           f'{clean(app.name, 100)} (pid {app.pid}), on it '
+                           f'{phase} the burn-in')
     for i, gpu in result.gpus.items():
         first = _window(gpu, gpu.times[0], width)
         last = _window(gpu, result.seconds - width, width)
@@ -264,19 +273,4 @@ def burnin_series(result, record, stagedir):
                      for key, v in series.items()}}
     if missing:
         raise ParseError('burn-in not judged: ' + '; '.join(missing))
-    return out
-
-
-def _others(record):
-    """A line per process found on a GPU before or after gpu-burn."""
-    out = []
-    for phase in ('before', 'after'):
-        snap = getattr(record, phase)
-        index = {g.uuid: g.index for g in snap.gpus}
-        for app in snap.apps:
-            idx = app.index if app.index is not None else \
-                index.get(app.uuid, '?')
-            out.append(f'GPU {idx}: another process, '
-                       f'{clean(app.name, 100)} (pid {app.pid}), on it '
-                       f'{phase} the burn-in')
     return out
