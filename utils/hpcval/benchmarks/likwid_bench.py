@@ -40,7 +40,7 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     """``likwid-bench -t <kernel>_<isa> -W N:<working_set>:<cores>``."""
 
     #: Kernel family: copy, stream (STREAM triad) or peakflops (FMAs on
-    #: data in L1); likwid also has load, triad (four streams) and update.
+    #: data in L1).
     kernel = parameter(['copy', 'stream', 'peakflops'])
 
     #: Instruction-set suffix: 'avx', 'avx512', 'sse', or '' for scalar.
@@ -79,8 +79,6 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     }
 
     #: seconds one node's run takes, for a screen's time limit
-    #: (hpcval.benchmarks.screening): copy/stream ~7 s of likwid's own
-    #: sizing, peakflops well under one
     SCREEN_SECONDS = {'copy': 15, 'stream': 15, 'peakflops': 5}
 
     executable = 'likwid-bench'

@@ -14,11 +14,8 @@ LOAD_FILE = 'hpcval_node_load.txt'
 LOCK_NAME = '.hpcval-node.lock'
 BUSY_SHARE = 0.1
 _SAMPLES = 5
-#: seconds between samples: a process that keeps a CPU busy is runnable in
-#: every sample however close they are, and 10 ms is several of the
-#: kernel's time slices, so samples this far apart still see a short-lived
-#: task come and go; 50 ms cost each job of a screen 0.2 s more
-#: (docs/measurements.md, "Where a screen job's time goes")
+#: seconds between samples: several of the kernel's time slices
+#: (docs/node-use.md)
 SPACING_S = 0.01
 _PROCESSES = 8
 _LOCK_FD = 9

@@ -71,8 +71,7 @@ class SiblingFigures(rfm.RegressionTestPlugin):
     """Mixin comparing the members of ``sibling_groups(result)``."""
 
     #: a member this many times worse than its siblings' median fails,
-    #: where the system's references give its figure no sibling band;
-    #: the benchmark sets its default
+    #: where the system's references give its figure no sibling band
     sibling_factor = variable(float, value=1.6)
     #: {figure: factor} where a figure's default is not ``sibling_factor``
     sibling_factors = {}

@@ -179,10 +179,8 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
     #: Where the tree lands, relative to the stage directory.
     tree = 'src'
 
-    #: Paths that a prepared checkout holds untracked (trees a build step
-    #: fetched, e.g. elbencho's external/): a ``src_mirror`` checkout that
-    #: has the first of them is copied, not cloned (a clone drops them),
-    #: and must be at ``version``.
+    #: Untracked paths of a prepared checkout (elbencho's external/): a
+    #: ``src_mirror`` holding the first is copied, as a clone drops them.
     prepared_inputs = ()
 
     @property

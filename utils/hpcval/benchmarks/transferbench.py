@@ -156,9 +156,8 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
         'num_gpus': inputs.COUNT,
     }
 
-    #: one link's bandwidth moves by 8-23 % between healthy runs (std /
-    #: mean, 2 x H200): a calibrated bound wide enough judges nothing, and
-    #: the link is judged against its siblings of the same run instead
+    #: one link's bandwidth moves by 8-23 % between healthy runs: it is
+    #: judged against its siblings of the same run instead
     diagnostics = {r'(uni_|bidir_)?gpu\d+_to_gpu\d+':
                    'one link\'s bandwidth, judged against its siblings on '
                    'the node (its *_vs_siblings@* figure)'}
