@@ -208,11 +208,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         return f' (exit code {code})' if code not in (0, None) else ''
 
     @run_after('init')
-    def refuse_a_narrowed_mode(self):
-        preflight.check_this_command_line()
-
-    @run_after('init')
     def register_loaded(self):
+        preflight.check_this_command_line()     # a narrowed mode runs none
         reference_service.register(self)
 
     @run_before('setup')
@@ -308,7 +305,13 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
             self._stage_text(provenance.FILE))
         self.hpcval_health = records.builtins(health_probe.read(self.stagedir))
         self.hpcval_node_load = records.builtins(self._read_node_load())
-        self.hpcval_measured_gpus = self._measured_gpus()
+        try:
+            with osext.change_dir(self.stagedir):
+                found = self.measured_gpus()
+        except (ParseError, OSError, ValueError):
+            found = ()      # the parse says why
+        self.hpcval_measured_gpus = None if found is None else \
+            sorted(set(found))
         # the image's digest, or why the run from it cannot be trusted
         self.hpcval_provenance = {**self.hpcval_provenance,
                                   **self.container_record()}
@@ -377,14 +380,6 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         if lines:
             self.hpcval_sanity_is_health = True
             raise SanityError('; '.join(lines))
-
-    def _measured_gpus(self):
-        try:
-            with osext.change_dir(self.stagedir):
-                found = self.measured_gpus()
-        except (ParseError, OSError, ValueError):
-            found = ()      # the parse says why
-        return None if found is None else sorted(set(found))
 
     def _references(self, metric_units):
         return reference_service.for_test(self, metric_units)

@@ -132,13 +132,6 @@ def platform_for(partition):
                          f'{", ".join(PLATFORMS)}') from None
 
 
-def image_key(test):
-    """``test``'s container_images key: its source's class, else its own."""
-    build = getattr(test, 'build', None)
-    source = getattr(build, 'source', None) or getattr(test, 'source', None)
-    return type(source if source is not None else test).__name__
-
-
 def image_of(test):
     """``test``'s image: ``-S image``, else the partition's; '': none."""
     if test.image:
@@ -146,7 +139,10 @@ def image_of(test):
     partition = getattr(test, 'current_partition', None)
     if partition is None:
         return ''
-    key = image_key(test)
+    # the container_images key: the class of the test's source, else its own
+    build = getattr(test, 'build', None)
+    source = getattr(build, 'source', None) or getattr(test, 'source', None)
+    key = type(source if source is not None else test).__name__
     found = partition.extras.get('container_images', {}).get(key)
     return checked_image(found, f'{partition.fullname} container_images '
                                 f'{key}') if found else ''

@@ -161,10 +161,10 @@ def criterion_for(plugin, key, pci_gen, width):
     """The manual's criterion for a sub-test, or None."""
     if plugin == 'p':
         return criterion('pci_plugin', _PCI_DIRECTION[key],
-                              pci_gen or 'gen3', width)
+                         pci_gen or 'gen3', width)
     if key in _MEMORY_PCI_DIRECTION:
         return criterion('memory_plugin', _MEMORY_PCI_DIRECTION[key],
-                              'gen3', width)
+                         'gen3', width)
     return None
 
 

@@ -300,9 +300,7 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         return opts
 
     def _bind(self, exe):
-        cpus = first_cpus(self.current_partition.processor,
-                          'cross_socket' if self.placement == 'cross_socket'
-                          else 'same_socket')
+        cpus = first_cpus(self.current_partition.processor, self.placement)
         self.skip_if(not cpus, f'{self.placement}: the processor topology of '
                                f'{self.current_partition.fullname} is '
                                f'unknown or has too few sockets or cores')
