@@ -316,8 +316,7 @@ class ContainerRun(rfm.RegressionTestPlugin):
         if not self.uses_gpus():
             return []
         feats = set(self.current_partition.features)
-        flags = GPU_FLAGS.get(name, {})
-        for feature, opts in flags.items():
+        for feature, opts in GPU_FLAGS.get(name, {}).items():
             if feature in feats:
                 return list(opts)
         raise InputError(f'{self.current_partition.fullname}: no GPU access '

@@ -170,14 +170,14 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
         return gpus_reported(read_text(self.stdout.evaluate()))
 
     def sibling_groups(self, result):
-        groups = {'gflops': {f'gpu{i}': (f'GPU {i}', gpu.gflops, 'GFLOP/s')
-                             for i, gpu in result.gpus.items()}}
+        # a group without members (no burn-in) is compared with nothing
         series = getattr(result, 'burnin', {})
-        if series:
-            groups['gflops_last'] = {
-                f'gpu{i}': (f'GPU {i}', s['gflops_last'], 'GFLOP/s')
-                for i, s in series.items()}
-        for key in SIBLING_SAMPLED if series else ():
+        groups = {'gflops': {f'gpu{i}': (f'GPU {i}', gpu.gflops, 'GFLOP/s')
+                             for i, gpu in result.gpus.items()},
+                  'gflops_last': {
+                      f'gpu{i}': (f'GPU {i}', s['gflops_last'], 'GFLOP/s')
+                      for i, s in series.items()}}
+        for key in SIBLING_SAMPLED:
             groups[key] = {f'gpu{i}': (f'GPU {i}', s[key][1], SAMPLED[key])
                            for i, s in series.items()}
         return groups

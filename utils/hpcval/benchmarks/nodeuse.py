@@ -40,9 +40,8 @@ def builds_beside_measurements(partition):
 
 def build_commands(build):
     """Lines a build runs first: a shared hold on the session's lock."""
-    if not builds_beside_measurements(build.current_partition):
-        return []
-    return [_flock('-s')]
+    return [_flock('-s')] if builds_beside_measurements(
+        build.current_partition) else []
 
 
 def measurement_commands(test):

@@ -270,10 +270,8 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
             raise SanityError(f'fetching the source failed (exit code '
                               f'{self.job.exitcode}); see rfm_job.err')
 
-        if replay.active(self):
-            return True
-
-        if not self._given() and not os.listdir(self.src_dir):
+        if not replay.active(self) and not self._given() and \
+                not os.listdir(self.src_dir):
             raise SanityError(f'{self.src_dir} is empty after the fetch')
 
         return True
