@@ -221,12 +221,6 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_tasks = 1
     tags = {'hl_qual', 'gaudi'}
 
-    @property
-    def binary(self):
-        path = self.hl_qual or \
-            f'/opt/habanalabs/qual/{self.generation}/bin/hl_qual'
-        return checked_path(path, 'hl_qual', must_exist=False)
-
     @run_before('run')
     def set_command(self):
         # the switches fail the test before its job script is written
@@ -235,7 +229,9 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
             self.bidirectional, self.duration, self.size, self.pci_gen,
             self.cards)
         link_bandwidth(self.pci_gen or 'gen3', self.pci_lanes)
-        exe = self.binary
+        exe = checked_path(self.hl_qual or f'/opt/habanalabs/qual/'
+                           f'{self.generation}/bin/hl_qual', 'hl_qual',
+                           must_exist=False)
         self.env_vars['__python_cmd'] = 'python3'
         # the report lands in the stage directory, one folder per test
         self.env_vars['HABANA_LOGS'] = '"$PWD/habana_logs"'

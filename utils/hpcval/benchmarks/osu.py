@@ -78,18 +78,14 @@ class OsuSource(UpstreamSource):
     repo_url = _TARBALL.format('7.4')
     version = 'v7.4'
 
-    @property
-    def tarball_url(self):
-        return _TARBALL.format(checked_token(self.version, 'version')
-                               .lstrip('v'))
-
     @run_before('run')
     def choose_origin(self):
         # mirrors and prebuilt_dir as every source; upstream is a tarball
         if replay.active(self) or self.prebuilt_dir or self.src_mirror:
             return super().choose_origin()
 
-        url = self.tarball_url
+        url = _TARBALL.format(checked_token(self.version, 'version')
+                              .lstrip('v'))
         self.skip_if(not self.is_dry_run() and not _reachable(url),
                      f'{url} unreachable and no -S src_mirror=PATH or '
                      f'-S prebuilt_dir=DIR given')

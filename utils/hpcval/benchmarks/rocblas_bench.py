@@ -75,21 +75,17 @@ class RocblasBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_tasks_per_node = 1
     tags = {'rocblas'}
 
-    @property
-    def bench_args(self):
-        """The rocblas-bench arguments, as the guide prints them."""
-        args = GEMMS[self.gemm][0]
-        return args if self.gpu_index == 0 else \
-            f'{args} --device {self.gpu_index}'
-
     @run_before('run')
     def set_command(self):
         exe = shlex.quote(self.build.executable_path('rocblas-bench'))
+        args = GEMMS[self.gemm][0]      # as the guide prints them
+        if self.gpu_index:
+            args += f' --device {self.gpu_index}'
         reps = ' '.join(str(i) for i in range(1, self.repetitions + 1))
         self.executable = 'bash'
         self.executable_opts = ['-c', shlex.quote(
             f'for rep in {reps}; do echo "{REPETITION_MARK} $rep"; '
-            f'{exe} {self.bench_args} || exit $?; done'
+            f'{exe} {args} || exit $?; done'
         )]
 
     def parse(self):
