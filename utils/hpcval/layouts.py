@@ -109,21 +109,17 @@ def validate_system(system, origin, *rules):
                                           f'got {scratch!r}')
 
 
-def _general_options():
-    """The option names of ReFrame's ``general`` section (its schema)."""
+def validate_general(general, origin):
+    """A system module's ``general``: ReFrame's general options for it."""
     import json
     import os
     import reframe
     path = os.path.join(os.path.dirname(reframe.__file__), 'schemas',
                         'config.json')
-    with open(path) as schema:
+    with open(path) as schema:      # the option names ReFrame's schema gives
         items = json.load(schema)['properties']['general']['items']
-    return set(items['properties']) - {'target_systems'}
-
-
-def validate_general(general, origin):
-    """A system module's ``general``: ReFrame's general options for it."""
-    _keys(f'{origin}: general', general, _general_options())
+    _keys(f'{origin}: general', general,
+          set(items['properties']) - {'target_systems'})
 
 
 def gpu_layout(partition, name):

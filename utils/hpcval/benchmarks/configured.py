@@ -14,13 +14,6 @@ def mark_loaded():
     _LOADED.append(True)
 
 
-def refusal():
-    return (f'hpcval\'s ReFrame configuration is not loaded, so no hpcval '
-            f'check ran: set RFM_CONFIG_FILES={paths.config_file()} (what '
-            f'. .venv/bin/activate does), or run hpcval run ... instead '
-            f'of reframe')
-
-
 class ConfigurationLoaded(rfm.RunOnlyRegressionTest):
     """Fails where hpcval's configuration is not loaded."""
 
@@ -37,4 +30,8 @@ class ConfigurationLoaded(rfm.RunOnlyRegressionTest):
 
     @sanity_function
     def refuse(self):
-        raise SanityError(refusal())
+        raise SanityError(
+            f'hpcval\'s ReFrame configuration is not loaded, so no hpcval '
+            f'check ran: set RFM_CONFIG_FILES={paths.config_file()} (what '
+            f'. .venv/bin/activate does), or run hpcval run ... instead '
+            f'of reframe')
