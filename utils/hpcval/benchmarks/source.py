@@ -1,5 +1,5 @@
 """Source acquisition and builds, once per session and per partition and
-environment (docs/sources-and-builds.md); ``-S strict`` (Validation)."""
+environment (docs/sources-and-builds.md), and the skips every test records."""
 import dataclasses
 import os
 import re
