@@ -1,21 +1,7 @@
-"""Node screening: which nodes a screen covered, and how each node's
-figures compare with those of its peers in the same run.
-
-A screen is a run with ReFrame's ``--distribute``: one test case per node,
-named ``... %.nid=<node>``.  Its checks record the partition's node list as
-Slurm gave it at run time (``hpcval_partition_nodes``, see
-hpcval.benchmarks.screening), so a verdict read anywhere later knows which
-nodes were not tested, and why (drained, down, reserved).
-
-Each node's figure is judged against the same figure of the other nodes
-by the peer rule (hpcval.peers, docs/screening.md; ``hpcval verdict
---peer-factor`` sets its floor for a screen).  Spreads (``*_std``) and
-figures of unknown direction are not compared.
-
-After a screen (``next_steps``): scontrol lines that drain the failed
-nodes and a re-screen of only those; a re-screen read with the first
-screen judges each node by its latest run (``superseded``).
-"""
+"""Node screening (ReFrame's ``--distribute``, docs/screening.md): which
+nodes a screen covered, each node's figures against its peers', and what
+the admin does next (drain lines, a re-screen of the failed nodes)."""
+import itertools
 import math
 import re
 import shlex
@@ -113,11 +99,9 @@ _RANGE = re.compile(r'(\d+)(?:-(\d+))?')
 
 
 def expand(nodelist):
-    """'n[1-3],x7' -> ['n1', 'n2', 'n3', 'x7'] (Slurm's syntax, zero
-    padding kept: 'g[08-10]' -> g08 g09 g10).  Without ReFrame: its import
-    alone costs more than a 1,000-node verdict.  ValueError when it is not
-    that syntax, or one of more than MAX_NODES names, counted before any
-    is made (a report from elsewhere may say ``n[1-300000000]``)."""
+    """'n[1-3],x7' -> ['n1', 'n2', 'n3', 'x7'], zero padding kept; without
+    ReFrame, whose import costs more than a 1,000-node verdict.  ValueError
+    for another syntax or more than MAX_NODES names (counted first)."""
     if nodelist_size(nodelist) > MAX_NODES:
         raise ValueError(f'node list of more than {MAX_NODES} nodes')
     out, depth, word = [], 0, ''
@@ -173,15 +157,10 @@ def abbrev(nodes):
         groups.setdefault((m.group(1), width), set()).add(int(digits))
     parts = []
     for (head, width), numbers in sorted(groups.items()):
-        runs, start, prev = [], None, None
-        for i in sorted(numbers):
-            if prev is not None and i == prev + 1:
-                prev = i
-                continue
-            if start is not None:
-                runs.append((start, prev))
-            start = prev = i
-        runs.append((start, prev))
+        # consecutive numbers share their difference to their index
+        runs = [[n for _, n in run] for _, run in itertools.groupby(
+            enumerate(sorted(numbers)), lambda pair: pair[1] - pair[0])]
+        runs = [(run[0], run[-1]) for run in runs]
         text = ','.join(f'{a:0{width}d}' if a == b else
                         f'{a:0{width}d}-{b:0{width}d}' for a, b in runs)
         parts.append(f'{head}{text}' if len(numbers) == 1
@@ -312,10 +291,11 @@ def coverage(cases):
                     session=getattr(cases[0], 'session', '') if cases else '')
 
 
-def _peer_groups(cases, samples_of):
-    """{(system, partition, environ, test, metric, unit): [(node, case,
-    sample)]}: each figure of the distributed ``cases`` that the peer rule
-    compares."""
+def _judged_groups(cases, samples_of, factor):
+    """(key, [(node, case, sample)], {(node, id(case)): value}, the peer
+    rule's judgements) of each figure of the distributed ``cases`` that
+    the rule compares; key: (system, partition, environ, test, metric,
+    unit)."""
     groups = {}
     for case in cases:
         node = node_of(case)
@@ -331,15 +311,12 @@ def _peer_groups(cases, samples_of):
             key = (case.system, case.partition, case.environ,
                    screen_test(case), s.metric, s.unit)
             groups.setdefault(key, []).append((node, case, s))
-    return groups
-
-
-def _floor(factor, entries, key):
-    """The peer rule's floor for one figure's group (``factor``: a number,
-    None, or a function of a case of the group and the metric)."""
-    if callable(factor):
-        factor = factor(entries[0][1], key[4])
-    return None if factor is None else 1 - 1 / factor
+    for key, entries in groups.items():
+        # factor: a number, None, or a function of a case and the metric
+        given = factor(entries[0][1], key[4]) if callable(factor) else factor
+        values = {(node, id(case)): s.value for node, case, s in entries}
+        yield key, entries, values, peers.judge(
+            values, key[-1], None if given is None else 1 - 1 / given)
 
 
 def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
@@ -349,12 +326,9 @@ def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
     least (None: the figure kind's floor, hpcval.peers.PEER_RULES), or a
     function of (a case, the metric) giving it per figure."""
     out = {}
-    for key, entries in _peer_groups(cases, samples_of).items():
+    for key, entries, _, judged in _judged_groups(cases, samples_of, factor):
         unit = key[-1]
-        rule = peers.rule_for(unit)
-        values = {(node, id(case)): s.value for node, case, s in entries}
-        judged = peers.judge(values, unit, _floor(factor, entries, key))
-        cmp = '>=' if rule.better == 'higher' else '<='
+        cmp = '>=' if peers.rule_for(unit).better == 'higher' else '<='
         for node, case, _ in entries:
             j = judged.get((node, id(case)))
             if j is None:
@@ -437,13 +411,12 @@ def reach(cases, samples_of, factor=PEER_FACTOR, referenced=None):
     the partition is screened by the references where peers are too
     few)."""
     out = []
-    for key, entries in sorted(_peer_groups(cases, samples_of).items(),
-                               key=lambda kv: kv[0][3:5]):
+    for key, entries, values, judged in sorted(
+            _judged_groups(cases, samples_of, factor),
+            key=lambda group: group[0][3:5]):
         unit = key[-1]
         rule = peers.rule_for(unit)
         kind = next(k for k, r in peers.PEER_RULES.items() if r == rule)
-        values = {(node, id(case)): s.value for node, case, s in entries}
-        judged = peers.judge(values, unit, _floor(factor, entries, key))
         good = [v for v in values.values() if v > 0 and math.isfinite(v)]
         count = max(len(good) - 1, 0)
         bound = finds = None

@@ -1,33 +1,9 @@
-"""What a test records when ReFrame's ``--distribute`` runs it once per node
-(a node screen), for hpcval.screen to judge coverage later, anywhere:
-
-- ``hpcval_partition_nodes``: the partition's nodes as Slurm lists them at
-  run time (``sinfo``), ``{'partition': P, 'nodes': 'n[1-64]',
-  'unavailable': {node: 'drained: reason', ...}}``;
-- ``hpcval_screen_excluded``: why a multi-node layout is not screened.  A
-  test that needs more than one node, pinned to one node, would also run
-  on another and blame the pinned one; it is skipped with this reason.
-
-Submissions that cannot double: an ``sbatch`` that failed, above all one
-that timed out against a stalled controller, may still have created its
-job (a stopped slurmctld reads the request when it resumes).  Every Slurm
-job of a check carries ``--comment=hpcval-submission:TOKEN``; after a
-failed submission its queue is read (``squeue``, waiting up to
-RECONCILE_S for the controller) and a job of that token is cancelled and
-named, and the job script's first command leaves at once when the
-submission was given up (a marker in the stage folder), should the queue
-stay out of reach.  The failure then says why, in words the verdict
-reads (hpcval.screen): ``controller stalled: ...`` or ``usage error:
-sbatch refused the job: ...``; neither is the node's.
-
-A node that failed under its job (``NODE_FAIL``, or down when its job
-ended) fails the case before its output is read, naming the node and
-Slurm's reason, whatever the output held.  A job preempted by a
-higher-priority one (``PREEMPTED``; never requeued, ``--no-requeue``) has
-ended: ReFrame's Slurm backend takes the state as pending and would wait
-for it forever; it fails the case with its fate, which the verdict reads
-as "not tested: preempted".  One requeued all the same (pending again,
-``sacct -D`` shows it) is cancelled: "not tested: requeued".
+"""What a test records and guards when ReFrame's ``--distribute`` runs it
+once per node (a node screen), for hpcval.screen to judge later: the
+partition's nodes (``hpcval_partition_nodes``), why a multi-node layout is
+not screened, every node of the job; submissions that cannot double; a
+node failed, a job preempted or requeued (docs/screening.md, "Blame only
+what is broken" and "A screen stopped, preempted, or wrong as a whole").
 """
 import functools
 import itertools
@@ -142,10 +118,9 @@ def slurm_partition_nodes(options):
 
 
 def slurm_job_nodes(jobid):
-    """Every node of job ``jobid`` as Slurm's accounting records it: its
-    allocation and every step's nodes (the allocation's record alone has
-    been seen naming only the batch host of a two-node job whose step ran
-    on both), or [] when sacct cannot tell."""
+    """Every node of job ``jobid`` by Slurm's accounting, of its allocation
+    and every step (the allocation's alone may name only the batch host),
+    or [] when sacct cannot tell."""
     if not _JOBID.fullmatch(str(jobid or '')):
         return []
     try:
@@ -186,11 +161,10 @@ def queued_with_comment(comment):
 
 
 def reconcile(comment, wait_s=RECONCILE_S, settle_s=SETTLE_S, every=1.0):
-    """After a failed submission: ('cancelled', [job ids]) for jobs the
-    controller made of it after all, ('none', []) when the queue held none
-    for ``settle_s`` after it first answered (a resumed controller may
-    read the old request after the first query), ('unknown', []) when the
-    queue could not be read within ``wait_s``."""
+    """After a failed submission: ('cancelled', [job ids]) the controller
+    made of it after all, ('none', []) when the queue held none for
+    ``settle_s`` after it first answered, ('unknown', []) when it could not
+    be read within ``wait_s``."""
     deadline = time.monotonic() + wait_s
     answered, found = None, []
     while True:
@@ -284,11 +258,9 @@ def _extend(obj, flag, make):
 
 
 def cache_job_nodelist(job):
-    """Make ``job`` ask Slurm for its node list once: ReFrame's Slurm job
-    runs ``scontrol show hostname`` on every read of ``nodelist`` after
-    the job ended, and its logging reads it for every record (19 calls a
-    job in a screen: tests/bench_screen.py cost).  A finished job's node
-    list does not change."""
+    """Make ``job`` ask Slurm for its node list once it ended: ReFrame runs
+    ``scontrol show hostname`` on every read (19 a job in a screen:
+    tests/bench_screen.py cost)."""
     found = getattr(type(job), 'nodelist', None)
     if not isinstance(found, property):
         return
@@ -358,11 +330,10 @@ def _write_marker(path):
 
 class ScreenRecord(LeanLogging):
     """Mixin of hpcval's benchmark bases: the records above, only in a
-    ``--distribute`` run on a Slurm partition; ReFrame's log records
-    without the stack walk of a deprecated attribute (LeanLogging), a
-    cost every node's job pays many times."""
+    ``--distribute`` run on a Slurm partition."""
 
-    #: The partition's nodes at run time, in a node screen (see above).
+    #: The partition's nodes at run time, in a node screen: {'partition':
+    #: P, 'nodes': 'n[1-64]', 'unavailable': {node: 'drained: reason'}}.
     hpcval_partition_nodes = variable(typ.Dict[str, object], value={},
                                       loggable=True)
 
@@ -408,9 +379,8 @@ class ScreenRecord(LeanLogging):
             end_preempted(self.job)
 
     def submit_once(self):
-        """Job-script step: tag the job, guard its script (the guard is the
-        job's first command), and reconcile a failed sbatch with the queue
-        (see above)."""
+        """Job-script step: tag the job, guard its script with its first
+        command, and reconcile a failed sbatch with the queue."""
         if not self._on_slurm() or self.is_dry_run():
             return NOTHING
         comment = SUBMISSION_TAG + secrets.token_hex(8)
@@ -477,7 +447,7 @@ class ScreenRecord(LeanLogging):
 
     def exclude_multinode_from_screen(self):
         """Job-script step: a layout of several nodes is skipped in a
-        screen; it adds no line."""
+        screen (the other node would be blamed on the pinned one)."""
         if not self._screened() or self.is_dry_run():
             return NOTHING
         per_node = self.num_tasks_per_node or self.num_tasks
