@@ -7,35 +7,24 @@
     python -m hpcval.testing.minicluster restart-controller --dir DIR
     python -m hpcval.testing.minicluster stop   --dir DIR
 
-Debian's ``slurm-wlm`` and ``munge``, run as root: one ``munged`` with its
-own key and socket, one ``slurmctld`` and one ``slurmd`` per node (``-N n1``
-... ``-N nN``, each on its own port, picked free at start).  Configuration,
-state, logs, spool and the munge key live under DIR; the system's
-/etc/munge, /etc/slurm and any munged or Slurm someone else runs are left
-alone.
+Debian's ``slurm-wlm``, ``slurmdbd``, MariaDB and ``munge``, run as root:
+one ``munged``, one ``slurmctld`` and one ``slurmd`` per node, each on a
+port picked free at start.  Configuration, state, logs and the munge key
+(0400) live under DIR, never written through a symbolic link; the
+system's own daemons and files are left alone.
 
-DIR is made by ``start`` with mode 0700 (without ``--dir``: a new folder of
-a random name in $TMPDIR or /tmp); an existing DIR is used only when it is
-a folder of the running user that nobody else can write, and the folders
-above it are root's or the user's (hpcval.trust): its task prolog runs as
-root in every job.  Nothing under DIR is written through a symbolic link,
-and the munge key is created with mode 0400.  ``stop`` ends exactly the daemons ``start`` recorded (by PID,
-checking that the PID is still the daemon started here), then any job
-process left over from them; ``start`` after a crash does the same with
-what the crashed cluster left, and begins from empty state.  When
-``start`` fails or is interrupted (Ctrl-C, SIGTERM), what it started is
-stopped before it returns.
+DIR (default: a new folder of a random name in $TMPDIR or /tmp) is made
+0700, or used only when it is the running user's, writable by nobody else
+and under folders of root or the user (hpcval.trust): its task prolog runs
+as root in every job.  ``stop`` ends exactly the daemons ``start``
+recorded (each PID checked to be still ours), then any job process left
+from them; ``start`` after a crash does the same first, and a failed or
+interrupted ``start`` stops what it started.
 
-Faults for tests: every task launched on node N first goes through a task
-prolog that emits the lines of ``DIR/faults/N`` (Slurm's TaskProlog
-protocol: ``export NAME=value``), so a test can break one node's
-environment the way a broken software stack does; ``slow_node_by``
-puts one node's slurmd, and so every job step it starts from then on,
-under a CPU quota (a cgroup, as a throttled or failing CPU would be): a
-set fraction of the node's CPUs, enforced every 10 ms; every node's slurmd, and so each job it runs, gets the
-host's CPUs before anything outside the cluster (a cgroup of 100 times the
-default CPU weight), as a real node has its cores to itself; ``compete`` runs a competing memory stream or busy
-processes of a set size beside each task of a node (cgroup v2 and v1).
+Faults for tests (docs/screening.md, "Faults of a set size"):
+``inject_fault`` (TaskProlog lines of one node), ``slow_node_by`` (a CPU
+quota), ``compete`` (a competitor beside each task); every slurmd gets the
+host's CPUs before anything outside the cluster (``CpuQuota.dedicate``).
 """
 import argparse
 import json
@@ -51,6 +40,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from hpcval import trust
@@ -179,15 +169,27 @@ def job_processes(conf):
     processes that inherited its SLURM_CONF from our slurmd, and every
     process they started.  A shell that merely exported SLURM_CONF is not
     one of them."""
-    needle = f'SLURM_CONF={conf}\0'.encode()
     pids = _live_pids()
     steps = {pid for pid in pids
              if (_proc_field(pid, 'comm') or b'').strip() == b'slurmstepd'
-             and needle in (_proc_field(pid, 'environ') or b'')}
+             and _runs_with(pid, conf)}
     found = set(steps)
     while more := {pid for pid in pids if _parent(pid) in found} - found:
         found |= more
     return sorted(found)
+
+
+def _runs_with(pid, conf):
+    """Whether ``pid``'s environment names the cluster's SLURM_CONF."""
+    needle = f'SLURM_CONF={conf}\0'.encode()
+    return needle in (_proc_field(pid, 'environ') or b'')
+
+
+def _read_json(path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def _reap(pid):
@@ -332,18 +334,15 @@ class CpuQuota:
 
 class MiniCluster:
     """The cluster whose files live under ``root``; ``nodes``: how many
-    slurmd ``start`` runs (default: as many as the cluster last started
-    there, else two)."""
+    slurmd ``start`` runs (default: as many as last started there, else
+    two).  ``dedicated``: each node's jobs get the host's CPUs first (False
+    for a cluster whose tests measure nothing); ``gpu_partition``: a
+    partition GPU_PARTITION of the last node, of another shape with GPUs as
+    GRES; ``preempting``: a partition URGENT whose jobs preempt (cancel)
+    the default partition's."""
 
     def __init__(self, root, nodes=None, dedicated=True,
                  gpu_partition=False, preempting=False):
-        """``dedicated``: each node's jobs get the host's CPUs first
-        (CpuQuota.dedicate); False for a cluster whose tests measure
-        nothing and must not take CPUs from one that does.
-        ``gpu_partition``: a second Slurm partition, GPU_PARTITION, of the
-        last node, which then has another shape and GPUs as GRES
-        (minicluster_shape).  ``preempting``: a partition URGENT of every
-        node whose jobs preempt (cancel) the default partition's."""
         self.gpu_partition = gpu_partition
         self.preempting = preempting
         # never resolved: a symbolic link is refused, not followed
@@ -355,7 +354,8 @@ class MiniCluster:
         self._pid_file = self.root / 'daemons.json'
         self._layout_file = self.root / 'cluster.json'
         if nodes is None:
-            nodes = self._recorded_layout().get('nodes', DEFAULT_NODE_COUNT)
+            nodes = _read_json(self._layout_file).get('nodes',
+                                                      DEFAULT_NODE_COUNT)
         if not isinstance(nodes, int) or not 1 <= nodes <= MAX_NODE_COUNT:
             raise MiniClusterError(f'--nodes {nodes}: expected 1 to '
                                    f'{MAX_NODE_COUNT}')
@@ -713,17 +713,8 @@ class MiniCluster:
               for node in self.nodes),
         ]
 
-    def _recorded(self):
-        try:
-            return json.loads(self._pid_file.read_text())
-        except (OSError, ValueError):
-            return {}
-
-    def _recorded_layout(self):
-        try:
-            return json.loads(self._layout_file.read_text())
-        except (OSError, ValueError):
-            return {}
+    def _record(self, pids):
+        _write_new(self._pid_file, json.dumps(pids, indent=1), 0o600)
 
     def _is_ours(self, pid):
         """The PID still runs a daemon whose command line names this
@@ -734,8 +725,7 @@ class MiniCluster:
         if str(self.root).encode() in cmdline:
             return True
         # slurmdbd takes no file argument: it has our SLURM_CONF
-        environ = _proc_field(pid, 'environ') or b''
-        return f'SLURM_CONF={self.conf}\0'.encode() in environ
+        return _runs_with(pid, self.conf)
 
     def running(self):
         """{daemon: pid} of the recorded daemons still running (one
@@ -753,7 +743,7 @@ class MiniCluster:
         started again outside this class (by hand, with this cluster's
         configuration file and, for a slurmd, its node name) replaced by
         the new one's and recorded."""
-        pids = self._recorded()
+        pids = _read_json(self._pid_file)
         gone = [name for name, pid in pids.items()
                 if name == 'slurmctld' or name.startswith('slurmd-')
                 if not _alive(pid)]
@@ -774,7 +764,7 @@ class MiniCluster:
         adopted = {name: found[name] for name in gone if name in found}
         if adopted:
             pids.update(adopted)
-            _write_new(self._pid_file, json.dumps(pids, indent=1), 0o600)
+            self._record(pids)
         return pids
 
     def _spawn(self, name, cmd):
@@ -786,9 +776,7 @@ class MiniCluster:
                                     stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL,
                                     start_new_session=True)
-        pids = self._recorded()
-        pids[name] = proc.pid
-        _write_new(self._pid_file, json.dumps(pids, indent=1), 0o600)
+        self._record({**_read_json(self._pid_file), name: proc.pid})
         if name.startswith('slurmd-') and self._dedicate:
             # before the node registers, so every job it runs inherits it
             self.dedicated[name[len('slurmd-'):]] = self.quota.dedicate(
@@ -798,10 +786,8 @@ class MiniCluster:
     def _children(self):
         """Processes this one started for the cluster, recorded or not (an
         interrupt between a start and its record)."""
-        needle = f'SLURM_CONF={self.conf}\0'.encode()
         ours = {*processes_naming(self.root),
-                *(pid for pid in _live_pids()
-                  if needle in (_proc_field(pid, 'environ') or b''))}
+                *(pid for pid in _live_pids() if _runs_with(pid, self.conf))}
         return [pid for pid in ours if _parent(pid) == os.getpid()]
 
     def clean_stale(self):
@@ -896,7 +882,8 @@ class MiniCluster:
 
     def _stop_after_failure(self):
         # a second Ctrl-C or SIGTERM must not cut the cleanup short
-        signals = (signal.SIGINT, signal.SIGTERM) if _main_thread() else ()
+        signals = (signal.SIGINT, signal.SIGTERM) if \
+            threading.current_thread() is threading.main_thread() else ()
         previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in signals}
         try:
             self.stop()
@@ -1010,11 +997,6 @@ class MiniCluster:
         if not lines:
             return f'no minicluster running from {self.root}', False
         return '\n'.join(lines), not dead
-
-
-def _main_thread():
-    import threading
-    return threading.current_thread() is threading.main_thread()
 
 
 def _interrupted(signum, frame):
