@@ -15,41 +15,24 @@ from hpcval.units import better
 #: kind's floor (hpcval.peers.PEER_RULES) with the spread term, the rule
 #: whose false-alarm rate and detection limit docs/screening.md gives
 PEER_FACTOR = None
-# a job cancelled because its node could not take it: the node was not
-# tested (ReFrame's words, then Slurm's)
-_UNAVAILABLE = re.compile(r'blocked due to reason: (ReqNodeNotAvail|Nodes '
-                          r'required for job are DOWN|.*Reserv)')
-# what ends a job without saying anything about its node: Slurm's
-# controller or accounting out of reach (sbatch, sacct or srun saying so),
-# a usage error of the run (hpcval.benchmarks.fates), an operator's scancel
-_NOT_THE_NODE = (
-    # a submission reconciled with the queue (hpcval.benchmarks.screening)
-    ('controller stalled', re.compile(r'\bcontroller stalled: ')),
-    ('sbatch failed', re.compile(r'\bsbatch failed: ')),
-    ('controller unreachable', re.compile(
-        r'Unable to contact slurm controller|Socket timed out on send/recv|'
-        r'slurm_load_(jobs|partitions|node) error|Zero Bytes were '
-        r'transmitted or received|Batch job submission failed: (Unable|'
-        r'Socket)')),
-    ('accounting unreachable', re.compile(
-        r'Problem talking to the database|slurmdbd|failed to open '
-        r'persistent connection|command .sacct\b')),
-    # hpcval's own, sbatch's or srun's refusal of what the run asked for
-    ('usage error', re.compile(
-        r'\busage error: |\b(sbatch|srun): error: (Invalid|invalid|'
-        r'Unable to allocate resources: (Invalid|Requested|Job violates))|'
-        r'\b(sbatch|srun): (unrecognized|invalid) option')),
-    ('cancelled (scancel, or an administrator)', re.compile(
-        r'\bCANCELLED: cancelled')),
-    # hpcval.benchmarks.fates: a higher-priority job took the node
-    ('preempted', re.compile(r'\bPREEMPTED: preempted')),
-    ('requeued', re.compile(r'\bREQUEUED: requeued')),
-)
-# what a reconciled submission adds to its category (the verdict's words)
-_DETAIL = re.compile(r'(sbatch refused the job: [^;|\n]*|the controller '
-                     r'created job\(s\) [0-9, ]+ of it after all, '
-                     r'cancelled|no job of it in the queue|the queue '
-                     r'could not be read within [0-9]+ s)')
+#: a job's fate (hpcval_job_fate, recorded by the run:
+#: hpcval.benchmarks.screening) that says nothing about its node: the
+#: verdict's words, and whether a re-screen as it stands cannot test the
+#: node (Slurm held it out, or its job was refused as asked)
+NOT_TESTED = {
+    'blocked': ('job not started', True),
+    'usage error': ('not tested: usage error', True),
+    'controller stalled': ('not tested: controller stalled', False),
+    'sbatch failed': ('not tested: sbatch failed', False),
+    'controller unreachable': ('not tested: controller unreachable', False),
+    'accounting unreachable': ('not tested: accounting unreachable', False),
+    'CANCELLED': ('not tested: cancelled (scancel, or an administrator)',
+                  False),
+    'PREEMPTED': ('not tested: preempted', False),
+    'REQUEUED': ('not tested: requeued', False),
+}
+#: Slurm's job states that end a job because its node failed
+NODE_FATES = ('NODE_FAIL', 'BOOT_FAIL')
 _NID = re.compile(r'\s%\.nid=(\S+)')
 _SCREEN_PARAMS = re.compile(r'\s%\.(nid|part)=\S+')
 
@@ -62,29 +45,29 @@ def node_of(case):
     return m.group(1).strip("[]'\"") if m else None
 
 
+def job_fate(case):
+    """(cause, detail) of the job's fate the run recorded, or ('', '')."""
+    fate = case.extras.get('job_fate')
+    if isinstance(fate, list) and len(fate) == 2 and \
+            all(isinstance(w, str) for w in fate):
+        return tuple(fate)
+    return '', ''
+
+
 def not_tested(case):
-    """Why a distributed case says nothing about its node, or '': its job
-    never started because the node could not take it (drained, down,
-    reserved), or it ended for a reason that is not the node's (the
-    controller or accounting out of reach, a usage error, an operator's
-    cancel)."""
-    reason = case.reason or ''
-    m = _UNAVAILABLE.search(reason)
-    if m:
-        return f'job not started: {m.group(1)}'
+    """Why a distributed case says nothing about its node, or '': the
+    screen was stopped, or the job's recorded fate is one of NOT_TESTED."""
     if case.result == 'abort':
         # ReFrame stopped before the case ended: Ctrl-C, SIGTERM, --maxfail
-        cause = re.search(r'aborted due to (\w+)', reason)
+        cause = re.search(r'aborted due to (\w+)', case.reason or '')
         return 'not tested: the screen was stopped' + (
             f' ({cause.group(1)})' if cause else '')
-    if case.result != 'fail':
+    cause, detail = job_fate(case)
+    if case.result != 'fail' or cause not in NOT_TESTED:
         return ''
-    for what, pattern in _NOT_THE_NODE:
-        if pattern.search(reason):
-            detail = _DETAIL.search(reason)
-            return f'not tested: {what}' + (
-                f' ({detail.group(1).strip()[:120]})' if detail else '')
-    return ''
+    # one line: the report is data
+    words, detail = NOT_TESTED[cause][0], ' '.join(detail.split())[:120]
+    return f'{words} ({detail})' if detail else words
 
 
 def screen_test(case):
@@ -257,7 +240,7 @@ def coverage(cases):
         if case.result == 'skip':
             continue
         why = not_tested(case)
-        if why.startswith('job not started') or 'usage error' in why:
+        if why and NOT_TESTED.get(job_fate(case)[0], ('', False))[1]:
             held.add(node)
         if why:
             # one case of the node not run is enough: its screen is partial
@@ -528,9 +511,6 @@ def _short(value):
 
 # what differs between nodes' words of one failure: job ids, numbers
 _VARYING = re.compile(r'\d+')
-# a node that failed under its job (hpcval.benchmarks.screening): the
-# node's, however many fail alike (a rack's power)
-_NODE_FATE = re.compile(r'\b(NODE_FAIL|BOOT_FAIL): ')
 
 
 def same_failure(cases, samples_of):
@@ -545,10 +525,12 @@ def same_failure(cases, samples_of):
         if node is None or case.result == 'skip' or \
                 case.extras.get('screen_excluded'):
             continue
-        why = not_tested(case)
+        # a node that failed under its job is the node's, however many
+        # fail alike (a rack's power)
+        cause = job_fate(case)[0]
         if case.result != 'fail' or samples_of(case) or \
-                (why and 'usage error' not in why) or \
-                _NODE_FATE.search(case.reason or ''):
+                cause in NODE_FATES or \
+                (cause in NOT_TESTED and cause != 'usage error'):
             return ''
         text = (case.reason or '').replace(node, '')
         found.add(_VARYING.sub('#', text))
