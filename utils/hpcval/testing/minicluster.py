@@ -27,6 +27,7 @@ quota), ``compete`` (a competitor beside each task); every slurmd gets the
 host's CPUs before anything outside the cluster (``CpuQuota.dedicate``).
 """
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -114,17 +115,11 @@ def missing_prerequisites():
 
 def free_ports(count):
     """``count`` distinct TCP ports nobody listens on right now."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(('127.0.0.1', 0))
-            sockets.append(sock)
-
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(count)]
         for sock in sockets:
-            sock.close()
+            sock.bind(('127.0.0.1', 0))
+        return [sock.getsockname()[1] for sock in sockets]
 
 
 def _proc_field(pid, name):
@@ -226,9 +221,8 @@ def _terminate(pids, timeout):
 
 class CpuQuota:
     """CPU weights and quotas for one cluster's nodes: a cgroup per node
-    under a folder named after the cluster, in cgroup v2 (``cpu.weight``,
-    ``cpu.max``) or v1's ``cpu`` hierarchy (``cpu.shares``,
-    ``cpu.cfs_quota_us``), whichever this host mounts."""
+    under a folder named after the cluster, in cgroup v2 or v1's ``cpu``
+    hierarchy, whichever this host mounts."""
 
     PERIOD_US = 100000
     #: a node's share of the host's CPUs against anything outside the
@@ -248,10 +242,8 @@ class CpuQuota:
             self.version, self.base = None, None
 
     def dedicate(self, node, pids):
-        """Give ``pids`` (and every process they start from now) the host's
-        CPUs before anything outside the cluster: every node here shares
-        the host's cores with whatever else runs on it, where a real node
-        has its own; without it a busy host makes healthy nodes look slow.
+        """Give ``pids`` (and every process they start) the host's CPUs
+        before anything outside the cluster, as a real node has its own;
         False where no cgroup cpu controller can be written."""
         if self.base is None:
             return False
@@ -278,9 +270,8 @@ class CpuQuota:
         return group
 
     def limit(self, node, percent, pids, period=QUOTA_PERIOD_US):
-        """Hold ``pids`` (and every process they start from now) to
-        ``percent`` % of one CPU (above 100: of several), enforced every
-        ``period`` microseconds (a short period acts within a short run)."""
+        """Hold ``pids`` (and every process they start) to ``percent`` % of
+        one CPU (above 100: of several), enforced every ``period`` us."""
         if self.base is None:
             raise MiniClusterError('no cgroup cpu controller mounted at '
                                    '/sys/fs/cgroup: cannot slow a node')
@@ -443,9 +434,8 @@ class MiniCluster:
 
     def slow_node_by(self, node, fraction):
         """``node`` ``fraction`` slower on CPU (0.1: 10 %): its slurmd and
-        every job step it starts get (1 - fraction) of the node's
-        declared CPUs, enforced every 10 ms, so that a run of a second
-        meets the quota a hundred times."""
+        its job steps get (1 - fraction) of its declared CPUs, enforced
+        every 10 ms (a run of a second meets the quota a hundred times)."""
         if not 0 < fraction < 1:
             raise MiniClusterError(f'slow_node_by {fraction!r}: expected a '
                                    f'fraction between 0 and 1')
@@ -456,13 +446,10 @@ class MiniCluster:
         self.quota.limit(node, 100 * CPUS_PER_NODE * (1 - fraction), [pid])
 
     def compete(self, node, kind, size):
-        """While a task of ``node`` runs, a competitor runs beside it:
-        ``kind`` 'memory': a stream of ``size`` MiB buffers (dd from
-        /dev/zero), 'cpu': ``size`` busy processes.  Started by the task
-        prolog, it ends when the task's step ends.  Measure with
-        ``--exec-policy=serial``: on this host every node shares the same
-        cores and memory, so only then does the competitor meet one node
-        alone."""
+        """While a task of ``node`` runs, a competitor runs beside it until
+        its step ends: ``kind`` 'memory', a stream of ``size`` MiB buffers,
+        or 'cpu', ``size`` busy processes (measure with
+        ``--exec-policy=serial``: the nodes share this host's cores)."""
         self._check_node(node)
         if kind not in COMPETITORS or not isinstance(size, int) or \
                 not 1 <= size <= 4096:
@@ -599,10 +586,8 @@ class MiniCluster:
         return '\n'.join(lines) + '\n'
 
     def _gres_conf(self):
-        """gres.conf of the GPU node: Slurm's gres/gpu drops a GPU without
-        File=, and no GPU exists here, so each is a character device of
-        /dev/null's number under the cluster's folder (jobs never open
-        them)."""
+        """gres.conf of the GPU node: Slurm drops a GPU without File=, so
+        each is a character device of /dev/null's number (never opened)."""
         if not self.gpu_partition:
             return ''
         gpus = self._folder('gpus')
@@ -739,10 +724,9 @@ class MiniCluster:
                       if not _alive(pid))
 
     def _adopt(self):
-        """The recorded PIDs, where a slurmctld or slurmd that died was
-        started again outside this class (by hand, with this cluster's
-        configuration file and, for a slurmd, its node name) replaced by
-        the new one's and recorded."""
+        """The recorded PIDs, a slurmctld or slurmd that died and was
+        started again by hand (with this cluster's configuration) replaced
+        by the new one's."""
         pids = _read_json(self._pid_file)
         gone = [name for name, pid in pids.items()
                 if name == 'slurmctld' or name.startswith('slurmd-')
@@ -790,11 +774,6 @@ class MiniCluster:
                 *(pid for pid in _live_pids() if _runs_with(pid, self.conf))}
         return [pid for pid in ours if _parent(pid) == os.getpid()]
 
-    def clean_stale(self):
-        """What a crashed cluster here left: its job steps, daemons still
-        recorded, its cgroups; returns the PIDs ended."""
-        return self._end_the_rest(list(self.running().values()), 10)
-
     def _end_the_rest(self, pids, timeout):
         """End ``pids`` and every job process of the cluster, forget the
         daemons, remove the cgroups; returns the PIDs ended."""
@@ -838,9 +817,8 @@ class MiniCluster:
             return {}
 
     def _port_taken(self, before):
-        """Whether a daemon of the failed start logged its port taken (in
-        what its logs gained since ``before``): the ports are picked free,
-        and another cluster starting on this host may bind one first."""
+        """Whether a daemon of the failed start logged its port taken since
+        ``before`` (another cluster starting here may bind it first)."""
         for name, size in self._log_sizes().items():
             try:
                 with open(self.root / 'log' / name, 'rb') as fp:
@@ -853,7 +831,8 @@ class MiniCluster:
 
     def _start_once(self, timeout):
         self._secure_root(create=True)
-        self.clean_stale()
+        # what a crashed cluster here left: daemons, job steps, cgroups
+        self._end_the_rest(list(self.running().values()), 10)
         try:
             self._write_files()
             for name, cmd in self._daemon_cmds():
@@ -912,9 +891,8 @@ class MiniCluster:
             self.run('scontrol', 'update', f'nodename={node}', 'state=resume')
 
     def restart_controller(self, timeout=60):
-        """End slurmctld (if it runs) and start it again on its saved
-        state, as an administrator restarts a controller; returns once it
-        answers and no node is down for it."""
+        """Start slurmctld again on its saved state, as an administrator
+        does; returns once it answers and no node is down for it."""
         self._secure_root()
         pid = self.running().get('slurmctld')
         if pid is not None:
@@ -961,9 +939,8 @@ class MiniCluster:
                                f'{what}; see {self.root / "log"}')
 
     def stop(self, timeout=10):
-        """Cancel jobs, end the daemons started here (compute nodes first,
-        munged last) and any job process left from them; returns the PIDs
-        ended."""
+        """Cancel jobs, end the daemons (compute nodes first, munged last)
+        and any job process left; returns the PIDs ended."""
         ended = []
         running = self.running()
         if 'slurmctld' in running:
