@@ -304,10 +304,9 @@ def _judged_groups(cases, samples_of, factor):
 
 def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
     """{(id(case), metric): PeerResult} for the distributed ``cases``
-    (``samples_of(case)``: its samples, objects with metric, value, unit);
-    ``factor``: how many times worse than the peers' median fails at
-    least (None: the figure kind's floor, hpcval.peers.PEER_RULES), or a
-    function of (a case, the metric) giving it per figure."""
+    (``samples_of(case)``: its samples); ``factor``: how many times worse
+    than the peers' median fails (PEER_FACTOR), or a function of (a case,
+    the metric) giving it per figure."""
     out = {}
     for key, entries, _, judged in _judged_groups(cases, samples_of, factor):
         unit = key[-1]
@@ -340,12 +339,10 @@ _NAMED_IN_99 = 2.33
 
 @dataclass
 class Reach:
-    """What one figure's screen of one partition can find: ``bound`` is
-    the peer rule's bound as a factor on the peers' median (the largest
-    over the nodes), ``finds`` the slowdown named in 99 % of screens
-    (the bound and 2.33 robust standard deviations of the nodes' spread),
-    both as 'x times worse'; ``screened``: finds <= the kind's
-    SCREEN_TARGET, or every node judged by a reference instead."""
+    """What one figure's screen of one partition can find, as 'x times
+    worse' than the peers' median: ``bound``, the peer rule's (the largest
+    over the nodes), ``finds``, the slowdown named in 99 % of screens
+    (docs/screening.md, "What each partition's screen can find")."""
     test: str
     metric: str
     unit: str
@@ -390,9 +387,7 @@ class Reach:
 
 def reach(cases, samples_of, factor=PEER_FACTOR, referenced=None):
     """[Reach] of each figure the distributed ``cases`` compare with their
-    peers; ``referenced(sample)``: whether a reference judges it (then
-    the partition is screened by the references where peers are too
-    few)."""
+    peers; ``referenced(sample)``: whether a reference judges it."""
     out = []
     for key, entries, values, judged in sorted(
             _judged_groups(cases, samples_of, factor),
@@ -402,15 +397,13 @@ def reach(cases, samples_of, factor=PEER_FACTOR, referenced=None):
         kind = next(k for k, r in peers.PEER_RULES.items() if r == rule)
         good = [v for v in values.values() if v > 0 and math.isfinite(v)]
         count = max(len(good) - 1, 0)
-        bound = finds = None
+        bound = max((j.factor for j in judged.values()), default=None)
+        finds = None        # too few peers: the floor alone judges
         if judged and peers.k_of_peers(count) is not None:
-            bound = max(j.factor for j in judged.values())
             logs = [math.log(v) for v in good]
             mid = statistics.median(logs)
             sigma = 1.4826 * statistics.median(abs(x - mid) for x in logs)
             finds = math.exp(math.log(bound) + _NAMED_IN_99 * sigma)
-        elif judged:        # the floor alone judges
-            bound = max(j.factor for j in judged.values())
         target = SCREEN_TARGET[kind]
         by_refs = referenced is not None and all(
             referenced(s) for _, _, s in entries)
@@ -462,8 +455,7 @@ def job_nodes(case):
 
 def superseded(cases):
     """ids of the distributed ``cases`` that a later run of the same test
-    on the same node replaces: a re-screen read with the first screen
-    judges each node by its latest run that tested it."""
+    on the same node, one that tested it, replaces (a re-screen)."""
     best = {}
     for case in cases:
         node = node_of(case)
@@ -481,8 +473,7 @@ def superseded(cases):
 
 def accept_out(coverage, nodes):
     """Move the untested ``nodes`` (known to be out: drained for repair)
-    from ``coverage.untested`` to ``coverage.accepted``; a tested node
-    stays judged."""
+    from ``coverage.untested`` to ``coverage.accepted``."""
     for node in nodes:
         if node in coverage.untested:
             coverage.accepted[node] = coverage.untested.pop(node)
@@ -494,9 +485,10 @@ def drain_reason(failure):
     character a shell or scontrol would read."""
     test = screen_test(failure).split()[0] if failure.test else ''
     if failure.metric:
-        what = (f'{test} {failure.metric} {_short(failure.value)} '
-                f'{failure.unit} {failure.component} bound '
-                f'{failure.bound}')
+        value = failure.value
+        value = f'{value:.4g}' if isinstance(value, (int, float)) else value
+        what = (f'{test} {failure.metric} {value} {failure.unit} '
+                f'{failure.component} bound {failure.bound}')
     else:
         what = f'{test} {failure.reason}'
     text = _REASON_UNSAFE.sub(' ', f'hpcval: {what}')
@@ -505,19 +497,14 @@ def drain_reason(failure):
         text[:_REASON_CHARS - 3].rstrip() + '...'
 
 
-def _short(value):
-    return f'{value:.4g}' if isinstance(value, (int, float)) else str(value)
-
-
 # what differs between nodes' words of one failure: job ids, numbers
 _VARYING = re.compile(r'\d+')
 
 
 def same_failure(cases, samples_of):
     """The reason of the first of the distributed ``cases`` where every
-    node's job (two nodes or more) failed with it, none measuring a
-    figure (``samples_of(case)``), up to its node's name and numbers: the
-    screen's own option, module or account, not each node; else ''."""
+    node's job (two nodes or more) failed alike, none measuring a figure,
+    up to its node's name and numbers: the screen's own fault; else ''."""
     found, first = set(), ''
     nodes = set()
     for case in cases:
@@ -553,10 +540,9 @@ def usage_line(reason, commands):
 
 
 def next_steps(verdict):
-    """What the admin does next: {'drain': [scontrol line, ...], 'resume':
-    [scontrol line], 'rescreen': [command, ...], 'notes': [...]} for the
-    failed nodes of a verdict (hpcval.verdict.Verdict): drain them, fix
-    them, resume them, then the same screen on them alone."""
+    """What the admin does next for the failed nodes of a verdict:
+    {'drain': [scontrol line], 'resume': [...], 'rescreen': [command],
+    'notes': [...]}: drain, fix, resume, then the same screen on them."""
     alone, pairs, nodeless = {}, {}, set()
     for f in verdict.failures():
         nodes = f.node.split('+') if f.node else []
@@ -612,10 +598,8 @@ _OWN_JOB_OPTIONS = ('nodelist', 'exclude', 'w', 'x')
 
 
 def rescreen_settings(cmdline):
-    """The options of a screen's ReFrame ``cmdline`` that a re-screen of
-    some of its nodes repeats: its mode, -S settings (repeats, the
-    figure's size), -J job options, --distribute and --exec-policy, each
-    as recorded and only where its value is plain; [] when the line
+    """The options of a screen's ReFrame ``cmdline`` that a re-screen
+    repeats (_CARRIED), only where its value is plain; [] when the line
     cannot be read."""
     try:
         argv = shlex.split(cmdline or '')
@@ -655,11 +639,9 @@ def rescreen_settings(cmdline):
 
 def _rescreen(verdict, failed):
     """reframe lines that run the failed screen tests again on the
-    ``failed`` nodes only, with the screen's own settings
-    (rescreen_settings of the command line that ran it), and the verdict
-    that reads them with the first screen, with the options that judged.
-    The other nodes are excluded (``-J exclude``): a list given as ``-J
-    nodelist`` would join every pinned job to all of its nodes."""
+    ``failed`` nodes only, with the screen's own settings, and the verdict
+    that reads them with the first screen.  The other nodes are excluded:
+    ``-J nodelist`` would join every pinned job to all of its nodes."""
     options = getattr(verdict, 'options', None) or {}
     commands = options.get('commands') or {}
     lines = []

@@ -6,7 +6,6 @@ node failed, a job preempted or requeued (docs/screening.md, "Blame only
 what is broken" and "A screen stopped, preempted, or wrong as a whole").
 """
 import functools
-import itertools
 import math
 import os
 import re
@@ -15,7 +14,6 @@ import shlex
 import subprocess
 import time
 
-import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, variable
 from reframe.core.exceptions import (JobBlockedError, ReframeError,
@@ -90,8 +88,7 @@ def slurm_cause(text):
 
 
 def _partition_option(options):
-    words = list(itertools.chain.from_iterable(shlex.split(o)
-                                               for o in options))
+    words = [word for option in options for word in shlex.split(option)]
     for i, word in enumerate(words):
         if word.startswith('--partition='):
             return word.split('=', 1)[1]
