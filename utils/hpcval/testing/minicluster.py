@@ -247,27 +247,27 @@ class CpuQuota:
         False where no cgroup cpu controller can be written."""
         if self.base is None:
             return False
+        name, value = self.WEIGHT[self.version]
         try:
-            group = self._group(node)
-            name, value = self.WEIGHT[self.version]
             # a weight counts among siblings: the cluster's folder competes
             # with the host's other work, its nodes among themselves
-            for level in (self.base, group):
-                (level / name).write_text(value)
-            for pid in pids:
-                (group / 'cgroup.procs').write_text(str(pid))
+            self._set(node, [(name, value)], pids)
+            (self.base / name).write_text(value)
         except OSError:
             return False
         return True
 
-    def _group(self, node):
+    def _set(self, node, settings, pids):
+        """Write ``settings`` ((file, value), in order) in ``node``'s group,
+        then move ``pids`` into it."""
         group = self.base / node
         if self.version == 2:
             self._enable_v2_cpu()
-            group.mkdir(exist_ok=True)
-        else:
-            group.mkdir(parents=True, exist_ok=True)
-        return group
+        group.mkdir(parents=True, exist_ok=True)
+        for name, value in settings:
+            (group / name).write_text(value)
+        for pid in pids:
+            (group / 'cgroup.procs').write_text(str(pid))
 
     def limit(self, node, percent, pids, period=QUOTA_PERIOD_US):
         """Hold ``pids`` (and every process they start) to ``percent`` % of
@@ -276,21 +276,16 @@ class CpuQuota:
             raise MiniClusterError('no cgroup cpu controller mounted at '
                                    '/sys/fs/cgroup: cannot slow a node')
         quota = max(1000, int(period * percent / 100))
-        group = self.base / node
+        # v1 refuses a quota below the period's: quota off first
+        settings = [('cpu.max', f'{quota} {period}')] if self.version == 2 \
+            else [('cpu.cfs_quota_us', '-1'), ('cpu.cfs_period_us',
+                                                str(period)),
+                  ('cpu.cfs_quota_us', str(quota))]
         try:
-            group = self._group(node)
-            if self.version == 2:
-                (group / 'cpu.max').write_text(f'{quota} {period}')
-            else:
-                # v1 refuses a quota below the period's: quota off first
-                (group / 'cpu.cfs_quota_us').write_text('-1')
-                (group / 'cpu.cfs_period_us').write_text(str(period))
-                (group / 'cpu.cfs_quota_us').write_text(str(quota))
-            for pid in pids:
-                (group / 'cgroup.procs').write_text(str(pid))
+            self._set(node, settings, pids)
         except OSError as err:
-            raise MiniClusterError(f'cannot set a CPU quota in {group}: '
-                                   f'{err}') from None
+            raise MiniClusterError(f'cannot set a CPU quota in '
+                                   f'{self.base / node}: {err}') from None
 
     def _enable_v2_cpu(self):
         # a controller reaches a child only through its parent's
