@@ -190,20 +190,16 @@ def _read_json(path):
 def _reap(pid):
     """Collect the exit status of a daemon this process started, so that
     it leaves no zombie behind while we live on (pytest)."""
-    try:
+    with contextlib.suppress(ChildProcessError):   # not ours: init reaps it
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass        # not our child: init reaps it
 
 
 def _terminate(pids, timeout):
     """SIGTERM, then SIGKILL what is still there after ``timeout``."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -312,10 +308,9 @@ class CpuQuota:
             return
         for group in [*self.base.iterdir(), self.base]:
             if group.is_dir():
-                try:
+                # a process still in it: left for the kernel
+                with contextlib.suppress(OSError):
                     group.rmdir()
-                except OSError:
-                    pass        # a process still in it: left for the kernel
 
 
 class MiniCluster:
@@ -376,13 +371,10 @@ class MiniCluster:
         path = self.root
         for part in pathlib.PurePath(sub).parts:
             path = path / part
-            try:
+            with contextlib.suppress(FileExistsError):
                 path.mkdir(mode=0o700)
-            except FileExistsError:
-                pass
             st = os.lstat(path)
-            if not os.path.isdir(path) or os.path.islink(path) or \
-                    st.st_uid != os.geteuid():
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
                 raise MiniClusterError(f'{path}: a symbolic link, not a '
                                        f'folder or not the running user\'s;'
                                        f' not used')
@@ -756,10 +748,10 @@ class MiniCluster:
                                     stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         self._record({**_read_json(self._pid_file), name: proc.pid})
-        if name.startswith('slurmd-') and self._dedicate:
+        node = name.removeprefix('slurmd-')
+        if node != name and self._dedicate:
             # before the node registers, so every job it runs inherits it
-            self.dedicated[name[len('slurmd-'):]] = self.quota.dedicate(
-                name[len('slurmd-'):], [proc.pid])
+            self.dedicated[node] = self.quota.dedicate(node, [proc.pid])
         return proc.pid
 
     def _children(self):
@@ -922,11 +914,10 @@ class MiniCluster:
             if dead:
                 raise MiniClusterError(f'{", ".join(dead)} exited; see '
                                        f'{self.root / "log"}')
-            try:
+            with contextlib.suppress(MiniClusterError,
+                                     subprocess.SubprocessError):
                 if ready():
                     return
-            except (MiniClusterError, subprocess.SubprocessError):
-                pass
 
             time.sleep(0.2)
 
@@ -940,10 +931,9 @@ class MiniCluster:
         running = self.running()
         if 'slurmctld' in running:
             self.run('scancel', '--full', '-p', PARTITION, check=False)
-            try:
+            # their processes are ended below
+            with contextlib.suppress(MiniClusterError):
                 self._wait_for(self._no_jobs, timeout, 'jobs to end')
-            except MiniClusterError:
-                pass        # their processes are ended below
 
         slurmds = [pid for name, pid in running.items()
                    if name.startswith('slurmd-')]
