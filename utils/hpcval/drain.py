@@ -67,7 +67,8 @@ def lines(verdict, alone, reason, cluster=None):
         if g is None:
             continue
         if getattr(g, 'scheduler', '') not in SLURM:
-            elsewhere.setdefault(g.name, []).append(node)
+            elsewhere.setdefault((g.name, getattr(g, 'scheduler', '') or
+                                  'not recorded'), []).append(node)
             continue
         why = _not_a_node(g, node)
         if why:
@@ -105,9 +106,7 @@ def lines(verdict, alone, reason, cluster=None):
         notes.insert(0, f'the scontrol lines are for Slurm cluster '
                         f'{here} (ClusterName of scontrol show config '
                         f'here, the report\'s system)')
-    for name, nodes in sorted(elsewhere.items()):
-        word = next((getattr(g, 'scheduler', '') for g in groups.values()
-                     if g.name == name), '') or 'not recorded'
+    for (name, word), nodes in sorted(elsewhere.items()):
         notes.append(f'{name} is not a Slurm partition (scheduler '
                      f'{word}): nothing to drain; '
                      f'fix what failed on {", ".join(sorted(nodes))} (the '
