@@ -605,25 +605,20 @@ def rescreen_settings(cmdline):
         argv = shlex.split(cmdline or '')
     except ValueError:
         return []
-    out, i = [], 0
-    while i < len(argv):
-        word = argv[i]
+    out, words = [], iter(argv)
+    for word in words:
         name, eq, value = word.partition('=')
         if name in _CARRIED and eq:
             pass
-        elif word in _CARRIED and word != '--distribute' and \
-                i + 1 < len(argv):
-            name, value = word, argv[i + 1]
-            i += 1
         elif word == '--distribute':
-            name, value = word, ''
+            value = ''
+        elif word in _CARRIED:
+            value = next(words, None)      # the option's value
         elif word[:2] in ('-S', '-J') and len(word) > 2:
             name, value = word[:2], word[2:]
         else:
-            i += 1
             continue
-        i += 1
-        if not _CARRIED[name].fullmatch(value):
+        if value is None or not _CARRIED[name].fullmatch(value):
             continue
         if name in ('-J', '--job-option') and \
                 value.split('=')[0].lstrip('-') in _OWN_JOB_OPTIONS:

@@ -381,23 +381,19 @@ class ScreenRecord(LeanLogging):
     hpcval_partition_nodes = variable(typ.Dict[str, object], value={},
                                       loggable=True)
 
-    #: How the job ended, where it says nothing about the node or names
-    #: the node's failure: [cause, detail], cause a Slurm job state
-    #: (sacct) or the run's own ('blocked', 'usage error', 'controller
-    #: stalled', ...: hpcval.screen.NOT_TESTED).
+    #: How the job ended, as the run learned it: [cause, detail], cause a
+    #: Slurm job state (sacct) or the run's own (hpcval.screen.NOT_TESTED).
     hpcval_job_fate = variable(typ.List[str], value=[], loggable=True)
 
     #: Why this test is not part of a node screen ('' when it is).
     hpcval_screen_excluded = variable(str, value='', loggable=True)
     #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
-        'hpcval_partition_nodes': inputs.RECORD,
-        'hpcval_screen_excluded': inputs.RECORD,
-        'hpcval_job_nodes': inputs.RECORD,
-        'hpcval_job_fate': inputs.RECORD,
-        'screen_expected_s': inputs.POSITIVE,
-        'screen_time_limit': inputs.POSITIVE,
-    }
+        **dict.fromkeys(('hpcval_partition_nodes', 'hpcval_screen_excluded',
+                         'hpcval_job_nodes', 'hpcval_job_fate'),
+                        inputs.RECORD),
+        **dict.fromkeys(('screen_expected_s', 'screen_time_limit'),
+                        inputs.POSITIVE)}
 
     #: Every node the job ran on, from Slurm's accounting (see above).
     hpcval_job_nodes = variable(typ.List[str], value=[], loggable=True)
