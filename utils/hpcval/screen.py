@@ -76,6 +76,9 @@ def screen_test(case):
 
 
 _BRACKET = re.compile(r'\[([0-9,-]+)\]')
+# one name or range of names; a node list is these joined by commas
+_ITEM = r'(?:[^,\[\]]|\[[^\[\]]*\])+'
+_NODELIST = re.compile(rf'{_ITEM}(?:,{_ITEM})*')
 # more nodes than any partition has: a list naming more is not expanded
 MAX_NODES = 200_000
 _RANGE = re.compile(r'(\d+)(?:-(\d+))?')
@@ -87,21 +90,11 @@ def expand(nodelist):
     for another syntax or more than MAX_NODES names (counted first)."""
     if nodelist_size(nodelist) > MAX_NODES:
         raise ValueError(f'node list of more than {MAX_NODES} nodes')
-    out, depth, word = [], 0, ''
-    for ch in nodelist.strip() + ',':
-        depth += (ch == '[') - (ch == ']')
-        if depth < 0 or depth > 1:
-            raise ValueError(f'{nodelist!r}: unbalanced brackets')
-        if ch == ',' and depth == 0:
-            if not word:
-                raise ValueError(f'{nodelist!r}: an empty name')
-            out += _expand_one(word)
-            word = ''
-        else:
-            word += ch
-    if depth:
-        raise ValueError(f'{nodelist!r}: unbalanced brackets')
-    return out
+    text = nodelist.strip()
+    if not _NODELIST.fullmatch(text):
+        raise ValueError(f'{nodelist!r}: not a Slurm node list')
+    return [name for item in re.findall(_ITEM, text)
+            for name in _expand_one(item)]
 
 
 def _expand_one(word):
