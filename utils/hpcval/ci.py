@@ -141,22 +141,16 @@ def _command(line, options, places):
     if not words or words[0] != 'reframe':
         raise CiError(f'unexpected job command in ReFrame\'s pipeline: '
                       f'{line!r}')
-    out = ['hpcval', 'run']
-    i = 1
-    while i < len(words):
-        word = words[i]
-        if word in ('-C', '-c'):
-            value = words[i + 1]
-            i += 2
-            if word == '-C':
-                extra = [p for p in value.split(':')
-                         if p and os.path.abspath(p) != places.config]
-                out += [f'-C {places.shown(p, "-C")}' for p in extra]
-            else:
-                out += [f'-c {places.shown(value, "-c")}']
-            continue
-        out.append(_word(word))
-        i += 1
+    out, rest = ['hpcval', 'run'], iter(words[1:])
+    for word in rest:
+        if word == '-C':
+            extra = [p for p in next(rest).split(':')
+                     if p and os.path.abspath(p) != places.config]
+            out += [f'-C {places.shown(p, "-C")}' for p in extra]
+        elif word == '-c':
+            out.append(f'-c {places.shown(next(rest), "-c")}')
+        else:
+            out.append(_word(word))
     return ' '.join([*out, *map(shlex.quote, options)])
 
 
