@@ -317,6 +317,7 @@ def test_scancel_is_named_as_such(waits, tmp_path):
     assert tc['result'] == 'fail'
     assert re.search(r'error: job \d+ on n2 CANCELLED: cancelled \(scancel',
                      tc['fail_reason']), tc['fail_reason']
+    assert tc['hpcval_job_fate'] == ['CANCELLED', ''], tc['hpcval_job_fate']
 
 
 def test_a_time_limit_below_slurms_minimum_is_refused(minicluster, tmp_path):
@@ -328,6 +329,7 @@ def test_a_time_limit_below_slurms_minimum_is_refused(minicluster, tmp_path):
     assert tc['result'] == 'fail' and tc['jobid'] is None
     assert "time_limit=0:00:05 is below Slurm's shortest time limit, one " \
         "minute" in tc['fail_reason']
+    assert tc['hpcval_job_fate'] == ['usage error', '']
 
 
 def test_a_45_s_controller_outage(waits, tmp_path):
