@@ -25,7 +25,7 @@ _LayoutValue = Optional[Union[str, int]]
 EXTRAS = ('components', 'unjudged', 'provenance', 'plot_data',
           'skip_reason', 'partition_nodes', 'screen_excluded', 'job_nodes',
           'health', 'node_load', 'measured_gpus', 'sanity_is_health',
-          'lineage', 'suite')
+          'lineage', 'suite', 'job_fate')
 
 
 class _Case(Struct):
