@@ -23,9 +23,6 @@ _MAX_READ = 4 * 1024 * 1024
 #: nvidia-smi answers in under a second on 4 GPUs; a GPU fallen off the
 #: bus hangs it.
 TOOL_TIMEOUT = 30
-#: Tools whose output hpcval parses into GPU records (another's would be
-#: kept in the record as text, and only its exit code judged).
-PARSED = TOOLS
 
 _TEMPLATE = r'''#!/bin/bash
 # hpcval health probe (hpcval.health.probe): GPU inventory and health
@@ -161,8 +158,7 @@ exit 0
 
 def script():
     """The probe script's text (fixed: nothing of the test's goes in)."""
-    out = _TEMPLATE
-    out = out.replace('@TIMEOUT@', str(TOOL_TIMEOUT))
+    out = _TEMPLATE.replace('@TIMEOUT@', str(TOOL_TIMEOUT))
     for key, fields in (('NV_FIELDS', nvidia.FIELDS),
                         ('NV_APPS', nvidia.APPS_FIELDS),
                         ('NV_SAMPLE', nvidia.SAMPLE_FIELDS),
@@ -230,7 +226,7 @@ def _snapshot(stagedir, phase, tool):
             else '', 'gpus': []}
     if tool == 'nvidia-smi':
         snap['warnings'] = nvidia.warnings(text)
-    if tool not in PARSED:
+    if tool not in TOOLS:
         if not failed:
             # recorded for the reader; judged once hpcval parses the tool
             snap['unparsed'] = clean(text, 2000)
@@ -414,7 +410,7 @@ def _record(stagedir):
                 if node.get(k, '').isdigit()}, kernel=node.get('kernel', ''))
     samples = _read(stagedir, 'samples.txt')
     # an empty file: the benchmark ended before the sampler's first line
-    if samples and samples.strip() and tool in PARSED:
+    if samples and samples.strip() and tool in TOOLS:
         try:
             rec['samples'] = summarize(parse_gpus(tool, samples, lenient=True))
         except Exception as err:    # noqa: BLE001

@@ -72,20 +72,15 @@ class OsuResult:
 
     def table(self, datatype=None):
         """The table of ``datatype``, or the only one when it is None."""
-        if datatype is None:
-            if len(self.tables) != 1:
-                types = ', '.join(str(t.datatype) for t in self.tables)
-                raise ParseError(f'{len(self.tables)} tables ({types}): '
-                                 f'say which datatype to judge')
-            return self.tables[0]
-
-        for t in self.tables:
-            if t.datatype == datatype:
-                return t
-
+        found = [t for t in self.tables if datatype in (None, t.datatype)]
         types = ', '.join(str(t.datatype) for t in self.tables)
-        raise ParseError(f'no table for datatype {datatype} (printed: '
-                         f'{types})')
+        if datatype is None and len(found) != 1:
+            raise ParseError(f'{len(self.tables)} tables ({types}): '
+                             f'say which datatype to judge')
+        if not found:
+            raise ParseError(f'no table for datatype {datatype} (printed: '
+                             f'{types})')
+        return found[0]
 
 
 def _labels(text):
@@ -142,9 +137,7 @@ def _tables(lines):
         elif current is not None and line.strip():
             current = None      # anything else ends the table
 
-    return [Table(datatype=dt, quantity=_QUANTITIES[labels[0]][0],
-                  unit=_QUANTITIES[labels[0]][1], labels=labels,
-                  rows=tuple(rows))
+    return [Table(dt, *_QUANTITIES[labels[0]], labels, tuple(rows))
             for dt, labels, rows in tables]
 
 
