@@ -4,6 +4,7 @@ Only a kernel driver's own lines count (NVRM, amdgpu, habanalabs, PCIe
 AER): a line of anything else never matches, since the kernel names a
 crashing process by its name, which any user chooses.  Devices are full
 PCI addresses.  hpcval.health.catalogue says which event fails a node."""
+import itertools
 import re
 
 from hpcval.health import catalogue
@@ -87,28 +88,18 @@ def _sxid_word(m):
     return word.group(1), int(word.group(2)) if word.group(2) else None
 
 
-def _sxid(m, line):
-    """An SXid's event: severity from its own word and number only."""
-    code = int(m.group(3))
-    said = _sxid_word(m)[0]
-    return {'kind': 'sxid', 'bus_id': m.group(2).lower(), 'code': code,
-            'line': line, 'fatal': catalogue.fails('sxid', code, said=said),
-            'what': catalogue.kernel_what('sxid', code)}
-
-
 def switch(line):
     """(switch, link or None) an SXid record names; else None."""
     m = _SXID.match(_message(line))
     return (m.group(1), _sxid_word(m)[1]) if m else None
 
 
-def _event(kind, bus, code, line, **extra):
+def _event(kind, bus, code, line, said='', **extra):
+    """``said``: an SXid's own Fatal / Non-fatal word, which decides it."""
     key = catalogue.kernel_key(kind, code)
-    ev = {'kind': kind, 'bus_id': bus.lower(), 'code': code, 'line': line,
-          'fatal': catalogue.fails(key, code, **extra), 'what':
-          catalogue.kernel_what(kind, code, **extra)}
-    ev.update(extra)
-    return ev
+    return {'kind': kind, 'bus_id': bus.lower(), 'code': code, 'line': line,
+            'fatal': catalogue.fails(key, code, said=said, **extra),
+            'what': catalogue.kernel_what(kind, code, **extra), **extra}
 
 
 def event(record):
@@ -127,7 +118,8 @@ def event(record):
         return _event('xid', m.group(1), code, line, **extra)
     m = _SXID.match(msg)
     if m:
-        return _sxid(m, line)
+        return _event('sxid', m.group(2), int(m.group(3)), line,
+                      said=_sxid_word(m)[0])
     m = _NVRM_GPU.match(msg)
     if m and _FALLEN.search(msg):
         return _event('nvrm', m.group(1), 'fallen_off_bus', line)
@@ -156,14 +148,8 @@ def event(record):
 
 def events(text):
     """[{kind, bus_id, code, fatal, what, line}] of faults (<=400)."""
-    out = []
-    for rec in records(text):
-        ev = event(rec)
-        if ev is not None:
-            out.append(ev)
-            if len(out) >= _MOST:
-                break
-    return out
+    found = (ev for ev in map(event, records(text)) if ev is not None)
+    return list(itertools.islice(found, _MOST))
 
 
 def _parts(bus):
