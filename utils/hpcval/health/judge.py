@@ -124,8 +124,7 @@ def _count_failures(record, expected):
         failed = _tool_failed(record, snap)
         if failed and not want and record.tool == 'none':
             continue            # no tool, and no GPU expected
-        if not failed and expected is not None and not snap.unparsed \
-                and len(snap.gpus) != want:
+        if not failed and expected is not None and len(snap.gpus) != want:
             failed = (f'{len(snap.gpus)} of {want} GPUs (expected '
                       f'{want} x {model})')
         if not failed or failed == first:
@@ -133,7 +132,7 @@ def _count_failures(record, expected):
         out.append(('', failed if phase == 'before'
                     else f'after the benchmark: {failed}'))
         first = failed
-    if before.gpus and not _tool_failed(record, after) and not after.unparsed:
+    if before.gpus and not _tool_failed(record, after):
         left = {_gpu_key(g) for g in after.gpus}
         for gpu in before.gpus:
             ident = ', '.join(str(v) for v in (gpu.bus_id, gpu.uuid) if v) \

@@ -226,11 +226,6 @@ def _snapshot(stagedir, phase, tool):
             else '', 'gpus': []}
     if tool == 'nvidia-smi':
         snap['warnings'] = nvidia.warnings(text)
-    if tool not in TOOLS:
-        if not failed:
-            # recorded for the reader; judged once hpcval parses the tool
-            snap['unparsed'] = clean(text, 2000)
-        return snap
     try:
         snap['gpus'] = parse_gpus(tool, text)
     except ValueError as err:
