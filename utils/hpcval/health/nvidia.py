@@ -14,21 +14,36 @@ from hpcval.health.common import clean, first_line, header_name, value
 
 TOOL = 'nvidia-smi'
 
-FIELDS = (
-    'index', 'name', 'uuid', 'serial', 'pci.bus_id', 'vbios_version',
-    'driver_version', 'memory.total', 'memory.used',
-    'pcie.link.gen.current', 'pcie.link.gen.max', 'pcie.link.width.current',
-    'pcie.link.width.max', 'clocks_event_reasons.active',
-    'clocks_event_reasons_counters.sw_power_cap',
-    'clocks_event_reasons_counters.sw_thermal_slowdown',
-    'clocks_event_reasons_counters.hw_thermal_slowdown',
-    'clocks_event_reasons_counters.hw_power_brake_slowdown',
-    'power.draw', 'power.limit', 'temperature.gpu', 'temperature.memory',
-    'utilization.gpu', 'utilization.memory', 'clocks.sm', 'clocks.max.sm',
-    'ecc.errors.corrected.volatile.total',
-    'ecc.errors.uncorrected.volatile.total', 'retired_pages.pending',
-    'remapped_rows.uncorrectable', 'remapped_rows.pending',
-    'remapped_rows.failure')
+_COUNTERS = 'clocks_event_reasons_counters.'
+#: The fields the probe asks, in order, and the GPU record key of each (a
+#: slow-down counter's is its reason in ``throttle_us``).
+_ASKED = {
+    'index': 'index', 'name': 'model', 'uuid': 'uuid', 'serial': 'serial',
+    'pci.bus_id': 'bus_id', 'vbios_version': 'vbios',
+    'driver_version': 'driver', 'memory.total': 'memory_total_mib',
+    'memory.used': 'memory_used_mib', 'pcie.link.gen.current': 'pcie_gen',
+    'pcie.link.gen.max': 'pcie_gen_max',
+    'pcie.link.width.current': 'pcie_width',
+    'pcie.link.width.max': 'pcie_width_max',
+    'clocks_event_reasons.active': 'reasons',
+    **{_COUNTERS + why: 'throttle_us' for why in (
+        'sw_power_cap', 'sw_thermal_slowdown', 'hw_thermal_slowdown',
+        'hw_power_brake_slowdown')},
+    'power.draw': 'power_w', 'power.limit': 'power_limit_w',
+    'temperature.gpu': 'temp_c', 'temperature.memory': 'temp_mem_c',
+    'utilization.gpu': 'util_pct', 'utilization.memory': 'mem_util_pct',
+    'clocks.sm': 'sm_mhz', 'clocks.max.sm': 'sm_max_mhz',
+    'ecc.errors.corrected.volatile.total': 'ecc_corrected',
+    'ecc.errors.uncorrected.volatile.total': 'ecc_uncorrected',
+    'retired_pages.pending': 'retired_pending',
+    'remapped_rows.uncorrectable': 'remapped_uncorrectable',
+    'remapped_rows.pending': 'remap_pending',
+    'remapped_rows.failure': 'remap_failure'}
+FIELDS = tuple(_ASKED)
+# header as printed -> key: nvidia-smi prints some fields under another
+# name, and the sampler asks the time
+_KEYS = {**_ASKED, 'clocks_throttle_reasons.active': 'reasons',
+         'clocks.current.sm': 'sm_mhz', 'timestamp': 'time'}
 
 #: What the ~1 Hz sampler asks for.
 SAMPLE_FIELDS = (
@@ -49,36 +64,8 @@ REASON_BITS = {
     0x4: 'sw_power_cap', 0x8: 'hw_slowdown', 0x20: 'sw_thermal_slowdown',
     0x40: 'hw_thermal_slowdown', 0x80: 'hw_power_brake_slowdown'}
 
-# header as printed (nvidia-smi prints some under another name) -> key
-_KEYS = {
-    'index': 'index', 'name': 'model', 'uuid': 'uuid', 'serial': 'serial',
-    'pci.bus_id': 'bus_id', 'vbios_version': 'vbios',
-    'driver_version': 'driver', 'memory.total': 'memory_total_mib',
-    'memory.used': 'memory_used_mib', 'pcie.link.gen.current': 'pcie_gen',
-    'pcie.link.gen.max': 'pcie_gen_max',
-    'pcie.link.width.current': 'pcie_width',
-    'pcie.link.width.max': 'pcie_width_max',
-    'clocks_event_reasons.active': 'reasons',
-    'clocks_throttle_reasons.active': 'reasons',
-    'power.draw': 'power_w', 'power.limit': 'power_limit_w',
-    'temperature.gpu': 'temp_c', 'temperature.memory': 'temp_mem_c',
-    'utilization.gpu': 'util_pct', 'utilization.memory': 'mem_util_pct',
-    'clocks.current.sm': 'sm_mhz', 'clocks.sm': 'sm_mhz',
-    'clocks.max.sm': 'sm_max_mhz',
-    'ecc.errors.corrected.volatile.total': 'ecc_corrected',
-    'ecc.errors.uncorrected.volatile.total': 'ecc_uncorrected',
-    'retired_pages.pending': 'retired_pending',
-    'remapped_rows.uncorrectable': 'remapped_uncorrectable',
-    'remapped_rows.pending': 'remap_pending',
-    'remapped_rows.failure': 'remap_failure',
-    'timestamp': 'time',
-}
-_COUNTERS = 'clocks_event_reasons_counters.'
-
-
 #: Record keys kept as text (a serial of digits is not a number).
 TEXT_KEYS = ('model', 'uuid', 'serial', 'bus_id', 'vbios', 'driver', 'time')
-
 
 #: What nvidia-smi prints in a field it has no value for that is no fault
 #: of the GPU: the field does not apply to it, or the caller may not read
