@@ -41,24 +41,21 @@ def gpu_index(component):
     return int(num) if head == 'GPU' and num.isdigit() else None
 
 
-def _int(v):
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
 def links(record):
     """{GPU index: (gen, width, gen_max, width_max)} of the record's links."""
     out = {}
     for snap in (record.before, record.after):
         for gpu in snap.gpus:
             s = record.samples.get(str(gpu.index))
-            gens = [v for v in (gpu.pcie_gen, s and s.pcie_gen_max) if _int(v)]
-            widths = [v for v in (gpu.pcie_width, s and s.pcie_width_min)
-                      if _int(v)]
             old = out.get(gpu.index, (None, None, None, None))
-            gen = max(gens + [old[0]] if old[0] else gens, default=None)
-            width = min(widths + [old[1]] if old[1] else widths, default=None)
-            out[gpu.index] = (gen, width, _int(gpu.pcie_gen_max) or old[2],
-                              _int(gpu.pcie_width_max) or old[3])
+            gens = [v for v in (gpu.pcie_gen, s and s.pcie_gen_max, old[0])
+                    if v]
+            widths = [v for v in (gpu.pcie_width, s and s.pcie_width_min,
+                                  old[1]) if v]
+            out[gpu.index] = (max(gens, default=None),
+                              min(widths, default=None),
+                              gpu.pcie_gen_max or old[2],
+                              gpu.pcie_width_max or old[3])
     return out
 
 
