@@ -1,10 +1,7 @@
 """amd-smi and rocm-smi JSON into GPU records (keys of hpcval.health.nvidia).
 
-amd-smi's key names are those of ``amdsmi_cli/amdsmi_commands.py``
-(ROCm/amdsmi).  rocm-smi exits 0 when the driver is not loaded: text
-without a JSON document is the tool's failure, whatever its exit status.
-A serial of zeros (public MI100 / MI210 outputs) is no serial; rocm-smi's
-``Unique ID`` then names the card."""
+Key names: ROCm/amdsmi ``amdsmi_cli/amdsmi_commands.py``.  rocm-smi exits
+0 without a driver: text without JSON is the tool's failure."""
 import json
 import re
 

@@ -1,11 +1,5 @@
-"""Every event the health judge knows, its severity and its public source.
-
-``FAIL`` fails the node; ``INFO`` is shown once per node and never changes
-the exit status.  An Xid fails unless NVIDIA's catalogue resolves it in
-the application (``RESTART_APP``, ``CHECK_APP/CUDA``) or ``IGNORE``;
-``OVERRIDES`` lists where hpcval decides otherwise, and why.  An SXid
-fails when its line says ``Fatal`` or the Fabric Manager guide lists it
-as fatal."""
+"""Every event the health judge knows, its severity and its public source
+(docs/health.md): ``FAIL`` fails the node, ``INFO`` is only shown."""
 from hpcval.health.sxid_catalog import SXIDS
 from hpcval.health.xid_catalog import XIDS
 

@@ -4,8 +4,7 @@ Each AIP is two rows::
 
     |   0  HL-225              N/A  | 0000:4d:00.0     N/A |                   0  |
     | N/A   31C   N/A    95W / 600W |    768MiB / 98304MiB |     0%           N/A |
-
-The table has no PCIe link state, UUID or serial."""
+"""
 import re
 
 from hpcval.health.common import clean, first_line

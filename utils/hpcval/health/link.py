@@ -1,10 +1,5 @@
-"""The host <-> device link's ceiling for a host <-> device bandwidth figure.
-
-``(width / 8) * speed`` GB/s, as Habana's hl_qual judges it
-(hpcval.units.link_bandwidth), of the same GPU's link in the same run: the
-highest generation seen (an idle GPU trains its link down), the lowest
-width.  The ceiling is the raw signalling rate: encoding and protocol keep
-every real transfer below it."""
+"""The host <-> device link's ceiling for a host <-> device bandwidth figure:
+``(width / 8) * GT/s`` of the GPU's link in the run (docs/health.md)."""
 import re
 
 from hpcval import units
@@ -60,10 +55,8 @@ def links(record):
 
 
 def context(record, component, metric, value, unit):
-    """What the link of ``component`` says about a host <-> device figure.
-
-    The link trained narrow or slow as its cause, or the figure's share of
-    the ceiling; '' for another figure or when the record shows no link."""
+    """A narrow or slow link as the cause of a host <-> device figure, or
+    the figure's share of the ceiling ('': another figure, or no link)."""
     n = directions(metric)
     if not n or record is None or not isinstance(value, (int, float)):
         return ''

@@ -1,10 +1,5 @@
-"""The job-side health probe and the record it leaves.
-
-``script()`` runs ``before [sample]`` ahead of the benchmark (GPU
-inventory and health, processes, kernel log mark, the ~1 Hz sampler) and
-``after`` from an EXIT trap.  It never fails the job: a failing tool is
-recorded and judged by hpcval.health.judge.  ``read()`` turns its files
-into the ``hpcval_health`` record."""
+"""The job-side health probe (docs/health.md), which never fails the job,
+and ``read()`` of the ``hpcval_health`` record its files make."""
 import datetime
 import os
 import re
