@@ -37,6 +37,13 @@ def _text(path, key, val):
     return val
 
 
+def _known(path, key, data, allowed):
+    extra = sorted(set(data) - allowed, key=str)
+    if extra:
+        _fail(path, key, f'unknown key(s) {", ".join(map(str, extra))} '
+                         f'(allowed: {", ".join(sorted(allowed))})')
+
+
 def validate(path, data):
     """The inventory list of a reference file, checked; [] when absent."""
     if data is None:
@@ -48,10 +55,7 @@ def validate(path, data):
         key = f'inventory[{i}]'
         if not isinstance(entry, dict):
             _fail(path, key, 'must be a mapping')
-        extra = sorted(set(entry) - _KEYS)
-        if extra:
-            _fail(path, key, f'unknown key(s) {", ".join(map(str, extra))} '
-                             f'(allowed: {", ".join(sorted(_KEYS))})')
+        _known(path, key, entry, _KEYS)
         part = _text(path, f'{key}.partition', entry.get('partition', '*'))
         if part in seen:
             _fail(path, f'{key}.partition', f'{part!r} is given twice')
@@ -137,10 +141,7 @@ def _baseline(path, key, data):
     if not isinstance(data, dict) or not data:
         _fail(path, key, 'must be a mapping of driver, vbios, kernel, '
                          'serials')
-    extra = sorted(set(data) - {'driver', 'vbios', 'kernel', 'serials'})
-    if extra:
-        _fail(path, key, f'unknown key(s) {", ".join(map(str, extra))} '
-                         f'(allowed: driver, kernel, serials, vbios)')
+    _known(path, key, data, {'driver', 'vbios', 'kernel', 'serials'})
     out = {k: _text(path, f'{key}.{k}', data[k])
            for k in ('driver', 'vbios', 'kernel') if k in data}
     if 'serials' in data:
