@@ -175,10 +175,8 @@ def _common(values):
 
 
 def from_records(records, partition, source):
-    """The inventory entry of ``partition`` its baseline runs' records show.
-
-    None when they show no GPU tool or disagree on the count; ``baseline``
-    keeps only the versions every node agrees on."""
+    """The inventory entry of ``partition`` its baseline runs' records show
+    (None: no tool or counts differ); the baseline: versions all agree on."""
     snaps = [r.before for r in records]
     tools = {r.tool for r in records}
     if len(tools) != 1 or not snaps:

@@ -253,10 +253,8 @@ def _all_gpus(record):
 
 
 def _kernel_findings(record, fatal):
-    """One (component, text) per GPU and kernel event kind and code.
-
-    Each event is read again from its line: what the record says beside it
-    counts for nothing."""
+    """One (component, text) per GPU and kernel event kind and code, each
+    read again from its line (what the record says beside it is ignored)."""
     gpus = _all_gpus(record)
     groups = {}
     for recorded in record.kernel_events:

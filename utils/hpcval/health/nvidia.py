@@ -143,7 +143,6 @@ def _rows(text, lenient=False):
 
 def gpus(text, lenient=False):
     """[GPU record] of ``--query-gpu`` CSV; ToolError when it is no table.
-
     ``lenient`` skips rows cut short (a sampler's last line)."""
     out = []
     for header, row in _rows(text, lenient):

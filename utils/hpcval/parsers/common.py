@@ -8,9 +8,8 @@ class ParseError(ValueError):
 
 
 def number(token, what):
-    """``token`` as a finite float, or ParseError naming ``what``.
-
-    ``N/A``, ``nan`` and ``inf`` are refused: a NaN passes every comparison."""
+    """``token`` as a finite float, or ParseError naming ``what`` (a NaN
+    would pass every comparison)."""
     try:
         value = float(token)
     except (TypeError, ValueError):

@@ -99,10 +99,8 @@ def _values(op, label, right):
 
 
 def parse_elbencho(text, require_end=True):
-    """Phases of an elbencho run in printed order (a list of Phase).
-
-    ParseError for a missing or broken table, a phase without ``---``
-    (unless ``require_end=False``), or a run cut by ``--timelimit``."""
+    """[Phase] of an elbencho run in printed order; ``require_end=False``
+    accepts a last phase without ``---``."""
     if TIME_LIMIT in text:
         raise ParseError(f'"{TIME_LIMIT}": the phase was cut short, its '
                          f'figures cover only part of the data (raise '

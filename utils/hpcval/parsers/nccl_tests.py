@@ -371,8 +371,7 @@ def found_tool(result):
 
 
 def check_tool(result, tool, arch='', identified=True):
-    """ParseError unless the output is ``tool``'s on GPUs of ``arch``.
-
+    """ParseError unless the output is ``tool``'s on GPUs of ``arch``;
     ``identified=False`` (a quoted excerpt) accepts one naming neither."""
     found, why = found_tool(result)
     if found and found != tool:
