@@ -66,6 +66,16 @@ def stderr_reason(text):
     return (own or lines or [''])[-1][:_MAX_REASON]
 
 
+def row_at(rows, size, what='result', other='was asked for other sizes'):
+    """The row of message ``size`` bytes, or ParseError naming the sizes."""
+    for row in rows:
+        if row.size == size:
+            return row
+    printed = ', '.join(str(r.size) for r in rows)
+    raise ParseError(f'no {what} for {size} B (sizes printed: {printed}): '
+                     f'the run stopped early or {other}')
+
+
 def device_buffer_error(err, text, buffers):
     """``err`` for a GPU-buffer run, saying what a crashed rank means there."""
     if not crash_report(text):

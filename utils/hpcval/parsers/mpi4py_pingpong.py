@@ -5,7 +5,8 @@ of its own: each prints the header and pings itself."""
 import re
 from dataclasses import dataclass
 
-from hpcval.parsers.common import ParseError, crash_report, number
+from hpcval.parsers.common import (  # noqa: F401 (row_at re-exported)
+    ParseError, crash_report, number, row_at)
 
 _HEADER = '# MPI PingPong Test'
 _ROW = re.compile(
@@ -55,14 +56,3 @@ def parse_pingpong(text, launcher=''):
                          f'before its first message size{crash_report(text)}')
 
     return rows
-
-
-def row_at(rows, size):
-    """The row for message ``size`` bytes, or ParseError if it is missing."""
-    for r in rows:
-        if r.size == size:
-            return r
-
-    printed = ', '.join(str(r.size) for r in rows)
-    raise ParseError(f'no result for {size} B (sizes printed: {printed}): '
-                     f'the run stopped early or was asked for other sizes')

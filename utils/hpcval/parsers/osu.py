@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
-from hpcval.parsers.common import ParseError, crash_report, number
+from hpcval.parsers.common import ParseError, crash_report, number, row_at
 
 _TITLE = re.compile(r'^# OSU MPI(?:-(?P<accel>[A-Z]+))? (?P<test>.+?)'
                     r'(?: v(?P<version>\S+))?\s*$', re.MULTILINE)
@@ -48,14 +48,8 @@ class Table:
     rows: Tuple[Row, ...]
 
     def at(self, size):
-        for row in self.rows:
-            if row.size == size:
-                return row
-
-        printed = ', '.join(str(r.size) for r in self.rows)
-        raise ParseError(f'no {self.quantity} for {size} B (sizes printed: '
-                         f'{printed}): the run stopped early or was given '
-                         f'other sizes (-m)')
+        return row_at(self.rows, size, self.quantity,
+                      'was given other sizes (-m)')
 
     @property
     def largest(self):
