@@ -32,9 +32,8 @@ def _tables(text):
     """The text of each table (a sampler's file holds one per second)."""
     out, cur = [], []
     for line in text.splitlines():
-        if line.startswith(_TOP) and cur and any(
-                l.startswith('| Compute Processes') or l.startswith('+===')
-                for l in cur):
+        if line.startswith(_TOP) and any(
+                l.startswith(('| Compute Processes', '+===')) for l in cur):
             out.append(cur)
             cur = []
         cur.append(line)
@@ -86,11 +85,8 @@ def _table(lines):
 
 def gpus(text, lenient=False):
     """[GPU record] of ``hl-smi``'s table(s); ToolError without an AIP row."""
-    out = []
-    for lines in _tables(text):
-        out += _table(lines)[0]
-        if not lenient:
-            break
+    tables = _tables(text)
+    out = [g for t in (tables if lenient else tables[:1]) for g in _table(t)[0]]
     if not out and not lenient:
         raise ToolError(first_line(text) or 'no output')
     return out
