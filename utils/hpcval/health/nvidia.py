@@ -116,13 +116,9 @@ def _lines(text):
 
 def warnings(text):
     """[(bus id or '', message)] of the warnings among a table's lines."""
-    out = []
-    for line in _lines(text):
-        m = _WARNING.match(line.strip())
-        if m:
-            out.append(((m.group(3) or '').lower(),
-                        clean(f'{m.group(1)}: {m.group(2)}')))
-    return out
+    return [((m.group(3) or '').lower(), clean(f'{m.group(1)}: {m.group(2)}'))
+            for line in _lines(text) for m in [_WARNING.match(line.strip())]
+            if m]
 
 
 def _rows(text, lenient=False):
