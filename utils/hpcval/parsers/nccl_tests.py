@@ -109,11 +109,6 @@ class NcclTestsResult:
         return max(r.size for r in self.rows)
 
     @property
-    def redops(self):
-        """The reduction operators the rows name; empty without redop."""
-        return {r.redop for r in self.rows if r.redop is not None}
-
-    @property
     def devices(self):
         return len(self.ranks)
 
@@ -443,7 +438,7 @@ def check_collective(result, collective):
                              f'{result.collective}"), this test runs {exe}')
         return
 
-    redops = result.redops
+    redops = {r.redop for r in result.rows if r.redop is not None}
     if redops and (redops != {'none'}) != (collective in REDUCING):
         raise ParseError(f'the rows\' redop is {"/".join(sorted(redops))}: '
                          f'not an output of {exe}, which '
