@@ -280,9 +280,6 @@ def parse_nccl_tests(text, require_footer=True):
     lines = text.splitlines()
     at = _find_header(lines)
     prefix, blocks, width = _columns(lines, at)
-    if not {'size', 'count', 'type'} <= prefix.keys():
-        raise ParseError(f'unexpected result table header: '
-                         f'{lines[at].strip()!r}')
 
     rows, footer = [], {}
     for line in lines[at + 1:]:
@@ -329,10 +326,9 @@ def parse_nccl_tests(text, require_footer=True):
         avg_bus_bandwidth=(number(avg['value'], 'Avg bus bandwidth')
                            if avg else None),
         out_of_bounds_ok=oob['verdict'] == 'OK' if oob else None,
-        params=Params(int(params['threads']), int(params['gpus']),
-                      int(params['min']), int(params['max']),
-                      int(params['step']), params['kind'] == 'factor')
-        if params else None,
+        params=Params(*map(int, params.group('threads', 'gpus', 'min', 'max',
+                                             'step')),
+                      params['kind'] == 'factor') if params else None,
         reduced_max_bytes=int(reduced.group(1)) if reduced else None,
         library=library_version(text),
     )
