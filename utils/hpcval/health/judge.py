@@ -517,19 +517,15 @@ def cause(record, component='', figure=None):
     before = {g.index: g for g in record.before.gpus}
     for comp, text in _other_processes(record):
         if idx is None or comp == f'GPU {idx}':
-            gpu = before.get(link.gpu_index(comp))
-            util = gpu.util_pct if gpu is not None else None
+            util = getattr(before.get(link.gpu_index(comp)), 'util_pct', 0)
             busy = f' at {util}% utilization' if isinstance(util, int) \
                 and util > 0 else ''
             parts.append(f'{text}{busy} before the benchmark started')
     if not parts:
-        for key, gpu in sorted(before.items()):
-            if idx is not None and key != idx:
-                continue
-            util = gpu.util_pct
-            if isinstance(util, int) and util >= 50:
-                parts.append(f'GPU {key} was {util}% busy before the '
-                             f'benchmark started')
+        parts = [f'GPU {key} was {gpu.util_pct}% busy before the benchmark '
+                 f'started' for key, gpu in sorted(before.items())
+                 if idx in (None, key) and isinstance(gpu.util_pct, int)
+                 and gpu.util_pct >= 50]
     if figure:
         parts.append(link.context(record, component, *figure))
     return '; '.join(p for p in parts if p)
