@@ -2,6 +2,7 @@
 
 One ``Judge`` per verdict names a node's failure once, however many of its
 test cases recorded it."""
+import collections
 import types
 
 from hpcval import references
@@ -91,15 +92,13 @@ class Judge:
                 sorted(self._identities.items()):
             if len(nodes) < 2:
                 continue
-            counts = {}
+            counts = collections.defaultdict(collections.Counter)
             for ident in nodes.values():
                 for (comp, key), val in ident.items():
-                    counts.setdefault(key, {}).setdefault(val, 0)
                     counts[key][val] += 1
             for node in sorted(nodes):
                 for (comp, key), val in sorted(nodes[node].items()):
-                    common = max(sorted(counts[key]),
-                                 key=lambda v, k=key: counts[k][v])
+                    common = max(sorted(counts[key]), key=counts[key].get)
                     if val == common or (system, partition, node, comp,
                                          'base', key) in self._named:
                         continue
