@@ -37,8 +37,7 @@ def value(text):
         return int(text, 16)
     head = text.split()[0] if text.split() else text
     if _NUMBER.fullmatch(head):
-        num = float(head)
-        return int(num) if num.is_integer() and '.' not in head else num
+        return float(head) if '.' in head else int(head)
     return text
 
 
@@ -49,7 +48,5 @@ def header_name(text):
 
 def first_line(text):
     """The first non-empty line of a tool's output (its message)."""
-    for line in str(text).splitlines():
-        if line.strip():
-            return clean(line)
-    return ''
+    return next((clean(line) for line in str(text).splitlines()
+                 if line.strip()), '')
