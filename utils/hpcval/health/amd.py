@@ -132,13 +132,10 @@ def _metric(e, gpu):
                if n is not None]
         if mhz:
             gpu[key] = max(mhz)
-    reasons = []
-    if str(_get(e, 'power', 'throttle_status')).upper() == 'THROTTLED':
-        reasons.append('throttled')
-    for key, name in VIOLATIONS.items():
-        if str(_get(e, 'throttle', key)).upper() == 'ACTIVE':
-            reasons.append(name)
-    gpu.setdefault('throttle', [])
+    reasons = ['throttled'] if str(_get(
+        e, 'power', 'throttle_status')).upper() == 'THROTTLED' else []
+    reasons += [name for key, name in VIOLATIONS.items()
+                if str(_get(e, 'throttle', key)).upper() == 'ACTIVE']
     gpu['throttle'] += [r for r in reasons if r not in gpu['throttle']]
 
 
@@ -187,14 +184,11 @@ def _rocm_smi(doc, lenient):
             continue
         gpu = {'index': int(m.group(1)), 'throttle': []}
         for name, labels, read in _ROCM_KEYS:
-            for label in labels:
-                v = read(card.get(label))
-                if v is not None:
-                    gpu[name] = v
-                    break
+            gpu[name] = next((v for v in (read(card.get(k)) for k in labels)
+                              if v is not None), None)
         total = _num(card.get('VRAM Total Memory (B)'))
-        if total is not None:
-            gpu['memory_total_mib'] = round(total / 2 ** 20)
+        gpu['memory_total_mib'] = None if total is None else \
+            round(total / 2 ** 20)
         # the current link: "pcie clock level": "0 (16.0GT/s x16)" in the
         # JSON of rocm-smi 5.7 and 6.0; its text prints "pcie clock level:
         # 1 (16.0GT/s, x16 619Mhz)"
@@ -205,12 +199,9 @@ def _rocm_smi(doc, lenient):
             gpu['pcie_width'] = int(link.group(2))
         now = _MHZ.findall(str(card.get('sclk clock speed:', '')))
         top = _MHZ.findall(str(card.get('Valid sclk range', '')))
-        if now:
-            gpu['sm_mhz'] = int(now[0])
-        if len(top) == 2:
-            gpu['sm_max_mhz'] = int(top[1])
-        if driver:
-            gpu['driver'] = driver
+        gpu['sm_mhz'] = int(now[0]) if now else None
+        gpu['sm_max_mhz'] = int(top[1]) if len(top) == 2 else None
+        gpu['driver'] = driver
         out.append({k: v for k, v in gpu.items() if v is not None})
     if not out and not lenient:
         raise ToolError('rocm-smi printed JSON without a card in it')
