@@ -165,9 +165,8 @@ def script():
 def write(stagedir):
     """Write the script into ``stagedir`` (never through a link)."""
     path = os.path.join(stagedir, SCRIPT)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, 'O_NOFOLLOW',
-                                                             0)
-    fd = os.open(path, flags, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW,
+                 0o644)
     with os.fdopen(fd, 'w') as fp:
         fp.write(script())
     return path
@@ -188,7 +187,7 @@ def commands(sample, prerun=()):
 def _read(stagedir, name):
     path = os.path.join(stagedir, PREFIX + name)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     with os.fdopen(fd, encoding='utf-8', errors='replace') as fp:
