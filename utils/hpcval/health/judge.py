@@ -191,10 +191,9 @@ def _throttle_failures(record):
 def _busy_clocks(record):
     """{(phase, index): (MHz, maximum MHz, use)} of each GPU seen busy."""
     top = {}
-    for snap in (record.before, record.after):
-        for gpu in snap.gpus:
-            if gpu.sm_max_mhz:
-                top[gpu.index] = max(top.get(gpu.index, 0), gpu.sm_max_mhz)
+    for gpu in record.before.gpus + record.after.gpus:
+        if gpu.sm_max_mhz:
+            top[gpu.index] = max(top.get(gpu.index, 0), gpu.sm_max_mhz)
     out = {}
     for idx, s in record.samples.items():
         top_mhz = s.max_mhz or top.get(int(idx))
@@ -237,14 +236,12 @@ def _warning_findings(record):
     """(component, text, fails) of tool warnings: infoROM fails its GPU."""
     out = []
     gpus = _all_gpus(record)
-    for snap in (record.before, record.after):
-        for bus, text in snap.warnings:
-            bus, text = clean(bus, 40), clean(text)
-            comp = _component_of_bus(gpus, bus)
-            inforom = 'inforom' in text.lower()
-            what = (f'infoROM corrupted ({record.tool}: {text})'
-                    if inforom else f'{record.tool}: {text}')
-            out.append((comp, what, inforom))
+    for bus, text in record.before.warnings + record.after.warnings:
+        bus, text = clean(bus, 40), clean(text)
+        inforom = 'inforom' in text.lower()
+        what = (f'infoROM corrupted ({record.tool}: {text})'
+                if inforom else f'{record.tool}: {text}')
+        out.append((_component_of_bus(gpus, bus), what, inforom))
     return _unique(out)
 
 
@@ -343,11 +340,10 @@ def failures(record, expected=None):
     if _sampler_unreadable(record):     # a probe file (docs/health.md)
         out.append(('', f'probe output unreadable: '
                         f'{clean(record.samples_error)}'))
-    for snap in (record.before, record.after):
-        for gpu in snap.gpus:
-            s = record.samples.get(str(gpu.index))
-            out += [(f'GPU {gpu.index}', text) for text in
-                    _gpu_failures(gpu, expected, s, record.tool)]
+    for gpu in record.before.gpus + record.after.gpus:
+        s = record.samples.get(str(gpu.index))
+        out += [(f'GPU {gpu.index}', text)
+                for text in _gpu_failures(gpu, expected, s, record.tool)]
     out += _throttle_failures(record)
     out += _clock_failures(record)
     out += [(c, t) for c, t, fails in _warning_findings(record) if fails]

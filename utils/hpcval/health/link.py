@@ -39,18 +39,15 @@ def gpu_index(component):
 def links(record):
     """{GPU index: (gen, width, gen_max, width_max)} of the record's links."""
     out = {}
-    for snap in (record.before, record.after):
-        for gpu in snap.gpus:
-            s = record.samples.get(str(gpu.index))
-            old = out.get(gpu.index, (None, None, None, None))
-            gens = [v for v in (gpu.pcie_gen, s and s.pcie_gen_max, old[0])
-                    if v]
-            widths = [v for v in (gpu.pcie_width, s and s.pcie_width_min,
-                                  old[1]) if v]
-            out[gpu.index] = (max(gens, default=None),
-                              min(widths, default=None),
-                              gpu.pcie_gen_max or old[2],
-                              gpu.pcie_width_max or old[3])
+    for gpu in record.before.gpus + record.after.gpus:
+        s = record.samples.get(str(gpu.index))
+        old = out.get(gpu.index, (None, None, None, None))
+        gens = [v for v in (gpu.pcie_gen, s and s.pcie_gen_max, old[0]) if v]
+        widths = [v for v in (gpu.pcie_width, s and s.pcie_width_min, old[1])
+                  if v]
+        out[gpu.index] = (max(gens, default=None), min(widths, default=None),
+                          gpu.pcie_gen_max or old[2],
+                          gpu.pcie_width_max or old[3])
     return out
 
 
