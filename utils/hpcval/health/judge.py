@@ -451,9 +451,8 @@ def notes(record):
         return out
     if record.kernel_log:
         out.append(('', f'kernel log {clean(record.kernel_log)}'))
-    for snap in (record.before, record.after):
-        if snap.apps_error:
-            out.append(('', f'{record.tool}: {clean(snap.apps_error)}'))
+    out += [('', f'{record.tool}: {clean(snap.apps_error)}')
+            for snap in (record.before, record.after) if snap.apps_error]
     if record.samples_error and not _sampler_unreadable(record):
         out.append(('', clean(record.samples_error)))
     before = {g.index: g.ecc_corrected for g in record.before.gpus}
