@@ -1,8 +1,5 @@
-"""BabelStream (v4.0, v5.0 and the main branch that still says 5.0).
-
-Text or ``--csv`` output; bandwidth is returned in MB/s whatever unit is
-printed.  v4/v5 print ``Validation failed on ...`` to stderr yet exit 0,
-so sanity must look; main prints ``FAILED validation of ...``, exit 1."""
+"""BabelStream v4.0, v5.0 and main, text or ``--csv``, in MB/s; v4/v5 print
+a failed validation to stderr and exit 0, so it is looked for there."""
 import re
 from dataclasses import dataclass, field
 

@@ -1,9 +1,5 @@
-"""Comm|Scope (Google Benchmark) results of ``--benchmark_out`` JSON.
-
-Times are per iteration in ``time_unit``; ``manual_time`` runs are timed
-with GPU events (their ``cpu_time`` means nothing); ``bytes_per_second``
-is raw bytes per second.  A failed run has ``error_occurred: true``.
-stdout holds banners and spdlog lines, so only the file is parsed."""
+"""Comm|Scope (Google Benchmark) results of ``--benchmark_out`` JSON, never
+of stdout; units as docs/benchmarks/comm_scope.md says."""
 import json
 import re
 import statistics

@@ -1,9 +1,5 @@
-"""elbencho's end-of-phase result table (console and ``--resfile``).
-
-"FIRST DONE" is the stonewall figure, "LAST DONE" the whole phase.  Rows
-are split on `` : `` and labels matched by name, never by column (PDF
-copies lose the alignment).  Elapsed time is integer ms before v2.3.1,
-human-formatted since (``1.234s``, ``2m3.456s``)."""
+"""elbencho's end-of-phase result table (console and ``--resfile``): rows
+split on `` : ``, labels matched by name (PDF copies lose the columns)."""
 import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple

@@ -1,9 +1,5 @@
-"""gpu-burn output: per-GPU GEMM rates and compute errors.
-
-Each GPU repeats GEMMs on the same inputs and counts result elements
-that differ from the first.  Error counts restart after each ``Summary
-at:`` line, so a GPU's errors are summed over those windows; a negative
-count is gpu-burn's int counter wrapped round."""
+"""gpu-burn output: per-GPU GEMM rates and compute errors, summed over the
+``Summary at:`` windows where counts restart (docs/benchmarks/gpu_burn.md)."""
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -121,6 +117,7 @@ def _parse(text):
                     gpu.times.append(float(m.group(1)) * seconds / 100)
                 except ParseError:
                     pass        # a report without a rate ('nan', 'inf')
+            # a negative count: gpu-burn's int counter wrapped round
             last_errors[window, i] = int(e.group(1)) % 2**32
     for (_, i), errors in last_errors.items():
         gpus[i].errors += errors

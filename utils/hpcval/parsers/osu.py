@@ -1,8 +1,5 @@
-"""OSU micro-benchmarks (``osu_latency``, ``osu_bw``, ``osu_allreduce``...).
-
-Latency in us, bandwidth in MB/s (10^6 B/s).  Releases and options
-(``-c``, ``-f``, ``-z``, several ``-T``) add and move columns: columns
-are found by the header's labels, never by position."""
+"""OSU micro-benchmarks (``osu_latency``, ``osu_bw``, ``osu_allreduce``...):
+us and MB/s (10^6 B/s), columns found by label (docs/benchmarks/osu.md)."""
 import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple

@@ -1,10 +1,5 @@
-"""TransferBench (ROCm/TransferBench; ``TransferBenchCuda`` on NVIDIA).
-
-Outputs of ``a2a`` (a ``Summary:`` matrix), ``p2p`` (uni- and
-bidirectional matrices) and a config file (``Test N:`` blocks), in GB/s.
-``N/A`` marks a pair not run.  Newer versions draw borders with ``│`` and
-``┼``: they are dropped before parsing (unverified against v1.66).
-``[ERROR]`` lines fail the parse anywhere: a2a prints them and exits 0."""
+"""TransferBench ``a2a``, ``p2p`` and config-file outputs in GB/s (``N/A``:
+a pair not run); ``[ERROR]`` fails the parse anywhere (a2a exits 0)."""
 import re
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
