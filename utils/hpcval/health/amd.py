@@ -24,17 +24,13 @@ GT_PER_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 def documents(text):
     """Every JSON document of ``text`` (ToolError if none)."""
     dec, out, pos = json.JSONDecoder(), [], 0
-    while True:
-        start = min((i for i in (text.find('{', pos), text.find('[', pos))
-                     if i >= 0), default=-1)
-        if start < 0:
-            break
-        try:
-            doc, pos = dec.raw_decode(text, start)
-        except ValueError:
-            pos = start + 1
-            continue
-        out.append(doc)
+    for m in re.finditer(r'[{[]', text):
+        if m.start() >= pos:
+            try:
+                doc, pos = dec.raw_decode(text, m.start())
+                out.append(doc)
+            except ValueError:
+                pass        # no document starts at this bracket
     if not out:
         raise ToolError(first_line(text) or 'no output')
     return out
