@@ -45,15 +45,6 @@ def _load(text):
     return doc['benchmarks']
 
 
-def _errors(entries):
-    failed = [f'{e.get("name")}: {e.get("error_message", "?")}'
-              for e in entries if e.get('error_occurred')]
-    if failed:
-        more = f' (and {len(failed) - 3} more)' if len(failed) > 3 else ''
-        raise ParseError(f'{len(failed)} benchmark(s) failed: '
-                         f'{"; ".join(failed[:3])}{more}')
-
-
 def _run(name, iterations, aggregates):
     if 'mean' in aggregates:
         mean, std = aggregates['mean'], aggregates.get('stddev')
@@ -84,7 +75,13 @@ def parse_comm_scope(text):
                          'filter matched none (no GPU visible, or names '
                          'changed upstream)')
 
-    _errors(entries)
+    failed = [f'{e.get("name")}: {e.get("error_message", "?")}'
+              for e in entries if e.get('error_occurred')]
+    if failed:
+        more = f' (and {len(failed) - 3} more)' if len(failed) > 3 else ''
+        raise ParseError(f'{len(failed)} benchmark(s) failed: '
+                         f'{"; ".join(failed[:3])}{more}')
+
     iterations, aggregates = {}, {}
     for e in entries:
         name = e.get('run_name') or e.get('name')

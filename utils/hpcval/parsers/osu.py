@@ -74,12 +74,6 @@ class OsuResult:
         return found[0]
 
 
-def _labels(text):
-    # labels are right-aligned in 20-character fields and contain single
-    # spaces themselves ('Avg Latency(us)'): split on runs of two or more
-    return tuple(re.split(r'\s{2,}', text.strip()))
-
-
 def _row(m, labels, quantity):
     size = int(m['size'])
     cells = m['cells'].split()
@@ -112,7 +106,9 @@ def _tables(lines):
 
         header = _HEADER.match(line)
         if header:
-            labels = _labels(header['labels'])
+            # labels are right-aligned in 20-character fields and hold
+            # single spaces ('Avg Latency(us)'): split on two or more
+            labels = tuple(re.split(r'\s{2,}', header['labels'].strip()))
             if labels[0] not in _QUANTITIES:
                 raise ParseError(f'unknown column {labels[0]!r} after '
                                  f'"# Size": not a latency or bandwidth '

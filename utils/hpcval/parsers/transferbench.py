@@ -246,10 +246,6 @@ class ConfigTest:
     aggregate_cpu: float
 
 
-def _fields(line):
-    return [f.strip() for f in re.split(r'[|│]', line)]
-
-
 def _bandwidth(field, what):
     m = _BW.match(field)
     if not m:
@@ -262,7 +258,7 @@ def _config_test(test, comment, lines):
     where = f'Test {test}'
     executors, transfers, aggregate = {}, [], None
     for line in lines:
-        fields = _fields(line)
+        fields = [f.strip() for f in re.split(r'[|│]', line)]
         head, second = fields[0], (fields[1] if len(fields) > 1 else '')
         if head.startswith('Executor:'):
             name = ' '.join(head.split()[1:])
