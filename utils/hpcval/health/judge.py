@@ -273,10 +273,8 @@ def _links(lines):
     links = sorted({sw[1] for line in lines
                     for sw in [kernel_log.switch(line)] if sw and
                     sw[1] is not None})
-    if not links:
-        return ''
-    return f' on link{"s" if len(links) > 1 else ""} ' + \
-        ', '.join(str(n) for n in links)
+    return f' on link{"s" if len(links) > 1 else ""} ' \
+        f'{", ".join(map(str, links))}' if links else ''
 
 
 def _nvlink_failures(record, expected):

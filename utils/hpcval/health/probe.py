@@ -1,5 +1,6 @@
 """The job-side health probe (docs/health.md), which never fails the job,
 and ``read()`` of the ``hpcval_health`` record its files make."""
+import collections
 import datetime
 import os
 import re
@@ -335,12 +336,10 @@ def summarize(samples):
         by_gpu.setdefault(str(s['index']), []).append(s)
     out = {}
     for idx, rows in by_gpu.items():
-        n = len(rows)
-        reasons, span = {}, {}
-        times = _seconds(rows)
-        for r, t in zip(rows, times):
+        n, reasons, span = len(rows), collections.Counter(), {}
+        for r, t in zip(rows, _seconds(rows)):
             for why in r.get('throttle', []):
-                reasons[why] = reasons.get(why, 0) + 1
+                reasons[why] += 1
                 if t is not None:
                     span[why] = (span.get(why, (t,))[0], t)
 
