@@ -82,9 +82,8 @@ STATE_CHARS = 60
 def state(name, raw):
     """The bracketed state printed for ``name`` if it is a fault, else None."""
     text = clean(raw)
-    if not _STATE.fullmatch(text):
-        return None
-    if text.lower() in NO_VALUE and name not in REQUIRED:
+    if not _STATE.fullmatch(text) or (text.lower() in NO_VALUE and
+                                      name not in REQUIRED):
         return None
     return text if len(text) <= STATE_CHARS else \
         text[:STATE_CHARS - 4] + '...]'

@@ -107,8 +107,7 @@ def parse_a2a(text):
     gpus = tuple(_devices(lines[head[0]].split('STotal')[0]))
     n = len(gpus)
     rows = _matrix(lines, head[0], n + 2, 'a2a matrix')
-    found = [label for label, _ in rows]
-    missing = [g for g in gpus if g not in found]
+    missing = [g for g in gpus if (g, '') not in rows]
     if missing:
         raise ParseError(f'a2a matrix: no row for {", ".join(missing)} '
                          f'(header lists {n} GPUs): truncated output')
@@ -171,13 +170,12 @@ def _p2p_block(lines, at, direction):
         raise ParseError(f'{what}: no "SRC ... DST" header line')
     devices = tuple(_devices(lines[head]))
     rows = _matrix(lines, head, len(devices), what)
-    arrow = '->'
     links = {}
     for src in devices:
-        if (src, arrow) not in rows:
+        if (src, '->') not in rows:
             raise ParseError(f'{what}: no row for {src} (header lists '
                              f'{len(devices)} devices): truncated output')
-        for dst, token in zip(devices, rows[(src, arrow)]):
+        for dst, token in zip(devices, rows[(src, '->')]):
             if src != dst:
                 links[(src, dst)] = _cell(token, f'{what}: {src} -> {dst}')
     return devices, links
