@@ -4,11 +4,8 @@ import re
 
 from hpcval import units
 
-#: Host <-> device bandwidth figures, by the checks' metric names:
-#: Comm|Scope (h2d/d2h/host_gpu_bandwidth), TransferBench p2p
-#: ({uni,bidir}_{gpu_to_cpu,cpu_to_gpu}), hl_qual's memory and PCI plugins
-#: (host_to_hbm, hbm_host_bidir, pci_download, ...).  Bidirectional
-#: figures add both directions: twice the ceiling.
+#: Host <-> device figures of Comm|Scope, TransferBench p2p and hl_qual by
+#: metric name; a bidirectional one adds both directions (twice the ceiling)
 _ONE_WAY = re.compile(r'^((h2d|d2h|host_gpu)_bandwidth|uni_(gpu_to_cpu|'
                       r'cpu_to_gpu)|host_to_(hbm|sram)|(hbm|sram)_to_host|'
                       r'pci_(download|upload))$')
