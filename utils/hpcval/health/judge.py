@@ -401,9 +401,7 @@ def identity(record):
     drivers = {g.driver for g in gpus if g.driver}
     if len(drivers) == 1:
         out[('', 'driver')] = drivers.pop()
-    for g in gpus:
-        if g.vbios:
-            out[(f'GPU {g.index}', 'vbios')] = str(g.vbios)
+    out.update({(f'GPU {g.index}', 'vbios'): g.vbios for g in gpus if g.vbios})
     return out
 
 
@@ -414,11 +412,9 @@ def changes(record, expected):
         return []
     words = {'kernel': 'kernel', 'driver': 'driver',
              'vbios': firmware_word(record)}
-    out = []
-    for (comp, key), val in identity(record).items():
-        if base.get(key) and val != base[key]:
-            out.append((comp, f'{words[key]} {val}, baseline {base[key]}',
-                        key))
+    out = [(comp, f'{words[key]} {val}, baseline {base[key]}', key)
+           for (comp, key), val in identity(record).items()
+           if base.get(key) and val != base[key]]
     serials = (base.get('serials') or {}).get(record.node)
     for g in _all_gpus(record) if serials else ():
         if g.serial and str(g.serial) not in serials:

@@ -88,10 +88,8 @@ def _values(op, label, right):
     if len(tokens) != 2:
         raise ParseError(f'{op} "{label}": expected FIRST DONE and LAST '
                          f'DONE values, got {right.strip()!r} (truncated?)')
-    what = f'{op} "{label}"'
-    if label == 'Elapsed time':
-        return tuple(elapsed_to_ms(t, what) for t in tokens)
-    return tuple(number(t, what) for t in tokens)
+    read = elapsed_to_ms if label == 'Elapsed time' else number
+    return tuple(read(t, f'{op} "{label}"') for t in tokens)
 
 
 def parse_elbencho(text, require_end=True):
