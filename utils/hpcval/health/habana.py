@@ -46,20 +46,15 @@ def _table(lines):
     head, gpus, apps, row = {}, [], [], None
     for line in lines:
         line = line.rstrip()
-        m = _HEAD.match(line)
-        if m:
+        if m := _HEAD.match(line):
             head[m.group(1)] = clean(m.group(2))
-            continue
-        m = _ROW1.match(line)
-        if m:
+        elif m := _ROW1.match(line):
             row = {'index': int(m.group(1)), 'model': clean(m.group(2)),
                    'bus_id': m.group(3).lower(), 'throttle': []}
             ecc = _int(m.group(4))
             if ecc is not None:
                 row['ecc_uncorrected'] = ecc
-            continue
-        m = _ROW2.match(line)
-        if m and row is not None:
+        elif (m := _ROW2.match(line)) and row is not None:
             for key, grp in (('temp_c', 1), ('power_w', 2),
                              ('power_limit_w', 3), ('memory_used_mib', 4),
                              ('memory_total_mib', 5), ('util_pct', 6)):
@@ -68,9 +63,7 @@ def _table(lines):
                     row[key] = n
             gpus.append(row)
             row = None
-            continue
-        m = _PROC.match(line)
-        if m:
+        elif m := _PROC.match(line):
             apps.append({'index': int(m.group(1)), 'pid': int(m.group(2)),
                          'name': clean(m.group(3)),
                          'memory_mib': int(m.group(4))})
