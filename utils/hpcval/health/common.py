@@ -8,6 +8,8 @@ _NUMBER = re.compile(r'[-+]?\d+(\.\d+)?')
 _HEX = re.compile(r'0x[0-9a-fA-F]+')
 _UNIT = re.compile(r'\s*\[[^\]]*\]$')
 _PRINTABLE = re.compile(r'[^\x20-\x7e]')
+#: A full PCI address, as drivers and tools print it (0000:4d:00.0).
+BDF = r'[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
 #: Use (%) at which a GPU counts as busy: its clock is judged then only
 #: (an idle GPU clocks down, hpcval.health.judge).
 BUSY_PCT = 90

@@ -7,13 +7,12 @@ Each AIP is two rows::
 """
 import re
 
-from hpcval.health.common import clean, first_line
+from hpcval.health.common import BDF, clean, first_line
 from hpcval.health.nvidia import ToolError
 
 TOOL = 'hl-smi'
 
-_BUS = r'[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
-_ROW1 = re.compile(r'^\|\s*(\d+)\s+(\S+)\s+\S+\s*\|\s*(' + _BUS +
+_ROW1 = re.compile(r'^\|\s*(\d+)\s+(\S+)\s+\S+\s*\|\s*(' + BDF +
                    r')\s+\S+\s*\|\s*(\S+)\s*\|\s*$')
 _ROW2 = re.compile(r'^\|\s*\S+\s+(\d+|N/A)C?\s+\S+\s+(\d+|N/A)W?\s*/\s*'
                    r'(\d+|N/A)W?\s*\|\s*(\d+)Mi[Bb]\s*/\s*(\d+)Mi[Bb]\s*\|'

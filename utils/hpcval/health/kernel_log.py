@@ -9,12 +9,11 @@ import re
 
 from hpcval.health import catalogue
 from hpcval.records import unreadable
-from hpcval.health.common import clean
+from hpcval.health.common import BDF, clean
 
 # dmesg's seconds since boot, or dmesg -T's clock time
 _STAMP = re.compile(r'^\[(?:\s*\d+\.\d+|\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d '
                     r'\d{4})\]\s?')
-_BDF = r'[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
 # the driver's own format: "NVRM: Xid (PCI:%04x:%02x:%02x[ GPU-I:..]): %d, "
 _XID = re.compile(r'^NVRM: Xid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:'
                   r'[0-9a-fA-F]{2})(?: GPU-I:\d+)?(?: GPU-CI:\d+)?\): '
@@ -22,11 +21,11 @@ _XID = re.compile(r'^NVRM: Xid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:'
 # appended by the driver after the message, so it ends the record
 _CAUSED_BY = re.compile(r' caused by previous Xid (\d{1,4})$')
 # the NVSwitch driver's "nvidia-nvswitch%d: SXid (PCI:%s): %05d, "
-_SXID = re.compile(r'^(nvidia-nvswitch\d{1,3}): SXid \(PCI:(' + _BDF +
+_SXID = re.compile(r'^(nvidia-nvswitch\d{1,3}): SXid \(PCI:(' + BDF +
                    r')\): (\d{1,5}), (.*)$')
 _SXID_WORD = re.compile(r'(Fatal|Non-fatal), (?:Link (\d{1,3}) )?')
 _NVRM_GPU = re.compile(r'^NVRM: (?:GPU (?:at )?(?:PCI:)?|The NVIDIA GPU )(' +
-                       _BDF + r')\b')
+                       BDF + r')\b')
 _FALLEN = re.compile(r'fallen off the bus')
 _INIT = re.compile(r'RmInitAdapter failed|rm_init_adapter failed|'
                    r'Cannot initialize GSP firmware')
@@ -35,14 +34,14 @@ _INIT = re.compile(r'RmInitAdapter failed|rm_init_adapter failed|'
 _USER = re.compile(r'^(?:traps: )?.{1,15}\[\d+\]:? ')
 _GSP = re.compile(r'^NVRM: (?:RmInitAdapter: )?Cannot initialize GSP '
                   r'firmware RM\.?$')
-_DRIVER = re.compile(r'^(amdgpu|habanalabs|nvidia|pcieport) (' + _BDF + r'): ')
+_DRIVER = re.compile(r'^(amdgpu|habanalabs|nvidia|pcieport) (' + BDF + r'): ')
 _HL_NAME = re.compile(r'^habanalabs hl\d{1,3}: ')
 _DRM_AMD = re.compile(r'^\[drm:[\w.]+ \[amdgpu\]\] \*ERROR\* ')
 _AER = re.compile(r'AER: (?:Multiple )?(Corrected|Correctable|Uncorrected '
                   r'\((?:Fatal|Non-Fatal)\)|Uncorrectable \((?:Fatal|'
                   r'Non-Fatal)\)) error')
 _AER_SOURCE = re.compile(r'error (?:message )?received(?: from)?:? (?:id=)?'
-                         r'(' + _BDF + r')')
+                         r'(' + BDF + r')')
 _AMD_ERR = re.compile(r'error|fault|timeout|hang|reset|RAS|poison|failed',
                       re.IGNORECASE)
 # "habanalabs 0000:1a:00.0: Failed to initialize hl2. Device is NOT usable !"
