@@ -101,10 +101,10 @@ def reasons(mask):
 
 
 _HEADS = ('index', 'timestamp', 'gpu_uuid')
-# what nvidia-smi prints between or before the rows of a table:
-# "WARNING: infoROM is corrupted at gpu 0000:B3:00.0" (exit 14)
 #: nvidia-smi's PCI address of a GPU: a domain of 4 or 8 digits
 _BUS = r'[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
+# what nvidia-smi prints between or before the rows of a table:
+# "WARNING: infoROM is corrupted at gpu 0000:B3:00.0" (exit 14)
 _WARNING = re.compile(rf'^(WARNING|NOTICE|ERROR): (.*?)'
                       rf'(?: at gpu ({_BUS}))?\.?$')
 
