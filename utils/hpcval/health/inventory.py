@@ -163,11 +163,6 @@ def for_partition(entries, partition):
     return (own or [e for e in entries if e['partition'] == '*'] or [None])[0]
 
 
-def describe(expected):
-    """'8 x AMD Instinct MI300X'-like text of an entry."""
-    return f'{expected["gpus"]} x {expected.get("model", "GPU")}'
-
-
 def _common(values):
     """The one value of ``values``, or None when they differ or are none."""
     values = {v for v in values if v not in (None, '')}
