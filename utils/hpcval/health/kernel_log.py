@@ -26,7 +26,6 @@ _SXID = re.compile(r'^(nvidia-nvswitch\d{1,3}): SXid \(PCI:(' + BDF +
 _SXID_WORD = re.compile(r'(Fatal|Non-fatal), (?:Link (\d{1,3}) )?')
 _NVRM_GPU = re.compile(r'^NVRM: (?:GPU (?:at )?(?:PCI:)?|The NVIDIA GPU )(' +
                        BDF + r')\b')
-_FALLEN = re.compile(r'fallen off the bus')
 _INIT = re.compile(r'RmInitAdapter failed|rm_init_adapter failed|'
                    r'Cannot initialize GSP firmware')
 # the kernel's own lines about a user's process: "NAME[PID]: segfault at",
@@ -120,7 +119,7 @@ def event(record):
         return _event('sxid', m.group(2), int(m.group(3)), line,
                       said=_sxid_word(m)[0])
     m = _NVRM_GPU.match(msg)
-    if m and _FALLEN.search(msg):
+    if m and 'fallen off the bus' in msg:
         return _event('nvrm', m.group(1), 'fallen_off_bus', line)
     if m and _INIT.search(msg):
         return _event('nvrm', m.group(1), 'init_failed', line)
