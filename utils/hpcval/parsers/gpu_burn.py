@@ -53,8 +53,7 @@ def _split(part):
 
 
 def _fields(part, pattern, count, what, line):
-    values = _split(part)
-    found = [pattern.fullmatch(v) for v in values]
+    found = [pattern.fullmatch(v) for v in _split(part)]
     if len(found) != count or not all(found):
         raise ParseError(f'unreadable {what} in progress line {line!r}')
     return found
