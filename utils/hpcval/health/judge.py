@@ -6,8 +6,7 @@ from hpcval.health.common import (  # noqa: F401 (docs: judge.MESSAGE_CHARS)
     BUSY_PCT, MESSAGE_CHARS, clean)
 
 #: Slow-downs a healthy GPU never shows under a benchmark: any sample with
-#: one active fails the GPU.  The software power cap is how a GPU stays
-#: inside its power limit, so it is a cause, not a failure.
+#: one active fails the GPU (docs/health.md).
 FAILING_REASONS = {
     'hw_slowdown': 'HW slowdown', 'hw_thermal_slowdown': 'HW thermal slowdown',
     'sw_thermal_slowdown': 'SW thermal slowdown',
@@ -16,24 +15,21 @@ FAILING_REASONS = {
     'prochot': 'PROCHOT', 'socket_thermal': 'socket thermal violation',
     'vr_thermal': 'VR thermal violation',
     'hbm_thermal': 'HBM thermal violation'}
-#: Slow-downs that keep a GPU inside its power limit: named as a cause
-#: (in at least POWER_CAP_SHARE of the samples), never a failure.  amd-smi's
-#: THROTTLE_STATUS does not say which limit, so it is one of them.
+#: Slow-downs that keep a GPU inside its power limit (amd-smi's
+#: THROTTLE_STATUS names none): a cause, never a failure.
 POWER_REASONS = {'sw_power_cap': 'power-capped', 'ppt': 'power-capped (PPT)',
                  'throttled': 'throttled (amd-smi THROTTLE_STATUS)'}
 REASON_WORDS = {**FAILING_REASONS, **POWER_REASONS}
 #: Share of the samples under the power cap that is named as a cause.
 POWER_CAP_SHARE = 0.05
 #: A busy GPU's graphics clock below this share of its maximum fails it
-#: where a sibling busy at the same time runs above it (a node-wide power
-#: or thermal limit slows all of them alike).
+#: where a busy sibling runs above it (a node-wide limit slows all alike).
 CLOCK_LOW = 0.5
 #: ... and below this share it fails alone: nothing a healthy GPU does
 #: under full use (ROCm/legacy-rocm-build#4414: MI300Xs at ~60 of 2100 MHz).
 CLOCK_STUCK = 0.1
-#: Tools whose clock is judged this way: nvidia-smi names why its clock
-#: is low (clock-event reasons, judged above); AMD's tools print no reason
-#: for a stuck clock.
+#: Tools whose clock is judged this way: nvidia-smi names why its clock is
+#: low (clock-event reasons), AMD's tools do not.
 CLOCK_TOOLS = ('amd-smi', 'rocm-smi')
 #: GPU temperature, C, named beside a cause (HBM GPUs slow down from ~85).
 HOT_C = 85
