@@ -67,10 +67,8 @@ REASON_BITS = {
 #: Record keys kept as text (a serial of digits is not a number).
 TEXT_KEYS = ('model', 'uuid', 'serial', 'bus_id', 'vbios', 'driver', 'time')
 
-#: What nvidia-smi prints in a field it has no value for that is no fault
-#: of the GPU: the field does not apply to it, or the caller may not read
-#: it.  Any other bracketed text ([GPU requires reset], [GPU is lost],
-#: [Unknown Error]) is a state of the GPU, kept in ``states`` and judged.
+#: What nvidia-smi prints where a field does not apply or may not be read;
+#: any other bracketed text ([GPU is lost]...) is a state of the GPU.
 NO_VALUE = ('[n/a]', '[not supported]', '[insufficient permissions]')
 #: Fields every working GPU has a value for: N/A in one is a state too.
 REQUIRED = ('name', 'uuid', 'pci.bus_id', 'memory.total')

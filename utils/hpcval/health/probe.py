@@ -14,10 +14,8 @@ PREFIX = 'hpcval_health_'
 #: Tools in the order the probe looks for them.
 TOOLS = ('nvidia-smi', 'amd-smi', 'rocm-smi', 'hl-smi')
 _MAX_READ = 4 * 1024 * 1024
-#: Seconds each GPU tool call of the probe may run (the job's
-#: HPCVAL_PROBE_TIMEOUT, digits only, may set another): a healthy
-#: nvidia-smi answers in under a second on 4 GPUs; a GPU fallen off the
-#: bus hangs it.
+#: Seconds each GPU tool call may run (docs/health.md): a healthy nvidia-smi
+#: answers in under one on 4 GPUs; a GPU fallen off the bus hangs it.
 TOOL_TIMEOUT = 30
 
 _TEMPLATE = r'''#!/bin/bash
