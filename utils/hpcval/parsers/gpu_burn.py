@@ -41,9 +41,8 @@ class GpuBurnResult:
     seconds: int
     gpus: dict          # {index: GpuBurnGpu}
     names: list         # nvidia-smi -L lines gpu-burn printed
-    # what the GPU processes announced ('FLOATS', 'DOUBLES, Tensor
-    # Cores'); a process killed at the end loses its buffered line, so
-    # this may be empty
+    # what the GPU processes announced ('FLOATS', 'DOUBLES, Tensor Cores');
+    # empty where a process killed at the end lost its buffered line
     modes: set
 
 
