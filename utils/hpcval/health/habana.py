@@ -78,7 +78,8 @@ def _table(lines):
 def gpus(text, lenient=False):
     """[GPU record] of ``hl-smi``'s table(s); ToolError without an AIP row."""
     tables = _tables(text)
-    out = [g for t in (tables if lenient else tables[:1]) for g in _table(t)[0]]
+    out = [gpu for lines in (tables if lenient else tables[:1])
+           for gpu in _table(lines)[0]]
     if not out and not lenient:
         raise ToolError(first_line(text) or 'no output')
     return out
