@@ -64,10 +64,8 @@ def _progress_lines(text):
     for line in re.split(r'[\r\n]', text):
         if _SUMMARY in line:
             window += 1
-        elif line.strip():
-            m = _PROGRESS.match(line)
-            if m:
-                out.append((m, window))
+        elif m := _PROGRESS.match(line):
+            out.append((m, window))
     return out
 
 
