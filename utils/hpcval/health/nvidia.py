@@ -228,12 +228,9 @@ def _by_gpu(text):
     out, cur = {}, None
     for line in _lines(text):
         line = line.strip()
-        m = _GPU_HEAD.match(line)
-        if m:
+        if m := _GPU_HEAD.match(line):
             cur = out.setdefault(int(m.group(1)), [])
-            continue
-        m = _LINK.match(line)
-        if m and cur is not None:
+        elif (m := _LINK.match(line)) and cur is not None:
             cur.append((int(m.group(1)), m.group(2).strip()))
     return out
 

@@ -58,11 +58,9 @@ def _memory_key(m):
 
 
 def _subtest(line):
-    m = _MEMORY_LINE.search(line)
-    if m:
+    if m := _MEMORY_LINE.search(line):
         return _memory_key(m)
-    m = _PCI_LINE.search(line)
-    if m:
+    if m := _PCI_LINE.search(line):
         return f'pci_{m["kind"].lower()}'
     return None
 

@@ -283,14 +283,11 @@ def parse_nccl_tests(text, require_footer=True):
 
     rows, footer = [], {}
     for line in lines[at + 1:]:
-        m = _FOOTER.match(line.strip())
-        if m:
-            footer[m['key']] = m
-            continue
-
         tokens = line.split()
+        if m := _FOOTER.match(line.strip()):
+            footer[m['key']] = m
         # rows start with the size; NCCL_DEBUG and other lines interleave
-        if not footer and tokens and tokens[0].isdigit():
+        elif not footer and tokens and tokens[0].isdigit():
             rows.append(_row(line, prefix, blocks, width))
 
     if not rows:
