@@ -96,16 +96,13 @@ def _row(m, labels, quantity):
 def _tables(lines):
     tables, datatype, current = [], None, None
     for line in lines:
-        if _DATATYPE.match(line):
-            datatype = _DATATYPE.match(line)['type']
+        if m := _DATATYPE.match(line):
+            datatype = m['type']
             if current is not None and not current[2]:
                 current[0] = datatype   # 7.1, 7.2: printed after '# Size'
             else:
                 current = None
-            continue
-
-        header = _HEADER.match(line)
-        if header:
+        elif header := _HEADER.match(line):
             # labels are right-aligned in 20-character fields and hold
             # single spaces ('Avg Latency(us)'): split on two or more
             labels = tuple(re.split(r'\s{2,}', header['labels'].strip()))
@@ -115,11 +112,8 @@ def _tables(lines):
                                  f'test this parser knows')
             current = [datatype, labels, []]
             tables.append(current)
-            continue
-
-        row = _ROW.match(line)
-        if row and current is not None:
-            datatype_, labels, rows = current
+        elif (row := _ROW.match(line)) and current is not None:
+            _, labels, rows = current
             rows.append(_row(row, labels, _QUANTITIES[labels[0]][0]))
         elif current is not None and line.strip():
             current = None      # anything else ends the table

@@ -287,10 +287,9 @@ def parse_config_run(text, expected_tests=None):
     check_errors(text)
     blocks, comment = [], ''     # (number, comment, lines) of each test
     for line in text.splitlines():
-        m = _TEST.match(line)
         if line.startswith('##'):
             comment = line.lstrip('#').strip()
-        elif m:
+        elif m := _TEST.match(line):
             blocks.append((int(m.group(1)), comment, []))
             comment = ''
         elif blocks:
