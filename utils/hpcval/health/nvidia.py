@@ -191,8 +191,7 @@ def apps(text):
             if not line.lower().startswith('gpu_uuid'):
                 raise ToolError(first_line(text) or 'no output')
             header = [header_name(h) for h in line.split(',')]
-            continue
-        if _UUID.fullmatch(line.split(',', 1)[0].strip()):
+        elif _UUID.fullmatch(line.split(',', 1)[0].strip()):
             rows.append(line)
         elif rows:
             rows[-1] += '?' + line

@@ -111,14 +111,11 @@ def parse_elbencho(text, require_end=True):
 
     phases, current, closed = [], None, True
     for line in lines[start + 1:]:
-        stripped = line.strip()
-        if not stripped or set(stripped) <= set('= '):
-            continue
-        if stripped == '---':
+        if line.strip() == '---':
             closed = True
             continue
         if ' : ' not in line:
-            continue           # warnings and other messages interleave
+            continue    # blank and '===' lines, warnings and messages
         left, _, right = line.partition(':')
         op, label = _split_label(left, current.operation if current else None)
         if op is None:
