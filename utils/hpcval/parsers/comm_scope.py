@@ -63,8 +63,7 @@ def _run(name, iterations, aggregates):
 
     if bps is not None:
         bps = number(bps, f'{name} bytes_per_second')
-    return Run(name=name, time_us=time, time_std_us=time_std,
-               bytes_per_second=bps, repetitions=reps)
+    return Run(name, time, time_std, bps, reps)
 
 
 def parse_comm_scope(text):

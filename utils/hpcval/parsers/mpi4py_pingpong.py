@@ -44,12 +44,9 @@ def parse_pingpong(text, launcher=''):
     for m in _ROW.finditer(text):
         size = int(m['size'])
         rows.append(PingPongRow(
-            size=size,
-            bandwidth=number(m['bw'], f'bandwidth at {size} B'),
-            time_mean=number(m['mean'], f'mean time at {size} B'),
-            time_std=number(m['std'], f'time std at {size} B'),
-            samples=int(m['samples'])
-        ))
+            size, number(m['bw'], f'bandwidth at {size} B'),
+            number(m['mean'], f'mean time at {size} B'),
+            number(m['std'], f'time std at {size} B'), int(m['samples'])))
 
     if not rows:
         raise ParseError(f'no result rows after the header: the run died '
