@@ -109,10 +109,9 @@ def event(record):
     if _USER.match(msg):
         return None
     if m := _XID.match(msg):
-        code = int(m.group(2))
         cause = _CAUSED_BY.search(msg)
         extra = {'caused_by': int(cause.group(1))} if cause else {}
-        return _event('xid', m.group(1), code, line, **extra)
+        return _event('xid', m.group(1), int(m.group(2)), line, **extra)
     if m := _SXID.match(msg):
         return _event('sxid', m.group(2), int(m.group(3)), line,
                       said=_sxid_word(m)[0])

@@ -101,13 +101,12 @@ def parse_elbencho(text, require_end=True):
                          f'--timelimit or reduce the size)')
 
     lines = text.splitlines()
-    try:
-        start = next(i for i, line in enumerate(lines)
-                     if line.split()[:2] == ['OPERATION', 'RESULT'])
-    except StopIteration:
+    start = next((i for i, line in enumerate(lines)
+                  if line.split()[:2] == ['OPERATION', 'RESULT']), None)
+    if start is None:
         raise ParseError('no result table ("OPERATION  RESULT TYPE  FIRST '
                          'DONE  LAST DONE"): elbencho printed no phase '
-                         'result') from None
+                         'result')
 
     phases, current, closed = [], None, True
     for line in lines[start + 1:]:
