@@ -119,10 +119,8 @@ def parse_babelstream(stdout, stderr='', expected=CLASSIC_KERNELS):
         raise ParseError(f'BabelStream validation failed: '
                          f'{failed.group(0).strip()}')
 
-    result = BabelStreamResult(
-        version=_banner(stdout, 'Version'),
-        implementation=_banner(stdout, 'Implementation'),
-    )
+    result = BabelStreamResult(_banner(stdout, 'Version'),
+                               _banner(stdout, 'Implementation'))
     times = re.search(r'^Running kernels (\d+) times', stdout, re.MULTILINE)
     result.num_times = int(times.group(1)) if times else 0
     # v5 and main HIP: 'Using HIP device NAME'; main CUDA: 'CUDA Device 0:
