@@ -1,23 +1,14 @@
 """``hpcval calibrate``: a system's reference file from its own good runs.
 
-A site measures its baseline after maintenance: the selected runs (passed,
-of one system, no replays unless asked) become references whose value is
-the mean over the runs, whose bound comes from their spread (a one-sided
-prediction bound on the logarithms, built so that a healthy run of the
-node fails any of the figures it judges with a stated probability, the
-budget, per_figure; never tighter than a floor per kind of
-metric; hpcval.publish.stats.Rule), and whose ``source`` says where, when
-and with what they were measured.  GPUs and links against their siblings
-get one band per figure family (sibling_band).
-
-The old file's text is kept as it is, comments and anchors included: the
-calibrated entries go into a section at its end, after a marker comment,
-and override the entries above for the same tests because the last
-applicable entry wins (utils/hpcval/references.py).  A new calibration rewrites
-that section only, keeping its metrics that were not measured this time.
+Each figure of the selected runs becomes a reference: the mean over the
+runs, a bound from their spread (stats.Rule, sibling_band; docs/calibrate.md,
+"The statistics") and a source saying where, when and with what.  The
+entries go into a section after MARKER at the file's end, overriding the
+ones above (the last applicable entry wins); the rest of the text is kept.
 Nothing is written unless asked, never over a file that changed since it
 was read, and never a text that references.load refuses.
 """
+import collections
 import contextlib
 import dataclasses
 import datetime
@@ -38,15 +29,10 @@ from hpcval.health.inventory import INVENTORY_MARKER
 from hpcval.publish.comparison import better
 from hpcval.publish.stats import Rule, prediction_factor
 
-# The outlier test: each run is set against the other runs of its metric,
-# as a new run would be against a calibration made of them: outside their
-# two-sided prediction interval, mean +- t(1 - a/2; m - 1) sqrt(1 + 1/m) s
-# of the m = n - 1 others, with a = OUTLIER_RATE / n.  Healthy runs of a
-# normal population are then left out with a chance of at most
-# OUTLIER_RATE per metric (Bonferroni over the n runs); one run among the
-# others is robust to itself (it is never part of its own yardstick).
-# A spread below OUTLIER_MIN_SPREAD of the mean is taken as that much, so
-# that sub-percent noise over identical runs never counts as apart.
+# The outlier test (docs/calibrate.md, "Runs that sit apart"): a run
+# outside the two-sided prediction interval of the others at a =
+# OUTLIER_RATE / n (Bonferroni over the n runs); a spread below
+# OUTLIER_MIN_SPREAD of the mean is taken as that much.
 OUTLIER_RATE = 1e-3
 OUTLIER_MIN_SPREAD = 0.005
 
@@ -55,23 +41,15 @@ OUTLIER_MIN_SPREAD = 0.005
 MIN_FALSE_ALARM = 1e-12
 # a figure whose square a double still holds, with room for a sum of them
 _LARGEST = 1e150
-#: the node's false-alarm budget by default (docs/calibrate.md, "a
-#: false-alarm budget per node"): 1 healthy run in 200 of a node may fail,
-#: a weekly check of 200 nodes raising about one false alarm a week, each
-#: one a node drained for nothing.  A run's verdict judges all its m
-#: figures; each bound is built for a = 1 - (1 - b)^(1/m) (per_figure), m
-#: counted from the baseline runs themselves (judged_per_run)
+#: the node's false-alarm budget by default: 1 healthy run in 200 may fail
+#: (docs/calibrate.md, "a false-alarm budget per node")
 BUDGET = 1 / 200
 RULE = 'calibrated'
 SIBLING_RULE = 'calibrated_siblings'
-# A sibling band (sibling_band) is never looser than the run's own rule (a
-# member at 1/1.6 of its siblings' median: hpcval.benchmarks.siblings),
-# never tighter than 10 % below them (a healthy GPU or link may sit a few
-# percent off its peers for good, by its place on the board), and below
-# the lowest healthy ratio seen by a margin: first-pass ratios of p2p
-# links have a heavy low tail (TransferBench re-measures a link only once
-# it falls under the bound; a healthy 0.671 is among the 4 x H100
-# baselines)
+# A sibling band is never looser than the run's own rule (1/1.6 of the
+# siblings' median), never tighter than 10 % below them, and below the
+# lowest healthy ratio by a margin: first-pass p2p ratios have a heavy low
+# tail (a healthy 0.671 is among the 4 x H100 baselines)
 SIBLING_LOOSEST, SIBLING_TIGHTEST, SIBLING_MARGIN = 1 / 1.6, 0.90, 0.95
 SIBLING_RULE_TEXT = (
     'Measured on this node by `hpcval calibrate`: a GPU\'s or link\'s '
@@ -104,12 +82,9 @@ class Calibration:
     diff: str
     notes: list
     path: str
-    #: each calibrated figure: label, metric, direction, n, mean, std,
-    #: tolerance, how (hpcval.publish.sample_size.table)
+    #: each figure tried, as hpcval.publish.sample_size.table reads it
     figures: list = dataclasses.field(default_factory=list)
-    #: the rule the bounds were built by: the node's budget (None where a
-    #: rate per figure was given), that rate, and the figures a run judges
-    rule: object = None
+    rule: object = None     # the stats.Rule the bounds were built by
 
 
 class _Folded(str):
@@ -136,28 +111,26 @@ def _fraction_up(x):
 
 def _select(samples, system, allow_replays, accept_performance_failures,
             notes):
-    # a failed case has samples only if it got to its performance stage:
-    # its sanity passed, and only its old bounds (or a later stage) failed
+    # a failed case has samples only if its sanity passed: only its old
+    # bounds (or a later stage) failed
     ok = {'pass', 'fail'} if accept_performance_failures else {'pass'}
-    # cases that failed in their performance stage on sibling figures
-    # (hpcval.peers) and on nothing else
-    failing = {}
+    failing = collections.defaultdict(list)
     for s in samples:
-        if s.case.result == 'fail' and s.case.phase == 'performance':
-            mine = failing.setdefault(id(s.case), [])
-            if s.result == 'fail':
-                mine.append(s.metric)
+        if s.case.result == s.result == 'fail' and \
+                s.case.phase == 'performance':
+            failing[id(s.case)].append(s.metric)
+    # cases that failed on sibling figures (hpcval.peers) and nothing else
     by_siblings = set() if accept_performance_failures else {
-        case for case, metrics in failing.items() if metrics and
-        all(peers.is_sibling_figure(m) for m in metrics)}
-    kept, left = [], {}
+        case for case, metrics in failing.items()
+        if all(map(peers.is_sibling_figure, metrics))}
+    kept, left = [], collections.Counter()
     for s in samples:
         why = ('another system' if s.case.system != system else
                f'result {s.case.result}' if s.case.result not in ok and
                id(s.case) not in by_siblings else
                'a replay' if s.case.replay and not allow_replays else None)
         if why:
-            left[why] = left.get(why, 0) + 1
+            left[why] += 1
         else:
             kept.append(s)
     notes += [f'left out {n} sample(s) of {why}'
@@ -189,12 +162,12 @@ def _listed(items, most=6):
 
 def _versions(cases):
     # what the runs were measured with (hpcval.provenance), where recorded
-    found = {}
+    found = collections.defaultdict(set)
     for c in cases:
         for key, val in c.extras.get('provenance', {}).items():
             # each node's own record (a mapping) is not a version
             if key not in ('kernel', 'cpu') and isinstance(val, str):
-                found.setdefault(key, set()).add(val)
+                found[key].add(val)
     return '; '.join(f'{key} {_listed(vals)}'
                      for key, vals in sorted(found.items()))
 
