@@ -1,12 +1,7 @@
-"""``hpcval``: the command line, one subcommand each (COMMANDS; ``hpcval
---help`` lists them, each one's --help says what it does).  verdict, diff
-and calibrate stay here: they import publish.report and history, and a
-module of theirs below this one would add a floor (tests/bench_imports.py);
-the others are in hpcval.commands.
-
-Every command exits 0 healthy or nothing moved, 1 failed or moved, 2
-incomplete, 3 input or usage error (hpcval.exits; each --help says which
-it gives, docs/verdict.md has them all).
+"""``hpcval``: the command line, one subcommand each (COMMANDS).  verdict,
+diff and calibrate stay here: a module of theirs below this one would add
+a floor (tests/bench_imports.py); the others are in hpcval.commands.  Exit
+statuses: hpcval.exits.
 """
 import argparse
 import math
@@ -24,33 +19,22 @@ from hpcval.publish import (calibrate, changes, history, report, results,
                             sample_size)
 
 
-def _finite(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f'{text!r} is not a finite number')
-    return value
+def _number(want, ok=lambda value: True):
+    """An argparse type: a finite number for which ``ok`` holds."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and ok(value)):
+            raise argparse.ArgumentTypeError(f'{text!r}: expected {want}')
+        return value
+    return parse
 
 
-def _deadline(text):
-    value = _finite(text)
-    if not 0 < value <= 600:
-        raise argparse.ArgumentTypeError(f'{text!r}: expected seconds '
-                                         f'above 0, at most 600')
-    return value
-
-
-def _peer_factor(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 1.0 or value == float('inf'):
-        raise argparse.ArgumentTypeError(f'{text!r}: expected a number '
-                                         f'above 1 (2: half as fast)')
-    return value
+_finite = _number('a finite number')
+_deadline = _number('seconds above 0, at most 600', lambda v: 0 < v <= 600)
+_peer_factor = _number('a number above 1 (2: half as fast)', lambda v: v > 1)
 
 
 def _node_list(text):
@@ -156,8 +140,7 @@ def _calibrate(args):
             keep_outliers=args.keep_outliers)
     except (references.ReferenceFileError, calibrate.CalibrationError,
             results.InputRejected, paths.SiteError) as err:
-        print(f'hpcval calibrate: {err}', file=sys.stderr)
-        return exits.INPUT
+        return _refused('calibrate', err)
 
     sys.stdout.write(result.diff)
     for note in result.notes:
@@ -253,9 +236,8 @@ def _verdict_arguments(ver):
 
 def _verdict(args):
     if not args.reports and args.db is None:
-        print('hpcval verdict: nothing to judge: give run reports '
-              '(--report-file) or --db', file=sys.stderr)
-        return verdict.EXIT_INPUT
+        return _refused('verdict', 'nothing to judge: give run reports '
+                        '(--report-file) or --db')
     try:
         refs = references.ReferenceSet.given(args.references)
         loaded = results.load(args.reports, db=args.db,
@@ -264,14 +246,11 @@ def _verdict(args):
                               attrs=('scheduler',))
     except (results.InputRejected, references.ReferenceFileError,
             paths.ConfigError) as err:
-        print(f'hpcval verdict: {verdict.escape(str(err))}',
-              file=sys.stderr)
-        return verdict.EXIT_INPUT
+        return _refused('verdict', verdict.escape(str(err)))
 
     keep = _verdict_selection(args, loaded)
     if isinstance(keep, str):
-        print(f'hpcval verdict: {verdict.escape(keep)}', file=sys.stderr)
-        return verdict.EXIT_INPUT
+        return _refused('verdict', verdict.escape(keep))
     result = verdict.judge(loaded, keep, strict=args.strict,
                            allow_unjudged=args.allow_unjudged,
                            peer_factor=args.peer_factor,
@@ -358,31 +337,25 @@ def _diff_arguments(dif):
 
 def _diff(args):
     if not args.reports and args.db is None:
-        print('hpcval diff: nothing to compare: give run reports or --db',
-              file=sys.stderr)
-        return changes.EXIT_INPUT
+        return _refused('diff', 'nothing to compare: give run reports or '
+                        '--db')
     base, refs = _diff_baseline(args)
     if isinstance(base, Exception):
-        print(f'hpcval diff: --baseline {verdict.escape(args.baseline)}: '
-              f'{verdict.escape(str(base))}', file=sys.stderr)
-        return changes.EXIT_INPUT
+        return _refused('diff', f'--baseline {verdict.escape(args.baseline)}'
+                        f': {verdict.escape(str(base))}')
     try:
         loaded, samples = report.load_selected(args, replays=False,
                                                bounds=refs)
     except results.InputRejected as err:
-        print(f'hpcval diff: rejected {err}', file=sys.stderr)
-        return changes.EXIT_INPUT
+        return _refused('diff', f'rejected {err}')
     unknown = report.unknown_selection(args, loaded.cases)
     if unknown or report.unreadable(loaded):
-        print(f'hpcval diff: {verdict.escape(unknown)}' if unknown else
-              'hpcval diff: no input could be read (each named above)',
-              file=sys.stderr)
-        return changes.EXIT_INPUT
+        return _refused('diff', verdict.escape(unknown) if unknown else
+                        'no input could be read (each named above)')
     if base != changes.CALIBRATION and \
             any(getattr(p, 'source', '') == base for p in loaded.problems):
-        print(f'hpcval diff: --baseline {verdict.escape(base)}: left out '
-              f'(named above)', file=sys.stderr)
-        return changes.EXIT_INPUT
+        return _refused('diff', f'--baseline {verdict.escape(base)}: left '
+                        f'out (named above)')
     keep = report.case_filter(args, replays=False)
     cases = [c for c in loaded.cases if keep(c)]
     diffs = changes.since(samples, cases, base, refs)
@@ -482,6 +455,12 @@ def main(argv=None):
         print(f'hpcval: {err}', file=sys.stderr)
         return exits.INPUT
     return _run(args)
+
+
+def _refused(command, line):
+    """exits.INPUT, after ``line`` on stderr."""
+    print(f'hpcval {command}: {line}', file=sys.stderr)
+    return exits.INPUT
 
 
 def _run(args):

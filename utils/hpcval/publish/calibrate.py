@@ -143,13 +143,14 @@ def _select(samples, system, allow_replays, accept_performance_failures,
     return kept
 
 
-def _utc(t, fmt='%Y-%m-%d %H:%M'):
+def utc(t, fmt='%Y-%m-%d %H:%M'):
+    """Unix time ``t`` in UTC, as ``fmt``."""
     return datetime.datetime.fromtimestamp(
         t, datetime.timezone.utc).strftime(fmt)
 
 
 def _dates(cases):
-    first, last = (_utc(t) for t in (min(c.time for c in cases),
+    first, last = (utc(t) for t in (min(c.time for c in cases),
                                      max(c.time for c in cases)))
     return f'{first} to {last} UTC' if first != last else f'{first} UTC'
 
@@ -224,7 +225,7 @@ def _outlier_factor(n, rate):
 def _run_name(s):
     nodes = '+'.join(s.case.nodes) or 'node not recorded'
     session = f'session {s.case.session[:8]} ' if s.case.session else ''
-    return f'{session}on {nodes} at {_utc(s.case.time)} UTC'
+    return f'{session}on {nodes} at {utc(s.case.time)} UTC'
 
 
 def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
@@ -636,7 +637,7 @@ def _inventory(samples):
                 (s.case.time, rec)
     out = []
     for part, nodes in sorted(by_part.items()):
-        when = _utc(max(t for t, _ in nodes.values()), '%Y-%m-%d')
+        when = utc(max(t for t, _ in nodes.values()), '%Y-%m-%d')
         entry = inventory.from_records(
             [rec for _, rec in nodes.values()], part, f'hpcval calibrate: '
             f'the GPU tool on {_listed(nodes)} in the baseline runs, {when}')

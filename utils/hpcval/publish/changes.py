@@ -1,6 +1,5 @@
 """Runs grouped by provenance (report --group-by) and node diffs (diff)."""
 import dataclasses
-import datetime
 import json
 import math
 import os
@@ -8,7 +7,7 @@ from dataclasses import dataclass, field
 
 from hpcval import records, units, verdict_refs
 from hpcval.publish import comparison, formats, numbers, stats
-from hpcval.publish.calibrate import RULE
+from hpcval.publish.calibrate import RULE, utc
 from hpcval.publish.stats import FLOORS, Rule
 
 ALPHA = 0.01
@@ -40,26 +39,15 @@ def node_provenance(case, node):
     return {**records.of_node(record, None), **records.of_node(record, node)}
 
 
-def _key(name):
-    return ALIASES.get(name, name)
-
-
 @dataclass
 class Group:
+    """The runs of a figure with one value of the key."""
     value: str
-    values: list = field(default_factory=list)
+    values: list
 
-    @property
-    def n(self):
-        return len(self.values)
-
-    @property
-    def mean(self):
-        return math.fsum(self.values) / self.n
-
-    @property
-    def std(self):
-        return comparison.mean_std(self.values)[1]
+    def __post_init__(self):
+        self.n = len(self.values)
+        self.mean, self.std = comparison.mean_std(self.values)
 
 
 @dataclass
@@ -71,20 +59,9 @@ class Figure:
     groups: list                 # [Group], the first is the baseline
     tests: list                  # per later group: None or (t, df, p)
 
-    def as_dict(self):
-        return {'column': self.column, 'test': self.test,
-                'metric': self.metric, 'unit': self.unit,
-                'groups': [{'value': g.value, 'n': g.n, 'mean': g.mean,
-                            'std': g.std} for g in self.groups],
-                'welch': [None if t is None else
-                          {'t': t[0], 'df': t[1], 'p': t[2],
-                           'significant': t[2] < ALPHA}
-                          for t in self.tests]}
-
 
 def group_by(samples, cases, key):
     """[Figure] of ``samples`` by the provenance ``key`` of their node."""
-    key = _key(key)
     where = comparison.placed(cases)
     first_seen, by_figure = {}, {}
     for s in sorted(samples, key=lambda s: s.case.time):
@@ -128,12 +105,12 @@ def _fmt(value, unit):
 def group_text(figures, key):
     """The group-by figures as a Markdown table."""
     esc = formats.md_text
-    lines = [f'# Runs grouped by provenance key `{esc(_key(key))}`', '',
-             f'Each figure by value of {esc(_key(key))}: n, mean ± sample '
+    lines = [f'# Runs grouped by provenance key `{esc(key)}`', '',
+             f'Each figure by value of {esc(key)}: n, mean ± sample '
              f'std; p: Welch\'s two-sided t-test (unequal variances) of '
              f'each value against the first, significant at p < {ALPHA} '
              f'(no test where a value has one run).', '',
-             '| system | test | metric | ' + f'{esc(_key(key))} | n | '
+             '| system | test | metric | ' + f'{esc(key)} | n | '
              'mean ± std | p (vs first) |', '|---|---|---|---|---|---|---|']
     for fig in figures:
         unit = numbers.scaled_unit(fig.unit, [x.mean for x in fig.groups])
@@ -169,7 +146,7 @@ def group_csv(figures, key):
             tested = ('',) * 4 if t is None else \
                 (*t, str(t[2] < ALPHA).lower())
             out.writerow([formats.csv_text(x) for x in (
-                fig.column, fig.test, fig.metric, fig.unit, _key(key),
+                fig.column, fig.test, fig.metric, fig.unit, key,
                 g.value, g.n, g.mean, '' if g.std is None else g.std,
                 *tested)])
     return buf.getvalue()
@@ -191,12 +168,7 @@ class Session:
 
     @property
     def name(self):
-        return f'{_when(self.time)} ({self.source})'
-
-
-def _when(t):
-    return datetime.datetime.fromtimestamp(
-        t, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+        return f'{utc(self.time)} UTC ({self.source})'
 
 
 def _sessions(cases, node):
@@ -322,7 +294,7 @@ def _may_be(session, baseline):
 
 def _no_base(baseline):
     if isinstance(baseline, float):
-        return f'no passing session at or before {_when(baseline)}'
+        return f'no passing session at or before {utc(baseline)} UTC'
     if baseline and baseline != CALIBRATION:
         return f'no passing session in {baseline}'
     return 'no passing session before it'
