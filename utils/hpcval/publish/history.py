@@ -86,11 +86,6 @@ def _error_of(raw):
     return error[:200] if isinstance(error, str) and error else text[:200]
 
 
-def _unit_of(name):
-    """(family unit, scale) of a series name's unit part, or None."""
-    return _UNITS.get(name[len('hpcval_perf_value_'):])
-
-
 def readable_unit(unit, values):
     """The unit of ``unit``'s family in which the values' median is >= 1."""
     family = units.family(unit)
@@ -134,7 +129,7 @@ def samples(url, system, since, until, old_refs=(), token=None,
                    end - time.monotonic(), stated=timeout)
     passed = query(url, f'hpcval_check_passed{{system="{system}"}}{window}',
                    until, token, end - time.monotonic(), stated=timeout)
-    skipped = _Skipped()
+    skipped = []        # why each sample or series was left out
     result_at = {}
     for labels, pairs in passed:
         if labels.get('__name__', 'hpcval_check_passed') != \
@@ -155,9 +150,9 @@ def samples(url, system, since, until, old_refs=(), token=None,
         name, metric = labels.get('__name__', ''), labels.get('metric', '')
         if not _usable(url, labels, system, partitions, skipped):
             continue
-        known = _unit_of(name)
+        known = _UNITS.get(name[len('hpcval_perf_value_'):])
         if not known or not metric:
-            skipped.add(f'series {name}{{metric="{metric}"}}: ' + (
+            skipped.append(f'series {name}{{metric="{metric}"}}: ' + (
                 'a unit hpcval does not calibrate from monitoring' if
                 metric else 'no figure name (metric label)'))
             continue
@@ -168,19 +163,16 @@ def samples(url, system, since, until, old_refs=(), token=None,
                 continue
             # one run's figure is one sample, however often the store
             # gives it (other labels, another unit's series)
-            if (key, metric, when) in seen:
-                skipped.add(f'{labels["test"]} {metric} at {when:.0f}: '
-                            f'given again (same run, figure and time)')
-                continue
-            seen.add((key, metric, when))
-            if not math.isfinite(val):
-                skipped.add(f'{labels["test"]} {metric} at {when:.0f}: '
-                            f'{val}')
-                continue
             result = result_at.get((key, round(when, 3)))
-            if result is None:
-                skipped.add(f'{labels["test"]} {metric} at {when:.0f}: no '
-                            f'hpcval_check_passed sample of its run')
+            why = ('given again (same run, figure and time)'
+                   if (key, metric, when) in seen else
+                   str(val) if not math.isfinite(val) else
+                   'no hpcval_check_passed sample of its run'
+                   if result is None else None)
+            seen.add((key, metric, when))
+            if why:
+                skipped.append(f'{labels["test"]} {metric} at {when:.0f}: '
+                               f'{why}')
                 continue
             case = cases.get((key, when))
             if case is None:
@@ -190,28 +182,13 @@ def samples(url, system, since, until, old_refs=(), token=None,
                 case.extras['unjudged'][metric] = labels['unjudged']
             raw.append((case, metric, val * scale, unit))
     out = _in_units(raw, old_refs)
-    notes = skipped.notes()
+    # counted, the first one named
+    notes = [f'left out {len(skipped)} sample(s) or series of the history; '
+             f'the first: {skipped[0][:300]}'] if skipped else []
     if not out:
         notes.append(f'{url}: no hpcval series of system {system} between '
                      f'{since:.0f} and {until:.0f}')
     return out, notes
-
-
-class _Skipped:
-    """Samples and series left out: counted, the first one named."""
-
-    def __init__(self):
-        self.count, self.first = 0, None
-
-    def add(self, why):
-        self.count += 1
-        self.first = self.first or why
-
-    def notes(self):
-        if not self.count:
-            return []
-        return [f'left out {self.count} sample(s) or series of the history; '
-                f'the first: {self.first[:300]}']
 
 
 def _usable(url, labels, system, partitions, skipped):
@@ -235,9 +212,9 @@ def _usable(url, labels, system, partitions, skipped):
             raise HistoryError(f'{where}: label {label} is not a name: '
                                f'{value!r:.60}')
     if labels['partition'] not in partitions:
-        skipped.add(f'series {_brief(labels)}: partition '
-                    f'{labels["partition"]!r} is not one of system '
-                    f'{system}\'s ({", ".join(sorted(partitions))})')
+        skipped.append(f'series {_brief(labels)}: partition '
+                       f'{labels["partition"]!r} is not one of system '
+                       f'{system}\'s ({", ".join(sorted(partitions))})')
         return False
     return True
 
