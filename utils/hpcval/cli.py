@@ -4,6 +4,7 @@ a floor (tests/bench_imports.py); the others are in hpcval.commands.  Exit
 statuses: hpcval.exits.
 """
 import argparse
+import collections
 import math
 import os
 import sys
@@ -297,21 +298,17 @@ def _verdict_selection(args, loaded):
             return f'no such session among the inputs: {", ".join(missing)}'
         wanted = set(args.session)
     elif args.latest:
-        ends = {}
-        for c in cases:
-            ends[c.session] = max(ends.get(c.session, 0.0), c.time)
-        if not ends:
+        if not cases:
             return 'no session to judge among the inputs'
-        wanted = {max(ends, key=ends.get)}
+        wanted = {max(cases, key=lambda c: c.time).session}
     else:
         wanted = {c.session for c in cases}
     cases = [c for c in cases if c.session in wanted]
 
     if args.db is not None:
-        found = {}
+        found = collections.defaultdict(set)
         for c in cases:
-            where = f'{c.system}:{c.partition}'
-            found.setdefault(where, set()).add(c.session)
+            found[f'{c.system}:{c.partition}'].add(c.session)
         if len(found) > 1 and not (args.system and args.partition):
             listed = ', '.join(f'{w} ({len(n)} session(s))'
                                for w, n in sorted(found.items()))

@@ -456,12 +456,9 @@ def _family(label, runs, rule, notes, figures):
 
 
 def sibling_band(ratios, runs, false_alarm):
-    """(bound, how) for a family's healthy ``ratios`` of ``runs`` runs:
-    the lower of a log-normal prediction bound (t(1 - false_alarm; runs -
-    1) sqrt(1 + 1/runs) std of the ln ratios below their mean; the runs,
-    not the ratios, count as samples: members of one run move together)
-    and the lowest ratio times SIBLING_MARGIN, kept within
-    [SIBLING_LOOSEST, SIBLING_TIGHTEST]."""
+    """(bound, how) for a family's healthy ``ratios`` of ``runs`` runs
+    (SIBLING_RULE_TEXT; the runs count as samples: members of one run move
+    together)."""
     logs = [math.log(r) for r in ratios]
     f = prediction_factor(runs, false_alarm)
     normal = math.exp(statistics.fmean(logs) - f * statistics.stdev(logs))
@@ -487,16 +484,9 @@ def per_figure(budget, judged):
 
 
 def judged_per_run(samples, calibrated):
-    """m: the figures one run of ``samples`` judges.
-
-    A figure counts where calibrate bounds it or tries to (its key and
-    metric in ``calibrated``, {(check, partition, params, metric)}: every
-    GPU's ``copy@gpuN`` is judged by ``copy``'s bound, and a figure
-    refused for noise still counts, so m is never too small), where it is
-    a GPU's or link's figure against its siblings, or where its run
-    recorded a band for it (a reference that judges it already).  Per test
-    the most of any of its runs, summed over the tests: the figures of a
-    run that runs each test once."""
+    """m: the figures one run of ``samples`` judges (docs/calibrate.md,
+    "The statistics"); ``calibrated``: {(check, partition, params, metric)}
+    calibrate bounds or tries to."""
     by_case = {}
     for s in samples:
         by_case.setdefault(id(s.case), (s.case, []))[1].append(s)
@@ -874,12 +864,9 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
               allow_replays=False, include_absent=False,
               accept_performance_failures=False, ref_dir=None, write=False,
               base_dir=None, keep_outliers=False):
-    """Calibration of ``system`` from ``samples`` (results.Sample) over
-    ``by_system_refs`` (the references as the caller read them); the
-    options are ``hpcval calibrate``'s (docs/calibrate.md).  ``ref_dir``:
-    the folder written (default: the built-in references/); ``base_dir``:
-    the built-in folder a site's ``ref_dir`` is layered over.  With
-    ``write`` the file is replaced, unless it changed since it was read."""
+    """Calibration of ``system`` from ``samples`` over ``by_system_refs``
+    (as the caller read them) with ``hpcval calibrate``'s options, into
+    ``ref_dir``, layered over ``base_dir`` where given."""
     check_system(system, by_system_refs)
     _check_options(floor, k, min_samples, budget, false_alarm)
     if ref_dir is None:
