@@ -342,9 +342,8 @@ def _moved(test, metric, value, unit, history):
     fig = Moved(test, metric, unit, value, n=len(got))
     if len(got) < MIN_RUNS:
         return fig
-    fig.baseline = math.fsum(got) / len(got)
-    noise = stats.t_ppf(1 - FALSE_ALARM / 2, len(got) - 1) * \
-        math.sqrt(1 + 1 / len(got)) * comparison.mean_std(got)[1]
+    fig.baseline, std = comparison.mean_std(got)
+    noise = stats.prediction_factor(len(got), FALSE_ALARM / 2) * std
     # calibrate's floor of the figure's kind
     kind = Rule().kind(metric.partition('@')[0], units.better(unit))
     floor = dict(FLOORS)[kind]
@@ -374,10 +373,9 @@ def diff_status(diffs, left_out=False, unmeasured=None):
         return EXIT_MOVED
     if left_out:
         return EXIT_INPUT
-    if not diffs or unmeasured:
-        return EXIT_INCOMPLETE
-    if any(d.missing or any(f.verdict == 'not judged' for f in d.figures)
-           for d in diffs):
+    if not diffs or unmeasured or any(
+            d.missing or any(f.verdict == 'not judged' for f in d.figures)
+            for d in diffs):
         return EXIT_INCOMPLETE
     return EXIT_OK
 
@@ -421,10 +419,8 @@ def diff_text(diffs, show_all=False, unmeasured=None):
                 f'{f.why})')
             lines.append(f'  {f.verdict}: {vis(f.test)} {vis(f.metric)} '
                          f'{_fmt(f.value, f.unit)}{extra}')
-        for test in d.failed:
-            lines.append(f'  failed without figures: {vis(test)}')
-        for test in d.missing:
-            lines.append(f'  no passing run before: {vis(test)}')
+        lines += [f'  failed without figures: {vis(t)}' for t in d.failed]
+        lines += [f'  no passing run before: {vis(t)}' for t in d.missing]
     if not diffs:
         lines.append('no run in the inputs')
     return '\n'.join(lines) + '\n'
