@@ -24,12 +24,12 @@ _RESERVED = frozenset({*_CASE_LABELS, 'node', 'metric', 'unjudged',
 # to the time, so that two repeats ending in one (Slurm) second stay two
 _REPEAT = re.compile(r' %\.?repeat_no=(\d{1,6})')
 
-# family -> (unit the value is converted to, its name in the metric name)
-_BASE = {'bandwidth': ('B/s', 'bytes_per_second'),
-         'time': ('s', 'seconds'),
-         'flops': ('MFLOP/s', 'flop_per_second'),
-         'rate': ('op/s', 'operations_per_second')}
-_SCALE = {'flops': 1e6}          # MFLOP/s -> FLOP/s
+#: family -> (unit the value is converted to, its name in the metric name,
+#: the factor from that unit to the name's)
+BASE = {'bandwidth': ('B/s', 'bytes_per_second', 1),
+        'time': ('s', 'seconds', 1),
+        'flops': ('MFLOP/s', 'flop_per_second', 1e6),
+        'rate': ('op/s', 'operations_per_second', 1)}
 
 
 def base_unit(value, unit):
@@ -39,8 +39,8 @@ def base_unit(value, unit):
     except ValueError:
         name = re.sub(r'[^a-z0-9]+', '_', str(unit or '').lower()).strip('_')
         return value, name or 'value'
-    to, name = _BASE[fam]
-    return units.convert(value, unit, to) * _SCALE.get(fam, 1), name
+    to, name, scale = BASE[fam]
+    return units.convert(value, unit, to) * scale, name
 
 
 def _labels(record, extras, ignore_keys):

@@ -68,12 +68,6 @@ def _trusted(check, path, what):
                         f'hpcval runs; docs/security.md)') from None
 
 
-def _private_names(folder):
-    # hpcval's own helpers (systems/_site.py) and the package itself
-    return sorted(name for name in os.listdir(folder)
-                  if name.startswith('_') and name != '__pycache__')
-
-
 def site_folders(kind):
     """[the site's ``kind`` folder] where it has one, else []; or SiteError."""
     site = site_dir()
@@ -81,7 +75,9 @@ def site_folders(kind):
     if not (folder and os.path.isdir(folder)):
         return []
     _trusted(trust.check_tree, folder, f'{SITE_VAR}: {kind}/')
-    private = _private_names(folder) if kind == 'systems' else []
+    # hpcval's own helpers (systems/_site.py) and the package itself
+    private = sorted(name for name in os.listdir(folder) if name[0] == '_'
+                     and name != '__pycache__') if kind == 'systems' else []
     if private:
         raise SiteError(f'{os.path.join(folder, private[0])}: names starting '
                         f'with _ are hpcval\'s own modules (systems/_site.py '

@@ -8,12 +8,11 @@ import time
 import urllib.parse
 
 from hpcval import references, units
+from hpcval.monitoring import BASE
 from hpcval.publish import prometheus, results
 
 # the unit part of a series name -> (unit its values are in, scale back)
-_UNITS = {'seconds': ('s', 1.0), 'bytes_per_second': ('B/s', 1.0),
-          'flop_per_second': ('MFLOP/s', 1e-6),
-          'operations_per_second': ('op/s', 1.0)}
+_UNITS = {name: (unit, 1 / scale) for unit, name, scale in BASE.values()}
 # units a calibrated figure is written in when the old file has none
 _READABLE = {'time': ('s', 'ms', 'us', 'ns'),
              'bandwidth': ('TB/s', 'GB/s', 'MB/s', 'KB/s', 'B/s'),
