@@ -109,15 +109,14 @@ def _old_unit(old_refs, check, partition, params, metric):
 
 
 def samples(url, system, since, until, old_refs=(), token=None,
-            timeout=prometheus.DEADLINE, partitions=None):
+            timeout=prometheus.DEADLINE):
     """(Samples, notes) of ``system``'s runs in [since, until] at ``url``."""
     url = check_url(url)
     if not _SYSTEM.fullmatch(system or ''):
         raise HistoryError(f'--system {system!r}: not a system name')
     if not (math.isfinite(since) and math.isfinite(until)) or until <= since:
         raise HistoryError(f'--since {since} must be before --until {until}')
-    if partitions is None:
-        partitions = references.configured_partitions().get(system)
+    partitions = references.configured_partitions().get(system)
     if not partitions:
         raise HistoryError(f'--system {system}: no partitions configured '
                            f'(systems/*.py) to check the series against')
