@@ -97,15 +97,11 @@ def readable_unit(unit, values):
 
 def _old_unit(old_refs, check, partition, params, metric):
     """The unit of the figure's reference: the system's, else any file's."""
-    mine = other = None
-    for ref in old_refs:
-        if ref.metric != metric or ref.check != check or not ref.unit:
-            continue
-        other = other or ref.unit
-        if ref.partition in ('*', partition) and all(
-                dict(params).get(k) == str(v) for k, v in ref.where.items()):
-            mine = ref.unit
-    return mine or other
+    found = [r for r in old_refs
+             if r.metric == metric and r.check == check and r.unit]
+    mine = [r for r in found
+            if references.applies(r, [check], partition, dict(params))]
+    return (mine[-1] if mine else found[0]).unit if found else None
 
 
 def samples(url, system, since, until, old_refs=(), token=None,
