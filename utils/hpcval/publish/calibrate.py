@@ -150,8 +150,7 @@ def utc(t, fmt='%Y-%m-%d %H:%M'):
 
 
 def _dates(cases):
-    first, last = (utc(t) for t in (min(c.time for c in cases),
-                                     max(c.time for c in cases)))
+    first, last = (utc(f(c.time for c in cases)) for f in (min, max))
     return f'{first} to {last} UTC' if first != last else f'{first} UTC'
 
 
@@ -403,16 +402,13 @@ def _entries(plan, rule, notes, keep_outliers, figures):
     """New calibrated entries: [(key, {metric: spec})]."""
     out = []
     for key, test, metrics, families in plan:
-        specs = {}
-        for metric, runs in metrics.items():
-            spec = _metric(f'{test} {metric}', metric, runs, rule, notes,
-                           keep_outliers, figures)
-            if spec:
-                specs[metric] = spec
-        for name, runs in sorted(families.items()):
-            spec = _family(f'{test} {name}', runs, rule, notes, figures)
-            if spec:
-                specs[name] = spec
+        specs = {metric: _metric(f'{test} {metric}', metric, runs, rule,
+                                 notes, keep_outliers, figures)
+                 for metric, runs in metrics.items()}
+        specs.update((name, _family(f'{test} {name}', runs, rule, notes,
+                                    figures))
+                     for name, runs in sorted(families.items()))
+        specs = {name: spec for name, spec in specs.items() if spec}
         if specs:
             out.append((key, specs))
     return out
@@ -826,11 +822,9 @@ def check_system(system, by_system_refs):
     known = set(by_system_refs)
     for folder in (os.path.join(paths.repo_root(), 'systems'),
                    *paths.site_folders('systems')):
-        try:
+        with contextlib.suppress(OSError):
             known |= {f[:-3] for f in os.listdir(folder)
                       if f.endswith('.py') and not f.startswith('_')}
-        except OSError:
-            pass
     if not isinstance(system, str) or not _SYSTEM.fullmatch(system) \
             or system not in known:
         raise CalibrationError(f'--system {system!r}: not a known system '
