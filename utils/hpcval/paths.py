@@ -128,22 +128,15 @@ def builtin_folder(kind):
     return os.path.join(repo_root(), kind)
 
 
-def _same_names(kind, suffix):
-    site = site_folders(kind)
-    if not site:
-        return []
-    builtin = builtin_folder(kind)
-    return [(kind, os.path.join(builtin, name), os.path.join(site[0], name))
-            for name in sorted(os.listdir(site[0]))
-            if name.endswith(suffix) and
-            os.path.isfile(os.path.join(builtin, name))]
-
-
 def replacements():
     """[(kind, built-in file, site file)] of every file a site replaces."""
-    return [*_same_names('systems', '.py'),
-            *_same_names('references', '.yaml'),
-            *_same_names('checks', '.py')]
+    return [(kind, os.path.join(builtin_folder(kind), name),
+             os.path.join(site, name))
+            for kind, suffix in (('systems', '.py'), ('references', '.yaml'),
+                                 ('checks', '.py'))
+            for site in site_folders(kind)
+            for name in sorted(os.listdir(site)) if name.endswith(suffix)
+            and os.path.isfile(os.path.join(builtin_folder(kind), name))]
 
 
 def check_search_path(builtin):
