@@ -114,9 +114,8 @@ def _calibrate(args):
         if ref_dir:
             by_system = references.load_dir(ref_dir)
         else:
-            ref_dir = paths.writable_references_dir()
-            if ref_dir != paths.references_dir():
-                base_dir = paths.references_dir()
+            ref_dir, base_dir = (paths.writable_references_dir(),
+                                 paths.references_dir())
             by_system = references.ReferenceSet.layered(
                 paths.references_dirs())
         if args.from_url:

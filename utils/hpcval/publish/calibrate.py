@@ -337,9 +337,7 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
 
 def _plan(samples, old_refs, include_absent, notes):
     """What to calibrate: [(key, test label, {metric: runs}, {sibling
-    family: runs})], only for checks their runs recorded as their class
-    (a report naming another class would make an entry that fails every
-    test of the system in setup); what is left out is said in ``notes``."""
+    family: runs})]; what is left out, and why, in ``notes``."""
     groups = {}     # {(check, partition, params): {metric: [Sample]}}
     for s in sorted(samples, key=lambda s: s.case.time):
         key = (s.case.check, s.case.partition, s.case.params)
@@ -348,7 +346,7 @@ def _plan(samples, old_refs, include_absent, notes):
     for (check, partition, params), metrics in groups.items():
         other = {tuple(s.case.extras.get('lineage') or (check,))[0]
                  for runs in metrics.values() for s in runs} - {check}
-        if other:
+        if other:       # its entry would fail every test in setup
             notes.append(f'refused {check}: no such check: its runs '
                          f'recorded the class {_listed(map(str, other))} '
                          f'(hpcval_lineage); its runs are not calibrated')
@@ -415,8 +413,7 @@ def _entries(plan, rule, notes, keep_outliers, figures):
 
 
 def _family(label, runs, rule, notes, figures):
-    """The band of one sibling family (sibling_band) from
-    the healthy ratios of all its members over all runs, or None."""
+    """The spec of one sibling family's band (sibling_band), or None."""
     # the ratios that failed their run's band are left out
     kept = [s for s in runs if s.result != 'fail' and s.value > 0 and
             math.isfinite(s.value)]
@@ -782,9 +779,7 @@ def _read(path):
 
 
 def _replace(path, text):
-    """Write ``text`` to ``path`` atomically: a new file in the same
-    folder (made where missing), renamed over it (never through a
-    symbolic link)."""
+    """Write ``text`` to ``path`` atomically, never through a link."""
     folder = os.path.dirname(path) or '.'
     try:
         mode = os.stat(path).st_mode & 0o7777
@@ -816,9 +811,7 @@ _SYSTEM = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]*')
 
 
 def check_system(system, by_system_refs):
-    """``system`` if it names a known system: one of systems/ or with a
-    reference file already (its name becomes a file name: nothing else
-    may)."""
+    """``system`` if it names a known system (it becomes a file name)."""
     known = set(by_system_refs)
     for folder in (os.path.join(paths.repo_root(), 'systems'),
                    *paths.site_folders('systems')):
