@@ -260,12 +260,11 @@ def _verdict(args):
         print(f'hpcval verdict: {verdict.escape(result.usage)}',
               file=sys.stderr)
         return result.status
-    if args.format == 'json':
-        sys.stdout.write(verdict.render_json(result))
-    else:
-        sys.stdout.write(verdict.render_text(result,
-                                             per_node=args.per_node))
+    sys.stdout.write(verdict.render_json(result) if args.format == 'json'
+                     else verdict.render_text(result, per_node=args.per_node))
     return result.status
+
+
 def _verdict_selection(args, loaded):
     """The test cases the verdict judges, as a filter; or, where --db
     holds more than one system and partition and the arguments do not

@@ -306,7 +306,8 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
     tol = _fraction_up(tol)
     # too noisy to judge: a linear bound at 0, or (on logs) a bound that
     # passes e^-1 = 37 % of the baseline, the same to first order
-    width = rule.width(len(values), log_std) if rule.k is None else tol
+    width = tol if rule.k is not None else \
+        prediction_factor(len(values), rule.false_alarm) * log_std
     spec = {'value': _significant(mean)}
     if direction == 'higher':
         if tol >= 1 or width >= 1:

@@ -54,10 +54,6 @@ TestCase = msgspec.defstruct(
     bases=(_Case,))
 
 
-class Run(Struct):
-    testcases: list[TestCase]
-
-
 class SessionInfo(Struct):
     data_version: Annotated[str, Meta(pattern=r'^4\.')]
     uuid: Optional[str] = None
@@ -67,19 +63,9 @@ class SessionInfo(Struct):
     cmdline: Any = None
 
 
-class Report(Struct):
-    session_info: SessionInfo
-    runs: list[Run]
-
-
-_DECODER = msgspec.json.Decoder(Report)
-
-
 @functools.lru_cache(maxsize=8)
 def _decoder(attrs):
-    """A decoder whose test cases also keep the fields ``attrs``."""
-    if not attrs:
-        return _DECODER
+    """A report decoder whose test cases also keep the fields ``attrs``."""
     case = msgspec.defstruct(
         'TestCase', [(a, Any, None) for a in attrs
                      if a not in TestCase.__struct_fields__ and
