@@ -308,28 +308,22 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
     # passes e^-1 = 37 % of the baseline, the same to first order
     width = tol if rule.k is not None else \
         prediction_factor(len(values), rule.false_alarm) * log_std
-    spec = {'value': _significant(mean)}
-    if direction == 'higher':
-        if tol >= 1 or width >= 1:
-            what = f'{how} = {tol:g}' if tol >= 1 else \
-                f'{how} = {width:.4g} >= 1'
-            return refuse(f'{what}, a lower bound '
-                          f'{"at 0" if tol >= 1 else "this far below"} '
-                          f'would judge nothing (take quieter or more runs)',
-                          measured, what)
-        spec['lower'] = -tol
-        if tol >= 0.5:
-            notes.append(f'warning: {label} judges little: it passes down to '
-                         f'{1 - tol:.0%} of the baseline ({how}; take quieter '
-                         f'or more runs)')
-    else:
-        spec['upper'] = tol
-        if tol >= 1:
-            notes.append(f'warning: {label} judges little: it passes up to '
-                         f'{1 + tol:.1f} x the baseline ({how}; take quieter '
-                         f'or more runs)')
-    spec.update(spread=_significant(std), unit=unit, rule=RULE,
-                source=_provenance(runs, mean, std, unit, how))
+    higher = direction == 'higher'
+    if higher and (tol >= 1 or width >= 1):
+        what = f'{how} = {tol:g}' if tol >= 1 else f'{how} = {width:.4g} >= 1'
+        return refuse(f'{what}, a lower bound '
+                      f'{"at 0" if tol >= 1 else "this far below"} '
+                      f'would judge nothing (take quieter or more runs)',
+                      measured, what)
+    if tol >= (0.5 if higher else 1):
+        passes = f'down to {1 - tol:.0%} of' if higher else \
+            f'up to {1 + tol:.1f} x'
+        notes.append(f'warning: {label} judges little: it passes {passes} '
+                     f'the baseline ({how}; take quieter or more runs)')
+    spec = {'value': _significant(mean),
+            'lower' if higher else 'upper': -tol if higher else tol,
+            'spread': _significant(std), 'unit': unit, 'rule': RULE,
+            'source': _provenance(runs, mean, std, unit, how)}
     figures.append({'label': label, 'metric': metric, 'direction': direction,
                     'n': len(values), **measured, 'tolerance': tol,
                     'how': how})
