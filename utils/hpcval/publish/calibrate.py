@@ -490,14 +490,14 @@ def judged_per_run(samples, calibrated):
 
 
 def _split(text, path):
-    """(text before the calibrated section, that section's entries, the
-    site's comments in it: {index of the entry they stand in or before:
+    """(the lines before the calibrated section, that section's entries,
+    the site's comments in it: {index of the entry they stand in or before:
     [comment lines]}, len(entries) for those after the last)."""
     lines = text.splitlines(keepends=True)
     at = next((i for i, line in enumerate(lines)
                if line.strip().startswith(MARKER)), None)
     if at is None:
-        return text, [], {}
+        return lines, [], {}
 
     section = textwrap.dedent(''.join(lines[at:]))
     try:
@@ -521,7 +521,7 @@ def _split(text, path):
             where = index if index >= 0 and line[0].isspace() \
                 else index + 1
             comments.setdefault(where, []).append(line.strip() + '\n')
-    return ''.join(lines[:at]), entries, comments
+    return lines[:at], entries, comments
 
 
 def _key(entry):
@@ -561,14 +561,13 @@ def _block_end(lines, at):
                 len(lines))
 
 
-def _with_rule(head, rule_text, path, name=RULE):
-    """``head`` with rules.<name> set to ``rule_text``."""
-    lines = head.splitlines(keepends=True)
+def _set_rule(lines, rule_text, path, name=RULE):
+    """Sets rules.<name> of the file's ``lines`` to ``rule_text``."""
     r = _top_level(lines, 'rules')
     if r is None:
         e = _top_level(lines, 'entries', path)
         lines[e:e] = ['rules:\n', *_rule_lines('  ', rule_text, name)]
-        return ''.join(lines)
+        return
 
     if lines[r].strip() != 'rules:':
         raise CalibrationError(f'{path}: rules must be a block mapping '
@@ -586,13 +585,11 @@ def _with_rule(head, rule_text, path, name=RULE):
                      and len(lines[i]) - len(lines[i].lstrip())
                      <= len(indent)), end)
         lines[old:stop] = _rule_lines(indent, rule_text, name)
-    return ''.join(lines)
 
 
-def _with_false_alarms(head, rule):
-    """``head`` with its top-level ``false_alarms`` (the rate the bounds
-    were built for: hpcval.references.FalseAlarms) set from ``rule``."""
-    lines = head.splitlines(keepends=True)
+def _set_false_alarms(lines, rule):
+    """Sets the top-level ``false_alarms`` (the rate the bounds were built
+    for: hpcval.references.FalseAlarms) of ``lines`` from ``rule``."""
     old = _top_level(lines, 'false_alarms')
     if old is not None:
         del lines[old:_block_end(lines, old)]
@@ -600,7 +597,6 @@ def _with_false_alarms(head, rule):
     node = '' if rule.budget is None else f'node_rate: {rule.budget:g}, '
     lines[at:at] = [f'false_alarms: {{{node}figures: {rule.judged}, '
                     f'per_figure: {rule.false_alarm:.3g}}}\n']
-    return ''.join(lines)
 
 
 def _inventory(samples):
@@ -628,13 +624,12 @@ _INVENTORY_HEADER = (f'{INVENTORY_MARKER} the GPUs of the baseline runs '
                      f'(rewritten by each calibration)\n')
 
 
-def _with_inventory(head, entries, path, notes):
-    """``head`` with its ``inventory:`` block set to ``entries``: one that
+def _set_inventory(lines, entries, path, notes):
+    """Sets the ``inventory:`` block of ``lines`` to ``entries``: one that
     calibrate wrote is replaced, one written by hand is kept (with a note
     of what the runs show)."""
     if not entries:
-        return head
-    lines = head.splitlines(keepends=True)
+        return
     at = _top_level(lines, 'inventory')
     if at is not None:
         mark = at - 1       # calibrate's comment, maybe the site's below it
@@ -646,7 +641,7 @@ def _with_inventory(head, entries, path, notes):
                          f'baseline runs show: ' + '; '.join(
                              f'{e["partition"]}: {e["gpus"]} x '
                              f'{e.get("model", "no GPU")}' for e in entries))
-            return head
+            return
         end = _block_end(lines, at)
         try:
             old = (bounded.load(''.join(lines[at:end])) or {}).get(
@@ -663,7 +658,7 @@ def _with_inventory(head, entries, path, notes):
         if entries == old:
             notes.append(f'{path}: inventory rewritten from the baseline '
                          f'runs (unchanged)')
-            return head         # as it was, the site's comments in place
+            return              # as it was, the site's comments in place
         # the site's whole-line comments, as they were written
         comments = [line if line.endswith('\n') else line + '\n'
                     for line in lines[mark + 1:end]
@@ -671,11 +666,10 @@ def _with_inventory(head, entries, path, notes):
         lines[mark:end] = [_INVENTORY_HEADER, *comments,
                            _inventory_block(entries)]
         notes.append(f'{path}: inventory rewritten from the baseline runs')
-        return ''.join(lines)
+        return
     e = _top_level(lines, 'entries', path)
     lines[e:e] = [_INVENTORY_HEADER, _inventory_block(entries)]
     notes.append(f'{path}: inventory written from the baseline runs')
-    return ''.join(lines)
 
 
 def _dump(data, **style):
@@ -703,11 +697,10 @@ def _new_file(system, rule_text):
             f'entries:\n')
 
 
-def _append(head, entries, path, comments, trailing):
-    """``head`` with the calibrated section of ``entries`` appended, each
-    entry after the site's comments of it (``comments``: {_key(entry):
-    [lines]}), ``trailing`` comments last."""
-    lines = head.splitlines(keepends=True)
+def _append(lines, entries, path, comments, trailing):
+    """The text of ``lines`` with the calibrated section of ``entries``
+    appended, each entry after the site's comments of it (``comments``:
+    {_key(entry): [lines]}), ``trailing`` comments last."""
     e = _top_level(lines, 'entries', path)
     if any(re.match(r'[A-Za-z_]', line) for line in lines[e + 1:]):
         raise CalibrationError(f'{path}: entries must be the last top-level '
@@ -892,21 +885,21 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     # built-in file (references.ReferenceSet.layered), so that upstream
     # corrections of the other entries still reach the site
     head, previous, comments = _split(old, path) if old is not None \
-        else (_new_file(system, rule_text), [], {})
+        else (_new_file(system, rule_text).splitlines(keepends=True), [], {})
     if not new_entries:
         notes.append(f'nothing to calibrate for {system}: the file is left '
                      f'as it is')
         return Calibration(old or '', '', notes, path, figures, rule)
 
-    head = _with_inventory(head, _inventory(selected), path, notes)
+    _set_inventory(head, _inventory(selected), path, notes)
     by_key = {_key(e): comments.pop(i, [])
               for i, e in enumerate(previous) if isinstance(e, dict)}
     if any(spec.get('rule') == SIBLING_RULE for _, specs in new_entries
            for spec in specs.values()):
-        head = _with_rule(head, SIBLING_RULE_TEXT, path, SIBLING_RULE)
-    head = _with_false_alarms(head, rule)
-    text = _append(_with_rule(head, rule_text, path),
-                   _merge(previous, new_entries), path, by_key,
+        _set_rule(head, SIBLING_RULE_TEXT, path, SIBLING_RULE)
+    _set_false_alarms(head, rule)
+    _set_rule(head, rule_text, path)
+    text = _append(head, _merge(previous, new_entries), path, by_key,
                    [line for rest in comments.values() for line in rest])
     _check_loads(text, system, new_entries, path, below)
     name = os.path.join(os.path.basename(ref_dir), f'{system}.yaml')
