@@ -475,17 +475,15 @@ def judged_per_run(samples, calibrated):
     """m: the figures one run of ``samples`` judges (docs/calibrate.md,
     "The statistics"); ``calibrated``: {(check, partition, params, metric)}
     calibrate bounds or tries to."""
-    by_case = {}
+    judged = collections.Counter()      # {(case, test): figures judged}
     for s in samples:
-        by_case.setdefault(id(s.case), (s.case, []))[1].append(s)
-    most = {}
-    for case, figures in by_case.values():
-        key = (case.check, case.partition, case.params)
-        n = sum(1 for s in figures
-                if (*key, s.metric.split('@')[0]) in calibrated or
-                peers.is_sibling_figure(s.metric) or
-                judgement.Band.of_sample(s) is not None)
-        most[key] = max(most.get(key, 0), n)
+        key = (s.case.check, s.case.partition, s.case.params)
+        judged[id(s.case), key] += (*key, s.metric.split('@')[0]) in \
+            calibrated or peers.is_sibling_figure(s.metric) or \
+            judgement.Band.of_sample(s) is not None
+    most = collections.defaultdict(int)     # per test, its most of any run
+    for (_, key), n in judged.items():
+        most[key] = max(most[key], n)
     return sum(most.values())
 
 
@@ -602,13 +600,12 @@ def _set_false_alarms(lines, rule):
 def _inventory(samples):
     """The inventory entries the health records of the selected runs show
     (hpcval.health.inventory.from_records), one per partition."""
-    by_part = {}
+    by_part = collections.defaultdict(dict)
     for s in samples:
         rec = s.case.extras.get('health')
         if rec is not None and rec.node:
             # the latest record of each node
-            by_part.setdefault(s.case.partition, {})[rec.node] = \
-                (s.case.time, rec)
+            by_part[s.case.partition][rec.node] = (s.case.time, rec)
     out = []
     for part, nodes in sorted(by_part.items()):
         when = utc(max(t for t, _ in nodes.values()), '%Y-%m-%d')

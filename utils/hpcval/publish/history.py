@@ -250,9 +250,8 @@ def _in_units(raw, old_refs):
         except (ValueError, KeyError):
             want = None
         want = want or readable_unit(unit, [v for _, v, _ in items])
-        for case, value, unit in items:
-            out.append(results.Sample(
-                case=case, metric=metric,
-                value=units.convert(value, unit, want), unit=want,
-                reference=None, lower=None, upper=None))
+        out += [results.Sample(case=case, metric=metric, unit=want,
+                               value=units.convert(value, unit, want),
+                               reference=None, lower=None, upper=None)
+                for case, value, unit in items]
     return out
