@@ -276,13 +276,12 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
                 if min(values) > 0 else None},
             f'fewer than {rule.min_samples} runs')
 
-    try:
-        mean = statistics.fmean(values)
-        std = statistics.stdev(values) if len(values) > 1 else 0.0
+    try:    # min_samples >= 2 and every value below _LARGEST
+        mean, std = statistics.fmean(values), statistics.stdev(values)
         spread = std / mean if mean > 0 else 0.0
     except (OverflowError, ValueError):
         mean = std = spread = math.inf
-    if not all(map(math.isfinite, (*values, mean, std, spread))):
+    if not all(map(math.isfinite, (mean, std, spread))):
         return refuse(f'values beyond any float '
                       f'({_listed(map(str, values), 3)} {unit})')
     if mean <= 0:

@@ -96,8 +96,6 @@ def recorded_keys(cases):
 
 
 def _fmt(value, unit):
-    if value is None:
-        return '-'
     shown = numbers.scaled_unit(unit, [value])
     return f'{numbers.sig(numbers.scale(value, unit, shown), 4)} {shown}'
 
