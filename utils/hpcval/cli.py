@@ -334,10 +334,11 @@ def _diff(args):
     if not args.reports and args.db is None:
         return _refused('diff', 'nothing to compare: give run reports or '
                         '--db')
-    base, refs = _diff_baseline(args)
-    if isinstance(base, Exception):
+    try:
+        base, refs = _diff_baseline(args)
+    except (ValueError, paths.ConfigError) as err:
         return _refused('diff', f'--baseline {verdict.escape(args.baseline)}'
-                        f': {verdict.escape(str(base))}')
+                        f': {verdict.escape(str(err))}')
     try:
         loaded, samples = report.load_selected(args, replays=False,
                                                bounds=refs)
@@ -368,19 +369,16 @@ def _diff(args):
 
 def _diff_baseline(args):
     """(the baseline changes.since takes, the references for
-    ``calibration``), or (the error naming why the value is none)."""
+    ``calibration``); ValueError or ConfigError where there is none."""
     text = args.baseline
     if text is None:
         return None, None
     if text == changes.CALIBRATION:
-        try:
-            refs = references.ReferenceSet.given(args.references)
-        except (references.ReferenceFileError, paths.ConfigError) as err:
-            return err, None
+        refs = references.ReferenceSet.given(args.references)
         if not any(r.rule == calibrate.RULE for rs in refs.values()
                    for r in rs):
-            return ValueError('no reference file holds a calibrated value '
-                              '(hpcval calibrate --write makes them)'), None
+            raise ValueError('no reference file holds a calibrated value '
+                             '(hpcval calibrate --write makes them)')
         return text, refs
     if os.path.isfile(text):
         given = {os.path.realpath(r[1] if isinstance(r, tuple) else r)
@@ -391,8 +389,8 @@ def _diff_baseline(args):
     try:
         return report.timestamp(text), None
     except argparse.ArgumentTypeError as err:
-        return ValueError(f'no such report file, not calibration, and '
-                          f'not a time ({err})'), None
+        raise ValueError(f'no such report file, not calibration, and '
+                         f'not a time ({err})') from None
 
 
 #: each subcommand, in the order --help lists them: (name, help, what adds
