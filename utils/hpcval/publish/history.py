@@ -123,7 +123,7 @@ def samples(url, system, since, until, old_refs=(), token=None,
                    end - time.monotonic(), stated=timeout)
     passed = query(url, f'hpcval_check_passed{{system="{system}"}}{window}',
                    until, token, end - time.monotonic(), stated=timeout)
-    skipped = []        # why each sample or series was left out
+    skipped = _Skipped()
     result_at = {}
     for labels, pairs in passed:
         if labels.get('__name__', 'hpcval_check_passed') != \
@@ -146,7 +146,7 @@ def samples(url, system, since, until, old_refs=(), token=None,
             continue
         known = _UNITS.get(name[len('hpcval_perf_value_'):])
         if not known or not metric:
-            skipped.append(f'series {name}{{metric="{metric}"}}: ' + (
+            skipped.add(f'series {name}{{metric="{metric}"}}: ' + (
                 'a unit hpcval does not calibrate from monitoring' if
                 metric else 'no figure name (metric label)'))
             continue
@@ -165,8 +165,8 @@ def samples(url, system, since, until, old_refs=(), token=None,
                    if result is None else None)
             seen.add((key, metric, when))
             if why:
-                skipped.append(f'{labels["test"]} {metric} at {when:.0f}: '
-                               f'{why}')
+                skipped.add(f'{labels["test"]} {metric} at {when:.0f}: '
+                            f'{why}')
                 continue
             case = cases.get((key, when))
             if case is None:
@@ -176,13 +176,22 @@ def samples(url, system, since, until, old_refs=(), token=None,
                 case.extras['unjudged'][metric] = labels['unjudged']
             raw.append((case, metric, val * scale, unit))
     out = _in_units(raw, old_refs)
-    # counted, the first one named
-    notes = [f'left out {len(skipped)} sample(s) or series of the history; '
-             f'the first: {skipped[0][:300]}'] if skipped else []
+    notes = [f'left out {skipped.count} sample(s) or series of the history; '
+             f'the first: {skipped.first[:300]}'] if skipped.count else []
     if not out:
         notes.append(f'{url}: no hpcval series of system {system} between '
                      f'{since:.0f} and {until:.0f}')
     return out, notes
+
+
+class _Skipped:
+    """Samples and series left out: counted, the first one named (a flood
+    of them takes no memory)."""
+    count, first = 0, None
+
+    def add(self, why):
+        self.count += 1
+        self.first = self.first or why
 
 
 def _usable(url, labels, system, partitions, skipped):
@@ -206,9 +215,9 @@ def _usable(url, labels, system, partitions, skipped):
             raise HistoryError(f'{where}: label {label} is not a name: '
                                f'{value!r:.60}')
     if labels['partition'] not in partitions:
-        skipped.append(f'series {_brief(labels)}: partition '
-                       f'{labels["partition"]!r} is not one of system '
-                       f'{system}\'s ({", ".join(sorted(partitions))})')
+        skipped.add(f'series {_brief(labels)}: partition '
+                    f'{labels["partition"]!r} is not one of system '
+                    f'{system}\'s ({", ".join(sorted(partitions))})')
         return False
     return True
 
