@@ -192,12 +192,10 @@ class Sender:
 
     def flush(self, timeout):
         """Wait up to ``timeout`` s for the queue to empty; True if it did."""
-        deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
-        return True
+        done = self._queue.all_tasks_done     # notified as the queue empties
+        with done:
+            return done.wait_for(lambda: not self._queue.unfinished_tasks,
+                                 timeout)
 
     def summary(self):
         lost = sum(self.dropped.values())
