@@ -812,22 +812,19 @@ def check_system(system, by_system_refs):
 def _check_options(floor, k, min_samples, budget, false_alarm):
     """One line naming the option that is out of range."""
     rate = f'from {MIN_FALSE_ALARM} to below 0.5'
-    why = '; a smaller rate has no t quantile in double precision'
-    for name, value, bad, want, note in (
-            ('floor', floor, floor is not None and
-             not (math.isfinite(floor) and floor >= 0), '>= 0', ''),
-            ('k', k, k is not None and not (math.isfinite(k) and k > 0),
-             '> 0', ''),
-            ('min_samples', min_samples, min_samples < 2, '>= 2',
-             '; a spread needs two runs'),
-            ('budget', budget, not MIN_FALSE_ALARM <= budget < 0.5, rate,
-             why if budget < MIN_FALSE_ALARM else ''),
-            ('false_alarm', false_alarm, false_alarm is not None and
-             not MIN_FALSE_ALARM <= false_alarm < 0.5, rate,
-             why if (false_alarm or 0) < MIN_FALSE_ALARM else '')):
-        if bad:
-            raise CalibrationError(f'expected {name} {want} (got '
-                                   f'{value}{note})')
+    for name, value, ok, want in (
+            ('floor', floor, lambda v: math.isfinite(v) and v >= 0, '>= 0'),
+            ('k', k, lambda v: math.isfinite(v) and v > 0, '> 0'),
+            ('min_samples', min_samples, lambda v: v >= 2, '>= 2'),
+            ('budget', budget, lambda v: MIN_FALSE_ALARM <= v < 0.5, rate),
+            ('false_alarm', false_alarm,
+             lambda v: MIN_FALSE_ALARM <= v < 0.5, rate)):
+        if value is None or ok(value):      # NaN fails every comparison
+            continue
+        note = '; a spread needs two runs' if name == 'min_samples' else \
+            '; a smaller rate has no t quantile in double precision' \
+            if want == rate and value < MIN_FALSE_ALARM else ''
+        raise CalibrationError(f'expected {name} {want} (got {value}{note})')
 
 
 def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
