@@ -238,17 +238,16 @@ def since(samples, cases, baseline=None, refs=None):
     cases = [c for c in cases if not c.fixture and not c.replay]
     calibrated = verdict_refs.Bounds(refs) if baseline == CALIBRATION \
         else None
+    may_be, no_base = _base_rule(baseline)
     out = []
     for node in sorted({n for c in cases for n in c.nodes}):
         *before, newest = _sessions(cases, node)
         diff = NodeDiff(node, newest.name)
         good = [s for s in before if s.passed]
-        base = next((s for s in reversed(good) if _may_be(s, baseline)),
-                    None)
+        base = next((s for s in reversed(good) if may_be(s)), None)
         history = [c for s in good if base and s.time <= base.time
                    for c in s.cases]
-        diff.baseline = base.name if base else \
-            f'none ({_no_base(baseline)})'
+        diff.baseline = base.name if base else f'none ({no_base})'
         if calibrated is not None:
             diff.baseline = 'the calibration in ' + refs.files.get(
                 newest.cases[0].system, 'the references')
@@ -282,20 +281,16 @@ CALIBRATION = 'calibration'
 _RANK = {'moved': 0, 'not moved': 1, 'not judged': 2}
 
 
-def _may_be(session, baseline):
+def _base_rule(baseline):
+    """(whether a passing session may be the baseline, why there is none)."""
     if isinstance(baseline, float):
-        return session.time <= baseline
-    if isinstance(baseline, str) and baseline != CALIBRATION:
-        return os.path.realpath(session.source) == os.path.realpath(baseline)
-    return True
-
-
-def _no_base(baseline):
-    if isinstance(baseline, float):
-        return f'no passing session at or before {utc(baseline)} UTC'
+        return (lambda s: s.time <= baseline,
+                f'no passing session at or before {utc(baseline)} UTC')
     if baseline and baseline != CALIBRATION:
-        return f'no passing session in {baseline}'
-    return 'no passing session before it'
+        path = os.path.realpath(baseline)
+        return (lambda s: os.path.realpath(s.source) == path,
+                f'no passing session in {baseline}')
+    return lambda s: True, 'no passing session before it'
 
 
 def _provenance(diff, before, after, only_before=False):
