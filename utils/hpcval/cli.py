@@ -114,8 +114,8 @@ def _calibrate(args):
         if ref_dir:
             by_system = references.load_dir(ref_dir)
         else:
-            ref_dir, base_dir = (paths.writable_references_dir(),
-                                 paths.references_dir())
+            site, base_dir = paths.site_dir(), paths.references_dir()
+            ref_dir = os.path.join(site, 'references') if site else base_dir
             by_system = references.ReferenceSet.layered(
                 paths.references_dirs())
         if args.from_url:

@@ -179,12 +179,6 @@ def references_dirs():
     return [references_dir(), *site_folders('references')]
 
 
-def writable_references_dir():
-    """Where ``hpcval calibrate --write`` writes."""
-    site = site_dir()
-    return os.path.join(site, 'references') if site else references_dir()
-
-
 def import_error(name, err):
     """One line for ``err`` raised importing ``name``: file, line, error."""
     import traceback
