@@ -1,5 +1,6 @@
 """Performance records to a time-series database (docs/monitoring.md)."""
 import collections
+import contextlib
 import json
 import math
 import queue
@@ -255,20 +256,15 @@ class Sender:
                 if err.code != 429 and err.code < 500:
                     return self._drop(f'HTTP {err.code}')
                 why = f'HTTP {err.code}'
-                wait = _retry_after(err.headers, wait)
+                with contextlib.suppress(TypeError, ValueError):
+                    wait = max(0.0, float(err.headers.get('Retry-After',
+                                                          wait)))
             except (OSError, ValueError) as err:
                 why = ('timeout' if 'timed out' in str(err)
                        else f'network error {type(err).__name__}')
             if attempt < self.retries:
                 time.sleep(min(wait, self.max_backoff))
         self._drop(f'{why} after {self.retries + 1} tries')
-
-
-def _retry_after(headers, default):
-    try:
-        return max(0.0, float(headers.get('Retry-After', default)))
-    except (TypeError, ValueError):
-        return default
 
 
 def check_label_names(extras):

@@ -66,7 +66,9 @@ def group_by(samples, cases, key):
     first_seen, by_figure = {}, {}
     for s in sorted(samples, key=lambda s: s.case.time):
         col, test = where[id(s.case)]
-        value = _value_of(s.case, key)
+        value = ' | '.join(sorted({
+            node_provenance(s.case, node).get(key) or NOT_RECORDED
+            for node in s.case.nodes or ('',)}))
         first_seen.setdefault(value, len(first_seen))
         fig = by_figure.setdefault((col, test, s.metric, s.unit), {})
         fig.setdefault(value, []).append(s.value)
@@ -78,12 +80,6 @@ def group_by(samples, cases, key):
                  if base.n >= 2 and g.n >= 2 else None for g in groups[1:]]
         out.append(Figure(col, test, metric, unit, groups, tests))
     return out
-
-
-def _value_of(case, key):
-    values = sorted({node_provenance(case, node).get(key) or NOT_RECORDED
-                     for node in case.nodes or ('',)})
-    return ' | '.join(values)
 
 
 def recorded_keys(cases):
