@@ -723,7 +723,7 @@ def _loaded(below, path, text):
     return references.load(path, text=text)
 
 
-def _check_loads(text, system, new_entries, path, below=None):
+def _check_loads(text, new_entries, path, below):
     """references.load accepts ``text`` (layered over ``below``), and each
     calibrated test gets the calibrated tuples from it."""
     try:        # in memory: nothing is written before --write
@@ -743,7 +743,6 @@ def _check_loads(text, system, new_entries, path, below=None):
                 raise CalibrationError(
                     f'{path}: {check} {metric} would be judged against '
                     f'{have}, not the calibrated {want}')
-    return refs
 
 
 def _read(path):
@@ -894,7 +893,7 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     _set_rule(head, rule_text, path)
     text = _append(head, _merge(previous, new_entries), path, by_key,
                    [line for rest in comments.values() for line in rest])
-    _check_loads(text, system, new_entries, path, below)
+    _check_loads(text, new_entries, path, below)
     name = os.path.join(os.path.basename(ref_dir), f'{system}.yaml')
     diff = ''.join(difflib.unified_diff(
         (old or '').splitlines(keepends=True),
