@@ -12,7 +12,7 @@ import time
 
 from hpcval import exits, inputs, paths, references, screen, verdict
 from hpcval.commands import paths as paths_command
-from hpcval.commands import print_table, printable
+from hpcval.commands import print_table, printable, refused
 from hpcval.commands import references as references_command
 from hpcval.commands import run as run_command
 from hpcval.commands import site as site_command
@@ -140,7 +140,7 @@ def _calibrate(args):
             keep_outliers=args.keep_outliers)
     except (references.ReferenceFileError, calibrate.CalibrationError,
             results.InputRejected, paths.SiteError) as err:
-        return _refused('calibrate', err)
+        return refused('calibrate', err)
 
     sys.stdout.write(result.diff)
     for note in result.notes:
@@ -236,7 +236,7 @@ def _verdict_arguments(ver):
 
 def _verdict(args):
     if not args.reports and args.db is None:
-        return _refused('verdict', 'nothing to judge: give run reports '
+        return refused('verdict', 'nothing to judge: give run reports '
                         '(--report-file) or --db')
     try:
         refs = references.ReferenceSet.given(args.references)
@@ -246,11 +246,11 @@ def _verdict(args):
                               attrs=('scheduler',))
     except (results.InputRejected, references.ReferenceFileError,
             paths.ConfigError) as err:
-        return _refused('verdict', verdict.escape(str(err)))
+        return refused('verdict', verdict.escape(str(err)))
 
     keep = _verdict_selection(args, loaded)
     if isinstance(keep, str):
-        return _refused('verdict', verdict.escape(keep))
+        return refused('verdict', verdict.escape(keep))
     result = verdict.judge(loaded, keep, strict=args.strict,
                            allow_unjudged=args.allow_unjudged,
                            peer_factor=args.peer_factor,
@@ -332,25 +332,25 @@ def _diff_arguments(dif):
 
 def _diff(args):
     if not args.reports and args.db is None:
-        return _refused('diff', 'nothing to compare: give run reports or '
+        return refused('diff', 'nothing to compare: give run reports or '
                         '--db')
     try:
         base, refs = _diff_baseline(args)
     except (ValueError, paths.ConfigError) as err:
-        return _refused('diff', f'--baseline {verdict.escape(args.baseline)}'
+        return refused('diff', f'--baseline {verdict.escape(args.baseline)}'
                         f': {verdict.escape(str(err))}')
     try:
         loaded, samples = report.load_selected(args, replays=False,
                                                bounds=refs)
     except results.InputRejected as err:
-        return _refused('diff', f'rejected {err}')
+        return refused('diff', f'rejected {err}')
     unknown = report.unknown_selection(args, loaded.cases)
     if unknown or report.unreadable(loaded):
-        return _refused('diff', verdict.escape(unknown) if unknown else
+        return refused('diff', verdict.escape(unknown) if unknown else
                         'no input could be read (each named above)')
     if base != changes.CALIBRATION and \
             any(getattr(p, 'source', '') == base for p in loaded.problems):
-        return _refused('diff', f'--baseline {verdict.escape(base)}: left '
+        return refused('diff', f'--baseline {verdict.escape(base)}: left '
                         f'out (named above)')
     keep = report.case_filter(args, replays=False)
     cases = [c for c in loaded.cases if keep(c)]
@@ -448,12 +448,6 @@ def main(argv=None):
         print(f'hpcval: {err}', file=sys.stderr)
         return exits.INPUT
     return _run(args)
-
-
-def _refused(command, line):
-    """exits.INPUT, after ``line`` on stderr."""
-    print(f'hpcval {command}: {line}', file=sys.stderr)
-    return exits.INPUT
 
 
 def _run(args):

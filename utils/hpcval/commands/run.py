@@ -14,6 +14,7 @@ import sys
 import time
 
 from hpcval import ci, exits, paths, preflight, selection
+from hpcval.commands import refused
 
 HELP = """\
 usage: hpcval run [REFRAME OPTIONS]
@@ -116,30 +117,26 @@ def run_reframe(reframe_args, hpcval):
     except paths.SiteError as err:      # a site module that does not load
         refusal = str(err)
     if refusal:
-        print(f'hpcval run: {refusal}', file=sys.stderr)
-        return preflight.REFUSED
+        return refused('run', refusal, preflight.REFUSED)
     here = os.path.dirname(sys.executable)
     exe = shutil.which('reframe', path=os.pathsep.join(
         [here, env.get('PATH', '')]))
     if not exe:
-        print('hpcval run: no reframe executable next to this Python or on '
-              'PATH', file=sys.stderr)
-        return exits.INPUT
+        return refused('run', 'no reframe executable next to this Python '
+                       'or on PATH')
     if any(a == '--ci-generate' or a.startswith('--ci-generate=')
            for a in reframe_args):
         try:
             return exits.INPUT if ci.generate(reframe_args, exe, env) \
                 else exits.OK
         except (ci.CiError, OSError) as err:
-            print(f'hpcval run: {err}', file=sys.stderr)
-            return exits.INPUT
+            return refused('run', err)
     started = time.time()
     status, saw_zero, session = _passthrough([exe, *reframe_args], env,
                                              preflight.ZERO)
     refusal = preflight.refusal_after(reframe_args, saw_zero)
     if refusal and status == 0:
-        print(f'hpcval run: {refusal}', file=sys.stderr)
-        return preflight.REFUSED
+        return refused('run', refusal, preflight.REFUSED)
     judged = _verdict_after(reframe_args, session, started, hpcval)
     if judged is None:
         # nothing ran to judge (-l, --dry-run, or ReFrame stopped first)
@@ -147,7 +144,6 @@ def run_reframe(reframe_args, hpcval):
     headline, verdict_status = judged
     print(headline, flush=True)
     if verdict_status == exits.OK and status != 0:
-        print(f'hpcval run: ReFrame exited {status} though the verdict '
-              f'passed: not validated', file=sys.stderr)
-        return exits.INCOMPLETE
+        return refused('run', f'ReFrame exited {status} though the verdict '
+                       f'passed: not validated', exits.INCOMPLETE)
     return verdict_status
