@@ -257,9 +257,8 @@ def _verdict(args):
                            accept_out=args.accept_out,
                            accept_unscreened=args.accept_unscreened)
     if result.usage:        # nothing judged: no node's fault to print
-        print(f'hpcval verdict: {verdict.escape(result.usage)}',
-              file=sys.stderr)
-        return result.status
+        return refused('verdict', verdict.escape(result.usage),
+                       result.status)
     sys.stdout.write(verdict.render_json(result) if args.format == 'json'
                      else verdict.render_text(result, per_node=args.per_node))
     return result.status
