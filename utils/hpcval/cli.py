@@ -20,22 +20,33 @@ from hpcval.publish import (calibrate, changes, history, report, results,
                             sample_size)
 
 
-def _number(want, ok=lambda value: True):
-    """An argparse type: a finite number for which ``ok`` holds."""
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not (math.isfinite(value) and ok(value)):
-            raise argparse.ArgumentTypeError(f'{text!r}: expected {want}')
-        return value
-    return parse
+def _finite(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f'{text!r} is not a finite number')
+    return value
 
 
-_finite = _number('a finite number')
-_deadline = _number('seconds above 0, at most 600', lambda v: 0 < v <= 600)
-_peer_factor = _number('a number above 1 (2: half as fast)', lambda v: v > 1)
+def _deadline(text):
+    value = _finite(text)
+    if not 0 < value <= 600:
+        raise argparse.ArgumentTypeError(f'{text!r}: expected seconds '
+                                         f'above 0, at most 600')
+    return value
+
+
+def _peer_factor(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 1.0 or value == float('inf'):
+        raise argparse.ArgumentTypeError(f'{text!r}: expected a number '
+                                         f'above 1 (2: half as fast)')
+    return value
 
 
 def _node_list(text):
