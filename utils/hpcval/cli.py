@@ -276,9 +276,8 @@ def _verdict(args):
 
 
 def _verdict_selection(args, loaded):
-    """The test cases the verdict judges, as a filter; or, where --db
-    holds more than one system and partition and the arguments do not
-    choose, the one-line question that names what it found."""
+    """The test cases the verdict judges, as a filter; or the line saying
+    why none (--db of several systems and partitions: which to choose)."""
     def in_time(case):
         return ((args.since is None or case.time >= args.since)
                 and (args.until is None or case.time <= args.until))
@@ -461,9 +460,8 @@ def main(argv=None):
 
 
 def _run(args):
-    """The command, with no traceback a user can reach: a closed pipe
-    (``| head``) ends it quietly, anything unforeseen is one line
-    (HPCVAL_DEBUG=1 shows the traceback)."""
+    """The command, with no traceback a user can reach (HPCVAL_DEBUG=1
+    shows it); a closed pipe (``| head``) ends it quietly."""
     try:
         return args.func(args)
     except BrokenPipeError:

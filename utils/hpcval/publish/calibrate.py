@@ -463,9 +463,8 @@ def sibling_band(ratios, runs, false_alarm):
 
 
 def per_figure(budget, judged):
-    """The false-alarm rate per figure that keeps ``judged`` figures
-    within ``budget`` together (independent figures: exact; figures that
-    move together fail together less often)."""
+    """The false-alarm rate per figure that keeps ``judged`` independent
+    figures within ``budget`` together (figures moving together: less)."""
     # expm1/log1p: 1 - (1 - b)^(1/m) without cancellation for small b
     return -math.expm1(math.log1p(-budget) / max(judged, 1))
 
@@ -621,9 +620,8 @@ _INVENTORY_HEADER = (f'{INVENTORY_MARKER} the GPUs of the baseline runs '
 
 
 def _set_inventory(lines, entries, path, notes):
-    """Sets the ``inventory:`` block of ``lines`` to ``entries``: one that
-    calibrate wrote is replaced, one written by hand is kept (with a note
-    of what the runs show)."""
+    """Sets the ``inventory:`` block of ``lines`` to ``entries``, unless
+    the site wrote it by hand (a note says what the runs show)."""
     if not entries:
         return
     at = _top_level(lines, 'inventory')
