@@ -4,32 +4,17 @@ import re
 
 import numpy as np
 
-from hpcval.parsers import ParseError
 from hpcval.parsers.transferbench import parse_a2a, parse_p2p
 from hpcval import plotdata
 from hpcval.publish import sources
 from hpcval.publish.comparison import columns
-from hpcval.publish.plots.common import (Plotted, describe, kept_output,
-                                         new_figure, passed, save, slug,
+from hpcval.publish.plots.common import (Plotted, new_figure,
+                                         parsed_output, passed, save, slug,
                                          unique_cases)
 
 BENCHMARK = 'transferbench'
 PRESETS = {'a2a': parse_a2a, 'p2p': parse_p2p}
 _PAIR = re.compile(r'(?:(?P<dir>uni|bidir)_)?gpu(?P<src>\d+)_to_gpu(?P<dst>\d+)')
-
-
-def _from_output(case, preset):
-    """(panels, None) from the kept output, or (None, message)."""
-    text, why = kept_output(case)
-    if text is None:
-        return None, why
-    try:
-        result = PRESETS[preset](text)
-    except ParseError as err:
-        return None, (f'{describe(case)}: its kept output does not parse '
-                      f'({err}); not plotted')
-    return plotdata.check(plotdata.transferbench(preset, result),
-                          plotdata.MATRICES), None
 
 
 def _from_metrics(samples):
@@ -77,7 +62,9 @@ def transferbench_heatmaps(cases, outdir, force=False):
     for (col, check, preset), (case, runs) in sorted(chosen.items()):
         panels = plotdata.read(case, plotdata.MATRICES)
         if panels is None:
-            panels, why = _from_output(case, preset)
+            result, why = parsed_output(case, PRESETS[preset])
+            panels = None if result is None else plotdata.check(
+                plotdata.transferbench(preset, result), plotdata.MATRICES)
             if panels is None:
                 panels = _from_metrics(samples.get(case, ()))
             if panels is None:
