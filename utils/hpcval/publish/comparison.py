@@ -22,10 +22,6 @@ NOT_ITS_OWN = 'not judged'
 LINK_METRIC = re.compile(r'(^|_)gpu\d+_to_gpu\d+$|@')
 
 
-def is_link_metric(metric):
-    return bool(LINK_METRIC.search(metric))
-
-
 @dataclass(frozen=True)
 class Row:
     benchmark: str
@@ -129,14 +125,12 @@ class Table:
         self.columns = sorted({c for _, c in self.cells},
                               key=lambda c: (c.endswith('(replay)'), c))
 
-    def groups(self, links=True):
-        """(benchmark, [rows]); ``links=False``: no link or vacuous rows."""
-        shown = None if links else {
-            r for (r, _), c in self.cells.items() if not vacuous(c)}
+    def groups(self):
+        """(benchmark, [rows]) of the rows shown: no link or vacuous rows."""
+        shown = {r for (r, _), c in self.cells.items() if not vacuous(c)}
         out = []
         for row in self.rows:
-            if not links and (is_link_metric(row.metric)
-                              or row not in shown):
+            if LINK_METRIC.search(row.metric) or row not in shown:
                 continue
             if not out or out[-1][0] != row.benchmark:
                 out.append((row.benchmark, []))

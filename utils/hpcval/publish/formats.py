@@ -8,9 +8,9 @@ import urllib.parse
 
 from hpcval import units
 from hpcval.publish import numbers, sources
-from hpcval.publish.comparison import (FAIL, NOT_ITS_OWN, PASS, PUBLISHED,
-                                      WHOLE_NODE, Cell, Reference, Row,
-                                      Table, is_link_metric, scope, vacuous,
+from hpcval.publish.comparison import (FAIL, LINK_METRIC, NOT_ITS_OWN, PASS,
+                                      PUBLISHED, WHOLE_NODE, Cell, Reference,
+                                      Row, Table, scope, vacuous,
                                       columns as column_labels)
 
 ARROW = {'higher': '↑', 'lower': '↓', 'unknown': '?'}
@@ -232,35 +232,37 @@ def columns_of(table, rows):
 
 def link_count(table, bench):
     return sum(1 for r in table.rows
-               if r.benchmark == bench and is_link_metric(r.metric))
+               if r.benchmark == bench and LINK_METRIC.search(r.metric))
 
 
 def to_markdown(table, images=None):
     """``images``: {benchmark: [(caption, path)]} shown under its table."""
-    out = [f'## {_md(table.title)}', '', legend(table), '']
-    for bench, rows in table.groups(links=False):
+    out = [f'## {md_text(table.title)}', '', legend(table), '']
+    for bench, rows in table.groups():
         cols = columns_of(table, rows)
         head = ['test', 'metric'] + cols
-        out += [f'### {_md(bench)}', '']
+        out += [f'### {md_text(bench)}', '']
         note = checks_note(table, bench)
         if note:
-            out += [f'Measured by {_md(note)}.', '']
-        out += ['| ' + ' | '.join(_md(h) for h in head) + ' |',
+            out += [f'Measured by {md_text(note)}.', '']
+        out += ['| ' + ' | '.join(md_text(h) for h in head) + ' |',
                 '|' + '---|' * len(head)]
         for test, row in labelled_rows(rows):
             shown = Shown(table, row, cols)
             cells = cell_texts(shown,
-                               lambda lines: '<br>'.join(map(_md, lines)))
+                               lambda lines: '<br>'.join(map(md_text, lines)))
             out.append('| ' + ' | '.join(
-                [_md(test), _md(shown.label())] + cells) + ' |')
+                [md_text(test), md_text(shown.label())] + cells) + ' |')
         out.append('')
         links = link_count(table, bench)
         if links:
             out += [f'{links} per-GPU and per-GPU-pair figures: shown in '
                     f'the figures below (every figure is in the CSV).', '']
         for caption, path in (images or {}).get(bench, ()):
-            out += [f'![{_md(caption)}]({_md_url(path)})', '']
-    out += [f'- {_md(n)}' for n in table.notes]
+            # a file name of ours, quoted so that no character ends the link
+            out += [f'![{md_text(caption)}]'
+                    f'({urllib.parse.quote(str(path), safe="/")})', '']
+    out += [f'- {md_text(n)}' for n in table.notes]
     return '\n'.join(out).rstrip() + '\n'
 
 
@@ -286,17 +288,17 @@ _MD = {'\\': '\\\\', '|': '\\|', '[': '\\[', ']': '\\]', '(': '\\(',
        '>': '&gt;', '$': '\\$'}
 
 
-def _md(text):
+def md_text(text):
     """Text safe in a Markdown table cell (names come from anywhere)."""
     return ''.join(_MD.get(ch, ch) for ch in visible(text))
 
 
-md_text = _md
-
-
 def csv_text(x):
-    """A CSV cell of a value: text made safe, numbers as they are."""
-    return x if isinstance(x, (int, float)) else _text_cell(x)
+    """A CSV cell: a number as is, text no spreadsheet reads as a formula."""
+    if isinstance(x, (int, float)):
+        return x
+    text = visible(x)
+    return f"'{text}" if text[:1] in ('=', '+', '-', '@') else text
 
 
 APPENDIX = ('Appendix: the runs\' own bounds',
@@ -310,8 +312,8 @@ def appendix_md(tables):
     lines = [b for t in tables for b in t.bounds]
     if not lines:
         return ''
-    return '\n'.join([f'## {APPENDIX[0]}', '', _md(APPENDIX[1]), ''] +
-                      [f'- {_md(b)}' for b in lines]) + '\n'
+    return '\n'.join([f'## {APPENDIX[0]}', '', md_text(APPENDIX[1]), ''] +
+                      [f'- {md_text(b)}' for b in lines]) + '\n'
 
 
 def bibliography_md(tables):
@@ -320,12 +322,7 @@ def bibliography_md(tables):
     if not docs:
         return ''
     return '\n'.join(['## Sources', ''] + [
-        f'{i}. {_md(d.text())}' for i, d in enumerate(docs, 1)]) + '\n'
-
-
-def _md_url(path):
-    # a file name of ours, quoted so that no character ends the link
-    return urllib.parse.quote(str(path), safe='/')
+        f'{i}. {md_text(d.text())}' for i, d in enumerate(docs, 1)]) + '\n'
 
 
 #: the tidy CSV: one line per table x system x test x metric x statistic
@@ -484,12 +481,6 @@ def tables_from_csv(rows):
     for table in tables.values():
         table.sort()
     return list(tables.values())
-
-
-def _text_cell(text):
-    """A text cell no spreadsheet takes for a formula."""
-    text = visible(text)
-    return f"'{text}" if text[:1] in ('=', '+', '-', '@') else text
 
 
 def _opt(x):

@@ -161,7 +161,7 @@ def document(tables, title=None, images=()):
     for table in tables:
         if len(tables) > 1:
             out.append(rf'\subsection*{{{_cited(tex(table.title), docs)}}}')
-        for bench, rows in table.groups(links=False):
+        for bench, rows in table.groups():
             note = formats.checks_note(table, bench)
             if note:
                 out.append(rf'\noindent\textit{{{tex(bench)}: measured by '

@@ -51,7 +51,7 @@ def _problem(problem):
 def summary(table):
     """{column: {verdict: n}} over the figures the tables show."""
     out = {col: dict.fromkeys(SUMMARY_KEYS, 0) for col in table.columns}
-    for bench, rows in table.groups(links=False):
+    for bench, rows in table.groups():
         for row in rows:
             for col in table.columns:
                 cell = table.cells.get((row, col))
@@ -174,7 +174,7 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
     for table in tables:
         if len(tables) > 1:
             body.append(f'<h2>{esc(table.title)}</h2>')
-        for bench, rows in table.groups(links=False):
+        for bench, rows in table.groups():
             anchor = _anchor(f'{table.title}-{bench}' if table is not main
                              else bench)
             toc.append((anchor, bench if table is main
