@@ -596,7 +596,7 @@ def test_no_absolute_path_and_no_replay_dated_by_its_regeneration():
     from hpcval.publish import sources
     for system, name in mc.REPLAYED:
         report = json.loads((mc.REPORTS / name).read_text())
-        year = sources.replayed_from(system).year
+        year = sources.REPLAYED_FROM[system].year
         times = [report['session_info']['time_start_unix']] + [
             tc['job_completion_time_unix'] for run in report['runs']
             for tc in run['testcases'] if tc['job_completion_time_unix']]

@@ -78,11 +78,6 @@ def babelstream(results, kernels):
     return {PER_GPU: out} if out else {}
 
 
-def read(case, kind):
-    """The ``kind`` data of ``case``'s report, checked, or None."""
-    return check(case.plot_data, kind)
-
-
 def check(data, kind):
     """The ``kind`` part of plot data ``data``, checked, or None."""
     if not isinstance(data, dict) or kind not in data:

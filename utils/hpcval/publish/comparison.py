@@ -363,7 +363,7 @@ def _cite_replays(table, cases, where):
     """Each replay column names the document its recordings come from."""
     done = set()
     for case in cases:
-        doc = sources.replayed_from(case.system) if case.replay else None
+        doc = sources.REPLAYED_FROM.get(case.system) if case.replay else None
         col = where[id(case)][0]
         if doc is None or col in done or col not in table.columns:
             continue

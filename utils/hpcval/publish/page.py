@@ -68,13 +68,13 @@ def _class(key, n):
     return f' {key}' if key in (PASS, FAIL) and n else ''
 
 
+_SHORT = {REPRODUCES: 'reproduces', DIFFERS: 'differs',
+          NOT_ITS_OWN: NOT_ITS_OWN}
+
+
 def _summary_key(cell):
-    if cell.verdict == REPRODUCES:
-        return 'reproduces'
-    if cell.verdict == DIFFERS:
-        return 'differs'
-    if cell.verdict == NOT_ITS_OWN:
-        return NOT_ITS_OWN
+    if cell.verdict in _SHORT:
+        return _SHORT[cell.verdict]
     if cell.diagnostic and cell.reference is None:
         return 'diagnostic'
     return formats.verdict_word(cell)

@@ -24,20 +24,17 @@ def timestamp(text):
     match = re.fullmatch(r'now(?:-(\d+)([dhm]))?', text)
     if match:
         digits = (match.group(1) or '0').lstrip('0') or '0'
-        now = time.time()
         ago = int(digits) * {'d': 86400, 'h': 3600, 'm': 60,
                              None: 0}[match.group(2)] \
             if len(digits) <= 12 else math.inf
-        if ago > now:
+        when = time.time() - ago
+    else:
+        try:
+            when = datetime.datetime.fromisoformat(text).timestamp()
+        except (ValueError, OverflowError, OSError):
             raise argparse.ArgumentTypeError(
-                f'{shown!r} is before 1970: no run is that old')
-        return now - ago
-    try:
-        when = datetime.datetime.fromisoformat(text).timestamp()
-    except (ValueError, OverflowError, OSError):
-        raise argparse.ArgumentTypeError(
-            f'{shown!r} is neither an ISO date (2026-11-01, '
-            f'2026-11-01T08:00) nor now-<N>d|h|m') from None
+                f'{shown!r} is neither an ISO date (2026-11-01, '
+                f'2026-11-01T08:00) nor now-<N>d|h|m') from None
     if when < 0:
         raise argparse.ArgumentTypeError(
             f'{shown!r} is before 1970: no run is that old')

@@ -657,13 +657,11 @@ def _db_sessions(path, since, until, col):
                           'file)')
         return
     # the blob as bytes: msgspec reads UTF-8 directly, no str made first
-    query, args = 'SELECT uuid, CAST(json_blob AS BLOB) FROM sessions', []
-    bounds = [('session_start_unix >= ?', since),
-              ('session_start_unix <= ?', until)]
-    conds = [c for c, v in bounds if v is not None]
-    if conds:
-        query += ' WHERE ' + ' AND '.join(conds)
-        args = [v for _, v in bounds if v is not None]
+    query = 'SELECT uuid, CAST(json_blob AS BLOB) FROM sessions WHERE 1'
+    bounds = [(' AND session_start_unix >= ?', since),
+              (' AND session_start_unix <= ?', until)]
+    query += ''.join(c for c, v in bounds if v is not None)
+    args = [v for _, v in bounds if v is not None]
     try:
         # quoted: '#' or '?' in a path would end it in a URI
         uri = urllib.parse.quote(os.path.abspath(path))

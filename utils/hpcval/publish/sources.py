@@ -79,11 +79,6 @@ DOCUMENTS = (SANDIA_POSTER, MI300X_GUIDE, KESTREL_BENCHMARK)
 REPLAYED_FROM = {'mi300x': MI300X_GUIDE, 'kestrel': KESTREL_BENCHMARK}
 
 
-def replayed_from(system):
-    """The Document a replay column's recordings were cut from, or None."""
-    return REPLAYED_FROM.get(system)
-
-
 def utc_date(ts):
     """The UTC date of unix time ``ts``; 'undated' for none or nonsense."""
     try:
@@ -95,8 +90,8 @@ def utc_date(ts):
 
 def date_of(case):
     """A run's date: a replay carries its document's, not the replay day."""
-    doc = replayed_from(case.system) if case.replay else None
     if case.replay:
+        doc = REPLAYED_FROM.get(case.system)
         return f'{doc.year}, {doc.short}' if doc else 'undated (a replay)'
     return utc_date(case.time)
 

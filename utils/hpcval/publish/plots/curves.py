@@ -34,7 +34,7 @@ def _byte_axis(ax, sizes):
 
 def _run_curve(case, place):
     """(curve {size: busbw}, None) of one run, or (None, message)."""
-    stored = plotdata.read(case, plotdata.CURVES)
+    stored = plotdata.check(case.plot_data, plotdata.CURVES)
     if stored is None:
         # the check judged this output already; a replayed excerpt (a
         # quoted table) has no footer, and needs none to be drawn

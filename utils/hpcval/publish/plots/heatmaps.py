@@ -60,7 +60,7 @@ def transferbench_heatmaps(cases, outdir, force=False):
     chosen, skipped = _latest(unique_cases(items))
     plotted = Plotted(skipped=skipped)
     for (col, check, preset), (case, runs) in sorted(chosen.items()):
-        panels = plotdata.read(case, plotdata.MATRICES)
+        panels = plotdata.check(case.plot_data, plotdata.MATRICES)
         if panels is None:
             result, why = parsed_output(case, PRESETS[preset])
             panels = None if result is None else plotdata.check(
