@@ -34,18 +34,8 @@ class Row:
         return better(self.unit)
 
 
-class Reference(judgement.Band):
-    """A cell's reference, in the row's unit."""
-
-    @property
-    def value(self):
-        return self.reference
-
-    def bounds(self):
-        return self.limits()
-
-    def judge(self, value):
-        return PASS if self.passes(value) else FAIL
+#: a cell's reference, in the row's unit
+Reference = judgement.Band
 
 
 @dataclass
@@ -432,13 +422,13 @@ def _cell(table, row, col, pairs, runs, failed_runs):
         outside += verdict == FAIL
     latest = _reference(pairs[-1][1])
     if len(bounds) + unreferenced > 1:
-        shown = 'none' if latest is None else f'{latest.value:g}'
+        shown = 'none' if latest is None else f'{latest.reference:g}'
         table.notes.append(
             f'{col}, {row.test} {row.metric}: the runs were judged '
             f'against {len(bounds) + unreferenced} different references; '
             f'the latest, {shown}, is used')
     ref = None if latest is None else Reference(
-        units.convert(latest.value, pairs[-1][1].unit, row.unit),
+        units.convert(latest.reference, pairs[-1][1].unit, row.unit),
         latest.lower, latest.upper)
     used = {s.case for _, s in pairs}
     # a run failed here: failed without this figure, or outside its bounds
@@ -553,7 +543,7 @@ def _judged(cell):
     if cell.failed_runs or not cell.values:
         cell.verdict = FAIL
     elif cell.reference is not None:
-        verdict = cell.reference.judge(cell.mean)
+        verdict = PASS if cell.reference.passes(cell.mean) else FAIL
         if cell.judged_by:
             verdict = NOT_ITS_OWN
         elif cell.replay:

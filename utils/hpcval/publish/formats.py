@@ -129,7 +129,7 @@ def differences(cells):
 
 
 def _band(ref, scale):
-    lo, hi = ref.bounds()
+    lo, hi = ref.limits()
     if hi is None:
         return f'≥ {num(scale(lo))}'
     if lo is None:
@@ -183,7 +183,7 @@ def judged(cell, scale=lambda x: x):
     if cell.verdict == NOT_ITS_OWN:
         return f'not judged (the runs had {cell.judged_by}\'s references, ' \
                f'not this system\'s)'
-    return f'ref {num(scale(cell.reference.value))} ' \
+    return f'ref {num(scale(cell.reference.reference))} ' \
            f'[{_band(cell.reference, scale)}]: {cell.verdict}'
 
 
@@ -207,21 +207,20 @@ def cell_texts(shown, joined):
 
 def checks_note(table, bench):
     """The check classes (and versions) behind a benchmark's rows."""
-    by_check = {}
+    by_check, by_version = {}, {}
     for col in table.columns:
-        for check in sorted(table.checks.get((bench, col), ())):
+        checks = table.checks.get((bench, col), ())
+        for check in sorted(checks):
             by_check.setdefault(check, []).append(col)
-    checks = '; '.join(f'{check} ({", ".join(cols)})'
-                       for check, cols in by_check.items())
-    if not checks or not table.cases:
-        return checks
-    by_version = {}
-    for col in table.columns:
-        if any(b == bench and c == col for b, c in table.checks):
+        if checks:
             version = ', '.join(sorted(table.versions.get((bench, col), ())))
             by_version.setdefault(version or 'not recorded', []).append(col)
-    return checks + '. Benchmark version: ' + '; '.join(
-        f'{v} ({", ".join(cols)})' for v, cols in by_version.items())
+    def listed(by):
+        return '; '.join(f'{k} ({", ".join(cols)})' for k, cols in by.items())
+    note = listed(by_check)
+    if not note or not table.cases:
+        return note
+    return f'{note}. Benchmark version: {listed(by_version)}'
 
 
 def columns_of(table, rows):
@@ -387,7 +386,7 @@ def csv_lines(table, unit_of=None):
             if cell is None:
                 continue
             ref = cell.reference
-            lo, hi = ref.bounds() if ref else (None, None)
+            lo, hi = ref.limits() if ref else (None, None)
             cited = doc or table.cited_by.get(col)
             kind = QUOTED if published else REPLAY if cell.replay \
                 else MEASURED
@@ -403,7 +402,7 @@ def csv_lines(table, unit_of=None):
                 'metric': row.metric, 'unit': unit,
                 'better': row.better, 'n': cell.n,
                 'spread': _opt(conv(cell.std)),
-                'reference': _opt(conv(ref and ref.value)),
+                'reference': _opt(conv(ref and ref.reference)),
                 'lower_bound': _opt(conv(lo)), 'upper_bound': _opt(conv(hi)),
                 'judgement': cell.verdict, 'references_of': cell.judged_by,
                 'note': cell.diagnostic,

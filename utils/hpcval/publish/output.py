@@ -1,4 +1,5 @@
 """Writing output files that never follow a link to another file."""
+import contextlib
 import os
 import stat
 import tempfile
@@ -66,7 +67,5 @@ def write(path, data, force=False):
                               ) from None
     finally:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass

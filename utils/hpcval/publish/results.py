@@ -167,12 +167,9 @@ def _strings(data, key, where):
     return tuple(vals)
 
 
-LARGEST = typed_sessions.LARGEST
-
-
 def _finite(val):
     try:
-        return math.isfinite(val) and abs(val) <= LARGEST
+        return math.isfinite(val) and abs(val) <= typed_sessions.LARGEST
     except OverflowError:       # an integer beyond any float
         return False
 
@@ -183,7 +180,7 @@ def _number_or_none(val, what):
     if isinstance(val, bool) or not isinstance(val, (int, float)) \
             or not _finite(val):
         raise _Bad(f'{what} is {_short(val)}, not a finite number '
-                   f'(at most {LARGEST:g} in size)')
+                   f'(at most {typed_sessions.LARGEST:g} in size)')
     return float(val)
 
 

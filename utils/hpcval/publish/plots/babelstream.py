@@ -70,8 +70,9 @@ def _across(table, outdir, plotted, force):
                                   _gb(cell.std or 0, row.unit), cell.n)
                 ref = comparison.drawn_reference(cell)
                 if ref is not None:
-                    refs[kernel] = _gb(ref.value, row.unit)
-                    plotted.references.append((stem, col, kernel, ref.value))
+                    refs[kernel] = _gb(ref.reference, row.unit)
+                    plotted.references.append((stem, col, kernel,
+                                               ref.reference))
             label = col if len(tests) == 1 else f'{col}, {test.split()[0]}'
             bars.append((label, col.endswith('(replay)'), values, refs))
         title = f'BabelStream kernels by system ({kind})'

@@ -33,8 +33,10 @@ def _top(cells, scaled=lambda x: x):
         peaks.append(scaled(cell.mean) + scaled(cell.std or 0))
         ref = comparison.drawn_reference(cell)
         if ref is not None:
-            ref = comparison.Reference(scaled(ref.value), ref.lower, ref.upper)
-            peaks += [x for x in (ref.value, ref.bounds()[1]) if x is not None]
+            ref = comparison.Reference(scaled(ref.reference), ref.lower,
+                                       ref.upper)
+            peaks += [x for x in (ref.reference, ref.limits()[1])
+                      if x is not None]
     return max(peaks) * 1.18 or 1.0
 
 
@@ -102,13 +104,14 @@ def _draw(ax, x, col, cell, scaled, style, row, stem, plotted, band=None):
     if ref is None:
         return
     if band is not None:
-        lo, hi = ref.bounds()
+        lo, hi = ref.limits()
         ax.fill_between([x - half, x + half], lo or 0,
                         band if hi is None else hi, color=BAND_COLOUR,
                         alpha=0.15, linewidth=0, zorder=1)
-    ax.hlines(scaled(ref.value), x - half, x + half, colors=REFERENCE_COLOUR,
-              linestyles='--', linewidth=line, zorder=3)
-    plotted.references.append((stem, col, row.metric, ref.value))
+    ax.hlines(scaled(ref.reference), x - half, x + half,
+              colors=REFERENCE_COLOUR, linestyles='--', linewidth=line,
+              zorder=3)
+    plotted.references.append((stem, col, row.metric, ref.reference))
 
 
 def _legend(cells, cols, band=True):
