@@ -105,6 +105,11 @@ def _table(table, rows, esc):
     return parts
 
 
+def _notes(items):
+    return '<ul class="notes">' + ''.join(
+        f'<li>{html.escape(str(i))}</li>' for i in items) + '</ul>'
+
+
 def _figures(items, esc):
     return [f'<figure><img src="{uri}" alt="{esc(caption)}">'
             f'<figcaption>{esc(caption)}</figcaption></figure>'
@@ -192,8 +197,7 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
             if table is main:
                 body += _figures(figures.pop(bench, []), esc)
         if table.notes:
-            body.append('<ul class="notes">' + ''.join(
-                f'<li>{esc(n)}</li>' for n in table.notes) + '</ul>')
+            body.append(_notes(table.notes))
     rest = [item for items in figures.values() for item in items]
     if rest:
         section('figures', 'Other figures', '')
@@ -205,14 +209,11 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
             ('not-drawn', 'Figures not drawn',
              [formats.without_paths(why) for why in unplotted])):
         if items:
-            section(anchor, heading, '<ul class="notes">' + ''.join(
-                f'<li>{esc(str(i))}</li>' for i in items) + '</ul>')
+            section(anchor, heading, _notes(items))
     bounds = [b for t in tables for b in t.bounds]
     if bounds:
-        section('appendix', formats.APPENDIX[0],
-                f'<p class="legend">{esc(formats.APPENDIX[1])}</p>'
-                '<ul class="notes">' + ''.join(
-                    f'<li>{esc(b)}</li>' for b in bounds) + '</ul>')
+        section('appendix', formats.APPENDIX[0], f'<p class="legend">'
+                f'{esc(formats.APPENDIX[1])}</p>{_notes(bounds)}')
     docs = sources.cited(tables)
     if docs:
         # the address as text: the page loads and links nothing
