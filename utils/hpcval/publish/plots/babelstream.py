@@ -151,14 +151,14 @@ def _gpu_results(case):
             continue
         err = path[:-4] + '.err'
         try:
-            result = parse_babelstream(
+            found[f'{m["host"]}.gpu{m["gpu"]}'] = parse_babelstream(
                 read_text(path), read_text(err) if os.path.isfile(err) else '')
         except ParseError as exc:
             return None, (f'{describe(case)}: {os.path.basename(path)} does '
                           f'not parse ({exc}); no per-GPU bars')
-        found[(m['host'], int(m['gpu']))] = {
-            k.lower(): result.bandwidth(k) / 1e3 for k in CLASSIC_KERNELS}
-    if not found:
+    found = plotdata.check(plotdata.babelstream(found, CLASSIC_KERNELS),
+                           plotdata.PER_GPU)
+    if found is None:
         return None, (f'{describe(case)}: no stream.<host>.gpu<N>.out in '
                       f'{case.outputdir}; no per-GPU bars')
     return found, None

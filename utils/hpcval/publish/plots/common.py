@@ -43,7 +43,6 @@ class Plotted:
         self.files.extend(other.files)
         self.skipped.extend(other.skipped)
         self.references.extend(other.references)
-        return self
 
 
 def slug(*parts, limit=120):
