@@ -393,7 +393,7 @@ def test_every_source_is_cited_in_full(rebuilt):
         assert rf'\bibitem{{{doc.key}}}' in tex and doc.url in bib
         assert str(doc.year) in bib and doc.title.split(':')[0] in bib
         # the table or column that shows its figures names it
-        assert formats._md(doc.short) in md, doc.short
+        assert formats.md_text(doc.short) in md, doc.short
     assert 'doi = {10.1145/3624062.3624203}' in bib
 
 

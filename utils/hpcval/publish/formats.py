@@ -69,9 +69,6 @@ class Shown:
     def value(self, x):
         return numbers.scale(x, self.row.unit, self.unit)
 
-    def judged(self, cell):
-        return judged(cell, self.value)
-
     def label(self):
         return f'{self.row.metric} [{self.unit}] {ARROW[self.row.better]}'
 
@@ -146,9 +143,8 @@ def runs_text(cell):
 
 def measured(cell, scale=lambda x: x):
     if cell.verdict == PUBLISHED:
-        text = published(cell.mean)
-        return text + (f' ± {published(cell.std)}' if cell.std is not None
-                       else '')
+        return published(cell.mean) + (
+            '' if cell.std is None else f' ± {published(cell.std)}')
     if not cell.values:
         return f'no figure ({runs_text(cell)})'
     if vacuous(cell):
@@ -197,12 +193,9 @@ def labelled_rows(rows):
 
 def cell_texts(shown, joined):
     """Each column's cell text: ``joined`` of its lines; '' where empty."""
-    out = []
-    for cell in shown.cells:
-        lines = [] if cell is None else [shown.measured(cell),
-                                         shown.judged(cell)]
-        out.append(joined([x for x in lines if x]) if lines else '')
-    return out
+    return ['' if cell is None else joined([x for x in (
+        shown.measured(cell), judged(cell, shown.value)) if x])
+        for cell in shown.cells]
 
 
 def checks_note(table, bench):

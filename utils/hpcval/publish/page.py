@@ -99,7 +99,8 @@ def _table(table, rows, esc):
                 cls += ' replay'
             parts.append(f'<td class="num {cls.strip()}">'
                          f'{esc(shown.measured(cell))}<div class="ref">'
-                         f'{esc(shown.judged(cell))}</div></td>')
+                         f'{esc(formats.judged(cell, shown.value))}'
+                         f'</div></td>')
         parts.append('</tr>')
     parts.append('</table></div>')
     return parts
