@@ -3,6 +3,7 @@ import math
 import re
 
 import numpy as np
+from matplotlib import colormaps
 
 from hpcval.parsers.transferbench import parse_a2a, parse_p2p
 from hpcval import plotdata
@@ -14,6 +15,7 @@ from hpcval.publish.plots.common import (Plotted, new_figure,
 
 BENCHMARK = 'transferbench'
 PRESETS = {'a2a': parse_a2a, 'p2p': parse_p2p}
+_CMAP = colormaps['viridis'].with_extremes(bad='#e0e0e0')
 _PAIR = re.compile(r'(?:(?P<dir>uni|bidir)_)?gpu(?P<src>\d+)_to_gpu(?P<dst>\d+)')
 
 
@@ -102,7 +104,7 @@ def _figure(case, col, preset, panels, runs, outdir, plotted, force):
 
 
 def _panel(ax, title, devices, grid, span):
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap=_cmap(),
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap=_CMAP,
                       vmin=span[0], vmax=span[1])
     ticks = range(len(devices))
     ax.set_xticks(ticks, devices, rotation=45, ha='right', fontsize=8)
@@ -123,8 +125,3 @@ def _panel(ax, title, devices, grid, span):
             ax.text(j, i, text, ha='center', va='center', fontsize=size,
                     color=colour)
     return image
-
-
-def _cmap():
-    from matplotlib import colormaps
-    return colormaps['viridis'].with_extremes(bad='#e0e0e0')
