@@ -1,6 +1,5 @@
-"""The data of a run's figures, as the check stores it in its run report
-(``hpcval_plot_data``, docs/reporting-plots.md); ``read`` checks every
-value and gives None with a reason, never a traceback."""
+"""The data of a run's figures as checks store it (``hpcval_plot_data``,
+docs/reporting-plots.md); ``check`` gives None for data it cannot trust."""
 import math
 
 # the two blocks of an nccl-tests row, as the parser names them
