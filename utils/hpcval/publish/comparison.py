@@ -251,12 +251,6 @@ def hardware_labels(configs):
     return out
 
 
-def _reference(sample):
-    # None for ReFrame's default (0, None, None): the run had no reference
-    return None if judgement.Band.of_sample(sample) is None else \
-        Reference(sample.reference, sample.lower, sample.upper)
-
-
 def versions_of(cases, fixtures):
     """{id(case): the benchmark's version} its fixtures recorded."""
     by_name = {(f.session, f.name): f for f in fixtures}
@@ -420,7 +414,8 @@ def _cell(table, row, col, pairs, runs, failed_runs):
             continue
         bounds.add((s.reference, s.lower, s.upper))
         outside += verdict == FAIL
-    latest = _reference(pairs[-1][1])
+    # None for ReFrame's default (0, None, None): the run had no reference
+    latest = judgement.Band.of_sample(pairs[-1][1])
     if len(bounds) + unreferenced > 1:
         shown = 'none' if latest is None else f'{latest.reference:g}'
         table.notes.append(

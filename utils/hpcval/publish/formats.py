@@ -494,10 +494,8 @@ def systems(table):
     for case in table.cases:
         by_col.setdefault(label[case], []).append(case)
     out = []
-    for col in table.columns:
-        cases = by_col.get(col, [])
-        if not cases:
-            continue
+    for col in (c for c in table.columns if c in by_col):
+        cases = by_col[col]
         times = [c.time for c in cases if not c.replay
                  and c.time and sources.utc_date(c.time) != 'undated']
         first, last = (sources.utc_date(pick(times, default=0))

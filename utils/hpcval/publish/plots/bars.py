@@ -11,9 +11,6 @@ from hpcval.publish.plots.common import (BAND_COLOUR, REFERENCE_COLOUR,
                                          Plotted, better_label, new_figure,
                                          save, slug, text_width)
 
-# TransferBench's per-pair metrics (gpu00_to_gpu01, uni_gpu00_to_gpu01...)
-# are what the heat maps show; a bar chart per pair would bury the rest
-LINK_METRIC = comparison.LINK_METRIC
 PANELS_PER_FIGURE = 16
 TICK_SIZE = 6.5     # the small multiples' column labels
 # between two neighbouring tick labels, and the y axis's labels beside a
@@ -154,7 +151,8 @@ def all_metric_bars(table, outdir, select=None, force=False):
     for row in table.rows:
         if not keep(row):
             continue
-        if LINK_METRIC.search(row.metric):
+        if comparison.LINK_METRIC.search(row.metric):
+            # what the heat maps show; a bar chart per pair buries the rest
             links += 1
             continue
         metric_bars(table, row, outdir, force, plotted)
@@ -169,7 +167,8 @@ def benchmark_multiples(table, benchmark, outdir, force=False, select=None):
     plotted, keep = Plotted(), _selector(select)
     # a figure of one system compares nothing: its table says it all
     rows = [r for r in table.rows if r.benchmark == benchmark and keep(r)
-            and not LINK_METRIC.search(r.metric) and _compares(table, r)]
+            and not comparison.LINK_METRIC.search(r.metric)
+            and _compares(table, r)]
     for part, start in enumerate(range(0, len(rows), PANELS_PER_FIGURE)):
         _multiples(table, benchmark, rows[start:start + PANELS_PER_FIGURE],
                    part, outdir, force, plotted)
