@@ -405,14 +405,13 @@ def csv_lines(table, unit_of=None):
                 'source': cited.short if cited else _csv_source(cell),
                 'citation': cited.key if cited else ''}
             if published:
-                yield {**base, 'statistic': 'published',
-                       'value': _opt(conv(cell.mean))}
-                continue
-            if not cell.values:
-                yield {**base, 'statistic': 'mean', 'value': MISSING}
-                continue
-            for stat, value in zip(STATISTICS, (
-                    cell.mean, min(cell.values), max(cell.values))):
+                stats = [('published', cell.mean)]
+            elif cell.values:
+                stats = zip(STATISTICS, (cell.mean, min(cell.values),
+                                         max(cell.values)))
+            else:
+                stats = [('mean', None)]        # no figure: MISSING
+            for stat, value in stats:
                 yield {**base, 'statistic': stat, 'value': _opt(conv(value))}
 
 
@@ -443,9 +442,8 @@ def tables_from_csv(rows):
     for line in rows:
         if line['statistic'] not in ('mean', 'published'):
             continue
-        if line['table'] not in tables:
-            tables[line['table']] = Table(line['table'], [], [], {})
-        table = tables[line['table']]
+        table = tables.setdefault(line['table'],
+                                  Table(line['table'], [], [], {}))
         row = Row(*(line[k] for k in ('benchmark', 'test', 'metric', 'unit')))
         col = line['system']
         n, mean, spread = int(line['n']), number(line['value']), \

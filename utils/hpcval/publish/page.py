@@ -51,12 +51,11 @@ def _problem(problem):
 def summary(table):
     """{column: {verdict: n}} over the figures the tables show."""
     out = {col: dict.fromkeys(SUMMARY_KEYS, 0) for col in table.columns}
-    for bench, rows in table.groups():
-        for row in rows:
-            for col in table.columns:
-                cell = table.cells.get((row, col))
-                if cell is not None and cell.verdict != PUBLISHED:
-                    out[col][_summary_key(cell)] += 1
+    for row in (r for _, rows in table.groups() for r in rows):
+        for col in table.columns:
+            cell = table.cells.get((row, col))
+            if cell is not None and cell.verdict != PUBLISHED:
+                out[col][_summary_key(cell)] += 1
     return out
 
 
