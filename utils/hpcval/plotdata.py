@@ -55,12 +55,11 @@ def transferbench(preset, result):
                             'gbps': grid(gpus, result.links)}]}
     if preset != 'p2p':
         return {}
-    panels = []
-    for m, what in ((result.uni, 'unidirectional'),
-                    (result.bidir, 'bidirectional, each direction')):
-        if m is not None:
-            panels.append({'title': f'p2p {what}', 'devices': list(m.devices),
-                           'gbps': grid(list(m.devices), m.links)})
+    panels = [{'title': f'p2p {what}', 'devices': list(m.devices),
+               'gbps': grid(list(m.devices), m.links)}
+              for m, what in ((result.uni, 'unidirectional'),
+                              (result.bidir, 'bidirectional, each direction'))
+              if m is not None]
     return {MATRICES: panels} if panels else {}
 
 
@@ -93,11 +92,9 @@ def _curves(data):
         points = data.get(place)
         if not isinstance(points, list):
             continue
-        curve = {}
-        for p in points:
-            if isinstance(p, list) and len(p) == 2 and \
-                    _number(p[0]) and p[0] > 0 and _number(p[1]) is not None:
-                curve[p[0]] = p[1]
+        curve = {p[0]: p[1] for p in points
+                 if isinstance(p, list) and len(p) == 2 and _number(p[0])
+                 and p[0] > 0 and _number(p[1]) is not None}
         if curve:
             out[place] = curve
     return out or None
