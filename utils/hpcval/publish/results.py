@@ -622,6 +622,9 @@ def _load(report_files, db, on_error, since, until, attrs):
         label, path = path if isinstance(path, tuple) else ('', path)
         try:
             text = _read_report(path)
+            report = typed_sessions.decode(text, col.attrs)
+            if report is None:
+                text = text.decode('utf-8')
         except _Bad as err:
             col.problem(path, str(err))
             continue
@@ -629,18 +632,12 @@ def _load(report_files, db, on_error, since, until, attrs):
             col.problem(path, f'cannot read: '
                               f'{getattr(err, "strerror", None) or err}')
             continue
-        report = typed_sessions.decode(text, col.attrs)
-        if report is not None:
-            # a large report's peak memory less its size
-            del text
-            col.typed(report, path, label)
+        if report is None:
+            _read(text, path, col, label, typed=False)
             continue
-        try:
-            text = text.decode('utf-8')
-        except UnicodeDecodeError as err:
-            col.problem(path, f'cannot read: {err}')
-            continue
-        _read(text, path, col, label, typed=False)
+        # a large report's peak memory less its size
+        del text
+        col.typed(report, path, label)
     if db is not None:
         db = db or default_db()
         for uuid, blob in _db_sessions(db, since, until, col):
