@@ -67,6 +67,16 @@ def _class(key, n):
     return f' {key}' if key in (PASS, FAIL) and n else ''
 
 
+def _grid(head, rows, cell):
+    """A table of 'column' and ``head``: ``cell(row, key)`` of each row."""
+    esc = html.escape
+    return ('<div class="wrap"><table><tr><th>column</th>' +
+            ''.join(f'<th>{esc(h)}</th>' for h in head) + '</tr>' +
+            ''.join(f'<tr><td>{esc(col)}</td>' +
+                    ''.join(cell(row, h) for h in head) + '</tr>'
+                    for col, row in rows) + '</table></div>')
+
+
 _SHORT = {REPRODUCES: 'reproduces', DIFFERS: 'differs',
           NOT_ITS_OWN: NOT_ITS_OWN}
 
@@ -153,13 +163,8 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
     sys_rows = formats.systems(main) if main.cases else []
     if sys_rows:
         keys = list(sys_rows[0][1])
-        section('systems', 'Systems', '<div class="wrap"><table>'
-                '<tr><th>column</th>' +
-                ''.join(f'<th>{esc(k)}</th>' for k in keys) + '</tr>' +
-                ''.join(f'<tr><td>{esc(col)}</td>' +
-                        ''.join(f'<td>{esc(info[k])}</td>' for k in keys)
-                        + '</tr>' for col, info in sys_rows) +
-                '</table></div>')
+        section('systems', 'Systems', _grid(
+            keys, sys_rows, lambda info, k: f'<td>{esc(info[k])}</td>'))
         section('summary', 'Summary', '<p class="legend">Figures in the '
                 'tables below, per system: passed and failed (a run failed '
                 'or the mean is out of its band) against references made for '
@@ -167,14 +172,9 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
                 '(replays); not judged (the runs had another system\'s '
                 'references); diagnostic (logged on purpose by the check, '
                 'such as the bus bandwidth of a one-GPU collective, 0 by '
-                'definition); unjudged (no reference).</p><div class="wrap">'
-                '<table><tr><th>column</th>' + ''.join(
-                    f'<th>{esc(k)}</th>' for k in SUMMARY_KEYS) + '</tr>' +
-                ''.join(f'<tr><td>{esc(col)}</td>' + ''.join(
-                    f'<td class="num{_class(k, n[k])}">{n[k]}</td>'
-                    for k in SUMMARY_KEYS) + '</tr>'
-                    for col, n in summary(main).items()) +
-                '</table></div>')
+                'definition); unjudged (no reference).</p>' +
+                _grid(SUMMARY_KEYS, summary(main).items(), lambda n, k:
+                      f'<td class="num{_class(k, n[k])}">{n[k]}</td>'))
     body.append(f'<p class="legend">{esc(formats.legend(tables))}</p>')
     for table in tables:
         if len(tables) > 1:
