@@ -1,5 +1,6 @@
 """The cross-system table: benchmark metrics (rows) by system (columns)."""
 import functools
+import itertools
 import math
 import os
 import re
@@ -345,13 +346,11 @@ def build(samples, title='Cross-system comparison', cases=None,
 
 def _cite_replays(table, cases, where):
     """Each replay column names the document its recordings come from."""
-    done = set()
     for case in cases:
         doc = sources.REPLAYED_FROM.get(case.system) if case.replay else None
         col = where[id(case)][0]
-        if doc is None or col in done or col not in table.columns:
+        if doc is None or col in table.cited_by or col not in table.columns:
             continue
-        done.add(col)
         table.cited_by[col] = doc
         if doc not in table.sources:
             table.sources.append(doc)
@@ -388,14 +387,10 @@ def _kind(case, per_node):
 
 def _by_case(samples):
     """[(case, [its samples])], oldest case first."""
-    out, current = [], None
-    for s in samples:
-        if s.case is not current:
-            current, same = s.case, []
-            out.append((current, same))
-        same.append(s)
-    out.sort(key=lambda group: group[0].time)
-    return out
+    runs = [list(ss) for _, ss in itertools.groupby(
+        samples, key=lambda s: id(s.case))]
+    return sorted(((ss[0].case, ss) for ss in runs),
+                  key=lambda group: group[0].time)
 
 
 def _cell(table, row, col, pairs, runs, failed_runs):

@@ -41,21 +41,19 @@ def babelstream_kernels(table_or_samples, outdir, force=False, table=None):
     return plotted
 
 
-def _kind(test):
-    """'CPU' or 'GPU' of a BabelStream test: the two never share a figure."""
-    return 'GPU' if test.startswith('GPU') or \
-        test.split(' ', 1)[0] in GPU_CHECKS else 'CPU'
-
-
 def _across(table, outdir, plotted, force):
     series = {}         # {kind: {(column, test): {kernel: (row, cell)}}}
     for col in table.columns:
         for row in table.rows:
             cell = table.cells.get((row, col))
-            if cell is not None and row.benchmark == BENCHMARK and \
-                    row.metric in KERNELS:
-                series.setdefault(_kind(row.test), {}).setdefault(
-                    (col, row.test), {})[row.metric] = (row, cell)
+            if cell is None or row.benchmark != BENCHMARK or \
+                    row.metric not in KERNELS:
+                continue
+            # CPU and GPU tests never share a figure
+            kind = 'GPU' if row.test.startswith('GPU') or \
+                row.test.split(' ', 1)[0] in GPU_CHECKS else 'CPU'
+            series.setdefault(kind, {}).setdefault(
+                (col, row.test), {})[row.metric] = (row, cell)
     for kind, of_series in sorted(series.items()):
         stem = slug('bars', BENCHMARK, 'kernels', kind)
         tests = {test for _, test in of_series}
