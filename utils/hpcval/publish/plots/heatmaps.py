@@ -72,9 +72,8 @@ def transferbench_heatmaps(cases, outdir, force=False):
             if panels is None:
                 plotted.skipped.append(why)
                 continue
-        grids = [(t, d, np.array([[np.nan if v is None else v for v in r]
-                                  for r in g], dtype=float).reshape(
-                                      len(d), len(d)))
+        # None (not measured) is NaN as a float
+        grids = [(t, d, np.array(g, dtype=float).reshape(len(d), len(d)))
                  for t, d, g in panels]
         _figure(case, col, preset, grids, runs, outdir, plotted, force)
     return plotted
