@@ -210,9 +210,8 @@ def hardware_of(case):
         # one record for the job (the usual): no per-node walk
         gpu = records.of_node(prov, node).get('gpu') \
             if records.NODES in prov else prov.get('gpu')
-        found = _node_gpus(gpu) if gpu else None
-        if found is None:
-            found = _health_gpus(case.extras.get('health'))
+        found = (_node_gpus(gpu) if gpu else None) or \
+            _health_gpus(case.extras.get('health'))
         if found is None:
             return None
         per_node.add(found)
@@ -228,9 +227,7 @@ def _health_gpus(health):
     if snap is None or snap.rc != 0 or not snap.gpus:
         return None
     models = {g.model for g in snap.gpus if isinstance(g.model, str)}
-    if not models:
-        return None
-    return ' + '.join(sorted(models)), len(snap.gpus)
+    return (' + '.join(sorted(models)), len(snap.gpus)) if models else None
 
 
 def short_model(model):
