@@ -354,12 +354,10 @@ def _typed_case(tc, source, session, label, attrs=(), run=0, value_of=None,
 
 def _typed_samples(tc, case):
     """_samples of a typed_sessions.TestCase."""
-    if not tc.perfvalues:
-        return []
     return [Sample(case, _metric_of(key), value, unit, ref, lower, upper,
                    result if result == 'pass' or result == 'fail' else None)
             for key, (value, ref, lower, upper, unit, result) in
-            tc.perfvalues.items()]
+            (tc.perfvalues or {}).items()]
 
 
 @functools.cache
