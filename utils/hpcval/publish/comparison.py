@@ -275,11 +275,11 @@ def build(samples, title='Cross-system comparison', cases=None,
     cases = list(dict.fromkeys(cases if cases is not None
                                else (s.case for s in samples)))
     splits = {}
-    where = _placed(cases, per_node, splits=splits)
+    where = placed(cases, per_node, splits=splits)
     # column and measurement once per case, not per sample (millions)
     unit_of, groups = {}, {}
     for case, ss in _by_case(samples):
-        col, test = where.get(id(case)) or _placed([case], per_node, cases)[
+        col, test = where.get(id(case)) or placed([case], per_node, cases)[
             id(case)]
         units_of = unit_of.setdefault((case.benchmark, test), {})
         metrics = groups.setdefault((case.benchmark, test, col), {})
@@ -357,9 +357,10 @@ def _cite_replays(table, cases, where):
                            f'that document publishes')
 
 
-def _placed(cases, per_node, among=None, splits=None):
+def placed(cases, per_node=False, among=None, splits=None):
     """{id(case): (column, measurement label)} of ``cases`` among ``among``."""
-    among = cases if among is None else list(among) + list(cases)
+    cases = list(cases)
+    among = cases if among is None else list(among) + cases
     # the runs of one test in one column are many: each kind once
     first = {}
     for c in among:
@@ -368,11 +369,6 @@ def _placed(cases, per_node, among=None, splits=None):
     column, label = columns(kinds, per_node, splits), measures.labels(kinds)
     place = {k: (column[c], label[c]) for k, c in first.items()}
     return {id(c): place[_kind(c, per_node)] for c in cases}
-
-
-def placed(cases, per_node=False):
-    """{id(case): (column, measurement label)} as the table places them."""
-    return _placed(list(dict.fromkeys(cases)), per_node)
 
 
 def _kind(case, per_node):
