@@ -36,10 +36,8 @@ def _anchor(text):
 
 def input_name(source):
     """A report's file name (or label), or the database's name and session."""
-    text = str(source)
-    db, sep, session = text.partition('#')
-    return (os.path.basename(db) + sep + session) if sep else \
-        os.path.basename(text)
+    db, sep, session = str(source).partition('#')
+    return os.path.basename(db) + sep + session
 
 
 def _problem(problem):

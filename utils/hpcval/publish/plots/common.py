@@ -76,12 +76,10 @@ def save(fig, outdir, stem, plotted, force=False):
         n += 1
         base = f'{stem}-{n}'
     paths = [os.path.join(outdir, f'{base}.{ext}') for ext in ('png', 'svg')]
-    if not force:
-        for path in paths:
-            if os.path.exists(path):
-                raise FileExistsError(
-                    f'{path} exists; not overwritten (force=True, or '
-                    f'--force, replaces it)')
+    existing = [p for p in paths if os.path.exists(p)]
+    if existing and not force:
+        raise FileExistsError(f'{existing[0]} exists; not overwritten '
+                              f'(force=True, or --force, replaces it)')
     # SVG: text kept as text (searchable, editable), no date in the file
     with rc_context({'svg.fonttype': 'none', 'svg.hashsalt': stem}):
         for path in paths:
