@@ -299,22 +299,14 @@ APPENDIX = ('Appendix: the runs\' own bounds',
             'files).')
 
 
-def appendix_md(tables):
-    """The runs' own bounds (Table.bounds) under APPENDIX, or ''."""
-    lines = [b for t in tables for b in t.bounds]
-    if not lines:
-        return ''
-    return '\n'.join([f'## {APPENDIX[0]}', '', md_text(APPENDIX[1]), ''] +
-                      [f'- {md_text(b)}' for b in lines]) + '\n'
-
-
-def bibliography_md(tables):
-    """'## Sources' with each cited document in full, or ''."""
-    docs = sources.cited(tables)
-    if not docs:
-        return ''
-    return '\n'.join(['## Sources', ''] + [
-        f'{i}. {md_text(d.text())}' for i, d in enumerate(docs, 1)]) + '\n'
+def markdown_end(tables):
+    """The runs' own bounds (APPENDIX) and the cited sources, where any."""
+    bounds = [f'- {md_text(b)}' for t in tables for b in t.bounds]
+    docs = [f'{i}. {md_text(d.text())}'
+            for i, d in enumerate(sources.cited(tables), 1)]
+    return ['\n'.join(head + lines) + '\n' for head, lines in (
+        ([f'## {APPENDIX[0]}', '', md_text(APPENDIX[1]), ''], bounds),
+        (['## Sources', ''], docs)) if lines]
 
 
 #: the tidy CSV: one line per table x system x test x metric x statistic

@@ -236,10 +236,9 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
         for name, path in images:
             bench = name.split('-')[1] if name.count('-') else ''
             by_bench.setdefault(bench, []).append((name, path))
-        extra = [formats.appendix_md(tables), formats.bibliography_md(tables)]
         return '\n'.join([formats.to_markdown(t, by_bench if i == 0 else None)
                           for i, t in enumerate(tables)] +
-                         [x for x in extra if x])
+                         formats.markdown_end(tables))
     return formats.to_csv(tables)
 
 
