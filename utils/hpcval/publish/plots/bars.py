@@ -6,6 +6,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from hpcval.publish import comparison, numbers
+from hpcval.publish.formats import ARROW
 from hpcval.publish.plots.common import (BAND_COLOUR, REFERENCE_COLOUR,
                                          REPLAY_HATCH, VERDICT_COLOURS,
                                          Plotted, better_label, new_figure,
@@ -240,12 +241,9 @@ def _panel(ax, row, cols, cells, stem, plotted):
     ax.tick_params(axis='y', labelsize=7)
     where = comparison.scope(row)
     ax.set_ylabel(f'{unit}{", " + where if where else ""} '
-                  f'{ARROWS.get(row.better, "?")}', fontsize=7)
+                  f'{ARROW[row.better]}', fontsize=7)
     ax.set_title(_wrapped(f'{row.test}: {row.metric}', 34), fontsize=7.5)
     ax.grid(axis='y', alpha=0.3, zorder=0)
-
-
-ARROWS = {'higher': '↑', 'lower': '↓'}
 
 
 def _tick(col, cell, width=12):
