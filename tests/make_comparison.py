@@ -79,7 +79,7 @@ def committed(report, system, workdir):
     folder and the node ``replay``): the same bytes on every machine and
     every rerun."""
     from hpcval.publish import sources
-    doc = sources.replayed_from(system)
+    doc = sources.REPLAYED_FROM[system]
     when = datetime.datetime(doc.year, 1, 1, tzinfo=datetime.timezone.utc)
     stamp = when.timestamp()
     old = report['session_info']['uuid']

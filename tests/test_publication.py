@@ -393,7 +393,7 @@ def test_every_source_is_cited_in_full(rebuilt):
         assert rf'\bibitem{{{doc.key}}}' in tex and doc.url in bib
         assert str(doc.year) in bib and doc.title.split(':')[0] in bib
         # the table or column that shows its figures names it
-        assert formats._md(doc.short) in md, doc.short
+        assert formats.md_text(doc.short) in md, doc.short
     assert 'doi = {10.1145/3624062.3624203}' in bib
 
 
@@ -596,7 +596,7 @@ def test_no_absolute_path_and_no_replay_dated_by_its_regeneration():
     from hpcval.publish import sources
     for system, name in mc.REPLAYED:
         report = json.loads((mc.REPORTS / name).read_text())
-        year = sources.replayed_from(system).year
+        year = sources.REPLAYED_FROM[system].year
         times = [report['session_info']['time_start_unix']] + [
             tc['job_completion_time_unix'] for run in report['runs']
             for tc in run['testcases'] if tc['job_completion_time_unix']]

@@ -163,7 +163,7 @@ def test_every_shown_number_is_the_seed_number(shown, source):
         assert cell.values == [value], key
         assert cell.spread == spread, key
         assert cell.verdict == comparison.PUBLISHED
-        assert cell.reference.value == value
+        assert cell.reference.reference == value
 
 
 @pytest.mark.parametrize('source', [published.SANDIA, published.MI300X])

@@ -1,6 +1,5 @@
-"""The data of a run's figures, as the check stores it in its run report
-(``hpcval_plot_data``, docs/reporting-plots.md); ``read`` checks every
-value and gives None with a reason, never a traceback."""
+"""The data of a run's figures as checks store it (``hpcval_plot_data``,
+docs/reporting-plots.md); ``check`` gives None for data it cannot trust."""
 import math
 
 # the two blocks of an nccl-tests row, as the parser names them
@@ -56,12 +55,11 @@ def transferbench(preset, result):
                             'gbps': grid(gpus, result.links)}]}
     if preset != 'p2p':
         return {}
-    panels = []
-    for m, what in ((result.uni, 'unidirectional'),
-                    (result.bidir, 'bidirectional, each direction')):
-        if m is not None:
-            panels.append({'title': f'p2p {what}', 'devices': list(m.devices),
-                           'gbps': grid(list(m.devices), m.links)})
+    panels = [{'title': f'p2p {what}', 'devices': list(m.devices),
+               'gbps': grid(list(m.devices), m.links)}
+              for m, what in ((result.uni, 'unidirectional'),
+                              (result.bidir, 'bidirectional, each direction'))
+              if m is not None]
     return {MATRICES: panels} if panels else {}
 
 
@@ -76,11 +74,6 @@ def babelstream(results, kernels):
                     'gbps': {k.lower(): result.bandwidth(k) / 1e3
                              for k in kernels}})
     return {PER_GPU: out} if out else {}
-
-
-def read(case, kind):
-    """The ``kind`` data of ``case``'s report, checked, or None."""
-    return check(case.plot_data, kind)
 
 
 def check(data, kind):
@@ -99,11 +92,9 @@ def _curves(data):
         points = data.get(place)
         if not isinstance(points, list):
             continue
-        curve = {}
-        for p in points:
-            if isinstance(p, list) and len(p) == 2 and \
-                    _number(p[0]) and p[0] > 0 and _number(p[1]) is not None:
-                curve[p[0]] = p[1]
+        curve = {p[0]: p[1] for p in points
+                 if isinstance(p, list) and len(p) == 2 and _number(p[0])
+                 and p[0] > 0 and _number(p[1]) is not None}
         if curve:
             out[place] = curve
     return out or None

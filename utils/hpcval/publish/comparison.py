@@ -1,5 +1,6 @@
 """The cross-system table: benchmark metrics (rows) by system (columns)."""
 import functools
+import itertools
 import math
 import os
 import re
@@ -22,10 +23,6 @@ NOT_ITS_OWN = 'not judged'
 LINK_METRIC = re.compile(r'(^|_)gpu\d+_to_gpu\d+$|@')
 
 
-def is_link_metric(metric):
-    return bool(LINK_METRIC.search(metric))
-
-
 @dataclass(frozen=True)
 class Row:
     benchmark: str
@@ -38,18 +35,8 @@ class Row:
         return better(self.unit)
 
 
-class Reference(judgement.Band):
-    """A cell's reference, in the row's unit."""
-
-    @property
-    def value(self):
-        return self.reference
-
-    def bounds(self):
-        return self.limits()
-
-    def judge(self, value):
-        return PASS if self.passes(value) else FAIL
+#: a cell's reference, in the row's unit
+Reference = judgement.Band
 
 
 @dataclass
@@ -129,14 +116,12 @@ class Table:
         self.columns = sorted({c for _, c in self.cells},
                               key=lambda c: (c.endswith('(replay)'), c))
 
-    def groups(self, links=True):
-        """(benchmark, [rows]); ``links=False``: no link or vacuous rows."""
-        shown = None if links else {
-            r for (r, _), c in self.cells.items() if not vacuous(c)}
+    def groups(self):
+        """(benchmark, [rows]) of the rows shown: no link or vacuous rows."""
+        shown = {r for (r, _), c in self.cells.items() if not vacuous(c)}
         out = []
         for row in self.rows:
-            if not links and (is_link_metric(row.metric)
-                              or row not in shown):
+            if LINK_METRIC.search(row.metric) or row not in shown:
                 continue
             if not out or out[-1][0] != row.benchmark:
                 out.append((row.benchmark, []))
@@ -225,9 +210,8 @@ def hardware_of(case):
         # one record for the job (the usual): no per-node walk
         gpu = records.of_node(prov, node).get('gpu') \
             if records.NODES in prov else prov.get('gpu')
-        found = _node_gpus(gpu) if gpu else None
-        if found is None:
-            found = _health_gpus(case.extras.get('health'))
+        found = (_node_gpus(gpu) if gpu else None) or \
+            _health_gpus(case.extras.get('health'))
         if found is None:
             return None
         per_node.add(found)
@@ -243,9 +227,7 @@ def _health_gpus(health):
     if snap is None or snap.rc != 0 or not snap.gpus:
         return None
     models = {g.model for g in snap.gpus if isinstance(g.model, str)}
-    if not models:
-        return None
-    return ' + '.join(sorted(models)), len(snap.gpus)
+    return (' + '.join(sorted(models)), len(snap.gpus)) if models else None
 
 
 def short_model(model):
@@ -265,12 +247,6 @@ def hardware_labels(configs):
     if None in configs:
         out[None] = NOT_RECORDED
     return out
-
-
-def _reference(sample):
-    # None for ReFrame's default (0, None, None): the run had no reference
-    return None if judgement.Band.of_sample(sample) is None else \
-        Reference(sample.reference, sample.lower, sample.upper)
 
 
 def versions_of(cases, fixtures):
@@ -299,11 +275,11 @@ def build(samples, title='Cross-system comparison', cases=None,
     cases = list(dict.fromkeys(cases if cases is not None
                                else (s.case for s in samples)))
     splits = {}
-    where = _placed(cases, per_node, splits=splits)
+    where = placed(cases, per_node, splits=splits)
     # column and measurement once per case, not per sample (millions)
     unit_of, groups = {}, {}
     for case, ss in _by_case(samples):
-        col, test = where.get(id(case)) or _placed([case], per_node, cases)[
+        col, test = where.get(id(case)) or placed([case], per_node, cases)[
             id(case)]
         units_of = unit_of.setdefault((case.benchmark, test), {})
         metrics = groups.setdefault((case.benchmark, test, col), {})
@@ -367,13 +343,11 @@ def build(samples, title='Cross-system comparison', cases=None,
 
 def _cite_replays(table, cases, where):
     """Each replay column names the document its recordings come from."""
-    done = set()
     for case in cases:
-        doc = sources.replayed_from(case.system) if case.replay else None
+        doc = sources.REPLAYED_FROM.get(case.system) if case.replay else None
         col = where[id(case)][0]
-        if doc is None or col in done or col not in table.columns:
+        if doc is None or col in table.cited_by or col not in table.columns:
             continue
-        done.add(col)
         table.cited_by[col] = doc
         if doc not in table.sources:
             table.sources.append(doc)
@@ -383,9 +357,10 @@ def _cite_replays(table, cases, where):
                            f'that document publishes')
 
 
-def _placed(cases, per_node, among=None, splits=None):
+def placed(cases, per_node=False, among=None, splits=None):
     """{id(case): (column, measurement label)} of ``cases`` among ``among``."""
-    among = cases if among is None else list(among) + list(cases)
+    cases = list(cases)
+    among = cases if among is None else list(among) + cases
     # the runs of one test in one column are many: each kind once
     first = {}
     for c in among:
@@ -394,11 +369,6 @@ def _placed(cases, per_node, among=None, splits=None):
     column, label = columns(kinds, per_node, splits), measures.labels(kinds)
     place = {k: (column[c], label[c]) for k, c in first.items()}
     return {id(c): place[_kind(c, per_node)] for c in cases}
-
-
-def placed(cases, per_node=False):
-    """{id(case): (column, measurement label)} as the table places them."""
-    return _placed(list(dict.fromkeys(cases)), per_node)
 
 
 def _kind(case, per_node):
@@ -410,14 +380,10 @@ def _kind(case, per_node):
 
 def _by_case(samples):
     """[(case, [its samples])], oldest case first."""
-    out, current = [], None
-    for s in samples:
-        if s.case is not current:
-            current, same = s.case, []
-            out.append((current, same))
-        same.append(s)
-    out.sort(key=lambda group: group[0].time)
-    return out
+    runs = [list(ss) for _, ss in itertools.groupby(
+        samples, key=lambda s: id(s.case))]
+    return sorted(((ss[0].case, ss) for ss in runs),
+                  key=lambda group: group[0].time)
 
 
 def _cell(table, row, col, pairs, runs, failed_runs):
@@ -436,15 +402,16 @@ def _cell(table, row, col, pairs, runs, failed_runs):
             continue
         bounds.add((s.reference, s.lower, s.upper))
         outside += verdict == FAIL
-    latest = _reference(pairs[-1][1])
+    # None for ReFrame's default (0, None, None): the run had no reference
+    latest = judgement.Band.of_sample(pairs[-1][1])
     if len(bounds) + unreferenced > 1:
-        shown = 'none' if latest is None else f'{latest.value:g}'
+        shown = 'none' if latest is None else f'{latest.reference:g}'
         table.notes.append(
             f'{col}, {row.test} {row.metric}: the runs were judged '
             f'against {len(bounds) + unreferenced} different references; '
             f'the latest, {shown}, is used')
     ref = None if latest is None else Reference(
-        units.convert(latest.value, pairs[-1][1].unit, row.unit),
+        units.convert(latest.reference, pairs[-1][1].unit, row.unit),
         latest.lower, latest.upper)
     used = {s.case for _, s in pairs}
     # a run failed here: failed without this figure, or outside its bounds
@@ -559,7 +526,7 @@ def _judged(cell):
     if cell.failed_runs or not cell.values:
         cell.verdict = FAIL
     elif cell.reference is not None:
-        verdict = cell.reference.judge(cell.mean)
+        verdict = PASS if cell.reference.passes(cell.mean) else FAIL
         if cell.judged_by:
             verdict = NOT_ITS_OWN
         elif cell.replay:

@@ -8,9 +8,9 @@ import urllib.parse
 
 from hpcval import units
 from hpcval.publish import numbers, sources
-from hpcval.publish.comparison import (FAIL, NOT_ITS_OWN, PASS, PUBLISHED,
-                                      WHOLE_NODE, Cell, Reference, Row,
-                                      Table, is_link_metric, scope, vacuous,
+from hpcval.publish.comparison import (FAIL, LINK_METRIC, NOT_ITS_OWN, PASS,
+                                      PUBLISHED, WHOLE_NODE, Cell, Reference,
+                                      Row, Table, scope, vacuous,
                                       columns as column_labels)
 
 ARROW = {'higher': '↑', 'lower': '↓', 'unknown': '?'}
@@ -69,9 +69,6 @@ class Shown:
     def value(self, x):
         return numbers.scale(x, self.row.unit, self.unit)
 
-    def judged(self, cell):
-        return judged(cell, self.value)
-
     def label(self):
         return f'{self.row.metric} [{self.unit}] {ARROW[self.row.better]}'
 
@@ -129,7 +126,7 @@ def differences(cells):
 
 
 def _band(ref, scale):
-    lo, hi = ref.bounds()
+    lo, hi = ref.limits()
     if hi is None:
         return f'≥ {num(scale(lo))}'
     if lo is None:
@@ -146,9 +143,8 @@ def runs_text(cell):
 
 def measured(cell, scale=lambda x: x):
     if cell.verdict == PUBLISHED:
-        text = published(cell.mean)
-        return text + (f' ± {published(cell.std)}' if cell.std is not None
-                       else '')
+        return published(cell.mean) + (
+            '' if cell.std is None else f' ± {published(cell.std)}')
     if not cell.values:
         return f'no figure ({runs_text(cell)})'
     if vacuous(cell):
@@ -183,7 +179,7 @@ def judged(cell, scale=lambda x: x):
     if cell.verdict == NOT_ITS_OWN:
         return f'not judged (the runs had {cell.judged_by}\'s references, ' \
                f'not this system\'s)'
-    return f'ref {num(scale(cell.reference.value))} ' \
+    return f'ref {num(scale(cell.reference.reference))} ' \
            f'[{_band(cell.reference, scale)}]: {cell.verdict}'
 
 
@@ -197,31 +193,27 @@ def labelled_rows(rows):
 
 def cell_texts(shown, joined):
     """Each column's cell text: ``joined`` of its lines; '' where empty."""
-    out = []
-    for cell in shown.cells:
-        lines = [] if cell is None else [shown.measured(cell),
-                                         shown.judged(cell)]
-        out.append(joined([x for x in lines if x]) if lines else '')
-    return out
+    return ['' if cell is None else joined([x for x in (
+        shown.measured(cell), judged(cell, shown.value)) if x])
+        for cell in shown.cells]
 
 
 def checks_note(table, bench):
     """The check classes (and versions) behind a benchmark's rows."""
-    by_check = {}
+    by_check, by_version = {}, {}
     for col in table.columns:
-        for check in sorted(table.checks.get((bench, col), ())):
+        checks = table.checks.get((bench, col), ())
+        for check in sorted(checks):
             by_check.setdefault(check, []).append(col)
-    checks = '; '.join(f'{check} ({", ".join(cols)})'
-                       for check, cols in by_check.items())
-    if not checks or not table.cases:
-        return checks
-    by_version = {}
-    for col in table.columns:
-        if any(b == bench and c == col for b, c in table.checks):
+        if checks:
             version = ', '.join(sorted(table.versions.get((bench, col), ())))
             by_version.setdefault(version or 'not recorded', []).append(col)
-    return checks + '. Benchmark version: ' + '; '.join(
-        f'{v} ({", ".join(cols)})' for v, cols in by_version.items())
+    def listed(by):
+        return '; '.join(f'{k} ({", ".join(cols)})' for k, cols in by.items())
+    note = listed(by_check)
+    if not note or not table.cases:
+        return note
+    return f'{note}. Benchmark version: {listed(by_version)}'
 
 
 def columns_of(table, rows):
@@ -232,35 +224,37 @@ def columns_of(table, rows):
 
 def link_count(table, bench):
     return sum(1 for r in table.rows
-               if r.benchmark == bench and is_link_metric(r.metric))
+               if r.benchmark == bench and LINK_METRIC.search(r.metric))
 
 
 def to_markdown(table, images=None):
     """``images``: {benchmark: [(caption, path)]} shown under its table."""
-    out = [f'## {_md(table.title)}', '', legend(table), '']
-    for bench, rows in table.groups(links=False):
+    out = [f'## {md_text(table.title)}', '', legend(table), '']
+    for bench, rows in table.groups():
         cols = columns_of(table, rows)
         head = ['test', 'metric'] + cols
-        out += [f'### {_md(bench)}', '']
+        out += [f'### {md_text(bench)}', '']
         note = checks_note(table, bench)
         if note:
-            out += [f'Measured by {_md(note)}.', '']
-        out += ['| ' + ' | '.join(_md(h) for h in head) + ' |',
+            out += [f'Measured by {md_text(note)}.', '']
+        out += ['| ' + ' | '.join(md_text(h) for h in head) + ' |',
                 '|' + '---|' * len(head)]
         for test, row in labelled_rows(rows):
             shown = Shown(table, row, cols)
             cells = cell_texts(shown,
-                               lambda lines: '<br>'.join(map(_md, lines)))
+                               lambda lines: '<br>'.join(map(md_text, lines)))
             out.append('| ' + ' | '.join(
-                [_md(test), _md(shown.label())] + cells) + ' |')
+                [md_text(test), md_text(shown.label())] + cells) + ' |')
         out.append('')
         links = link_count(table, bench)
         if links:
             out += [f'{links} per-GPU and per-GPU-pair figures: shown in '
                     f'the figures below (every figure is in the CSV).', '']
         for caption, path in (images or {}).get(bench, ()):
-            out += [f'![{_md(caption)}]({_md_url(path)})', '']
-    out += [f'- {_md(n)}' for n in table.notes]
+            # a file name of ours, quoted so that no character ends the link
+            out += [f'![{md_text(caption)}]'
+                    f'({urllib.parse.quote(str(path), safe="/")})', '']
+    out += [f'- {md_text(n)}' for n in table.notes]
     return '\n'.join(out).rstrip() + '\n'
 
 
@@ -286,17 +280,17 @@ _MD = {'\\': '\\\\', '|': '\\|', '[': '\\[', ']': '\\]', '(': '\\(',
        '>': '&gt;', '$': '\\$'}
 
 
-def _md(text):
+def md_text(text):
     """Text safe in a Markdown table cell (names come from anywhere)."""
     return ''.join(_MD.get(ch, ch) for ch in visible(text))
 
 
-md_text = _md
-
-
 def csv_text(x):
-    """A CSV cell of a value: text made safe, numbers as they are."""
-    return x if isinstance(x, (int, float)) else _text_cell(x)
+    """A CSV cell: a number as is, text no spreadsheet reads as a formula."""
+    if isinstance(x, (int, float)):
+        return x
+    text = visible(x)
+    return f"'{text}" if text[:1] in ('=', '+', '-', '@') else text
 
 
 APPENDIX = ('Appendix: the runs\' own bounds',
@@ -305,27 +299,14 @@ APPENDIX = ('Appendix: the runs\' own bounds',
             'files).')
 
 
-def appendix_md(tables):
-    """The runs' own bounds (Table.bounds) under APPENDIX, or ''."""
-    lines = [b for t in tables for b in t.bounds]
-    if not lines:
-        return ''
-    return '\n'.join([f'## {APPENDIX[0]}', '', _md(APPENDIX[1]), ''] +
-                      [f'- {_md(b)}' for b in lines]) + '\n'
-
-
-def bibliography_md(tables):
-    """'## Sources' with each cited document in full, or ''."""
-    docs = sources.cited(tables)
-    if not docs:
-        return ''
-    return '\n'.join(['## Sources', ''] + [
-        f'{i}. {_md(d.text())}' for i, d in enumerate(docs, 1)]) + '\n'
-
-
-def _md_url(path):
-    # a file name of ours, quoted so that no character ends the link
-    return urllib.parse.quote(str(path), safe='/')
+def markdown_end(tables):
+    """The runs' own bounds (APPENDIX) and the cited sources, where any."""
+    bounds = [f'- {md_text(b)}' for t in tables for b in t.bounds]
+    docs = [f'{i}. {md_text(d.text())}'
+            for i, d in enumerate(sources.cited(tables), 1)]
+    return ['\n'.join(head + lines) + '\n' for head, lines in (
+        ([f'## {APPENDIX[0]}', '', md_text(APPENDIX[1]), ''], bounds),
+        (['## Sources', ''], docs)) if lines]
 
 
 #: the tidy CSV: one line per table x system x test x metric x statistic
@@ -390,7 +371,7 @@ def csv_lines(table, unit_of=None):
             if cell is None:
                 continue
             ref = cell.reference
-            lo, hi = ref.bounds() if ref else (None, None)
+            lo, hi = ref.limits() if ref else (None, None)
             cited = doc or table.cited_by.get(col)
             kind = QUOTED if published else REPLAY if cell.replay \
                 else MEASURED
@@ -406,7 +387,7 @@ def csv_lines(table, unit_of=None):
                 'metric': row.metric, 'unit': unit,
                 'better': row.better, 'n': cell.n,
                 'spread': _opt(conv(cell.std)),
-                'reference': _opt(conv(ref and ref.value)),
+                'reference': _opt(conv(ref and ref.reference)),
                 'lower_bound': _opt(conv(lo)), 'upper_bound': _opt(conv(hi)),
                 'judgement': cell.verdict, 'references_of': cell.judged_by,
                 'note': cell.diagnostic,
@@ -416,14 +397,13 @@ def csv_lines(table, unit_of=None):
                 'source': cited.short if cited else _csv_source(cell),
                 'citation': cited.key if cited else ''}
             if published:
-                yield {**base, 'statistic': 'published',
-                       'value': _opt(conv(cell.mean))}
-                continue
-            if not cell.values:
-                yield {**base, 'statistic': 'mean', 'value': MISSING}
-                continue
-            for stat, value in zip(STATISTICS, (
-                    cell.mean, min(cell.values), max(cell.values))):
+                stats = [('published', cell.mean)]
+            elif cell.values:
+                stats = zip(STATISTICS, (cell.mean, min(cell.values),
+                                         max(cell.values)))
+            else:
+                stats = [('mean', None)]        # no figure: MISSING
+            for stat, value in stats:
                 yield {**base, 'statistic': stat, 'value': _opt(conv(value))}
 
 
@@ -454,9 +434,8 @@ def tables_from_csv(rows):
     for line in rows:
         if line['statistic'] not in ('mean', 'published'):
             continue
-        if line['table'] not in tables:
-            tables[line['table']] = Table(line['table'], [], [], {})
-        table = tables[line['table']]
+        table = tables.setdefault(line['table'],
+                                  Table(line['table'], [], [], {}))
         row = Row(*(line[k] for k in ('benchmark', 'test', 'metric', 'unit')))
         col = line['system']
         n, mean, spread = int(line['n']), number(line['value']), \
@@ -486,12 +465,6 @@ def tables_from_csv(rows):
     return list(tables.values())
 
 
-def _text_cell(text):
-    """A text cell no spreadsheet takes for a formula."""
-    text = visible(text)
-    return f"'{text}" if text[:1] in ('=', '+', '-', '@') else text
-
-
 def _opt(x):
     return MISSING if x is None else repr(x)
 
@@ -511,10 +484,8 @@ def systems(table):
     for case in table.cases:
         by_col.setdefault(label[case], []).append(case)
     out = []
-    for col in table.columns:
-        cases = by_col.get(col, [])
-        if not cases:
-            continue
+    for col in (c for c in table.columns if c in by_col):
+        cases = by_col[col]
         times = [c.time for c in cases if not c.replay
                  and c.time and sources.utc_date(c.time) != 'undated']
         first, last = (sources.utc_date(pick(times, default=0))

@@ -161,29 +161,26 @@ def document(tables, title=None, images=()):
     for table in tables:
         if len(tables) > 1:
             out.append(rf'\subsection*{{{_cited(tex(table.title), docs)}}}')
-        for bench, rows in table.groups(links=False):
+        for bench, rows in table.groups():
             note = formats.checks_note(table, bench)
             if note:
                 out.append(rf'\noindent\textit{{{tex(bench)}: measured by '
                            rf'{tex(note)}.}}\par')
             out += [_cited(line, docs)
                     for line in _longtable(table, bench, rows)]
-        for note in table.notes:
-            out.append(_cited(tex(note), docs) + r'\par')
+        out += [_cited(tex(note), docs) + r'\par' for note in table.notes]
     if images:
-        out.append(r'\clearpage')
-        out.append(r'\section*{Figures}')
-        out += _figures(images)
-        out.append(r'\clearpage')
+        out += [r'\clearpage', r'\section*{Figures}', *_figures(images),
+                r'\clearpage']
     bounds = [b for t in tables for b in t.bounds]
     if bounds:
-        out.append(rf'\section*{{{tex(formats.APPENDIX[0])}}}')
-        out.append(tex(formats.APPENDIX[1]) + r'\par')
-        out += [tex(b) + r'\par' for b in bounds]
+        out += [rf'\section*{{{tex(formats.APPENDIX[0])}}}',
+                *(tex(line) + r'\par' for line in (formats.APPENDIX[1],
+                                                    *bounds))]
     if docs:
         # the same entries as comparison.bib, typeset without a bibtex run
-        out.append(r'\begin{thebibliography}{9}')
-        out += [rf'\bibitem{{{d.key}}} {tex(d.text())}' for d in docs]
-        out.append(r'\end{thebibliography}')
+        out += [r'\begin{thebibliography}{9}',
+                *(rf'\bibitem{{{d.key}}} {tex(d.text())}' for d in docs),
+                r'\end{thebibliography}']
     out.append(r'\end{document}')
     return '\n'.join(out) + '\n'

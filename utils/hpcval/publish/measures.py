@@ -1,4 +1,5 @@
 """What a comparison row measures: benchmark and mode, not the class."""
+import functools
 import re
 
 _VENDOR = re.compile(r'Cuda|Hip|Rocm|Nccl|Rccl')
@@ -15,10 +16,11 @@ def kind(check):
     return _VENDOR.sub('', check)
 
 
-def key_and_label(case):
-    """(hashable key, readable label) of what ``case`` measured."""
-    params = tuple((k, v) for k, v in case.params if not _HIDDEN.fullmatch(k))
-    fields = dict(case.fields)
+@functools.cache
+def _key_and_label(check, params, fields):
+    """(hashable key, readable label) of what a test case measured."""
+    params = tuple((k, v) for k, v in params if not _HIDDEN.fullmatch(k))
+    fields = dict(fields)
     words = [v for _, v in params]
     mode = fields.get('mode')
     if mode:
@@ -28,21 +30,14 @@ def key_and_label(case):
             words.append(f'{nodes} node{"s" if nodes != 1 else ""}')
     if fields.get('array'):
         words.append(f'{fields["array"]} arrays')
-    name = kind(case.check)
+    name = kind(check)
     label = ', '.join(str(w) for w in words) or _NAMES.get(name, name)
     return (name, params, tuple(sorted(fields.items()))), label
 
 
 def labels(cases):
     """{case: label}; same-reading labels get their neutral class added."""
-    known = {}          # the many runs of one test: worked out once
-    keyed = {}
-    for c in cases:
-        what = (c.check, c.params, c.fields)
-        got = known.get(what)
-        if got is None:
-            got = known[what] = key_and_label(c)
-        keyed[c] = got
+    keyed = {c: _key_and_label(c.check, c.params, c.fields) for c in cases}
     seen = {}
     for c, (key, label) in keyed.items():
         seen.setdefault((c.benchmark, label), set()).add(key)

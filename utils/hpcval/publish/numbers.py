@@ -27,11 +27,8 @@ def scaled_unit(unit, values):
                default=0)
     if ladder is None or peak == 0:
         return unit
-    best = ladder[0]
-    for candidate in ladder:
-        if units.convert(peak, unit, candidate) >= 1:
-            best = candidate
-    return best
+    return next((u for u in reversed(ladder)
+                 if units.convert(peak, unit, u) >= 1), ladder[0])
 
 
 def scale(x, unit, to_unit):

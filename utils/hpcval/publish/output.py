@@ -1,4 +1,5 @@
 """Writing output files that never follow a link to another file."""
+import contextlib
 import os
 import stat
 import tempfile
@@ -29,15 +30,12 @@ def check_folder(folder):
 
 def write(path, data, force=False):
     """Write ``data`` to a new ``path`` (``force``: renamed over a file)."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        info = None
-    if info is not None:
-        if stat.S_ISLNK(info.st_mode):
+    with contextlib.suppress(FileNotFoundError):    # a new name: all is well
+        mode = os.lstat(path).st_mode
+        if stat.S_ISLNK(mode):
             raise OutputRefused(f'{path} is a symbolic link: not written '
                                 f'(outputs never follow one, --force or not)')
-        if not stat.S_ISREG(info.st_mode):
+        if not stat.S_ISREG(mode):
             raise OutputRefused(f'{path} is not a regular file: not written')
         if not force:
             raise FileExistsError(f'{path} exists (use --force to '
@@ -66,7 +64,5 @@ def write(path, data, force=False):
                               ) from None
     finally:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass

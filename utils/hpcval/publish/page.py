@@ -36,10 +36,8 @@ def _anchor(text):
 
 def input_name(source):
     """A report's file name (or label), or the database's name and session."""
-    text = str(source)
-    db, sep, session = text.partition('#')
-    return (os.path.basename(db) + sep + session) if sep else \
-        os.path.basename(text)
+    db, sep, session = str(source).partition('#')
+    return os.path.basename(db) + sep + session
 
 
 def _problem(problem):
@@ -51,12 +49,11 @@ def _problem(problem):
 def summary(table):
     """{column: {verdict: n}} over the figures the tables show."""
     out = {col: dict.fromkeys(SUMMARY_KEYS, 0) for col in table.columns}
-    for bench, rows in table.groups(links=False):
-        for row in rows:
-            for col in table.columns:
-                cell = table.cells.get((row, col))
-                if cell is not None and cell.verdict != PUBLISHED:
-                    out[col][_summary_key(cell)] += 1
+    for row in (r for _, rows in table.groups() for r in rows):
+        for col in table.columns:
+            cell = table.cells.get((row, col))
+            if cell is not None and cell.verdict != PUBLISHED:
+                out[col][_summary_key(cell)] += 1
     return out
 
 
@@ -68,13 +65,23 @@ def _class(key, n):
     return f' {key}' if key in (PASS, FAIL) and n else ''
 
 
+def _grid(head, rows, cell):
+    """A table of 'column' and ``head``: ``cell(row, key)`` of each row."""
+    esc = html.escape
+    return ('<div class="wrap"><table><tr><th>column</th>' +
+            ''.join(f'<th>{esc(h)}</th>' for h in head) + '</tr>' +
+            ''.join(f'<tr><td>{esc(col)}</td>' +
+                    ''.join(cell(row, h) for h in head) + '</tr>'
+                    for col, row in rows) + '</table></div>')
+
+
+_SHORT = {REPRODUCES: 'reproduces', DIFFERS: 'differs',
+          NOT_ITS_OWN: NOT_ITS_OWN}
+
+
 def _summary_key(cell):
-    if cell.verdict == REPRODUCES:
-        return 'reproduces'
-    if cell.verdict == DIFFERS:
-        return 'differs'
-    if cell.verdict == NOT_ITS_OWN:
-        return NOT_ITS_OWN
+    if cell.verdict in _SHORT:
+        return _SHORT[cell.verdict]
     if cell.diagnostic and cell.reference is None:
         return 'diagnostic'
     return formats.verdict_word(cell)
@@ -99,10 +106,16 @@ def _table(table, rows, esc):
                 cls += ' replay'
             parts.append(f'<td class="num {cls.strip()}">'
                          f'{esc(shown.measured(cell))}<div class="ref">'
-                         f'{esc(shown.judged(cell))}</div></td>')
+                         f'{esc(formats.judged(cell, shown.value))}'
+                         f'</div></td>')
         parts.append('</tr>')
     parts.append('</table></div>')
     return parts
+
+
+def _notes(items):
+    return '<ul class="notes">' + ''.join(
+        f'<li>{html.escape(str(i))}</li>' for i in items) + '</ul>'
 
 
 def _figures(items, esc):
@@ -148,13 +161,8 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
     sys_rows = formats.systems(main) if main.cases else []
     if sys_rows:
         keys = list(sys_rows[0][1])
-        section('systems', 'Systems', '<div class="wrap"><table>'
-                '<tr><th>column</th>' +
-                ''.join(f'<th>{esc(k)}</th>' for k in keys) + '</tr>' +
-                ''.join(f'<tr><td>{esc(col)}</td>' +
-                        ''.join(f'<td>{esc(info[k])}</td>' for k in keys)
-                        + '</tr>' for col, info in sys_rows) +
-                '</table></div>')
+        section('systems', 'Systems', _grid(
+            keys, sys_rows, lambda info, k: f'<td>{esc(info[k])}</td>'))
         section('summary', 'Summary', '<p class="legend">Figures in the '
                 'tables below, per system: passed and failed (a run failed '
                 'or the mean is out of its band) against references made for '
@@ -162,19 +170,14 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
                 '(replays); not judged (the runs had another system\'s '
                 'references); diagnostic (logged on purpose by the check, '
                 'such as the bus bandwidth of a one-GPU collective, 0 by '
-                'definition); unjudged (no reference).</p><div class="wrap">'
-                '<table><tr><th>column</th>' + ''.join(
-                    f'<th>{esc(k)}</th>' for k in SUMMARY_KEYS) + '</tr>' +
-                ''.join(f'<tr><td>{esc(col)}</td>' + ''.join(
-                    f'<td class="num{_class(k, n[k])}">{n[k]}</td>'
-                    for k in SUMMARY_KEYS) + '</tr>'
-                    for col, n in summary(main).items()) +
-                '</table></div>')
+                'definition); unjudged (no reference).</p>' +
+                _grid(SUMMARY_KEYS, summary(main).items(), lambda n, k:
+                      f'<td class="num{_class(k, n[k])}">{n[k]}</td>'))
     body.append(f'<p class="legend">{esc(formats.legend(tables))}</p>')
     for table in tables:
         if len(tables) > 1:
             body.append(f'<h2>{esc(table.title)}</h2>')
-        for bench, rows in table.groups(links=False):
+        for bench, rows in table.groups():
             anchor = _anchor(f'{table.title}-{bench}' if table is not main
                              else bench)
             toc.append((anchor, bench if table is main
@@ -192,8 +195,7 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
             if table is main:
                 body += _figures(figures.pop(bench, []), esc)
         if table.notes:
-            body.append('<ul class="notes">' + ''.join(
-                f'<li>{esc(n)}</li>' for n in table.notes) + '</ul>')
+            body.append(_notes(table.notes))
     rest = [item for items in figures.values() for item in items]
     if rest:
         section('figures', 'Other figures', '')
@@ -205,14 +207,11 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
             ('not-drawn', 'Figures not drawn',
              [formats.without_paths(why) for why in unplotted])):
         if items:
-            section(anchor, heading, '<ul class="notes">' + ''.join(
-                f'<li>{esc(str(i))}</li>' for i in items) + '</ul>')
+            section(anchor, heading, _notes(items))
     bounds = [b for t in tables for b in t.bounds]
     if bounds:
-        section('appendix', formats.APPENDIX[0],
-                f'<p class="legend">{esc(formats.APPENDIX[1])}</p>'
-                '<ul class="notes">' + ''.join(
-                    f'<li>{esc(b)}</li>' for b in bounds) + '</ul>')
+        section('appendix', formats.APPENDIX[0], f'<p class="legend">'
+                f'{esc(formats.APPENDIX[1])}</p>{_notes(bounds)}')
     docs = sources.cited(tables)
     if docs:
         # the address as text: the page loads and links nothing

@@ -1,4 +1,5 @@
 """One bounded request to a Prometheus query API, strictly decoded."""
+import contextlib
 import http.client
 import json
 import math
@@ -49,7 +50,8 @@ def get(url, target, headers, seconds=DEADLINE, max_bytes=MAX_ANSWER,
         # a read blocked on a trickle (or a name lookup) ends here; the
         # daemon thread cannot outlive the command
         for sock in held:
-            _cut(sock)
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         raise QueryError(_late(url, stated))
     if 'err' in box:
         raise box['err']
@@ -58,13 +60,6 @@ def get(url, target, headers, seconds=DEADLINE, max_bytes=MAX_ANSWER,
 
 def _late(url, seconds):
     return f'{url}: no whole answer within {seconds:g} s (--deadline)'
-
-
-def _cut(sock):
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 def _left(url, end, stated):

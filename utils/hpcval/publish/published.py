@@ -50,6 +50,8 @@ class SeedTable:
 
 
 CPU_ONLY = 'CPU-only system that hpcval does not define'
+_CPU_ONLY = dict.fromkeys(('Trinity', 'Sawtooth', 'Eagle'), CPU_ONLY)
+_OLCF_NERSC = ('Frontier', 'Summit', 'Perlmutter')
 NOT_SLOWEST = ('a faster link kind than the slowest: the check reports the '
                'slowest GPU pair only')
 SUMMIT_CROSS = ('no GPU placement across POWER9 sockets: OsuCudaCheck '
@@ -97,11 +99,8 @@ def _stream(kernel):
 
 TABLES = (
     SeedTable(SANDIA, 2, 'BabelStream COPY bandwidths (GB/s).', 'GB/s', (
-        SeedRow('babelstream', 'CPU', {
-            'Frontier': at('BabelStreamCpuCheck', _COPY),
-            'Summit': at('BabelStreamCpuCheck', _COPY),
-            'Perlmutter': at('BabelStreamCpuCheck', _COPY),
-            'Trinity': CPU_ONLY, 'Sawtooth': CPU_ONLY, 'Eagle': CPU_ONLY}),
+        SeedRow('babelstream', 'CPU', {**dict.fromkeys(
+            _OLCF_NERSC, at('BabelStreamCpuCheck', _COPY)), **_CPU_ONLY}),
         SeedRow('babelstream', 'GPU', {
             'Frontier': at('BabelStreamHipCheck', _COPY),
             'Summit': at('BabelStreamCudaCheck', _COPY),
@@ -109,15 +108,13 @@ TABLES = (
     )),
     SeedTable(SANDIA, 3, 'MPI latencies. Column subheadings indicate the '
               'communication domain.', 'us', (
-        SeedRow('osu', 'On-Socket, Socket', {
-            'Frontier': at('OsuCpuCheck', _LAT, **_OSU_SOCKET),
-            'Summit': at('OsuCpuCheck', _LAT, **_OSU_SOCKET),
-            'Perlmutter': at('OsuCpuCheck', _LAT, **_OSU_SOCKET),
-            'Trinity': CPU_ONLY, 'Sawtooth': CPU_ONLY, 'Eagle': CPU_ONLY}),
+        SeedRow('osu', 'On-Socket, Socket', {**dict.fromkeys(
+            _OLCF_NERSC, at('OsuCpuCheck', _LAT, **_OSU_SOCKET)),
+            **_CPU_ONLY}),
         SeedRow('osu', 'On-Socket, Node', {
             'Summit': at('OsuCpuCheck', _LAT, **_OSU_CROSS),
             'Perlmutter': at('OsuCpuCheck', _LAT, 'cpu', **_OSU_CROSS),
-            'Trinity': CPU_ONLY, 'Sawtooth': CPU_ONLY, 'Eagle': CPU_ONLY}),
+            **_CPU_ONLY}),
         SeedRow('osu', 'GPU → GPU, Socket', {
             'Summit': at('OsuCudaCheck', _LAT, **_OSU_GPU)}),
         SeedRow('osu', 'GPU → GPU, Node', {

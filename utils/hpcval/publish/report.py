@@ -24,20 +24,17 @@ def timestamp(text):
     match = re.fullmatch(r'now(?:-(\d+)([dhm]))?', text)
     if match:
         digits = (match.group(1) or '0').lstrip('0') or '0'
-        now = time.time()
         ago = int(digits) * {'d': 86400, 'h': 3600, 'm': 60,
                              None: 0}[match.group(2)] \
             if len(digits) <= 12 else math.inf
-        if ago > now:
+        when = time.time() - ago
+    else:
+        try:
+            when = datetime.datetime.fromisoformat(text).timestamp()
+        except (ValueError, OverflowError, OSError):
             raise argparse.ArgumentTypeError(
-                f'{shown!r} is before 1970: no run is that old')
-        return now - ago
-    try:
-        when = datetime.datetime.fromisoformat(text).timestamp()
-    except (ValueError, OverflowError, OSError):
-        raise argparse.ArgumentTypeError(
-            f'{shown!r} is neither an ISO date (2026-11-01, '
-            f'2026-11-01T08:00) nor now-<N>d|h|m') from None
+                f'{shown!r} is neither an ISO date (2026-11-01, '
+                f'2026-11-01T08:00) nor now-<N>d|h|m') from None
     if when < 0:
         raise argparse.ArgumentTypeError(
             f'{shown!r} is before 1970: no run is that old')
@@ -239,10 +236,9 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
         for name, path in images:
             bench = name.split('-')[1] if name.count('-') else ''
             by_bench.setdefault(bench, []).append((name, path))
-        extra = [formats.appendix_md(tables), formats.bibliography_md(tables)]
         return '\n'.join([formats.to_markdown(t, by_bench if i == 0 else None)
                           for i, t in enumerate(tables)] +
-                         [x for x in extra if x])
+                         formats.markdown_end(tables))
     return formats.to_csv(tables)
 
 

@@ -167,12 +167,9 @@ def _strings(data, key, where):
     return tuple(vals)
 
 
-LARGEST = typed_sessions.LARGEST
-
-
 def _finite(val):
     try:
-        return math.isfinite(val) and abs(val) <= LARGEST
+        return math.isfinite(val) and abs(val) <= typed_sessions.LARGEST
     except OverflowError:       # an integer beyond any float
         return False
 
@@ -183,7 +180,7 @@ def _number_or_none(val, what):
     if isinstance(val, bool) or not isinstance(val, (int, float)) \
             or not _finite(val):
         raise _Bad(f'{what} is {_short(val)}, not a finite number '
-                   f'(at most {LARGEST:g} in size)')
+                   f'(at most {typed_sessions.LARGEST:g} in size)')
     return float(val)
 
 
@@ -220,25 +217,14 @@ def _perf_entries(tc, major, where):
                tup[5] if len(tup) > 5 else None)
 
 
-_DISPLAY = {}       # (display name, file name) -> (check, params, benchmark)
-
-
+@functools.cache
 def named(display, filename):
     """(check, params, benchmark) of a test's display name and file."""
-    got = _DISPLAY.get((display, filename))
-    if got is None:
-        check = display.split(' ', 1)[0]
-        stem = _STEMS.get(filename)
-        if stem is None:
-            stem = _STEMS[filename] = \
-                os.path.splitext(os.path.basename(filename))[0]
-        got = _DISPLAY[(display, filename)] = (
-            check, tuple(_PARAM.findall(display)) if '%' in display else (),
+    check = display.split(' ', 1)[0]
+    stem = os.path.splitext(os.path.basename(filename))[0]
+    return (check, tuple(_PARAM.findall(display)) if '%' in display else (),
             stem or check)
-    return got
 
-
-_STEMS = {}         # file name: its stem
 
 _ATTRS = {}         # one tuple per distinct attribute set, shared
 
@@ -280,26 +266,16 @@ def _case(tc, major, source, session, where, label, attrs=(), run=0):
                        where)
 
 
-def _whole_reason(text):
-    # every line: the cause (sbatch's) is often not the first
-    if not isinstance(text, str):
-        return ''
-    return ' | '.join(line.strip() for line in text.splitlines()
-                      if line.strip())
-
-
 EXTRAS = typed_sessions.EXTRAS
 # a value of a wrong type is left out, never trusted
 _EXTRA_TYPES = (dict, str, list, bool, records.NodeLoad, records.Health)
-
-_EXTRA_FIELDS = tuple((name, f'hpcval_{name}') for name in EXTRAS)
 
 
 def _extras(value_of, where=''):
     """{name: value} of the EXTRAS ``value_of('hpcval_<name>')`` gives."""
     out = {}
-    for name, key in _EXTRA_FIELDS:
-        val = value_of(key)
+    for name in EXTRAS:
+        val = value_of(f'hpcval_{name}')
         if name in records.TYPES and val is not None:
             try:
                 val = records.decode(name, val)
@@ -311,13 +287,6 @@ def _extras(value_of, where=''):
         if isinstance(val, _EXTRA_TYPES):
             out[name] = val
     return out
-
-
-def _fixtures_used(deps):
-    if not isinstance(deps, list):
-        return ()
-    return tuple(d[0] for d in deps
-                 if isinstance(d, list) and d and isinstance(d[0], str))
 
 
 def _layout(value_of, where):
@@ -348,13 +317,9 @@ def _samples(tc, major, case, where):
                           unit, _number_or_none(ref, f'{what} reference'),
                           _number_or_none(lower, f'{what} lower bound'),
                           _number_or_none(upper, f'{what} upper bound'),
-                          _figure_result(result)))
+                          # anything else is no record of ReFrame's
+                          result if result in ('pass', 'fail') else None))
     return out
-
-
-def _figure_result(result):
-    # anything else a report says of a figure is no record of ReFrame's
-    return result if result in ('pass', 'fail') else None
 
 
 def _typed_case(tc, source, session, label, attrs=(), run=0, value_of=None,
@@ -373,34 +338,32 @@ def _typed_case(tc, source, session, label, attrs=(), run=0, value_of=None,
         replay=bool(tc.tags) and REPLAY_TAG in tc.tags,
         outputdir=tc.outputdir or None, stdout=tc.job_stdout or None,
         label=label, fields=_layout(value_of, where),
-        reason=_whole_reason(tc.fail_reason),
+        # every line: the cause (sbatch's) is often not the first
+        reason=(' | '.join(line.strip() for line in tc.fail_reason.splitlines()
+                           if line.strip())
+                if isinstance(tc.fail_reason, str) else ''),
         phase=tc.fail_phase or '',
         extras=_extras(value_of, where),
         fixture=bool(tc.fixture),
         name=tc.unique_name or '',
-        deps=_fixtures_used(tc.dependencies_actual),
+        deps=(tuple(d[0] for d in tc.dependencies_actual
+                    if isinstance(d, list) and d and isinstance(d[0], str))
+              if isinstance(tc.dependencies_actual, list) else ()),
         attrs=_attrs(value_of, attrs), run=run)
 
 
 def _typed_samples(tc, case):
     """_samples of a typed_sessions.TestCase."""
-    if not tc.perfvalues:
-        return []
-    names = _METRICS
-    # _figure_result inline: a report of 100,000 cases has millions
-    return [Sample(case, names.get(key) or _metric_of(key), value, unit,
-                   ref, lower, upper,
+    return [Sample(case, _metric_of(key), value, unit, ref, lower, upper,
                    result if result == 'pass' or result == 'fail' else None)
             for key, (value, ref, lower, upper, unit, result) in
-            tc.perfvalues.items()]
+            (tc.perfvalues or {}).items()]
 
 
-_METRICS = {}       # 'system:partition:metric': 'metric'
-
-
+@functools.cache
 def _metric_of(key):
-    name = _METRICS[key] = key[key.rfind(':') + 1:]
-    return name
+    """'metric' of 'system:partition:metric'."""
+    return key[key.rfind(':') + 1:]
 
 
 def _major(report):
@@ -423,12 +386,9 @@ def _session(info):
             'hostname': _field(info, 'hostname', str, where) or '',
             'version': _field(info, 'version', str, where) or '',
             'time': _time(info, 'time_start_unix', where),
-            'cmdline': _command(info.get('cmdline'))}
-
-
-def _command(value):
-    # only shown and read for its mode: anything but text is no command
-    return value if isinstance(value, str) else ''
+            # only shown and read for its mode: anything but text is none
+            'cmdline': info.get('cmdline')
+            if isinstance(info.get('cmdline'), str) else ''}
 
 
 class _Collector:
@@ -446,16 +406,21 @@ class _Collector:
             raise InputRejected(f'{source}: {reason}')
         self.loaded.problems.append(Problem(source, reason))
 
-    def report(self, report, source, label=''):
-        try:
-            major = _major(report)
-            session = _session(report['session_info'])
-        except _Bad as err:
-            self.problem(source, str(err))
-            return
+    def session(self, info, source):
+        """The session of ``info``, its source counted as read."""
+        session = _session(info)
         self.loaded.sources.append(source)
         self.loaded.commands[session['uuid']] = session['cmdline']
         self.loaded.started[source] = session['time']
+        return session
+
+    def report(self, report, source, label=''):
+        try:
+            major = _major(report)
+            session = self.session(report['session_info'], source)
+        except _Bad as err:
+            self.problem(source, str(err))
+            return
         for r, run in enumerate(report['runs']):
             tcs = run.get('testcases') if isinstance(run, dict) else None
             if not isinstance(tcs, list):
@@ -476,10 +441,6 @@ class _Collector:
                     # a fixture too: a failed build must not vanish
                     self.damaged(source, where, tc, str(err))
                     continue
-                if case.fixture:
-                    # kept for what failed or skipped beneath the tests
-                    self.loaded.fixtures.append(case)
-                    continue
                 self._add(session, r, case, samples)
 
     def damaged(self, source, where, tc, reason):
@@ -495,10 +456,8 @@ class _Collector:
 
     def typed(self, report, source, label=''):
         """report() of a typed_sessions.Report."""
-        session = _session(msgspec.structs.asdict(report.session_info))
-        self.loaded.sources.append(source)
-        self.loaded.commands[session['uuid']] = session['cmdline']
-        self.loaded.started[source] = session['time']
+        session = self.session(msgspec.structs.asdict(report.session_info),
+                               source)
         for r, run in enumerate(report.runs):
             cases = run.testcases
             for i, tc in enumerate(cases):
@@ -513,12 +472,13 @@ class _Collector:
                     self.damaged(source, where, {'result': tc.result},
                                  f'{where}: {err}')
                     continue
-                if case.fixture:
-                    self.loaded.fixtures.append(case)
-                else:
-                    self._add(session, r, case, _typed_samples(tc, case))
+                self._add(session, r, case, _typed_samples(tc, case))
 
     def _add(self, session, run, case, samples):
+        if case.fixture:
+            # kept for what failed or skipped beneath the tests
+            self.loaded.fixtures.append(case)
+            return
         # a session given twice is one measurement; a session is its uuid
         # (none before ReFrame 4.7: its host and start time)
         key = (session['uuid'] or (session['hostname'], session['time']),
@@ -660,6 +620,9 @@ def _load(report_files, db, on_error, since, until, attrs):
         label, path = path if isinstance(path, tuple) else ('', path)
         try:
             text = _read_report(path)
+            report = typed_sessions.decode(text, col.attrs)
+            if report is None:
+                text = text.decode('utf-8')
         except _Bad as err:
             col.problem(path, str(err))
             continue
@@ -667,18 +630,12 @@ def _load(report_files, db, on_error, since, until, attrs):
             col.problem(path, f'cannot read: '
                               f'{getattr(err, "strerror", None) or err}')
             continue
-        report = typed_sessions.decode(text, col.attrs)
-        if report is not None:
-            # a large report's peak memory less its size
-            del text
-            col.typed(report, path, label)
+        if report is None:
+            _read(text, path, col, label, typed=False)
             continue
-        try:
-            text = text.decode('utf-8')
-        except UnicodeDecodeError as err:
-            col.problem(path, f'cannot read: {err}')
-            continue
-        _read(text, path, col, label, typed=False)
+        # a large report's peak memory less its size
+        del text
+        col.typed(report, path, label)
     if db is not None:
         db = db or default_db()
         for uuid, blob in _db_sessions(db, since, until, col):
@@ -692,13 +649,11 @@ def _db_sessions(path, since, until, col):
                           'file)')
         return
     # the blob as bytes: msgspec reads UTF-8 directly, no str made first
-    query, args = 'SELECT uuid, CAST(json_blob AS BLOB) FROM sessions', []
-    bounds = [('session_start_unix >= ?', since),
-              ('session_start_unix <= ?', until)]
-    conds = [c for c, v in bounds if v is not None]
-    if conds:
-        query += ' WHERE ' + ' AND '.join(conds)
-        args = [v for _, v in bounds if v is not None]
+    query = 'SELECT uuid, CAST(json_blob AS BLOB) FROM sessions WHERE 1'
+    bounds = [(' AND session_start_unix >= ?', since),
+              (' AND session_start_unix <= ?', until)]
+    query += ''.join(c for c, v in bounds if v is not None)
+    args = [v for _, v in bounds if v is not None]
     try:
         # quoted: '#' or '?' in a path would end it in a URI
         uri = urllib.parse.quote(os.path.abspath(path))

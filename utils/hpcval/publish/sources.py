@@ -26,12 +26,8 @@ class Document:
     def text(self):
         """One line: authors, title, venue, publisher, year, DOI/URL."""
         parts = [', '.join(map(_natural, self.authors)), f'"{self.title}"',
-                 self.venue, self.publisher, str(self.year)]
-        if self.doi:
-            parts.append(f'doi:{self.doi}')
-        parts.append(self.url)
-        if self.note:
-            parts.append(self.note)
+                 self.venue, self.publisher, str(self.year),
+                 self.doi and f'doi:{self.doi}', self.url, self.note]
         return '. '.join(p for p in parts if p) + '.'
 
 
@@ -79,11 +75,6 @@ DOCUMENTS = (SANDIA_POSTER, MI300X_GUIDE, KESTREL_BENCHMARK)
 REPLAYED_FROM = {'mi300x': MI300X_GUIDE, 'kestrel': KESTREL_BENCHMARK}
 
 
-def replayed_from(system):
-    """The Document a replay column's recordings were cut from, or None."""
-    return REPLAYED_FROM.get(system)
-
-
 def utc_date(ts):
     """The UTC date of unix time ``ts``; 'undated' for none or nonsense."""
     try:
@@ -95,8 +86,8 @@ def utc_date(ts):
 
 def date_of(case):
     """A run's date: a replay carries its document's, not the replay day."""
-    doc = replayed_from(case.system) if case.replay else None
     if case.replay:
+        doc = REPLAYED_FROM.get(case.system)
         return f'{doc.year}, {doc.short}' if doc else 'undated (a replay)'
     return utc_date(case.time)
 
@@ -126,11 +117,7 @@ def bibtex(documents):
                   ('howpublished' if d.kind == 'misc' else 'organization',
                    _bib(d.venue)),
                   ('publisher', _bib(d.publisher)), ('year', str(d.year)),
-                  ('url', d.url)]
-        if d.doi:
-            fields.append(('doi', d.doi))
-        if d.note:
-            fields.append(('note', _bib(d.note)))
-        body = ',\n'.join(f'  {k} = {{{v}}}' for k, v in fields)
+                  ('url', d.url), ('doi', d.doi), ('note', _bib(d.note))]
+        body = ',\n'.join(f'  {k} = {{{v}}}' for k, v in fields if v)
         out.append(f'@{d.kind}{{{d.key},\n{body}\n}}')
     return '\n\n'.join(out) + '\n'

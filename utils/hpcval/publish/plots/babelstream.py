@@ -41,53 +41,41 @@ def babelstream_kernels(table_or_samples, outdir, force=False, table=None):
     return plotted
 
 
-def _kind(test):
-    """'CPU' or 'GPU' of a BabelStream test: the two never share a figure."""
-    return 'GPU' if test.startswith('GPU') or \
-        test.split(' ', 1)[0] in GPU_CHECKS else 'CPU'
-
-
-def _series_of(table):
-    """{kind: [(column, test)]} with kernel rows, and their cells."""
-    cells = {}
-    for (row, col), cell in table.cells.items():
-        if row.benchmark == BENCHMARK and row.metric in KERNELS:
-            cells[(col, row.test, row.metric)] = (row, cell)
-    order = {c: i for i, c in enumerate(table.columns)}
-    kinds = {}
-    for col, test in sorted({(col, test) for col, test, _ in cells},
-                            key=lambda s: (order.get(s[0], 0), s[1])):
-        kinds.setdefault(_kind(test), []).append((col, test))
-    return kinds, cells
-
-
 def _across(table, outdir, plotted, force):
-    kinds, cells = _series_of(table)
-    for kind, series in sorted(kinds.items()):
-        tests = {test for _, test in series}
+    series = {}         # {kind: {(column, test): {kernel: (row, cell)}}}
+    for col in table.columns:
+        for row in table.rows:
+            cell = table.cells.get((row, col))
+            if cell is None or row.benchmark != BENCHMARK or \
+                    row.metric not in KERNELS:
+                continue
+            # CPU and GPU tests never share a figure
+            kind = 'GPU' if row.test.startswith('GPU') or \
+                row.test.split(' ', 1)[0] in GPU_CHECKS else 'CPU'
+            series.setdefault(kind, {}).setdefault(
+                (col, row.test), {})[row.metric] = (row, cell)
+    for kind, of_series in sorted(series.items()):
+        stem = slug('bars', BENCHMARK, 'kernels', kind)
+        tests = {test for _, test in of_series}
         bars = []
-        for col, test in series:
+        for (col, test), kernels in of_series.items():
             values, refs = {}, {}
             for kernel in KERNELS:
-                if (col, test, kernel) not in cells:
-                    continue
-                row, cell = cells[(col, test, kernel)]
-                if not cell.values:     # every run failed: no figure
+                row, cell = kernels.get(kernel, (None, None))
+                if cell is None or not cell.values:     # every run failed
                     continue
                 values[kernel] = (_gb(cell.mean, row.unit),
                                   _gb(cell.std or 0, row.unit), cell.n)
                 ref = comparison.drawn_reference(cell)
                 if ref is not None:
-                    refs[kernel] = _gb(ref.value, row.unit)
-                    plotted.references.append((
-                        slug('bars', BENCHMARK, 'kernels', kind), col,
-                        kernel, ref.value))
+                    refs[kernel] = _gb(ref.reference, row.unit)
+                    plotted.references.append((stem, col, kernel,
+                                               ref.reference))
             label = col if len(tests) == 1 else f'{col}, {test.split()[0]}'
             bars.append((label, col.endswith('(replay)'), values, refs))
         title = f'BabelStream kernels by system ({kind})'
         note = 'the node\'s slowest GPU' if kind == 'GPU' else 'one node'
-        _grouped(bars, title, note, outdir,
-                 slug('bars', BENCHMARK, 'kernels', kind), plotted, force)
+        _grouped(bars, title, note, outdir, stem, plotted, force)
 
 
 def _grouped(bars, title, note, outdir, stem, plotted, force):
@@ -141,7 +129,7 @@ def _gb(value, unit):
 
 def _gpu_results(case):
     """({(host, N): {kernel: GB/s}}, None) or (None, message)."""
-    stored = plotdata.read(case, plotdata.PER_GPU)
+    stored = plotdata.check(case.plot_data, plotdata.PER_GPU)
     if stored is not None:
         return stored, None
     if not case.outputdir:
@@ -161,14 +149,14 @@ def _gpu_results(case):
             continue
         err = path[:-4] + '.err'
         try:
-            result = parse_babelstream(
+            found[f'{m["host"]}.gpu{m["gpu"]}'] = parse_babelstream(
                 read_text(path), read_text(err) if os.path.isfile(err) else '')
         except ParseError as exc:
             return None, (f'{describe(case)}: {os.path.basename(path)} does '
                           f'not parse ({exc}); no per-GPU bars')
-        found[(m['host'], int(m['gpu']))] = {
-            k.lower(): result.bandwidth(k) / 1e3 for k in CLASSIC_KERNELS}
-    if not found:
+    found = plotdata.check(plotdata.babelstream(found, CLASSIC_KERNELS),
+                           plotdata.PER_GPU)
+    if found is None:
         return None, (f'{describe(case)}: no stream.<host>.gpu<N>.out in '
                       f'{case.outputdir}; no per-GPU bars')
     return found, None
@@ -211,11 +199,8 @@ def _per_gpu(samples, outdir, plotted, force):
             bars.append((name, col.endswith('(replay)'), values,
                          refs.get((col, check), {})))
         where = f' on {next(iter(hosts))}' if len(hosts) == 1 else ''
-        for kernel, value in sorted(refs.get((col, check), {}).items()):
-            plotted.references.append((slug('bars', BENCHMARK, 'per-gpu',
-                                            col, check), col, kernel,
-                                       value))
+        stem = slug('bars', BENCHMARK, 'per-gpu', col, check)
+        plotted.references += [(stem, col, kernel, value) for kernel, value
+                               in sorted(refs.get((col, check), {}).items())]
         _grouped(bars, f'BabelStream per GPU: {col}\n{check}{where}',
-                 'each GPU (its own output)', outdir,
-                 slug('bars', BENCHMARK, 'per-gpu', col, check), plotted,
-                 force)
+                 'each GPU (its own output)', outdir, stem, plotted, force)

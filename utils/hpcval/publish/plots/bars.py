@@ -6,14 +6,12 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from hpcval.publish import comparison, numbers
+from hpcval.publish.formats import ARROW
 from hpcval.publish.plots.common import (BAND_COLOUR, REFERENCE_COLOUR,
                                          REPLAY_HATCH, VERDICT_COLOURS,
                                          Plotted, better_label, new_figure,
                                          save, slug, text_width)
 
-# TransferBench's per-pair metrics (gpu00_to_gpu01, uni_gpu00_to_gpu01...)
-# are what the heat maps show; a bar chart per pair would bury the rest
-LINK_METRIC = comparison.LINK_METRIC
 PANELS_PER_FIGURE = 16
 TICK_SIZE = 6.5     # the small multiples' column labels
 # between two neighbouring tick labels, and the y axis's labels beside a
@@ -26,30 +24,23 @@ def _wrapped(label, width=18):
         or label
 
 
-def _bounds(ref, bottom, top):
-    lo, hi = ref.bounds()
-    return (bottom if lo is None else lo), (top if hi is None else hi)
-
-
-def _top(cells):
-    peaks = []
+def _top(cells, scaled=lambda x: x):
+    """The y axis's top: above each bar, whisker, reference and band."""
+    peaks = [0]
     for cell in cells:
-        peaks.append(cell.mean + (cell.std or 0))
-        ref = _drawn(cell)
+        peaks.append(scaled(cell.mean) + scaled(cell.std or 0))
+        ref = comparison.drawn_reference(cell)
         if ref is not None:
-            peaks.append(ref.value)
-            hi = ref.bounds()[1]
-            if hi is not None:
-                peaks.append(hi)
-    return max(peaks + [0]) * 1.18 or 1.0
+            ref = comparison.Reference(scaled(ref.reference), ref.lower,
+                                       ref.upper)
+            peaks += [x for x in (ref.reference, ref.limits()[1])
+                      if x is not None]
+    return max(peaks) * 1.18 or 1.0
 
 
-def metric_bars(table, row, outdir, force=False):
+def metric_bars(table, row, outdir, force=False, plotted=None):
     """One bar per column of ``table`` that has ``row``; returns Plotted."""
-    return _bars(table, row, outdir, force, Plotted())
-
-
-def _bars(table, row, outdir, force, plotted):
+    plotted = Plotted() if plotted is None else plotted
     cols, cells = _columns(table, row)
     if not _drawable(cells):
         plotted.skipped.append(f'{row.benchmark} {row.test} {row.metric}: '
@@ -111,19 +102,21 @@ def _draw(ax, x, col, cell, scaled, style, row, stem, plotted, band=None):
     if ref is None:
         return
     if band is not None:
-        lo, hi = _bounds(ref, 0, band)
-        ax.fill_between([x - half, x + half], lo, hi, color=BAND_COLOUR,
+        lo, hi = ref.limits()
+        ax.fill_between([x - half, x + half], lo or 0,
+                        band if hi is None else hi, color=BAND_COLOUR,
                         alpha=0.15, linewidth=0, zorder=1)
-    ax.hlines(scaled(ref.value), x - half, x + half, colors=REFERENCE_COLOUR,
-              linestyles='--', linewidth=line, zorder=3)
-    plotted.references.append((stem, col, row.metric, ref.value))
+    ax.hlines(scaled(ref.reference), x - half, x + half,
+              colors=REFERENCE_COLOUR, linestyles='--', linewidth=line,
+              zorder=3)
+    plotted.references.append((stem, col, row.metric, ref.reference))
 
 
 def _legend(cells, cols, band=True):
     handles = [Patch(facecolor=VERDICT_COLOURS[v], edgecolor='black',
                      label=v)
                for v in VERDICT_COLOURS if any(c.verdict == v for c in cells)]
-    if any(_drawn(c) is not None for c in cells):
+    if any(comparison.drawn_reference(c) is not None for c in cells):
         handles.append(Line2D([], [], color=REFERENCE_COLOUR, linestyle='--',
                               label='reference (the column\'s own)'))
         if band:
@@ -159,10 +152,11 @@ def all_metric_bars(table, outdir, select=None, force=False):
     for row in table.rows:
         if not keep(row):
             continue
-        if LINK_METRIC.search(row.metric):
+        if comparison.LINK_METRIC.search(row.metric):
+            # what the heat maps show; a bar chart per pair buries the rest
             links += 1
             continue
-        _bars(table, row, outdir, force, plotted)
+        metric_bars(table, row, outdir, force, plotted)
     if links:
         plotted.skipped.append(f'{links} per-GPU-pair TransferBench metrics '
                                f'have no bar chart: the heat maps show them')
@@ -174,7 +168,8 @@ def benchmark_multiples(table, benchmark, outdir, force=False, select=None):
     plotted, keep = Plotted(), _selector(select)
     # a figure of one system compares nothing: its table says it all
     rows = [r for r in table.rows if r.benchmark == benchmark and keep(r)
-            and not LINK_METRIC.search(r.metric) and _compares(table, r)]
+            and not comparison.LINK_METRIC.search(r.metric)
+            and _compares(table, r)]
     for part, start in enumerate(range(0, len(rows), PANELS_PER_FIGURE)):
         _multiples(table, benchmark, rows[start:start + PANELS_PER_FIGURE],
                    part, outdir, force, plotted)
@@ -235,7 +230,7 @@ def _panel(ax, row, cols, cells, stem, plotted):
 
     def scaled(x):
         return numbers.scale(x, row.unit, unit)
-    top = _top([_Scaled(c, scaled) for c in cells])
+    top = _top(cells, scaled)
     for x, (col, cell) in enumerate(zip(cols, cells)):
         _draw(ax, x, col, cell, scaled, _SMALL, row, stem, plotted)
     ax.set_ylim(0, top)
@@ -246,12 +241,9 @@ def _panel(ax, row, cols, cells, stem, plotted):
     ax.tick_params(axis='y', labelsize=7)
     where = comparison.scope(row)
     ax.set_ylabel(f'{unit}{", " + where if where else ""} '
-                  f'{ARROWS.get(row.better, "?")}', fontsize=7)
+                  f'{ARROW[row.better]}', fontsize=7)
     ax.set_title(_wrapped(f'{row.test}: {row.metric}', 34), fontsize=7.5)
     ax.grid(axis='y', alpha=0.3, zorder=0)
-
-
-ARROWS = {'higher': '↑', 'lower': '↓'}
 
 
 def _tick(col, cell, width=12):
@@ -262,18 +254,3 @@ def _tick(col, cell, width=12):
     if comparison.vacuous(cell):
         lines.append('none by\ndefinition')
     return '\n'.join(lines)
-
-
-def _drawn(cell):
-    return comparison.drawn_reference(cell) if isinstance(
-        cell, comparison.Cell) else cell.reference
-
-
-class _Scaled:
-    """A cell seen in another unit (for the axis limits)."""
-
-    def __init__(self, cell, scaled):
-        self.mean, self.std = scaled(cell.mean), scaled(cell.std)
-        ref = comparison.drawn_reference(cell)
-        self.reference = None if ref is None else comparison.Reference(
-            scaled(ref.value), ref.lower, ref.upper)

@@ -13,6 +13,7 @@ except ImportError as err:      # matplotlib is an optional extra
     raise ImportError(f'hpcval plots need matplotlib ({err}); install it '
                       f'with: pip install "hpcval[plots]"') from None
 
+from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.publish import output
 
@@ -42,7 +43,6 @@ class Plotted:
         self.files.extend(other.files)
         self.skipped.extend(other.skipped)
         self.references.extend(other.references)
-        return self
 
 
 def slug(*parts, limit=120):
@@ -76,12 +76,10 @@ def save(fig, outdir, stem, plotted, force=False):
         n += 1
         base = f'{stem}-{n}'
     paths = [os.path.join(outdir, f'{base}.{ext}') for ext in ('png', 'svg')]
-    if not force:
-        for path in paths:
-            if os.path.exists(path):
-                raise FileExistsError(
-                    f'{path} exists; not overwritten (force=True, or '
-                    f'--force, replaces it)')
+    existing = [p for p in paths if os.path.exists(p)]
+    if existing and not force:
+        raise FileExistsError(f'{existing[0]} exists; not overwritten '
+                              f'(force=True, or --force, replaces it)')
     # SVG: text kept as text (searchable, editable), no date in the file
     with rc_context({'svg.fonttype': 'none', 'svg.hashsalt': stem}):
         for path in paths:
@@ -96,11 +94,8 @@ def save(fig, outdir, stem, plotted, force=False):
 
 def unique_cases(samples_or_cases):
     """The cases of ``samples_or_cases``, first-seen order, each once."""
-    seen = {}
-    for item in samples_or_cases:
-        case = getattr(item, 'case', item)
-        seen.setdefault(case, None)
-    return list(seen)
+    return list(dict.fromkeys(getattr(item, 'case', item)
+                              for item in samples_or_cases))
 
 
 def describe(case):
@@ -108,22 +103,25 @@ def describe(case):
             f'({case.source})')
 
 
-def kept_output(case, name=None):
-    """(text, None) of the case's kept file ``name``, or (None, message)."""
-    if not case.outputdir or not (name or case.stdout):
+def parsed_output(case, parse):
+    """(``parse`` of the case's kept stdout, None), or (None, message)."""
+    if not case.outputdir or not case.stdout:
         return None, (f'{describe(case)}: the report names no kept output '
                       f'(ReFrame keeps the output of passed cases only); '
                       f'not plotted')
-    path = os.path.join(case.outputdir, name or case.stdout)
+    path = os.path.join(case.outputdir, case.stdout)
     if not os.path.isfile(path):
         return None, (f'{describe(case)}: its output {path} is not on this '
                       f'machine (a report from another site, or the output '
                       f'folder was removed); not plotted')
     try:
-        return read_text(path), None
+        return parse(read_text(path)), None
     except OSError as err:
         return None, f'{describe(case)}: cannot read {path}: {err}; ' \
                      f'not plotted'
+    except ParseError as err:
+        return None, (f'{describe(case)}: its kept output does not parse '
+                      f'({err}); not plotted')
 
 
 def passed(cases, skipped):

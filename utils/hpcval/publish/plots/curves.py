@@ -4,14 +4,13 @@ import statistics
 
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
-from hpcval.parsers import ParseError
 from hpcval.parsers.nccl_tests import IN_PLACE, OUT_OF_PLACE, parse_nccl_tests
 from hpcval import plotdata
 from hpcval.publish.comparison import columns
 from hpcval.units import AXIS_SIZES, size_label
 from hpcval.publish.plots.common import (Plotted, better_label, describe,
-                                 kept_output, new_figure, passed, save,
-                                 slug, unique_cases)
+                                         new_figure, parsed_output, passed,
+                                         save, slug, unique_cases)
 
 BENCHMARK = 'nccl_tests'
 _LINESTYLES = ('-', '--', ':', '-.')
@@ -35,18 +34,14 @@ def _byte_axis(ax, sizes):
 
 def _run_curve(case, place):
     """(curve {size: busbw}, None) of one run, or (None, message)."""
-    stored = plotdata.read(case, plotdata.CURVES)
+    stored = plotdata.check(case.plot_data, plotdata.CURVES)
     if stored is None:
-        text, why = kept_output(case)
-        if text is None:
+        # the check judged this output already; a replayed excerpt (a
+        # quoted table) has no footer, and needs none to be drawn
+        result, why = parsed_output(case, lambda text: parse_nccl_tests(
+            text, require_footer=False))
+        if result is None:
             return None, why
-        try:
-            # the check judged this output already; a replayed excerpt
-            # (a quoted table) has no footer, and needs none to be drawn
-            result = parse_nccl_tests(text, require_footer=False)
-        except ParseError as err:
-            return None, (f'{describe(case)}: its kept output does not '
-                          f'parse ({err}); not plotted')
         stored = plotdata.check(plotdata.collective(result), plotdata.CURVES)
     curve = (stored or {}).get(place)
     if not curve:

@@ -3,33 +3,20 @@ import math
 import re
 
 import numpy as np
+from matplotlib import colormaps
 
-from hpcval.parsers import ParseError
 from hpcval.parsers.transferbench import parse_a2a, parse_p2p
 from hpcval import plotdata
 from hpcval.publish import sources
 from hpcval.publish.comparison import columns
-from hpcval.publish.plots.common import (Plotted, describe, kept_output,
-                                         new_figure, passed, save, slug,
+from hpcval.publish.plots.common import (Plotted, new_figure,
+                                         parsed_output, passed, save, slug,
                                          unique_cases)
 
 BENCHMARK = 'transferbench'
 PRESETS = {'a2a': parse_a2a, 'p2p': parse_p2p}
+_CMAP = colormaps['viridis'].with_extremes(bad='#e0e0e0')
 _PAIR = re.compile(r'(?:(?P<dir>uni|bidir)_)?gpu(?P<src>\d+)_to_gpu(?P<dst>\d+)')
-
-
-def _from_output(case, preset):
-    """(panels, None) from the kept output, or (None, message)."""
-    text, why = kept_output(case)
-    if text is None:
-        return None, why
-    try:
-        result = PRESETS[preset](text)
-    except ParseError as err:
-        return None, (f'{describe(case)}: its kept output does not parse '
-                      f'({err}); not plotted')
-    return plotdata.check(plotdata.transferbench(preset, result),
-                          plotdata.MATRICES), None
 
 
 def _from_metrics(samples):
@@ -75,17 +62,18 @@ def transferbench_heatmaps(cases, outdir, force=False):
     chosen, skipped = _latest(unique_cases(items))
     plotted = Plotted(skipped=skipped)
     for (col, check, preset), (case, runs) in sorted(chosen.items()):
-        panels = plotdata.read(case, plotdata.MATRICES)
+        panels = plotdata.check(case.plot_data, plotdata.MATRICES)
         if panels is None:
-            panels, why = _from_output(case, preset)
+            result, why = parsed_output(case, PRESETS[preset])
+            panels = None if result is None else plotdata.check(
+                plotdata.transferbench(preset, result), plotdata.MATRICES)
             if panels is None:
                 panels = _from_metrics(samples.get(case, ()))
             if panels is None:
                 plotted.skipped.append(why)
                 continue
-        grids = [(t, d, np.array([[np.nan if v is None else v for v in r]
-                                  for r in g], dtype=float).reshape(
-                                      len(d), len(d)))
+        # None (not measured) is NaN as a float
+        grids = [(t, d, np.array(g, dtype=float).reshape(len(d), len(d)))
                  for t, d, g in panels]
         _figure(case, col, preset, grids, runs, outdir, plotted, force)
     return plotted
@@ -115,7 +103,7 @@ def _figure(case, col, preset, panels, runs, outdir, plotted, force):
 
 
 def _panel(ax, title, devices, grid, span):
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap=_cmap(),
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap=_CMAP,
                       vmin=span[0], vmax=span[1])
     ticks = range(len(devices))
     ax.set_xticks(ticks, devices, rotation=45, ha='right', fontsize=8)
@@ -136,8 +124,3 @@ def _panel(ax, title, devices, grid, span):
             ax.text(j, i, text, ha='center', va='center', fontsize=size,
                     color=colour)
     return image
-
-
-def _cmap():
-    from matplotlib import colormaps
-    return colormaps['viridis'].with_extremes(bad='#e0e0e0')
