@@ -1,9 +1,6 @@
-"""``hpcval verdict``: is the system healthy, and if not, what is not.
-
-Per system and partition: figures judged, passed, failed, logged without
-a reference, skipped cases and why; one line per failure naming the
-component, metric, value and bound.  Exit statuses: docs/verdict.md;
-what the checks record beside their figures: hpcval.records."""
+"""``hpcval verdict``: is the system healthy, and if not, what is not
+(docs/verdict.md: what it counts and names, its exit statuses; what the
+checks record beside their figures: hpcval.records)."""
 import json
 import re
 from collections import Counter
@@ -130,13 +127,6 @@ def node_label(case):
                                             if n != 'None')
 
 
-def _unjudged_reason(case, metric):
-    reasons = case.extras.get('unjudged')
-    if isinstance(reasons, dict) and isinstance(reasons.get(metric), str):
-        return reasons[metric]
-    return 'no reference'
-
-
 def _skip_reason(case, fixtures):
     own = case.extras.get('skip_reason')
     if isinstance(own, str) and own:
@@ -237,7 +227,7 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     ``accept_unscreened`` accepts a screen figure that cannot name a node.
     An input that cannot be read or trusted never passes.
     """
-    select = select or (lambda case: True)
+    chosen = select or (lambda case: True)
     # a re-measure (hpcval.retries) or a re-screen (hpcval.screen) judges
     # in place of the run before it
     earlier, first_runs = retries.runs(loaded.cases)
@@ -246,7 +236,6 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     replaced = earlier | screen.superseded(
         [c for c in loaded.cases if id(c) not in earlier]
         if earlier else loaded.cases)
-    chosen = select
 
     def select(case):
         return id(case) not in replaced and chosen(case)
@@ -369,7 +358,6 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
 
     failed_figure = refs_failed = False
     outcome, passed = judgement.outcome, judgement.PASS
-    label = node_label(case) if rebanded else ''
     before = {s.metric: s for s in first[1]} if first else {}
     for s in samples:
         cross, why = rebanded.get(id(s), (None, None))
@@ -450,17 +438,13 @@ def _health_named(healths, case, samples):
         id(case) in healths.failed
 
 
-def _probed_gpus(case):
-    """{N} of the GPUs the case's health probe listed before the job."""
-    rec = case.extras.get('health')
-    return {g.index for g in rec.before.gpus} if rec is not None else set()
-
-
 def _unmeasured(groups, cases):
     """A failure per probed GPU that a per-GPU check did not measure."""
     missing = {}        # (group key, node): {gpu: [check]}
     for case in cases:
-        probed = _probed_gpus(case)
+        rec = case.extras.get('health')     # the GPUs listed before the job
+        probed = {g.index for g in rec.before.gpus} if rec is not None \
+            else set()
         measured = _measured_gpus(case)
         if measured is None or not probed or \
                 case.result in ('skip', 'fail_deps'):
@@ -492,19 +476,15 @@ def _measured_gpus(case):
 
 
 # the most of a check's failure shown beside a GPU it did not measure; a
-# clause ends at ': ' only past CLAUSE characters ('vm.gpu0: no table')
-FEW_WORDS, CLAUSE = 80, 24
-_CLAUSE_END = re.compile(r'; | \| |: ')
+# clause ends at ': ' only past 24 characters ('vm.gpu0: no table')
+FEW_WORDS = 80
+_CLAUSE_END = re.compile(r'; | \| |(?<=.{24}): ', re.S)
 
 
 def _few_words(case):
     """The phase and the first clause of why ``case`` failed."""
-    text = case.reason or case.result
-    text = text.removeprefix('sanity error: ')
-    for end in _CLAUSE_END.finditer(text):
-        if end.group() != ': ' or end.start() >= CLAUSE:
-            text = text[:end.start()]
-            break
+    text = (case.reason or case.result).removeprefix('sanity error: ')
+    text = _CLAUSE_END.split(text, 1)[0]
     text = f'{case.phase}: {text}' if case.phase else text
     if len(text) <= FEW_WORDS:
         return text
@@ -522,7 +502,9 @@ def _judge_figure(g, case, s, by_peers, healths, why=None, was=None,
     """Count figure ``s`` against its band and peers; True if it failed."""
     by_band = judgement.outcome(s)
     if by_band is None and by_peers is None:
-        why = why or _unjudged_reason(case, s.metric)
+        own = case.extras.get('unjudged')
+        own = own.get(s.metric) if isinstance(own, dict) else None
+        why = why or (own if isinstance(own, str) else 'no reference')
         if why.startswith(DIAGNOSTIC):
             g.diagnostic += 1
         else:
@@ -801,8 +783,11 @@ def render_text(verdict, most=20, per_node=False):
             rate = f'; built for {g.false_alarms}' if g.false_alarms \
                 else '' if g.references == 'none' else \
                 '; no false-alarm rate stated'
+            kinds = ', '.join(dict.fromkeys(c.peak for c in g.datasheet))
+            sheet = f', datasheet ({len(g.datasheet)} figures: {kinds})' \
+                if g.datasheet else ''
             lines.append(f'  bounds: the references ({g.references}{rate})'
-                         f'{_datasheet_part(g.datasheet)}; '
+                         f'{sheet}; '
                          f'{len(g.crosschecks)} differ from the report\'s')
         for shown in ([f'  FAIL {f.line()}' for f in g.failures],
                       [f'  INTERMITTENT {f.line()}' for f in g.intermittent],
@@ -843,14 +828,6 @@ def render_text(verdict, most=20, per_node=False):
                                              for p in verdict.problems]
     # every line is built as one line: what a name adds is escaped here
     return '\n'.join(escape(line) for line in lines) + '\n'
-
-
-def _datasheet_part(judged):
-    """', datasheet (N figures: kinds)' where a datasheet judged, else ''."""
-    if not judged:
-        return ''
-    kinds = dict.fromkeys(c.peak for c in judged)
-    return f', datasheet ({len(judged)} figures: {", ".join(kinds)})'
 
 
 def _gpu_lines(gpus):
