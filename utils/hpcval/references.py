@@ -1,8 +1,6 @@
-"""Reference files: one YAML file per system under references/.
-
-Every key is checked, an unknown one refused (docs/references.md has the
-schema); the loader turns the matching entries into ReFrame's reference
-tuples ``(value, lower, upper, unit)`` in the unit the check reports."""
+"""Reference files, one per system under references/: every key checked,
+an unknown one refused (docs/references.md has the schema); the entries
+matching a test become ReFrame's reference tuples in the unit it reports."""
 import difflib
 import math
 import os
@@ -93,11 +91,8 @@ def _fail(path, key, msg):
 
 _SHOWN = reprlib.Repr()
 _SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 2, 60, 60
-
-
-def _shown(val):
-    """``repr(val)`` cut short: a YAML alias may hold billions of elements."""
-    return _SHOWN.repr(val)
+#: ``repr(val)`` cut short: a YAML alias may hold billions of elements
+_shown = _SHOWN.repr
 
 
 def _number(path, key, val, sign=None, allow_null=True):
@@ -178,24 +173,20 @@ def _band(path, key, value, upper, unit):
         return
     for other in dict.fromkeys((unit, *units.extremes(unit))):
         ref = units.convert(value, unit, other)
-        there = '' if other == unit else f' ({_g(ref)} {other})'
+        there = '' if other == unit else f' ({ref:g} {other})'
         if not math.isfinite(ref):
-            _fail(path, f'{key}.value', f'{_g(value)} {unit} is inf in '
+            _fail(path, f'{key}.value', f'{value:g} {unit} is inf in '
                                         f'{other}: beyond any float')
         if abs(ref) < sys.float_info.min:
-            _fail(path, f'{key}.value', f'{_g(value)} {unit}{there} is '
+            _fail(path, f'{key}.value', f'{value:g} {unit}{there} is '
                                         f'below the smallest normal float: '
                                         f'no benchmark measures it')
         if upper is not None and judgement.Band(ref, None, upper).infinite():
-            _fail(path, f'{key}.upper', f'{_g(upper)} above value '
-                                        f'{_g(value)} {unit}{there} puts '
+            _fail(path, f'{key}.upper', f'{upper:g} above value '
+                                        f'{value:g} {unit}{there} puts '
                                         f'the upper limit at inf: no '
                                         f'bound; give a smaller upper, or '
                                         f'null for none')
-
-
-def _g(number):
-    return f'{number:g}'
 
 
 class _UniqueKeyLoader(bounded.SAFE_LOADER):
@@ -395,7 +386,7 @@ class Origin:
 
 def load_over(below_path, path, text=None):
     """The references of ``path`` (or ``text``) layered over ``below_path``."""
-    below = _layer_on(None, below_path, _document(below_path), BUILT_IN)
+    below = _Layered.whole(below_path, _document(below_path), BUILT_IN)
     return _layer_on(below, path, _document(path, text), SITE).references()
 
 
@@ -412,10 +403,8 @@ class ReferenceSet(dict):
 
     @classmethod
     def layered(cls, dirs):
-        """The references of each system from the folders ``dirs`` in order.
-
-        A later file changes an earlier one entry by entry, metric by metric
-        (docs/site.md); ``replace: true`` replaces it whole."""
+        """Each system's references, a later folder's file changing an
+        earlier one's entry by entry (docs/site.md), or replacing it."""
         layers, rates = {}, {}
         for depth, dirname in enumerate(dirs):
             layer = BUILT_IN if depth == 0 else SITE
@@ -692,10 +681,8 @@ def _same(attr, wanted):
 
 
 def select(refs, check_names, partition, attrs, metric_units):
-    """ReFrame reference tuples for one test, keyed by metric.
-
-    A later entry overrides an earlier one; an explicitly absent metric
-    (value: null) is left out, logged unjudged."""
+    """ReFrame reference tuples for one test, keyed by metric: the last
+    entry's; an explicitly absent metric (value: null) left out."""
     return {name: ref.as_tuple(metric_units[name]) for name, ref in
             applying(refs, check_names, partition, attrs).items()
             if name in metric_units and ref.value is not None}
@@ -716,18 +703,12 @@ class TestShape:
     params: frozenset = frozenset()
 
 
-def _entries(refs):
-    """{entry index: first Reference of that entry}, in file order."""
-    out = {}
-    for ref in refs:
-        out.setdefault(ref.entry, ref)
-    return out
-
-
 def unmatched(refs, tests, path, known_checks=None):
     """(errors, notes) about entries of ``refs`` that match no loaded test."""
-    errors, notes = [], []
-    for i, ref in _entries(refs).items():
+    errors, notes, first = [], [], {}
+    for ref in refs:
+        first.setdefault(ref.entry, ref)
+    for i, ref in first.items():
         found = _no_match(ref, tests, known_checks)
         if found:
             fatal, why = found
@@ -796,11 +777,8 @@ def _no_match(ref, tests, known_checks):
 
 
 def unreported(refs, check_names, partition, attrs, reported):
-    """(entry index, metric, what the test reports instead) of likely typos.
-
-    A missing metric counts when the test reports none of the entry's
-    figures, or one whose name is close to it: a sibling variant's metric
-    is no mistake."""
+    """(entry index, metric, what the test reports instead) of likely typos:
+    none of the entry's metrics reported, or one of a close name."""
     by_entry = {}
     for ref in refs:
         if ref.value is not None and applies(ref, check_names, partition,
