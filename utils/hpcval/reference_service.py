@@ -4,6 +4,7 @@ import functools
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -74,7 +75,6 @@ def for_test(test, metric_units):
 
 def unjudged(test, metrics, diagnostics):
     """{metric: why no reference judges it} of ``metrics``."""
-    import re
     system = test.current_system.name
     absent = references.absent(
         _refs_of(test), _names(test), test.current_partition.name,
@@ -177,15 +177,9 @@ def check_metrics(test, reported):
             f'{", ".join(sorted(reported))})' for i, metric, close in missing))
 
 
-class _Values(dict):
-    """A test's recorded attributes, read like Attrs."""
-
-
 def problems_of_systems(by_system):
-    """references.unmatched of each {system: (refs, path)}, or its ShapesError.
-
-    Each system's tests are loaded in a process of their own: a process
-    holds one ReFrame runtime."""
+    """references.unmatched of each {system: (refs, path)}, or its
+    ShapesError; each system's tests loaded in a process of its own."""
     def one(item):
         system, (refs, path) = item
         keys = sorted({k for r in refs for k in r.where})
@@ -193,11 +187,9 @@ def problems_of_systems(by_system):
             shapes = _shapes_in_child(system, keys)
         except ShapesError as err:
             return system, err
-        tests = [references.TestShape(tuple(t['names']),
-                                      frozenset(t['partitions']),
-                                      _Values(t['attrs']),
-                                      frozenset(t['params']))
-                 for t in shapes]
+        tests = [references.TestShape(
+            tuple(t['names']), frozenset(t['partitions']), t['attrs'],
+            frozenset(t['params'])) for t in shapes]
         return system, references.unmatched(refs, tests, path)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
