@@ -47,12 +47,6 @@ class Band:
         """Why ReFrame refuses these fractions for this reference, or ''."""
         return _limits(self.reference, self.lower, self.upper)[2]
 
-    def infinite(self):
-        """Whether a bound it gives lands at infinity."""
-        low, high = reference_bounds(self.reference, self.lower, self.upper)
-        return (self.lower is not None and math.isinf(low)) or \
-            (self.upper is not None and math.isinf(high))
-
     def peer_factor(self, loosest):
         """1 / the low limit of a band against peers, else None."""
         if self.reference != 1 or self.upper is not None or \
@@ -63,7 +57,7 @@ class Band:
 
     def limits(self):
         """(low, high) as the decimals they mean; None: unbounded."""
-        return tuple(None if x is None else _decimal(x)
+        return tuple(None if x is None else float(f'{x:.15g}')
                      for x in _limits(self.reference, self.lower,
                                       self.upper)[:2])
 
@@ -178,10 +172,6 @@ def _inside(reference, lower, upper, value, unit=''):
 def _judges(reference, lower, upper):
     # ReFrame records a metric without a reference as (0, None, None)
     return reference is not None and (lower is not None or upper is not None)
-
-
-def _decimal(limit):
-    return float(f'{limit:.15g}')
 
 
 def outcome(sample):

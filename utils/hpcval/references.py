@@ -181,7 +181,9 @@ def _band(path, key, value, upper, unit):
             _fail(path, f'{key}.value', f'{value:g} {unit}{there} is '
                                         f'below the smallest normal float: '
                                         f'no benchmark measures it')
-        if upper is not None and judgement.Band(ref, None, upper).infinite():
+        # an upper limit at inf: limits() leaves it out as unbounded
+        if upper is not None and \
+                judgement.Band(ref, None, upper).limits()[1] is None:
             _fail(path, f'{key}.upper', f'{upper:g} above value '
                                         f'{value:g} {unit}{there} puts '
                                         f'the upper limit at inf: no '
