@@ -14,15 +14,12 @@ class UntrustedPath(ValueError):
     """A place hpcval will not load from or write into, and why."""
 
 
-def _owners(uid):
-    return {0, os.geteuid() if uid is None else uid}
-
-
 def _why(path, st, uid, above=False):
     """Why ``path`` (its lstat ``st``) is not trusted, or ''."""
-    if st.st_uid not in _owners(uid):
+    uid = os.geteuid() if uid is None else uid
+    if st.st_uid not in (0, uid):
         return (f'{path} is owned by uid {st.st_uid}, not by root or the '
-                f'running user (uid {os.geteuid() if uid is None else uid})')
+                f'running user (uid {uid})')
     if stat.S_ISLNK(st.st_mode):
         return ''
     if st.st_mode & 0o022:
@@ -37,12 +34,10 @@ def check_path(path, uid=None, _depth=0, shared=False):
     """UntrustedPath unless ``path`` and every folder above it are trusted."""
     if _depth > 40:
         raise UntrustedPath(f'{path}: too many symbolic links')
-    path = os.path.abspath(path)
-    parts = path.split(os.sep)[1:]
+    steps = ['', *os.path.abspath(path).split(os.sep)[1:]]
     current = os.sep
-    steps = ['', *parts]
     for i, part in enumerate(steps):
-        current = os.path.join(current, part) if part else current
+        current = os.path.join(current, part)
         try:
             st = os.lstat(current)
         except OSError as err:

@@ -80,10 +80,9 @@ _FLOORS = {'time': (1e-12, '1 ps'), 'bandwidth': (1.0, '1 B/s'),
 
 
 def outside_range(name, value, unit, zero_ok=False):
-    """Why ``name`` = ``value`` ``unit`` cannot have been measured, or None.
-
-    Finite always; a time or rate positive, above its family's floor (0
-    where ``zero_ok``); a ratio not negative."""
+    """Why ``name`` = ``value`` ``unit`` cannot have been measured, or None:
+    not finite, negative, or below its family's floor (0 is not, where
+    ``zero_ok``)."""
     shown = f'{name} = {value:g} {unit}'
     if not math.isfinite(value):
         return f'{shown} is not a finite number'
@@ -98,14 +97,10 @@ def outside_range(name, value, unit, zero_ok=False):
     if value == 0:
         return f'{shown}: a {fam} of 0 is no measurement'
     floor, words = _FLOORS[fam]
-    if convert(value, unit, _first(fam)) < floor:
+    if convert(value, unit, next(iter(_FAMILIES[fam]))) < floor:
         return (f'{shown} is below {words}, smaller than any '
                 f'benchmark measures')
     return None
-
-
-def _first(fam):
-    return next(iter(_FAMILIES[fam]))
 
 
 #: GT/s per lane of each PCIe generation

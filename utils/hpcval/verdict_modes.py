@@ -1,15 +1,6 @@
-"""Whether a session that ran ``--mode acceptance`` or ``--mode screen``
-ran the whole suite, read from what its report records: the command line
-and the suite's check files where it ran (hpcval_suite).
-
-``hpcval run`` and ReFrame under hpcval's configuration refuse what a
-fixed mode does not accept (hpcval.preflight); a report made elsewhere
-(another configuration that defines the mode, an older hpcval) may still
-say it ran one.  The verdict reads the recorded command line with
-ReFrame's own argument parser (hpcval.suites.narrowing) and names what
-narrowed it, or that the line cannot be read: the run is then not
-validated as that suite (exit 2 at best).
-"""
+"""Whether a session that ran ``--mode acceptance`` or ``screen`` ran the
+whole suite, read from its recorded command line with ReFrame's own parser
+(docs/security.md, "modes")."""
 import shlex
 
 from hpcval import suites
@@ -41,10 +32,9 @@ def _suites(cases):
 
 
 def not_the_suite(sessions_of, commands, cases):
-    """One line per session of ``sessions_of`` ({group name: {session
-    uuid}}) whose command (``commands``: {uuid: cmdline}) ran a fixed
-    mode narrowed: why that group was not validated as that suite.
-    ``cases``: the test cases, whose records name the suite's files."""
+    """Why each group of ``sessions_of`` ({group: {uuid}}) whose command
+    (``commands``: {uuid: cmdline}) ran a fixed mode narrowed is not that
+    suite; ``cases`` record the suite's files."""
     recorded = _suites(cases)
     out = []
     for group in sorted(sessions_of):
