@@ -1,8 +1,6 @@
-"""The peer rule: each of a group of values against the median of the
-others, for a screen's nodes and a node's GPUs or links alike.
-
-A value fails when worse than the others' median by more than a floor
-and by more than k(n) robust standard deviations of their log-values
+"""The peer rule: each of a group of values (a screen's nodes, a node's
+GPUs or links) fails when worse than the others' median by more than a
+floor and k(n) robust standard deviations of their log-values
 (docs/screening.md: the rule, its false-alarm rate, detection limit)."""
 import bisect
 import math
@@ -85,19 +83,10 @@ class PeerJudgement:
     limit: float            # the value at the bound
     passed: bool
 
-    @property
-    def worse(self):
-        """How many times worse than the median (1: equal)."""
-        if self.limit <= self.median:       # higher is better
-            return self.median / self.value if self.value > 0 else math.inf
-        return self.value / self.median if self.median > 0 else math.inf
-
 
 def judge(values, kind, floor=None, spread=True):
-    """{name: PeerJudgement} of each of ``values`` against the others' median.
-
-    By the rule of ``kind``; ``floor`` replaces the kind's; ``spread=False``
-    judges by the floor alone; values <= 0 and too few peers: not judged."""
+    """{name: PeerJudgement} of each of ``values`` by the rule of ``kind``
+    (``floor``: in place of its floor; ``spread=False``: the floor alone)."""
     rule = rule_for(kind)
     floor = rule.floor if floor is None else floor
     if not 0 <= floor < 1:
