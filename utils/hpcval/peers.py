@@ -83,6 +83,13 @@ class PeerJudgement:
     limit: float            # the value at the bound
     passed: bool
 
+    @property
+    def worse(self):
+        """How many times worse than the median (1: equal)."""
+        if self.limit <= self.median:       # higher is better
+            return self.median / self.value if self.value > 0 else math.inf
+        return self.value / self.median if self.median > 0 else math.inf
+
 
 def judge(values, kind, floor=None, spread=True):
     """{name: PeerJudgement} of each of ``values`` by the rule of ``kind``
