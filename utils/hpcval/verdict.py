@@ -20,7 +20,6 @@ EXIT_WIDER = 4
 STATUS = {EXIT_OK: 'PASSED', EXIT_FAILED: 'FAILED',
           EXIT_INCOMPLETE: 'INCOMPLETE', EXIT_INPUT: 'UNKNOWN',
           EXIT_WIDER: 'PASSED AT A WIDER BOUND'}
-DIAGNOSTIC = 'diagnostic'
 # provenance keys in the order they are shown
 PROVENANCE_KEYS = ('gpu', 'driver', 'cuda', 'rocm', 'nccl', 'rccl', 'mpi',
                    'kernel', 'cpu', 'spack')
@@ -376,7 +375,10 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
                                    source)
         if not failed and was is not None and \
                 outcome(was) == judgement.FAIL:
-            g.intermittent.append(_intermittent(first[0], was, s, healths))
+            f = _figure_failure(first[0], was, healths)
+            g.intermittent.append(replace(
+                f, first=f.shown, value=s.value,
+                shown=Band.of_sample(s).value_text(s.value)))
         failed_figure |= failed
         # ReFrame passed the case by another bound than the references'
         refs_failed |= failed and id(s) in rebanded
@@ -420,14 +422,6 @@ def _remeasured(case, first):
     if now == then:
         return f'{now} on first run and on re-measure'
     return f'{now} on re-measure; first run: {then}'
-
-
-def _intermittent(case, was, s, healths):
-    """The INTERMITTENT line of a figure that passed its re-measure."""
-    f = _figure_failure(case, was, healths)
-    band = Band.of_sample(s)
-    return replace(f, first=f.shown, value=s.value,
-                   shown=band.value_text(s.value, band.digits(s.value)))
 
 
 def _health_named(healths, case, samples):
@@ -505,7 +499,7 @@ def _judge_figure(g, case, s, by_peers, healths, why=None, was=None,
         own = case.extras.get('unjudged')
         own = own.get(s.metric) if isinstance(own, dict) else None
         why = why or (own if isinstance(own, str) else 'no reference')
-        if why.startswith(DIAGNOSTIC):
+        if why.startswith('diagnostic'):
             g.diagnostic += 1
         else:
             g.logged += 1
@@ -531,23 +525,19 @@ def _figure_failure(case, s, healths, was=None, source=''):
     """The Failure of figure ``s`` (``was``: its first run)."""
     band = Band.of_sample(s)
     digits = band.digits(s.value)
-    first = band.value_text(was.value, band.digits(was.value)) \
-        if was is not None else ''
     component = case.extras.get('components', {}).get(s.metric, '')
+    causes = (band.implausible(s.value),
+              healths.cause(case, component, (s.metric, s.value, s.unit)),
+              _busy(case))
     # a datasheet's bound names its peak and fraction, not '(ref ..)'
-    bound = band.bound_text(digits, source)
-    return Failure(case.system, case.partition, node_label(case),
-                   component, case.test, s.metric,
-                   s.value, s.unit, bound,
-                   session=case.session,
+    return Failure(case.system, case.partition, node_label(case), component,
+                   case.test, s.metric, s.value, s.unit,
+                   band.bound_text(digits, source), session=case.session,
                    shown=band.value_text(s.value, digits),
                    deviation=band.deviation_text(s.value),
-                   cause='; '.join(c for c in (
-                       band.implausible(s.value),
-                       healths.cause(case, component,
-                                     (s.metric, s.value, s.unit)),
-                       _busy(case)) if c),
-                   first=first, clear=_clear(case))
+                   cause='; '.join(c for c in causes if c),
+                   first=band.value_text(was.value) if was else '',
+                   clear=_clear(case))
 
 
 def _clear(case):
