@@ -3,11 +3,12 @@
 checks record beside their figures: hpcval.records)."""
 import json
 import re
+import shlex
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 
-from hpcval import (drain, judgement, records, retries, screen,
-                    verdict_modes, verdict_refs)
+from hpcval import (drain, judgement, records, retries, screen, suites,
+                    verdict_refs)
 from hpcval.datasheets import gpu_indices as _gpu_indices
 from hpcval.health import report as health
 from hpcval.judgement import INPUT, Band, Failure, num as _num
@@ -273,9 +274,7 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     ordered = [groups[k] for k in sorted(groups)]
     incomplete = _incomplete(ordered, allow_unjudged)
     commands = getattr(loaded, 'commands', None) or {}
-    # an acceptance or screen narrowed is not that suite
-    incomplete += verdict_modes.not_the_suite(groups.sessions, commands,
-                                               loaded.cases)
+    incomplete += _not_the_suite(groups.sessions, commands, loaded.cases)
     wider = [] if accept_unscreened else [
         f'{g.name}: {r.line()}' for g in ordered for r in g.reach
         if not r.screened]
@@ -643,6 +642,59 @@ def _incomplete(groups, allow_unjudged):
                                        not g.coverage.known):
             why.append(f'{g.name}: node screen: {g.coverage.line()}')
     return why
+
+
+#: in place of the suite's files where a session recorded none: check
+#: paths naming files, not the folder, then leave it out (fail closed)
+UNRECORDED = 'the suite\'s other files (the run recorded none)'
+
+
+def _narrowing(cmdline, names):
+    try:
+        argv = shlex.split(cmdline)
+    except ValueError as err:
+        return '?', [f'it cannot be split: {err}']
+    # the first word is the program that ran (reframe, or its path)
+    return suites.narrowing(argv[1:] if argv and not argv[0].startswith('-')
+                            else argv, names)
+
+
+def _suites(cases):
+    """{session: the suite's check file names its cases recorded}."""
+    out = {}
+    for case in cases:
+        names = case.extras.get('suite')
+        if isinstance(names, list) and all(isinstance(n, str) and
+                                           '/' not in n for n in names):
+            out.setdefault(case.session, set()).update(names)
+    return out
+
+
+def _not_the_suite(sessions_of, commands, cases):
+    """Why each group of ``sessions_of`` ({group: {uuid}}) whose command
+    (``commands``: {uuid: cmdline}) ran ``--mode acceptance`` or ``screen``
+    narrowed is not that suite, read with ReFrame's own parser
+    (docs/security.md, "modes"); ``cases`` record the suite's files."""
+    recorded = _suites(cases)
+    out = []
+    for group in sorted(sessions_of):
+        for uuid in sorted(sessions_of[group]):
+            cmdline = commands.get(uuid) or ''
+            if not isinstance(cmdline, str) or '--mode' not in cmdline and \
+                    not any(m in cmdline for m in suites.FIXED_MODES):
+                continue
+            found = _narrowing(cmdline,
+                               sorted(recorded.get(uuid) or [UNRECORDED]))
+            if found and found[0] == '?':
+                out.append(f'{group}: session {uuid}: its command line '
+                           f'cannot be read ({found[1][0]}): not validated '
+                           f'as an acceptance or screen')
+            elif found:
+                mode, what = found
+                out.append(f'{group}: session {uuid} ran --mode {mode} '
+                           f'narrowed ({"; ".join(what)}): not the {mode} '
+                           f'suite')
+    return out
 
 
 def as_dict(verdict):

@@ -95,7 +95,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     #: site's, not ReFrame's): the names a reference entry may give
     hpcval_lineage = variable(typ.List[str], value=[])
     #: the file names of the suite's check files where it ran (the check
-    #: search path): what a fixed mode's -c must cover (hpcval.verdict_modes)
+    #: search path): what a fixed mode's -c must cover (hpcval.verdict)
     hpcval_suite = variable(typ.List[str], value=[])
     #: for ``hpcval verdict``: the case failed for its node's health
     #: record alone, which the verdict names itself (fail_on_node_health)
