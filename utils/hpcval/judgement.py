@@ -125,11 +125,11 @@ class Band:
         return (f'{" and ".join(parts)} {self.unit} (' + (
             source or f'ref {num(self.reference)}, {tol}') + ')')
 
-    def range_text(self, fmt=num):
+    def range_text(self):
         """'low .. high' with 'unbounded' on an open side."""
         low, high = self.limits()
-        return (f'{"unbounded" if low is None else fmt(low)} .. '
-                f'{"unbounded" if high is None else fmt(high)}')
+        return (f'{"unbounded" if low is None else format(low, "g")} .. '
+                f'{"unbounded" if high is None else format(high, "g")}')
 
 
 @functools.lru_cache(maxsize=4096)
