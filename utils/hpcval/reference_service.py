@@ -60,15 +60,16 @@ def _names(test):
     return [cls.__name__ for cls in type(test).__mro__]
 
 
-def _refs_of(test):
-    return files().get(test.current_system.name, [])
+def _place(test):
+    """(its system's References, class names, partition, Attrs) of ``test``."""
+    return (files().get(test.current_system.name, []), _names(test),
+            test.current_partition.name, Attrs(test))
 
 
 def for_test(test, metric_units):
-    """ReFrame reference tuples of ``metric_units`` (``name@x``: ``name``'s)."""
-    found = references.select(
-        _refs_of(test), _names(test), test.current_partition.name,
-        Attrs(test), {m.partition('@')[0]: u for m, u in metric_units.items()})
+    """ReFrame's reference tuples of ``metric_units`` (``m@x``: ``m``'s)."""
+    found = references.select(*_place(test), {
+        m.partition('@')[0]: u for m, u in metric_units.items()})
     return {m: found[m.partition('@')[0]] for m in metric_units
             if m.partition('@')[0] in found}
 
@@ -76,9 +77,8 @@ def for_test(test, metric_units):
 def unjudged(test, metrics, diagnostics):
     """{metric: why no reference judges it} of ``metrics``."""
     system = test.current_system.name
-    absent = references.absent(
-        _refs_of(test), _names(test), test.current_partition.name,
-        Attrs(test), {m.partition('@')[0] for m in metrics})
+    absent = references.absent(*_place(test),
+                               {m.partition('@')[0] for m in metrics})
     out = {}
     for metric in metrics:
         name = metric.partition('@')[0]
@@ -164,10 +164,8 @@ def check_metrics(test, reported):
     # ``name_vs_peers`` is the node screen's bound of ``name`` (read by
     # the verdict: hpcval.verdict_refs.peer_factors)
     families = {m.partition('@')[0] for m in reported}
-    missing = references.unreported(
-        _refs_of(test), _names(test), test.current_partition.name,
-        Attrs(test), {*reported, *families,
-                      *(f'{m}_vs_peers' for m in families)})
+    missing = references.unreported(*_place(test), {
+        *reported, *families, *(f'{m}_vs_peers' for m in families)})
     if missing:
         from reframe.core.exceptions import PerformanceError
         raise PerformanceError('; '.join(
