@@ -278,15 +278,18 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     wider = [] if accept_unscreened else [
         f'{g.name}: {r.line()}' for g in ordered for r in g.reach
         if not r.screened]
-    problems = [str(p) for p in loaded.problems]
-    distributed = any('%.nid=' in c.test for c in loaded.cases)
-    status = _status(ordered, incomplete + wider, problems, strict)
-    if status == EXIT_INCOMPLETE and not incomplete:
-        status = EXIT_WIDER
+    problems, why = [str(p) for p in loaded.problems], incomplete + wider
+    if any(g.failures for g in ordered) or (strict and why):
+        status = EXIT_FAILED
+    elif problems:
+        status = EXIT_INPUT
+    else:       # a screen passed only at the wider bound it states: 4
+        status = EXIT_INCOMPLETE if incomplete else \
+            EXIT_WIDER if wider else EXIT_OK
     usage = next((screen.usage_line(g.same_failure, commands)
                   for g in ordered if g.same_failure), '')
-    return Verdict(EXIT_INPUT if usage else status, ordered,
-                   incomplete + wider, problems, distributed,
+    return Verdict(EXIT_INPUT if usage else status, ordered, why, problems,
+                   any('%.nid=' in c.test for c in loaded.cases),
                    {'peer_factor': peer_factor, 'accept_out': accept_out,
                     'accept_unscreened': accept_unscreened,
                     'commands': commands}, usage)
@@ -303,14 +306,6 @@ def _by_case(loaded):
     for s in loaded.samples:
         samples.setdefault(id(s.case), []).append(s)
     return samples
-
-
-def _status(groups, incomplete, problems, strict):
-    if any(g.failures for g in groups) or (strict and incomplete):
-        return EXIT_FAILED
-    if problems:
-        return EXIT_INPUT
-    return EXIT_INCOMPLETE if incomplete else EXIT_OK
 
 
 def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
