@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from hpcval import paths, references, units
-from hpcval.references import _fail, _number, _shown, _text, _unknown
+from hpcval.references import _fail, _mapping, _number, _shown, _text
 
 PEAKS = ('hbm', 'host_link', 'gpu_pair', 'fp32')
 _GPU = re.compile(r'\bGPU (\d+)\b')
@@ -126,12 +126,6 @@ def _models_of(gpus, indices):
         return {listed[i] for i in indices} if indices \
             else set(listed.values())
     return {named} if named else set()
-
-
-def _mapping(path, key, data, allowed):
-    if not isinstance(data, dict):
-        _fail(path, key, f'must be a mapping, got {_shown(data)}')
-    _unknown(path, key, data, allowed)
 
 
 def _list(path, key, val, names=False):

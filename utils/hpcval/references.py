@@ -42,9 +42,7 @@ def _false_alarms(path, data):
     got = data.get('false_alarms')
     if got is None:
         return None
-    if not isinstance(got, dict):
-        _fail(path, 'false_alarms', 'must be a mapping')
-    _unknown(path, 'false_alarms', got, {'node_rate', 'figures',
+    _mapping(path, 'false_alarms', got, {'node_rate', 'figures',
                                          'per_figure'})
     node = _number(path, 'false_alarms.node_rate', got.get('node_rate'), '+')
     per = _number(path, 'false_alarms.per_figure', got.get('per_figure'),
@@ -123,7 +121,10 @@ def _text(path, key, val):
     return val
 
 
-def _unknown(path, key, data, allowed):
+def _mapping(path, key, data, allowed):
+    """Refuse ``data`` unless a mapping of ``allowed`` keys only."""
+    if not isinstance(data, dict):
+        _fail(path, key, f'must be a mapping, got {_shown(data)}')
     extra = sorted(set(data) - allowed, key=str)
     if extra:
         _fail(path, key, f'unknown key(s) '
@@ -132,10 +133,7 @@ def _unknown(path, key, data, allowed):
 
 
 def _metric(path, key, data, rules):
-    if not isinstance(data, dict):
-        _fail(path, key, 'must be a mapping')
-
-    _unknown(path, key, data, _METRIC_KEYS)
+    _mapping(path, key, data, _METRIC_KEYS)
     for required in ('value', 'unit', 'source'):
         if required not in data:
             _fail(path, f'{key}.{required}', 'is required')
@@ -273,9 +271,7 @@ def load(path, text=None):
 def _document(path, text=None):
     """The top-level mapping of one file, its keys and ``system`` checked."""
     data = parse(_read(path) if text is None else text, path)
-    if not isinstance(data, dict):
-        _fail(path, '<top>', 'must be a mapping')
-    _unknown(path, '<top>', data, _TOP_KEYS)
+    _mapping(path, '<top>', data, _TOP_KEYS)
     stem = os.path.splitext(os.path.basename(path))[0]
     if data.get('system') != stem:
         _fail(path, 'system', f'must be {stem!r} (the file name), '
@@ -356,9 +352,7 @@ def _refs(path, entries, rules, keys=None, origins=None):
 
 def _entry_key(path, key, entry):
     """(check, partition, where) of one entry: what names it."""
-    if not isinstance(entry, dict):
-        _fail(path, key, 'must be a mapping')
-    _unknown(path, key, entry, _ENTRY_KEYS)
+    _mapping(path, key, entry, _ENTRY_KEYS)
     check = _text(path, f'{key}.check', entry.get('check'))
     partition = _text(path, f'{key}.partition', entry.get('partition', '*'))
     where = _where(path, f'{key}.where', entry.get('where'))
@@ -652,7 +646,7 @@ def _merge_entry(old, old_origins, new, path, j, key, below_path):
         if before is None or not isinstance(spec, dict) or 'value' in spec:
             metrics[name], changed = spec, ('*',)
         else:
-            _unknown(path, mkey, spec, _METRIC_KEYS)
+            _mapping(path, mkey, spec, _METRIC_KEYS)
             if 'unit' in spec and spec['unit'] != before.get('unit'):
                 _fail(path, f'{mkey}.unit', f'changes the unit of '
                       f'{below_path}\'s value: give the value in it too')
