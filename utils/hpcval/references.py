@@ -595,8 +595,14 @@ def _overlay(below, path, data):
         ident = _entry_key(path, key, entry)
         at = next((i for i in reversed(range(len(known)))
                    if _same_key(known[i], ident)), None)
-        if at is None:
-            _whole_metrics(path, key, entry, below.path)
+        valueless = [n for n, spec in _metric_specs(entry).items()
+                     if isinstance(spec, dict) and 'value' not in spec
+                     and n != '*']
+        if at is None and valueless:
+            _fail(path, f'{key}.metrics.{valueless[0]}.value',
+                  f'is required: no entry of {below.path} has this check, '
+                  f'partition and where, so this entry is new and each '
+                  f'metric needs its value, unit, rule and source')
         if at is None or _calibrated_only(entry):
             # a new entry follows the earlier ones (a calibrated one always
             # does: the last applicable entry wins, as in one file)
@@ -611,15 +617,6 @@ def _overlay(below, path, data):
     expected = _inventory(path, data) if 'inventory' in data \
         else below.inventory
     return _Layered(path, entries, rules, origins, keys, expected)
-
-
-def _whole_metrics(path, key, entry, below_path):
-    for name, spec in _metric_specs(entry).items():
-        if name != '*' and isinstance(spec, dict) and 'value' not in spec:
-            _fail(path, f'{key}.metrics.{name}.value',
-                  f'is required: no entry of {below_path} has this check, '
-                  f'partition and where, so this entry is new and each '
-                  f'metric needs its value, unit, rule and source')
 
 
 def _calibrated_only(entry):

@@ -208,14 +208,6 @@ class _Groups(dict):
             gpus = expected.get('gpus', 0)
             self.expects_gpus[g.name] = gpus if isinstance(gpus, int) else 0
 
-    def unprobed(self):
-        """Fill each group's ``no_health`` where GPUs are expected."""
-        for g in self.values():
-            if self.expects_gpus.get(g.name):
-                g.no_health = [n or 'node not recorded' for n, seen in
-                               self.health_seen.get(g.name, {}).items()
-                               if not seen]
-
 
 def judge(loaded, select=None, strict=False, allow_unjudged=False,
           peer_factor=screen.PEER_FACTOR, accept_out=(),
@@ -265,7 +257,11 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
                     rebanded, refs, first and (first, figures(first)))
     for case, node, comp, text in healths.between_nodes():
         groups.of(case).changes.append(_changed(node, comp, text))
-    groups.unprobed()
+    for g in groups.values():       # where the inventory expects GPUs
+        if groups.expects_gpus.get(g.name):
+            g.no_health = [n or 'node not recorded' for n, seen in
+                           groups.health_seen.get(g.name, {}).items()
+                           if not seen]
     _unmeasured(groups, judged)
     _failed_fixtures(groups, loaded.fixtures, select, seen)
     _untrusted(groups, loaded)
