@@ -1,8 +1,6 @@
-"""Whether a figure passes its reference: decided here and nowhere else.
-
-A band is ReFrame's (``reframe.utility.sanity.reference_bounds``); every
-reader takes limits, pass/fail and bound text from ``Band``.  A figure no
-benchmark can produce never passes (docs/verdict.md states the rule)."""
+"""Whether a figure passes its reference, decided here and nowhere else by
+ReFrame's band (``reference_bounds``), which every reader takes from
+``Band``; a figure no benchmark can produce never passes (docs/verdict.md)."""
 import functools
 import math
 from dataclasses import dataclass
@@ -100,9 +98,8 @@ class Band:
 
     def deviation_text(self, value):
         """'+717% vs ref 0.706', or '' without a deviation."""
-        if not isinstance(value, (int, float)) or value != value:
-            return ''
-        dev = self.deviation(value)
+        dev = self.deviation(value) if isinstance(value, (int, float)) \
+            and value == value else None
         if dev is None:
             return ''
         pct = dev * 100

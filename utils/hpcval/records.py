@@ -260,12 +260,10 @@ def _why(message, value):
     """'unreadable health record (msgspec's message; value V)'."""
     m = _AT.search(message)
     at = value if m else {}         # a mapping or list: no value shown
-    for step in _STEP.finditer(m.group(1) if m else ''):
-        key, index = step.group(1), step.group(2)
-        if key is not None and isinstance(at, dict) and key in at:
+    for key, index in _STEP.findall(m.group(1) if m else ''):
+        if key and isinstance(at, dict) and key in at:
             at = at[key]
-        elif index is not None and isinstance(at, list) and \
-                int(index) < len(at):
+        elif index and isinstance(at, list) and int(index) < len(at):
             at = at[int(index)]
         else:
             at = {}

@@ -134,14 +134,11 @@ def _skip_reason(case, fixtures):
     # a test is skipped when a fixture it needs was skipped or failed:
     # name the first such fixture, and its own reason
     seen, todo = set(), list(case.deps)
-    while todo:
-        name = todo.pop(0)
-        if name in seen:
+    for name in todo:       # breadth first: ``todo`` grows as it is read
+        fix = fixtures.get((case.session, name))
+        if name in seen or fix is None:
             continue
         seen.add(name)
-        fix = fixtures.get((case.session, name))
-        if fix is None:
-            continue
         if fix.result in ('skip', 'fail', 'abort'):
             why = fix.extras.get('skip_reason') or fix.reason or fix.result
             deeper = _skip_reason(fix, fixtures) if fix.result == 'skip' \
