@@ -1,8 +1,6 @@
-"""Whether hpcval may load code from a place or start root daemons in it.
-
-Trusted: owned by root or the running user, not writable by group or
-others, and so every folder above it (a sticky one may be above, never
-itself trusted); a link only where owned so, its target checked too."""
+"""Whether hpcval may load code from a place or start root daemons in it:
+the trust rule of docs/security.md (owner root or the running user, not
+writable by group or others, every folder above too)."""
 import os
 import stat
 
