@@ -116,13 +116,11 @@ def judge(values, kind, floor=None, spread=True):
     out = {}
     for name, x in logs.items():
         i = bisect.bisect_left(ordered, x)
-        others = ordered[:i] + ordered[i + 1:] if whole_mad is None \
-            else None
         mid = _median_without(ordered, i)
         bound = floor_log
         if k is not None:
-            mad = whole_mad if whole_mad is not None else \
-                statistics.median(abs(y - mid) for y in others)
+            mad = whole_mad if whole_mad is not None else statistics.median(
+                abs(y - mid) for y in ordered[:i] + ordered[i + 1:])
             bound = max(bound, k * 1.4826 * mad)
         median = math.exp(sign * mid)
         limit = math.exp(sign * (mid - bound))
