@@ -195,4 +195,3 @@ def peer_factors(refs):
         return of(case.system, lineage(case), case.partition, case.params,
                   case.fields, case.attrs, metric)
     return factor
-
