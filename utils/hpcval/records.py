@@ -12,9 +12,8 @@ import msgspec
 #: A GPU's or link's number as a JSON key
 Key = Annotated[str, msgspec.Meta(pattern=r'^[0-9]{1,6}$')]
 # The health record's values as its probe writes them, and nothing else: a
-# value outside them is no reading of a GPU (a report edited, or written
-# by something else), and the record is Unreadable (docs/health.md).
-# Bounds on numbers also refuse NaN and the infinities.
+# value outside them (NaN and the infinities too) is no reading of a GPU,
+# and the record is Unreadable (docs/health.md).
 _BIG = 10 ** 15
 #: errors, rows, samples: a whole number >= 0
 Count = Annotated[int, msgspec.Meta(ge=0)]

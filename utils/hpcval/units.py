@@ -63,11 +63,8 @@ def size_label(nbytes, suffixes=METRIC_SIZES, unit='B'):
 
 def better(unit):
     """'lower' for times, 'higher' for the rest, 'unknown' if not known."""
-    try:
-        fam = family(unit)
-    except ValueError:
-        return 'unknown'
-    return 'lower' if fam == 'time' else 'higher'
+    fam = _FAMILY_OF.get(unit)
+    return 'unknown' if fam is None else 'lower' if fam == 'time' else 'higher'
 
 
 #: The smallest figure of a family a benchmark can have measured, in the
@@ -86,9 +83,8 @@ def outside_range(name, value, unit, zero_ok=False):
     shown = f'{name} = {value:g} {unit}'
     if not math.isfinite(value):
         return f'{shown} is not a finite number'
-    try:
-        fam = family(unit)
-    except ValueError:
+    fam = _FAMILY_OF.get(unit)
+    if fam is None:
         return None
     if math.copysign(1.0, value) < 0:   # -0.0 too: computed from a negative
         return f'{shown} is negative: a {fam} never is'
