@@ -152,12 +152,8 @@ def _plausible(reference, value, unit=''):
         '', value, unit, zero_ok=_zero_ok(unit)) is None
 
 
-@functools.lru_cache(maxsize=256)
 def _zero_ok(unit):
-    try:
-        return units.family(unit) != 'time'
-    except ValueError:
-        return True
+    return units.better(unit) != 'lower'    # a time of 0 is no measurement
 
 
 def _inside(reference, lower, upper, value, unit=''):
