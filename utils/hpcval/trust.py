@@ -12,23 +12,21 @@ class UntrustedPath(ValueError):
     """A place hpcval will not load from or write into, and why."""
 
 
-def _why(path, st, uid, above=False):
-    """Why ``path`` (its lstat ``st``) is not trusted, or ''."""
-    uid = os.geteuid() if uid is None else uid
-    if st.st_uid not in (0, uid):
-        return (f'{path} is owned by uid {st.st_uid}, not by root or the '
-                f'running user (uid {uid})')
+def _check(path, st, above=False):
+    """UntrustedPath unless ``path`` (its lstat ``st``) is trusted."""
+    if st.st_uid not in (0, os.geteuid()):
+        raise UntrustedPath(f'{path} is owned by uid {st.st_uid}, not by '
+                            f'root or the running user (uid {os.geteuid()})')
     if stat.S_ISLNK(st.st_mode):
-        return ''
-    if st.st_mode & 0o022:
-        if above and stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX:
-            return ''       # sticky: what is in it is checked on its own
-        return (f'{path} is writable by group or others (mode '
-                f'{stat.S_IMODE(st.st_mode):04o})')
-    return ''
+        return
+    # a sticky folder above: what is in it is checked on its own
+    if st.st_mode & 0o022 and not (above and stat.S_ISDIR(st.st_mode) and
+                                   st.st_mode & stat.S_ISVTX):
+        raise UntrustedPath(f'{path} is writable by group or others (mode '
+                            f'{stat.S_IMODE(st.st_mode):04o})')
 
 
-def check_path(path, uid=None, _depth=0, shared=False):
+def check_path(path, _depth=0, shared=False):
     """UntrustedPath unless ``path`` and every folder above it are trusted."""
     if _depth > 40:
         raise UntrustedPath(f'{path}: too many symbolic links')
@@ -41,16 +39,14 @@ def check_path(path, uid=None, _depth=0, shared=False):
         except OSError as err:
             raise UntrustedPath(f'{current}: {err.strerror}') from None
         above = shared or i < len(steps) - 1
-        why = _why(current, st, uid, above)
-        if why:
-            raise UntrustedPath(why)
+        _check(current, st, above)
         if stat.S_ISLNK(st.st_mode):
-            check_path(os.path.realpath(current), uid, _depth + 1, above)
+            check_path(os.path.realpath(current), _depth + 1, above)
 
 
-def check_tree(folder, uid=None):
+def check_tree(folder):
     """check_path(folder), and every file and folder under it trusted."""
-    check_path(folder, uid)
+    check_path(folder)
     seen = 0
     for top, dirs, files in os.walk(folder):
         for name in [*dirs, *files]:
@@ -60,17 +56,15 @@ def check_tree(folder, uid=None):
                                     f'entries')
             path = os.path.join(top, name)
             st = os.lstat(path)
-            why = _why(path, st, uid)
-            if why:
-                raise UntrustedPath(why)
+            _check(path, st)
             if stat.S_ISLNK(st.st_mode):
-                check_path(os.path.realpath(path), uid)
+                check_path(os.path.realpath(path))
 
 
-def own_folder(path, mode=0o700, uid=None):
+def own_folder(path, mode=0o700):
     """``path`` as a trusted folder of the running user, made if missing."""
     path = os.path.abspath(path)
-    check_path(os.path.dirname(path), uid, shared=True)
+    check_path(os.path.dirname(path), shared=True)
     try:
         os.mkdir(path, mode)
     except FileExistsError:
@@ -78,12 +72,10 @@ def own_folder(path, mode=0o700, uid=None):
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise UntrustedPath(f'{path} is a symbolic link or not a folder')
-    if st.st_uid != (os.geteuid() if uid is None else uid):
+    if st.st_uid != os.geteuid():
         raise UntrustedPath(f'{path} is owned by uid {st.st_uid}, not by the '
                             f'running user')
-    why = _why(path, st, uid)
-    if why:
-        raise UntrustedPath(why)
+    _check(path, st)
     return path
 
 
