@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from hpcval.benchmarks import hl_qual_criteria as crit
+from hpcval.benchmarks import hl_qual as crit
 from hpcval.benchmarks.hl_qual import (SwitchError, expected_subtests,
                                        hl_qual_args)
 from hpcval.parsers.common import ParseError

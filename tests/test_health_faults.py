@@ -340,6 +340,23 @@ def test_growing_nvlink_errors():
         ('GPU 1', 'NVLink 3: 4 replay error(s) during the benchmark')]
 
 
+def test_growing_pcie_replays():
+    """`nvidia-smi -q` of the node (GPU 1 at 1 replay since reset), GPU 1's
+    count raised after: a few are a note, more than DCGM's 80 fail it."""
+    text = (X4 / 'tools' / 'smi_q.txt').read_text()
+    rec = _record()
+    rec['before']['pcie_replays'] = nvidia.pcie_replays(text)
+    for n, failing in ((5, False), (200, True)):
+        rec['after']['pcie_replays'] = nvidia.pcie_replays(text.replace(
+            'Replays Since Reset                            : 1',
+            f'Replays Since Reset                            : {n}'))
+        found = (f'{n - 1} PCIe replay(s) during the benchmark (more than '
+                 f"80 fail: DCGM's max_pcie_replays)")
+        assert judge.failures(_h(rec), H200X4) == (
+            [('GPU 1', found)] if failing else [])
+        assert (('GPU 1', found) in judge.notes(_h(rec))) is not failing
+
+
 def test_a_gpu_lost_during_the_run_without_an_inventory():
     rec = _record()
     rec['after']['gpus'] = rec['after']['gpus'][:3]
@@ -445,6 +462,7 @@ _FAKE_SMI = r'''#!/bin/bash
 case "$1" in
 nvlink) case "$2" in -s) cat {nv}/nvlink_s.txt ;;
         -e) cat {nv}/nvlink_e.txt ;; esac; exit 0 ;;
+-q) cat {nv}/smi_q.txt; exit 0 ;;
 --query-compute-apps=*) cat {nv}/compute_apps.txt; exit 0 ;;
 --query-gpu=*)
     [ -n "$HANG" ] && exec sleep 300
@@ -493,6 +511,10 @@ def test_the_probe_reads_the_h200_nodes_gpus_and_nvlinks(tmp_path):
     rec, _, _ = _run_probe(tmp_path)
     assert len(rec.after.gpus) == 4
     assert rec.before.nvlink.status['3']['17'] == 26.562
+    assert rec.after.pcie_replays == {'00000000:00:06.0': 0,
+                                      '00000000:00:07.0': 1,
+                                      '00000000:00:08.0': 0,
+                                      '00000000:00:09.0': 0}
     assert judge.failures(_h(rec), H200X4) == []
 
 

@@ -284,6 +284,8 @@ def test_time_limit_and_node_down_while_waiting(waits, tmp_path):
     assert re.search(r'job cancelled because it was blocked due to reason: '
                      r'(ReqNodeNotAvail, UnavailableNodes:n2|Nodes required '
                      r'for job are DOWN)', tc['fail_reason']), tc['fail_reason']
+    # what the verdict reads: the fate the run recorded (hpcval.screen)
+    assert tc['hpcval_job_fate'][0] == 'blocked', tc['hpcval_job_fate']
 
     tc = only(limit_report, PINGPONG_ON_NODE)
     assert tc['result'] == 'fail' and tc['fail_phase'] == 'sanity'
@@ -293,6 +295,7 @@ def test_time_limit_and_node_down_while_waiting(waits, tmp_path):
                      r'\(0:01:00\)[ ;]', tc['fail_reason']), tc['fail_reason']
     assert 'did not start' in tc['fail_reason']
     assert 'DUE TO TIME LIMIT' in job_file(tc, 'job_stderr').read_text()
+    assert tc['hpcval_job_fate'] == ['TIMEOUT', ''], tc['hpcval_job_fate']
     wait_until('both nodes idle again', lambda: set(
         waits.node_states().values()) == {'idle'})
 
@@ -314,6 +317,7 @@ def test_scancel_is_named_as_such(waits, tmp_path):
     assert tc['result'] == 'fail'
     assert re.search(r'error: job \d+ on n2 CANCELLED: cancelled \(scancel',
                      tc['fail_reason']), tc['fail_reason']
+    assert tc['hpcval_job_fate'] == ['CANCELLED', ''], tc['hpcval_job_fate']
 
 
 def test_a_time_limit_below_slurms_minimum_is_refused(minicluster, tmp_path):
@@ -325,6 +329,7 @@ def test_a_time_limit_below_slurms_minimum_is_refused(minicluster, tmp_path):
     assert tc['result'] == 'fail' and tc['jobid'] is None
     assert "time_limit=0:00:05 is below Slurm's shortest time limit, one " \
         "minute" in tc['fail_reason']
+    assert tc['hpcval_job_fate'] == ['usage error', '']
 
 
 def test_a_45_s_controller_outage(waits, tmp_path):

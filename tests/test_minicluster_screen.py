@@ -577,7 +577,10 @@ def test_an_operators_scancel_is_not_the_nodes_failure(waits, tmp_path):
         [job] = wait_until('the job on n1 to run',
                            lambda: running_job_on(waits, 'n1'))
         waits.run('scancel', job)
-        run.result(timeout=300)
+        report, _ = run.result(timeout=300)
+    # read from the fate the run recorded: Slurm's job state by sacct
+    assert [tc['hpcval_job_fate'] for tc in cases(report)
+            if tc['display_name'].endswith('=n1')] == [['CANCELLED', '']]
     status, result, proc = verdict(tmp_path / 'report.json', *LOOSE)
     assert status == 2, proc.stdout
     assert result['failures_by_node'] == {}, proc.stdout

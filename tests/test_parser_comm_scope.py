@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from hpcval.benchmarks.comm_scope import NAMES, CommScope
+from hpcval.benchmarks.comm_scope import MODEL_NAMES, CommScope
 from hpcval.parsers.common import ParseError
 from hpcval.parsers.comm_scope import parse_comm_scope, why_no_file
 
@@ -70,7 +70,8 @@ def test_single_repetition_without_aggregates():
 def test_check_metrics(reps):
     """What CommScopeCudaCheck publishes from a two-GPU file."""
     test = SimpleNamespace(gpus=2, numa_node=0, latency_log2=8,
-                           bandwidth_log2=27, names=NAMES['cuda'])
+                           bandwidth_log2=27, model='cuda')
+    test._name = lambda *a, **k: CommScope._name(test, *a, **k)
     test._get = lambda *a, **k: CommScope._get(test, *a, **k)
     test._bandwidth = lambda *a: CommScope._bandwidth(test, *a)
     values = CommScope.metrics(test, parse_comm_scope(reps))
@@ -101,7 +102,7 @@ def test_check_metrics(reps):
 def test_misspelt_upstream_name_is_not_the_peer_copy():
     # PeerAync (sic) is the copy with peer access off; the check reads the
     # GPUToGPUPeer benchmark and filters by the exact spelling
-    assert 'PeerAsync_GPUToGPUPeer' in NAMES['cuda']['peer']
+    assert 'PeerAsync_GPUToGPUPeer' in MODEL_NAMES['cuda']['peer']
 
 
 # -- broken files -----------------------------------------------------------

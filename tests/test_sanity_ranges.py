@@ -54,7 +54,6 @@ def nccl(text):
 def osu(name, benchmark):
     check = types.SimpleNamespace(benchmark=benchmark, max_size=4 * 2**20,
                                   latency_sizes=[0, 8, 1024, 65536])
-    check.is_latency = benchmark == 'osu_latency'
     table = parse_osu((OSU / name).read_text()).table()
     return Osu.metrics(check, table)
 

@@ -81,7 +81,8 @@ def test_coverage_names_what_was_not_tested():
         'partition': 'debug', 'nodes': 'n[1-4]',
         'unavailable': {'n3': 'drained: fan', 'n4': 'down'}}}
     cases = [case('n1', extras=recorded),
-             case('n4', result='fail', extras=recorded, reason=(
+             case('n4', result='fail', extras=dict(
+                 recorded, job_fate=['blocked', 'down']), reason=(
                  'job blocked error: [jobid=9] job cancelled because it was '
                  'blocked due to reason: ReqNodeNotAvail, '
                  'UnavailableNodes:n4'))]
@@ -123,6 +124,7 @@ def test_times_are_compared_only_among_enough_peers():
 # -- blame only what is broken, and what the admin does next ----------------
 
 from hpcval import verdict  # noqa: E402
+from hpcval.benchmarks import screening  # noqa: E402
 
 # ReFrame's reason when sbatch could not reach the controller (several
 # lines, read whole by hpcval.publish.results)
@@ -155,16 +157,18 @@ def judge_cases(cases, **kw):
 
 
 def test_not_the_nodes_fault_is_not_tested_not_failed():
+    # the failure's words, and the job's fate the run recorded
     reasons = {
-        'n2': SBATCH_DOWN,
+        'n2': (SBATCH_DOWN, screening.slurm_cause(SBATCH_DOWN)),
         'n3': ("run: usage error: time_limit=0:00:30 is below Slurm's "
-               "shortest time limit, one minute"),
+               "shortest time limit, one minute", ['usage error', '']),
         'n4': ('sanity: sanity error: job 31 on n4 CANCELLED: cancelled '
                '(scancel, or an administrator); likwid-bench printed no '
-               'MFlops/s'),
+               'MFlops/s', ['CANCELLED', '']),
     }
     cases = [screen_case('n1', 20.0)] + [
-        screen_case(n, result='fail', reason=r) for n, r in reasons.items()]
+        screen_case(n, result='fail', reason=r, extras={'job_fate': fate})
+        for n, (r, fate) in reasons.items()]
     v = judge_cases(cases)
     assert v.status == verdict.EXIT_INCOMPLETE and v.failures() == []
     cov = v.groups[0].coverage
@@ -174,11 +178,35 @@ def test_not_the_nodes_fault_is_not_tested_not_failed():
         'n4': 'not tested: cancelled (scancel, or an administrator)'}
 
 
+def test_what_failed_is_read_from_the_recorded_fate_not_the_words():
+    """The job's fate the run recorded (hpcval_job_fate: Slurm's state by
+    sacct, or the run's own cause) decides; the failure's words do not."""
+    said = ('sanity: job 31 on n2 CANCELLED: cancelled (scancel, or an '
+            'administrator); blocked due to reason: ReqNodeNotAvail')
+    for fate, untested in (([], None), (['TIMEOUT', ''], None),
+                           (['x', 'CANCELLED'], None),
+                           (['PREEMPTED', ''], 'not tested: preempted'),
+                           (['blocked', 'drained: fan'],
+                            'job not started (drained: fan)')):
+        v = judge_cases([screen_case('n1', 20.0),
+                         screen_case('n2', result='fail', reason=said,
+                                     extras={'job_fate': fate})])
+        assert v.groups[0].coverage.untested.get('n2') == untested, fate
+        assert [f.node for f in v.failures()] == ([] if untested else
+                                                  ['n2']), fate
+    # the words alone, of a case that recorded no fate: the node's failure
+    c = screen_case('n2', result='fail', reason=SBATCH_DOWN)
+    assert screen.not_tested(c) == ''
+    assert screening.slurm_cause(SBATCH_DOWN) == ['controller unreachable',
+                                                  '']
+
+
 def test_a_broken_node_still_fails_and_a_timeout_is_the_node_s():
     hung = ('sanity: job 40 on n2 TIMEOUT: killed at its time limit '
             '(0:01:00); output file missing')
     v = judge_cases([screen_case('n1', 20.0),
-                     screen_case('n2', result='fail', reason=hung)])
+                     screen_case('n2', result='fail', reason=hung,
+                                 extras={'job_fate': ['TIMEOUT', '']})])
     assert v.status == verdict.EXIT_FAILED
     assert list(verdict.by_node(v)) == ['n2']
 
@@ -236,7 +264,8 @@ def test_a_rescreen_read_with_the_first_judges_by_the_latest_run():
     assert v.status == verdict.EXIT_OK, verdict.render_text(v)
     # a later run that did not test the node does not hide the failure
     lost = [screen_case('n3', result='fail', reason=SBATCH_DOWN, time=9.0,
-                        session='s2')]
+                        session='s2', extras={'job_fate': [
+                            'controller unreachable', '']})]
     assert judge_cases(first + lost).status == verdict.EXIT_FAILED
 
 
@@ -365,40 +394,42 @@ def blocks(name):
 
 
 def test_sbatchs_refusals_are_usage_errors_of_no_node():
-    from hpcval.benchmarks import screening
     for cmd, text in blocks('sbatch_refusals.txt').items():
-        why = screening.submission_failure(text, 'none', [])
+        fate, why = screening.submission_failure(text, 'none', [])
         assert why.startswith('usage error: sbatch refused the job: '), cmd
         c = screen_case('n1', result='fail', reason=f'run: reframe error: '
-                                                    f'{why}')
+                                                    f'{why}',
+                        extras={'job_fate': fate})
         assert screen.not_tested(c).startswith(
             'not tested: usage error (sbatch refused the job: '), cmd
     # every node's sbatch refused: a usage error of the screen, one line
-    why = screening.submission_failure(
+    fate, why = screening.submission_failure(
         'sbatch: error: Invalid --time specification\n', 'none', [])
-    v = judge_cases([screen_case(n, result='fail', reason=why)
+    v = judge_cases([screen_case(n, result='fail', reason=why,
+                                 extras={'job_fate': fate})
                      for n in ('n1', 'n2', 'n3', 'n4')])
     assert v.status == verdict.EXIT_INPUT and v.failures() == []
     assert v.usage.startswith('usage error of the screen: its job failed '
                               'the same way on every node')
     assert 'Invalid --time' in v.usage
     # one node's refusal among passing ones: that node is not tested
-    v = judge_cases([screen_case('n1', result='fail', reason=why)] +
+    v = judge_cases([screen_case('n1', result='fail', reason=why,
+                                 extras={'job_fate': fate})] +
                     [screen_case(n, 20.0) for n in ('n2', 'n3', 'n4')])
     assert v.status == verdict.EXIT_INCOMPLETE and not v.usage
     assert screen.next_steps(v)['drain'] == []
 
 
 def test_a_stalled_submission_is_named_and_charges_no_node():
-    from hpcval.benchmarks import screening
     text = next(iter(blocks('sbatch_stalled.txt').values()))
-    why = screening.submission_failure(text, 'cancelled', ['19'])
+    fate, why = screening.submission_failure(text, 'cancelled', ['19'])
     assert why.startswith('controller stalled: sbatch got no answer '
                           '(sbatch: error: Batch job submission failed: '
                           'Socket timed out on send/recv operation)')
     assert 'job(s) 19 of it after all, cancelled' in why
     cases = [screen_case('n1', 20.0), screen_case('n2', 20.2),
-             screen_case('n3', result='fail', reason=f'run: {why}'),
+             screen_case('n3', result='fail', reason=f'run: {why}',
+                         extras={'job_fate': fate}),
              screen_case('n4', 20.1)]
     v = judge_cases(cases, accept_unscreened=True)
     assert v.status == verdict.EXIT_INCOMPLETE and v.failures() == []
@@ -613,7 +644,9 @@ def test_a_stopped_or_preempted_case_is_not_tested_and_is_rescreened():
     for why in (STOPPED, PREEMPTED):
         first = [screen_case('n1', 20.0), screen_case('n2', 20.5),
                  screen_case('n3', result='abort' if why == STOPPED
-                             else 'fail', reason=why)]
+                             else 'fail', reason=why,
+                             extras={'job_fate': [] if why == STOPPED
+                                     else ['PREEMPTED', '']})]
         loaded = SimpleNamespace(cases=first, fixtures=[], problems=[],
                                  damaged=[], conflicts=[],
                                  commands={'s1': cmd},
@@ -645,7 +678,8 @@ def test_a_job_failing_the_same_way_on_every_node_is_a_usage_error():
     usage line naming the option, exit 3."""
     cases = [screen_case(n, result='fail', reason=(
         f'sanity: sanity error: job {i} on {n} FAILED: ended with a '
-        f'non-zero exit code; output file missing: rfm_job.out'))
+        f'non-zero exit code; output file missing: rfm_job.out'),
+        extras={'job_fate': ['FAILED', '']})
         for i, n in enumerate(('n1', 'n2', 'n3', 'n4'), start=7)]
     cmd = ('reframe -r --system minicluster --distribute=all -J '
            'chdir=/nonexistent -n LikwidBenchCheck%kernel=peakflops')
@@ -663,6 +697,7 @@ def test_a_job_failing_the_same_way_on_every_node_is_a_usage_error():
     for c in cases:
         c.reason = (f'sanity: job 3 on {screen.node_of(c)} NODE_FAIL: a '
                     f'node failed under the job')
+        c.extras['job_fate'] = ['NODE_FAIL', '']
     assert judge_cases(cases).status == verdict.EXIT_FAILED
 
 

@@ -141,9 +141,9 @@ def test_every_record_a_check_logs_is_read_both_ways():
     """A new hpcval_* record must be read by both readings, or a report
     would silently lose it."""
     from hpcval import inputs
-    from hpcval.benchmarks import base, screening, validation
+    from hpcval.benchmarks import base, screening, source
     logged = {name for cls in (base.ParsedBenchmark, screening.ScreenRecord,
-                               validation.Validation)
+                               source.Validation)
               for name, kind in inputs.policy_of(cls).items()
               if kind is inputs.RECORD}
     assert logged == {f'hpcval_{name}' for name in results.EXTRAS}

@@ -1,6 +1,6 @@
 """A GPU check on a host without its GPU or compiler is listed and
 skipped, naming what is missing, in ReFrame's output and in the verdict
-(systems/local.py, hpcval.benchmarks.validation)."""
+(systems/local.py, hpcval.benchmarks.source)."""
 import re
 import subprocess
 

@@ -22,25 +22,20 @@ class CiError(ValueError):
     """The pipeline cannot be made; the message says why."""
 
 
-def _carried_parser():
+def carried(reframe_args):
+    """(the pipeline file, [the options every job repeats]): ReFrame's
+    generator keeps only --mode of the generating run."""
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument('--system')
-    parser.add_argument('-S', '--setvar', action='append', default=[])
-    parser.add_argument('-p', '--prgenv', action='append', default=[])
-    parser.add_argument('-J', '--job-option', action='append', default=[])
     parser.add_argument('--ci-generate')
-    return parser
-
-
-def carried(reframe_args):
-    """(the pipeline file, [the options every job repeats]).
-
-    ReFrame's generator keeps only --mode of the generating run."""
-    known, _ = _carried_parser().parse_known_args(reframe_args)
+    for flag, name in (('-S', '--setvar'), ('-p', '--prgenv'),
+                       ('-J', '--job-option')):
+        parser.add_argument(flag, name, dest=flag, action='append',
+                            default=[])
+    known, _ = parser.parse_known_args(reframe_args)
     out = [f'--system={known.system}'] if known.system else []
-    out += [f'-S{v}' for v in known.setvar]
-    out += [f'-p{v}' for v in known.prgenv]
-    out += [f'-J{v}' for v in known.job_option]
+    out += [f'{flag}{v}' for flag in ('-S', '-p', '-J')
+            for v in getattr(known, flag)]
     return known.ci_generate, out
 
 
@@ -146,22 +141,16 @@ def _command(line, options, places):
     if not words or words[0] != 'reframe':
         raise CiError(f'unexpected job command in ReFrame\'s pipeline: '
                       f'{line!r}')
-    out = ['hpcval', 'run']
-    i = 1
-    while i < len(words):
-        word = words[i]
-        if word in ('-C', '-c'):
-            value = words[i + 1]
-            i += 2
-            if word == '-C':
-                extra = [p for p in value.split(':')
-                         if p and os.path.abspath(p) != places.config]
-                out += [f'-C {places.shown(p, "-C")}' for p in extra]
-            else:
-                out += [f'-c {places.shown(value, "-c")}']
-            continue
-        out.append(_word(word))
-        i += 1
+    out, rest = ['hpcval', 'run'], iter(words[1:])
+    for word in rest:
+        if word == '-C':
+            extra = [p for p in next(rest).split(':')
+                     if p and os.path.abspath(p) != places.config]
+            out += [f'-C {places.shown(p, "-C")}' for p in extra]
+        elif word == '-c':
+            out.append(f'-c {places.shown(next(rest), "-c")}')
+        else:
+            out.append(_word(word))
     return ' '.join([*out, *map(shlex.quote, options)])
 
 

@@ -1,14 +1,10 @@
-"""``hpcval``: the command line, one subcommand each (COMMANDS; ``hpcval
---help`` lists them, each one's --help says what it does).  verdict, diff
-and calibrate stay here: they import publish.report and history, and a
-module of theirs below this one would add a floor (tests/bench_imports.py);
-the others are in hpcval.commands.
-
-Every command exits 0 healthy or nothing moved, 1 failed or moved, 2
-incomplete, 3 input or usage error (hpcval.exits; each --help says which
-it gives, docs/verdict.md has them all).
+"""``hpcval``: the command line, one subcommand each (COMMANDS).  verdict,
+diff and calibrate stay here: a module of theirs below this one would add
+a floor (tests/bench_imports.py); the others are in hpcval.commands.  Exit
+statuses: hpcval.exits.
 """
 import argparse
+import collections
 import math
 import os
 import sys
@@ -16,7 +12,7 @@ import time
 
 from hpcval import exits, inputs, paths, references, screen, verdict
 from hpcval.commands import paths as paths_command
-from hpcval.commands import print_table, printable
+from hpcval.commands import print_table, printable, refused
 from hpcval.commands import references as references_command
 from hpcval.commands import run as run_command
 from hpcval.commands import site as site_command
@@ -129,9 +125,8 @@ def _calibrate(args):
         if ref_dir:
             by_system = references.load_dir(ref_dir)
         else:
-            ref_dir = paths.writable_references_dir()
-            if ref_dir != paths.references_dir():
-                base_dir = paths.references_dir()
+            site, base_dir = paths.site_dir(), paths.references_dir()
+            ref_dir = os.path.join(site, 'references') if site else base_dir
             by_system = references.ReferenceSet.layered(
                 paths.references_dirs())
         if args.from_url:
@@ -156,8 +151,7 @@ def _calibrate(args):
             keep_outliers=args.keep_outliers)
     except (references.ReferenceFileError, calibrate.CalibrationError,
             results.InputRejected, paths.SiteError) as err:
-        print(f'hpcval calibrate: {err}', file=sys.stderr)
-        return exits.INPUT
+        return refused('calibrate', err)
 
     sys.stdout.write(result.diff)
     for note in result.notes:
@@ -253,9 +247,8 @@ def _verdict_arguments(ver):
 
 def _verdict(args):
     if not args.reports and args.db is None:
-        print('hpcval verdict: nothing to judge: give run reports '
-              '(--report-file) or --db', file=sys.stderr)
-        return verdict.EXIT_INPUT
+        return refused('verdict', 'nothing to judge: give run reports '
+                        '(--report-file) or --db')
     try:
         refs = references.ReferenceSet.given(args.references)
         loaded = results.load(args.reports, db=args.db,
@@ -264,33 +257,27 @@ def _verdict(args):
                               attrs=('scheduler',))
     except (results.InputRejected, references.ReferenceFileError,
             paths.ConfigError) as err:
-        print(f'hpcval verdict: {verdict.escape(str(err))}',
-              file=sys.stderr)
-        return verdict.EXIT_INPUT
+        return refused('verdict', verdict.escape(str(err)))
 
     keep = _verdict_selection(args, loaded)
     if isinstance(keep, str):
-        print(f'hpcval verdict: {verdict.escape(keep)}', file=sys.stderr)
-        return verdict.EXIT_INPUT
+        return refused('verdict', verdict.escape(keep))
     result = verdict.judge(loaded, keep, strict=args.strict,
                            allow_unjudged=args.allow_unjudged,
                            peer_factor=args.peer_factor,
                            accept_out=args.accept_out,
                            accept_unscreened=args.accept_unscreened)
     if result.usage:        # nothing judged: no node's fault to print
-        print(f'hpcval verdict: {verdict.escape(result.usage)}',
-              file=sys.stderr)
-        return result.status
-    if args.format == 'json':
-        sys.stdout.write(verdict.render_json(result))
-    else:
-        sys.stdout.write(verdict.render_text(result,
-                                             per_node=args.per_node))
+        return refused('verdict', verdict.escape(result.usage),
+                       result.status)
+    sys.stdout.write(verdict.render_json(result) if args.format == 'json'
+                     else verdict.render_text(result, per_node=args.per_node))
     return result.status
+
+
 def _verdict_selection(args, loaded):
-    """The test cases the verdict judges, as a filter; or, where --db
-    holds more than one system and partition and the arguments do not
-    choose, the one-line question that names what it found."""
+    """The test cases the verdict judges, as a filter; or the line saying
+    why none (--db of several systems and partitions: which to choose)."""
     def in_time(case):
         return ((args.since is None or case.time >= args.since)
                 and (args.until is None or case.time <= args.until))
@@ -318,21 +305,17 @@ def _verdict_selection(args, loaded):
             return f'no such session among the inputs: {", ".join(missing)}'
         wanted = set(args.session)
     elif args.latest:
-        ends = {}
-        for c in cases:
-            ends[c.session] = max(ends.get(c.session, 0.0), c.time)
-        if not ends:
+        if not cases:
             return 'no session to judge among the inputs'
-        wanted = {max(ends, key=ends.get)}
+        wanted = {max(cases, key=lambda c: c.time).session}
     else:
         wanted = {c.session for c in cases}
     cases = [c for c in cases if c.session in wanted]
 
     if args.db is not None:
-        found = {}
+        found = collections.defaultdict(set)
         for c in cases:
-            where = f'{c.system}:{c.partition}'
-            found.setdefault(where, set()).add(c.session)
+            found[f'{c.system}:{c.partition}'].add(c.session)
         if len(found) > 1 and not (args.system and args.partition):
             listed = ', '.join(f'{w} ({len(n)} session(s))'
                                for w, n in sorted(found.items()))
@@ -358,31 +341,26 @@ def _diff_arguments(dif):
 
 def _diff(args):
     if not args.reports and args.db is None:
-        print('hpcval diff: nothing to compare: give run reports or --db',
-              file=sys.stderr)
-        return changes.EXIT_INPUT
-    base, refs = _diff_baseline(args)
-    if isinstance(base, Exception):
-        print(f'hpcval diff: --baseline {verdict.escape(args.baseline)}: '
-              f'{verdict.escape(str(base))}', file=sys.stderr)
-        return changes.EXIT_INPUT
+        return refused('diff', 'nothing to compare: give run reports or '
+                        '--db')
+    try:
+        base, refs = _diff_baseline(args)
+    except (ValueError, paths.ConfigError) as err:
+        return refused('diff', f'--baseline {verdict.escape(args.baseline)}'
+                        f': {verdict.escape(str(err))}')
     try:
         loaded, samples = report.load_selected(args, replays=False,
                                                bounds=refs)
     except results.InputRejected as err:
-        print(f'hpcval diff: rejected {err}', file=sys.stderr)
-        return changes.EXIT_INPUT
+        return refused('diff', f'rejected {err}')
     unknown = report.unknown_selection(args, loaded.cases)
     if unknown or report.unreadable(loaded):
-        print(f'hpcval diff: {verdict.escape(unknown)}' if unknown else
-              'hpcval diff: no input could be read (each named above)',
-              file=sys.stderr)
-        return changes.EXIT_INPUT
+        return refused('diff', verdict.escape(unknown) if unknown else
+                        'no input could be read (each named above)')
     if base != changes.CALIBRATION and \
             any(getattr(p, 'source', '') == base for p in loaded.problems):
-        print(f'hpcval diff: --baseline {verdict.escape(base)}: left out '
-              f'(named above)', file=sys.stderr)
-        return changes.EXIT_INPUT
+        return refused('diff', f'--baseline {verdict.escape(base)}: left '
+                        f'out (named above)')
     keep = report.case_filter(args, replays=False)
     cases = [c for c in loaded.cases if keep(c)]
     diffs = changes.since(samples, cases, base, refs)
@@ -400,19 +378,16 @@ def _diff(args):
 
 def _diff_baseline(args):
     """(the baseline changes.since takes, the references for
-    ``calibration``), or (the error naming why the value is none)."""
+    ``calibration``); ValueError or ConfigError where there is none."""
     text = args.baseline
     if text is None:
         return None, None
     if text == changes.CALIBRATION:
-        try:
-            refs = references.ReferenceSet.given(args.references)
-        except (references.ReferenceFileError, paths.ConfigError) as err:
-            return err, None
+        refs = references.ReferenceSet.given(args.references)
         if not any(r.rule == calibrate.RULE for rs in refs.values()
                    for r in rs):
-            return ValueError('no reference file holds a calibrated value '
-                              '(hpcval calibrate --write makes them)'), None
+            raise ValueError('no reference file holds a calibrated value '
+                             '(hpcval calibrate --write makes them)')
         return text, refs
     if os.path.isfile(text):
         given = {os.path.realpath(r[1] if isinstance(r, tuple) else r)
@@ -423,8 +398,8 @@ def _diff_baseline(args):
     try:
         return report.timestamp(text), None
     except argparse.ArgumentTypeError as err:
-        return ValueError(f'no such report file, not calibration, and '
-                          f'not a time ({err})'), None
+        raise ValueError(f'no such report file, not calibration, and '
+                         f'not a time ({err})') from None
 
 
 #: each subcommand, in the order --help lists them: (name, help, what adds
@@ -485,9 +460,8 @@ def main(argv=None):
 
 
 def _run(args):
-    """The command, with no traceback a user can reach: a closed pipe
-    (``| head``) ends it quietly, anything unforeseen is one line
-    (HPCVAL_DEBUG=1 shows the traceback)."""
+    """The command, with no traceback a user can reach (HPCVAL_DEBUG=1
+    shows it); a closed pipe (``| head``) ends it quietly."""
     try:
         return args.func(args)
     except BrokenPipeError:

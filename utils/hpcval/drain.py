@@ -1,32 +1,9 @@
-"""The verdict's Slurm lines: ``scontrol update nodename=N state=drain``,
-the ``state=resume`` line and the re-screen of the failed nodes, only
-where pasting one can do nothing but act on that node, of this cluster.
-
-``lines`` is the one place they are decided.  A node is admitted when all
-of these hold, else it gets a ``not drained: ...`` comment and no command:
-
-- its partition ran under Slurm (the report's ``scheduler`` of its test
-  cases is ``slurm`` or ``squeue``, or Slurm's ``sinfo`` recorded the
-  partition's nodes); elsewhere (``local``) the next step says what to do
-  instead;
-- the report's system is the Slurm cluster here (``ClusterName`` of
-  ``scontrol show config``, compared without case as Slurm stores it): a
-  report of another cluster, or one judged where no Slurm answers, gets
-  comments only;
-- its name matches Slurm's host name grammar as a whole (letters,
-  digits, ``-``, ``_`` and ``.``, starting and ending with a letter or
-  digit, 64 characters at most) and is no Slurm keyword (``ALL``,
-  ``all``, ``DEFAULT``): no range, list or expression (``n[1-4]``,
-  ``a,b``); a quote or bracket disqualifies it, never stripped;
-- every test case charged to it ran there by Slurm's own node list of
-  its job (``job_nodelist``, or the accounting's ``hpcval_job_nodes``),
-  never by a name a test parameter (``%.nid=``) gives.
-
-A node slowed by processes outside the screen, all of the job's own user,
-is cleared and re-screened, not drained (hpcval.benchmarks.nodeuse.clears:
-docs/screening.md, "Slow beside another process").  The name is quoted for the shell as
-well (shlex), and the reason keeps no character a shell or scontrol reads
-(hpcval.screen.drain_reason).
+"""The verdict's Slurm lines (drain, resume, re-screen), decided in
+``lines`` alone: only for one node by Slurm's host name grammar, no
+keyword, on a Slurm partition of the cluster here (``ClusterName``), that
+every job charged to it ran on by Slurm's own node list; any other node a
+``not drained: ...`` comment (docs/verdict.md, "Next steps").  A node
+slowed by its own user's processes is cleared and re-screened, not drained.
 """
 import functools
 import re
@@ -90,7 +67,8 @@ def lines(verdict, alone, reason, cluster=None):
         if g is None:
             continue
         if getattr(g, 'scheduler', '') not in SLURM:
-            elsewhere.setdefault(g.name, []).append(node)
+            elsewhere.setdefault((g.name, getattr(g, 'scheduler', '') or
+                                  'not recorded'), []).append(node)
             continue
         why = _not_a_node(g, node)
         if why:
@@ -128,9 +106,7 @@ def lines(verdict, alone, reason, cluster=None):
         notes.insert(0, f'the scontrol lines are for Slurm cluster '
                         f'{here} (ClusterName of scontrol show config '
                         f'here, the report\'s system)')
-    for name, nodes in sorted(elsewhere.items()):
-        word = next((getattr(g, 'scheduler', '') for g in groups.values()
-                     if g.name == name), '') or 'not recorded'
+    for (name, word), nodes in sorted(elsewhere.items()):
         notes.append(f'{name} is not a Slurm partition (scheduler '
                      f'{word}): nothing to drain; '
                      f'fix what failed on {", ".join(sorted(nodes))} (the '

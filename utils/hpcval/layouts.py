@@ -1,31 +1,5 @@
-"""How a system runs GPU jobs and where it keeps scratch: partition extras.
-
-Checks know the shape of a run (one rank per GPU, one process driving all
-GPUs of a node); systems know how their launcher binds ranks to GPUs and
-cores and which network plugin collectives need.  A partition says so in
-its ``extras``, which are checked when the configuration loads::
-
-    'extras': {
-        'gpu_layouts': {
-            # one MPI rank per GPU (BabelStream, nccl-tests with MPI=1)
-            'rank_per_gpu': {
-                'launcher_options': ['--gpus-per-task=1', '--gpu-bind=closest'],
-                'cpus_per_task': 7,
-                'env_vars': {'OMP_NUM_THREADS': '7'},
-                # the launcher hides the other GPUs: each rank uses device 0
-                'one_visible_gpu': True,
-            },
-            # one process driving every GPU of its node; {gpus} is their count
-            'process_per_node': {'launcher_options': ['--gpus-per-task={gpus}']},
-        },
-        # collectives across nodes: the network plugin and its settings
-        'multinode_collectives': {'modules': [...], 'env_vars': {...}},
-        # MPI with device buffers (OSU D D): what turns it on
-        'gpu_aware_mpi': {'launcher_options': [...], 'env_vars': {...}},
-        # a directory for storage benchmarks; may hold $VARIABLES
-        'scratch_dir': '/lustre/orion/abc123/scratch/$USER',
-    }
-"""
+"""How a system runs GPU jobs and where it keeps scratch: partition extras,
+checked when the configuration loads (docs/site.md, "Partition extras")."""
 from dataclasses import dataclass, field
 
 GPU_LAYOUTS = ('rank_per_gpu', 'process_per_node')
@@ -66,19 +40,6 @@ def _fail(where, msg):
     raise SystemConfigError(f'{where}: {msg}')
 
 
-def _strings(where, value):
-    if not isinstance(value, (list, tuple)) or \
-            not all(isinstance(v, str) and v for v in value):
-        _fail(where, f'must be a list of non-empty strings, got {value!r}')
-
-
-def _env(where, value):
-    if not isinstance(value, dict) or not all(
-            isinstance(k, str) and k.isidentifier() and isinstance(v, str)
-            for k, v in value.items()):
-        _fail(where, f'must map variable names to strings, got {value!r}')
-
-
 def _keys(where, data, allowed):
     if not isinstance(data, dict):
         _fail(where, 'must be a mapping')
@@ -91,10 +52,17 @@ def _keys(where, data, allowed):
 def _settings(where, data, allowed):
     _keys(where, data, allowed)
     for key in ('launcher_options', 'modules'):
-        if key in data:
-            _strings(f'{where}.{key}', data[key])
-    if 'env_vars' in data:
-        _env(f'{where}.env_vars', data['env_vars'])
+        value = data.get(key, ())
+        if not isinstance(value, (list, tuple)) or \
+                not all(isinstance(v, str) and v for v in value):
+            _fail(f'{where}.{key}', f'must be a list of non-empty strings, '
+                                    f'got {value!r}')
+    env = data.get('env_vars', {})
+    if not isinstance(env, dict) or not all(
+            isinstance(k, str) and k.isidentifier() and isinstance(v, str)
+            for k, v in env.items()):
+        _fail(f'{where}.env_vars', f'must map variable names to strings, '
+                                   f'got {env!r}')
     cpus = data.get('cpus_per_task')
     if cpus is not None and (isinstance(cpus, bool) or
                              not isinstance(cpus, int) or cpus < 1):
@@ -141,38 +109,27 @@ def validate_system(system, origin, *rules):
                                           f'got {scratch!r}')
 
 
-def _general_options():
-    """The option names of ReFrame's ``general`` section (its schema)."""
+def validate_general(general, origin):
+    """A system module's ``general``: ReFrame's general options for it."""
     import json
     import os
     import reframe
     path = os.path.join(os.path.dirname(reframe.__file__), 'schemas',
                         'config.json')
-    with open(path) as schema:
+    with open(path) as schema:      # the option names ReFrame's schema gives
         items = json.load(schema)['properties']['general']['items']
-    return set(items['properties']) - {'target_systems'}
-
-
-def validate_general(general, origin):
-    """A system module's ``general``: ReFrame's general options for it."""
-    _keys(f'{origin}: general', general, _general_options())
-
-
-def _layout(data):
-    return Layout(tuple(data.get('launcher_options', ())),
-                  data.get('cpus_per_task'), dict(data.get('env_vars', {})),
-                  data.get('one_visible_gpu', False),
-                  tuple(data.get('modules', ())))
+    _keys(f'{origin}: general', general,
+          set(items['properties']) - {'target_systems'})
 
 
 def gpu_layout(partition, name):
-    """The partition's ``gpu_layouts[name]``; the default runs unbound."""
-    return _layout(partition.extras.get('gpu_layouts', {}).get(name, {}))
+    """The partition's ``gpu_layouts[name]`` (validated); by default unbound."""
+    return Layout(**partition.extras.get('gpu_layouts', {}).get(name, {}))
 
 
 def settings(partition, key):
     """``multinode_collectives`` or ``gpu_aware_mpi`` of the partition."""
-    return _layout(partition.extras.get(key, {}))
+    return Layout(**partition.extras.get(key, {}))
 
 
 def apply(test, layout, gpus=1):

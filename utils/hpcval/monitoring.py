@@ -1,5 +1,6 @@
 """Performance records to a time-series database (docs/monitoring.md)."""
 import collections
+import contextlib
 import json
 import math
 import queue
@@ -24,12 +25,12 @@ _RESERVED = frozenset({*_CASE_LABELS, 'node', 'metric', 'unjudged',
 # to the time, so that two repeats ending in one (Slurm) second stay two
 _REPEAT = re.compile(r' %\.?repeat_no=(\d{1,6})')
 
-# family -> (unit the value is converted to, its name in the metric name)
-_BASE = {'bandwidth': ('B/s', 'bytes_per_second'),
-         'time': ('s', 'seconds'),
-         'flops': ('MFLOP/s', 'flop_per_second'),
-         'rate': ('op/s', 'operations_per_second')}
-_SCALE = {'flops': 1e6}          # MFLOP/s -> FLOP/s
+#: family -> (unit the value is converted to, its name in the metric name,
+#: the factor from that unit to the name's)
+BASE = {'bandwidth': ('B/s', 'bytes_per_second', 1),
+        'time': ('s', 'seconds', 1),
+        'flops': ('MFLOP/s', 'flop_per_second', 1e6),
+        'rate': ('op/s', 'operations_per_second', 1)}
 
 
 def base_unit(value, unit):
@@ -39,8 +40,8 @@ def base_unit(value, unit):
     except ValueError:
         name = re.sub(r'[^a-z0-9]+', '_', str(unit or '').lower()).strip('_')
         return value, name or 'value'
-    to, name = _BASE[fam]
-    return units.convert(value, unit, to) * _SCALE.get(fam, 1), name
+    to, name, scale = BASE[fam]
+    return units.convert(value, unit, to) * scale, name
 
 
 def _labels(record, extras, ignore_keys):
@@ -192,12 +193,10 @@ class Sender:
 
     def flush(self, timeout):
         """Wait up to ``timeout`` s for the queue to empty; True if it did."""
-        deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
-        return True
+        done = self._queue.all_tasks_done     # notified as the queue empties
+        with done:
+            return done.wait_for(lambda: not self._queue.unfinished_tasks,
+                                 timeout)
 
     def summary(self):
         lost = sum(self.dropped.values())
@@ -257,20 +256,15 @@ class Sender:
                 if err.code != 429 and err.code < 500:
                     return self._drop(f'HTTP {err.code}')
                 why = f'HTTP {err.code}'
-                wait = _retry_after(err.headers, wait)
+                with contextlib.suppress(TypeError, ValueError):
+                    wait = max(0.0, float(err.headers.get('Retry-After',
+                                                          wait)))
             except (OSError, ValueError) as err:
                 why = ('timeout' if 'timed out' in str(err)
                        else f'network error {type(err).__name__}')
             if attempt < self.retries:
                 time.sleep(min(wait, self.max_backoff))
         self._drop(f'{why} after {self.retries + 1} tries')
-
-
-def _retry_after(headers, default):
-    try:
-        return max(0.0, float(headers.get('Retry-After', default)))
-    except (TypeError, ValueError):
-        return default
 
 
 def check_label_names(extras):

@@ -68,12 +68,6 @@ def _trusted(check, path, what):
                         f'hpcval runs; docs/security.md)') from None
 
 
-def _private_names(folder):
-    # hpcval's own helpers (systems/_site.py) and the package itself
-    return sorted(name for name in os.listdir(folder)
-                  if name.startswith('_') and name != '__pycache__')
-
-
 def site_folders(kind):
     """[the site's ``kind`` folder] where it has one, else []; or SiteError."""
     site = site_dir()
@@ -81,7 +75,9 @@ def site_folders(kind):
     if not (folder and os.path.isdir(folder)):
         return []
     _trusted(trust.check_tree, folder, f'{SITE_VAR}: {kind}/')
-    private = _private_names(folder) if kind == 'systems' else []
+    # hpcval's own helpers (systems/_site.py) and the package itself
+    private = sorted(name for name in os.listdir(folder) if name[0] == '_'
+                     and name != '__pycache__') if kind == 'systems' else []
     if private:
         raise SiteError(f'{os.path.join(folder, private[0])}: names starting '
                         f'with _ are hpcval\'s own modules (systems/_site.py '
@@ -132,22 +128,15 @@ def builtin_folder(kind):
     return os.path.join(repo_root(), kind)
 
 
-def _same_names(kind, suffix):
-    site = site_folders(kind)
-    if not site:
-        return []
-    builtin = builtin_folder(kind)
-    return [(kind, os.path.join(builtin, name), os.path.join(site[0], name))
-            for name in sorted(os.listdir(site[0]))
-            if name.endswith(suffix) and
-            os.path.isfile(os.path.join(builtin, name))]
-
-
 def replacements():
     """[(kind, built-in file, site file)] of every file a site replaces."""
-    return [*_same_names('systems', '.py'),
-            *_same_names('references', '.yaml'),
-            *_same_names('checks', '.py')]
+    return [(kind, os.path.join(builtin_folder(kind), name),
+             os.path.join(site, name))
+            for kind, suffix in (('systems', '.py'), ('references', '.yaml'),
+                                 ('checks', '.py'))
+            for site in site_folders(kind)
+            for name in sorted(os.listdir(site)) if name.endswith(suffix)
+            and os.path.isfile(os.path.join(builtin_folder(kind), name))]
 
 
 def check_search_path(builtin):
@@ -188,12 +177,6 @@ def announce_replacements(stream):
 def references_dirs():
     """The references folders in layering order: built-in, then the site's."""
     return [references_dir(), *site_folders('references')]
-
-
-def writable_references_dir():
-    """Where ``hpcval calibrate --write`` writes."""
-    site = site_dir()
-    return os.path.join(site, 'references') if site else references_dir()
 
 
 def import_error(name, err):

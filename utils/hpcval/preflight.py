@@ -1,8 +1,5 @@
-"""What ``hpcval run`` checks before and after ReFrame runs.
-
-Before: the system and mode exist, this host is one of the system's,
-a fixed mode gets only the options it accepts.  After: a selection that
-ran nothing is refused.  A refusal is one line and exit ``REFUSED`` (3)."""
+"""What ``hpcval run`` checks before ReFrame runs (system, mode, host, a
+fixed mode's options) and after (an empty selection): one line, exit 3."""
 import os
 import re
 import sys

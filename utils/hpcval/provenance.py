@@ -47,15 +47,14 @@ _PROBES = (
     '--version 2>&1 | grep -v "^[[:space:]]*$" | head -n 2 | paste -sd"|" -)"',
 )
 # each MPI's version tool, beside its library: bin/ of the library's prefix
-_MPI_TOOLS = ('ompi_info --version', 'mpichversion', 'impi_info -v')
+_MPI_TOOLS = {'ompi_info': '--version', 'mpichversion': '', 'impi_info': '-v'}
 
 
 def _library_probe(executable):
     exe = shlex.quote(executable)
-    tools = ' '.join(shlex.quote(t.split()[0]) for t in _MPI_TOOLS)
-    args = {t.split()[0]: ' '.join(t.split()[1:]) for t in _MPI_TOOLS}
+    tools = ' '.join(map(shlex.quote, _MPI_TOOLS))
     cases = ' '.join(f'{shlex.quote(t)}) a={shlex.quote(a)};;'
-                     for t, a in args.items())
+                     for t, a in _MPI_TOOLS.items())
     return (f'l=$(ldd "$(command -v {exe})" 2>/dev/null | sed -n '
             f'"s/^[[:space:]]*libmpi[^ ]* => \\(\\/[^ ]*\\).*/\\1/p" '
             f'| head -n 1); [ -n "$l" ] && echo "mpi_library=$l" && '

@@ -103,6 +103,8 @@ class Snapshot(_Record):
     #: (bus id, text) of nvidia-smi's warnings (the infoROM's)
     warnings: tuple[tuple[str, str], ...] = ()
     nvlink: NvLink = NvLink()
+    #: {bus id: PCIe replays since reset} (``nvidia-smi -q -d PCIE``)
+    pcie_replays: dict[Text, Count] = {}
     error: str = ''
     apps_error: str = ''
     unparsed: str = ''

@@ -1,21 +1,7 @@
-"""Node screening: which nodes a screen covered, and how each node's
-figures compare with those of its peers in the same run.
-
-A screen is a run with ReFrame's ``--distribute``: one test case per node,
-named ``... %.nid=<node>``.  Its checks record the partition's node list as
-Slurm gave it at run time (``hpcval_partition_nodes``, see
-hpcval.benchmarks.screening), so a verdict read anywhere later knows which
-nodes were not tested, and why (drained, down, reserved).
-
-Each node's figure is judged against the same figure of the other nodes
-by the peer rule (hpcval.peers, docs/screening.md; ``hpcval verdict
---peer-factor`` sets its floor for a screen).  Spreads (``*_std``) and
-figures of unknown direction are not compared.
-
-After a screen (``next_steps``): scontrol lines that drain the failed
-nodes and a re-screen of only those; a re-screen read with the first
-screen judges each node by its latest run (``superseded``).
-"""
+"""Node screening (ReFrame's ``--distribute``, docs/screening.md): which
+nodes a screen covered, each node's figures against its peers', and what
+the admin does next (drain lines, a re-screen of the failed nodes)."""
+import itertools
 import math
 import re
 import shlex
@@ -29,41 +15,24 @@ from hpcval.units import better
 #: kind's floor (hpcval.peers.PEER_RULES) with the spread term, the rule
 #: whose false-alarm rate and detection limit docs/screening.md gives
 PEER_FACTOR = None
-# a job cancelled because its node could not take it: the node was not
-# tested (ReFrame's words, then Slurm's)
-_UNAVAILABLE = re.compile(r'blocked due to reason: (ReqNodeNotAvail|Nodes '
-                          r'required for job are DOWN|.*Reserv)')
-# what ends a job without saying anything about its node: Slurm's
-# controller or accounting out of reach (sbatch, sacct or srun saying so),
-# a usage error of the run (hpcval.benchmarks.fates), an operator's scancel
-_NOT_THE_NODE = (
-    # a submission reconciled with the queue (hpcval.benchmarks.screening)
-    ('controller stalled', re.compile(r'\bcontroller stalled: ')),
-    ('sbatch failed', re.compile(r'\bsbatch failed: ')),
-    ('controller unreachable', re.compile(
-        r'Unable to contact slurm controller|Socket timed out on send/recv|'
-        r'slurm_load_(jobs|partitions|node) error|Zero Bytes were '
-        r'transmitted or received|Batch job submission failed: (Unable|'
-        r'Socket)')),
-    ('accounting unreachable', re.compile(
-        r'Problem talking to the database|slurmdbd|failed to open '
-        r'persistent connection|command .sacct\b')),
-    # hpcval's own, sbatch's or srun's refusal of what the run asked for
-    ('usage error', re.compile(
-        r'\busage error: |\b(sbatch|srun): error: (Invalid|invalid|'
-        r'Unable to allocate resources: (Invalid|Requested|Job violates))|'
-        r'\b(sbatch|srun): (unrecognized|invalid) option')),
-    ('cancelled (scancel, or an administrator)', re.compile(
-        r'\bCANCELLED: cancelled')),
-    # hpcval.benchmarks.fates: a higher-priority job took the node
-    ('preempted', re.compile(r'\bPREEMPTED: preempted')),
-    ('requeued', re.compile(r'\bREQUEUED: requeued')),
-)
-# what a reconciled submission adds to its category (the verdict's words)
-_DETAIL = re.compile(r'(sbatch refused the job: [^;|\n]*|the controller '
-                     r'created job\(s\) [0-9, ]+ of it after all, '
-                     r'cancelled|no job of it in the queue|the queue '
-                     r'could not be read within [0-9]+ s)')
+#: a job's fate (hpcval_job_fate, recorded by the run:
+#: hpcval.benchmarks.screening) that says nothing about its node: the
+#: verdict's words, and whether a re-screen as it stands cannot test the
+#: node (Slurm held it out, or its job was refused as asked)
+NOT_TESTED = {
+    'blocked': ('job not started', True),
+    'usage error': ('not tested: usage error', True),
+    'controller stalled': ('not tested: controller stalled', False),
+    'sbatch failed': ('not tested: sbatch failed', False),
+    'controller unreachable': ('not tested: controller unreachable', False),
+    'accounting unreachable': ('not tested: accounting unreachable', False),
+    'CANCELLED': ('not tested: cancelled (scancel, or an administrator)',
+                  False),
+    'PREEMPTED': ('not tested: preempted', False),
+    'REQUEUED': ('not tested: requeued', False),
+}
+#: Slurm's job states that end a job because its node failed
+NODE_FATES = ('NODE_FAIL', 'BOOT_FAIL')
 _NID = re.compile(r'\s%\.nid=(\S+)')
 _SCREEN_PARAMS = re.compile(r'\s%\.(nid|part)=\S+')
 
@@ -76,29 +45,29 @@ def node_of(case):
     return m.group(1).strip("[]'\"") if m else None
 
 
+def job_fate(case):
+    """(cause, detail) of the job's fate the run recorded, or ('', '')."""
+    fate = case.extras.get('job_fate')
+    if isinstance(fate, list) and len(fate) == 2 and \
+            all(isinstance(w, str) for w in fate):
+        return tuple(fate)
+    return '', ''
+
+
 def not_tested(case):
-    """Why a distributed case says nothing about its node, or '': its job
-    never started because the node could not take it (drained, down,
-    reserved), or it ended for a reason that is not the node's (the
-    controller or accounting out of reach, a usage error, an operator's
-    cancel)."""
-    reason = case.reason or ''
-    m = _UNAVAILABLE.search(reason)
-    if m:
-        return f'job not started: {m.group(1)}'
+    """Why a distributed case says nothing about its node, or '': the
+    screen was stopped, or the job's recorded fate is one of NOT_TESTED."""
     if case.result == 'abort':
         # ReFrame stopped before the case ended: Ctrl-C, SIGTERM, --maxfail
-        cause = re.search(r'aborted due to (\w+)', reason)
+        cause = re.search(r'aborted due to (\w+)', case.reason or '')
         return 'not tested: the screen was stopped' + (
             f' ({cause.group(1)})' if cause else '')
-    if case.result != 'fail':
+    cause, detail = job_fate(case)
+    if case.result != 'fail' or cause not in NOT_TESTED:
         return ''
-    for what, pattern in _NOT_THE_NODE:
-        if pattern.search(reason):
-            detail = _DETAIL.search(reason)
-            return f'not tested: {what}' + (
-                f' ({detail.group(1).strip()[:120]})' if detail else '')
-    return ''
+    # one line: the report is data
+    words, detail = NOT_TESTED[cause][0], ' '.join(detail.split())[:120]
+    return f'{words} ({detail})' if detail else words
 
 
 def screen_test(case):
@@ -107,34 +76,25 @@ def screen_test(case):
 
 
 _BRACKET = re.compile(r'\[([0-9,-]+)\]')
+# one name or range of names; a node list is these joined by commas
+_ITEM = r'(?:[^,\[\]]|\[[^\[\]]*\])+'
+_NODELIST = re.compile(rf'{_ITEM}(?:,{_ITEM})*')
 # more nodes than any partition has: a list naming more is not expanded
 MAX_NODES = 200_000
 _RANGE = re.compile(r'(\d+)(?:-(\d+))?')
 
 
 def expand(nodelist):
-    """'n[1-3],x7' -> ['n1', 'n2', 'n3', 'x7'] (Slurm's syntax, zero
-    padding kept: 'g[08-10]' -> g08 g09 g10).  Without ReFrame: its import
-    alone costs more than a 1,000-node verdict.  ValueError when it is not
-    that syntax, or one of more than MAX_NODES names, counted before any
-    is made (a report from elsewhere may say ``n[1-300000000]``)."""
+    """'n[1-3],x7' -> ['n1', 'n2', 'n3', 'x7'], zero padding kept; without
+    ReFrame, whose import costs more than a 1,000-node verdict.  ValueError
+    for another syntax or more than MAX_NODES names (counted first)."""
     if nodelist_size(nodelist) > MAX_NODES:
         raise ValueError(f'node list of more than {MAX_NODES} nodes')
-    out, depth, word = [], 0, ''
-    for ch in nodelist.strip() + ',':
-        depth += (ch == '[') - (ch == ']')
-        if depth < 0 or depth > 1:
-            raise ValueError(f'{nodelist!r}: unbalanced brackets')
-        if ch == ',' and depth == 0:
-            if not word:
-                raise ValueError(f'{nodelist!r}: an empty name')
-            out += _expand_one(word)
-            word = ''
-        else:
-            word += ch
-    if depth:
-        raise ValueError(f'{nodelist!r}: unbalanced brackets')
-    return out
+    text = nodelist.strip()
+    if not _NODELIST.fullmatch(text):
+        raise ValueError(f'{nodelist!r}: not a Slurm node list')
+    return [name for item in re.findall(_ITEM, text)
+            for name in _expand_one(item)]
 
 
 def _expand_one(word):
@@ -173,15 +133,10 @@ def abbrev(nodes):
         groups.setdefault((m.group(1), width), set()).add(int(digits))
     parts = []
     for (head, width), numbers in sorted(groups.items()):
-        runs, start, prev = [], None, None
-        for i in sorted(numbers):
-            if prev is not None and i == prev + 1:
-                prev = i
-                continue
-            if start is not None:
-                runs.append((start, prev))
-            start = prev = i
-        runs.append((start, prev))
+        # consecutive numbers share their difference to their index
+        runs = [[n for _, n in run] for _, run in itertools.groupby(
+            enumerate(sorted(numbers)), lambda pair: pair[1] - pair[0])]
+        runs = [(run[0], run[-1]) for run in runs]
         text = ','.join(f'{a:0{width}d}' if a == b else
                         f'{a:0{width}d}-{b:0{width}d}' for a, b in runs)
         parts.append(f'{head}{text}' if len(numbers) == 1
@@ -278,7 +233,7 @@ def coverage(cases):
         if case.result == 'skip':
             continue
         why = not_tested(case)
-        if why.startswith('job not started') or 'usage error' in why:
+        if why and NOT_TESTED.get(job_fate(case)[0], ('', False))[1]:
             held.add(node)
         if why:
             # one case of the node not run is enough: its screen is partial
@@ -312,10 +267,11 @@ def coverage(cases):
                     session=getattr(cases[0], 'session', '') if cases else '')
 
 
-def _peer_groups(cases, samples_of):
-    """{(system, partition, environ, test, metric, unit): [(node, case,
-    sample)]}: each figure of the distributed ``cases`` that the peer rule
-    compares."""
+def _judged_groups(cases, samples_of, factor):
+    """(key, [(node, case, sample)], {(node, id(case)): value}, the peer
+    rule's judgements) of each figure of the distributed ``cases`` that
+    the rule compares; key: (system, partition, environ, test, metric,
+    unit)."""
     groups = {}
     for case in cases:
         node = node_of(case)
@@ -331,30 +287,23 @@ def _peer_groups(cases, samples_of):
             key = (case.system, case.partition, case.environ,
                    screen_test(case), s.metric, s.unit)
             groups.setdefault(key, []).append((node, case, s))
-    return groups
-
-
-def _floor(factor, entries, key):
-    """The peer rule's floor for one figure's group (``factor``: a number,
-    None, or a function of a case of the group and the metric)."""
-    if callable(factor):
-        factor = factor(entries[0][1], key[4])
-    return None if factor is None else 1 - 1 / factor
+    for key, entries in groups.items():
+        # factor: a number, None, or a function of a case and the metric
+        given = factor(entries[0][1], key[4]) if callable(factor) else factor
+        values = {(node, id(case)): s.value for node, case, s in entries}
+        yield key, entries, values, peers.judge(
+            values, key[-1], None if given is None else 1 - 1 / given)
 
 
 def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
     """{(id(case), metric): PeerResult} for the distributed ``cases``
-    (``samples_of(case)``: its samples, objects with metric, value, unit);
-    ``factor``: how many times worse than the peers' median fails at
-    least (None: the figure kind's floor, hpcval.peers.PEER_RULES), or a
-    function of (a case, the metric) giving it per figure."""
+    (``samples_of(case)``: its samples); ``factor``: how many times worse
+    than the peers' median fails (PEER_FACTOR), or a function of (a case,
+    the metric) giving it per figure."""
     out = {}
-    for key, entries in _peer_groups(cases, samples_of).items():
+    for key, entries, _, judged in _judged_groups(cases, samples_of, factor):
         unit = key[-1]
-        rule = peers.rule_for(unit)
-        values = {(node, id(case)): s.value for node, case, s in entries}
-        judged = peers.judge(values, unit, _floor(factor, entries, key))
-        cmp = '>=' if rule.better == 'higher' else '<='
+        cmp = '>=' if peers.rule_for(unit).better == 'higher' else '<='
         for node, case, _ in entries:
             j = judged.get((node, id(case)))
             if j is None:
@@ -383,12 +332,10 @@ _NAMED_IN_99 = 2.33
 
 @dataclass
 class Reach:
-    """What one figure's screen of one partition can find: ``bound`` is
-    the peer rule's bound as a factor on the peers' median (the largest
-    over the nodes), ``finds`` the slowdown named in 99 % of screens
-    (the bound and 2.33 robust standard deviations of the nodes' spread),
-    both as 'x times worse'; ``screened``: finds <= the kind's
-    SCREEN_TARGET, or every node judged by a reference instead."""
+    """What one figure's screen of one partition can find, as 'x times
+    worse' than the peers' median: ``bound``, the peer rule's (the largest
+    over the nodes), ``finds``, the slowdown named in 99 % of screens
+    (docs/screening.md, "What each partition's screen can find")."""
     test: str
     metric: str
     unit: str
@@ -433,28 +380,23 @@ class Reach:
 
 def reach(cases, samples_of, factor=PEER_FACTOR, referenced=None):
     """[Reach] of each figure the distributed ``cases`` compare with their
-    peers; ``referenced(sample)``: whether a reference judges it (then
-    the partition is screened by the references where peers are too
-    few)."""
+    peers; ``referenced(sample)``: whether a reference judges it."""
     out = []
-    for key, entries in sorted(_peer_groups(cases, samples_of).items(),
-                               key=lambda kv: kv[0][3:5]):
+    for key, entries, values, judged in sorted(
+            _judged_groups(cases, samples_of, factor),
+            key=lambda group: group[0][3:5]):
         unit = key[-1]
         rule = peers.rule_for(unit)
         kind = next(k for k, r in peers.PEER_RULES.items() if r == rule)
-        values = {(node, id(case)): s.value for node, case, s in entries}
-        judged = peers.judge(values, unit, _floor(factor, entries, key))
         good = [v for v in values.values() if v > 0 and math.isfinite(v)]
         count = max(len(good) - 1, 0)
-        bound = finds = None
+        bound = max((j.factor for j in judged.values()), default=None)
+        finds = None        # too few peers: the floor alone judges
         if judged and peers.k_of_peers(count) is not None:
-            bound = max(j.factor for j in judged.values())
             logs = [math.log(v) for v in good]
             mid = statistics.median(logs)
             sigma = 1.4826 * statistics.median(abs(x - mid) for x in logs)
             finds = math.exp(math.log(bound) + _NAMED_IN_99 * sigma)
-        elif judged:        # the floor alone judges
-            bound = max(j.factor for j in judged.values())
         target = SCREEN_TARGET[kind]
         by_refs = referenced is not None and all(
             referenced(s) for _, _, s in entries)
@@ -506,8 +448,7 @@ def job_nodes(case):
 
 def superseded(cases):
     """ids of the distributed ``cases`` that a later run of the same test
-    on the same node replaces: a re-screen read with the first screen
-    judges each node by its latest run that tested it."""
+    on the same node, one that tested it, replaces (a re-screen)."""
     best = {}
     for case in cases:
         node = node_of(case)
@@ -525,8 +466,7 @@ def superseded(cases):
 
 def accept_out(coverage, nodes):
     """Move the untested ``nodes`` (known to be out: drained for repair)
-    from ``coverage.untested`` to ``coverage.accepted``; a tested node
-    stays judged."""
+    from ``coverage.untested`` to ``coverage.accepted``."""
     for node in nodes:
         if node in coverage.untested:
             coverage.accepted[node] = coverage.untested.pop(node)
@@ -538,9 +478,10 @@ def drain_reason(failure):
     character a shell or scontrol would read."""
     test = screen_test(failure).split()[0] if failure.test else ''
     if failure.metric:
-        what = (f'{test} {failure.metric} {_short(failure.value)} '
-                f'{failure.unit} {failure.component} bound '
-                f'{failure.bound}')
+        value = failure.value
+        value = f'{value:.4g}' if isinstance(value, (int, float)) else value
+        what = (f'{test} {failure.metric} {value} {failure.unit} '
+                f'{failure.component} bound {failure.bound}')
     else:
         what = f'{test} {failure.reason}'
     text = _REASON_UNSAFE.sub(' ', f'hpcval: {what}')
@@ -549,22 +490,14 @@ def drain_reason(failure):
         text[:_REASON_CHARS - 3].rstrip() + '...'
 
 
-def _short(value):
-    return f'{value:.4g}' if isinstance(value, (int, float)) else str(value)
-
-
 # what differs between nodes' words of one failure: job ids, numbers
 _VARYING = re.compile(r'\d+')
-# a node that failed under its job (hpcval.benchmarks.screening): the
-# node's, however many fail alike (a rack's power)
-_NODE_FATE = re.compile(r'\b(NODE_FAIL|BOOT_FAIL): ')
 
 
 def same_failure(cases, samples_of):
     """The reason of the first of the distributed ``cases`` where every
-    node's job (two nodes or more) failed with it, none measuring a
-    figure (``samples_of(case)``), up to its node's name and numbers: the
-    screen's own option, module or account, not each node; else ''."""
+    node's job (two nodes or more) failed alike, none measuring a figure,
+    up to its node's name and numbers: the screen's own fault; else ''."""
     found, first = set(), ''
     nodes = set()
     for case in cases:
@@ -572,10 +505,12 @@ def same_failure(cases, samples_of):
         if node is None or case.result == 'skip' or \
                 case.extras.get('screen_excluded'):
             continue
-        why = not_tested(case)
+        # a node that failed under its job is the node's, however many
+        # fail alike (a rack's power)
+        cause = job_fate(case)[0]
         if case.result != 'fail' or samples_of(case) or \
-                (why and 'usage error' not in why) or \
-                _NODE_FATE.search(case.reason or ''):
+                cause in NODE_FATES or \
+                (cause in NOT_TESTED and cause != 'usage error'):
             return ''
         text = (case.reason or '').replace(node, '')
         found.add(_VARYING.sub('#', text))
@@ -598,10 +533,9 @@ def usage_line(reason, commands):
 
 
 def next_steps(verdict):
-    """What the admin does next: {'drain': [scontrol line, ...], 'resume':
-    [scontrol line], 'rescreen': [command, ...], 'notes': [...]} for the
-    failed nodes of a verdict (hpcval.verdict.Verdict): drain them, fix
-    them, resume them, then the same screen on them alone."""
+    """What the admin does next for the failed nodes of a verdict:
+    {'drain': [scontrol line], 'resume': [...], 'rescreen': [command],
+    'notes': [...]}: drain, fix, resume, then the same screen on them."""
     alone, pairs, nodeless = {}, {}, set()
     for f in verdict.failures():
         nodes = f.node.split('+') if f.node else []
@@ -657,34 +591,27 @@ _OWN_JOB_OPTIONS = ('nodelist', 'exclude', 'w', 'x')
 
 
 def rescreen_settings(cmdline):
-    """The options of a screen's ReFrame ``cmdline`` that a re-screen of
-    some of its nodes repeats: its mode, -S settings (repeats, the
-    figure's size), -J job options, --distribute and --exec-policy, each
-    as recorded and only where its value is plain; [] when the line
+    """The options of a screen's ReFrame ``cmdline`` that a re-screen
+    repeats (_CARRIED), only where its value is plain; [] when the line
     cannot be read."""
     try:
         argv = shlex.split(cmdline or '')
     except ValueError:
         return []
-    out, i = [], 0
-    while i < len(argv):
-        word = argv[i]
+    out, words = [], iter(argv)
+    for word in words:
         name, eq, value = word.partition('=')
         if name in _CARRIED and eq:
             pass
-        elif word in _CARRIED and word != '--distribute' and \
-                i + 1 < len(argv):
-            name, value = word, argv[i + 1]
-            i += 1
         elif word == '--distribute':
-            name, value = word, ''
+            value = ''
+        elif word in _CARRIED:
+            value = next(words, None)      # the option's value
         elif word[:2] in ('-S', '-J') and len(word) > 2:
             name, value = word[:2], word[2:]
         else:
-            i += 1
             continue
-        i += 1
-        if not _CARRIED[name].fullmatch(value):
+        if value is None or not _CARRIED[name].fullmatch(value):
             continue
         if name in ('-J', '--job-option') and \
                 value.split('=')[0].lstrip('-') in _OWN_JOB_OPTIONS:
@@ -700,11 +627,9 @@ def rescreen_settings(cmdline):
 
 def _rescreen(verdict, failed):
     """reframe lines that run the failed screen tests again on the
-    ``failed`` nodes only, with the screen's own settings
-    (rescreen_settings of the command line that ran it), and the verdict
-    that reads them with the first screen, with the options that judged.
-    The other nodes are excluded (``-J exclude``): a list given as ``-J
-    nodelist`` would join every pinned job to all of its nodes."""
+    ``failed`` nodes only, with the screen's own settings, and the verdict
+    that reads them with the first screen.  The other nodes are excluded:
+    ``-J nodelist`` would join every pinned job to all of its nodes."""
     options = getattr(verdict, 'options', None) or {}
     commands = options.get('commands') or {}
     lines = []

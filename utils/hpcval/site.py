@@ -50,7 +50,7 @@ def init(folder, from_system=None):
         raise SiteInitError(f'{folder} exists and is not an empty folder; '
                             f'nothing written')
 
-    sources = _sources(from_system) if from_system else []
+    source = _source(from_system) if from_system else None
     try:
         os.makedirs(os.path.dirname(folder), 0o755, exist_ok=True)
         trust.own_folder(folder, 0o755)
@@ -68,12 +68,11 @@ def init(folder, from_system=None):
     trust.write_new(readme, README.format(
         path=folder, docs=os.path.join(paths.repo_root(), 'docs')).encode())
     written.append(readme)
-    for source, kind in sources:
-        if os.path.isfile(source):
-            target = os.path.join(folder, kind, os.path.basename(source))
-            with open(source, 'rb') as fp:
-                trust.write_new(target, fp.read())
-            written.append(target)
+    if source:
+        target = os.path.join(folder, 'systems', os.path.basename(source))
+        with open(source, 'rb') as fp:
+            trust.write_new(target, fp.read())
+        written.append(target)
     return written
 
 
@@ -163,14 +162,18 @@ def effective(refs):
     return rows
 
 
-def _sources(name):
-    """The built-in system ``name``'s module."""
-    root = paths.repo_root()
-    known = sorted(f[:-3] for f in os.listdir(os.path.join(root, 'systems'))
-                   if f.endswith('.py') and not f.startswith('_'))
+def builtin_systems():
+    """The names of hpcval's built-in systems."""
+    return {f[:-3] for f in os.listdir(paths.builtin_folder('systems'))
+            if f.endswith('.py') and not f.startswith('_')}
+
+
+def _source(name):
+    """The path of the built-in system ``name``'s module."""
+    known = sorted(builtin_systems())
     if not _SYSTEM_NAME.fullmatch(name) or name not in known:
         raise SiteInitError(f'--from {name!r}: not the name of a built-in '
                             f'system (known: {", ".join(known)})')
-    return [(os.path.join(root, 'systems', f'{name}.py'), 'systems')]
+    return os.path.join(paths.builtin_folder('systems'), f'{name}.py')
 
 

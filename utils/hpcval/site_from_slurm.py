@@ -1,21 +1,7 @@
 """``hpcval site init DIR --from-slurm``: a site system module and its
-reference file's inventory skeleton, written from what Slurm says
-(hpcval.slurm_describe; docs/site.md).
-
-Each Slurm partition with nodes becomes a ReFrame partition: ``sbatch``
-with ``--partition=NAME`` (and ``--account`` from $HPCVAL_ACCOUNT),
-``srun``, the processor and GPU count of the shape most of its nodes
-have, ``max_jobs`` up to its node count, the features the checks select
-by.  Nodes of another shape are named in the module and in the reference
-file, never averaged into the partition.  The inventory (GPU count and
-GRES type per partition) is marked "from Slurm" under calibrate's
-inventory marker, so the next ``hpcval calibrate`` replaces it with what
-the GPU tool on the baseline runs' nodes listed.
-
-Every partition launches with the PMI Slurm offers (``pmi``): without one
-srun starts each rank as an MPI job of its own, and a two-node ping-pong
-becomes two one-rank runs.
-"""
+reference file's inventory skeleton (marked "from Slurm" until ``hpcval
+calibrate`` replaces it), written from what Slurm says
+(hpcval.slurm_describe; docs/site.md, "A system described by Slurm")."""
 import datetime
 import os
 import re
@@ -23,7 +9,7 @@ import textwrap
 
 import yaml
 
-from hpcval import paths, site, slurm_describe, trust
+from hpcval import site, slurm_describe, trust
 from hpcval.sitesystem import PMI_TYPES
 from hpcval.health.inventory import INVENTORY_MARKER
 
@@ -67,6 +53,14 @@ def reframe_name(slurm_name, taken):
     while name in taken:
         name, i = f'{base}_{i}', i + 1
     return name
+
+
+def reframe_names(cluster):
+    """(ReFrame partition name, Slurm partition) of each partition."""
+    taken = []
+    for part in cluster.partitions:
+        taken.append(reframe_name(part.name, taken))
+    return zip(taken, cluster.partitions)
 
 
 def _minutes(max_time):
@@ -144,7 +138,6 @@ def _comment(text):
 
 def system_module(cluster, system, when, host):
     """The text of ``systems/<system>.py``."""
-    names, parts = set(), []
     pmi_type, pmi_why = pmi(cluster)
     if pmi_type:
         mpi_note = _comment(f'MPI: srun --mpi={pmi_type}, from {pmi_why}')
@@ -153,10 +146,8 @@ def system_module(cluster, system, when, host):
                             f'rank as a job of its own.') + \
             "# Add to each partition: **mpi(NAME, pmi='TYPE'), TYPE from " \
             "`srun --mpi=list`\n"
-    for part in cluster.partitions:
-        rfm = reframe_name(part.name, names)
-        names.add(rfm)
-        parts.append(_partition_code(part, rfm, system, pmi_type))
+    parts = [_partition_code(part, rfm, system, pmi_type)
+             for rfm, part in reframe_names(cluster)]
     kinds = {slurm_describe.vendor(p.shape.gpu_type)
              for p in cluster.partitions if p.shape.gpus} - {''}
     environs = ["    environ('gnu', NAME, cc='gcc', cxx='g++', "
@@ -205,10 +196,8 @@ environments = [
 def reference_file(cluster, system, when):
     """The text of ``references/<system>.yaml``: no figures yet, and the
     inventory skeleton of the partitions with GPUs."""
-    inventory, names = [], set()
-    for part in cluster.partitions:
-        rfm = reframe_name(part.name, names)
-        names.add(rfm)
+    inventory = []
+    for rfm, part in reframe_names(cluster):
         shape = part.shape
         alike = len(part.nodes) - sum(len(n) for _, n in part.others)
         source = (f'from Slurm, unconfirmed: scontrol show node on {when} '
@@ -242,11 +231,8 @@ def reference_file(cluster, system, when):
 
 
 def _gres(part):
-    counts = {}
-    for node in part.nodes:
-        if node.shape == part.shape:
-            counts[node.gres] = counts.get(node.gres, 0) + 1
-    return ', '.join(sorted(counts)) or '(null)'
+    return ', '.join(sorted({node.gres for node in part.nodes
+                             if node.shape == part.shape})) or '(null)'
 
 
 def render(cluster, system, when=None, host=None, replace=False):
@@ -256,7 +242,7 @@ def render(cluster, system, when=None, host=None, replace=False):
         raise slurm_describe.SlurmOutputError(
             f'system name {system!r}: a ReFrame system name is letters, '
             f'digits, _ and - (give one with --name)')
-    if system in builtin_systems() and not replace:
+    if system in site.builtin_systems() and not replace:
         # the site's module would take the built-in one's place unseen
         raise slurm_describe.SlurmOutputError(
             f'system name {system!r} is hpcval\'s built-in system '
@@ -268,7 +254,7 @@ def render(cluster, system, when=None, host=None, replace=False):
     files = {f'systems/{system}.py': system_module(cluster, system, when,
                                                    host)}
     refs = reference_file(cluster, system, when)
-    if replace and system in builtin_systems():
+    if replace and system in site.builtin_systems():
         if 'inventory:' not in refs:
             raise slurm_describe.SlurmOutputError(
                 f'--replace {system}: no partition with an expected GPU '
@@ -280,13 +266,6 @@ def render(cluster, system, when=None, host=None, replace=False):
     if 'inventory:' in refs:
         files[f'references/{system}.yaml'] = refs
     return files
-
-
-def builtin_systems():
-    """The names of hpcval's built-in systems."""
-    folder = paths.builtin_folder('systems')
-    return {f[:-3] for f in os.listdir(folder)
-            if f.endswith('.py') and not f.startswith('_')}
 
 
 def summary(cluster):

@@ -19,7 +19,8 @@ PMI_TYPES = ('pmi2', 'pmix', 'pmix_v3', 'pmix_v4', 'pmix_v5', 'cray_shasta',
 _MODULE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.+/@%:=-]*')
 
 
-def _environment(system, var):
+def site_path(system, var):
+    """An absolute path from the environment variable ``var``, or ''."""
     try:
         return environment(var)
     except EnvironmentValueError as err:
@@ -28,18 +29,13 @@ def _environment(system, var):
 
 def account(system):
     """$HPCVAL_ACCOUNT (the project charged for jobs), or '' when unset."""
-    return _environment(system, 'HPCVAL_ACCOUNT')
+    return site_path(system, 'HPCVAL_ACCOUNT')
 
 
 def account_access(system, fmt):
     """The partition ``access`` entry charging $HPCVAL_ACCOUNT, if set."""
     value = account(system)
     return [fmt.format(value)] if value else []
-
-
-def site_path(system, var):
-    """An absolute path from the environment variable ``var``, or ''."""
-    return _environment(system, var)
 
 
 def environ(name, system, modules=(), features=(), cc='cc', cxx='CC',

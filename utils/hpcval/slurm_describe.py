@@ -298,9 +298,8 @@ def describe(cluster_name, partition_text, node_text, state_text=''):
                          f'names it; left out')
             continue
         counts = collections.Counter(n.shape for n in members)
-        # most nodes, then the first node's, so that a tie is stable
-        shape = max(counts, key=lambda s: (counts[s], -[
-            n.shape for n in members].index(s)))
+        # most nodes; of a tie, the one met first (most_common is stable)
+        shape = counts.most_common(1)[0][0]
         others = tuple((s, tuple(n.name for n in members if n.shape == s))
                        for s in counts if s != shape)
         # sinfo's state where it lists the node, else scontrol's
@@ -321,10 +320,8 @@ def describe(cluster_name, partition_text, node_text, state_text=''):
 
 
 def _usable(state):
-    """Whether a node in this Slurm state takes jobs.
-
-    idle, mixed or allocated, without DRAIN, DOWN, FAIL, MAINT,
-    NOT_RESPONDING or the trailing * of a node that does not respond."""
+    """Whether a node in this Slurm state takes jobs: idle, mixed or
+    allocated, without DRAIN, DOWN, FAIL, MAINT, NOT_RESPONDING or ``*``."""
     if state.endswith('*'):
         return False        # not responding
     words = re.split(r'[+]', state.lower().rstrip('~#!%$@^-'))

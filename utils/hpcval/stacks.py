@@ -1,7 +1,5 @@
-"""Benchmarks from a site's software stack instead of an hpcval build:
-``-S stack_modules=...`` or ``-S spack_spec=...`` [``spack_install``]
-(docs/sources-and-builds.md); nothing is fetched or built, every
-executable the benchmark runs must be on PATH."""
+"""Benchmarks from a site's software stack (``-S stack_modules`` or
+``spack_spec``) instead of an hpcval build (docs/site.md)."""
 import shlex
 from dataclasses import dataclass
 

@@ -103,10 +103,8 @@ def _from_environment(environ):
 
 
 def _mode_options(mode):
-    for entry in MODES:
-        if entry['name'] == mode:
-            return parse(entry['options'])
-    return {}
+    return next((parse(m['options']) for m in MODES if m['name'] == mode),
+                {})
 
 
 def narrowing(argv, suite_files, environ=None):

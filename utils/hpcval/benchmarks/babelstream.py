@@ -1,8 +1,5 @@
-"""BabelStream: memory bandwidth of CPUs (OpenMP) and GPUs (CUDA, HIP).
-
-Pinned at v5.0, the MI300X guide's version (main measures differently).
-GPU runs put one process on every GPU at once, each writing its own
-output, so a single slow GPU sets the node's minimum and is named."""
+"""BabelStream v5.0: memory bandwidth of CPUs (OpenMP) and GPUs (CUDA, HIP),
+every GPU of a node at once (docs/benchmarks/babelstream.md)."""
 import glob
 import os
 import re
@@ -14,7 +11,7 @@ from reframe.core.builtins import fixture, run_after, run_before, variable
 from hpcval import inputs, layouts, suites
 from hpcval.benchmarks.siblings import SiblingFigures
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.layouts import gpu_arch, gpu_count
+from hpcval.layouts import gpu_arch
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_token
 from hpcval.parsers import ParseError
@@ -26,9 +23,6 @@ from hpcval.parsers.devices import check_names
 
 MODELS = ('omp', 'cuda', 'hip')
 GPU_MODELS = ('cuda', 'hip')
-
-
-
 _GPU_OUT = re.compile(r'stream\.(.+)\.gpu(\d+)\.out')
 
 
@@ -46,6 +40,12 @@ def missing_gpu_outputs(names, per_node, expected):
     parts = ([f'missing {", ".join(missing)}'] if missing else []) + \
         ([f'{silent} node(s) wrote none'] if silent else [])
     return f': {"; ".join(parts)}' if parts else ''
+
+
+def _parse_output(out):
+    """A per-GPU output's result, its stderr beside it."""
+    return parse_babelstream(read_text(out), read_text(out[:-4] + '.err'))
+
 
 class BabelStreamSource(UpstreamSource):
     any_environ = True          # CPU checks build it too
@@ -109,8 +109,7 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
         'expected_format': inputs.TOKEN,
     }
 
-    #: A GPU this many times slower than its siblings' median on the node
-    #: fails (hpcval.benchmarks.siblings; docs/benchmarks/babelstream.md).
+    #: A GPU this many times slower than its siblings' median fails.
     sibling_factor = 1.1
 
     tags = {'babelstream'}
@@ -124,7 +123,6 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
 
     @run_before('run')
     def set_command(self):
-        checked_token(self.model, 'model', MODELS)
         exe = self.build.executable_path(f'{self.model}-stream')
         args = ['-s', str(self.array_size), '-n', str(self.num_times)]
         if self.is_gpu:
@@ -145,9 +143,7 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
         self.executable_opts = args
 
     def _gpu_layout(self, exe, args):
-        ngpus = gpu_count(self.current_partition)
-        self.skip_if(ngpus == 0, 'the partition declares no GPU devices')
-        self.num_tasks = self.num_tasks_per_node = ngpus
+        self.num_tasks = self.num_tasks_per_node = self.gpus_or_skip()
         self.keep_files = ['stream.*.gpu*.out', 'stream.*.gpu*.err']
         layout = layouts.gpu_layout(self.current_partition, 'rank_per_gpu')
         layouts.apply(self, layout)
@@ -185,9 +181,7 @@ class BabelStream(SiblingFigures, ParsedBenchmark,
         for out in outs:
             key = re.sub(r'^stream\.|\.out$', '', os.path.basename(out))
             try:
-                results[key] = parse_babelstream(
-                    read_text(out), read_text(out[:-4] + '.err')
-                )
+                results[key] = _parse_output(out)
             except ParseError as err:
                 raise ParseError(f'{key}: {err}') from None
 
@@ -269,9 +263,7 @@ def gpus_with_results(paths, model, num_times):
         if number is None:
             continue
         try:
-            check_run(parse_babelstream(read_text(out),
-                                        read_text(out[:-4] + '.err')),
-                      model, num_times)
+            check_run(_parse_output(out), model, num_times)
         except (ParseError, OSError, UnicodeDecodeError):
             continue
         found.add(int(number.group(2)))

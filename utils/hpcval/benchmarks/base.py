@@ -1,8 +1,5 @@
-"""The parse-once pattern every hpcval check shares.
-
-The output is parsed once, on first use; a ParseError becomes a sanity
-failure with the parser's message and stderr's reason.  On a partition
-of config/replay.py the run stage replays a recording (hpcval.replay)."""
+"""The parse-once pattern every hpcval check shares: a ParseError becomes
+a sanity failure with the parser's and stderr's reasons."""
 import functools
 import os
 import re
@@ -18,6 +15,7 @@ from reframe.core.exceptions import SanityError
 
 from hpcval import (features, inputs, preflight, provenance, records,
                     reference_service, replay, stacks, units)
+from hpcval.layouts import gpu_count
 from hpcval.benchmarks import fates, nodeuse
 from hpcval.benchmarks.container import ContainerRun, image_of
 from hpcval.benchmarks.jobscript import NOTHING, Lines
@@ -29,7 +27,7 @@ from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text, stderr_reason
 
 _WHERE_UNUSABLE = f'+{features.UNUSABLE}'
-
+_GPU_SPECS = {f'+{f}' for f in features.GPU_FEATURES}
 
 #: launchers that are programs of their own, asked for their version
 LAUNCHER_PROGRAMS = ('srun', 'mpirun', 'mpiexec', 'jsrun')
@@ -44,104 +42,57 @@ def _suite_files():
 
 
 class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
-    """Mixin for tests whose output is judged by an hpcval parser.
+    """Mixin: subclasses give ``parse()`` (raising ParseError) and
+    ``metrics(result)`` (``{name: (value, unit)}``)."""
 
-    Subclasses implement ``parse()`` (raising ParseError) and
-    ``metrics(result)`` (``{name: (value, unit)}``).  The job script's
-    assembly runs the methods named in ``JOB_SCRIPT_STEPS`` in that order,
-    whatever the order of the bases."""
-
-    #: The job script's steps, in order: a multi-node layout leaves a node
-    #: screen; a Slurm job's guard against a given-up submission comes
-    #: first; a replay replaces the run; the node's load and provenance
-    #: first; the stack's modules; the benchmark's own prerun commands; the
-    #: health probe; the container's record.
+    #: The job script's steps, in this order whatever the order of the bases
     JOB_SCRIPT_STEPS = ('exclude_multinode_from_screen', 'submit_once',
                         'stage_replay',
                         'record_provenance', 'load_stack', 'add_health_probe',
                         'run_in_container')
 
-    #: In a replay of an excerpt: what the recording left out (hpcval.replay);
-    #: the parse skips the completeness checks that need it.
+    #: In a replay of an excerpt: what the recording left out (hpcval.replay)
     replay_excerpt = ''
-
-    #: The data of this run's figures (curves, matrices, per-GPU figures;
-    #: hpcval.plotdata), set from the parsed output: a loggable
-    #: variable, so the run report carries it to wherever it is read.
-    hpcval_plot_data = variable(dict, value={})
-    #: Metrics logged on purpose, not health signals: {regex: why}.  They
-    #: are judged only where a reference file gives them a value, and
-    #: ``hpcval calibrate`` leaves them out.
+    #: Metrics logged on purpose, not health signals: {regex: why}
+    #: (docs/verdict.md)
     diagnostics = {}
     #: Metrics the tool prints as 0 by design, {regex: why}; any other
     #: time or rate of 0 fails sanity (hpcval.units.outside_range).
     zero_readings = {}
 
-    #: For ``hpcval verdict``, in the run report (hpcval.verdict):
-    #: {metric: the component it measures} where that is narrower than
-    #: the job's nodes ('GPU 1', 'link GPU 00 -> GPU 01')
+    # The records of the run report that readers read (docs/verdict.md):
+    #: the figures' data (hpcval.plotdata)
+    hpcval_plot_data = variable(dict, value={})
+    #: {metric: the component it measures} ('GPU 1', 'link GPU 00 -> GPU 01')
     hpcval_components = variable(dict, value={})
-    #: The GPUs (the runtime's numbers) the output showed measured, for a
-    #: check that measures GPU by GPU, recorded before the parse so that
-    #: it survives a sanity failure; None for a check of the whole node
+    #: the GPUs the output showed measured, kept through a sanity failure;
+    #: None for a check of the whole node
     hpcval_measured_gpus = variable(typ.List[int], type(None), value=None)
-    #: {metric: why no reference judges it}: 'diagnostic: ...' (declared,
-    #: or explicitly absent in the reference file) or 'no reference ...'
+    #: {metric: why no reference judges it}
     hpcval_unjudged = variable(dict, value={})
-    #: GPU model, driver, CUDA/ROCm, NCCL/RCCL, MPI, kernel, CPU of the
-    #: node that ran the job (hpcval.provenance)
+    #: what the node ran with (hpcval.provenance)
     hpcval_provenance = variable(dict, value={})
-    #: this test's class and its bases, nearest first (hpcval's and the
-    #: site's, not ReFrame's): the names a reference entry may give
+    #: this test's class and its non-ReFrame bases, nearest first
     hpcval_lineage = variable(typ.List[str], value=[])
-    #: the file names of the suite's check files where it ran (the check
-    #: search path): what a fixed mode's -c must cover (hpcval.verdict)
+    #: the file names of the suite's check files where it ran
     hpcval_suite = variable(typ.List[str], value=[])
-    #: for ``hpcval verdict``: the case failed for its node's health
-    #: record alone, which the verdict names itself (fail_on_node_health)
+    #: the case failed for its node's health record alone
     hpcval_sanity_is_health = variable(bool, value=False)
-    input_policy = {
-        'hpcval_plot_data': inputs.RECORD,
-        'hpcval_components': inputs.RECORD,
-        'hpcval_measured_gpus': inputs.RECORD,
-        'hpcval_unjudged': inputs.RECORD,
-        'hpcval_provenance': inputs.RECORD,
-        'hpcval_lineage': inputs.RECORD,
-        'hpcval_suite': inputs.RECORD,
-        'hpcval_sanity_is_health': inputs.RECORD,
-        'health_probe': inputs.FLAG,
-        'health_sampler': inputs.FLAG,
-        'hpcval_health': inputs.RECORD,
-        'hpcval_node_load': inputs.RECORD,
-    }
-
-    #: GPU inventory and health of the node before and after the job, and
-    #: its GPUs sampled at ~1 Hz during GPU benchmarks (hpcval.health):
-    #: ``-S health_probe=no`` leaves the probe out, ``-S health_sampler=no``
-    #: only the sampler.
-    # typ.Bool: from the command line 'false' / 'no' / '0' is False
+    #: ``-S health_probe=no`` leaves the health probe out (docs/health.md),
+    #: ``-S health_sampler=no`` only its 1 Hz GPU sampler
     health_probe = variable(typ.Bool, value=True)
     health_sampler = variable(typ.Bool, value=True)
-    #: The probe's record (hpcval.records.Health), for ``hpcval verdict``
+    #: the health probe's record (hpcval.records.Health)
     hpcval_health = variable(dict, value={})
-
-    #: The node's load and busiest processes at job start, and whether it
-    #: was busy (hpcval.benchmarks.nodeuse)
+    #: the node's load at job start (hpcval.benchmarks.nodeuse)
     hpcval_node_load = variable(dict, value={})
-
-    #: Variables the run shares with its ``build`` fixture (``model``,
-    #: ``accelerator``): a leaf sets them once, in the fixture declaration.
-    build_shared = ()
-
-    @run_after('init')
-    def take_build_variables(self):
-        if not self.build_shared:
-            return
-
-        declared = type(self)._rfm_fixture_space['build'].variables
-        for name in self.build_shared:
-            if name in declared:
-                setattr(self, name, declared[name])
+    input_policy = {
+        **dict.fromkeys(('hpcval_plot_data', 'hpcval_components',
+                         'hpcval_measured_gpus', 'hpcval_unjudged',
+                         'hpcval_provenance', 'hpcval_lineage', 'hpcval_suite',
+                         'hpcval_sanity_is_health', 'hpcval_health',
+                         'hpcval_node_load'), inputs.RECORD),
+        'health_probe': inputs.FLAG, 'health_sampler': inputs.FLAG}
 
     def require_features(self, *features):
         """Add ``+feature`` to every ``valid_systems`` spec."""
@@ -157,11 +108,10 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     def list_where_unusable(self):
         # a GPU check is also listed on a partition that names environments
         # it cannot use, to skip there naming why (Validation)
-        gpu = {f'+{f}' for f in features.GPU_FEATURES}
         self.valid_systems = [*self.valid_systems, *(
-            ' '.join([*(w for w in spec.split() if w not in gpu),
+            ' '.join([*(w for w in spec.split() if w not in _GPU_SPECS),
                       _WHERE_UNUSABLE])
-            for spec in self.valid_systems if gpu & set(spec.split()))]
+            for spec in self.valid_systems if _GPU_SPECS & set(spec.split()))]
 
     def replay_inputs(self):
         """Globs of stage files ``parse()`` reads besides stdout/err."""
@@ -182,10 +132,9 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         return {}
 
     def measured_gpus(self):
-        """GPU numbers whose figures the output holds, apart from parse().
+        """GPU numbers whose figures the output holds; None: the whole node.
 
-        None for a check that measures the node as a whole; may raise
-        ParseError or OSError for an output that shows no GPU."""
+        May raise ParseError or OSError for an output that shows no GPU."""
         return None
 
     def provenance_of_output(self, result):
@@ -211,13 +160,10 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         """Step: the node's load and the versions it runs with, first."""
         if replay.active(self):
             return NOTHING
-        return Lines(before=(*nodeuse.measurement_commands(self),
-                             provenance.command(*self._started_with(),
-                                                self._stack_probes())))
-
-    def _stack_probes(self):
         stack = stacks.for_run(self)
-        return stack.provenance_probes() if stack else []
+        return Lines(before=(*nodeuse.measurement_commands(self),
+                             provenance.command(*self._started_with(), (
+                                 stack.provenance_probes() if stack else []))))
 
     def _started_with(self):
         """(benchmark's program, launcher's program) for MPI provenance."""
@@ -236,10 +182,16 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         # a measurement shares its nodes with no other job
         self.exclusive_access = True
 
+    def gpus_or_skip(self, count=0):
+        """``count``, else the partition's GPUs; the test skips without any."""
+        count = count or gpu_count(self.current_partition)
+        self.skip_if(count == 0, 'the partition declares no GPU devices')
+        return count
+
     def uses_gpus(self):
         """Whether the test selects GPU partitions (its sampler runs)."""
-        gpu = {f'+{f}' for f in features.GPU_FEATURES}
-        return any(gpu & set(spec.split()) for spec in self.valid_systems)
+        return any(_GPU_SPECS & set(spec.split())
+                   for spec in self.valid_systems)
 
     def add_health_probe(self):
         """Step: the health probe last, closest to the benchmark."""
@@ -256,11 +208,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         return f' (exit code {code})' if code not in (0, None) else ''
 
     @run_after('init')
-    def refuse_a_narrowed_mode(self):
-        preflight.check_this_command_line()
-
-    @run_after('init')
     def register_loaded(self):
+        preflight.check_this_command_line()     # a narrowed mode runs none
         reference_service.register(self)
 
     @run_before('setup')
@@ -300,21 +249,28 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     def refuse_short_time_limit(self):
         fates.check_time_limit(self)
 
-    @property
-    def result(self):
-        """The output, parsed once; SanityError when it lacks a figure."""
-        if not hasattr(self, '_parsed'):
+    def _once(self, attr, compute):
+        if not hasattr(self, attr):
             # output paths are relative to the stage directory, the working
             # directory of sanity but not of the hooks before performance
             with osext.change_dir(self.stagedir):
-                self._parsed = self._parse_once()
-        if isinstance(self._parsed, SanityError):
-            raise self._parsed
-        return self._parsed
+                setattr(self, attr, compute())
+        if isinstance(getattr(self, attr), SanityError):
+            raise getattr(self, attr)
+        return getattr(self, attr)
+
+    @property
+    def result(self):
+        """The output, parsed once; SanityError when it lacks a figure."""
+        return self._once('_parsed', self._parse_once)
 
     def _parse_once(self):
         # how Slurm ended the job comes first: the output's faults follow
-        fate = self._fate()
+        fate = fates.job_fate(self.job)
+        if fate:        # with the error Slurm's own tools said, if any
+            why = fates.slurm_error(
+                self._stage_text(self.stderr.evaluate(), 65536))
+            fate = f'{fate} ({why}); ' if why else f'{fate}; '
         try:
             return self.parse()
         except ParseError as err:
@@ -334,15 +290,6 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         load = self._read_node_load()
         return f'; the node was busy: {load.why}' if load and load.busy else ''
 
-    def _fate(self):
-        """'job 8 on n1 TIMEOUT: ... (srun's error); ' or ''."""
-        fate = fates.job_fate(self.job)
-        if not fate:
-            return ''
-        why = fates.slurm_error(
-            self._stage_text(self.stderr.evaluate(), 65536))
-        return f'{fate} ({why}); ' if why else f'{fate}; '
-
     def _stderr_note(self, reason):
         """'; stderr: <why>' from the job's stderr, unless already said."""
         try:
@@ -358,7 +305,13 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
             self._stage_text(provenance.FILE))
         self.hpcval_health = records.builtins(health_probe.read(self.stagedir))
         self.hpcval_node_load = records.builtins(self._read_node_load())
-        self.hpcval_measured_gpus = self._measured_gpus()
+        try:
+            with osext.change_dir(self.stagedir):
+                found = self.measured_gpus()
+        except (ParseError, OSError, ValueError):
+            found = ()      # the parse says why
+        self.hpcval_measured_gpus = None if found is None else \
+            sorted(set(found))
         # the image's digest, or why the run from it cannot be trusted
         self.hpcval_provenance = {**self.hpcval_provenance,
                                   **self.container_record()}
@@ -373,12 +326,7 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
     @property
     def figures(self):
         """``metrics(result)`` once; SanityError naming impossible ones."""
-        if not hasattr(self, '_figures'):
-            with osext.change_dir(self.stagedir):
-                self._figures = self._checked_figures()
-        if isinstance(self._figures, SanityError):
-            raise self._figures
-        return self._figures
+        return self._once('_figures', self._checked_figures)
 
     def _checked_figures(self):
         result = self.result
@@ -420,9 +368,8 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
 
     @run_after('performance')
     def fail_on_node_health(self):
-        # the verdict fails the node on this job's own health record: so
-        # does ReFrame, whichever checks -n or -t selected (docs/health.md);
-        # after performance, so that the figures are logged
+        # as the verdict does (docs/health.md); after performance, so that
+        # the figures are logged
         try:
             record = records.decode('health', self.hpcval_health)
         except records.Unreadable as err:
@@ -433,14 +380,6 @@ class ParsedBenchmark(ScreenRecord, SourceSettings, ContainerRun):
         if lines:
             self.hpcval_sanity_is_health = True
             raise SanityError('; '.join(lines))
-
-    def _measured_gpus(self):
-        try:
-            with osext.change_dir(self.stagedir):
-                found = self.measured_gpus()
-        except (ParseError, OSError, ValueError):
-            found = ()      # the parse says why
-        return None if found is None else sorted(set(found))
 
     def _references(self, metric_units):
         return reference_service.for_test(self, metric_units)

@@ -1,10 +1,5 @@
-"""Comm|Scope: GPU control latencies, host/GPU and GPU/GPU copies.
-
-Built with ``-DSCOPE_USE_CUDA=ON`` or ``-DSCOPE_USE_HIP=ON`` (a plain
-``cmake ..`` builds no GPU benchmark); results are read from
-``--benchmark_out`` JSON, never stdout.  A git ``src_mirror`` serves the
-submodules too: their GitHub URLs become ``file://<submodule_root>/``
-(docs/benchmarks/comm_scope.md)."""
+"""Comm|Scope: GPU control latencies, host/GPU and GPU/GPU copies, read from
+its ``--benchmark_out`` JSON (docs/benchmarks/comm_scope.md)."""
 import os
 import re
 import shlex
@@ -14,7 +9,6 @@ from reframe.core.builtins import fixture, run_after, run_before, variable
 
 from hpcval import inputs, layouts
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import checked_path, checked_token
 from hpcval.parsers import ParseError
@@ -24,30 +18,23 @@ from hpcval.parsers.comm_scope import parse_comm_scope, why_no_file
 MODELS = ('cuda', 'hip')
 OUTPUT = 'comm_scope.json'
 
-# Upstream names per model, Sandia's quantities; '{n}' is log2 of the size.
-# The CUDA peer copy is named ...PeerAsync_GPUToGPUPeer (peer access on);
-# its sibling without peer access is misspelt upstream: PeerAync_GPUToGPU.
+# Upstream names, Sandia's quantities; '{n}' is log2 of the size.  The
+# CUDA peer copy is named ...PeerAsync_GPUToGPUPeer (peer access on); its
+# sibling without peer access is misspelt upstream: PeerAync_GPUToGPU.
 NAMES = {
-    'cuda': {
-        'kernel': 'Comm_cudart_kernel/{numa}/{gpu}/0/real_time/threads:1',
-        'sync': 'Comm_cudaDeviceSynchronize/{numa}/{gpu}/real_time/threads:1',
-        'h2d': 'Comm_cudaMemcpyAsync_PinnedToGPU/{numa}/{gpu}/log2(N):{n}/'
-               'manual_time',
-        'd2h': 'Comm_cudaMemcpyAsync_GPUToPinned/{numa}/{gpu}/log2(N):{n}/'
-               'manual_time',
-        'peer': 'Comm_cudaMemcpyPeerAsync_GPUToGPUPeer/{src}/{dst}/'
-                'log2(N):{n}/manual_time',
-    },
-    'hip': {
-        'kernel': 'Comm_hip_kernel/{numa}/{gpu}/0/real_time/threads:1',
-        'sync': 'Comm_hipDeviceSynchronize/{numa}/{gpu}/real_time/threads:1',
-        'h2d': 'Comm_hipMemcpyAsync_PinnedToGPU/{numa}/{gpu}/log2(N):{n}/'
-               'manual_time',
-        'd2h': 'Comm_hipMemcpyAsync_GPUToPinned/{numa}/{gpu}/log2(N):{n}/'
-               'manual_time',
-        'peer': 'Comm_hipMemcpyAsync_GPUToGPU/{src}/{dst}/log2(N):{n}/'
-                'manual_time',
-    },
+    'kernel': 'Comm_{kernel}_kernel/{numa}/{gpu}/0/real_time/threads:1',
+    'sync': 'Comm_{api}DeviceSynchronize/{numa}/{gpu}/real_time/threads:1',
+    'h2d': 'Comm_{api}MemcpyAsync_PinnedToGPU/{numa}/{gpu}/log2(N):{n}/'
+           'manual_time',
+    'd2h': 'Comm_{api}MemcpyAsync_GPUToPinned/{numa}/{gpu}/log2(N):{n}/'
+           'manual_time',
+    'peer': 'Comm_{peer}/{src}/{dst}/log2(N):{n}/manual_time',
+}
+#: each model's words in NAMES
+MODEL_NAMES = {
+    'cuda': {'api': 'cuda', 'kernel': 'cudart',
+             'peer': 'cudaMemcpyPeerAsync_GPUToGPUPeer'},
+    'hip': {'api': 'hip', 'kernel': 'hip', 'peer': 'hipMemcpyAsync_GPUToGPU'},
 }
 
 # CUDA 13 takes a cudaMemLocation where v0.12.0's unified-memory benchmarks
@@ -178,26 +165,23 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_tasks = 1
     tags = {'comm_scope'}
 
-    @property
-    def names(self):
-        return NAMES[self.model]
+    def _name(self, key, **fields):
+        return NAMES[key].format(numa=self.numa_node,
+                                 **MODEL_NAMES[self.model], **fields)
 
     def _filter(self):
         """One regex: this NUMA node, any GPU, the two copy sizes."""
         sizes = f'({self.latency_log2}|{self.bandwidth_log2})'
         patterns = []
-        for template in self.names.values():
-            name = template.format(numa=self.numa_node, gpu='@G', src='@G',
-                                   dst='@G', n='@N')
+        for key in NAMES:
+            name = self._name(key, gpu='@G', src='@G', dst='@G', n='@N')
             patterns.append(re.escape(name).replace('@G', '[0-9]+')
                             .replace('@N', sizes))
         return f'^({"|".join(patterns)})$'
 
     @run_before('run')
     def set_command(self):
-        checked_token(self.model, 'model', MODELS)
-        self.gpus = gpu_count(self.current_partition)
-        self.skip_if(self.gpus == 0, 'the partition declares no GPU devices')
+        self.gpus = self.gpus_or_skip()
         self.num_tasks_per_node = 1
         layouts.apply(self, layouts.gpu_layout(self.current_partition,
                                                'process_per_node'),
@@ -216,7 +200,7 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         return (OUTPUT,)
 
     def _get(self, runs, key, **fields):
-        name = self.names[key].format(numa=self.numa_node, **fields)
+        name = self._name(key, **fields)
         if name not in runs:
             raise ParseError(f'no result for {name} in {OUTPUT} (GPU not '
                              f'visible, or peer access between the GPUs '

@@ -1,7 +1,5 @@
-"""A test that fails wherever ReFrame runs hpcval's checks without its config.
-
-Without config/settings.py ReFrame's ``generic`` system runs no hpcval
-check ("PASSED, 0 of 0"); there this test fails naming the way out."""
+"""A test that fails wherever ReFrame runs hpcval's checks without its config
+(ReFrame's ``generic`` system would pass "0 of 0"), naming the way out."""
 import reframe as rfm
 from reframe.core.builtins import run_after, sanity_function
 from reframe.core.exceptions import SanityError
@@ -14,13 +12,6 @@ _LOADED = []
 def mark_loaded():
     """Called by config/settings.py once it has loaded."""
     _LOADED.append(True)
-
-
-def refusal():
-    return (f'hpcval\'s ReFrame configuration is not loaded, so no hpcval '
-            f'check ran: set RFM_CONFIG_FILES={paths.config_file()} (what '
-            f'. .venv/bin/activate does), or run hpcval run ... instead '
-            f'of reframe')
 
 
 class ConfigurationLoaded(rfm.RunOnlyRegressionTest):
@@ -39,4 +30,8 @@ class ConfigurationLoaded(rfm.RunOnlyRegressionTest):
 
     @sanity_function
     def refuse(self):
-        raise SanityError(refusal())
+        raise SanityError(
+            f'hpcval\'s ReFrame configuration is not loaded, so no hpcval '
+            f'check ran: set RFM_CONFIG_FILES={paths.config_file()} (what '
+            f'. .venv/bin/activate does), or run hpcval run ... instead '
+            f'of reframe')

@@ -1,9 +1,5 @@
-"""Benchmarks run from a container image through ReFrame's container_platform.
-
-The image comes from ``-S image=REF`` or the partition's
-``extras['container_images']`` (docs/containers.md); nothing is fetched
-or built on the host.  The job records the runtime's version and the
-image's digest (``RECORD``); a run without a digest fails sanity."""
+"""Benchmarks run from a container image through ReFrame's container_platform,
+recording the image's digest (docs/containers.md)."""
 import os
 import re
 import shlex
@@ -81,10 +77,6 @@ def checked_image(value, name='image'):
     return value
 
 
-def _image_policy(value, name):
-    checked_image(value, name)
-
-
 def checked_options(options, where):
     """A system's runtime options: ``--name[=value]`` of safe words."""
     for opt in options:
@@ -96,9 +88,8 @@ def checked_options(options, where):
 
 
 class Podman(ContainerPlatform):
-    """``podman run``: host network and IPC (ranks measure the node's links).
-
-    It never pulls: the image must be on the node."""
+    """``podman run`` of an image on the node (never pulled), with host
+    network and IPC: ranks measure the node's links."""
 
     def emit_prepare_commands(self, stagedir):
         return []
@@ -141,21 +132,6 @@ def platform_for(partition):
                          f'{", ".join(PLATFORMS)}') from None
 
 
-def _extras(partition, key):
-    value = partition.extras.get(key, {})
-    if not isinstance(value, dict):
-        raise InputError(f'{partition.fullname}: extras {key!r} must map '
-                         f'names to values')
-    return value
-
-
-def image_key(test):
-    """``test``'s container_images key: its source's class, else its own."""
-    build = getattr(test, 'build', None)
-    source = getattr(build, 'source', None) or getattr(test, 'source', None)
-    return type(source if source is not None else test).__name__
-
-
 def image_of(test):
     """``test``'s image: ``-S image``, else the partition's; '': none."""
     if test.image:
@@ -163,8 +139,11 @@ def image_of(test):
     partition = getattr(test, 'current_partition', None)
     if partition is None:
         return ''
-    key = image_key(test)
-    found = _extras(partition, 'container_images').get(key)
+    # the container_images key: the class of the test's source, else its own
+    build = getattr(test, 'build', None)
+    source = getattr(build, 'source', None) or getattr(test, 'source', None)
+    key = type(source if source is not None else test).__name__
+    found = partition.extras.get('container_images', {}).get(key)
     return checked_image(found, f'{partition.fullname} container_images '
                                 f'{key}') if found else ''
 
@@ -172,32 +151,29 @@ def image_of(test):
 def record_command(platform, image):
     """A shell line recording runtime version and image digest; never fails."""
     ref = shlex.quote(image)
+    runtime = f'echo "container_runtime=$({platform.name.lower()} --version)"'
     if platform.name == 'Podman':
         # the id is read once: the record and every run use the same one
         opts = ' '.join(['--rm', '--pull=never', '--network=none',
                          *platform.options])
         probes = [f'{IMAGE_ID_VAR}=$(podman image inspect '
-                  f'--format "{{{{.Id}}}}" -- {ref})',
-                  'echo "container_runtime=$(podman --version)"',
+                  f'--format "{{{{.Id}}}}" -- {ref})', runtime,
                   f'echo "image_id=sha256:${IMAGE_ID_VAR}"',
                   f'echo "image_digest=$(podman image inspect '
                   f'--format "{{{{.Digest}}}}" -- {ref})"',
                   f'[ -n "${IMAGE_ID_VAR}" ] && podman run {opts} '
                   f'--entrypoint /bin/sh "${IMAGE_ID_VAR}" -c '
                   f'{shlex.quote(STACK_PROBE)}']
-    elif platform.name in ('Apptainer', 'Singularity'):
-        exe = platform.name.lower()
-        probes = [f'echo "container_runtime=$({exe} --version)"']
-        if not _PINNED.search(image):
-            probes.append(f'echo "image_digest=sha256:$(sha256sum -- {ref} '
-                          f'| cut -d" " -f1)"')
+    elif platform.name in ('Apptainer', 'Singularity') and \
+            not _PINNED.search(image):
+        probes = [runtime, f'echo "image_digest=sha256:$(sha256sum -- {ref} '
+                           f'| cut -d" " -f1)"']
     elif platform.name == 'Docker':
-        probes = ['echo "container_runtime=$(docker --version)"',
-                  f'echo "image_digest=$(docker image inspect --format '
-                  f'"{{{{index .RepoDigests 0}}}}" -- {ref})"']
-    else:       # Sarus, Shifter: the digest a pinned reference names
-        exe = platform.name.lower()
-        probes = [f'echo "container_runtime=$({exe} --version)"']
+        probes = [runtime, f'echo "image_digest=$(docker image inspect '
+                           f'--format "{{{{index .RepoDigests 0}}}}" '
+                           f'-- {ref})"']
+    else:       # Sarus, Shifter, a pinned SIF: the digest the reference names
+        probes = [runtime]
     body = '; '.join(probes)
     return f'{{ {body}; }} > {RECORD} 2> {RECORD_ERR} || true'
 
@@ -241,7 +217,7 @@ class ContainerSettings(rfm.RegressionTestPlugin):
     #: Image holding the benchmark (hpcval.benchmarks.container); '' =
     #: the partition's ``container_images`` entry, else none.
     image = variable(str, value='')
-    input_policy = {'image': _image_policy}
+    input_policy = {'image': checked_image}
 
 
 class ContainerRun(rfm.RegressionTestPlugin):
@@ -319,15 +295,14 @@ class ContainerRun(rfm.RegressionTestPlugin):
         platform.command = own
         platform.options = [
             *checked_options(
-                _extras(partition, 'container_options').get(platform.name, []),
+                partition.extras.get('container_options', {}).get(
+                    platform.name, []),
                 f'{partition.fullname} container_options {platform.name}'),
             *self._gpu_flags(platform.name),
             *self._env_flags(platform.name)]
         self.container_platform = platform
-        # ReFrame puts the launch line in place of the executable; a repeat
-        # of the same command must run in the image too
-        # (on a copy of the mounts: ReFrame's backends add the stage folder
-        # to the list itself, and ReFrame calls this again)
+        # a repeat of the command runs in the image too (on a copy of the
+        # mounts: ReFrame adds the stage folder itself, and calls this again)
         mounts = list(platform.mount_points)
         contained = platform.launch_command(self.stagedir)
         platform.mount_points = mounts
@@ -341,8 +316,7 @@ class ContainerRun(rfm.RegressionTestPlugin):
         if not self.uses_gpus():
             return []
         feats = set(self.current_partition.features)
-        flags = GPU_FLAGS.get(name, {})
-        for feature, opts in flags.items():
+        for feature, opts in GPU_FLAGS.get(name, {}).items():
             if feature in feats:
                 return list(opts)
         raise InputError(f'{self.current_partition.fullname}: no GPU access '
@@ -371,15 +345,11 @@ PODMAN_NPROC_CAP = 32768
 
 
 def podman_options(runtime='', nofile=0, nproc=0):
-    """A partition's Podman ``container_options``: OCI runtime and limits.
-
-    As root Podman asks for limits a host without CAP_SYS_RESOURCE withholds
-    (``setrlimit RLIMIT_NOFILE: Operation not permitted``)."""
+    """A partition's Podman ``container_options``: OCI runtime and limits
+    (as root, Podman asks for limits a host may withhold)."""
     opts = [f'--runtime={runtime}'] if runtime else []
-    if nofile:
-        opts.append(f'--ulimit=nofile={int(nofile)}:{int(nofile)}')
-    if nproc:
-        opts.append(f'--ulimit=nproc={int(nproc)}:{int(nproc)}')
+    opts += [f'--ulimit={name}={int(n)}:{int(n)}'
+             for name, n in (('nofile', nofile), ('nproc', nproc)) if n]
     return checked_options(opts, 'podman_options')
 
 

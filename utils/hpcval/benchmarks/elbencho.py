@@ -1,10 +1,5 @@
-"""elbencho: storage throughput and IOPS from CPU or GPU buffers.
-
-The cases of the CSC elbencho talk; an offline site gives ``-S
-src_mirror=`` a tree where ``make externals`` already ran.  Files go to a
-fresh folder under ``extras['scratch_dir']`` (else the stage directory),
-removed when the job ends (docs/benchmarks/elbencho.md)."""
-import os
+"""elbencho: storage throughput and IOPS from CPU or GPU buffers, in a fresh
+folder under the partition's scratch_dir (docs/benchmarks/elbencho.md)."""
 import re
 import shlex
 
@@ -20,7 +15,7 @@ from hpcval import replay
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
-from hpcval.inputs import GPU_IDS, SHELL_PATH, InputError, checked_token
+from hpcval.inputs import SHELL_PATH, InputError, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.elbencho import parse_elbencho, phase
@@ -50,17 +45,6 @@ def size_mib(value, name):
         raise InputError(f'-S {name}={value!r}: a size in MiB or GiB, '
                          f'e.g. 512M or 2G')
     return int(m[1]) * (1024 if m[2] == 'G' else 1)
-
-
-def scratch_base(value):
-    """A scratch folder as a double-quoted shell word ($VARS expand)."""
-    try:
-        SHELL_PATH(value, 'scratch_dir')
-    except InputError as err:
-        raise InputError(f'scratch_dir {value!r}: letters, digits, '
-                         f'_ . , : = + @ % / - and $VARIABLES only '
-                         f'({err})') from None
-    return f'"{value}"'
 
 
 class ElbenchoSource(UpstreamSource):
@@ -132,10 +116,7 @@ class ElbenchoBuild(UpstreamBuild):
     def validate_build(self):
         if replay.active(self) or not self._missing_executables():
             return True
-        explained = [line.strip() for line in
-                     read_text(self.stderr.evaluate()).splitlines()
-                     if line.startswith(PREFIX)] \
-            if os.path.exists(self.stderr.evaluate()) else []
+        explained = self.said(PREFIX)
         raise SanityError(f'no executable elbencho in {self.bin_dir} after '
                           f'the build' + (f': {"; ".join(explained)}'
                                           if explained else
@@ -192,18 +173,6 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_tasks = 1
     tags = {'elbencho', 'storage'}
 
-    @run_before('run')
-    def check_inputs(self):
-        checked_token(self.buffers, 'buffers', BUFFERS)
-        if self.file_size:
-            size_mib(self.file_size, 'file_size')
-        size_mib(self.rand_amount, 'rand_amount')
-        if self.gpu_ids:
-            GPU_IDS(self.gpu_ids, 'gpu_ids')
-        for name in ('threads', 'iodepth'):
-            if getattr(self, name) < 0:
-                raise InputError(f'-S {name}: must be >= 0')
-
     def _threads(self):
         return self.threads or max(1, gpu_count(self.current_partition))
 
@@ -211,7 +180,13 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         base = self.scratch_dir or \
             self.current_partition.extras.get('scratch_dir', '')
         if base:
-            where = scratch_base(base)
+            try:        # double-quoted in the script: $VARS expand
+                SHELL_PATH(base, 'scratch_dir')
+            except InputError as err:
+                raise InputError(f'scratch_dir {base!r}: letters, digits, '
+                                 f'_ . , : = + @ % / - and $VARIABLES only '
+                                 f'({err})') from None
+            where = f'"{base}"'
             note = []
         else:
             where = '"$PWD"'
@@ -250,6 +225,7 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     @run_before('run')
     def set_command(self):
+        checked_token(self.buffers, 'buffers', BUFFERS)
         threads = self._threads()
         block, random = PATTERNS[self.pattern]
         self.prerun_cmds = self._target_dir_cmds() + self._size_cmds(threads)
@@ -261,10 +237,8 @@ class Elbencho(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         if random:
             opts += ['--rand', '--randamount', '"${RAND_MIB}M"']
         if self.buffers == 'gpu':
-            ngpus = gpu_count(self.current_partition)
-            self.skip_if(ngpus == 0 and not self.gpu_ids,
-                         'the partition declares no GPU devices')
-            ids = self.gpu_ids or ','.join(map(str, range(ngpus)))
+            ids = self.gpu_ids or ','.join(
+                map(str, range(self.gpus_or_skip())))
             opts += ['--gpuids', shlex.quote(ids)]
         if self.layout == 'shared_file':
             opts.append('"$ELB_DIR/shared_file"')

@@ -51,6 +51,7 @@ def check_time_limit(test):
     scheduler = test.current_partition.scheduler.registered_name
     if scheduler in ('slurm', 'squeue') and limit and \
             limit < SLURM_MIN_TIME_LIMIT:
+        test.hpcval_job_fate = ['usage error', '']
         raise ReframeError(
             f'usage error: time_limit={_hms(limit)} is below Slurm\'s '
             f'shortest time limit, one minute (Slurm counts in minutes and '

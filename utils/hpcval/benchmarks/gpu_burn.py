@@ -1,9 +1,5 @@
-"""gpu-burn: cuBLAS GEMM rate and compute errors of every NVIDIA GPU.
-
-One process burns all GPUs of the node at once, so each is measured under
-the node's full power and heat and judged against its siblings.  With
-``burnin`` each GPU is also judged by its last minute against its first
-and by its sampled clock and temperature (docs/benchmarks/gpu_burn.md)."""
+"""gpu-burn: cuBLAS GEMM rate and compute errors of every NVIDIA GPU at once,
+each judged against its siblings (docs/benchmarks/gpu_burn.md)."""
 import statistics
 
 import reframe as rfm
@@ -16,7 +12,6 @@ from hpcval.benchmarks.siblings import Sibling, SiblingFigures
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.health import probe as health_probe
 from hpcval.health.common import BUSY_PCT, clean
-from hpcval.layouts import gpu_count
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.gpu_burn import (gpus_reported, parse_gpu_burn,
@@ -76,16 +71,14 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     precision = parameter(list(PRECISIONS))
 
-    #: Seconds of burning.  Each GPU reports once per batch of GEMMs
-    #: filling ``memory_percent`` of its memory (about 5 s on an H100 in
-    #: float); the rate needs two reports after the first.
+    #: Seconds of burning (the rate needs two reports after the first,
+    #: each about 5 s apart on an H100 in float).
     duration = variable(int, value=30)
 
     #: Share of each GPU's free memory gpu-burn fills with results (-m N%).
     memory_percent = variable(int, value=90)
-    #: Seconds of a burn-in, which replace ``duration``: ``--mode
-    #: burnin`` gives hpcval.suites.BURNIN_S, a later ``-S
-    #: GpuBurnCudaCheck.burnin=N`` N (at least MIN_BURNIN_S); 0: none.
+    #: Seconds of a burn-in, which replace ``duration`` (at least
+    #: MIN_BURNIN_S; ``--mode burnin`` sets it); 0: none.
     burnin = variable(int, value=0)
     input_policy = {
         'duration': inputs.number(10, 86400),
@@ -93,9 +86,8 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
         'burnin': inputs.number(0, 86400),
     }
 
-    #: A GPU this many times slower than its siblings' median on the node
-    #: fails (hpcval.benchmarks.siblings; docs/benchmarks/gpu_burn.md);
-    #: so does a burn-in's last minute against its first.
+    #: A GPU this many times slower than its siblings' median fails; so
+    #: does a burn-in's last minute against its first.
     sibling_factor = 1.1
     #: a GPU this many times hotter (C) than its siblings' median: about
     #: 10 C at the 60-70 C of a loaded H100
@@ -135,9 +127,7 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     @run_before('run')
     def set_command(self):
-        self.expected_gpus = gpu_count(self.current_partition)
-        self.skip_if(self.expected_gpus == 0,
-                     'the partition declares no GPU devices')
+        self.expected_gpus = self.gpus_or_skip()
         # one process sees every GPU of the node (srun --gpus-per-task=N)
         layouts.apply(self, layouts.gpu_layout(self.current_partition,
                                                'process_per_node'),
@@ -180,14 +170,14 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
         return gpus_reported(read_text(self.stdout.evaluate()))
 
     def sibling_groups(self, result):
-        groups = {'gflops': {f'gpu{i}': (f'GPU {i}', gpu.gflops, 'GFLOP/s')
-                             for i, gpu in result.gpus.items()}}
+        # a group without members (no burn-in) is compared with nothing
         series = getattr(result, 'burnin', {})
-        if series:
-            groups['gflops_last'] = {
-                f'gpu{i}': (f'GPU {i}', s['gflops_last'], 'GFLOP/s')
-                for i, s in series.items()}
-        for key in SIBLING_SAMPLED if series else ():
+        groups = {'gflops': {f'gpu{i}': (f'GPU {i}', gpu.gflops, 'GFLOP/s')
+                             for i, gpu in result.gpus.items()},
+                  'gflops_last': {
+                      f'gpu{i}': (f'GPU {i}', s['gflops_last'], 'GFLOP/s')
+                      for i, s in series.items()}}
+        for key in SIBLING_SAMPLED:
             groups[key] = {f'gpu{i}': (f'GPU {i}', s[key][1], SAMPLED[key])
                            for i, s in series.items()}
         return groups
@@ -245,8 +235,21 @@ def burnin_series(result, record, stagedir):
         raise ParseError('burn-in not judged: no health record (a burn-in '
                          'needs the probe: not -S health_probe=no)')
     width = min(WINDOW_S, result.seconds / 3)
-    rows = _busy_samples(record, stagedir)
-    out, missing = {}, _others(record)
+    rows = {}
+    for row in health_probe.sampled(stagedir, record.tool):
+        util = row.get('util_pct')
+        if isinstance(util, (int, float)) and util >= BUSY_PCT:
+            rows.setdefault(row['index'], []).append(row)
+    out, missing = {}, []
+    for phase in ('before', 'after'):   # another process on a GPU
+        snap = getattr(record, phase)
+        index = {g.uuid: g.index for g in snap.gpus}
+        for app in snap.apps:
+            idx = app.index if app.index is not None else \
+                index.get(app.uuid, '?')
+            missing.append(f'GPU {idx}: another process, '
+                           f'{clean(app.name, 100)} (pid {app.pid}), on it '
+                           f'{phase} the burn-in')
     for i, gpu in result.gpus.items():
         first = _window(gpu, gpu.times[0], width)
         last = _window(gpu, result.seconds - width, width)
@@ -270,29 +273,4 @@ def burnin_series(result, record, stagedir):
                      for key, v in series.items()}}
     if missing:
         raise ParseError('burn-in not judged: ' + '; '.join(missing))
-    return out
-
-
-def _others(record):
-    """A line per process found on a GPU before or after gpu-burn."""
-    out = []
-    for phase in ('before', 'after'):
-        snap = getattr(record, phase)
-        index = {g.uuid: g.index for g in snap.gpus}
-        for app in snap.apps:
-            idx = app.index if app.index is not None else \
-                index.get(app.uuid, '?')
-            out.append(f'GPU {idx}: another process, '
-                       f'{clean(app.name, 100)} (pid {app.pid}), on it '
-                       f'{phase} the burn-in')
-    return out
-
-
-def _busy_samples(record, stagedir):
-    """{GPU index: [samples at BUSY_PCT+ use]} of the sampler's file."""
-    out = {}
-    for row in health_probe.sampled(stagedir, record.tool):
-        util = row.get('util_pct')
-        if isinstance(util, (int, float)) and util >= BUSY_PCT:
-            out.setdefault(row['index'], []).append(row)
     return out

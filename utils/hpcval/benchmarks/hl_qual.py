@@ -1,11 +1,9 @@
-"""Habana hl_qual: host <-> device and device memory bandwidth on Gaudi.
-
-hpcval builds nothing; the manual's switch rules are enforced in
-``hl_qual_args`` before any job script is written.  The verdict is
-hl_qual's own plus the manual's criteria (hl_qual_criteria)."""
+"""Habana hl_qual: host <-> device and device memory bandwidth on Gaudi, by
+the manual's switch rules and pass criteria (docs/benchmarks/hl_qual.md)."""
 import glob
 import os
 import shlex
+from dataclasses import dataclass
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
@@ -13,18 +11,74 @@ from reframe.core.backends import getlauncher
 from reframe.core.builtins import run_before, variable
 
 from hpcval import inputs
-from hpcval.benchmarks import hl_qual_criteria as crit
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.inputs import CARDS, InputError, checked_path, checked_token
 from hpcval.parsers import ParseError
 from hpcval.parsers.common import read_text
 from hpcval.parsers.hl_qual import PCI_SUBTESTS, parse_hl_qual_report
+from hpcval.units import link_bandwidth
 
 GENERATIONS = ('gaudi', 'gaudi2')
 PLUGINS = ('mb', 'p')
 MODES = ('serial', 'parallel')
 SUBSETS = ('memOnly', 'pciOnly', 'sramOnly')
 PCI_GENS = ('gen3', 'gen4')            # the two modifiers the manual names
+
+# The manual's host <-> device criteria: Gen3 x16 figures, other links
+# scaled by ``BandWidth = (width / 8.0) * speed`` (hpcval's reading)
+#: "the PCI test has a 10% allowable degradation"
+DEGRADATION = 0.10
+
+HOST_TO_DEVICE, DEVICE_TO_HOST, BIDIRECTIONAL = ('host_to_device',
+                                                 'device_to_host',
+                                                 'bidirectional')
+
+#: GB/s on PCIe Gen3 x16, before the allowed degradation.
+GEN3_X16 = {
+    'memory_plugin': {HOST_TO_DEVICE: 11.9, DEVICE_TO_HOST: 12.9,
+                      BIDIRECTIONAL: 19.5},
+    'pci_plugin': {HOST_TO_DEVICE: 11.6, DEVICE_TO_HOST: 12.9,
+                   BIDIRECTIONAL: 19.9},
+}
+
+#: "The load PCI plugin pass/fail criteria for this mode is 11.04GB/s"
+PCI_LOAD_GEN3_X16 = 11.04
+
+
+@dataclass(frozen=True)
+class Criterion:
+    test: str          # memory_plugin, pci_plugin or pci_load
+    direction: str
+    expected: float    # GB/s on this link
+    floor: float       # GB/s: expected less the allowed degradation
+    gen: str
+    width: int
+
+    def describe(self):
+        return (f'{self.expected:.4g} GB/s {self.gen.capitalize()} '
+                f'x{self.width} criterion less {DEGRADATION:.0%} = '
+                f'{self.floor:.4g} GB/s')
+
+
+def criterion(test, direction, gen='gen3', width=16):
+    """The expected bandwidth and its floor for ``test`` on a link."""
+    if test == 'pci_load':
+        base = PCI_LOAD_GEN3_X16
+    else:
+        try:
+            base = GEN3_X16[test][direction]
+        except KeyError:
+            raise ValueError(f'no criterion for {test} {direction}') from None
+    expected = base * link_bandwidth(gen, width) / link_bandwidth('gen3', 16)
+    return Criterion(test, direction, expected,
+                     expected * (1 - DEGRADATION), gen, width)
+
+
+def parallel_path_passes(bottleneck_gen, bottleneck_width, device_results):
+    """Parallel mode: PASS if BandWidth(bottleneck) <= Sum(Test(D1) + ...)."""
+    return link_bandwidth(bottleneck_gen, bottleneck_width) <= \
+        sum(device_results)
+
 
 _SUBSET_TESTS = {
     'memOnly': ('sram_to_hbm', 'hbm_to_sram', 'hbm_to_hbm'),
@@ -33,14 +87,14 @@ _SUBSET_TESTS = {
 }
 # PCI sub-tests of the memory plugin -> direction of the manual's criteria
 _MEMORY_PCI_DIRECTION = {
-    'host_to_hbm': crit.HOST_TO_DEVICE, 'host_to_sram': crit.HOST_TO_DEVICE,
-    'hbm_to_host': crit.DEVICE_TO_HOST, 'sram_to_host': crit.DEVICE_TO_HOST,
-    'hbm_host_bidir': crit.BIDIRECTIONAL,
-    'sram_host_bidir': crit.BIDIRECTIONAL,
+    'host_to_hbm': HOST_TO_DEVICE, 'host_to_sram': HOST_TO_DEVICE,
+    'hbm_to_host': DEVICE_TO_HOST, 'sram_to_host': DEVICE_TO_HOST,
+    'hbm_host_bidir': BIDIRECTIONAL,
+    'sram_host_bidir': BIDIRECTIONAL,
 }
-_PCI_DIRECTION = {'pci_download': crit.HOST_TO_DEVICE,
-                  'pci_upload': crit.DEVICE_TO_HOST,
-                  'pci_bidirectional': crit.BIDIRECTIONAL}
+_PCI_DIRECTION = {'pci_download': HOST_TO_DEVICE,
+                  'pci_upload': DEVICE_TO_HOST,
+                  'pci_bidirectional': BIDIRECTIONAL}
 
 
 class SwitchError(InputError):
@@ -106,11 +160,11 @@ def expected_subtests(plugin, subsets, bidirectional):
 def criterion_for(plugin, key, pci_gen, width):
     """The manual's criterion for a sub-test, or None."""
     if plugin == 'p':
-        return crit.criterion('pci_plugin', _PCI_DIRECTION[key],
-                              pci_gen or 'gen3', width)
+        return criterion('pci_plugin', _PCI_DIRECTION[key],
+                         pci_gen or 'gen3', width)
     if key in _MEMORY_PCI_DIRECTION:
-        return crit.criterion('memory_plugin', _MEMORY_PCI_DIRECTION[key],
-                              'gen3', width)
+        return criterion('memory_plugin', _MEMORY_PCI_DIRECTION[key],
+                         'gen3', width)
     return None
 
 
@@ -167,24 +221,17 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     num_tasks = 1
     tags = {'hl_qual', 'gaudi'}
 
-    @property
-    def binary(self):
-        path = self.hl_qual or \
-            f'/opt/habanalabs/qual/{self.generation}/bin/hl_qual'
-        return checked_path(path, 'hl_qual', must_exist=False)
-
     @run_before('run')
-    def check_switches(self):
-        # fails the test before its job script is written (also --dry-run)
-        self.args = hl_qual_args(
+    def set_command(self):
+        # the switches fail the test before its job script is written
+        args = hl_qual_args(
             self.generation, self.plugin, self.mode, self.subsets,
             self.bidirectional, self.duration, self.size, self.pci_gen,
             self.cards)
-        crit.link_bandwidth(self.pci_gen or 'gen3', self.pci_lanes)
-
-    @run_before('run')
-    def set_command(self):
-        exe = self.binary
+        link_bandwidth(self.pci_gen or 'gen3', self.pci_lanes)
+        exe = checked_path(self.hl_qual or f'/opt/habanalabs/qual/'
+                           f'{self.generation}/bin/hl_qual', 'hl_qual',
+                           must_exist=False)
         self.env_vars['__python_cmd'] = 'python3'
         # the report lands in the stage directory, one folder per test
         self.env_vars['HABANA_LOGS'] = '"$PWD/habana_logs"'
@@ -198,7 +245,7 @@ class HlQual(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         # hl_qual drives every card itself: no MPI launcher in front
         self.job.launcher = getlauncher('local')()
         self.executable = shlex.quote(exe)
-        self.executable_opts = self.args
+        self.executable_opts = args
         self.keep_files = ['habana_logs']
 
     def replay_inputs(self):

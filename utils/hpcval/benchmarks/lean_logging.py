@@ -29,8 +29,8 @@ def _ignored(category, message):
     return False
 
 
-_WALKING = getattr(rfm_warnings, 'user_deprecation_warning', None)
-_CATEGORY = getattr(rfm_warnings, 'ReframeDeprecationWarning', None)
+_WALKING = rfm_warnings.user_deprecation_warning
+_CATEGORY = rfm_warnings.ReframeDeprecationWarning
 
 
 def user_deprecation_warning(message, from_version='0.0.0'):
@@ -53,9 +53,7 @@ def user_deprecation_warning(message, from_version='0.0.0'):
 
 
 # each module of ReFrame that imported the function holds its own name
-if _WALKING is not None and isinstance(_CATEGORY, type):
-    for _module in list(sys.modules.values()):
-        if getattr(_module, '__name__', '').startswith('reframe') and \
-                getattr(_module, 'user_deprecation_warning', None) is \
-                _WALKING:
-            _module.user_deprecation_warning = user_deprecation_warning
+for _module in list(sys.modules.values()):
+    if getattr(_module, '__name__', '').startswith('reframe') and \
+            getattr(_module, 'user_deprecation_warning', None) is _WALKING:
+        _module.user_deprecation_warning = user_deprecation_warning

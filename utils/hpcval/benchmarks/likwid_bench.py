@@ -1,9 +1,5 @@
-"""CPU memory bandwidth and peak flop rate with ``likwid-bench``.
-
-One thread per physical core (domain ``N``); copy and stream beyond the
-caches, peakflops inside L1.  With ``repeats`` the figure is the best run,
-as STREAM reports (anything beside the kernel only lowers a run), and
-``<figure>_std`` their spread, a diagnostic."""
+"""CPU memory bandwidth and peak flop rate with ``likwid-bench``, one thread
+per physical core (docs/benchmarks/likwid_bench.md)."""
 import functools
 import re
 import shlex
@@ -18,7 +14,6 @@ from reframe.core.builtins import parameter, run_after, run_before, variable
 from hpcval import inputs, replay, suites
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.container import image_of
-from hpcval.inputs import checked_token
 from hpcval.parsers.common import ParseError, read_text
 from hpcval.parsers.likwid_bench import parse_likwid_bench
 
@@ -45,7 +40,7 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     """``likwid-bench -t <kernel>_<isa> -W N:<working_set>:<cores>``."""
 
     #: Kernel family: copy, stream (STREAM triad) or peakflops (FMAs on
-    #: data in L1); likwid also has load, triad (four streams) and update.
+    #: data in L1).
     kernel = parameter(['copy', 'stream', 'peakflops'])
 
     #: Instruction-set suffix: 'avx', 'avx512', 'sse', or '' for scalar.
@@ -55,19 +50,18 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: default (KERNEL_DEFAULTS).
     working_set = variable(str, value='')
 
-    #: Iterations per thread (-i); 0 = likwid's own choice (it sizes the run
-    #: to about a second per thread count, ~7 s in all); None = the
+    #: Iterations per thread (-i); 0 = likwid's own choice; None = the
     #: kernel's default.
     iterations = variable(int, type(None), value=None)
     input_policy = {
         'isa': inputs.TOKEN,
         'working_set': inputs.SIZE,
         'iterations': inputs.COUNT,
-        'repeats': inputs.POSITIVE,
+        'repeats': inputs.number(1, 100),
     }
 
-    #: Runs of the kernel in the job: the figure is the best of them, with
-    #: their standard deviation as ``<figure>_std``.
+    #: Runs of the kernel in the job: the figure is the best of them (as
+    #: STREAM reports), their standard deviation ``<figure>_std``.
     repeats = variable(int, value=1)
 
     diagnostics = {r'\w+_std': 'the spread of the repeated runs in the '
@@ -75,13 +69,9 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                                'of its own'}
     zero_readings = {r'\w+_std': 'runs that printed the same figure'}
 
-    #: kernel: (working set, iterations, the result line it reports).
-    #: copy/stream: far above the caches, likwid's own iteration count.
-    #: peakflops: 32 kB in all (inside two L1 caches), 400000 iterations
-    #: per thread: about 0.2 s of compute on any core count, long enough
-    #: for a figure whose healthy spread is a few percent (a 15 ms run
-    #: spread 0.7-1.07x its peers on the minicluster; docs/screening.md),
-    #: short beside likwid-bench's own one-second start.
+    #: kernel: (working set, iterations, the result line it reports):
+    #: copy/stream beyond the caches, peakflops inside L1 for about 0.2 s
+    #: (docs/benchmarks/likwid_bench.md)
     KERNEL_DEFAULTS = {
         'copy': ('2GB', 0, 'MByte/s'),
         'stream': ('2GB', 0, 'MByte/s'),
@@ -89,8 +79,6 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     }
 
     #: seconds one node's run takes, for a screen's time limit
-    #: (hpcval.benchmarks.screening): copy/stream ~7 s of likwid's own
-    #: sizing, peakflops well under one
     SCREEN_SECONDS = {'copy': 15, 'stream': 15, 'peakflops': 5}
 
     executable = 'likwid-bench'
@@ -115,7 +103,6 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def set_command(self):
         default_set, default_iters, _ = self.KERNEL_DEFAULTS[self.kernel]
         working_set = self.working_set or default_set
-        checked_token(working_set, 'working_set')
         iterations = (default_iters if self.iterations is None
                       else self.iterations)
         # a replay runs no likwid-bench; an image brings its own
@@ -135,10 +122,7 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                                 '-W', f'N:{working_set}:{cores}']
         if iterations:
             self.executable_opts += ['-i', str(int(iterations))]
-        if not 1 <= self.repeats <= 100:
-            raise ValueError(f'repeats={self.repeats}: expected 1 to 100')
-        # the same command again, on the node the job holds (likwid pins
-        # itself; no launcher)
+        # the same command again, on the node the job holds
         again = shlex.join([self.executable, *self.executable_opts])
         self.postrun_cmds = [again] * (self.repeats - 1) + \
             list(self.postrun_cmds)

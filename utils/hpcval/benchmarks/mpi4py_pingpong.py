@@ -33,9 +33,8 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     #: Largest message size in bytes; bandwidth is reported there.
     max_size = variable(int, value=4 * 2**20)
 
-    #: Timed iterations per size (mpi4py's ``-l`` below 16 KiB, default
-    #: 10000; and ``--loop-large`` above it, default 1000, where fewer); 0
-    #: keeps mpi4py's defaults.  Fewer give a quicker, noisier mean.
+    #: Timed iterations per size (``-l``, and ``--loop-large`` where fewer
+    #: than its 1000); 0 keeps mpi4py's defaults.
     loops = variable(int, value=0)
 
     #: Sizes in bytes whose latency is reported.
@@ -83,7 +82,6 @@ class Mpi4pyPingPong(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         )
         self.num_tasks_per_node = 2 if self.placement == 'on_node' else 1
         if self.array in DEVICE_ARRAYS:
-            # GPU buffers need the partition's GPU-aware MPI settings
             # (MPICH_GPU_SUPPORT_ENABLED=1 on Cray, say)
             layouts.apply(self, layouts.settings(self.current_partition,
                                                  'gpu_aware_mpi'))

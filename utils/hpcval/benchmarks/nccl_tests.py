@@ -1,7 +1,5 @@
-"""nccl-tests and rccl-tests: collective bus bandwidth.
-
-``single_process``: one process drives a node's GPUs (``-g <gpus>``);
-``rank_per_gpu``: one MPI rank per GPU across ``num_nodes`` nodes."""
+"""nccl-tests and rccl-tests: collective bus bandwidth, one process driving a
+node's GPUs or one rank per GPU (docs/benchmarks/nccl_tests.md)."""
 import os
 import re
 import shlex
@@ -13,7 +11,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
 from hpcval import features as ft, inputs, suites
 from hpcval import layouts, provenance
 from hpcval.benchmarks.base import ParsedBenchmark
-from hpcval.layouts import gpu_arch, gpu_count
+from hpcval.layouts import gpu_arch
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, at_load, checked_path, checked_token
 from hpcval.parsers.common import read_text
@@ -163,10 +161,7 @@ class CollectiveBandwidth(ParsedBenchmark, rfm.RunOnlyRegressionTest):
 
     @run_before('run')
     def set_command(self):
-        gpus = self.gpus_per_node or gpu_count(self.current_partition)
-        self.skip_if(gpus == 0, 'the partition declares no GPU devices')
-        for name in ('min_bytes', 'max_bytes'):
-            checked_token(getattr(self, name), name)
+        gpus = self.gpus_or_skip(self.gpus_per_node)
         self._sizes()
 
         part = self.current_partition

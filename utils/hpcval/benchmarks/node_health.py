@@ -1,7 +1,5 @@
-"""The node's health as a test of its own, judged as ``hpcval verdict`` does.
-
-The job runs only the health probe around ``true``; sanity judges its
-record against the partition's inventory (hpcval.health.report)."""
+"""The node's health as a test of its own: the probe alone, its record judged
+as ``hpcval verdict`` judges it (hpcval.health.report)."""
 import shutil
 
 import reframe as rfm

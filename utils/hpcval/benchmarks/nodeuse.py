@@ -1,9 +1,5 @@
-"""A measurement has its node to itself, and its record says whether it did.
-
-Whole nodes (``exclusive_access``); on the build host a shared lock per
-build and an exclusive one per measurement; the job's load sampled at its
-start (``LOAD_FILE``).  ``clears`` decides only by measured facts, never
-by a process's name, which its owner chooses (docs/screening.md)."""
+"""A measurement has its node to itself, and its record says whether it did
+(docs/node-use.md): build locks, and the job's load sampled at its start."""
 import os
 import re
 import shlex
@@ -18,11 +14,8 @@ LOAD_FILE = 'hpcval_node_load.txt'
 LOCK_NAME = '.hpcval-node.lock'
 BUSY_SHARE = 0.1
 _SAMPLES = 5
-#: seconds between samples: a process that keeps a CPU busy is runnable in
-#: every sample however close they are, and 10 ms is several of the
-#: kernel's time slices, so samples this far apart still see a short-lived
-#: task come and go; 50 ms cost each job of a screen 0.2 s more
-#: (docs/measurements.md, "Where a screen job's time goes")
+#: seconds between samples: several of the kernel's time slices
+#: (docs/node-use.md)
 SPACING_S = 0.01
 _PROCESSES = 8
 _LOCK_FD = 9
@@ -47,9 +40,8 @@ def builds_beside_measurements(partition):
 
 def build_commands(build):
     """Lines a build runs first: a shared hold on the session's lock."""
-    if not builds_beside_measurements(build.current_partition):
-        return []
-    return [_flock('-s')]
+    return [_flock('-s')] if builds_beside_measurements(
+        build.current_partition) else []
 
 
 def measurement_commands(test):

@@ -1,8 +1,5 @@
-"""OSU micro-benchmarks 7.x: MPI latency and bandwidth, allreduce latency.
-
-Host buffers place two ranks by the detected topology (same socket, cross
-socket, across nodes); device buffers (``-d cuda D D``) need the
-``gpu-aware-mpi`` feature and its extras (docs/benchmarks/osu.md)."""
+"""OSU micro-benchmarks 7.x: MPI latency and bandwidth, allreduce latency,
+of host or device buffers (docs/benchmarks/osu.md)."""
 import os
 import shlex
 import urllib.error
@@ -36,12 +33,9 @@ GPU_PLACEMENTS = ('on_node', 'across_nodes')
 _TARBALL = ('https://mvapich.cse.ohio-state.edu/download/mvapich/'
             'osu-micro-benchmarks-{}.tar.gz')
 
-# CUDA 13 replaced cudaMemPrefetchAsync(ptr, n, int device, stream) by
-# (ptr, n, cudaMemLocation, flags, stream); OSU 7.4's prefetch_data()
-# (c/util/osu_util_mpi.c, built with --enable-cuda) still passes a device
-# number and fails to compile.  This macro, force-included, keeps that call
-# compiling with the same meaning (cudaCpuDeviceId: host).  C and C++ alike;
-# inert below CUDA 13 and where no CUDA header is found.
+# OSU 7.4's prefetch_data() passes cudaMemPrefetchAsync a device number,
+# which CUDA 13 replaced by a cudaMemLocation: this macro, force-included,
+# keeps its meaning (docs/benchmarks/osu.md, "CUDA 13")
 CUDA13_COMPAT = r'''#ifndef HPCVAL_OSU_CUDA13_COMPAT
 #define HPCVAL_OSU_CUDA13_COMPAT
 #if defined(__has_include)
@@ -84,18 +78,14 @@ class OsuSource(UpstreamSource):
     repo_url = _TARBALL.format('7.4')
     version = 'v7.4'
 
-    @property
-    def tarball_url(self):
-        return _TARBALL.format(checked_token(self.version, 'version')
-                               .lstrip('v'))
-
     @run_before('run')
     def choose_origin(self):
         # mirrors and prebuilt_dir as every source; upstream is a tarball
         if replay.active(self) or self.prebuilt_dir or self.src_mirror:
             return super().choose_origin()
 
-        url = self.tarball_url
+        url = _TARBALL.format(checked_token(self.version, 'version')
+                              .lstrip('v'))
         self.skip_if(not self.is_dry_run() and not _reachable(url),
                      f'{url} unreachable and no -S src_mirror=PATH or '
                      f'-S prebuilt_dir=DIR given')
@@ -278,10 +268,6 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def device_buffers(self):
         return bool(self.accelerator)
 
-    @property
-    def is_latency(self):
-        return self.benchmark in ('osu_latency', 'osu_allreduce')
-
     @run_after('init')
     def require_layout_features(self):
         with at_load(self):
@@ -310,9 +296,7 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         return opts
 
     def _bind(self, exe):
-        cpus = first_cpus(self.current_partition.processor,
-                          'cross_socket' if self.placement == 'cross_socket'
-                          else 'same_socket')
+        cpus = first_cpus(self.current_partition.processor, self.placement)
         self.skip_if(not cpus, f'{self.placement}: the processor topology of '
                                f'{self.current_partition.fullname} is '
                                f'unknown or has too few sockets or cores')
@@ -368,7 +352,7 @@ class OsuBenchmark(ParsedBenchmark, rfm.RunOnlyRegressionTest):
         return table
 
     def metrics(self, table):
-        if not self.is_latency:
+        if self.benchmark not in ('osu_latency', 'osu_allreduce'):
             row = table.at(self.max_size)
             return {f'bandwidth_{size_label(row.size)}': (row.value, 'MB/s')}
 

@@ -1,36 +1,11 @@
-"""What a test records when ReFrame's ``--distribute`` runs it once per node
-(a node screen), for hpcval.screen to judge coverage later, anywhere:
-
-- ``hpcval_partition_nodes``: the partition's nodes as Slurm lists them at
-  run time (``sinfo``), ``{'partition': P, 'nodes': 'n[1-64]',
-  'unavailable': {node: 'drained: reason', ...}}``;
-- ``hpcval_screen_excluded``: why a multi-node layout is not screened.  A
-  test that needs more than one node, pinned to one node, would also run
-  on another and blame the pinned one; it is skipped with this reason.
-
-Submissions that cannot double: an ``sbatch`` that failed, above all one
-that timed out against a stalled controller, may still have created its
-job (a stopped slurmctld reads the request when it resumes).  Every Slurm
-job of a check carries ``--comment=hpcval-submission:TOKEN``; after a
-failed submission its queue is read (``squeue``, waiting up to
-RECONCILE_S for the controller) and a job of that token is cancelled and
-named, and the job script's first command leaves at once when the
-submission was given up (a marker in the stage folder), should the queue
-stay out of reach.  The failure then says why, in words the verdict
-reads (hpcval.screen): ``controller stalled: ...`` or ``usage error:
-sbatch refused the job: ...``; neither is the node's.
-
-A node that failed under its job (``NODE_FAIL``, or down when its job
-ended) fails the case before its output is read, naming the node and
-Slurm's reason, whatever the output held.  A job preempted by a
-higher-priority one (``PREEMPTED``; never requeued, ``--no-requeue``) has
-ended: ReFrame's Slurm backend takes the state as pending and would wait
-for it forever; it fails the case with its fate, which the verdict reads
-as "not tested: preempted".  One requeued all the same (pending again,
-``sacct -D`` shows it) is cancelled: "not tested: requeued".
+"""What a test records and guards when ReFrame's ``--distribute`` runs it
+once per node (a node screen), for hpcval.screen to judge later: the
+partition's nodes (``hpcval_partition_nodes``), why a multi-node layout is
+not screened, every node of the job; submissions that cannot double; a
+node failed, a job preempted or requeued (docs/screening.md, "Blame only
+what is broken" and "A screen stopped, preempted, or wrong as a whole").
 """
 import functools
-import itertools
 import math
 import os
 import re
@@ -39,13 +14,14 @@ import shlex
 import subprocess
 import time
 
-import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, variable
-from reframe.core.exceptions import ReframeError, SanityError
+from reframe.core.exceptions import (JobBlockedError, ReframeError,
+                                     SanityError, SpawnedProcessError)
 from reframe.utility import nodelist_abbrev, nodelist_expand
 
 from hpcval import inputs
+from hpcval.screen import NODE_FATES
 from hpcval.benchmarks import fates
 from hpcval.benchmarks.jobscript import NOTHING, Lines
 from hpcval.benchmarks.lean_logging import LeanLogging
@@ -82,18 +58,37 @@ _STALLED = re.compile(r'Socket timed out|Unable to contact slurm '
 # node states of a node that failed (sinfo %T): down, failing, or not
 # responding ('*' suffix)
 _FAILED_NODE = re.compile(r'(down|fail|failing|not_responding)\b|\*$')
-#: Slurm's job states that end a job because its node failed
-NODE_FATES = ('NODE_FAIL', 'BOOT_FAIL')
 #: Slurm's job states that end a job submitted with --no-requeue, which
 #: ReFrame's Slurm backend takes as pending
 ENDED_UNREQUEUED = ('PREEMPTED',)
 #: Slurm's states of a job requeued: hpcval cancels it, never waits
 REQUEUED = ('REQUEUED', 'REQUEUE_HOLD', 'REQUEUE_FED')
+# what Slurm's tools (srun in the job, ReFrame's sacct) say when the run,
+# not the node, failed: its controller or accounting out of reach, srun
+# refusing what the run asked for
+_NOT_THE_NODE = (
+    ('controller unreachable', re.compile(
+        r'Unable to contact slurm controller|Socket timed out on send/recv|'
+        r'slurm_load_(jobs|partitions|node) error|Zero Bytes were '
+        r'transmitted or received')),
+    ('accounting unreachable', re.compile(
+        r'Problem talking to the database|slurmdbd|failed to open '
+        r'persistent connection')),
+    ('usage error', re.compile(
+        r'\bsrun: error: (Invalid|invalid|Unable to allocate resources: '
+        r'(Invalid|Requested|Job violates))|\bsrun: (unrecognized|invalid) '
+        r'option')))
+
+
+def slurm_cause(text):
+    """[cause, ''] where Slurm's tools say in ``text`` that the run, not
+    the node, failed; else []."""
+    return next(([cause, ''] for cause, pattern in _NOT_THE_NODE
+                 if pattern.search(text or '')), [])
 
 
 def _partition_option(options):
-    words = list(itertools.chain.from_iterable(shlex.split(o)
-                                               for o in options))
+    words = [word for option in options for word in shlex.split(option)]
     for i, word in enumerate(words):
         if word.startswith('--partition='):
             return word.split('=', 1)[1]
@@ -142,10 +137,9 @@ def slurm_partition_nodes(options):
 
 
 def slurm_job_nodes(jobid):
-    """Every node of job ``jobid`` as Slurm's accounting records it: its
-    allocation and every step's nodes (the allocation's record alone has
-    been seen naming only the batch host of a two-node job whose step ran
-    on both), or [] when sacct cannot tell."""
+    """Every node of job ``jobid`` by Slurm's accounting, of its allocation
+    and every step (the allocation's alone may name only the batch host),
+    or [] when sacct cannot tell."""
     if not _JOBID.fullmatch(str(jobid or '')):
         return []
     try:
@@ -186,11 +180,10 @@ def queued_with_comment(comment):
 
 
 def reconcile(comment, wait_s=RECONCILE_S, settle_s=SETTLE_S, every=1.0):
-    """After a failed submission: ('cancelled', [job ids]) for jobs the
-    controller made of it after all, ('none', []) when the queue held none
-    for ``settle_s`` after it first answered (a resumed controller may
-    read the old request after the first query), ('unknown', []) when the
-    queue could not be read within ``wait_s``."""
+    """After a failed submission: ('cancelled', [job ids]) the controller
+    made of it after all, ('none', []) when the queue held none for
+    ``settle_s`` after it first answered, ('unknown', []) when it could not
+    be read within ``wait_s``."""
     deadline = time.monotonic() + wait_s
     answered, found = None, []
     while True:
@@ -210,34 +203,37 @@ def reconcile(comment, wait_s=RECONCILE_S, settle_s=SETTLE_S, every=1.0):
 
 
 def submission_failure(err_text, outcome, jobs, wait_s=RECONCILE_S):
-    """The words of a failed submission: a usage error, a stalled
-    controller (with what reconciling the queue found), or sbatch's own
-    message."""
+    """([cause, detail], the words) of a failed submission: a usage error,
+    a stalled controller (with what reconciling the queue found), or
+    sbatch's own message."""
     refused = _REFUSED.search(err_text)
     if refused:
-        return f'usage error: sbatch refused the job: {refused.group(2)}'
-    found = {'cancelled': f'the controller created job(s) '
-                          f'{", ".join(jobs)} of it after all, cancelled '
-                          f'before they ran',
-             'none': f'no job of it in the queue in the {SETTLE_S} s '
-                     f'after the controller answered (a job made of it '
-                     f'leaves at once: its submission was given up)',
-             'unknown': f'the queue could not be read within {wait_s} s; '
-                        f'a job the controller creates of it later leaves '
-                        f'at once'}[outcome]
+        detail = f'sbatch refused the job: {refused.group(2)}'
+        return ['usage error', detail], f'usage error: {detail}'
+    found, more = {
+        'cancelled': (f'the controller created job(s) {", ".join(jobs)} of '
+                      f'it after all, cancelled', ' before they ran'),
+        'none': ('no job of it in the queue', f' in the {SETTLE_S} s after '
+                 f'the controller answered (a job made of it leaves at '
+                 f'once: its submission was given up)'),
+        'unknown': (f'the queue could not be read within {wait_s} s',
+                    '; a job the controller creates of it later leaves at '
+                    'once')}[outcome]
     errors = [line.strip() for line in err_text.splitlines()
               if line.strip().startswith('sbatch: error')]
     first = ' | '.join(dict.fromkeys(errors))[:300] or \
         ' '.join(err_text.split())[:300]
     if _STALLED.search(err_text):
-        return (f'controller stalled: sbatch got no answer ({first}); '
-                f'{found}; no node is charged')
-    return f'sbatch failed: {first}; {found}'
+        return ['controller stalled', found], (
+            f'controller stalled: sbatch got no answer ({first}); '
+            f'{found}{more}; no node is charged')
+    return ['sbatch failed', found], f'sbatch failed: {first}; {found}{more}'
 
 
-def failed_nodes(nodes):
-    """{node: 'state: reason'} of ``nodes`` that Slurm holds down, failing
-    or not responding now (sinfo), or {} when sinfo cannot tell."""
+def node_states(nodes, failed=False):
+    """{node: 'state: reason'} of ``nodes`` by sinfo now (``failed``: only
+    those down, failing or not responding), or {} when sinfo cannot
+    tell."""
     nodes = [n for n in nodes if _NODE.fullmatch(n)]
     if not nodes:
         return {}
@@ -247,15 +243,15 @@ def failed_nodes(nodes):
                              text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
-    failed = {}
+    found = {}
     for line in out.splitlines():
         node, _, rest = line.partition('|')
-        state, _, reason = rest.partition('|')
-        if node in nodes and _FAILED_NODE.search(state.strip().lower()):
-            failed[node] = (f'{state.strip()}: {reason.strip()}'
-                            if reason.strip() not in ('', 'none')
-                            else state.strip())
-    return failed
+        state, _, reason = (w.strip() for w in rest.partition('|'))
+        if node in nodes and (not failed or
+                              _FAILED_NODE.search(state.lower())):
+            found[node] = (f'{state}: {reason}'
+                           if reason not in ('', 'none') else state)
+    return found
 
 
 def time_limit_for(expected_s):
@@ -284,11 +280,9 @@ def _extend(obj, flag, make):
 
 
 def cache_job_nodelist(job):
-    """Make ``job`` ask Slurm for its node list once: ReFrame's Slurm job
-    runs ``scontrol show hostname`` on every read of ``nodelist`` after
-    the job ended, and its logging reads it for every record (19 calls a
-    job in a screen: tests/bench_screen.py cost).  A finished job's node
-    list does not change."""
+    """Make ``job`` ask Slurm for its node list once it ended: ReFrame runs
+    ``scontrol show hostname`` on every read (19 a job in a screen:
+    tests/bench_screen.py cost)."""
     found = getattr(type(job), 'nodelist', None)
     if not isinstance(found, property):
         return
@@ -330,11 +324,19 @@ def _ended_unrequeued(job):
             for s in states)
 
 
-def end_preempted(job):
+def _record_fate(job, fate):
+    record = job.__dict__.get('_hpcval_record')
+    if record is not None:
+        record(fate)
+
+
+def end_preempted(job, record=None):
     """Make the scheduler of ``job`` take a preempted job that is never
     requeued, or a requeued one (cancelled), as ended (ReFrame would poll
-    it, and wait for it on Ctrl-C, forever)."""
+    it, and wait for it on Ctrl-C, forever); ``record([cause, detail])``
+    keeps a fate ReFrame raises: a job blocked, sacct out of reach."""
     sched = job.scheduler
+    job.__dict__['_hpcval_record'] = record
     # every record of a job: a requeued one's first shows it (sacct -D)
     if isinstance(getattr(sched, '_sacct', None), str) and \
             '-D' not in sched._sacct.split():
@@ -343,7 +345,21 @@ def end_preempted(job):
     def make(base):
         class Ending(base):
             def finished(self, job):
-                return super().finished(job) or _ended_unrequeued(job)
+                done = super().finished(job) or _ended_unrequeued(job)
+                if done and isinstance(job.exception, JobBlockedError):
+                    # the pinned node's state now says why it took no job
+                    _record_fate(job, ['blocked', ', '.join(
+                        node_states(job.pin_nodes).values())])
+                return done
+
+            def poll(self, *jobs):
+                try:
+                    return super().poll(*jobs)
+                except SpawnedProcessError as err:
+                    for job in jobs:
+                        _record_fate(job, slurm_cause(err.stderr) or
+                                     ['accounting unreachable', ''])
+                    raise
         return Ending
     _extend(sched, '_hpcval_ends_preempted', make)
 
@@ -358,24 +374,26 @@ def _write_marker(path):
 
 class ScreenRecord(LeanLogging):
     """Mixin of hpcval's benchmark bases: the records above, only in a
-    ``--distribute`` run on a Slurm partition; ReFrame's log records
-    without the stack walk of a deprecated attribute (LeanLogging), a
-    cost every node's job pays many times."""
+    ``--distribute`` run on a Slurm partition."""
 
-    #: The partition's nodes at run time, in a node screen (see above).
+    #: The partition's nodes at run time, in a node screen: {'partition':
+    #: P, 'nodes': 'n[1-64]', 'unavailable': {node: 'drained: reason'}}.
     hpcval_partition_nodes = variable(typ.Dict[str, object], value={},
                                       loggable=True)
+
+    #: How the job ended, as the run learned it: [cause, detail], cause a
+    #: Slurm job state (sacct) or the run's own (hpcval.screen.NOT_TESTED).
+    hpcval_job_fate = variable(typ.List[str], value=[], loggable=True)
 
     #: Why this test is not part of a node screen ('' when it is).
     hpcval_screen_excluded = variable(str, value='', loggable=True)
     #: how -S values of these variables are checked (hpcval.inputs)
     input_policy = {
-        'hpcval_partition_nodes': inputs.RECORD,
-        'hpcval_screen_excluded': inputs.RECORD,
-        'hpcval_job_nodes': inputs.RECORD,
-        'screen_expected_s': inputs.POSITIVE,
-        'screen_time_limit': inputs.POSITIVE,
-    }
+        **dict.fromkeys(('hpcval_partition_nodes', 'hpcval_screen_excluded',
+                         'hpcval_job_nodes', 'hpcval_job_fate'),
+                        inputs.RECORD),
+        **dict.fromkeys(('screen_expected_s', 'screen_time_limit'),
+                        inputs.POSITIVE)}
 
     #: Every node the job ran on, from Slurm's accounting (see above).
     hpcval_job_nodes = variable(typ.List[str], value=[], loggable=True)
@@ -405,12 +423,12 @@ class ScreenRecord(LeanLogging):
             cache_job_nodelist(self.job)
             if '--no-requeue' not in self.job.options:
                 self.job.options += ['--no-requeue']
-            end_preempted(self.job)
+            end_preempted(self.job, functools.partial(
+                setattr, self, 'hpcval_job_fate'))
 
     def submit_once(self):
-        """Job-script step: tag the job, guard its script (the guard is the
-        job's first command), and reconcile a failed sbatch with the queue
-        (see above)."""
+        """Job-script step: tag the job, guard its script with its first
+        command, and reconcile a failed sbatch with the queue."""
         if not self._on_slurm() or self.is_dry_run():
             return NOTHING
         comment = SUBMISSION_TAG + secrets.token_hex(8)
@@ -431,8 +449,9 @@ class ScreenRecord(LeanLogging):
                     outcome, jobs = 'none', []
                 else:
                     outcome, jobs = reconcile(comment)
-                raise ReframeError(submission_failure(
-                    text, outcome, jobs)) from None
+                self.hpcval_job_fate, words = submission_failure(
+                    text, outcome, jobs)
+                raise ReframeError(words) from None
         job.submit = submit_reconciled
         return Lines(before=(guard,))
 
@@ -458,10 +477,12 @@ class ScreenRecord(LeanLogging):
             return
         nodes = self.hpcval_job_nodes or list(self.job.nodelist or ())
         state = 'REQUEUED' if requeued(self.job) else state
+        self.hpcval_job_fate = slurm_cause(self._stage_text(
+            self.stderr.evaluate(), 65536)) or [state, '']
         if state in ENDED_UNREQUEUED + ('REQUEUED',):   # whatever it wrote
             raise SanityError(f'job {self.job.jobid} on {",".join(nodes)} '
                               f'{state}: {fates.FATES[state]}')
-        down = failed_nodes(nodes)
+        down = node_states(nodes, failed=True)
         if state in NODE_FATES or down:
             named = '; '.join(f'{n} {why}' for n, why in down.items())
             raise SanityError(
@@ -477,7 +498,7 @@ class ScreenRecord(LeanLogging):
 
     def exclude_multinode_from_screen(self):
         """Job-script step: a layout of several nodes is skipped in a
-        screen; it adds no line."""
+        screen (the other node would be blamed on the pinned one)."""
         if not self._screened() or self.is_dry_run():
             return NOTHING
         per_node = self.num_tasks_per_node or self.num_tasks

@@ -1,10 +1,5 @@
-"""One node's GPUs, or one node's links, compared with each other.
-
-Each member's figure against its siblings' median by the peer rule
-(hpcval.peers), a factor as the floor.  The factor is the system's
-``<figure>_vs_siblings`` band, else ``sibling_factor`` (its false-alarm
-rate and detection limit: docs/benchmarks/<benchmark>.md).  Each member
-gets a performance figure ``<figure>_vs_siblings@<member>`` (unit x)."""
+"""One node's GPUs, or links, each against its siblings' median by the peer
+rule (hpcval.peers): ``<figure>_vs_siblings@<member>`` (docs/verdict.md)."""
 from dataclasses import dataclass
 
 import reframe as rfm
@@ -76,8 +71,7 @@ class SiblingFigures(rfm.RegressionTestPlugin):
     """Mixin comparing the members of ``sibling_groups(result)``."""
 
     #: a member this many times worse than its siblings' median fails,
-    #: where the system's references give its figure no sibling band;
-    #: the benchmark sets its default
+    #: where the system's references give its figure no sibling band
     sibling_factor = variable(float, value=1.6)
     #: {figure: factor} where a figure's default is not ``sibling_factor``
     sibling_factors = {}

@@ -1,9 +1,5 @@
-"""Source acquisition and builds: the pattern every benchmark follows.
-
-``UpstreamSource`` (session) clones the pinned version once, or takes
-``-S src_mirror=`` or ``-S prebuilt_dir=``; unreachable upstream skips
-with one reason.  ``UpstreamBuild`` builds once per partition and
-environment (docs/sources-and-builds.md)."""
+"""Source acquisition and builds, once per session and per partition and
+environment (docs/sources-and-builds.md), and the skips every test records."""
 import dataclasses
 import os
 import re
@@ -15,13 +11,12 @@ import reframe.core.runtime as rt
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import (run_after, run_before, sanity_function,
                                    variable)
-from reframe.core.exceptions import SanityError
+from reframe.core.exceptions import ReframeError, SanityError
 
-from hpcval import inputs, replay, stacks
+from hpcval import features, inputs, replay, stacks
 from hpcval.benchmarks import nodeuse
 from hpcval.benchmarks.container import ContainerSettings, image_of
 from hpcval.benchmarks.lean_logging import LeanLogging
-from hpcval.benchmarks.validation import Validation
 from hpcval.layouts import gpu_arch
 from hpcval.inputs import (InputError, ValidatedInputs, checked_path,
                            checked_token)
@@ -34,38 +29,59 @@ _TARBALLS = ('.tar.gz', '.tgz', '.tar.bz2', '.tar.xz', '.tar')
 _PROBE_TIMEOUT_S = 20
 
 
-# The -S variables of source acquisition, declared on checks and on their
-# source and build fixtures alike, so that ``-S src_mirror=...`` meets no
-# test without the variable (ReFrame warns about those).  Only the fixtures
-# below act on the first two; checks that build nothing ignore them.
+class NotValidated(ReframeError):
+    """A check that would be skipped, under ``-S strict=yes``."""
+
+
+class Validation(rfm.RegressionTestPlugin):
+    """A skip's reason kept for the verdict; ``-S strict=yes`` fails it."""
+
+    #: A check that cannot run (no source, no GPU, no tool) fails instead
+    #: of being skipped ('no' / 'false' / '0' is False).
+    strict = variable(typ.Bool, value=False)
+
+    #: Why the test was skipped; in the run report for ``hpcval verdict``.
+    hpcval_skip_reason = variable(str, value='')
+    input_policy = {'strict': inputs.FLAG, 'hpcval_skip_reason': inputs.RECORD}
+
+    def skip(self, msg=None):
+        self.hpcval_skip_reason = msg or 'skipped (no reason given)'
+        if self.strict:
+            raise NotValidated(f'strict, and it would be skipped: '
+                               f'{self.hpcval_skip_reason}')
+        super().skip(msg)
+
+    #: A fixture whose environment ReFrame may pick from any check sharing
+    #: it (a source also used by CPU checks) does not skip for it.
+    any_environ = False
+
+    @run_after('setup')
+    def skip_unusable_environ(self):
+        why = self.current_partition.extras.get(features.UNUSABLE, {})
+        self.skip_if(not self.any_environ and
+                     self.current_environ.name in why,
+                     why.get(self.current_environ.name))
+
+
 class SourceSettings(ContainerSettings, ValidatedInputs, Validation,
                      LeanLogging):
-    #: Local copy of the upstream source for air-gapped sites: a git
-    #: repository (bare or not), a folder at the pinned version, or a
-    #: release tarball with one top-level folder.
+    """The -S variables of sources, on checks and fixtures alike, so that
+    ``-S src_mirror=...`` meets no test without it."""
+
+    #: Local copy of the upstream source: a git repository, a folder at
+    #: the pinned version, or a release tarball.
     src_mirror = variable(str, value='')
-
-    #: Folder with the benchmark's executables under their upstream names;
-    #: when set, nothing is fetched or built.
+    #: Folder with the benchmark's executables under their upstream names.
     prebuilt_dir = variable(str, value='')
-
-    #: Folder of recorded outputs to replay instead of running anything
-    #: (with -C config/replay.py; hpcval.replay, docs/replay.md).
+    #: Folder of recorded outputs to replay (docs/replay.md).
     replay_dir = variable(str, value='')
-
-    #: Modules of the site's stack that provide the benchmark's
-    #: executables (hpcval.stacks); nothing is fetched or built.
+    #: Modules of the site's stack that provide the executables.
     stack_modules = variable(typ.List[str], value=[])
-
-    #: Spack spec of an installed build of the benchmark (hpcval.stacks);
-    #: nothing is fetched or built.
+    #: Spack spec of an installed build of the benchmark.
     spack_spec = variable(str, value='')
-
-    #: With spack_spec: install the spec through ReFrame's Spack build
-    #: system, in a Spack environment of the build's stage folder
-    #: (reusing what the site's Spack has installed).
+    #: With spack_spec: install it in a Spack environment of the build's
+    #: stage folder.
     spack_install = variable(bool, value=False)
-
     input_policy = {
         'src_mirror': inputs.PATH,
         'prebuilt_dir': inputs.PATH,
@@ -78,6 +94,16 @@ class SourceSettings(ContainerSettings, ValidatedInputs, Validation,
     #: Variables a test fixes in its build fixture's declaration
     #: (``build_shared``): ReFrame would take -S on them and then ignore it.
     FIXED_BY_DECLARATION = ('model', 'accelerator')
+    #: Variables a check shares with its ``build`` fixture (``model``): a
+    #: leaf sets them once, in the fixture declaration.
+    build_shared = ()
+
+    @run_after('init')
+    def take_build_variables(self):
+        for name in self.build_shared:
+            declared = type(self)._rfm_fixture_space['build'].variables
+            if name in declared:
+                setattr(self, name, declared[name])
 
     @run_after('init')
     def refuse_ignored_settings(self):
@@ -88,7 +114,7 @@ class SourceSettings(ContainerSettings, ValidatedInputs, Validation,
             if not sep or name not in self.FIXED_BY_DECLARATION or \
                     (owner and owner != type(self).__name__):
                 continue
-            value = self._runs_with(name)
+            value = getattr(self, name, None)
             if isinstance(value, str) and value != text:
                 with inputs.at_load(self):
                     raise InputError(
@@ -98,14 +124,6 @@ class SourceSettings(ContainerSettings, ValidatedInputs, Validation,
                         f'ignored: select the test of the {name} you want '
                         f'instead (reframe -l lists them, e.g. -n '
                         f"'%build.{name}={text}')")
-
-    def _runs_with(self, name):
-        """The value of ``name`` the test runs with (its build fixture's)."""
-        if name in getattr(self, 'build_shared', ()):
-            build = type(self)._rfm_fixture_space['build']
-            if name in build.variables:
-                return build.variables[name]
-        return getattr(self, name, None)
 
 
 def _is_git_repo(path):
@@ -161,10 +179,8 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
     #: Where the tree lands, relative to the stage directory.
     tree = 'src'
 
-    #: Paths that a prepared checkout holds untracked (trees a build step
-    #: fetched, e.g. elbencho's external/): a ``src_mirror`` checkout that
-    #: has the first of them is copied, not cloned (a clone drops them),
-    #: and must be at ``version``.
+    #: Untracked paths of a prepared checkout (elbencho's external/): a
+    #: ``src_mirror`` holding the first is copied, as a clone drops them.
     prepared_inputs = ()
 
     @property
@@ -187,32 +203,25 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
         return shlex.join(['git', '-c', 'advice.detachedHead=false',
                            'clone', *opts, '--', origin, self.tree])
 
-    def _is_prepared(self, mirror):
-        return bool(self.prepared_inputs) and os.path.isdir(
-            os.path.join(mirror, self.prepared_inputs[0]))
-
-    def _copy_checkout_cmds(self, mirror):
-        copy = [f'cp -a -- {shlex.quote(mirror)}/. {self.tree}/']
-        if not os.path.isdir(os.path.join(mirror, '.git')):
-            return copy
-
-        tag = checked_token(self.version, 'version')
-        return copy + [
-            f'at=$(git -C {self.tree} describe --tags --exact-match '
-            f'2>/dev/null) || at="an untagged commit"',
-            f'[ "$at" = {tag} ] || {{ echo "hpcval: -S src_mirror='
-            f'{mirror} is a checkout of $at, not {tag}" >&2; exit 1; }}',
-        ]
-
     def _mirror_cmds(self, mirror):
-        if self._is_prepared(mirror):
-            return self._copy_checkout_cmds(mirror)
+        copy = [f'cp -a -- {shlex.quote(mirror)}/. {self.tree}/']
+        if self.prepared_inputs and os.path.isdir(
+                os.path.join(mirror, self.prepared_inputs[0])):
+            if not os.path.isdir(os.path.join(mirror, '.git')):
+                return copy
+            tag = checked_token(self.version, 'version')
+            return copy + [
+                f'at=$(git -C {self.tree} describe --tags --exact-match '
+                f'2>/dev/null) || at="an untagged commit"',
+                f'[ "$at" = {tag} ] || {{ echo "hpcval: -S src_mirror='
+                f'{mirror} is a checkout of $at, not {tag}" >&2; exit 1; }}',
+            ]
 
         if _is_git_repo(mirror):
             return [self._clone_cmd(f'file://{mirror}')]
 
         if os.path.isdir(mirror):
-            return [f'cp -a -- {shlex.quote(mirror)}/. {self.tree}/']
+            return copy
 
         if mirror.endswith(_TARBALLS):
             return [f'tar -x -C {self.tree} --strip-components=1 '
@@ -229,9 +238,7 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
 
         if self.prebuilt_dir:
             checked_path(self.prebuilt_dir, 'prebuilt_dir')
-        given = ('prebuilt_dir set' if self.prebuilt_dir else
-                 'the site\'s stack provides it' if stacks.of(self) else
-                 'the image provides it' if image_of(self) else '')
+        given = self._given()
         if given:
             self.prerun_cmds = [f'echo "{given}: nothing to fetch"']
             return
@@ -251,17 +258,20 @@ class UpstreamSource(SourceSettings, rfm.RunOnlyRegressionTest):
         )
         self.prerun_cmds.append(self._clone_cmd(self.repo_url))
 
+    def _given(self):
+        """Why nothing is fetched, or ''."""
+        return ('prebuilt_dir set' if self.prebuilt_dir else
+                'the site\'s stack provides it' if stacks.of(self) else
+                'the image provides it' if image_of(self) else '')
+
     @sanity_function
     def validate_tree(self):
         if self.job.exitcode != 0:
             raise SanityError(f'fetching the source failed (exit code '
                               f'{self.job.exitcode}); see rfm_job.err')
 
-        if replay.active(self):
-            return True
-
-        if not self.prebuilt_dir and not stacks.of(self) and \
-                not image_of(self) and not os.listdir(self.src_dir):
+        if not replay.active(self) and not self._given() and \
+                not os.listdir(self.src_dir):
             raise SanityError(f'{self.src_dir} is empty after the fetch')
 
         return True
@@ -339,16 +349,15 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
     def build_jobs(self):
         return max(1, min(16, self.current_partition.processor.num_cpus or 4))
 
-    def _stack_problems(self):
-        # what the stack's check commands said in the build's stderr
+    def said(self, prefix=stacks.PREFIX):
+        """The build's stderr lines starting with ``prefix``, stripped."""
         path = self.stderr.evaluate()
         return [line.strip() for line in read_text(path).splitlines()
-                if line.startswith(stacks.PREFIX)] \
-            if os.path.exists(path) else []
+                if line.startswith(prefix)] if os.path.exists(path) else []
 
     def _missing_executables(self):
         if self.stack:
-            said = ' '.join(self._stack_problems())
+            said = ' '.join(self.said())
             return [exe for exe in self.executables
                     if f' no {exe} on PATH' in said]
 
@@ -415,7 +424,7 @@ class UpstreamBuild(SourceSettings, rfm.CompileOnlyRegressionTest):
             return True
 
         if self.stack:
-            said = self._stack_problems()
+            said = self.said()
             if said:
                 raise SanityError('; '.join(said))
             return True

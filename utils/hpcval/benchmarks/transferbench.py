@@ -1,8 +1,6 @@
-"""TransferBench: copy bandwidth between the GPUs (and CPUs) of one node.
-
-Presets ``a2a``, ``p2p`` and ``config``; a2a and p2p also compare each
-link with its siblings (hpcval.benchmarks.siblings), as averages hide
-one bad link."""
+"""TransferBench: copy bandwidth between the GPUs (and CPUs) of one node, each
+link against its siblings (docs/benchmarks/transferbench.md)."""
+import dataclasses
 import os
 import re
 import shlex
@@ -15,7 +13,6 @@ from hpcval import inputs, replay, suites
 from hpcval.benchmarks import siblings
 from hpcval.benchmarks.base import ParsedBenchmark
 from hpcval.benchmarks.siblings import SiblingFigures
-from hpcval.layouts import gpu_count
 from hpcval.benchmarks.source import UpstreamBuild, UpstreamSource
 from hpcval.inputs import InputError, checked_path, checked_token
 from hpcval.parsers import ParseError
@@ -26,10 +23,10 @@ from hpcval.parsers.transferbench import (AVERAGE_KINDS, config_tests,
                                           parse_p2p, unmeasured)
 
 PRESETS = ('a2a', 'p2p', 'config')
-#: p2p: the config of every ordered GPU pair, written by the job where a
-#: link of the p2p matrices is an outlier, and TransferBench's run of it
 #: the figures of p2p's two matrices, each judged against its siblings
 P2P_FIGURES = ('uni', 'bidir')
+#: p2p: the config of every ordered GPU pair, written by the job where a
+#: link of the p2p matrices is an outlier, and TransferBench's run of it
 REMEASURE_CFG, REMEASURE_OUT = 'remeasure.cfg', 'remeasure.out'
 # reads p2p's matrices; prints one transfer per ordered GPU pair, each
 # with all of a GPU's subexecutors (NUM_GPU_SE), where a GPU link is
@@ -137,17 +134,15 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
     #: a2a: CUs per transfer (3rd argument); 0 leaves the default (4).
     a2a_cus = variable(int, value=0)
 
-    #: a2a/p2p: timed iterations per transfer (NUM_ITERATIONS); 0 leaves
-    #: the tool's 10.  50 halves p2p's healthy spread on a 4 x H200 NVLink
-    #: node at no cost in time (docs/benchmarks/transferbench.md).
+    #: a2a/p2p: timed iterations per transfer (NUM_ITERATIONS; 0: the
+    #: tool's 10): 50 halves p2p's healthy spread at no cost in time.
     iterations = variable(int, value=50)
 
     #: config preset: the config file; '' runs upstream examples/example.cfg.
     config_file = variable(str, value='')
 
     #: a2a/p2p: a GPU link this many times slower than its siblings' median
-    #: on the node fails (hpcval.benchmarks.siblings;
-    #: docs/benchmarks/transferbench.md).
+    #: on the node fails.
     sibling_factor = 1.6
 
     #: GPUs the node must show; 0: the partition's GPU count.
@@ -161,9 +156,8 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
         'num_gpus': inputs.COUNT,
     }
 
-    #: one link's bandwidth moves by 8-23 % between healthy runs (std /
-    #: mean, 2 x H200): a calibrated bound wide enough judges nothing, and
-    #: the link is judged against its siblings of the same run instead
+    #: one link's bandwidth moves by 8-23 % between healthy runs: it is
+    #: judged against its siblings of the same run instead
     diagnostics = {r'(uni_|bidir_)?gpu\d+_to_gpu\d+':
                    'one link\'s bandwidth, judged against its siblings on '
                    'the node (its *_vs_siblings@* figure)'}
@@ -178,18 +172,16 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
             if self.preset == 'p2p' else set()
 
     def replay_inputs(self):
-        if self.preset == 'p2p':
-            return (REMEASURE_CFG, REMEASURE_OUT)
-        if self.preset != 'config':
-            return ()
-        return (os.path.basename(self.config_file) if self.config_file
-                else EXAMPLE_CFG,)
+        return {'p2p': (REMEASURE_CFG, REMEASURE_OUT),
+                'config': (self._config_name(),)}.get(self.preset, ())
+
+    def _config_name(self):
+        """The config file's name; the recording of a replay holds it."""
+        return os.path.basename(self.config_file or EXAMPLE_CFG)
 
     def _config_path(self):
         if replay.active(self):
-            # the recording holds the config file its run read
-            return os.path.join(self.stagedir, os.path.basename(
-                self.config_file) if self.config_file else EXAMPLE_CFG)
+            return os.path.join(self.stagedir, self._config_name())
 
         if self.config_file:
             return checked_path(self.config_file, 'config_file')
@@ -204,15 +196,11 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
 
     @run_before('run')
     def set_command(self):
-        checked_token(self.model, 'model', MODELS)
-        self.expected_gpus = self.num_gpus or gpu_count(self.current_partition)
-        self.skip_if(self.expected_gpus == 0,
-                     'the partition declares no GPU devices')
+        self.expected_gpus = self.gpus_or_skip(self.num_gpus)
         self.executable = self.build.command(MODELS[self.model])
         first = self._config_path() if self.preset == 'config' else self.preset
         args = [first]
-        size = checked_token(self.num_bytes, 'num_bytes') \
-            if self.num_bytes else ''
+        size = self.num_bytes
         if self.preset == 'a2a' and self.a2a_cus > 0:
             args += [size or '64M', str(self.a2a_cus)]
         elif size:
@@ -275,17 +263,15 @@ class TransferBench(SiblingFigures, ParsedBenchmark,
 
     def judge_siblings(self, result):
         """A failing p2p link is named only if its re-measure fails too."""
-        found = super().judge_siblings(result)
         again = getattr(self, '_remeasured', None)
-        if not again or all(s.judgement.passed for s in found):
-            return found
         out = []
-        for s in found:
-            alone = None if s.judgement.passed else self._alone(s, again)
+        for s in super().judge_siblings(result):
+            alone = self._alone(s, again) if again and not s.judgement.passed \
+                else None
             if alone is not None and alone.judgement.passed:
-                s = siblings.Sibling(s.metric, s.figure,
-                                     f'{s.component} (re-measured alone)',
-                                     s.unit, alone.judgement)
+                s = dataclasses.replace(
+                    s, component=f'{s.component} (re-measured alone)',
+                    judgement=alone.judgement)
             out.append(s)
         return out
 

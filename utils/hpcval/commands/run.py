@@ -14,6 +14,7 @@ import sys
 import time
 
 from hpcval import ci, exits, paths, preflight, selection
+from hpcval.commands import refused
 
 HELP = """\
 usage: hpcval run [REFRAME OPTIONS]
@@ -45,9 +46,8 @@ def show_help():
 
 
 def _verdict_after(reframe_args, session, started, hpcval):
-    """(the verdict's headline of the run ReFrame just made with the
-    command that prints all of it, its status); None where nothing ran.
-    ``hpcval``: the command line's main, which judges it."""
+    """(the verdict's headline of the run ReFrame just made, its status),
+    judged by ``hpcval`` (the command line's main); None: nothing ran."""
     report = selection.option_value(reframe_args, '--report-file')
     # a report older than the run is an earlier run's: never judged as this
     # one (a second of slack for file systems' coarse times)
@@ -76,11 +76,9 @@ def _verdict_after(reframe_args, session, started, hpcval):
 
 
 def _passthrough(cmd, env, pattern):
-    """Run ``cmd``, copying its standard output line by line; (exit
-    status, whether a line matched ``pattern``, the session ReFrame
-    stored or None).  Ctrl-C reaches ReFrame
-    (same process group), which ends its jobs; this waits for it.  A
-    SIGTERM of this process is passed on, to the same end."""
+    """(exit status, whether a line matched ``pattern``, the session
+    ReFrame stored or None) of ``cmd``, its output copied line by line.
+    Ctrl-C reaches ReFrame (same process group), SIGTERM is passed on."""
     seen, session = False, None
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
     with contextlib.suppress(ValueError):       # not the main thread
@@ -106,12 +104,9 @@ def _uninterrupted(call):
 
 
 def run_reframe(reframe_args, hpcval):
-    """``reframe`` with hpcval's configuration first in RFM_CONFIG_FILES
-    (after it, the files already named there: a site's logging, say),
-    after hpcval.preflight's checks; a selection of no test case is
-    refused after the fact (exit preflight.REFUSED).  Its status is the
-    verdict's of the run (``hpcval``: the command line's main, which
-    judges it), ReFrame's own codes colliding with the verdict's."""
+    """``reframe`` with hpcval's configuration first in RFM_CONFIG_FILES,
+    after hpcval.preflight's checks; its status is the verdict's of the
+    run (judged by ``hpcval``, the command line's main)."""
     config = paths.config_file()
     given = [f for f in os.environ.get('RFM_CONFIG_FILES', '').split(':')
              if f and os.path.abspath(f) != config]
@@ -122,30 +117,26 @@ def run_reframe(reframe_args, hpcval):
     except paths.SiteError as err:      # a site module that does not load
         refusal = str(err)
     if refusal:
-        print(f'hpcval run: {refusal}', file=sys.stderr)
-        return preflight.REFUSED
+        return refused('run', refusal, preflight.REFUSED)
     here = os.path.dirname(sys.executable)
     exe = shutil.which('reframe', path=os.pathsep.join(
         [here, env.get('PATH', '')]))
     if not exe:
-        print('hpcval run: no reframe executable next to this Python or on '
-              'PATH', file=sys.stderr)
-        return exits.INPUT
+        return refused('run', 'no reframe executable next to this Python '
+                       'or on PATH')
     if any(a == '--ci-generate' or a.startswith('--ci-generate=')
            for a in reframe_args):
         try:
             return exits.INPUT if ci.generate(reframe_args, exe, env) \
                 else exits.OK
         except (ci.CiError, OSError) as err:
-            print(f'hpcval run: {err}', file=sys.stderr)
-            return exits.INPUT
+            return refused('run', err)
     started = time.time()
     status, saw_zero, session = _passthrough([exe, *reframe_args], env,
                                              preflight.ZERO)
     refusal = preflight.refusal_after(reframe_args, saw_zero)
     if refusal and status == 0:
-        print(f'hpcval run: {refusal}', file=sys.stderr)
-        return preflight.REFUSED
+        return refused('run', refusal, preflight.REFUSED)
     judged = _verdict_after(reframe_args, session, started, hpcval)
     if judged is None:
         # nothing ran to judge (-l, --dry-run, or ReFrame stopped first)
@@ -153,7 +144,6 @@ def run_reframe(reframe_args, hpcval):
     headline, verdict_status = judged
     print(headline, flush=True)
     if verdict_status == exits.OK and status != 0:
-        print(f'hpcval run: ReFrame exited {status} though the verdict '
-              f'passed: not validated', file=sys.stderr)
-        return exits.INCOMPLETE
+        return refused('run', f'ReFrame exited {status} though the verdict '
+                       f'passed: not validated', exits.INCOMPLETE)
     return verdict_status

@@ -4,7 +4,7 @@ import os
 import sys
 
 from hpcval import exits, paths, site, site_from_slurm, slurm_describe
-from hpcval.commands import printable
+from hpcval.commands import printable, refused
 
 
 def add_arguments(parser):
@@ -41,12 +41,10 @@ def run(args):
             written = site.init(args.dir, args.from_system)
     except slurm_describe.SlurmOutputError as err:
         # Slurm's output is the input here: unusable, nothing written
-        print(f'hpcval site init --from-slurm: {printable(str(err))}; '
-              f'nothing written', file=sys.stderr)
-        return exits.INPUT
+        return refused('site init --from-slurm',
+                       f'{printable(str(err))}; nothing written')
     except site.SiteInitError as err:
-        print(f'hpcval site init: {err}', file=sys.stderr)
-        return exits.INPUT
+        return refused('site init', err)
 
     if args.from_slurm:
         for line in site_from_slurm.summary(cluster):

@@ -1,10 +1,7 @@
 """amd-smi and rocm-smi JSON into GPU records (keys of hpcval.health.nvidia).
 
-amd-smi's key names are those of ``amdsmi_cli/amdsmi_commands.py``
-(ROCm/amdsmi).  rocm-smi exits 0 when the driver is not loaded: text
-without a JSON document is the tool's failure, whatever its exit status.
-A serial of zeros (public MI100 / MI210 outputs) is no serial; rocm-smi's
-``Unique ID`` then names the card."""
+Key names: ROCm/amdsmi ``amdsmi_cli/amdsmi_commands.py``.  rocm-smi exits
+0 without a driver: text without JSON is the tool's failure."""
 import json
 import re
 
@@ -27,17 +24,13 @@ GT_PER_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 def documents(text):
     """Every JSON document of ``text`` (ToolError if none)."""
     dec, out, pos = json.JSONDecoder(), [], 0
-    while True:
-        start = min((i for i in (text.find('{', pos), text.find('[', pos))
-                     if i >= 0), default=-1)
-        if start < 0:
-            break
-        try:
-            doc, pos = dec.raw_decode(text, start)
-        except ValueError:
-            pos = start + 1
-            continue
-        out.append(doc)
+    for m in re.finditer(r'[{[]', text):
+        if m.start() >= pos:
+            try:
+                doc, pos = dec.raw_decode(text, m.start())
+                out.append(doc)
+            except ValueError:
+                pass        # no document starts at this bracket
     if not out:
         raise ToolError(first_line(text) or 'no output')
     return out
@@ -135,13 +128,10 @@ def _metric(e, gpu):
                if n is not None]
         if mhz:
             gpu[key] = max(mhz)
-    reasons = []
-    if str(_get(e, 'power', 'throttle_status')).upper() == 'THROTTLED':
-        reasons.append('throttled')
-    for key, name in VIOLATIONS.items():
-        if str(_get(e, 'throttle', key)).upper() == 'ACTIVE':
-            reasons.append(name)
-    gpu.setdefault('throttle', [])
+    reasons = ['throttled'] if str(_get(
+        e, 'power', 'throttle_status')).upper() == 'THROTTLED' else []
+    reasons += [name for key, name in VIOLATIONS.items()
+                if str(_get(e, 'throttle', key)).upper() == 'ACTIVE']
     gpu['throttle'] += [r for r in reasons if r not in gpu['throttle']]
 
 
@@ -190,14 +180,11 @@ def _rocm_smi(doc, lenient):
             continue
         gpu = {'index': int(m.group(1)), 'throttle': []}
         for name, labels, read in _ROCM_KEYS:
-            for label in labels:
-                v = read(card.get(label))
-                if v is not None:
-                    gpu[name] = v
-                    break
+            gpu[name] = next((v for v in (read(card.get(k)) for k in labels)
+                              if v is not None), None)
         total = _num(card.get('VRAM Total Memory (B)'))
-        if total is not None:
-            gpu['memory_total_mib'] = round(total / 2 ** 20)
+        gpu['memory_total_mib'] = None if total is None else \
+            round(total / 2 ** 20)
         # the current link: "pcie clock level": "0 (16.0GT/s x16)" in the
         # JSON of rocm-smi 5.7 and 6.0; its text prints "pcie clock level:
         # 1 (16.0GT/s, x16 619Mhz)"
@@ -208,12 +195,9 @@ def _rocm_smi(doc, lenient):
             gpu['pcie_width'] = int(link.group(2))
         now = _MHZ.findall(str(card.get('sclk clock speed:', '')))
         top = _MHZ.findall(str(card.get('Valid sclk range', '')))
-        if now:
-            gpu['sm_mhz'] = int(now[0])
-        if len(top) == 2:
-            gpu['sm_max_mhz'] = int(top[1])
-        if driver:
-            gpu['driver'] = driver
+        gpu['sm_mhz'] = int(now[0]) if now else None
+        gpu['sm_max_mhz'] = int(top[1]) if len(top) == 2 else None
+        gpu['driver'] = driver
         out.append({k: v for k, v in gpu.items() if v is not None})
     if not out and not lenient:
         raise ToolError('rocm-smi printed JSON without a card in it')

@@ -1,11 +1,5 @@
-"""Every event the health judge knows, its severity and its public source.
-
-``FAIL`` fails the node; ``INFO`` is shown once per node and never changes
-the exit status.  An Xid fails unless NVIDIA's catalogue resolves it in
-the application (``RESTART_APP``, ``CHECK_APP/CUDA``) or ``IGNORE``;
-``OVERRIDES`` lists where hpcval decides otherwise, and why.  An SXid
-fails when its line says ``Fatal`` or the Fabric Manager guide lists it
-as fatal."""
+"""Every event the health judge knows, its severity and its public source
+(docs/health.md): ``FAIL`` fails the node, ``INFO`` is only shown."""
 from hpcval.health.sxid_catalog import SXIDS
 from hpcval.health.xid_catalog import XIDS
 
@@ -145,6 +139,11 @@ EVENTS = {
                        '`nvidia-smi nvlink -e`: Replay errors after > before '
                        '(the link resent a flit; CRC errors count the cause)',
                        f'{_DCGM} (NVLINK)'),
+    'pcie_replays': (FAIL, 'PCIe replays grew past DCGM\'s limit',
+                     '`nvidia-smi -q -d PCIE`: Replays Since Reset grew by '
+                     'more than 80 during the run (1 to 80: information)',
+                     'NVIDIA/DCGM nvvs/plugin_src/pcie/Pcie.cpp '
+                     '(max_pcie_replays 80; targeted stress 160)'),
     'pcie_link': (FAIL, 'PCIe link narrower / slower than expected',
                   'current width/generation below the inventory or the card',
                   f'{_DCGM} (PCIE)'),
@@ -162,10 +161,9 @@ def xid_severity(code, caused_by=None):
         return xid_severity(caused_by)
     if code in OVERRIDES:
         return OVERRIDES[code][0]
-    entry = XIDS.get(code)
-    if entry is None:
-        return FAIL         # a code newer than the catalogue: not healthy
-    return INFO if entry[2] in _INFO_RESOLUTIONS else FAIL
+    # a code newer than the catalogue has no resolution: not healthy
+    return INFO if XIDS.get(code, ('', '', ''))[2] in _INFO_RESOLUTIONS \
+        else FAIL
 
 
 def xid_name(code):
@@ -177,9 +175,8 @@ def xid_name(code):
 
 def sxid_severity(code, said=''):
     """FAIL or INFO of an SXid: its line's ``Fatal``, else the catalogue."""
-    if said == 'Fatal' or SXIDS.get(code, ('', False))[1]:
-        return FAIL
-    return INFO
+    return FAIL if said == 'Fatal' or SXIDS.get(code, ('', False))[1] \
+        else INFO
 
 
 def kernel_key(kind, code):

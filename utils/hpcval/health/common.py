@@ -8,6 +8,8 @@ _NUMBER = re.compile(r'[-+]?\d+(\.\d+)?')
 _HEX = re.compile(r'0x[0-9a-fA-F]+')
 _UNIT = re.compile(r'\s*\[[^\]]*\]$')
 _PRINTABLE = re.compile(r'[^\x20-\x7e]')
+#: A full PCI address, as drivers and tools print it (0000:4d:00.0).
+BDF = r'[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
 #: Use (%) at which a GPU counts as busy: its clock is judged then only
 #: (an idle GPU clocks down, hpcval.health.judge).
 BUSY_PCT = 90
@@ -37,8 +39,7 @@ def value(text):
         return int(text, 16)
     head = text.split()[0] if text.split() else text
     if _NUMBER.fullmatch(head):
-        num = float(head)
-        return int(num) if num.is_integer() and '.' not in head else num
+        return float(head) if '.' in head else int(head)
     return text
 
 
@@ -49,7 +50,5 @@ def header_name(text):
 
 def first_line(text):
     """The first non-empty line of a tool's output (its message)."""
-    for line in str(text).splitlines():
-        if line.strip():
-            return clean(line)
-    return ''
+    return next((clean(line) for line in str(text).splitlines()
+                 if line.strip()), '')

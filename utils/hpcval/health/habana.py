@@ -4,17 +4,15 @@ Each AIP is two rows::
 
     |   0  HL-225              N/A  | 0000:4d:00.0     N/A |                   0  |
     | N/A   31C   N/A    95W / 600W |    768MiB / 98304MiB |     0%           N/A |
-
-The table has no PCIe link state, UUID or serial."""
+"""
 import re
 
-from hpcval.health.common import clean, first_line
+from hpcval.health.common import BDF, clean, first_line
 from hpcval.health.nvidia import ToolError
 
 TOOL = 'hl-smi'
 
-_BUS = r'[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
-_ROW1 = re.compile(r'^\|\s*(\d+)\s+(\S+)\s+\S+\s*\|\s*(' + _BUS +
+_ROW1 = re.compile(r'^\|\s*(\d+)\s+(\S+)\s+\S+\s*\|\s*(' + BDF +
                    r')\s+\S+\s*\|\s*(\S+)\s*\|\s*$')
 _ROW2 = re.compile(r'^\|\s*\S+\s+(\d+|N/A)C?\s+\S+\s+(\d+|N/A)W?\s*/\s*'
                    r'(\d+|N/A)W?\s*\|\s*(\d+)Mi[Bb]\s*/\s*(\d+)Mi[Bb]\s*\|'
@@ -33,9 +31,8 @@ def _tables(text):
     """The text of each table (a sampler's file holds one per second)."""
     out, cur = [], []
     for line in text.splitlines():
-        if line.startswith(_TOP) and cur and any(
-                l.startswith('| Compute Processes') or l.startswith('+===')
-                for l in cur):
+        if line.startswith(_TOP) and any(
+                l.startswith(('| Compute Processes', '+===')) for l in cur):
             out.append(cur)
             cur = []
         cur.append(line)
@@ -48,20 +45,15 @@ def _table(lines):
     head, gpus, apps, row = {}, [], [], None
     for line in lines:
         line = line.rstrip()
-        m = _HEAD.match(line)
-        if m:
+        if m := _HEAD.match(line):
             head[m.group(1)] = clean(m.group(2))
-            continue
-        m = _ROW1.match(line)
-        if m:
+        elif m := _ROW1.match(line):
             row = {'index': int(m.group(1)), 'model': clean(m.group(2)),
                    'bus_id': m.group(3).lower(), 'throttle': []}
             ecc = _int(m.group(4))
             if ecc is not None:
                 row['ecc_uncorrected'] = ecc
-            continue
-        m = _ROW2.match(line)
-        if m and row is not None:
+        elif (m := _ROW2.match(line)) and row is not None:
             for key, grp in (('temp_c', 1), ('power_w', 2),
                              ('power_limit_w', 3), ('memory_used_mib', 4),
                              ('memory_total_mib', 5), ('util_pct', 6)):
@@ -70,9 +62,7 @@ def _table(lines):
                     row[key] = n
             gpus.append(row)
             row = None
-            continue
-        m = _PROC.match(line)
-        if m:
+        elif m := _PROC.match(line):
             apps.append({'index': int(m.group(1)), 'pid': int(m.group(2)),
                          'name': clean(m.group(3)),
                          'memory_mib': int(m.group(4))})
@@ -87,11 +77,9 @@ def _table(lines):
 
 def gpus(text, lenient=False):
     """[GPU record] of ``hl-smi``'s table(s); ToolError without an AIP row."""
-    out = []
-    for lines in _tables(text):
-        out += _table(lines)[0]
-        if not lenient:
-            break
+    tables = _tables(text)
+    out = [gpu for lines in (tables if lenient else tables[:1])
+           for gpu in _table(lines)[0]]
     if not out and not lenient:
         raise ToolError(first_line(text) or 'no output')
     return out

@@ -37,6 +37,13 @@ def _text(path, key, val):
     return val
 
 
+def _known(path, key, data, allowed):
+    extra = sorted(set(data) - allowed, key=str)
+    if extra:
+        _fail(path, key, f'unknown key(s) {", ".join(map(str, extra))} '
+                         f'(allowed: {", ".join(sorted(allowed))})')
+
+
 def validate(path, data):
     """The inventory list of a reference file, checked; [] when absent."""
     if data is None:
@@ -48,10 +55,7 @@ def validate(path, data):
         key = f'inventory[{i}]'
         if not isinstance(entry, dict):
             _fail(path, key, 'must be a mapping')
-        extra = sorted(set(entry) - _KEYS)
-        if extra:
-            _fail(path, key, f'unknown key(s) {", ".join(map(str, extra))} '
-                             f'(allowed: {", ".join(sorted(_KEYS))})')
+        _known(path, key, entry, _KEYS)
         part = _text(path, f'{key}.partition', entry.get('partition', '*'))
         if part in seen:
             _fail(path, f'{key}.partition', f'{part!r} is given twice')
@@ -137,10 +141,7 @@ def _baseline(path, key, data):
     if not isinstance(data, dict) or not data:
         _fail(path, key, 'must be a mapping of driver, vbios, kernel, '
                          'serials')
-    extra = sorted(set(data) - {'driver', 'vbios', 'kernel', 'serials'})
-    if extra:
-        _fail(path, key, f'unknown key(s) {", ".join(map(str, extra))} '
-                         f'(allowed: driver, kernel, serials, vbios)')
+    _known(path, key, data, {'driver', 'vbios', 'kernel', 'serials'})
     out = {k: _text(path, f'{key}.{k}', data[k])
            for k in ('driver', 'vbios', 'kernel') if k in data}
     if 'serials' in data:
@@ -162,11 +163,6 @@ def for_partition(entries, partition):
     return (own or [e for e in entries if e['partition'] == '*'] or [None])[0]
 
 
-def describe(expected):
-    """'8 x AMD Instinct MI300X'-like text of an entry."""
-    return f'{expected["gpus"]} x {expected.get("model", "GPU")}'
-
-
 def _common(values):
     """The one value of ``values``, or None when they differ or are none."""
     values = {v for v in values if v not in (None, '')}
@@ -174,10 +170,8 @@ def _common(values):
 
 
 def from_records(records, partition, source):
-    """The inventory entry of ``partition`` its baseline runs' records show.
-
-    None when they show no GPU tool or disagree on the count; ``baseline``
-    keeps only the versions every node agrees on."""
+    """The inventory entry of ``partition`` its baseline runs' records show
+    (None: no tool or counts differ); the baseline: versions all agree on."""
     snaps = [r.before for r in records]
     tools = {r.tool for r in records}
     if len(tools) != 1 or not snaps:

@@ -1,11 +1,12 @@
 """What of a node's health record fails it, and why a figure was low."""
+import collections
+
 from hpcval.health import kernel_log, link
 from hpcval.health.common import (  # noqa: F401 (docs: judge.MESSAGE_CHARS)
     BUSY_PCT, MESSAGE_CHARS, clean)
 
 #: Slow-downs a healthy GPU never shows under a benchmark: any sample with
-#: one active fails the GPU.  The software power cap is how a GPU stays
-#: inside its power limit, so it is a cause, not a failure.
+#: one active fails the GPU (docs/health.md).
 FAILING_REASONS = {
     'hw_slowdown': 'HW slowdown', 'hw_thermal_slowdown': 'HW thermal slowdown',
     'sw_thermal_slowdown': 'SW thermal slowdown',
@@ -14,24 +15,21 @@ FAILING_REASONS = {
     'prochot': 'PROCHOT', 'socket_thermal': 'socket thermal violation',
     'vr_thermal': 'VR thermal violation',
     'hbm_thermal': 'HBM thermal violation'}
-#: Slow-downs that keep a GPU inside its power limit: named as a cause
-#: (in at least POWER_CAP_SHARE of the samples), never a failure.  amd-smi's
-#: THROTTLE_STATUS does not say which limit, so it is one of them.
+#: Slow-downs that keep a GPU inside its power limit (amd-smi's
+#: THROTTLE_STATUS names none): a cause, never a failure.
 POWER_REASONS = {'sw_power_cap': 'power-capped', 'ppt': 'power-capped (PPT)',
                  'throttled': 'throttled (amd-smi THROTTLE_STATUS)'}
 REASON_WORDS = {**FAILING_REASONS, **POWER_REASONS}
 #: Share of the samples under the power cap that is named as a cause.
 POWER_CAP_SHARE = 0.05
 #: A busy GPU's graphics clock below this share of its maximum fails it
-#: where a sibling busy at the same time runs above it (a node-wide power
-#: or thermal limit slows all of them alike).
+#: where a busy sibling runs above it (a node-wide limit slows all alike).
 CLOCK_LOW = 0.5
 #: ... and below this share it fails alone: nothing a healthy GPU does
 #: under full use (ROCm/legacy-rocm-build#4414: MI300Xs at ~60 of 2100 MHz).
 CLOCK_STUCK = 0.1
-#: Tools whose clock is judged this way: nvidia-smi names why its clock
-#: is low (clock-event reasons, judged above); AMD's tools print no reason
-#: for a stuck clock.
+#: Tools whose clock is judged this way: nvidia-smi names why its clock is
+#: low (clock-event reasons), AMD's tools do not.
 CLOCK_TOOLS = ('amd-smi', 'rocm-smi')
 #: GPU temperature, C, named beside a cause (HBM GPUs slow down from ~85).
 HOT_C = 85
@@ -67,13 +65,16 @@ def _states(gpu, tool):
     fields = {}
     for name, text in sorted(gpu.states.items()):
         fields.setdefault(text, []).append(name)
-    out = []
-    for text, names in fields.items():
-        more = len(names) - STATE_FIELDS
-        out.append(f'{tool} printed {text} for '
-                   f'{", ".join(names[:STATE_FIELDS])}'
-                   f'{f" and {more} more field(s)" if more > 0 else ""}')
-    return out
+    return [f'{tool} printed {text} for {", ".join(names[:STATE_FIELDS])}'
+            + (f' and {len(names) - STATE_FIELDS} more field(s)'
+               if len(names) > STATE_FIELDS else '')
+            for text, names in fields.items()]
+
+
+_RESET_NEEDED = (
+    ('remap_failure', 'row remapping failed'),
+    ('remap_pending', 'row remapping pending (the GPU needs a reset)'),
+    ('retired_pending', 'page retirement pending (the GPU needs a reset)'))
 
 
 def _gpu_failures(gpu, expected, samples, tool=''):
@@ -83,39 +84,30 @@ def _gpu_failures(gpu, expected, samples, tool=''):
     if want.get('model') and want['model'].lower() not in model.lower():
         out.append(f'{model}, expected {want["model"]}')
     mem = gpu.memory_total_mib
-    if want.get('memory_gib') and isinstance(mem, (int, float)) \
+    if want.get('memory_gib') and mem is not None \
             and mem < 0.95 * want['memory_gib'] * 1024:
         out.append(f'{mem / 1024:.1f} GiB of memory, expected '
                    f'{want["memory_gib"]} GiB')
-    gens = [g for g in (gpu.pcie_gen, samples and samples.pcie_gen_max)
-            if isinstance(g, int)]
-    gen, width = (max(gens) if gens else None), gpu.pcie_width
-    pcie = want.get('pcie')
-    if pcie and isinstance(width, int) and (
-            width < pcie['width'] or (isinstance(gen, int)
-                                      and gen < pcie['gen'])):
+    gen = max((g for g in (gpu.pcie_gen, samples and samples.pcie_gen_max)
+               if g), default=None)
+    width, pcie = gpu.pcie_width, want.get('pcie')
+    if pcie and width and (width < pcie['width'] or
+                           (gen and gen < pcie['gen'])):
         out.append(f'PCIe Gen{gen} x{width}, expected Gen{pcie["gen"]} '
                    f'x{pcie["width"]}')
-    elif not pcie and isinstance(width, int) and \
-            isinstance(gpu.pcie_width_max, int) and \
+    elif not pcie and width and gpu.pcie_width_max and \
             width < gpu.pcie_width_max:
         out.append(f'PCIe x{width}, the link can train x{gpu.pcie_width_max}')
     if want.get('driver') and gpu.driver and gpu.driver != want['driver']:
         out.append(f'driver {gpu.driver}, pinned {want["driver"]}')
-    n = gpu.ecc_uncorrected
-    if isinstance(n, int) and not isinstance(n, bool) and n > 0:
-        out.append(f'{n} uncorrectable ECC error(s) since the driver loaded')
-    if gpu.remap_failure is True:
-        out.append('row remapping failed')
-    if gpu.remap_pending is True:
-        out.append('row remapping pending (the GPU needs a reset)')
-    if gpu.retired_pending is True:
-        out.append('page retirement pending (the GPU needs a reset)')
-    return out
+    if gpu.ecc_uncorrected:
+        out.append(f'{gpu.ecc_uncorrected} uncorrectable ECC error(s) since '
+                   f'the driver loaded')
+    return out + [text for key, text in _RESET_NEEDED if getattr(gpu, key)]
 
 
 def _temp(c):
-    return f', {c} C' if isinstance(c, (int, float)) else ''
+    return '' if c is None else f', {c} C'
 
 
 def _count_failures(record, expected):
@@ -128,8 +120,7 @@ def _count_failures(record, expected):
         failed = _tool_failed(record, snap)
         if failed and not want and record.tool == 'none':
             continue            # no tool, and no GPU expected
-        if not failed and expected is not None and not snap.unparsed \
-                and len(snap.gpus) != want:
+        if not failed and expected is not None and len(snap.gpus) != want:
             failed = (f'{len(snap.gpus)} of {want} GPUs (expected '
                       f'{want} x {model})')
         if not failed or failed == first:
@@ -137,7 +128,7 @@ def _count_failures(record, expected):
         out.append(('', failed if phase == 'before'
                     else f'after the benchmark: {failed}'))
         first = failed
-    if before.gpus and not _tool_failed(record, after) and not after.unparsed:
+    if before.gpus and not _tool_failed(record, after):
         left = {_gpu_key(g) for g in after.gpus}
         for gpu in before.gpus:
             ident = ', '.join(str(v) for v in (gpu.bus_id, gpu.uuid) if v) \
@@ -155,49 +146,39 @@ def _gpu_key(gpu):
 
 def _throttle_failures(record):
     """A line per GPU and slow-down: phases, share, growth time, peak temp."""
-    seen = {}
-    before, after = record.before, record.after
-    for phase, snap in (('before', before), ('after', after)):
+    seen = collections.defaultdict(lambda: {'phases': [], 'temps': []})
+    for phase, snap in (('before', record.before), ('after', record.after)):
         for gpu in snap.gpus:
             for why in gpu.throttle:
                 if why in FAILING_REASONS:
-                    got = seen.setdefault((gpu.index, why), {})
-                    got.setdefault('phases', []).append(phase)
-                    got.setdefault('temps', []).append(gpu.temp_c)
+                    seen[gpu.index, why]['phases'].append(phase)
+                    seen[gpu.index, why]['temps'].append(gpu.temp_c)
     for idx, s in record.samples.items():
         for why, share in s.throttle.items():
             if why in FAILING_REASONS:
-                key = (int(idx), why)
-                seen.setdefault(key, {})['share'] = share
-                seen[key]['span'] = s.throttle_span.get(why)
-                seen[key].setdefault('temps', []).append(s.temp_max)
-    by_index = {}
-    for snap in (before, after):
-        for gpu in snap.gpus:
-            by_index.setdefault(gpu.index, []).append(gpu)
-    for idx, snaps in by_index.items():
-        if len(snaps) == 2:
-            old, new = (gpu.throttle_us for gpu in snaps)
-            for why, us in new.items():
-                if why in FAILING_REASONS and us > old.get(why, us):
-                    seen.setdefault((idx, why), {})['us'] = us - old[why]
+                got = seen[int(idx), why]
+                got.update(share=share, span=s.throttle_span.get(why))
+                got['temps'].append(s.temp_max)
+    old = {gpu.index: gpu.throttle_us for gpu in record.before.gpus}
+    for gpu in record.after.gpus:
+        for why, us in gpu.throttle_us.items():
+            was = old.get(gpu.index, {}).get(why, us)
+            if why in FAILING_REASONS and us > was:
+                seen[gpu.index, why]['us'] = us - was
     out = []
     for (idx, why), got in sorted(seen.items(), key=lambda kv: (
             str(kv[0][0]), kv[0][1])):
-        parts = []
-        if got.get('phases'):
-            parts.append(' and '.join(got['phases']) + ' the benchmark')
+        parts = [' and '.join(got['phases']) + ' the benchmark'] \
+            if got['phases'] else []
         if 'share' in got:
-            span = got.get('span')
+            span = got['span']
             parts.append(f'{got["share"]:.0%} of the run' + (
                 f' (seen {span[0]:g} s to {span[1]:g} s after its first '
-                f'sample)'
-                if span else ''))
+                f'sample)' if span else ''))
         if 'us' in got:
             parts.append(f'{got["us"] / 1e6:.1f} s by its counter')
-        temps = [t for t in got.get('temps', [])
-                 if isinstance(t, (int, float)) and not isinstance(t, bool)]
-        hottest = max(temps) if temps else None
+        hottest = max((t for t in got['temps'] if t is not None),
+                      default=None)
         out.append((f'GPU {idx}', f'{FAILING_REASONS[why]} active '
                     f'{", ".join(parts)}{_temp(hottest)}'))
     return out
@@ -206,10 +187,9 @@ def _throttle_failures(record):
 def _busy_clocks(record):
     """{(phase, index): (MHz, maximum MHz, use)} of each GPU seen busy."""
     top = {}
-    for snap in (record.before, record.after):
-        for gpu in snap.gpus:
-            if gpu.sm_max_mhz:
-                top[gpu.index] = max(top.get(gpu.index, 0), gpu.sm_max_mhz)
+    for gpu in record.before.gpus + record.after.gpus:
+        if gpu.sm_max_mhz:
+            top[gpu.index] = max(top.get(gpu.index, 0), gpu.sm_max_mhz)
     out = {}
     for idx, s in record.samples.items():
         top_mhz = s.max_mhz or top.get(int(idx))
@@ -252,14 +232,12 @@ def _warning_findings(record):
     """(component, text, fails) of tool warnings: infoROM fails its GPU."""
     out = []
     gpus = _all_gpus(record)
-    for snap in (record.before, record.after):
-        for bus, text in snap.warnings:
-            bus, text = clean(bus, 40), clean(text)
-            comp = _component_of_bus(gpus, bus)
-            inforom = 'inforom' in text.lower()
-            what = (f'infoROM corrupted ({record.tool}: {text})'
-                    if inforom else f'{record.tool}: {text}')
-            out.append((comp, what, inforom))
+    for bus, text in record.before.warnings + record.after.warnings:
+        bus, text = clean(bus, 40), clean(text)
+        inforom = 'inforom' in text.lower()
+        what = (f'infoROM corrupted ({record.tool}: {text})'
+                if inforom else f'{record.tool}: {text}')
+        out.append((_component_of_bus(gpus, bus), what, inforom))
     return _unique(out)
 
 
@@ -268,10 +246,8 @@ def _all_gpus(record):
 
 
 def _kernel_findings(record, fatal):
-    """One (component, text) per GPU and kernel event kind and code.
-
-    Each event is read again from its line: what the record says beside it
-    counts for nothing."""
+    """One (component, text) per GPU and kernel event kind and code, each
+    read again from its line (what the record says beside it is ignored)."""
     gpus = _all_gpus(record)
     groups = {}
     for recorded in record.kernel_events:
@@ -282,12 +258,10 @@ def _kernel_findings(record, fatal):
         sw = kernel_log.switch(ev['line'])
         comp = f'{sw[0]} (PCI {bus})' if sw else _component_of_bus(gpus, bus)
         groups.setdefault((comp, ev['what']), []).append(ev['line'])
-    out = []
-    for (comp, what), lines in groups.items():
-        times = f' ({len(lines)} times)' if len(lines) > 1 else ''
-        out.append((comp, f'{what}{_links(lines)} in the kernel log{times}: '
-                          f'{lines[0]}'))
-    return out
+    return [(comp, f'{what}{_links(lines)} in the kernel log'
+                   f'{f" ({len(lines)} times)" if len(lines) > 1 else ""}: '
+                   f'{lines[0]}')
+            for (comp, what), lines in groups.items()]
 
 
 def _links(lines):
@@ -295,33 +269,27 @@ def _links(lines):
     links = sorted({sw[1] for line in lines
                     for sw in [kernel_log.switch(line)] if sw and
                     sw[1] is not None})
-    if not links:
-        return ''
-    return f' on link{"s" if len(links) > 1 else ""} ' + \
-        ', '.join(str(n) for n in links)
+    return f' on link{"s" if len(links) > 1 else ""} ' \
+        f'{", ".join(map(str, links))}' if links else ''
 
 
 def _nvlink_failures(record, expected):
     """Inactive, fewer or slower NVLinks, and error counters that grew."""
     want = (expected or {}).get('nvlink') or {}
-    found = {}         # (component, text) -> [phases]
-    for phase in ('before', 'after'):
-        snap = getattr(record, phase)
+    found = {}      # (component, text, text after the phases) -> [phases]
+    for phase, snap in (('before', record.before), ('after', record.after)):
         status = snap.nvlink.status
-        if status is None:
-            if want and not _tool_failed(record, snap):
-                why = clean(snap.nvlink.status_error) or \
-                    'not read by the probe'
-                found.setdefault(('', f'NVLink state{{when}}: {why} (the '
-                                  f'inventory expects {want.get("links")} '
-                                  f'links per GPU)'), []).append(phase)
-            continue
-        for idx, per in sorted(status.items(), key=lambda kv: kv[0]):
+        if status is None and want and not _tool_failed(record, snap):
+            why = clean(snap.nvlink.status_error) or 'not read by the probe'
+            found.setdefault(('', 'NVLink state', f': {why} (the inventory '
+                              f'expects {want.get("links")} links per GPU)'),
+                             []).append(phase)
+        for idx, per in sorted((status or {}).items()):
             for text in _link_findings(per, want):
-                found.setdefault((f'GPU {idx}', text), []).append(phase)
-    out = [(comp, text.format(when=_phases(phases)) if '{when}' in text
-            else text + _phases(phases))
-           for (comp, text), phases in found.items()]
+                found.setdefault((f'GPU {idx}', text, ''), []).append(phase)
+    out = [(comp, head + ('' if phases == ['before'] else
+                          f' {" and ".join(phases)} the benchmark') + tail)
+           for (comp, head, tail), phases in found.items()]
     return out + [(c, t) for c, t, fails in _nvlink_growth(record) if fails]
 
 
@@ -338,12 +306,6 @@ def _link_findings(per, want):
         out.append(f'NVLink {n} at {per[str(n)]} GB/s, expected '
                    f'{want["gbs"]} GB/s')
     return out
-
-
-def _phases(phases):
-    if phases == ['before']:
-        return ''
-    return f' {" and ".join(phases)} the benchmark'
 
 
 def _nvlink_growth(record):
@@ -372,21 +334,20 @@ def failures(record, expected=None):
     if _sampler_unreadable(record):     # a probe file (docs/health.md)
         out.append(('', f'probe output unreadable: '
                         f'{clean(record.samples_error)}'))
-    for snap in (record.before, record.after):
-        for gpu in snap.gpus:
-            s = record.samples.get(str(gpu.index))
-            for text in _gpu_failures(gpu, expected, s, record.tool):
-                out.append((f'GPU {gpu.index}', text))
+    for gpu in record.before.gpus + record.after.gpus:
+        s = record.samples.get(str(gpu.index))
+        out += [(f'GPU {gpu.index}', text)
+                for text in _gpu_failures(gpu, expected, s, record.tool)]
     out += _throttle_failures(record)
     out += _clock_failures(record)
     out += [(c, t) for c, t, fails in _warning_findings(record) if fails]
     out += _nvlink_failures(record, expected)
     out += _kernel_findings(record, fatal=True)
     out += _aer_growth(record, ('fatal', 'nonfatal'))
+    out += [(c, t) for c, t, fails in _replay_growth(record) if fails]
     pins = (expected or {}).get('pin') or ()
-    for comp, text, key in changes(record, expected):
-        if key in pins:
-            out.append((comp, f'{text} (pinned)'))
+    out += [(comp, f'{text} (pinned)')
+            for comp, text, key in changes(record, expected) if key in pins]
     return _unique(out)
 
 
@@ -398,6 +359,22 @@ def _aer_growth(record, kinds):
              f'during the benchmark')
             for dev, grown in sorted(record.aer_grown.items())
             for kind in kinds if grown.get(kind)]
+
+
+#: More PCIe replays than this in one run fail the GPU: the default
+#: ``max_pcie_replays`` of DCGM's PCIe plugin (its targeted stress: 160)
+MAX_PCIE_REPLAYS = 80
+
+
+def _replay_growth(record):
+    """(component, text, fails) of each GPU whose PCIe replays grew."""
+    old = record.before.pcie_replays
+    return [(_component_of_bus(_all_gpus(record), bus),
+             f'{n - old[bus]} PCIe replay(s) during the benchmark (more '
+             f'than {MAX_PCIE_REPLAYS} fail: DCGM\'s max_pcie_replays)',
+             n - old[bus] > MAX_PCIE_REPLAYS)
+            for bus, n in sorted(record.after.pcie_replays.items())
+            if bus in old and n > old[bus]]
 
 
 def _sampler_unreadable(record):
@@ -420,9 +397,7 @@ def identity(record):
     drivers = {g.driver for g in gpus if g.driver}
     if len(drivers) == 1:
         out[('', 'driver')] = drivers.pop()
-    for g in gpus:
-        if g.vbios:
-            out[(f'GPU {g.index}', 'vbios')] = str(g.vbios)
+    out.update({(f'GPU {g.index}', 'vbios'): g.vbios for g in gpus if g.vbios})
     return out
 
 
@@ -433,11 +408,9 @@ def changes(record, expected):
         return []
     words = {'kernel': 'kernel', 'driver': 'driver',
              'vbios': firmware_word(record)}
-    out = []
-    for (comp, key), val in identity(record).items():
-        if base.get(key) and val != base[key]:
-            out.append((comp, f'{words[key]} {val}, baseline {base[key]}',
-                        key))
+    out = [(comp, f'{words[key]} {val}, baseline {base[key]}', key)
+           for (comp, key), val in identity(record).items()
+           if base.get(key) and val != base[key]]
     serials = (base.get('serials') or {}).get(record.node)
     for g in _all_gpus(record) if serials else ():
         if g.serial and str(g.serial) not in serials:
@@ -468,24 +441,23 @@ def notes(record):
         return out
     if record.kernel_log:
         out.append(('', f'kernel log {clean(record.kernel_log)}'))
-    for snap in (record.before, record.after):
-        if snap.apps_error:
-            out.append(('', f'{record.tool}: {clean(snap.apps_error)}'))
+    out += [('', f'{record.tool}: {clean(snap.apps_error)}')
+            for snap in (record.before, record.after) if snap.apps_error]
     if record.samples_error and not _sampler_unreadable(record):
         out.append(('', clean(record.samples_error)))
-    before = {g.index: g for g in record.before.gpus}
+    before = {g.index: g.ecc_corrected for g in record.before.gpus}
     for gpu in record.after.gpus:
-        a = gpu.ecc_corrected
-        b = before[gpu.index].ecc_corrected if gpu.index in before else None
-        if isinstance(a, int) and isinstance(b, int) and a > b:
+        a, b = gpu.ecc_corrected, before.get(gpu.index)
+        if a is not None and b is not None and a > b:
             out.append((f'GPU {gpu.index}', f'{a - b} correctable ECC '
                         f'error(s) during the benchmark'))
     out += [(c, t) for c, t, fails in _warning_findings(record) if not fails]
     out += [(c, t) for c, t, fails in _nvlink_growth(record) if not fails]
     out += _kernel_findings(record, fatal=False)
     out += _aer_growth(record, ('cor',))
-    for comp, text in _other_processes(record):
-        out.append((comp, f'{text} before the benchmark started'))
+    out += [(c, t) for c, t, fails in _replay_growth(record) if not fails]
+    out += [(comp, f'{text} before the benchmark started')
+            for comp, text in _other_processes(record)]
     return _unique(out)
 
 
@@ -503,8 +475,8 @@ def _other_processes(record):
     out = []
     for app in before.apps:
         idx = app.index if app.index is not None else uuid_to_idx.get(app.uuid)
-        mem = app.memory_mib
-        held = f'{mem} MiB' if isinstance(mem, (int, float)) else 'memory'
+        held = 'memory' if app.memory_mib is None else \
+            f'{app.memory_mib} MiB'
         out.append((f'GPU {idx}' if idx is not None else '',
                     f'another process, {clean(app.name, 100)} (pid '
                     f'{app.pid}), held {held} on GPU {idx}'))
@@ -524,28 +496,21 @@ def cause(record, component='', figure=None):
                   for w, v in sorted(s.throttle.items(), key=lambda kv: -kv[1])
                   if w in REASON_WORDS and (w not in POWER_REASONS or
                                             v >= POWER_CAP_SHARE)]
-        hot = isinstance(s.temp_max, (int, float)) and s.temp_max >= HOT_C
-        if shares or hot:
+        if shares or (s.temp_max is not None and s.temp_max >= HOT_C):
             parts.append(f'during the run GPU {key} was '
                          f'{", ".join(shares) or "hot"}{_temp(s.temp_max)}')
     before = {g.index: g for g in record.before.gpus}
     for comp, text in _other_processes(record):
         if idx is None or comp == f'GPU {idx}':
-            gpu = before.get(link.gpu_index(comp))
-            util = gpu.util_pct if gpu is not None else None
+            util = getattr(before.get(link.gpu_index(comp)), 'util_pct', 0)
             busy = f' at {util}% utilization' if isinstance(util, int) \
                 and util > 0 else ''
             parts.append(f'{text}{busy} before the benchmark started')
     if not parts:
-        for key, gpu in sorted(before.items()):
-            if idx is not None and key != idx:
-                continue
-            util = gpu.util_pct
-            if isinstance(util, int) and util >= 50:
-                parts.append(f'GPU {key} was {util}% busy before the '
-                             f'benchmark started')
+        parts = [f'GPU {key} was {gpu.util_pct}% busy before the benchmark '
+                 f'started' for key, gpu in sorted(before.items())
+                 if idx in (None, key) and isinstance(gpu.util_pct, int)
+                 and gpu.util_pct >= 50]
     if figure:
-        on_link = link.context(record, component, *figure)
-        if on_link:
-            parts.append(on_link)
-    return '; '.join(parts)
+        parts.append(link.context(record, component, *figure))
+    return '; '.join(p for p in parts if p)

@@ -4,16 +4,16 @@ Only a kernel driver's own lines count (NVRM, amdgpu, habanalabs, PCIe
 AER): a line of anything else never matches, since the kernel names a
 crashing process by its name, which any user chooses.  Devices are full
 PCI addresses.  hpcval.health.catalogue says which event fails a node."""
+import itertools
 import re
 
 from hpcval.health import catalogue
 from hpcval.records import unreadable
-from hpcval.health.common import clean
+from hpcval.health.common import BDF, clean
 
 # dmesg's seconds since boot, or dmesg -T's clock time
 _STAMP = re.compile(r'^\[(?:\s*\d+\.\d+|\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d '
                     r'\d{4})\]\s?')
-_BDF = r'[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
 # the driver's own format: "NVRM: Xid (PCI:%04x:%02x:%02x[ GPU-I:..]): %d, "
 _XID = re.compile(r'^NVRM: Xid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:'
                   r'[0-9a-fA-F]{2})(?: GPU-I:\d+)?(?: GPU-CI:\d+)?\): '
@@ -21,12 +21,11 @@ _XID = re.compile(r'^NVRM: Xid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:'
 # appended by the driver after the message, so it ends the record
 _CAUSED_BY = re.compile(r' caused by previous Xid (\d{1,4})$')
 # the NVSwitch driver's "nvidia-nvswitch%d: SXid (PCI:%s): %05d, "
-_SXID = re.compile(r'^(nvidia-nvswitch\d{1,3}): SXid \(PCI:(' + _BDF +
+_SXID = re.compile(r'^(nvidia-nvswitch\d{1,3}): SXid \(PCI:(' + BDF +
                    r')\): (\d{1,5}), (.*)$')
 _SXID_WORD = re.compile(r'(Fatal|Non-fatal), (?:Link (\d{1,3}) )?')
 _NVRM_GPU = re.compile(r'^NVRM: (?:GPU (?:at )?(?:PCI:)?|The NVIDIA GPU )(' +
-                       _BDF + r')\b')
-_FALLEN = re.compile(r'fallen off the bus')
+                       BDF + r')\b')
 _INIT = re.compile(r'RmInitAdapter failed|rm_init_adapter failed|'
                    r'Cannot initialize GSP firmware')
 # the kernel's own lines about a user's process: "NAME[PID]: segfault at",
@@ -34,14 +33,14 @@ _INIT = re.compile(r'RmInitAdapter failed|rm_init_adapter failed|'
 _USER = re.compile(r'^(?:traps: )?.{1,15}\[\d+\]:? ')
 _GSP = re.compile(r'^NVRM: (?:RmInitAdapter: )?Cannot initialize GSP '
                   r'firmware RM\.?$')
-_DRIVER = re.compile(r'^(amdgpu|habanalabs|nvidia|pcieport) (' + _BDF + r'): ')
+_DRIVER = re.compile(r'^(amdgpu|habanalabs|nvidia|pcieport) (' + BDF + r'): ')
 _HL_NAME = re.compile(r'^habanalabs hl\d{1,3}: ')
 _DRM_AMD = re.compile(r'^\[drm:[\w.]+ \[amdgpu\]\] \*ERROR\* ')
 _AER = re.compile(r'AER: (?:Multiple )?(Corrected|Correctable|Uncorrected '
                   r'\((?:Fatal|Non-Fatal)\)|Uncorrectable \((?:Fatal|'
                   r'Non-Fatal)\)) error')
 _AER_SOURCE = re.compile(r'error (?:message )?received(?: from)?:? (?:id=)?'
-                         r'(' + _BDF + r')')
+                         r'(' + BDF + r')')
 _AMD_ERR = re.compile(r'error|fault|timeout|hang|reset|RAS|poison|failed',
                       re.IGNORECASE)
 # "habanalabs 0000:1a:00.0: Failed to initialize hl2. Device is NOT usable !"
@@ -87,28 +86,18 @@ def _sxid_word(m):
     return word.group(1), int(word.group(2)) if word.group(2) else None
 
 
-def _sxid(m, line):
-    """An SXid's event: severity from its own word and number only."""
-    code = int(m.group(3))
-    said = _sxid_word(m)[0]
-    return {'kind': 'sxid', 'bus_id': m.group(2).lower(), 'code': code,
-            'line': line, 'fatal': catalogue.fails('sxid', code, said=said),
-            'what': catalogue.kernel_what('sxid', code)}
-
-
 def switch(line):
     """(switch, link or None) an SXid record names; else None."""
     m = _SXID.match(_message(line))
     return (m.group(1), _sxid_word(m)[1]) if m else None
 
 
-def _event(kind, bus, code, line, **extra):
+def _event(kind, bus, code, line, said='', **extra):
+    """``said``: an SXid's own Fatal / Non-fatal word, which decides it."""
     key = catalogue.kernel_key(kind, code)
-    ev = {'kind': kind, 'bus_id': bus.lower(), 'code': code, 'line': line,
-          'fatal': catalogue.fails(key, code, **extra), 'what':
-          catalogue.kernel_what(kind, code, **extra)}
-    ev.update(extra)
-    return ev
+    return {'kind': kind, 'bus_id': bus.lower(), 'code': code, 'line': line,
+            'fatal': catalogue.fails(key, code, said=said, **extra),
+            'what': catalogue.kernel_what(kind, code, **extra), **extra}
 
 
 def event(record):
@@ -119,17 +108,15 @@ def event(record):
     msg = _message(line)
     if _USER.match(msg):
         return None
-    m = _XID.match(msg)
-    if m:
-        code = int(m.group(2))
+    if m := _XID.match(msg):
         cause = _CAUSED_BY.search(msg)
         extra = {'caused_by': int(cause.group(1))} if cause else {}
-        return _event('xid', m.group(1), code, line, **extra)
-    m = _SXID.match(msg)
-    if m:
-        return _sxid(m, line)
+        return _event('xid', m.group(1), int(m.group(2)), line, **extra)
+    if m := _SXID.match(msg):
+        return _event('sxid', m.group(2), int(m.group(3)), line,
+                      said=_sxid_word(m)[0])
     m = _NVRM_GPU.match(msg)
-    if m and _FALLEN.search(msg):
+    if m and 'fallen off the bus' in msg:
         return _event('nvrm', m.group(1), 'fallen_off_bus', line)
     if m and _INIT.search(msg):
         return _event('nvrm', m.group(1), 'init_failed', line)
@@ -156,14 +143,8 @@ def event(record):
 
 def events(text):
     """[{kind, bus_id, code, fatal, what, line}] of faults (<=400)."""
-    out = []
-    for rec in records(text):
-        ev = event(rec)
-        if ev is not None:
-            out.append(ev)
-            if len(out) >= _MOST:
-                break
-    return out
+    found = (ev for ev in map(event, records(text)) if ev is not None)
+    return list(itertools.islice(found, _MOST))
 
 
 def _parts(bus):

@@ -1,19 +1,11 @@
-"""The host <-> device link's ceiling for a host <-> device bandwidth figure.
-
-``(width / 8) * speed`` GB/s, as Habana's hl_qual judges it
-(hpcval.units.link_bandwidth), of the same GPU's link in the same run: the
-highest generation seen (an idle GPU trains its link down), the lowest
-width.  The ceiling is the raw signalling rate: encoding and protocol keep
-every real transfer below it."""
+"""The host <-> device link's ceiling for a host <-> device bandwidth figure:
+``(width / 8) * GT/s`` of the GPU's link in the run (docs/health.md)."""
 import re
 
 from hpcval import units
 
-#: Host <-> device bandwidth figures, by the checks' metric names:
-#: Comm|Scope (h2d/d2h/host_gpu_bandwidth), TransferBench p2p
-#: ({uni,bidir}_{gpu_to_cpu,cpu_to_gpu}), hl_qual's memory and PCI plugins
-#: (host_to_hbm, hbm_host_bidir, pci_download, ...).  Bidirectional
-#: figures add both directions: twice the ceiling.
+#: Host <-> device figures of Comm|Scope, TransferBench p2p and hl_qual by
+#: metric name; a bidirectional one adds both directions (twice the ceiling)
 _ONE_WAY = re.compile(r'^((h2d|d2h|host_gpu)_bandwidth|uni_(gpu_to_cpu|'
                       r'cpu_to_gpu)|host_to_(hbm|sram)|(hbm|sram)_to_host|'
                       r'pci_(download|upload))$')
@@ -41,32 +33,24 @@ def gpu_index(component):
     return int(num) if head == 'GPU' and num.isdigit() else None
 
 
-def _int(v):
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
 def links(record):
     """{GPU index: (gen, width, gen_max, width_max)} of the record's links."""
     out = {}
-    for snap in (record.before, record.after):
-        for gpu in snap.gpus:
-            s = record.samples.get(str(gpu.index))
-            gens = [v for v in (gpu.pcie_gen, s and s.pcie_gen_max) if _int(v)]
-            widths = [v for v in (gpu.pcie_width, s and s.pcie_width_min)
-                      if _int(v)]
-            old = out.get(gpu.index, (None, None, None, None))
-            gen = max(gens + [old[0]] if old[0] else gens, default=None)
-            width = min(widths + [old[1]] if old[1] else widths, default=None)
-            out[gpu.index] = (gen, width, _int(gpu.pcie_gen_max) or old[2],
-                              _int(gpu.pcie_width_max) or old[3])
+    for gpu in record.before.gpus + record.after.gpus:
+        s = record.samples.get(str(gpu.index))
+        old = out.get(gpu.index, (None, None, None, None))
+        gens = [v for v in (gpu.pcie_gen, s and s.pcie_gen_max, old[0]) if v]
+        widths = [v for v in (gpu.pcie_width, s and s.pcie_width_min, old[1])
+                  if v]
+        out[gpu.index] = (max(gens, default=None), min(widths, default=None),
+                          gpu.pcie_gen_max or old[2],
+                          gpu.pcie_width_max or old[3])
     return out
 
 
 def context(record, component, metric, value, unit):
-    """What the link of ``component`` says about a host <-> device figure.
-
-    The link trained narrow or slow as its cause, or the figure's share of
-    the ceiling; '' for another figure or when the record shows no link."""
+    """A narrow or slow link as the cause of a host <-> device figure, or
+    the figure's share of the ceiling ('': another figure, or no link)."""
     n = directions(metric)
     if not n or record is None or not isinstance(value, (int, float)):
         return ''

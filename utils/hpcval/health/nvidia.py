@@ -14,21 +14,36 @@ from hpcval.health.common import clean, first_line, header_name, value
 
 TOOL = 'nvidia-smi'
 
-FIELDS = (
-    'index', 'name', 'uuid', 'serial', 'pci.bus_id', 'vbios_version',
-    'driver_version', 'memory.total', 'memory.used',
-    'pcie.link.gen.current', 'pcie.link.gen.max', 'pcie.link.width.current',
-    'pcie.link.width.max', 'clocks_event_reasons.active',
-    'clocks_event_reasons_counters.sw_power_cap',
-    'clocks_event_reasons_counters.sw_thermal_slowdown',
-    'clocks_event_reasons_counters.hw_thermal_slowdown',
-    'clocks_event_reasons_counters.hw_power_brake_slowdown',
-    'power.draw', 'power.limit', 'temperature.gpu', 'temperature.memory',
-    'utilization.gpu', 'utilization.memory', 'clocks.sm', 'clocks.max.sm',
-    'ecc.errors.corrected.volatile.total',
-    'ecc.errors.uncorrected.volatile.total', 'retired_pages.pending',
-    'remapped_rows.uncorrectable', 'remapped_rows.pending',
-    'remapped_rows.failure')
+_COUNTERS = 'clocks_event_reasons_counters.'
+#: The fields the probe asks, in order, and the GPU record key of each (a
+#: slow-down counter's is its reason in ``throttle_us``).
+_ASKED = {
+    'index': 'index', 'name': 'model', 'uuid': 'uuid', 'serial': 'serial',
+    'pci.bus_id': 'bus_id', 'vbios_version': 'vbios',
+    'driver_version': 'driver', 'memory.total': 'memory_total_mib',
+    'memory.used': 'memory_used_mib', 'pcie.link.gen.current': 'pcie_gen',
+    'pcie.link.gen.max': 'pcie_gen_max',
+    'pcie.link.width.current': 'pcie_width',
+    'pcie.link.width.max': 'pcie_width_max',
+    'clocks_event_reasons.active': 'reasons',
+    **{_COUNTERS + why: 'throttle_us' for why in (
+        'sw_power_cap', 'sw_thermal_slowdown', 'hw_thermal_slowdown',
+        'hw_power_brake_slowdown')},
+    'power.draw': 'power_w', 'power.limit': 'power_limit_w',
+    'temperature.gpu': 'temp_c', 'temperature.memory': 'temp_mem_c',
+    'utilization.gpu': 'util_pct', 'utilization.memory': 'mem_util_pct',
+    'clocks.sm': 'sm_mhz', 'clocks.max.sm': 'sm_max_mhz',
+    'ecc.errors.corrected.volatile.total': 'ecc_corrected',
+    'ecc.errors.uncorrected.volatile.total': 'ecc_uncorrected',
+    'retired_pages.pending': 'retired_pending',
+    'remapped_rows.uncorrectable': 'remapped_uncorrectable',
+    'remapped_rows.pending': 'remap_pending',
+    'remapped_rows.failure': 'remap_failure'}
+FIELDS = tuple(_ASKED)
+# header as printed -> key: nvidia-smi prints some fields under another
+# name, and the sampler asks the time
+_KEYS = {**_ASKED, 'clocks_throttle_reasons.active': 'reasons',
+         'clocks.current.sm': 'sm_mhz', 'timestamp': 'time'}
 
 #: What the ~1 Hz sampler asks for.
 SAMPLE_FIELDS = (
@@ -49,41 +64,11 @@ REASON_BITS = {
     0x4: 'sw_power_cap', 0x8: 'hw_slowdown', 0x20: 'sw_thermal_slowdown',
     0x40: 'hw_thermal_slowdown', 0x80: 'hw_power_brake_slowdown'}
 
-# header as printed (nvidia-smi prints some under another name) -> key
-_KEYS = {
-    'index': 'index', 'name': 'model', 'uuid': 'uuid', 'serial': 'serial',
-    'pci.bus_id': 'bus_id', 'vbios_version': 'vbios',
-    'driver_version': 'driver', 'memory.total': 'memory_total_mib',
-    'memory.used': 'memory_used_mib', 'pcie.link.gen.current': 'pcie_gen',
-    'pcie.link.gen.max': 'pcie_gen_max',
-    'pcie.link.width.current': 'pcie_width',
-    'pcie.link.width.max': 'pcie_width_max',
-    'clocks_event_reasons.active': 'reasons',
-    'clocks_throttle_reasons.active': 'reasons',
-    'power.draw': 'power_w', 'power.limit': 'power_limit_w',
-    'temperature.gpu': 'temp_c', 'temperature.memory': 'temp_mem_c',
-    'utilization.gpu': 'util_pct', 'utilization.memory': 'mem_util_pct',
-    'clocks.current.sm': 'sm_mhz', 'clocks.sm': 'sm_mhz',
-    'clocks.max.sm': 'sm_max_mhz',
-    'ecc.errors.corrected.volatile.total': 'ecc_corrected',
-    'ecc.errors.uncorrected.volatile.total': 'ecc_uncorrected',
-    'retired_pages.pending': 'retired_pending',
-    'remapped_rows.uncorrectable': 'remapped_uncorrectable',
-    'remapped_rows.pending': 'remap_pending',
-    'remapped_rows.failure': 'remap_failure',
-    'timestamp': 'time',
-}
-_COUNTERS = 'clocks_event_reasons_counters.'
-
-
 #: Record keys kept as text (a serial of digits is not a number).
 TEXT_KEYS = ('model', 'uuid', 'serial', 'bus_id', 'vbios', 'driver', 'time')
 
-
-#: What nvidia-smi prints in a field it has no value for that is no fault
-#: of the GPU: the field does not apply to it, or the caller may not read
-#: it.  Any other bracketed text ([GPU requires reset], [GPU is lost],
-#: [Unknown Error]) is a state of the GPU, kept in ``states`` and judged.
+#: What nvidia-smi prints where a field does not apply or may not be read;
+#: any other bracketed text ([GPU is lost]...) is a state of the GPU.
 NO_VALUE = ('[n/a]', '[not supported]', '[insufficient permissions]')
 #: Fields every working GPU has a value for: N/A in one is a state too.
 REQUIRED = ('name', 'uuid', 'pci.bus_id', 'memory.total')
@@ -95,9 +80,8 @@ STATE_CHARS = 60
 def state(name, raw):
     """The bracketed state printed for ``name`` if it is a fault, else None."""
     text = clean(raw)
-    if not _STATE.fullmatch(text):
-        return None
-    if text.lower() in NO_VALUE and name not in REQUIRED:
+    if not _STATE.fullmatch(text) or (text.lower() in NO_VALUE and
+                                      name not in REQUIRED):
         return None
     return text if len(text) <= STATE_CHARS else \
         text[:STATE_CHARS - 4] + '...]'
@@ -115,11 +99,12 @@ def reasons(mask):
 
 
 _HEADS = ('index', 'timestamp', 'gpu_uuid')
+#: nvidia-smi's PCI address of a GPU: a domain of 4 or 8 digits
+_BUS = r'[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
 # what nvidia-smi prints between or before the rows of a table:
 # "WARNING: infoROM is corrupted at gpu 0000:B3:00.0" (exit 14)
-_WARNING = re.compile(r'^(WARNING|NOTICE|ERROR): (.*?)(?: at gpu (' +
-                      r'[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}'
-                      r'\.[0-7]))?\.?$')
+_WARNING = re.compile(rf'^(WARNING|NOTICE|ERROR): (.*?)'
+                      rf'(?: at gpu ({_BUS}))?\.?$')
 
 
 def _lines(text):
@@ -129,13 +114,9 @@ def _lines(text):
 
 def warnings(text):
     """[(bus id or '', message)] of the warnings among a table's lines."""
-    out = []
-    for line in _lines(text):
-        m = _WARNING.match(line.strip())
-        if m:
-            out.append(((m.group(3) or '').lower(),
-                        clean(f'{m.group(1)}: {m.group(2)}')))
-    return out
+    return [((m.group(3) or '').lower(), clean(f'{m.group(1)}: {m.group(2)}'))
+            for line in _lines(text) for m in [_WARNING.match(line.strip())]
+            if m]
 
 
 def _rows(text, lenient=False):
@@ -156,7 +137,6 @@ def _rows(text, lenient=False):
 
 def gpus(text, lenient=False):
     """[GPU record] of ``--query-gpu`` CSV; ToolError when it is no table.
-
     ``lenient`` skips rows cut short (a sampler's last line)."""
     out = []
     for header, row in _rows(text, lenient):
@@ -211,8 +191,7 @@ def apps(text):
             if not line.lower().startswith('gpu_uuid'):
                 raise ToolError(first_line(text) or 'no output')
             header = [header_name(h) for h in line.split(',')]
-            continue
-        if _UUID.fullmatch(line.split(',', 1)[0].strip()):
+        elif _UUID.fullmatch(line.split(',', 1)[0].strip()):
             rows.append(line)
         elif rows:
             rows[-1] += '?' + line
@@ -248,12 +227,9 @@ def _by_gpu(text):
     out, cur = {}, None
     for line in _lines(text):
         line = line.strip()
-        m = _GPU_HEAD.match(line)
-        if m:
+        if m := _GPU_HEAD.match(line):
             cur = out.setdefault(int(m.group(1)), [])
-            continue
-        m = _LINK.match(line)
-        if m and cur is not None:
+        elif (m := _LINK.match(line)) and cur is not None:
             cur.append((int(m.group(1)), m.group(2).strip()))
     return out
 
@@ -278,4 +254,20 @@ def nvlink_errors(text):
             if m and m.group(2).isdigit():
                 kind = re.sub(r'[^a-z]+', '_', m.group(1).lower()).strip('_')
                 out[idx].setdefault(link, {})[kind] = int(m.group(2))
+    return out
+
+
+_Q_GPU = re.compile(rf'^GPU ({_BUS})$')
+
+
+def pcie_replays(text):
+    """{bus id: replays since reset} of ``nvidia-smi -q -d PCIE``."""
+    out, bus = {}, None
+    for line in _lines(text):
+        m = _Q_GPU.match(line.strip())
+        bus = m.group(1) if m else bus
+        key, _, val = line.partition(':')
+        if bus and key.strip() == 'Replays Since Reset' and \
+                val.strip().isdigit():
+            out[bus] = int(val)
     return out

@@ -1,10 +1,6 @@
-"""The job-side health probe and the record it leaves.
-
-``script()`` runs ``before [sample]`` ahead of the benchmark (GPU
-inventory and health, processes, kernel log mark, the ~1 Hz sampler) and
-``after`` from an EXIT trap.  It never fails the job: a failing tool is
-recorded and judged by hpcval.health.judge.  ``read()`` turns its files
-into the ``hpcval_health`` record."""
+"""The job-side health probe (docs/health.md), which never fails the job,
+and ``read()`` of the ``hpcval_health`` record its files make."""
+import collections
 import datetime
 import os
 import re
@@ -18,14 +14,9 @@ PREFIX = 'hpcval_health_'
 #: Tools in the order the probe looks for them.
 TOOLS = ('nvidia-smi', 'amd-smi', 'rocm-smi', 'hl-smi')
 _MAX_READ = 4 * 1024 * 1024
-#: Seconds each GPU tool call of the probe may run (the job's
-#: HPCVAL_PROBE_TIMEOUT, digits only, may set another): a healthy
-#: nvidia-smi answers in under a second on 4 GPUs; a GPU fallen off the
-#: bus hangs it.
+#: Seconds each GPU tool call may run (docs/health.md): a healthy nvidia-smi
+#: answers in under one on 4 GPUs; a GPU fallen off the bus hangs it.
 TOOL_TIMEOUT = 30
-#: Tools whose output hpcval parses into GPU records (another's would be
-#: kept in the record as text, and only its exit code judged).
-PARSED = TOOLS
 
 _TEMPLATE = r'''#!/bin/bash
 # hpcval health probe (hpcval.health.probe): GPU inventory and health
@@ -75,6 +66,8 @@ nvlink() {      # PHASE: each GPU's NVLinks and their error counters
     echo $? > "${h}$1_nvlink_s.txt.rc"
     run nvidia-smi nvlink -e > "${h}$1_nvlink_e.txt" 2>&1
     echo $? > "${h}$1_nvlink_e.txt.rc"
+    # PCIe replays: no --query-gpu field carries them
+    run nvidia-smi -q -d PCIE > "${h}$1_pcie.txt" 2>&1
 }
 gpus() {        # FILE PHASE: every GPU's inventory and health
     case $tool in
@@ -159,8 +152,7 @@ exit 0
 
 def script():
     """The probe script's text (fixed: nothing of the test's goes in)."""
-    out = _TEMPLATE
-    out = out.replace('@TIMEOUT@', str(TOOL_TIMEOUT))
+    out = _TEMPLATE.replace('@TIMEOUT@', str(TOOL_TIMEOUT))
     for key, fields in (('NV_FIELDS', nvidia.FIELDS),
                         ('NV_APPS', nvidia.APPS_FIELDS),
                         ('NV_SAMPLE', nvidia.SAMPLE_FIELDS),
@@ -172,9 +164,8 @@ def script():
 def write(stagedir):
     """Write the script into ``stagedir`` (never through a link)."""
     path = os.path.join(stagedir, SCRIPT)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, 'O_NOFOLLOW',
-                                                             0)
-    fd = os.open(path, flags, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW,
+                 0o644)
     with os.fdopen(fd, 'w') as fp:
         fp.write(script())
     return path
@@ -195,7 +186,7 @@ def commands(sample, prerun=()):
 def _read(stagedir, name):
     path = os.path.join(stagedir, PREFIX + name)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     with os.fdopen(fd, encoding='utf-8', errors='replace') as fp:
@@ -228,11 +219,6 @@ def _snapshot(stagedir, phase, tool):
             else '', 'gpus': []}
     if tool == 'nvidia-smi':
         snap['warnings'] = nvidia.warnings(text)
-    if tool not in PARSED:
-        if not failed:
-            # recorded for the reader; judged once hpcval parses the tool
-            snap['unparsed'] = clean(text, 2000)
-        return snap
     try:
         snap['gpus'] = parse_gpus(tool, text)
     except ValueError as err:
@@ -247,6 +233,8 @@ def _snapshot(stagedir, phase, tool):
         snap['apps_error'] = f'unreadable process list: {clean(err)}'
     if tool == 'nvidia-smi':
         snap['nvlink'] = _nvlink(stagedir, phase)
+        snap['pcie_replays'] = nvidia.pcie_replays(
+            _read(stagedir, f'{phase}_pcie.txt') or '')
     return snap
 
 
@@ -346,12 +334,10 @@ def summarize(samples):
         by_gpu.setdefault(str(s['index']), []).append(s)
     out = {}
     for idx, rows in by_gpu.items():
-        n = len(rows)
-        reasons, span = {}, {}
-        times = _seconds(rows)
-        for r, t in zip(rows, times):
+        n, reasons, span = len(rows), collections.Counter(), {}
+        for r, t in zip(rows, _seconds(rows)):
             for why in r.get('throttle', []):
-                reasons[why] = reasons.get(why, 0) + 1
+                reasons[why] += 1
                 if t is not None:
                     span[why] = (span.get(why, (t,))[0], t)
 
@@ -383,9 +369,8 @@ def summarize(samples):
 
 
 def read(stagedir):
-    """The Health record of the probe's files in ``stagedir`` (None: no probe).
-
-    What cannot be read is an ``unreadable`` finding, never an exception."""
+    """The Health record of the probe's files in ``stagedir`` (None: no
+    probe); what cannot be read is an ``unreadable`` finding."""
     try:
         return kernel_log.check(records.decode('health', _record(stagedir)))
     except Exception as err:    # noqa: BLE001 -- files of a job, any shape
@@ -410,7 +395,7 @@ def _record(stagedir):
                 if node.get(k, '').isdigit()}, kernel=node.get('kernel', ''))
     samples = _read(stagedir, 'samples.txt')
     # an empty file: the benchmark ended before the sampler's first line
-    if samples and samples.strip() and tool in PARSED:
+    if samples and samples.strip() and tool in TOOLS:
         try:
             rec['samples'] = summarize(parse_gpus(tool, samples, lenient=True))
         except Exception as err:    # noqa: BLE001

@@ -2,6 +2,7 @@
 
 One ``Judge`` per verdict names a node's failure once, however many of its
 test cases recorded it."""
+import collections
 import types
 
 from hpcval import references
@@ -27,18 +28,14 @@ class Judge:
         return self._refs.expected(case.system, case.partition)
 
     @staticmethod
-    def _record(case):
-        # hpcval.records.Health, decoded as the report loaded
-        return case.extras.get('health')
-
-    @staticmethod
-    def _node(rec, node):
-        return node or (clean(rec.node) if rec is not None else '')
+    def _record(case, node=''):
+        """(hpcval.records.Health or None, ``node`` or the record's)."""
+        rec = case.extras.get('health')
+        return rec, node or (clean(rec.node) if rec is not None else '')
 
     def failures(self, case, node):
         """[(node, component, text)] of ``case``'s record not named before."""
-        rec = self._record(case)
-        node = self._node(rec, node)
+        rec, node = self._record(case, node)
         try:
             found = judge.failures(rec, self.expected(case))
         except (AttributeError, KeyError, TypeError, ValueError) as err:
@@ -50,8 +47,7 @@ class Judge:
 
     def notes(self, case, node):
         """[(node, component, text)] of ``case``'s notes not named before."""
-        rec = self._record(case)
-        node = self._node(rec, node)
+        rec, node = self._record(case, node)
         return self._unnamed(case, node, judge.notes(rec), 'info')
 
     def _unnamed(self, case, node, items, *kind):
@@ -66,12 +62,11 @@ class Judge:
 
     def gpus(self, case):
         """The GPUs ``case``'s health record lists (judge.gpu_identity)."""
-        return judge.gpu_identity(self._record(case))
+        return judge.gpu_identity(self._record(case)[0])
 
     def changes(self, case, node):
         """[(node, component, text)] of unpinned changes from the baseline."""
-        rec = self._record(case)
-        node = self._node(rec, node)
+        rec, node = self._record(case, node)
         try:
             expected = self.expected(case)
             found = judge.changes(rec, expected)
@@ -97,19 +92,17 @@ class Judge:
                 sorted(self._identities.items()):
             if len(nodes) < 2:
                 continue
-            counts = {}
+            counts = collections.defaultdict(collections.Counter)
             for ident in nodes.values():
                 for (comp, key), val in ident.items():
-                    counts.setdefault(key, {}).setdefault(val, 0)
                     counts[key][val] += 1
             for node in sorted(nodes):
                 for (comp, key), val in sorted(nodes[node].items()):
-                    common = max(sorted(counts[key]),
-                                 key=lambda v, k=key: counts[k][v])
+                    common = max(sorted(counts[key]), key=counts[key].get)
                     if val == common or (system, partition, node, comp,
                                          'base', key) in self._named:
                         continue
-                    word = judge.firmware_word(self._record(case)) \
+                    word = judge.firmware_word(self._record(case)[0]) \
                         if key == 'vbios' else key
                     out.append((case, node, comp,
                                 f'{word} {val}, other nodes {common}'))
@@ -118,7 +111,7 @@ class Judge:
     def cause(self, case, component, figure=None):
         """Why a figure of ``component`` of ``case`` may be low ('')."""
         try:
-            return judge.cause(self._record(case), component, figure)
+            return judge.cause(self._record(case)[0], component, figure)
         except (AttributeError, KeyError, TypeError, ValueError):
             return ''
 

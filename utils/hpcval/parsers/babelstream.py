@@ -1,8 +1,5 @@
-"""BabelStream (v4.0, v5.0 and the main branch that still says 5.0).
-
-Text or ``--csv`` output; bandwidth is returned in MB/s whatever unit is
-printed.  v4/v5 print ``Validation failed on ...`` to stderr yet exit 0,
-so sanity must look; main prints ``FAILED validation of ...``, exit 1."""
+"""BabelStream v4.0, v5.0 and main, text or ``--csv``, in MB/s; v4/v5 print
+a failed validation to stderr and exit 0, so it is looked for there."""
 import re
 from dataclasses import dataclass, field
 
@@ -122,10 +119,8 @@ def parse_babelstream(stdout, stderr='', expected=CLASSIC_KERNELS):
         raise ParseError(f'BabelStream validation failed: '
                          f'{failed.group(0).strip()}')
 
-    result = BabelStreamResult(
-        version=_banner(stdout, 'Version'),
-        implementation=_banner(stdout, 'Implementation'),
-    )
+    result = BabelStreamResult(_banner(stdout, 'Version'),
+                               _banner(stdout, 'Implementation'))
     times = re.search(r'^Running kernels (\d+) times', stdout, re.MULTILINE)
     result.num_times = int(times.group(1)) if times else 0
     # v5 and main HIP: 'Using HIP device NAME'; main CUDA: 'CUDA Device 0:

@@ -1,9 +1,5 @@
-"""Comm|Scope (Google Benchmark) results of ``--benchmark_out`` JSON.
-
-Times are per iteration in ``time_unit``; ``manual_time`` runs are timed
-with GPU events (their ``cpu_time`` means nothing); ``bytes_per_second``
-is raw bytes per second.  A failed run has ``error_occurred: true``.
-stdout holds banners and spdlog lines, so only the file is parsed."""
+"""Comm|Scope (Google Benchmark) results of ``--benchmark_out`` JSON, never
+of stdout; units as docs/benchmarks/comm_scope.md says."""
 import json
 import re
 import statistics
@@ -49,15 +45,6 @@ def _load(text):
     return doc['benchmarks']
 
 
-def _errors(entries):
-    failed = [f'{e.get("name")}: {e.get("error_message", "?")}'
-              for e in entries if e.get('error_occurred')]
-    if failed:
-        more = f' (and {len(failed) - 3} more)' if len(failed) > 3 else ''
-        raise ParseError(f'{len(failed)} benchmark(s) failed: '
-                         f'{"; ".join(failed[:3])}{more}')
-
-
 def _run(name, iterations, aggregates):
     if 'mean' in aggregates:
         mean, std = aggregates['mean'], aggregates.get('stddev')
@@ -76,8 +63,7 @@ def _run(name, iterations, aggregates):
 
     if bps is not None:
         bps = number(bps, f'{name} bytes_per_second')
-    return Run(name=name, time_us=time, time_std_us=time_std,
-               bytes_per_second=bps, repetitions=reps)
+    return Run(name, time, time_std, bps, reps)
 
 
 def parse_comm_scope(text):
@@ -88,7 +74,13 @@ def parse_comm_scope(text):
                          'filter matched none (no GPU visible, or names '
                          'changed upstream)')
 
-    _errors(entries)
+    failed = [f'{e.get("name")}: {e.get("error_message", "?")}'
+              for e in entries if e.get('error_occurred')]
+    if failed:
+        more = f' (and {len(failed) - 3} more)' if len(failed) > 3 else ''
+        raise ParseError(f'{len(failed)} benchmark(s) failed: '
+                         f'{"; ".join(failed[:3])}{more}')
+
     iterations, aggregates = {}, {}
     for e in entries:
         name = e.get('run_name') or e.get('name')

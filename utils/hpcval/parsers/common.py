@@ -8,9 +8,8 @@ class ParseError(ValueError):
 
 
 def number(token, what):
-    """``token`` as a finite float, or ParseError naming ``what``.
-
-    ``N/A``, ``nan`` and ``inf`` are refused: a NaN passes every comparison."""
+    """``token`` as a finite float, or ParseError naming ``what`` (a NaN
+    would pass every comparison)."""
     try:
         value = float(token)
     except (TypeError, ValueError):
@@ -65,6 +64,16 @@ def stderr_reason(text):
             if _ERRORISH.search(line):
                 return line[:_MAX_REASON]
     return (own or lines or [''])[-1][:_MAX_REASON]
+
+
+def row_at(rows, size, what='result', other='was asked for other sizes'):
+    """The row of message ``size`` bytes, or ParseError naming the sizes."""
+    for row in rows:
+        if row.size == size:
+            return row
+    printed = ', '.join(str(r.size) for r in rows)
+    raise ParseError(f'no {what} for {size} B (sizes printed: {printed}): '
+                     f'the run stopped early or {other}')
 
 
 def device_buffer_error(err, text, buffers):

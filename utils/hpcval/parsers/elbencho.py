@@ -1,9 +1,5 @@
-"""elbencho's end-of-phase result table (console and ``--resfile``).
-
-"FIRST DONE" is the stonewall figure, "LAST DONE" the whole phase.  Rows
-are split on `` : `` and labels matched by name, never by column (PDF
-copies lose the alignment).  Elapsed time is integer ms before v2.3.1,
-human-formatted since (``1.234s``, ``2m3.456s``)."""
+"""elbencho's end-of-phase result table (console and ``--resfile``): rows
+split on `` : ``, labels matched by name (PDF copies lose the columns)."""
 import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
@@ -92,41 +88,33 @@ def _values(op, label, right):
     if len(tokens) != 2:
         raise ParseError(f'{op} "{label}": expected FIRST DONE and LAST '
                          f'DONE values, got {right.strip()!r} (truncated?)')
-    what = f'{op} "{label}"'
-    if label == 'Elapsed time':
-        return tuple(elapsed_to_ms(t, what) for t in tokens)
-    return tuple(number(t, what) for t in tokens)
+    read = elapsed_to_ms if label == 'Elapsed time' else number
+    return tuple(read(t, f'{op} "{label}"') for t in tokens)
 
 
 def parse_elbencho(text, require_end=True):
-    """Phases of an elbencho run in printed order (a list of Phase).
-
-    ParseError for a missing or broken table, a phase without ``---``
-    (unless ``require_end=False``), or a run cut by ``--timelimit``."""
+    """[Phase] of an elbencho run in printed order; ``require_end=False``
+    accepts a last phase without ``---``."""
     if TIME_LIMIT in text:
         raise ParseError(f'"{TIME_LIMIT}": the phase was cut short, its '
                          f'figures cover only part of the data (raise '
                          f'--timelimit or reduce the size)')
 
     lines = text.splitlines()
-    try:
-        start = next(i for i, line in enumerate(lines)
-                     if line.split()[:2] == ['OPERATION', 'RESULT'])
-    except StopIteration:
+    start = next((i for i, line in enumerate(lines)
+                  if line.split()[:2] == ['OPERATION', 'RESULT']), None)
+    if start is None:
         raise ParseError('no result table ("OPERATION  RESULT TYPE  FIRST '
                          'DONE  LAST DONE"): elbencho printed no phase '
-                         'result') from None
+                         'result')
 
     phases, current, closed = [], None, True
     for line in lines[start + 1:]:
-        stripped = line.strip()
-        if not stripped or set(stripped) <= set('= '):
-            continue
-        if stripped == '---':
+        if line.strip() == '---':
             closed = True
             continue
         if ' : ' not in line:
-            continue           # warnings and other messages interleave
+            continue    # blank and '===' lines, warnings and messages
         left, _, right = line.partition(':')
         op, label = _split_label(left, current.operation if current else None)
         if op is None:

@@ -1,9 +1,5 @@
-"""gpu-burn output: per-GPU GEMM rates and compute errors.
-
-Each GPU repeats GEMMs on the same inputs and counts result elements
-that differ from the first.  Error counts restart after each ``Summary
-at:`` line, so a GPU's errors are summed over those windows; a negative
-count is gpu-burn's int counter wrapped round."""
+"""gpu-burn output: per-GPU GEMM rates and compute errors, summed over the
+``Summary at:`` windows where counts restart (docs/benchmarks/gpu_burn.md)."""
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -45,9 +41,8 @@ class GpuBurnResult:
     seconds: int
     gpus: dict          # {index: GpuBurnGpu}
     names: list         # nvidia-smi -L lines gpu-burn printed
-    # what the GPU processes announced ('FLOATS', 'DOUBLES, Tensor
-    # Cores'); a process killed at the end loses its buffered line, so
-    # this may be empty
+    # what the GPU processes announced ('FLOATS', 'DOUBLES, Tensor Cores');
+    # empty where a process killed at the end lost its buffered line
     modes: set
 
 
@@ -57,8 +52,7 @@ def _split(part):
 
 
 def _fields(part, pattern, count, what, line):
-    values = _split(part)
-    found = [pattern.fullmatch(v) for v in values]
+    found = [pattern.fullmatch(v) for v in _split(part)]
     if len(found) != count or not all(found):
         raise ParseError(f'unreadable {what} in progress line {line!r}')
     return found
@@ -70,10 +64,8 @@ def _progress_lines(text):
     for line in re.split(r'[\r\n]', text):
         if _SUMMARY in line:
             window += 1
-        elif line.strip():
-            m = _PROGRESS.match(line)
-            if m:
-                out.append((m, window))
+        elif m := _PROGRESS.match(line):
+            out.append((m, window))
     return out
 
 
@@ -121,6 +113,7 @@ def _parse(text):
                     gpu.times.append(float(m.group(1)) * seconds / 100)
                 except ParseError:
                     pass        # a report without a rate ('nan', 'inf')
+            # a negative count: gpu-burn's int counter wrapped round
             last_errors[window, i] = int(e.group(1)) % 2**32
     for (_, i), errors in last_errors.items():
         gpus[i].errors += errors

@@ -50,23 +50,17 @@ class HlQualReport:
 
 
 def _memory_key(m):
-    names = {'DRAM': 'HBM'}
-    src = names.get(m['src'], m['src'])
-    dst = names.get(m['dst'], m['dst'])
+    src, dst = (m[k].replace('DRAM', 'HBM') for k in ('src', 'dst'))
     arrow = _ARROWS[m['arrow']]
-    for key, spec in MEMORY_SUBTESTS.items():
-        if spec == (src, arrow, dst) or \
-                (arrow == '<=>' and spec == (dst, arrow, src)):
-            return key
-    return None
+    return next((key for key, spec in MEMORY_SUBTESTS.items()
+                 if spec == (src, arrow, dst) or
+                 (arrow == '<=>' and spec == (dst, arrow, src))), None)
 
 
 def _subtest(line):
-    m = _MEMORY_LINE.search(line)
-    if m:
+    if m := _MEMORY_LINE.search(line):
         return _memory_key(m)
-    m = _PCI_LINE.search(line)
-    if m:
+    if m := _PCI_LINE.search(line):
         return f'pci_{m["kind"].lower()}'
     return None
 

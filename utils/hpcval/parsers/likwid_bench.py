@@ -32,15 +32,12 @@ def parse_likwid_bench(text, test=None, figure='MByte/s'):
     if not m:
         raise ParseError("no 'Using N threads' line")
 
-    result = LikwidResult(
-        bandwidth=number(fields['MByte/s'].split()[0], 'MByte/s')
-        if 'MByte/s' in fields else 0.0,
-        threads=int(m.group(1)),
-        time=number(fields['Time'].split()[0], 'Time'),
-        mflops=number(fields['MFlops/s'].split()[0], 'MFlops/s')
-        if 'MFlops/s' in fields else 0.0,
-        fields=fields
-    )
+    def read(key):
+        return number(fields[key].split()[0], key) if key in fields else 0.0
+
+    result = LikwidResult(bandwidth=read('MByte/s'), threads=int(m.group(1)),
+                          time=read('Time'), mflops=read('MFlops/s'),
+                          fields=fields)
     value = result.mflops if figure == 'MFlops/s' else result.bandwidth
     if value <= 0:
         raise ParseError(f'likwid-bench printed {figure} {value:g}: '

@@ -5,7 +5,8 @@ of its own: each prints the header and pings itself."""
 import re
 from dataclasses import dataclass
 
-from hpcval.parsers.common import ParseError, crash_report, number
+from hpcval.parsers.common import (  # noqa: F401 (row_at re-exported)
+    ParseError, crash_report, number, row_at)
 
 _HEADER = '# MPI PingPong Test'
 _ROW = re.compile(
@@ -43,26 +44,12 @@ def parse_pingpong(text, launcher=''):
     for m in _ROW.finditer(text):
         size = int(m['size'])
         rows.append(PingPongRow(
-            size=size,
-            bandwidth=number(m['bw'], f'bandwidth at {size} B'),
-            time_mean=number(m['mean'], f'mean time at {size} B'),
-            time_std=number(m['std'], f'time std at {size} B'),
-            samples=int(m['samples'])
-        ))
+            size, number(m['bw'], f'bandwidth at {size} B'),
+            number(m['mean'], f'mean time at {size} B'),
+            number(m['std'], f'time std at {size} B'), int(m['samples'])))
 
     if not rows:
         raise ParseError(f'no result rows after the header: the run died '
                          f'before its first message size{crash_report(text)}')
 
     return rows
-
-
-def row_at(rows, size):
-    """The row for message ``size`` bytes, or ParseError if it is missing."""
-    for r in rows:
-        if r.size == size:
-            return r
-
-    printed = ', '.join(str(r.size) for r in rows)
-    raise ParseError(f'no result for {size} B (sizes printed: {printed}): '
-                     f'the run stopped early or was asked for other sizes')

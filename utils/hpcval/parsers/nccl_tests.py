@@ -109,11 +109,6 @@ class NcclTestsResult:
         return max(r.size for r in self.rows)
 
     @property
-    def redops(self):
-        """The reduction operators the rows name; empty without redop."""
-        return {r.redop for r in self.rows if r.redop is not None}
-
-    @property
     def devices(self):
         return len(self.ranks)
 
@@ -285,20 +280,14 @@ def parse_nccl_tests(text, require_footer=True):
     lines = text.splitlines()
     at = _find_header(lines)
     prefix, blocks, width = _columns(lines, at)
-    if not {'size', 'count', 'type'} <= prefix.keys():
-        raise ParseError(f'unexpected result table header: '
-                         f'{lines[at].strip()!r}')
 
     rows, footer = [], {}
     for line in lines[at + 1:]:
-        m = _FOOTER.match(line.strip())
-        if m:
-            footer[m['key']] = m
-            continue
-
         tokens = line.split()
+        if m := _FOOTER.match(line.strip()):
+            footer[m['key']] = m
         # rows start with the size; NCCL_DEBUG and other lines interleave
-        if not footer and tokens and tokens[0].isdigit():
+        elif not footer and tokens and tokens[0].isdigit():
             rows.append(_row(line, prefix, blocks, width))
 
     if not rows:
@@ -334,10 +323,9 @@ def parse_nccl_tests(text, require_footer=True):
         avg_bus_bandwidth=(number(avg['value'], 'Avg bus bandwidth')
                            if avg else None),
         out_of_bounds_ok=oob['verdict'] == 'OK' if oob else None,
-        params=Params(int(params['threads']), int(params['gpus']),
-                      int(params['min']), int(params['max']),
-                      int(params['step']), params['kind'] == 'factor')
-        if params else None,
+        params=Params(*map(int, params.group('threads', 'gpus', 'min', 'max',
+                                             'step')),
+                      params['kind'] == 'factor') if params else None,
         reduced_max_bytes=int(reduced.group(1)) if reduced else None,
         library=library_version(text),
     )
@@ -371,8 +359,7 @@ def found_tool(result):
 
 
 def check_tool(result, tool, arch='', identified=True):
-    """ParseError unless the output is ``tool``'s on GPUs of ``arch``.
-
+    """ParseError unless the output is ``tool``'s on GPUs of ``arch``;
     ``identified=False`` (a quoted excerpt) accepts one naming neither."""
     found, why = found_tool(result)
     if found and found != tool:
@@ -444,7 +431,7 @@ def check_collective(result, collective):
                              f'{result.collective}"), this test runs {exe}')
         return
 
-    redops = result.redops
+    redops = {r.redop for r in result.rows if r.redop is not None}
     if redops and (redops != {'none'}) != (collective in REDUCING):
         raise ParseError(f'the rows\' redop is {"/".join(sorted(redops))}: '
                          f'not an output of {exe}, which '

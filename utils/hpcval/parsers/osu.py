@@ -1,13 +1,10 @@
-"""OSU micro-benchmarks (``osu_latency``, ``osu_bw``, ``osu_allreduce``...).
-
-Latency in us, bandwidth in MB/s (10^6 B/s).  Releases and options
-(``-c``, ``-f``, ``-z``, several ``-T``) add and move columns: columns
-are found by the header's labels, never by position."""
+"""OSU micro-benchmarks (``osu_latency``, ``osu_bw``, ``osu_allreduce``...):
+us and MB/s (10^6 B/s), columns found by label (docs/benchmarks/osu.md)."""
 import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
-from hpcval.parsers.common import ParseError, crash_report, number
+from hpcval.parsers.common import ParseError, crash_report, number, row_at
 
 _TITLE = re.compile(r'^# OSU MPI(?:-(?P<accel>[A-Z]+))? (?P<test>.+?)'
                     r'(?: v(?P<version>\S+))?\s*$', re.MULTILINE)
@@ -48,14 +45,8 @@ class Table:
     rows: Tuple[Row, ...]
 
     def at(self, size):
-        for row in self.rows:
-            if row.size == size:
-                return row
-
-        printed = ', '.join(str(r.size) for r in self.rows)
-        raise ParseError(f'no {self.quantity} for {size} B (sizes printed: '
-                         f'{printed}): the run stopped early or was given '
-                         f'other sizes (-m)')
+        return row_at(self.rows, size, self.quantity,
+                      'was given other sizes (-m)')
 
     @property
     def largest(self):
@@ -72,26 +63,15 @@ class OsuResult:
 
     def table(self, datatype=None):
         """The table of ``datatype``, or the only one when it is None."""
-        if datatype is None:
-            if len(self.tables) != 1:
-                types = ', '.join(str(t.datatype) for t in self.tables)
-                raise ParseError(f'{len(self.tables)} tables ({types}): '
-                                 f'say which datatype to judge')
-            return self.tables[0]
-
-        for t in self.tables:
-            if t.datatype == datatype:
-                return t
-
+        found = [t for t in self.tables if datatype in (None, t.datatype)]
         types = ', '.join(str(t.datatype) for t in self.tables)
-        raise ParseError(f'no table for datatype {datatype} (printed: '
-                         f'{types})')
-
-
-def _labels(text):
-    # labels are right-aligned in 20-character fields and contain single
-    # spaces themselves ('Avg Latency(us)'): split on runs of two or more
-    return tuple(re.split(r'\s{2,}', text.strip()))
+        if datatype is None and len(found) != 1:
+            raise ParseError(f'{len(self.tables)} tables ({types}): '
+                             f'say which datatype to judge')
+        if not found:
+            raise ParseError(f'no table for datatype {datatype} (printed: '
+                             f'{types})')
+        return found[0]
 
 
 def _row(m, labels, quantity):
@@ -116,35 +96,29 @@ def _row(m, labels, quantity):
 def _tables(lines):
     tables, datatype, current = [], None, None
     for line in lines:
-        if _DATATYPE.match(line):
-            datatype = _DATATYPE.match(line)['type']
+        if m := _DATATYPE.match(line):
+            datatype = m['type']
             if current is not None and not current[2]:
                 current[0] = datatype   # 7.1, 7.2: printed after '# Size'
             else:
                 current = None
-            continue
-
-        header = _HEADER.match(line)
-        if header:
-            labels = _labels(header['labels'])
+        elif header := _HEADER.match(line):
+            # labels are right-aligned in 20-character fields and hold
+            # single spaces ('Avg Latency(us)'): split on two or more
+            labels = tuple(re.split(r'\s{2,}', header['labels'].strip()))
             if labels[0] not in _QUANTITIES:
                 raise ParseError(f'unknown column {labels[0]!r} after '
                                  f'"# Size": not a latency or bandwidth '
                                  f'test this parser knows')
             current = [datatype, labels, []]
             tables.append(current)
-            continue
-
-        row = _ROW.match(line)
-        if row and current is not None:
-            datatype_, labels, rows = current
+        elif (row := _ROW.match(line)) and current is not None:
+            _, labels, rows = current
             rows.append(_row(row, labels, _QUANTITIES[labels[0]][0]))
         elif current is not None and line.strip():
             current = None      # anything else ends the table
 
-    return [Table(datatype=dt, quantity=_QUANTITIES[labels[0]][0],
-                  unit=_QUANTITIES[labels[0]][1], labels=labels,
-                  rows=tuple(rows))
+    return [Table(dt, *_QUANTITIES[labels[0]], labels, tuple(rows))
             for dt, labels, rows in tables]
 
 

@@ -1,8 +1,5 @@
-"""rocblas-bench (rocBLAS clients): one GEMM timing per run.
-
-Each run prints a line of column names and one of values; versions and
-options add columns, so they are found by name.  ``rocblas-Gflops`` is
-GFLOP/s, ``us`` microseconds per call over the hot iterations."""
+"""rocblas-bench: a line of column names, found by name, and one of values
+per GEMM run (``rocblas-Gflops``: GFLOP/s, ``us``: per call)."""
 import re
 
 from hpcval.parsers.common import ParseError, number

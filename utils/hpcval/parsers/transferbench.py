@@ -1,10 +1,5 @@
-"""TransferBench (ROCm/TransferBench; ``TransferBenchCuda`` on NVIDIA).
-
-Outputs of ``a2a`` (a ``Summary:`` matrix), ``p2p`` (uni- and
-bidirectional matrices) and a config file (``Test N:`` blocks), in GB/s.
-``N/A`` marks a pair not run.  Newer versions draw borders with ``│`` and
-``┼``: they are dropped before parsing (unverified against v1.66).
-``[ERROR]`` lines fail the parse anywhere: a2a prints them and exits 0."""
+"""TransferBench ``a2a``, ``p2p`` and config-file outputs in GB/s (``N/A``:
+a pair not run); ``[ERROR]`` fails the parse anywhere (a2a exits 0)."""
 import re
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
@@ -27,10 +22,6 @@ _P2P_AVG = re.compile(r'^Averages \(During\s*(UniDir|BiDir)\):(.*)$', re.M)
 AVERAGE_KINDS = ('cpu_to_cpu', 'cpu_to_gpu', 'gpu_to_cpu', 'gpu_to_gpu')
 _TEST = re.compile(r'^\s*Test (\d+):\s*$')
 _BW = re.compile(r'^(\S+)\s*GB/s')
-
-
-def _clean(text):
-    return text.translate(_BORDERS)
 
 
 def check_errors(text):
@@ -78,7 +69,7 @@ class A2AResult:
         return {k: v for k, v in self.links.items() if v is not None}
 
 
-def _matrix(lines, at, columns, width, what):
+def _matrix(lines, at, width, what):
     """Rows after ``lines[at]`` by device label, up to the first non-row."""
     rows = {}
     for line in lines[at + 1:]:
@@ -102,7 +93,7 @@ def _matrix(lines, at, columns, width, what):
 def parse_a2a(text):
     """Parse ``TransferBench a2a`` output."""
     check_errors(text)
-    text = _clean(text)
+    text = text.translate(_BORDERS)
     lines = text.splitlines()
     head = [i for i, line in enumerate(lines)
             if line.strip().startswith('SRC\\DST') and 'STotal' in line]
@@ -115,9 +106,8 @@ def parse_a2a(text):
 
     gpus = tuple(_devices(lines[head[0]].split('STotal')[0]))
     n = len(gpus)
-    rows = _matrix(lines, head[0], gpus, n + 2, 'a2a matrix')
-    found = [label for label, _ in rows]
-    missing = [g for g in gpus if g not in found]
+    rows = _matrix(lines, head[0], n + 2, 'a2a matrix')
+    missing = [g for g in gpus if (g, '') not in rows]
     if missing:
         raise ParseError(f'a2a matrix: no row for {", ".join(missing)} '
                          f'(header lists {n} GPUs): truncated output')
@@ -179,14 +169,13 @@ def _p2p_block(lines, at, direction):
     if head is None:
         raise ParseError(f'{what}: no "SRC ... DST" header line')
     devices = tuple(_devices(lines[head]))
-    rows = _matrix(lines, head, devices, len(devices), what)
-    arrow = '->'
+    rows = _matrix(lines, head, len(devices), what)
     links = {}
     for src in devices:
-        if (src, arrow) not in rows:
+        if (src, '->') not in rows:
             raise ParseError(f'{what}: no row for {src} (header lists '
                              f'{len(devices)} devices): truncated output')
-        for dst, token in zip(devices, rows[(src, arrow)]):
+        for dst, token in zip(devices, rows[(src, '->')]):
             if src != dst:
                 links[(src, dst)] = _cell(token, f'{what}: {src} -> {dst}')
     return devices, links
@@ -195,7 +184,7 @@ def _p2p_block(lines, at, direction):
 def parse_p2p(text):
     """Parse ``TransferBench p2p`` output."""
     check_errors(text)
-    text = _clean(text)
+    text = text.translate(_BORDERS)
     lines = text.splitlines()
     titles = [(i, m.group(1)) for i, line in enumerate(lines)
               for m in [_P2P_TITLE.match(line)] if m]
@@ -255,10 +244,6 @@ class ConfigTest:
     aggregate_cpu: float
 
 
-def _fields(line):
-    return [f.strip() for f in re.split(r'[|│]', line)]
-
-
 def _bandwidth(field, what):
     m = _BW.match(field)
     if not m:
@@ -266,58 +251,50 @@ def _bandwidth(field, what):
     return number(m.group(1), what)
 
 
-def _config_line(line, test, state):
-    fields = _fields(line)
-    head = fields[0]
+def _config_test(test, comment, lines):
+    """The ConfigTest of the lines after ``Test N:``."""
     where = f'Test {test}'
-    if head.startswith('Executor:'):
-        name = ' '.join(head.split()[1:])
-        state['executors'][name] = _bandwidth(fields[1] if len(fields) > 1
-                                              else '', f'{where} {name}')
-    elif head.startswith('Transfer'):
-        if len(fields) < 5:
-            raise ParseError(f'{where}: truncated transfer line {line.strip()!r}')
-        index = int(head.split()[1])
-        bw = _bandwidth(fields[1], f'{where} Transfer {index:02d}')
-        time_ms = number(fields[2].split()[0], f'{where} Transfer {index} time')
-        nbytes = int(number(fields[3].split()[0], f'{where} Transfer bytes'))
-        state['transfers'].append(Transfer(index, bw, time_ms, nbytes,
-                                           fields[4]))
-    elif head.startswith('Aggregate'):
-        state['aggregate'] = _bandwidth(fields[1] if len(fields) > 1 else '',
-                                        f'{where} Aggregate (CPU)')
+    executors, transfers, aggregate = {}, [], None
+    for line in lines:
+        fields = [f.strip() for f in re.split(r'[|│]', line)]
+        head, second = fields[0], (fields[1] if len(fields) > 1 else '')
+        if head.startswith('Executor:'):
+            name = ' '.join(head.split()[1:])
+            executors[name] = _bandwidth(second, f'{where} {name}')
+        elif head.startswith('Transfer'):
+            if len(fields) < 5:
+                raise ParseError(f'{where}: truncated transfer line '
+                                 f'{line.strip()!r}')
+            index = int(head.split()[1])
+            bw = _bandwidth(second, f'{where} Transfer {index:02d}')
+            time_ms = number(fields[2].split()[0],
+                             f'{where} Transfer {index} time')
+            nbytes = int(number(fields[3].split()[0],
+                                f'{where} Transfer bytes'))
+            transfers.append(Transfer(index, bw, time_ms, nbytes, fields[4]))
+        elif head.startswith('Aggregate'):
+            aggregate = _bandwidth(second, f'{where} Aggregate (CPU)')
+    if not transfers or aggregate is None:
+        raise ParseError(f'{where}: no '
+                         f'{"Aggregate (CPU)" if transfers else "Transfer"}'
+                         f' line: the output is truncated')
+    return ConfigTest(test, comment, executors, tuple(transfers),
+                      aggregate)
 
 
 def parse_config_run(text, expected_tests=None):
     """Parse a config-file run of ``expected_tests`` test lines."""
     check_errors(text)
-    tests, comment, state, current = [], '', None, None
-
-    def close():
-        if state is None:
-            return
-        if not state['transfers'] or state['aggregate'] is None:
-            raise ParseError(f'Test {current}: no '
-                             f'{"Transfer" if not state["transfers"] else "Aggregate (CPU)"}'
-                             f' line: the output is truncated')
-        tests.append(ConfigTest(current, state['comment'], state['executors'],
-                                tuple(state['transfers']), state['aggregate']))
-
+    blocks, comment = [], ''     # (number, comment, lines) of each test
     for line in text.splitlines():
         if line.startswith('##'):
             comment = line.lstrip('#').strip()
-            continue
-        m = _TEST.match(line)
-        if m:
-            close()
-            current = int(m.group(1))
-            state = {'comment': comment, 'executors': {}, 'transfers': [],
-                     'aggregate': None}
+        elif m := _TEST.match(line):
+            blocks.append((int(m.group(1)), comment, []))
             comment = ''
-        elif state is not None:
-            _config_line(line, current, state)
-    close()
-
+        elif blocks:
+            blocks[-1][2].append(line)
+    tests = [_config_test(*block) for block in blocks]
     if not tests:
         raise ParseError('no "Test N:" results: TransferBench ran no test '
                          'of the config file')

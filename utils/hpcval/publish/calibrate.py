@@ -1,23 +1,14 @@
 """``hpcval calibrate``: a system's reference file from its own good runs.
 
-A site measures its baseline after maintenance: the selected runs (passed,
-of one system, no replays unless asked) become references whose value is
-the mean over the runs, whose bound comes from their spread (a one-sided
-prediction bound on the logarithms, built so that a healthy run of the
-node fails any of the figures it judges with a stated probability, the
-budget, per_figure; never tighter than a floor per kind of
-metric; hpcval.publish.stats.Rule), and whose ``source`` says where, when
-and with what they were measured.  GPUs and links against their siblings
-get one band per figure family (sibling_band).
-
-The old file's text is kept as it is, comments and anchors included: the
-calibrated entries go into a section at its end, after a marker comment,
-and override the entries above for the same tests because the last
-applicable entry wins (utils/hpcval/references.py).  A new calibration rewrites
-that section only, keeping its metrics that were not measured this time.
+Each figure of the selected runs becomes a reference: the mean over the
+runs, a bound from their spread (stats.Rule, sibling_band; docs/calibrate.md,
+"The statistics") and a source saying where, when and with what.  The
+entries go into a section after MARKER at the file's end, overriding the
+ones above (the last applicable entry wins); the rest of the text is kept.
 Nothing is written unless asked, never over a file that changed since it
 was read, and never a text that references.load refuses.
 """
+import collections
 import contextlib
 import dataclasses
 import datetime
@@ -38,15 +29,10 @@ from hpcval.health.inventory import INVENTORY_MARKER
 from hpcval.publish.comparison import better
 from hpcval.publish.stats import Rule, prediction_factor
 
-# The outlier test: each run is set against the other runs of its metric,
-# as a new run would be against a calibration made of them: outside their
-# two-sided prediction interval, mean +- t(1 - a/2; m - 1) sqrt(1 + 1/m) s
-# of the m = n - 1 others, with a = OUTLIER_RATE / n.  Healthy runs of a
-# normal population are then left out with a chance of at most
-# OUTLIER_RATE per metric (Bonferroni over the n runs); one run among the
-# others is robust to itself (it is never part of its own yardstick).
-# A spread below OUTLIER_MIN_SPREAD of the mean is taken as that much, so
-# that sub-percent noise over identical runs never counts as apart.
+# The outlier test (docs/calibrate.md, "Runs that sit apart"): a run
+# outside the two-sided prediction interval of the others at a =
+# OUTLIER_RATE / n (Bonferroni over the n runs); a spread below
+# OUTLIER_MIN_SPREAD of the mean is taken as that much.
 OUTLIER_RATE = 1e-3
 OUTLIER_MIN_SPREAD = 0.005
 
@@ -55,23 +41,15 @@ OUTLIER_MIN_SPREAD = 0.005
 MIN_FALSE_ALARM = 1e-12
 # a figure whose square a double still holds, with room for a sum of them
 _LARGEST = 1e150
-#: the node's false-alarm budget by default (docs/calibrate.md, "a
-#: false-alarm budget per node"): 1 healthy run in 200 of a node may fail,
-#: a weekly check of 200 nodes raising about one false alarm a week, each
-#: one a node drained for nothing.  A run's verdict judges all its m
-#: figures; each bound is built for a = 1 - (1 - b)^(1/m) (per_figure), m
-#: counted from the baseline runs themselves (judged_per_run)
+#: the node's false-alarm budget by default: 1 healthy run in 200 may fail
+#: (docs/calibrate.md, "a false-alarm budget per node")
 BUDGET = 1 / 200
 RULE = 'calibrated'
 SIBLING_RULE = 'calibrated_siblings'
-# A sibling band (sibling_band) is never looser than the run's own rule (a
-# member at 1/1.6 of its siblings' median: hpcval.benchmarks.siblings),
-# never tighter than 10 % below them (a healthy GPU or link may sit a few
-# percent off its peers for good, by its place on the board), and below
-# the lowest healthy ratio seen by a margin: first-pass ratios of p2p
-# links have a heavy low tail (TransferBench re-measures a link only once
-# it falls under the bound; a healthy 0.671 is among the 4 x H100
-# baselines)
+# A sibling band is never looser than the run's own rule (1/1.6 of the
+# siblings' median), never tighter than 10 % below them, and below the
+# lowest healthy ratio by a margin: first-pass p2p ratios have a heavy low
+# tail (a healthy 0.671 is among the 4 x H100 baselines)
 SIBLING_LOOSEST, SIBLING_TIGHTEST, SIBLING_MARGIN = 1 / 1.6, 0.90, 0.95
 SIBLING_RULE_TEXT = (
     'Measured on this node by `hpcval calibrate`: a GPU\'s or link\'s '
@@ -104,12 +82,9 @@ class Calibration:
     diff: str
     notes: list
     path: str
-    #: each calibrated figure: label, metric, direction, n, mean, std,
-    #: tolerance, how (hpcval.publish.sample_size.table)
+    #: each figure tried, as hpcval.publish.sample_size.table reads it
     figures: list = dataclasses.field(default_factory=list)
-    #: the rule the bounds were built by: the node's budget (None where a
-    #: rate per figure was given), that rate, and the figures a run judges
-    rule: object = None
+    rule: object = None     # the stats.Rule the bounds were built by
 
 
 class _Folded(str):
@@ -136,28 +111,26 @@ def _fraction_up(x):
 
 def _select(samples, system, allow_replays, accept_performance_failures,
             notes):
-    # a failed case has samples only if it got to its performance stage:
-    # its sanity passed, and only its old bounds (or a later stage) failed
+    # a failed case has samples only if its sanity passed: only its old
+    # bounds (or a later stage) failed
     ok = {'pass', 'fail'} if accept_performance_failures else {'pass'}
-    # cases that failed in their performance stage on sibling figures
-    # (hpcval.peers) and on nothing else
-    failing = {}
+    failing = collections.defaultdict(list)
     for s in samples:
-        if s.case.result == 'fail' and s.case.phase == 'performance':
-            mine = failing.setdefault(id(s.case), [])
-            if s.result == 'fail':
-                mine.append(s.metric)
+        if s.case.result == s.result == 'fail' and \
+                s.case.phase == 'performance':
+            failing[id(s.case)].append(s.metric)
+    # cases that failed on sibling figures (hpcval.peers) and nothing else
     by_siblings = set() if accept_performance_failures else {
-        case for case, metrics in failing.items() if metrics and
-        all(peers.is_sibling_figure(m) for m in metrics)}
-    kept, left = [], {}
+        case for case, metrics in failing.items()
+        if all(map(peers.is_sibling_figure, metrics))}
+    kept, left = [], collections.Counter()
     for s in samples:
         why = ('another system' if s.case.system != system else
                f'result {s.case.result}' if s.case.result not in ok and
                id(s.case) not in by_siblings else
                'a replay' if s.case.replay and not allow_replays else None)
         if why:
-            left[why] = left.get(why, 0) + 1
+            left[why] += 1
         else:
             kept.append(s)
     notes += [f'left out {n} sample(s) of {why}'
@@ -170,14 +143,14 @@ def _select(samples, system, allow_replays, accept_performance_failures,
     return kept
 
 
-def _utc(t, fmt='%Y-%m-%d %H:%M'):
+def utc(t, fmt='%Y-%m-%d %H:%M'):
+    """Unix time ``t`` in UTC, as ``fmt``."""
     return datetime.datetime.fromtimestamp(
         t, datetime.timezone.utc).strftime(fmt)
 
 
 def _dates(cases):
-    first, last = (_utc(t) for t in (min(c.time for c in cases),
-                                     max(c.time for c in cases)))
+    first, last = (utc(f(c.time for c in cases)) for f in (min, max))
     return f'{first} to {last} UTC' if first != last else f'{first} UTC'
 
 
@@ -189,12 +162,12 @@ def _listed(items, most=6):
 
 def _versions(cases):
     # what the runs were measured with (hpcval.provenance), where recorded
-    found = {}
+    found = collections.defaultdict(set)
     for c in cases:
         for key, val in c.extras.get('provenance', {}).items():
             # each node's own record (a mapping) is not a version
             if key not in ('kernel', 'cpu') and isinstance(val, str):
-                found.setdefault(key, set()).add(val)
+                found[key].add(val)
     return '; '.join(f'{key} {_listed(vals)}'
                      for key, vals in sorted(found.items()))
 
@@ -251,7 +224,7 @@ def _outlier_factor(n, rate):
 def _run_name(s):
     nodes = '+'.join(s.case.nodes) or 'node not recorded'
     session = f'session {s.case.session[:8]} ' if s.case.session else ''
-    return f'{session}on {nodes} at {_utc(s.case.time)} UTC'
+    return f'{session}on {nodes} at {utc(s.case.time)} UTC'
 
 
 def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
@@ -303,13 +276,12 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
                 if min(values) > 0 else None},
             f'fewer than {rule.min_samples} runs')
 
-    try:
-        mean = statistics.fmean(values)
-        std = statistics.stdev(values) if len(values) > 1 else 0.0
+    try:    # min_samples >= 2 and every value below _LARGEST
+        mean, std = statistics.fmean(values), statistics.stdev(values)
         spread = std / mean if mean > 0 else 0.0
     except (OverflowError, ValueError):
         mean = std = spread = math.inf
-    if not all(map(math.isfinite, (*values, mean, std, spread))):
+    if not all(map(math.isfinite, (mean, std, spread))):
         return refuse(f'values beyond any float '
                       f'({_listed(map(str, values), 3)} {unit})')
     if mean <= 0:
@@ -333,29 +305,24 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
     tol = _fraction_up(tol)
     # too noisy to judge: a linear bound at 0, or (on logs) a bound that
     # passes e^-1 = 37 % of the baseline, the same to first order
-    width = rule.width(len(values), log_std) if rule.k is None else tol
-    spec = {'value': _significant(mean)}
-    if direction == 'higher':
-        if tol >= 1 or width >= 1:
-            what = f'{how} = {tol:g}' if tol >= 1 else \
-                f'{how} = {width:.4g} >= 1'
-            return refuse(f'{what}, a lower bound '
-                          f'{"at 0" if tol >= 1 else "this far below"} '
-                          f'would judge nothing (take quieter or more runs)',
-                          measured, what)
-        spec['lower'] = -tol
-        if tol >= 0.5:
-            notes.append(f'warning: {label} judges little: it passes down to '
-                         f'{1 - tol:.0%} of the baseline ({how}; take quieter '
-                         f'or more runs)')
-    else:
-        spec['upper'] = tol
-        if tol >= 1:
-            notes.append(f'warning: {label} judges little: it passes up to '
-                         f'{1 + tol:.1f} x the baseline ({how}; take quieter '
-                         f'or more runs)')
-    spec.update(spread=_significant(std), unit=unit, rule=RULE,
-                source=_provenance(runs, mean, std, unit, how))
+    width = tol if rule.k is not None else \
+        prediction_factor(len(values), rule.false_alarm) * log_std
+    higher = direction == 'higher'
+    if higher and (tol >= 1 or width >= 1):
+        what = f'{how} = {tol:g}' if tol >= 1 else f'{how} = {width:.4g} >= 1'
+        return refuse(f'{what}, a lower bound '
+                      f'{"at 0" if tol >= 1 else "this far below"} '
+                      f'would judge nothing (take quieter or more runs)',
+                      measured, what)
+    if tol >= (0.5 if higher else 1):
+        passes = f'down to {1 - tol:.0%} of' if higher else \
+            f'up to {1 + tol:.1f} x'
+        notes.append(f'warning: {label} judges little: it passes {passes} '
+                     f'the baseline ({how}; take quieter or more runs)')
+    spec = {'value': _significant(mean),
+            'lower' if higher else 'upper': -tol if higher else tol,
+            'spread': _significant(std), 'unit': unit, 'rule': RULE,
+            'source': _provenance(runs, mean, std, unit, how)}
     figures.append({'label': label, 'metric': metric, 'direction': direction,
                     'n': len(values), **measured, 'tolerance': tol,
                     'how': how})
@@ -364,9 +331,7 @@ def _metric(label, metric, runs, rule, notes, keep_outliers, figures):
 
 def _plan(samples, old_refs, include_absent, notes):
     """What to calibrate: [(key, test label, {metric: runs}, {sibling
-    family: runs})], only for checks their runs recorded as their class
-    (a report naming another class would make an entry that fails every
-    test of the system in setup); what is left out is said in ``notes``."""
+    family: runs})]; what is left out, and why, in ``notes``."""
     groups = {}     # {(check, partition, params): {metric: [Sample]}}
     for s in sorted(samples, key=lambda s: s.case.time):
         key = (s.case.check, s.case.partition, s.case.params)
@@ -375,7 +340,7 @@ def _plan(samples, old_refs, include_absent, notes):
     for (check, partition, params), metrics in groups.items():
         other = {tuple(s.case.extras.get('lineage') or (check,))[0]
                  for runs in metrics.values() for s in runs} - {check}
-        if other:
+        if other:       # its entry would fail every test in setup
             notes.append(f'refused {check}: no such check: its runs '
                          f'recorded the class {_listed(map(str, other))} '
                          f'(hpcval_lineage); its runs are not calibrated')
@@ -429,24 +394,20 @@ def _entries(plan, rule, notes, keep_outliers, figures):
     """New calibrated entries: [(key, {metric: spec})]."""
     out = []
     for key, test, metrics, families in plan:
-        specs = {}
-        for metric, runs in metrics.items():
-            spec = _metric(f'{test} {metric}', metric, runs, rule, notes,
-                           keep_outliers, figures)
-            if spec:
-                specs[metric] = spec
-        for name, runs in sorted(families.items()):
-            spec = _family(f'{test} {name}', runs, rule, notes, figures)
-            if spec:
-                specs[name] = spec
+        specs = {metric: _metric(f'{test} {metric}', metric, runs, rule,
+                                 notes, keep_outliers, figures)
+                 for metric, runs in metrics.items()}
+        specs.update((name, _family(f'{test} {name}', runs, rule, notes,
+                                    figures))
+                     for name, runs in sorted(families.items()))
+        specs = {name: spec for name, spec in specs.items() if spec}
         if specs:
             out.append((key, specs))
     return out
 
 
 def _family(label, runs, rule, notes, figures):
-    """The band of one sibling family (sibling_band) from
-    the healthy ratios of all its members over all runs, or None."""
+    """The spec of one sibling family's band (sibling_band), or None."""
     # the ratios that failed their run's band are left out
     kept = [s for s in runs if s.result != 'fail' and s.value > 0 and
             math.isfinite(s.value)]
@@ -482,12 +443,9 @@ def _family(label, runs, rule, notes, figures):
 
 
 def sibling_band(ratios, runs, false_alarm):
-    """(bound, how) for a family's healthy ``ratios`` of ``runs`` runs:
-    the lower of a log-normal prediction bound (t(1 - false_alarm; runs -
-    1) sqrt(1 + 1/runs) std of the ln ratios below their mean; the runs,
-    not the ratios, count as samples: members of one run move together)
-    and the lowest ratio times SIBLING_MARGIN, kept within
-    [SIBLING_LOOSEST, SIBLING_TIGHTEST]."""
+    """(bound, how) for a family's healthy ``ratios`` of ``runs`` runs
+    (SIBLING_RULE_TEXT; the runs count as samples: members of one run move
+    together)."""
     logs = [math.log(r) for r in ratios]
     f = prediction_factor(runs, false_alarm)
     normal = math.exp(statistics.fmean(logs) - f * statistics.stdev(logs))
@@ -505,47 +463,37 @@ def sibling_band(ratios, runs, false_alarm):
 
 
 def per_figure(budget, judged):
-    """The false-alarm rate per figure that keeps ``judged`` figures
-    within ``budget`` together (independent figures: exact; figures that
-    move together fail together less often)."""
+    """The false-alarm rate per figure that keeps ``judged`` independent
+    figures within ``budget`` together (figures moving together: less)."""
     # expm1/log1p: 1 - (1 - b)^(1/m) without cancellation for small b
     return -math.expm1(math.log1p(-budget) / max(judged, 1))
 
 
 def judged_per_run(samples, calibrated):
-    """m: the figures one run of ``samples`` judges.
-
-    A figure counts where calibrate bounds it or tries to (its key and
-    metric in ``calibrated``, {(check, partition, params, metric)}: every
-    GPU's ``copy@gpuN`` is judged by ``copy``'s bound, and a figure
-    refused for noise still counts, so m is never too small), where it is
-    a GPU's or link's figure against its siblings, or where its run
-    recorded a band for it (a reference that judges it already).  Per test
-    the most of any of its runs, summed over the tests: the figures of a
-    run that runs each test once."""
-    by_case = {}
+    """m: the figures one run of ``samples`` judges (docs/calibrate.md,
+    "The statistics"); ``calibrated``: {(check, partition, params, metric)}
+    calibrate bounds or tries to."""
+    judged = collections.Counter()      # {(case, test): figures judged}
     for s in samples:
-        by_case.setdefault(id(s.case), (s.case, []))[1].append(s)
-    most = {}
-    for case, figures in by_case.values():
-        key = (case.check, case.partition, case.params)
-        n = sum(1 for s in figures
-                if (*key, s.metric.split('@')[0]) in calibrated or
-                peers.is_sibling_figure(s.metric) or
-                judgement.Band.of_sample(s) is not None)
-        most[key] = max(most.get(key, 0), n)
+        key = (s.case.check, s.case.partition, s.case.params)
+        judged[id(s.case), key] += (*key, s.metric.split('@')[0]) in \
+            calibrated or peers.is_sibling_figure(s.metric) or \
+            judgement.Band.of_sample(s) is not None
+    most = collections.defaultdict(int)     # per test, its most of any run
+    for (_, key), n in judged.items():
+        most[key] = max(most[key], n)
     return sum(most.values())
 
 
 def _split(text, path):
-    """(text before the calibrated section, that section's entries, the
-    site's comments in it: {index of the entry they stand in or before:
+    """(the lines before the calibrated section, that section's entries,
+    the site's comments in it: {index of the entry they stand in or before:
     [comment lines]}, len(entries) for those after the last)."""
     lines = text.splitlines(keepends=True)
     at = next((i for i, line in enumerate(lines)
                if line.strip().startswith(MARKER)), None)
     if at is None:
-        return text, [], {}
+        return lines, [], {}
 
     section = textwrap.dedent(''.join(lines[at:]))
     try:
@@ -569,7 +517,7 @@ def _split(text, path):
             where = index if index >= 0 and line[0].isspace() \
                 else index + 1
             comments.setdefault(where, []).append(line.strip() + '\n')
-    return ''.join(lines[:at]), entries, comments
+    return lines[:at], entries, comments
 
 
 def _key(entry):
@@ -609,14 +557,13 @@ def _block_end(lines, at):
                 len(lines))
 
 
-def _with_rule(head, rule_text, path, name=RULE):
-    """``head`` with rules.<name> set to ``rule_text``."""
-    lines = head.splitlines(keepends=True)
+def _set_rule(lines, rule_text, path, name=RULE):
+    """Sets rules.<name> of the file's ``lines`` to ``rule_text``."""
     r = _top_level(lines, 'rules')
     if r is None:
         e = _top_level(lines, 'entries', path)
         lines[e:e] = ['rules:\n', *_rule_lines('  ', rule_text, name)]
-        return ''.join(lines)
+        return
 
     if lines[r].strip() != 'rules:':
         raise CalibrationError(f'{path}: rules must be a block mapping '
@@ -634,13 +581,11 @@ def _with_rule(head, rule_text, path, name=RULE):
                      and len(lines[i]) - len(lines[i].lstrip())
                      <= len(indent)), end)
         lines[old:stop] = _rule_lines(indent, rule_text, name)
-    return ''.join(lines)
 
 
-def _with_false_alarms(head, rule):
-    """``head`` with its top-level ``false_alarms`` (the rate the bounds
-    were built for: hpcval.references.FalseAlarms) set from ``rule``."""
-    lines = head.splitlines(keepends=True)
+def _set_false_alarms(lines, rule):
+    """Sets the top-level ``false_alarms`` (the rate the bounds were built
+    for: hpcval.references.FalseAlarms) of ``lines`` from ``rule``."""
     old = _top_level(lines, 'false_alarms')
     if old is not None:
         del lines[old:_block_end(lines, old)]
@@ -648,22 +593,20 @@ def _with_false_alarms(head, rule):
     node = '' if rule.budget is None else f'node_rate: {rule.budget:g}, '
     lines[at:at] = [f'false_alarms: {{{node}figures: {rule.judged}, '
                     f'per_figure: {rule.false_alarm:.3g}}}\n']
-    return ''.join(lines)
 
 
 def _inventory(samples):
     """The inventory entries the health records of the selected runs show
     (hpcval.health.inventory.from_records), one per partition."""
-    by_part = {}
+    by_part = collections.defaultdict(dict)
     for s in samples:
         rec = s.case.extras.get('health')
         if rec is not None and rec.node:
             # the latest record of each node
-            by_part.setdefault(s.case.partition, {})[rec.node] = \
-                (s.case.time, rec)
+            by_part[s.case.partition][rec.node] = (s.case.time, rec)
     out = []
     for part, nodes in sorted(by_part.items()):
-        when = _utc(max(t for t, _ in nodes.values()), '%Y-%m-%d')
+        when = utc(max(t for t, _ in nodes.values()), '%Y-%m-%d')
         entry = inventory.from_records(
             [rec for _, rec in nodes.values()], part, f'hpcval calibrate: '
             f'the GPU tool on {_listed(nodes)} in the baseline runs, {when}')
@@ -676,13 +619,11 @@ _INVENTORY_HEADER = (f'{INVENTORY_MARKER} the GPUs of the baseline runs '
                      f'(rewritten by each calibration)\n')
 
 
-def _with_inventory(head, entries, path, notes):
-    """``head`` with its ``inventory:`` block set to ``entries``: one that
-    calibrate wrote is replaced, one written by hand is kept (with a note
-    of what the runs show)."""
+def _set_inventory(lines, entries, path, notes):
+    """Sets the ``inventory:`` block of ``lines`` to ``entries``, unless
+    the site wrote it by hand (a note says what the runs show)."""
     if not entries:
-        return head
-    lines = head.splitlines(keepends=True)
+        return
     at = _top_level(lines, 'inventory')
     if at is not None:
         mark = at - 1       # calibrate's comment, maybe the site's below it
@@ -694,7 +635,7 @@ def _with_inventory(head, entries, path, notes):
                          f'baseline runs show: ' + '; '.join(
                              f'{e["partition"]}: {e["gpus"]} x '
                              f'{e.get("model", "no GPU")}' for e in entries))
-            return head
+            return
         end = _block_end(lines, at)
         try:
             old = (bounded.load(''.join(lines[at:end])) or {}).get(
@@ -711,7 +652,7 @@ def _with_inventory(head, entries, path, notes):
         if entries == old:
             notes.append(f'{path}: inventory rewritten from the baseline '
                          f'runs (unchanged)')
-            return head         # as it was, the site's comments in place
+            return              # as it was, the site's comments in place
         # the site's whole-line comments, as they were written
         comments = [line if line.endswith('\n') else line + '\n'
                     for line in lines[mark + 1:end]
@@ -719,11 +660,10 @@ def _with_inventory(head, entries, path, notes):
         lines[mark:end] = [_INVENTORY_HEADER, *comments,
                            _inventory_block(entries)]
         notes.append(f'{path}: inventory rewritten from the baseline runs')
-        return ''.join(lines)
+        return
     e = _top_level(lines, 'entries', path)
     lines[e:e] = [_INVENTORY_HEADER, _inventory_block(entries)]
     notes.append(f'{path}: inventory written from the baseline runs')
-    return ''.join(lines)
 
 
 def _dump(data, **style):
@@ -751,11 +691,10 @@ def _new_file(system, rule_text):
             f'entries:\n')
 
 
-def _append(head, entries, path, comments, trailing):
-    """``head`` with the calibrated section of ``entries`` appended, each
-    entry after the site's comments of it (``comments``: {_key(entry):
-    [lines]}), ``trailing`` comments last."""
-    lines = head.splitlines(keepends=True)
+def _append(lines, entries, path, comments, trailing):
+    """The text of ``lines`` with the calibrated section of ``entries``
+    appended, each entry after the site's comments of it (``comments``:
+    {_key(entry): [lines]}), ``trailing`` comments last."""
     e = _top_level(lines, 'entries', path)
     if any(re.match(r'[A-Za-z_]', line) for line in lines[e + 1:]):
         raise CalibrationError(f'{path}: entries must be the last top-level '
@@ -782,7 +721,7 @@ def _loaded(below, path, text):
     return references.load(path, text=text)
 
 
-def _check_loads(text, system, new_entries, path, below=None):
+def _check_loads(text, new_entries, path, below):
     """references.load accepts ``text`` (layered over ``below``), and each
     calibrated test gets the calibrated tuples from it."""
     try:        # in memory: nothing is written before --write
@@ -802,7 +741,6 @@ def _check_loads(text, system, new_entries, path, below=None):
                 raise CalibrationError(
                     f'{path}: {check} {metric} would be judged against '
                     f'{have}, not the calibrated {want}')
-    return refs
 
 
 def _read(path):
@@ -822,9 +760,7 @@ def _read(path):
 
 
 def _replace(path, text):
-    """Write ``text`` to ``path`` atomically: a new file in the same
-    folder (made where missing), renamed over it (never through a
-    symbolic link)."""
+    """Write ``text`` to ``path`` atomically, never through a link."""
     folder = os.path.dirname(path) or '.'
     try:
         mode = os.stat(path).st_mode & 0o7777
@@ -856,17 +792,13 @@ _SYSTEM = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]*')
 
 
 def check_system(system, by_system_refs):
-    """``system`` if it names a known system: one of systems/ or with a
-    reference file already (its name becomes a file name: nothing else
-    may)."""
+    """``system`` if it names a known system (it becomes a file name)."""
     known = set(by_system_refs)
     for folder in (os.path.join(paths.repo_root(), 'systems'),
                    *paths.site_folders('systems')):
-        try:
+        with contextlib.suppress(OSError):
             known |= {f[:-3] for f in os.listdir(folder)
                       if f.endswith('.py') and not f.startswith('_')}
-        except OSError:
-            pass
     if not isinstance(system, str) or not _SYSTEM.fullmatch(system) \
             or system not in known:
         raise CalibrationError(f'--system {system!r}: not a known system '
@@ -877,22 +809,19 @@ def check_system(system, by_system_refs):
 def _check_options(floor, k, min_samples, budget, false_alarm):
     """One line naming the option that is out of range."""
     rate = f'from {MIN_FALSE_ALARM} to below 0.5'
-    why = '; a smaller rate has no t quantile in double precision'
-    for name, value, bad, want, note in (
-            ('floor', floor, floor is not None and
-             not (math.isfinite(floor) and floor >= 0), '>= 0', ''),
-            ('k', k, k is not None and not (math.isfinite(k) and k > 0),
-             '> 0', ''),
-            ('min_samples', min_samples, min_samples < 2, '>= 2',
-             '; a spread needs two runs'),
-            ('budget', budget, not MIN_FALSE_ALARM <= budget < 0.5, rate,
-             why if budget < MIN_FALSE_ALARM else ''),
-            ('false_alarm', false_alarm, false_alarm is not None and
-             not MIN_FALSE_ALARM <= false_alarm < 0.5, rate,
-             why if (false_alarm or 0) < MIN_FALSE_ALARM else '')):
-        if bad:
-            raise CalibrationError(f'expected {name} {want} (got '
-                                   f'{value}{note})')
+    for name, value, ok, want in (
+            ('floor', floor, lambda v: math.isfinite(v) and v >= 0, '>= 0'),
+            ('k', k, lambda v: math.isfinite(v) and v > 0, '> 0'),
+            ('min_samples', min_samples, lambda v: v >= 2, '>= 2'),
+            ('budget', budget, lambda v: MIN_FALSE_ALARM <= v < 0.5, rate),
+            ('false_alarm', false_alarm,
+             lambda v: MIN_FALSE_ALARM <= v < 0.5, rate)):
+        if value is None or ok(value):      # NaN fails every comparison
+            continue
+        note = '; a spread needs two runs' if name == 'min_samples' else \
+            '; a smaller rate has no t quantile in double precision' \
+            if want == rate and value < MIN_FALSE_ALARM else ''
+        raise CalibrationError(f'expected {name} {want} (got {value}{note})')
 
 
 def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
@@ -900,12 +829,9 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
               allow_replays=False, include_absent=False,
               accept_performance_failures=False, ref_dir=None, write=False,
               base_dir=None, keep_outliers=False):
-    """Calibration of ``system`` from ``samples`` (results.Sample) over
-    ``by_system_refs`` (the references as the caller read them); the
-    options are ``hpcval calibrate``'s (docs/calibrate.md).  ``ref_dir``:
-    the folder written (default: the built-in references/); ``base_dir``:
-    the built-in folder a site's ``ref_dir`` is layered over.  With
-    ``write`` the file is replaced, unless it changed since it was read."""
+    """Calibration of ``system`` from ``samples`` over ``by_system_refs``
+    (as the caller read them) with ``hpcval calibrate``'s options, into
+    ``ref_dir``, layered over ``base_dir`` where given."""
     check_system(system, by_system_refs)
     _check_options(floor, k, min_samples, budget, false_alarm)
     if ref_dir is None:
@@ -949,23 +875,23 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
     # built-in file (references.ReferenceSet.layered), so that upstream
     # corrections of the other entries still reach the site
     head, previous, comments = _split(old, path) if old is not None \
-        else (_new_file(system, rule_text), [], {})
+        else (_new_file(system, rule_text).splitlines(keepends=True), [], {})
     if not new_entries:
         notes.append(f'nothing to calibrate for {system}: the file is left '
                      f'as it is')
         return Calibration(old or '', '', notes, path, figures, rule)
 
-    head = _with_inventory(head, _inventory(selected), path, notes)
+    _set_inventory(head, _inventory(selected), path, notes)
     by_key = {_key(e): comments.pop(i, [])
               for i, e in enumerate(previous) if isinstance(e, dict)}
     if any(spec.get('rule') == SIBLING_RULE for _, specs in new_entries
            for spec in specs.values()):
-        head = _with_rule(head, SIBLING_RULE_TEXT, path, SIBLING_RULE)
-    head = _with_false_alarms(head, rule)
-    text = _append(_with_rule(head, rule_text, path),
-                   _merge(previous, new_entries), path, by_key,
+        _set_rule(head, SIBLING_RULE_TEXT, path, SIBLING_RULE)
+    _set_false_alarms(head, rule)
+    _set_rule(head, rule_text, path)
+    text = _append(head, _merge(previous, new_entries), path, by_key,
                    [line for rest in comments.values() for line in rest])
-    _check_loads(text, system, new_entries, path, below)
+    _check_loads(text, new_entries, path, below)
     name = os.path.join(os.path.basename(ref_dir), f'{system}.yaml')
     diff = ''.join(difflib.unified_diff(
         (old or '').splitlines(keepends=True),

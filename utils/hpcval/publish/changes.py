@@ -1,6 +1,5 @@
 """Runs grouped by provenance (report --group-by) and node diffs (diff)."""
 import dataclasses
-import datetime
 import json
 import math
 import os
@@ -8,7 +7,7 @@ from dataclasses import dataclass, field
 
 from hpcval import records, units, verdict_refs
 from hpcval.publish import comparison, formats, numbers, stats
-from hpcval.publish.calibrate import RULE
+from hpcval.publish.calibrate import RULE, utc
 from hpcval.publish.stats import FLOORS, Rule
 
 ALPHA = 0.01
@@ -40,26 +39,15 @@ def node_provenance(case, node):
     return {**records.of_node(record, None), **records.of_node(record, node)}
 
 
-def _key(name):
-    return ALIASES.get(name, name)
-
-
 @dataclass
 class Group:
+    """The runs of a figure with one value of the key."""
     value: str
-    values: list = field(default_factory=list)
+    values: list
 
-    @property
-    def n(self):
-        return len(self.values)
-
-    @property
-    def mean(self):
-        return math.fsum(self.values) / self.n
-
-    @property
-    def std(self):
-        return comparison.mean_std(self.values)[1]
+    def __post_init__(self):
+        self.n = len(self.values)
+        self.mean, self.std = comparison.mean_std(self.values)
 
 
 @dataclass
@@ -71,25 +59,16 @@ class Figure:
     groups: list                 # [Group], the first is the baseline
     tests: list                  # per later group: None or (t, df, p)
 
-    def as_dict(self):
-        return {'column': self.column, 'test': self.test,
-                'metric': self.metric, 'unit': self.unit,
-                'groups': [{'value': g.value, 'n': g.n, 'mean': g.mean,
-                            'std': g.std} for g in self.groups],
-                'welch': [None if t is None else
-                          {'t': t[0], 'df': t[1], 'p': t[2],
-                           'significant': t[2] < ALPHA}
-                          for t in self.tests]}
-
 
 def group_by(samples, cases, key):
     """[Figure] of ``samples`` by the provenance ``key`` of their node."""
-    key = _key(key)
     where = comparison.placed(cases)
     first_seen, by_figure = {}, {}
     for s in sorted(samples, key=lambda s: s.case.time):
         col, test = where[id(s.case)]
-        value = _value_of(s.case, key)
+        value = ' | '.join(sorted({
+            node_provenance(s.case, node).get(key) or NOT_RECORDED
+            for node in s.case.nodes or ('',)}))
         first_seen.setdefault(value, len(first_seen))
         fig = by_figure.setdefault((col, test, s.metric, s.unit), {})
         fig.setdefault(value, []).append(s.value)
@@ -103,12 +82,6 @@ def group_by(samples, cases, key):
     return out
 
 
-def _value_of(case, key):
-    values = sorted({node_provenance(case, node).get(key) or NOT_RECORDED
-                     for node in case.nodes or ('',)})
-    return ' | '.join(values)
-
-
 def recorded_keys(cases):
     """The provenance keys any of ``cases`` recorded."""
     keys = set()
@@ -119,8 +92,6 @@ def recorded_keys(cases):
 
 
 def _fmt(value, unit):
-    if value is None:
-        return '-'
     shown = numbers.scaled_unit(unit, [value])
     return f'{numbers.sig(numbers.scale(value, unit, shown), 4)} {shown}'
 
@@ -128,12 +99,12 @@ def _fmt(value, unit):
 def group_text(figures, key):
     """The group-by figures as a Markdown table."""
     esc = formats.md_text
-    lines = [f'# Runs grouped by provenance key `{esc(_key(key))}`', '',
-             f'Each figure by value of {esc(_key(key))}: n, mean ± sample '
+    lines = [f'# Runs grouped by provenance key `{esc(key)}`', '',
+             f'Each figure by value of {esc(key)}: n, mean ± sample '
              f'std; p: Welch\'s two-sided t-test (unequal variances) of '
              f'each value against the first, significant at p < {ALPHA} '
              f'(no test where a value has one run).', '',
-             '| system | test | metric | ' + f'{esc(_key(key))} | n | '
+             '| system | test | metric | ' + f'{esc(key)} | n | '
              'mean ± std | p (vs first) |', '|---|---|---|---|---|---|---|']
     for fig in figures:
         unit = numbers.scaled_unit(fig.unit, [x.mean for x in fig.groups])
@@ -169,7 +140,7 @@ def group_csv(figures, key):
             tested = ('',) * 4 if t is None else \
                 (*t, str(t[2] < ALPHA).lower())
             out.writerow([formats.csv_text(x) for x in (
-                fig.column, fig.test, fig.metric, fig.unit, _key(key),
+                fig.column, fig.test, fig.metric, fig.unit, key,
                 g.value, g.n, g.mean, '' if g.std is None else g.std,
                 *tested)])
     return buf.getvalue()
@@ -191,12 +162,7 @@ class Session:
 
     @property
     def name(self):
-        return f'{_when(self.time)} ({self.source})'
-
-
-def _when(t):
-    return datetime.datetime.fromtimestamp(
-        t, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+        return f'{utc(self.time)} UTC ({self.source})'
 
 
 def _sessions(cases, node):
@@ -268,17 +234,16 @@ def since(samples, cases, baseline=None, refs=None):
     cases = [c for c in cases if not c.fixture and not c.replay]
     calibrated = verdict_refs.Bounds(refs) if baseline == CALIBRATION \
         else None
+    may_be, no_base = _base_rule(baseline)
     out = []
     for node in sorted({n for c in cases for n in c.nodes}):
         *before, newest = _sessions(cases, node)
         diff = NodeDiff(node, newest.name)
         good = [s for s in before if s.passed]
-        base = next((s for s in reversed(good) if _may_be(s, baseline)),
-                    None)
+        base = next((s for s in reversed(good) if may_be(s)), None)
         history = [c for s in good if base and s.time <= base.time
                    for c in s.cases]
-        diff.baseline = base.name if base else \
-            f'none ({_no_base(baseline)})'
+        diff.baseline = base.name if base else f'none ({no_base})'
         if calibrated is not None:
             diff.baseline = 'the calibration in ' + refs.files.get(
                 newest.cases[0].system, 'the references')
@@ -312,20 +277,16 @@ CALIBRATION = 'calibration'
 _RANK = {'moved': 0, 'not moved': 1, 'not judged': 2}
 
 
-def _may_be(session, baseline):
+def _base_rule(baseline):
+    """(whether a passing session may be the baseline, why there is none)."""
     if isinstance(baseline, float):
-        return session.time <= baseline
-    if isinstance(baseline, str) and baseline != CALIBRATION:
-        return os.path.realpath(session.source) == os.path.realpath(baseline)
-    return True
-
-
-def _no_base(baseline):
-    if isinstance(baseline, float):
-        return f'no passing session at or before {_when(baseline)}'
+        return (lambda s: s.time <= baseline,
+                f'no passing session at or before {utc(baseline)} UTC')
     if baseline and baseline != CALIBRATION:
-        return f'no passing session in {baseline}'
-    return 'no passing session before it'
+        path = os.path.realpath(baseline)
+        return (lambda s: os.path.realpath(s.source) == path,
+                f'no passing session in {baseline}')
+    return lambda s: True, 'no passing session before it'
 
 
 def _provenance(diff, before, after, only_before=False):
@@ -370,9 +331,8 @@ def _moved(test, metric, value, unit, history):
     fig = Moved(test, metric, unit, value, n=len(got))
     if len(got) < MIN_RUNS:
         return fig
-    fig.baseline = math.fsum(got) / len(got)
-    noise = stats.t_ppf(1 - FALSE_ALARM / 2, len(got) - 1) * \
-        math.sqrt(1 + 1 / len(got)) * comparison.mean_std(got)[1]
+    fig.baseline, std = comparison.mean_std(got)
+    noise = stats.prediction_factor(len(got), FALSE_ALARM / 2) * std
     # calibrate's floor of the figure's kind
     kind = Rule().kind(metric.partition('@')[0], units.better(unit))
     floor = dict(FLOORS)[kind]
@@ -402,10 +362,9 @@ def diff_status(diffs, left_out=False, unmeasured=None):
         return EXIT_MOVED
     if left_out:
         return EXIT_INPUT
-    if not diffs or unmeasured:
-        return EXIT_INCOMPLETE
-    if any(d.missing or any(f.verdict == 'not judged' for f in d.figures)
-           for d in diffs):
+    if not diffs or unmeasured or any(
+            d.missing or any(f.verdict == 'not judged' for f in d.figures)
+            for d in diffs):
         return EXIT_INCOMPLETE
     return EXIT_OK
 
@@ -449,10 +408,8 @@ def diff_text(diffs, show_all=False, unmeasured=None):
                 f'{f.why})')
             lines.append(f'  {f.verdict}: {vis(f.test)} {vis(f.metric)} '
                          f'{_fmt(f.value, f.unit)}{extra}')
-        for test in d.failed:
-            lines.append(f'  failed without figures: {vis(test)}')
-        for test in d.missing:
-            lines.append(f'  no passing run before: {vis(test)}')
+        lines += [f'  failed without figures: {vis(t)}' for t in d.failed]
+        lines += [f'  no passing run before: {vis(t)}' for t in d.missing]
     if not diffs:
         lines.append('no run in the inputs')
     return '\n'.join(lines) + '\n'

@@ -8,12 +8,11 @@ import time
 import urllib.parse
 
 from hpcval import references, units
+from hpcval.monitoring import BASE
 from hpcval.publish import prometheus, results
 
 # the unit part of a series name -> (unit its values are in, scale back)
-_UNITS = {'seconds': ('s', 1.0), 'bytes_per_second': ('B/s', 1.0),
-          'flop_per_second': ('MFLOP/s', 1e-6),
-          'operations_per_second': ('op/s', 1.0)}
+_UNITS = {name: (unit, 1 / scale) for unit, name, scale in BASE.values()}
 # units a calibrated figure is written in when the old file has none
 _READABLE = {'time': ('s', 'ms', 'us', 'ns'),
              'bandwidth': ('TB/s', 'GB/s', 'MB/s', 'KB/s', 'B/s'),
@@ -86,11 +85,6 @@ def _error_of(raw):
     return error[:200] if isinstance(error, str) and error else text[:200]
 
 
-def _unit_of(name):
-    """(family unit, scale) of a series name's unit part, or None."""
-    return _UNITS.get(name[len('hpcval_perf_value_'):])
-
-
 def readable_unit(unit, values):
     """The unit of ``unit``'s family in which the values' median is >= 1."""
     family = units.family(unit)
@@ -103,27 +97,22 @@ def readable_unit(unit, values):
 
 def _old_unit(old_refs, check, partition, params, metric):
     """The unit of the figure's reference: the system's, else any file's."""
-    mine = other = None
-    for ref in old_refs:
-        if ref.metric != metric or ref.check != check or not ref.unit:
-            continue
-        other = other or ref.unit
-        if ref.partition in ('*', partition) and all(
-                dict(params).get(k) == str(v) for k, v in ref.where.items()):
-            mine = ref.unit
-    return mine or other
+    found = [r for r in old_refs
+             if r.metric == metric and r.check == check and r.unit]
+    mine = [r for r in found
+            if references.applies(r, [check], partition, dict(params))]
+    return (mine[-1] if mine else found[0]).unit if found else None
 
 
 def samples(url, system, since, until, old_refs=(), token=None,
-            timeout=prometheus.DEADLINE, partitions=None):
+            timeout=prometheus.DEADLINE):
     """(Samples, notes) of ``system``'s runs in [since, until] at ``url``."""
     url = check_url(url)
     if not _SYSTEM.fullmatch(system or ''):
         raise HistoryError(f'--system {system!r}: not a system name')
     if not (math.isfinite(since) and math.isfinite(until)) or until <= since:
         raise HistoryError(f'--since {since} must be before --until {until}')
-    if partitions is None:
-        partitions = references.configured_partitions().get(system)
+    partitions = references.configured_partitions().get(system)
     if not partitions:
         raise HistoryError(f'--system {system}: no partitions configured '
                            f'(systems/*.py) to check the series against')
@@ -155,7 +144,7 @@ def samples(url, system, since, until, old_refs=(), token=None,
         name, metric = labels.get('__name__', ''), labels.get('metric', '')
         if not _usable(url, labels, system, partitions, skipped):
             continue
-        known = _unit_of(name)
+        known = _UNITS.get(name[len('hpcval_perf_value_'):])
         if not known or not metric:
             skipped.add(f'series {name}{{metric="{metric}"}}: ' + (
                 'a unit hpcval does not calibrate from monitoring' if
@@ -168,19 +157,16 @@ def samples(url, system, since, until, old_refs=(), token=None,
                 continue
             # one run's figure is one sample, however often the store
             # gives it (other labels, another unit's series)
-            if (key, metric, when) in seen:
-                skipped.add(f'{labels["test"]} {metric} at {when:.0f}: '
-                            f'given again (same run, figure and time)')
-                continue
-            seen.add((key, metric, when))
-            if not math.isfinite(val):
-                skipped.add(f'{labels["test"]} {metric} at {when:.0f}: '
-                            f'{val}')
-                continue
             result = result_at.get((key, round(when, 3)))
-            if result is None:
-                skipped.add(f'{labels["test"]} {metric} at {when:.0f}: no '
-                            f'hpcval_check_passed sample of its run')
+            why = ('given again (same run, figure and time)'
+                   if (key, metric, when) in seen else
+                   str(val) if not math.isfinite(val) else
+                   'no hpcval_check_passed sample of its run'
+                   if result is None else None)
+            seen.add((key, metric, when))
+            if why:
+                skipped.add(f'{labels["test"]} {metric} at {when:.0f}: '
+                            f'{why}')
                 continue
             case = cases.get((key, when))
             if case is None:
@@ -190,7 +176,8 @@ def samples(url, system, since, until, old_refs=(), token=None,
                 case.extras['unjudged'][metric] = labels['unjudged']
             raw.append((case, metric, val * scale, unit))
     out = _in_units(raw, old_refs)
-    notes = skipped.notes()
+    notes = [f'left out {skipped.count} sample(s) or series of the history; '
+             f'the first: {skipped.first[:300]}'] if skipped.count else []
     if not out:
         notes.append(f'{url}: no hpcval series of system {system} between '
                      f'{since:.0f} and {until:.0f}')
@@ -198,20 +185,13 @@ def samples(url, system, since, until, old_refs=(), token=None,
 
 
 class _Skipped:
-    """Samples and series left out: counted, the first one named."""
-
-    def __init__(self):
-        self.count, self.first = 0, None
+    """Samples and series left out: counted, the first one named (a flood
+    of them takes no memory)."""
+    count, first = 0, None
 
     def add(self, why):
         self.count += 1
         self.first = self.first or why
-
-    def notes(self):
-        if not self.count:
-            return []
-        return [f'left out {self.count} sample(s) or series of the history; '
-                f'the first: {self.first[:300]}']
 
 
 def _usable(url, labels, system, partitions, skipped):
@@ -279,9 +259,8 @@ def _in_units(raw, old_refs):
         except (ValueError, KeyError):
             want = None
         want = want or readable_unit(unit, [v for _, v, _ in items])
-        for case, value, unit in items:
-            out.append(results.Sample(
-                case=case, metric=metric,
-                value=units.convert(value, unit, want), unit=want,
-                reference=None, lower=None, upper=None))
+        out += [results.Sample(case=case, metric=metric, unit=want,
+                               value=units.convert(value, unit, want),
+                               reference=None, lower=None, upper=None)
+                for case, value, unit in items]
     return out

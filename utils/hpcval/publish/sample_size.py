@@ -45,10 +45,9 @@ def runs_to_halve(log_std, tolerance, floor, direction, false_alarm,
     half = tolerance / 2
     if half < floor:
         return None, f'never: half ({half:.3g}) is below the floor {floor:g}'
-    z = _limit(false_alarm)
-    if _widen(z * log_std, direction) > half:
-        return None, (f'never: the spread alone gives at best '
-                      f'{_widen(z * log_std, direction):.3g}')
+    best = _widen(_limit(false_alarm) * log_std, direction)
+    if best > half:
+        return None, f'never: the spread alone gives at best {best:.3g}'
     n = _fewest(false_alarm, lambda f: _widen(f * log_std, direction)
                 <= half, least)
     return n, f'{n} runs give {half:.3g}'
@@ -61,20 +60,19 @@ def table(figures, rule):
         cv = fig['std'] / fig['mean'] if fig['mean'] else 0.0
         s = fig.get('log_std')
         s = cv if s is None else s
-        floor = rule.floor_of(fig['metric'], fig['direction'])
-        least = max(rule.min_samples, 2)
         if rule.k is not None:
             need = f'fixed k = {rule.k:g}'
         elif fig.get('family'):
             need = 'a family band: its caps and lowest ratio set it'
         elif fig['tolerance'] is None:
-            judge = runs_to_judge(s, rule.false_alarm, least)
+            judge = runs_to_judge(s, rule.false_alarm, rule.min_samples)
             need = f'{judge} for any bound at all' if judge else \
                 'no number of runs: the spread alone judges nothing'
         else:
+            floor = rule.floor_of(fig['metric'], fig['direction'])
             _, need = runs_to_halve(s, fig['tolerance'], floor,
                                     fig['direction'], rule.false_alarm,
-                                    least)
+                                    rule.min_samples)
         sign = '-' if fig['direction'] == 'higher' else '+'
         bound = 'none' if fig['tolerance'] is None else \
             f'{sign}{fig["tolerance"]:.4g}'

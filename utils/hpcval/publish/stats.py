@@ -113,10 +113,6 @@ class Rule:
         return self.k if self.k is not None else \
             prediction_factor(n, self.false_alarm)
 
-    def width(self, n, log_std):
-        """The prediction bound's half-width on the log scale."""
-        return prediction_factor(n, self.false_alarm) * log_std
-
     def tolerance(self, metric, direction, n, mean, std, log_mean,
                   log_std):
         """(fraction, what set it) for ``n`` runs of ``mean`` +- ``std``."""

@@ -7,37 +7,27 @@
     python -m hpcval.testing.minicluster restart-controller --dir DIR
     python -m hpcval.testing.minicluster stop   --dir DIR
 
-Debian's ``slurm-wlm`` and ``munge``, run as root: one ``munged`` with its
-own key and socket, one ``slurmctld`` and one ``slurmd`` per node (``-N n1``
-... ``-N nN``, each on its own port, picked free at start).  Configuration,
-state, logs, spool and the munge key live under DIR; the system's
-/etc/munge, /etc/slurm and any munged or Slurm someone else runs are left
-alone.
+Debian's ``slurm-wlm``, ``slurmdbd``, MariaDB and ``munge``, run as root:
+one ``munged``, one ``slurmctld`` and one ``slurmd`` per node, each on a
+port picked free at start.  Configuration, state, logs and the munge key
+(0400) live under DIR, never written through a symbolic link; the
+system's own daemons and files are left alone.
 
-DIR is made by ``start`` with mode 0700 (without ``--dir``: a new folder of
-a random name in $TMPDIR or /tmp); an existing DIR is used only when it is
-a folder of the running user that nobody else can write, and the folders
-above it are root's or the user's (hpcval.trust): its task prolog runs as
-root in every job.  Nothing under DIR is written through a symbolic link,
-and the munge key is created with mode 0400.  ``stop`` ends exactly the daemons ``start`` recorded (by PID,
-checking that the PID is still the daemon started here), then any job
-process left over from them; ``start`` after a crash does the same with
-what the crashed cluster left, and begins from empty state.  When
-``start`` fails or is interrupted (Ctrl-C, SIGTERM), what it started is
-stopped before it returns.
+DIR (default: a new folder of a random name in $TMPDIR or /tmp) is made
+0700, or used only when it is the running user's, writable by nobody else
+and under folders of root or the user (hpcval.trust): its task prolog runs
+as root in every job.  ``stop`` ends exactly the daemons ``start``
+recorded (each PID checked to be still ours), then any job process left
+from them; ``start`` after a crash does the same first, and a failed or
+interrupted ``start`` stops what it started.
 
-Faults for tests: every task launched on node N first goes through a task
-prolog that emits the lines of ``DIR/faults/N`` (Slurm's TaskProlog
-protocol: ``export NAME=value``), so a test can break one node's
-environment the way a broken software stack does; ``slow_node_by``
-puts one node's slurmd, and so every job step it starts from then on,
-under a CPU quota (a cgroup, as a throttled or failing CPU would be): a
-set fraction of the node's CPUs, enforced every 10 ms; every node's slurmd, and so each job it runs, gets the
-host's CPUs before anything outside the cluster (a cgroup of 100 times the
-default CPU weight), as a real node has its cores to itself; ``compete`` runs a competing memory stream or busy
-processes of a set size beside each task of a node (cgroup v2 and v1).
+Faults for tests (docs/screening.md, "Faults of a set size"):
+``inject_fault`` (TaskProlog lines of one node), ``slow_node_by`` (a CPU
+quota), ``compete`` (a competitor beside each task); every slurmd gets the
+host's CPUs before anything outside the cluster (``CpuQuota.dedicate``).
 """
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -51,6 +41,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from hpcval import trust
@@ -124,17 +115,11 @@ def missing_prerequisites():
 
 def free_ports(count):
     """``count`` distinct TCP ports nobody listens on right now."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(('127.0.0.1', 0))
-            sockets.append(sock)
-
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(count)]
         for sock in sockets:
-            sock.close()
+            sock.bind(('127.0.0.1', 0))
+        return [sock.getsockname()[1] for sock in sockets]
 
 
 def _proc_field(pid, name):
@@ -179,34 +164,42 @@ def job_processes(conf):
     processes that inherited its SLURM_CONF from our slurmd, and every
     process they started.  A shell that merely exported SLURM_CONF is not
     one of them."""
-    needle = f'SLURM_CONF={conf}\0'.encode()
     pids = _live_pids()
     steps = {pid for pid in pids
              if (_proc_field(pid, 'comm') or b'').strip() == b'slurmstepd'
-             and needle in (_proc_field(pid, 'environ') or b'')}
+             and _runs_with(pid, conf)}
     found = set(steps)
     while more := {pid for pid in pids if _parent(pid) in found} - found:
         found |= more
     return sorted(found)
 
 
+def _runs_with(pid, conf):
+    """Whether ``pid``'s environment names the cluster's SLURM_CONF."""
+    needle = f'SLURM_CONF={conf}\0'.encode()
+    return needle in (_proc_field(pid, 'environ') or b'')
+
+
+def _read_json(path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def _reap(pid):
     """Collect the exit status of a daemon this process started, so that
     it leaves no zombie behind while we live on (pytest)."""
-    try:
+    with contextlib.suppress(ChildProcessError):   # not ours: init reaps it
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass        # not our child: init reaps it
 
 
 def _terminate(pids, timeout):
     """SIGTERM, then SIGKILL what is still there after ``timeout``."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -224,9 +217,8 @@ def _terminate(pids, timeout):
 
 class CpuQuota:
     """CPU weights and quotas for one cluster's nodes: a cgroup per node
-    under a folder named after the cluster, in cgroup v2 (``cpu.weight``,
-    ``cpu.max``) or v1's ``cpu`` hierarchy (``cpu.shares``,
-    ``cpu.cfs_quota_us``), whichever this host mounts."""
+    under a folder named after the cluster, in cgroup v2 or v1's ``cpu``
+    hierarchy, whichever this host mounts."""
 
     PERIOD_US = 100000
     #: a node's share of the host's CPUs against anything outside the
@@ -246,58 +238,50 @@ class CpuQuota:
             self.version, self.base = None, None
 
     def dedicate(self, node, pids):
-        """Give ``pids`` (and every process they start from now) the host's
-        CPUs before anything outside the cluster: every node here shares
-        the host's cores with whatever else runs on it, where a real node
-        has its own; without it a busy host makes healthy nodes look slow.
+        """Give ``pids`` (and every process they start) the host's CPUs
+        before anything outside the cluster, as a real node has its own;
         False where no cgroup cpu controller can be written."""
         if self.base is None:
             return False
+        name, value = self.WEIGHT[self.version]
         try:
-            group = self._group(node)
-            name, value = self.WEIGHT[self.version]
             # a weight counts among siblings: the cluster's folder competes
             # with the host's other work, its nodes among themselves
-            for level in (self.base, group):
-                (level / name).write_text(value)
-            for pid in pids:
-                (group / 'cgroup.procs').write_text(str(pid))
+            self._set(node, [(name, value)], pids)
+            (self.base / name).write_text(value)
         except OSError:
             return False
         return True
 
-    def _group(self, node):
+    def _set(self, node, settings, pids):
+        """Write ``settings`` ((file, value), in order) in ``node``'s group,
+        then move ``pids`` into it."""
         group = self.base / node
         if self.version == 2:
             self._enable_v2_cpu()
-            group.mkdir(exist_ok=True)
-        else:
-            group.mkdir(parents=True, exist_ok=True)
-        return group
+        group.mkdir(parents=True, exist_ok=True)
+        for name, value in settings:
+            (group / name).write_text(value)
+        for pid in pids:
+            (group / 'cgroup.procs').write_text(str(pid))
 
     def limit(self, node, percent, pids, period=QUOTA_PERIOD_US):
-        """Hold ``pids`` (and every process they start from now) to
-        ``percent`` % of one CPU (above 100: of several), enforced every
-        ``period`` microseconds (a short period acts within a short run)."""
+        """Hold ``pids`` (and every process they start) to ``percent`` % of
+        one CPU (above 100: of several), enforced every ``period`` us."""
         if self.base is None:
             raise MiniClusterError('no cgroup cpu controller mounted at '
                                    '/sys/fs/cgroup: cannot slow a node')
         quota = max(1000, int(period * percent / 100))
-        group = self.base / node
+        # v1 refuses a quota below the period's: quota off first
+        settings = [('cpu.max', f'{quota} {period}')] if self.version == 2 \
+            else [('cpu.cfs_quota_us', '-1'), ('cpu.cfs_period_us',
+                                                str(period)),
+                  ('cpu.cfs_quota_us', str(quota))]
         try:
-            group = self._group(node)
-            if self.version == 2:
-                (group / 'cpu.max').write_text(f'{quota} {period}')
-            else:
-                # v1 refuses a quota below the period's: quota off first
-                (group / 'cpu.cfs_quota_us').write_text('-1')
-                (group / 'cpu.cfs_period_us').write_text(str(period))
-                (group / 'cpu.cfs_quota_us').write_text(str(quota))
-            for pid in pids:
-                (group / 'cgroup.procs').write_text(str(pid))
+            self._set(node, settings, pids)
         except OSError as err:
-            raise MiniClusterError(f'cannot set a CPU quota in {group}: '
-                                   f'{err}') from None
+            raise MiniClusterError(f'cannot set a CPU quota in '
+                                   f'{self.base / node}: {err}') from None
 
     def _enable_v2_cpu(self):
         # a controller reaches a child only through its parent's
@@ -324,26 +308,22 @@ class CpuQuota:
             return
         for group in [*self.base.iterdir(), self.base]:
             if group.is_dir():
-                try:
+                # a process still in it: left for the kernel
+                with contextlib.suppress(OSError):
                     group.rmdir()
-                except OSError:
-                    pass        # a process still in it: left for the kernel
 
 
 class MiniCluster:
     """The cluster whose files live under ``root``; ``nodes``: how many
-    slurmd ``start`` runs (default: as many as the cluster last started
-    there, else two)."""
+    slurmd ``start`` runs (default: as many as last started there, else
+    two).  ``dedicated``: each node's jobs get the host's CPUs first (False
+    for a cluster whose tests measure nothing); ``gpu_partition``: a
+    partition GPU_PARTITION of the last node, of another shape with GPUs as
+    GRES; ``preempting``: a partition URGENT whose jobs preempt (cancel)
+    the default partition's."""
 
     def __init__(self, root, nodes=None, dedicated=True,
                  gpu_partition=False, preempting=False):
-        """``dedicated``: each node's jobs get the host's CPUs first
-        (CpuQuota.dedicate); False for a cluster whose tests measure
-        nothing and must not take CPUs from one that does.
-        ``gpu_partition``: a second Slurm partition, GPU_PARTITION, of the
-        last node, which then has another shape and GPUs as GRES
-        (minicluster_shape).  ``preempting``: a partition URGENT of every
-        node whose jobs preempt (cancel) the default partition's."""
         self.gpu_partition = gpu_partition
         self.preempting = preempting
         # never resolved: a symbolic link is refused, not followed
@@ -355,7 +335,8 @@ class MiniCluster:
         self._pid_file = self.root / 'daemons.json'
         self._layout_file = self.root / 'cluster.json'
         if nodes is None:
-            nodes = self._recorded_layout().get('nodes', DEFAULT_NODE_COUNT)
+            nodes = _read_json(self._layout_file).get('nodes',
+                                                      DEFAULT_NODE_COUNT)
         if not isinstance(nodes, int) or not 1 <= nodes <= MAX_NODE_COUNT:
             raise MiniClusterError(f'--nodes {nodes}: expected 1 to '
                                    f'{MAX_NODE_COUNT}')
@@ -390,13 +371,10 @@ class MiniCluster:
         path = self.root
         for part in pathlib.PurePath(sub).parts:
             path = path / part
-            try:
+            with contextlib.suppress(FileExistsError):
                 path.mkdir(mode=0o700)
-            except FileExistsError:
-                pass
             st = os.lstat(path)
-            if not os.path.isdir(path) or os.path.islink(path) or \
-                    st.st_uid != os.geteuid():
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
                 raise MiniClusterError(f'{path}: a symbolic link, not a '
                                        f'folder or not the running user\'s;'
                                        f' not used')
@@ -443,9 +421,8 @@ class MiniCluster:
 
     def slow_node_by(self, node, fraction):
         """``node`` ``fraction`` slower on CPU (0.1: 10 %): its slurmd and
-        every job step it starts get (1 - fraction) of the node's
-        declared CPUs, enforced every 10 ms, so that a run of a second
-        meets the quota a hundred times."""
+        its job steps get (1 - fraction) of its declared CPUs, enforced
+        every 10 ms (a run of a second meets the quota a hundred times)."""
         if not 0 < fraction < 1:
             raise MiniClusterError(f'slow_node_by {fraction!r}: expected a '
                                    f'fraction between 0 and 1')
@@ -456,13 +433,10 @@ class MiniCluster:
         self.quota.limit(node, 100 * CPUS_PER_NODE * (1 - fraction), [pid])
 
     def compete(self, node, kind, size):
-        """While a task of ``node`` runs, a competitor runs beside it:
-        ``kind`` 'memory': a stream of ``size`` MiB buffers (dd from
-        /dev/zero), 'cpu': ``size`` busy processes.  Started by the task
-        prolog, it ends when the task's step ends.  Measure with
-        ``--exec-policy=serial``: on this host every node shares the same
-        cores and memory, so only then does the competitor meet one node
-        alone."""
+        """While a task of ``node`` runs, a competitor runs beside it until
+        its step ends: ``kind`` 'memory', a stream of ``size`` MiB buffers,
+        or 'cpu', ``size`` busy processes (measure with
+        ``--exec-policy=serial``: the nodes share this host's cores)."""
         self._check_node(node)
         if kind not in COMPETITORS or not isinstance(size, int) or \
                 not 1 <= size <= 4096:
@@ -599,10 +573,8 @@ class MiniCluster:
         return '\n'.join(lines) + '\n'
 
     def _gres_conf(self):
-        """gres.conf of the GPU node: Slurm's gres/gpu drops a GPU without
-        File=, and no GPU exists here, so each is a character device of
-        /dev/null's number under the cluster's folder (jobs never open
-        them)."""
+        """gres.conf of the GPU node: Slurm drops a GPU without File=, so
+        each is a character device of /dev/null's number (never opened)."""
         if not self.gpu_partition:
             return ''
         gpus = self._folder('gpus')
@@ -713,17 +685,8 @@ class MiniCluster:
               for node in self.nodes),
         ]
 
-    def _recorded(self):
-        try:
-            return json.loads(self._pid_file.read_text())
-        except (OSError, ValueError):
-            return {}
-
-    def _recorded_layout(self):
-        try:
-            return json.loads(self._layout_file.read_text())
-        except (OSError, ValueError):
-            return {}
+    def _record(self, pids):
+        _write_new(self._pid_file, json.dumps(pids, indent=1), 0o600)
 
     def _is_ours(self, pid):
         """The PID still runs a daemon whose command line names this
@@ -734,8 +697,7 @@ class MiniCluster:
         if str(self.root).encode() in cmdline:
             return True
         # slurmdbd takes no file argument: it has our SLURM_CONF
-        environ = _proc_field(pid, 'environ') or b''
-        return f'SLURM_CONF={self.conf}\0'.encode() in environ
+        return _runs_with(pid, self.conf)
 
     def running(self):
         """{daemon: pid} of the recorded daemons still running (one
@@ -749,11 +711,10 @@ class MiniCluster:
                       if not _alive(pid))
 
     def _adopt(self):
-        """The recorded PIDs, where a slurmctld or slurmd that died was
-        started again outside this class (by hand, with this cluster's
-        configuration file and, for a slurmd, its node name) replaced by
-        the new one's and recorded."""
-        pids = self._recorded()
+        """The recorded PIDs, a slurmctld or slurmd that died and was
+        started again by hand (with this cluster's configuration) replaced
+        by the new one's."""
+        pids = _read_json(self._pid_file)
         gone = [name for name, pid in pids.items()
                 if name == 'slurmctld' or name.startswith('slurmd-')
                 if not _alive(pid)]
@@ -774,7 +735,7 @@ class MiniCluster:
         adopted = {name: found[name] for name in gone if name in found}
         if adopted:
             pids.update(adopted)
-            _write_new(self._pid_file, json.dumps(pids, indent=1), 0o600)
+            self._record(pids)
         return pids
 
     def _spawn(self, name, cmd):
@@ -786,28 +747,19 @@ class MiniCluster:
                                     stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL,
                                     start_new_session=True)
-        pids = self._recorded()
-        pids[name] = proc.pid
-        _write_new(self._pid_file, json.dumps(pids, indent=1), 0o600)
-        if name.startswith('slurmd-') and self._dedicate:
+        self._record({**_read_json(self._pid_file), name: proc.pid})
+        node = name.removeprefix('slurmd-')
+        if node != name and self._dedicate:
             # before the node registers, so every job it runs inherits it
-            self.dedicated[name[len('slurmd-'):]] = self.quota.dedicate(
-                name[len('slurmd-'):], [proc.pid])
+            self.dedicated[node] = self.quota.dedicate(node, [proc.pid])
         return proc.pid
 
     def _children(self):
         """Processes this one started for the cluster, recorded or not (an
         interrupt between a start and its record)."""
-        needle = f'SLURM_CONF={self.conf}\0'.encode()
         ours = {*processes_naming(self.root),
-                *(pid for pid in _live_pids()
-                  if needle in (_proc_field(pid, 'environ') or b''))}
+                *(pid for pid in _live_pids() if _runs_with(pid, self.conf))}
         return [pid for pid in ours if _parent(pid) == os.getpid()]
-
-    def clean_stale(self):
-        """What a crashed cluster here left: its job steps, daemons still
-        recorded, its cgroups; returns the PIDs ended."""
-        return self._end_the_rest(list(self.running().values()), 10)
 
     def _end_the_rest(self, pids, timeout):
         """End ``pids`` and every job process of the cluster, forget the
@@ -852,9 +804,8 @@ class MiniCluster:
             return {}
 
     def _port_taken(self, before):
-        """Whether a daemon of the failed start logged its port taken (in
-        what its logs gained since ``before``): the ports are picked free,
-        and another cluster starting on this host may bind one first."""
+        """Whether a daemon of the failed start logged its port taken since
+        ``before`` (another cluster starting here may bind it first)."""
         for name, size in self._log_sizes().items():
             try:
                 with open(self.root / 'log' / name, 'rb') as fp:
@@ -867,7 +818,8 @@ class MiniCluster:
 
     def _start_once(self, timeout):
         self._secure_root(create=True)
-        self.clean_stale()
+        # what a crashed cluster here left: daemons, job steps, cgroups
+        self._end_the_rest(list(self.running().values()), 10)
         try:
             self._write_files()
             for name, cmd in self._daemon_cmds():
@@ -896,7 +848,8 @@ class MiniCluster:
 
     def _stop_after_failure(self):
         # a second Ctrl-C or SIGTERM must not cut the cleanup short
-        signals = (signal.SIGINT, signal.SIGTERM) if _main_thread() else ()
+        signals = (signal.SIGINT, signal.SIGTERM) if \
+            threading.current_thread() is threading.main_thread() else ()
         previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in signals}
         try:
             self.stop()
@@ -925,9 +878,8 @@ class MiniCluster:
             self.run('scontrol', 'update', f'nodename={node}', 'state=resume')
 
     def restart_controller(self, timeout=60):
-        """End slurmctld (if it runs) and start it again on its saved
-        state, as an administrator restarts a controller; returns once it
-        answers and no node is down for it."""
+        """Start slurmctld again on its saved state, as an administrator
+        does; returns once it answers and no node is down for it."""
         self._secure_root()
         pid = self.running().get('slurmctld')
         if pid is not None:
@@ -962,11 +914,10 @@ class MiniCluster:
             if dead:
                 raise MiniClusterError(f'{", ".join(dead)} exited; see '
                                        f'{self.root / "log"}')
-            try:
+            with contextlib.suppress(MiniClusterError,
+                                     subprocess.SubprocessError):
                 if ready():
                     return
-            except (MiniClusterError, subprocess.SubprocessError):
-                pass
 
             time.sleep(0.2)
 
@@ -974,17 +925,15 @@ class MiniCluster:
                                f'{what}; see {self.root / "log"}')
 
     def stop(self, timeout=10):
-        """Cancel jobs, end the daemons started here (compute nodes first,
-        munged last) and any job process left from them; returns the PIDs
-        ended."""
+        """Cancel jobs, end the daemons (compute nodes first, munged last)
+        and any job process left; returns the PIDs ended."""
         ended = []
         running = self.running()
         if 'slurmctld' in running:
             self.run('scancel', '--full', '-p', PARTITION, check=False)
-            try:
+            # their processes are ended below
+            with contextlib.suppress(MiniClusterError):
                 self._wait_for(self._no_jobs, timeout, 'jobs to end')
-            except MiniClusterError:
-                pass        # their processes are ended below
 
         slurmds = [pid for name, pid in running.items()
                    if name.startswith('slurmd-')]
@@ -1010,11 +959,6 @@ class MiniCluster:
         if not lines:
             return f'no minicluster running from {self.root}', False
         return '\n'.join(lines), not dead
-
-
-def _main_thread():
-    import threading
-    return threading.current_thread() is threading.main_thread()
 
 
 def _interrupted(signum, frame):
