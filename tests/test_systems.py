@@ -208,9 +208,8 @@ def test_every_check_that_runs_somewhere_has_references_there(dry_runs):
 
 def test_reference_table_in_docs_is_current():
     from hpcval import paths, references
-    from hpcval import reference_table
     from rfmrun import ROOT
-    current = reference_table.markdown(
+    current = references.markdown(
         references.load_dir(paths.references_dir()))
     assert (ROOT / 'docs' / 'reference-table.md').read_text() == current, \
         'run: hpcval references --markdown > docs/reference-table.md'

@@ -1,8 +1,6 @@
-"""YAML hpcval reads, bounded: size, depth and size with aliases expanded.
-
-References use aliases on purpose, so a "billion laughs" document is
-bounded, not refused: the composed node graph is walked once, each
-node's expanded size counted once, before anything is built from it."""
+"""YAML hpcval reads, bounded in size, depth and size with aliases expanded
+(docs/security.md): the composed node graph is walked once, each node's
+expanded size counted once, before anything is built from it."""
 import yaml
 
 #: A reference file is a few kB; the largest written by calibrate ~100 kB.

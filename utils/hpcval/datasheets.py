@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from hpcval import paths, references, units
-from hpcval.references import _fail, _number, _shown, _text, _unknown
+from hpcval.references import _fail, _mapping, _number, _shown, _text
 
 PEAKS = ('hbm', 'host_link', 'gpu_pair', 'fp32')
 _GPU = re.compile(r'\bGPU (\d+)\b')
@@ -61,28 +61,21 @@ class Datasheets:
                         enumerate(_list(path, 'figures', data.get('figures')))]
         self.models = [_model(path, f'models[{i}]', m, sources) for i, m in
                        enumerate(_list(path, 'models', data.get('models')))]
-        # a verdict asks per figure: by name, never by case
-        self._models, self._kinds = {}, {}
 
+    @functools.cache        # a verdict asks per figure: by name, not case
     def model(self, name):
         """The Model whose names include ``name``, or None."""
-        if name not in self._models:
-            self._models[name] = next(
-                (m for m in self.models
-                 if any(p.fullmatch(name) for p in m.match)), None)
-        return self._models[name]
+        return next((m for m in self.models
+                     if any(p.fullmatch(name) for p in m.match)), None)
 
+    @functools.cache
     def peak_kind(self, lineage, metric, params=()):
         """The peak judging ``metric`` of a check by lineage and params."""
-        key = (lineage, metric, params)
-        if key not in self._kinds:
-            values = {k: str(v) for k, v in params}
-            self._kinds[key] = next(
-                (kind for checks, patterns, wanted, kind in self.figures
-                 if checks & set(lineage) and
-                 wanted.items() <= values.items() and
-                 any(p.fullmatch(metric) for p in patterns)), None)
-        return self._kinds[key]
+        values = {k: str(v) for k, v in params}
+        return next((kind for checks, patterns, wanted, kind in self.figures
+                     if checks & set(lineage) and
+                     wanted.items() <= values.items() and
+                     any(p.fullmatch(metric) for p in patterns)), None)
 
     def expected(self, lineage, case, metric, gpus):
         """The Peak judging ``metric`` of ``case`` (one GPU model), or None."""
@@ -133,12 +126,6 @@ def _models_of(gpus, indices):
         return {listed[i] for i in indices} if indices \
             else set(listed.values())
     return {named} if named else set()
-
-
-def _mapping(path, key, data, allowed):
-    if not isinstance(data, dict):
-        _fail(path, key, f'must be a mapping, got {_shown(data)}')
-    _unknown(path, key, data, allowed)
 
 
 def _list(path, key, val, names=False):

@@ -130,7 +130,7 @@ def _each(check, what):
     return each
 
 
-def _number(low=None, high=None, low_open=False):
+def number(low=None, high=None, low_open=False):
     def check(value, name):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             _refuse(name, value, 'not a number')
@@ -144,8 +144,8 @@ def _number(low=None, high=None, low_open=False):
     return check
 
 
-def _numbers(low):
-    return _each(_number(low), 'a list of numbers')
+def numbers(low):
+    return _each(number(low), 'a list of numbers')
 
 
 def _flag(value, name):
@@ -160,7 +160,7 @@ def _module_name(item, name):
         _refuse(name, item, 'a module name, not first a -')
 
 
-_module_names = _each(_module_name, 'a list of module names')
+MODULE_NAMES = _each(_module_name, 'a list of module names')
 
 
 def _spack_spec(value, name):
@@ -171,24 +171,21 @@ def _spack_spec(value, name):
         _refuse(name, value, 'a Spack spec, not first a -')
 
 
-PATH, RELATIVE_PATH, URL, TOKEN, WORD_OR_PATH = (
-    _path, _relative_path, _url, checked_token, checked_word_or_path)
-SHELL_PATH, FLAG = _shell_path, _flag
-TOKENS = _each(checked_token, 'a list of words')
-SIZE = _matching(_SIZE, 'a byte count such as 8, 64M or 8G')
-GPU_IDS = _matching(_GPU_IDS, 'GPU numbers separated by commas, e.g. 0,1')
-CARDS = _matching(_CARDS, '"all" or one PCI bus id (0000:b3:00.0)')
-COUNT, POSITIVE = _number(0), _number(1)
-
 def _record(value, name):
     # written by the test itself after it ran; nothing sets it from outside
     if value:
         _refuse(name, value, 'nothing: the test writes it itself')
 
 
-RECORD = _record
-number, numbers = _number, _numbers
-MODULE_NAMES, SPACK_SPEC_KIND = _module_names, _spack_spec
+PATH, RELATIVE_PATH, URL, TOKEN, WORD_OR_PATH = (
+    _path, _relative_path, _url, checked_token, checked_word_or_path)
+SHELL_PATH, FLAG, RECORD, SPACK_SPEC_KIND = (
+    _shell_path, _flag, _record, _spack_spec)
+TOKENS = _each(checked_token, 'a list of words')
+SIZE = _matching(_SIZE, 'a byte count such as 8, 64M or 8G')
+GPU_IDS = _matching(_GPU_IDS, 'GPU numbers separated by commas, e.g. 0,1')
+CARDS = _matching(_CARDS, '"all" or one PCI bus id (0000:b3:00.0)')
+COUNT, POSITIVE = number(0), number(1)
 
 
 def policy_of(cls):
@@ -307,7 +304,7 @@ def check_reframe_variable(name, text):
                         'options of letters, digits and _ . : = + @ % / -, '
                         'separated by commas; for anything else, ' + _WAY_OUT)
     elif name == 'modules':
-        _module_names(text.split(','), name)
+        MODULE_NAMES(text.split(','), name)
     elif name in ('valid_systems', 'valid_prog_environs'):
         checked_pattern(text, name, _SELECTORS, 'system:partition or '
                                                 'environment names')

@@ -1,8 +1,6 @@
-"""Whether a figure passes its reference: decided here and nowhere else.
-
-A band is ReFrame's (``reframe.utility.sanity.reference_bounds``); every
-reader takes limits, pass/fail and bound text from ``Band``.  A figure no
-benchmark can produce never passes (docs/verdict.md states the rule)."""
+"""Whether a figure passes its reference, decided here and nowhere else by
+ReFrame's band (``reference_bounds``), which every reader takes from
+``Band``; a figure no benchmark can produce never passes (docs/verdict.md)."""
 import functools
 import math
 from dataclasses import dataclass
@@ -47,12 +45,6 @@ class Band:
         """Why ReFrame refuses these fractions for this reference, or ''."""
         return _limits(self.reference, self.lower, self.upper)[2]
 
-    def infinite(self):
-        """Whether a bound it gives lands at infinity."""
-        low, high = reference_bounds(self.reference, self.lower, self.upper)
-        return (self.lower is not None and math.isinf(low)) or \
-            (self.upper is not None and math.isinf(high))
-
     def peer_factor(self, loosest):
         """1 / the low limit of a band against peers, else None."""
         if self.reference != 1 or self.upper is not None or \
@@ -63,7 +55,7 @@ class Band:
 
     def limits(self):
         """(low, high) as the decimals they mean; None: unbounded."""
-        return tuple(None if x is None else _decimal(x)
+        return tuple(None if x is None else float(f'{x:.15g}')
                      for x in _limits(self.reference, self.lower,
                                       self.upper)[:2])
 
@@ -106,9 +98,8 @@ class Band:
 
     def deviation_text(self, value):
         """'+717% vs ref 0.706', or '' without a deviation."""
-        if not isinstance(value, (int, float)) or value != value:
-            return ''
-        dev = self.deviation(value)
+        dev = self.deviation(value) if isinstance(value, (int, float)) \
+            and value == value else None
         if dev is None:
             return ''
         pct = dev * 100
@@ -131,11 +122,11 @@ class Band:
         return (f'{" and ".join(parts)} {self.unit} (' + (
             source or f'ref {num(self.reference)}, {tol}') + ')')
 
-    def range_text(self, fmt=num):
+    def range_text(self):
         """'low .. high' with 'unbounded' on an open side."""
         low, high = self.limits()
-        return (f'{"unbounded" if low is None else fmt(low)} .. '
-                f'{"unbounded" if high is None else fmt(high)}')
+        return (f'{"unbounded" if low is None else format(low, "g")} .. '
+                f'{"unbounded" if high is None else format(high, "g")}')
 
 
 @functools.lru_cache(maxsize=4096)
@@ -161,12 +152,8 @@ def _plausible(reference, value, unit=''):
         '', value, unit, zero_ok=_zero_ok(unit)) is None
 
 
-@functools.lru_cache(maxsize=256)
 def _zero_ok(unit):
-    try:
-        return units.family(unit) != 'time'
-    except ValueError:
-        return True
+    return units.better(unit) != 'lower'    # a time of 0 is no measurement
 
 
 def _inside(reference, lower, upper, value, unit=''):
@@ -178,10 +165,6 @@ def _inside(reference, lower, upper, value, unit=''):
 def _judges(reference, lower, upper):
     # ReFrame records a metric without a reference as (0, None, None)
     return reference is not None and (lower is not None or upper is not None)
-
-
-def _decimal(limit):
-    return float(f'{limit:.15g}')
 
 
 def outcome(sample):

@@ -1,8 +1,6 @@
-"""The peer rule: each of a group of values against the median of the
-others, for a screen's nodes and a node's GPUs or links alike.
-
-A value fails when worse than the others' median by more than a floor
-and by more than k(n) robust standard deviations of their log-values
+"""The peer rule: each of a group of values (a screen's nodes, a node's
+GPUs or links) fails when worse than the others' median by more than a
+floor and k(n) robust standard deviations of their log-values
 (docs/screening.md: the rule, its false-alarm rate, detection limit)."""
 import bisect
 import math
@@ -94,10 +92,8 @@ class PeerJudgement:
 
 
 def judge(values, kind, floor=None, spread=True):
-    """{name: PeerJudgement} of each of ``values`` against the others' median.
-
-    By the rule of ``kind``; ``floor`` replaces the kind's; ``spread=False``
-    judges by the floor alone; values <= 0 and too few peers: not judged."""
+    """{name: PeerJudgement} of each of ``values`` by the rule of ``kind``
+    (``floor``: in place of its floor; ``spread=False``: the floor alone)."""
     rule = rule_for(kind)
     floor = rule.floor if floor is None else floor
     if not 0 <= floor < 1:
@@ -120,13 +116,11 @@ def judge(values, kind, floor=None, spread=True):
     out = {}
     for name, x in logs.items():
         i = bisect.bisect_left(ordered, x)
-        others = ordered[:i] + ordered[i + 1:] if whole_mad is None \
-            else None
         mid = _median_without(ordered, i)
         bound = floor_log
         if k is not None:
-            mad = whole_mad if whole_mad is not None else \
-                statistics.median(abs(y - mid) for y in others)
+            mad = whole_mad if whole_mad is not None else statistics.median(
+                abs(y - mid) for y in ordered[:i] + ordered[i + 1:])
             bound = max(bound, k * 1.4826 * mad)
         median = math.exp(sign * mid)
         limit = math.exp(sign * (mid - bound))

@@ -12,9 +12,8 @@ import msgspec
 #: A GPU's or link's number as a JSON key
 Key = Annotated[str, msgspec.Meta(pattern=r'^[0-9]{1,6}$')]
 # The health record's values as its probe writes them, and nothing else: a
-# value outside them is no reading of a GPU (a report edited, or written
-# by something else), and the record is Unreadable (docs/health.md).
-# Bounds on numbers also refuse NaN and the infinities.
+# value outside them (NaN and the infinities too) is no reading of a GPU,
+# and the record is Unreadable (docs/health.md).
 _BIG = 10 ** 15
 #: errors, rows, samples: a whole number >= 0
 Count = Annotated[int, msgspec.Meta(ge=0)]
@@ -262,12 +261,10 @@ def _why(message, value):
     """'unreadable health record (msgspec's message; value V)'."""
     m = _AT.search(message)
     at = value if m else {}         # a mapping or list: no value shown
-    for step in _STEP.finditer(m.group(1) if m else ''):
-        key, index = step.group(1), step.group(2)
-        if key is not None and isinstance(at, dict) and key in at:
+    for key, index in _STEP.findall(m.group(1) if m else ''):
+        if key and isinstance(at, dict) and key in at:
             at = at[key]
-        elif index is not None and isinstance(at, list) and \
-                int(index) < len(at):
+        elif index and isinstance(at, list) and int(index) < len(at):
             at = at[int(index)]
         else:
             at = {}

@@ -4,6 +4,7 @@ import functools
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -59,26 +60,25 @@ def _names(test):
     return [cls.__name__ for cls in type(test).__mro__]
 
 
-def _refs_of(test):
-    return files().get(test.current_system.name, [])
+def _place(test):
+    """(its system's References, class names, partition, Attrs) of ``test``."""
+    return (files().get(test.current_system.name, []), _names(test),
+            test.current_partition.name, Attrs(test))
 
 
 def for_test(test, metric_units):
-    """ReFrame reference tuples of ``metric_units`` (``name@x``: ``name``'s)."""
-    found = references.select(
-        _refs_of(test), _names(test), test.current_partition.name,
-        Attrs(test), {m.partition('@')[0]: u for m, u in metric_units.items()})
+    """ReFrame's reference tuples of ``metric_units`` (``m@x``: ``m``'s)."""
+    found = references.select(*_place(test), {
+        m.partition('@')[0]: u for m, u in metric_units.items()})
     return {m: found[m.partition('@')[0]] for m in metric_units
             if m.partition('@')[0] in found}
 
 
 def unjudged(test, metrics, diagnostics):
     """{metric: why no reference judges it} of ``metrics``."""
-    import re
     system = test.current_system.name
-    absent = references.absent(
-        _refs_of(test), _names(test), test.current_partition.name,
-        Attrs(test), {m.partition('@')[0] for m in metrics})
+    absent = references.absent(*_place(test),
+                               {m.partition('@')[0] for m in metrics})
     out = {}
     for metric in metrics:
         name = metric.partition('@')[0]
@@ -164,10 +164,8 @@ def check_metrics(test, reported):
     # ``name_vs_peers`` is the node screen's bound of ``name`` (read by
     # the verdict: hpcval.verdict_refs.peer_factors)
     families = {m.partition('@')[0] for m in reported}
-    missing = references.unreported(
-        _refs_of(test), _names(test), test.current_partition.name,
-        Attrs(test), {*reported, *families,
-                      *(f'{m}_vs_peers' for m in families)})
+    missing = references.unreported(*_place(test), {
+        *reported, *families, *(f'{m}_vs_peers' for m in families)})
     if missing:
         from reframe.core.exceptions import PerformanceError
         raise PerformanceError('; '.join(
@@ -177,15 +175,9 @@ def check_metrics(test, reported):
             f'{", ".join(sorted(reported))})' for i, metric, close in missing))
 
 
-class _Values(dict):
-    """A test's recorded attributes, read like Attrs."""
-
-
 def problems_of_systems(by_system):
-    """references.unmatched of each {system: (refs, path)}, or its ShapesError.
-
-    Each system's tests are loaded in a process of their own: a process
-    holds one ReFrame runtime."""
+    """references.unmatched of each {system: (refs, path)}, or its
+    ShapesError; each system's tests loaded in a process of its own."""
     def one(item):
         system, (refs, path) = item
         keys = sorted({k for r in refs for k in r.where})
@@ -193,11 +185,9 @@ def problems_of_systems(by_system):
             shapes = _shapes_in_child(system, keys)
         except ShapesError as err:
             return system, err
-        tests = [references.TestShape(tuple(t['names']),
-                                      frozenset(t['partitions']),
-                                      _Values(t['attrs']),
-                                      frozenset(t['params']))
-                 for t in shapes]
+        tests = [references.TestShape(
+            tuple(t['names']), frozenset(t['partitions']), t['attrs'],
+            frozenset(t['params'])) for t in shapes]
         return system, references.unmatched(refs, tests, path)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:

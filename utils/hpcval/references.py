@@ -1,8 +1,6 @@
-"""Reference files: one YAML file per system under references/.
-
-Every key is checked, an unknown one refused (docs/references.md has the
-schema); the loader turns the matching entries into ReFrame's reference
-tuples ``(value, lower, upper, unit)`` in the unit the check reports."""
+"""Reference files, one per system under references/: every key checked,
+an unknown one refused (docs/references.md has the schema); the entries
+matching a test become ReFrame's reference tuples in the unit it reports."""
 import difflib
 import math
 import os
@@ -44,9 +42,7 @@ def _false_alarms(path, data):
     got = data.get('false_alarms')
     if got is None:
         return None
-    if not isinstance(got, dict):
-        _fail(path, 'false_alarms', 'must be a mapping')
-    _unknown(path, 'false_alarms', got, {'node_rate', 'figures',
+    _mapping(path, 'false_alarms', got, {'node_rate', 'figures',
                                          'per_figure'})
     node = _number(path, 'false_alarms.node_rate', got.get('node_rate'), '+')
     per = _number(path, 'false_alarms.per_figure', got.get('per_figure'),
@@ -93,11 +89,8 @@ def _fail(path, key, msg):
 
 _SHOWN = reprlib.Repr()
 _SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 2, 60, 60
-
-
-def _shown(val):
-    """``repr(val)`` cut short: a YAML alias may hold billions of elements."""
-    return _SHOWN.repr(val)
+#: ``repr(val)`` cut short: a YAML alias may hold billions of elements
+_shown = _SHOWN.repr
 
 
 def _number(path, key, val, sign=None, allow_null=True):
@@ -128,7 +121,10 @@ def _text(path, key, val):
     return val
 
 
-def _unknown(path, key, data, allowed):
+def _mapping(path, key, data, allowed):
+    """Refuse ``data`` unless a mapping of ``allowed`` keys only."""
+    if not isinstance(data, dict):
+        _fail(path, key, f'must be a mapping, got {_shown(data)}')
     extra = sorted(set(data) - allowed, key=str)
     if extra:
         _fail(path, key, f'unknown key(s) '
@@ -137,10 +133,7 @@ def _unknown(path, key, data, allowed):
 
 
 def _metric(path, key, data, rules):
-    if not isinstance(data, dict):
-        _fail(path, key, 'must be a mapping')
-
-    _unknown(path, key, data, _METRIC_KEYS)
+    _mapping(path, key, data, _METRIC_KEYS)
     for required in ('value', 'unit', 'source'):
         if required not in data:
             _fail(path, f'{key}.{required}', 'is required')
@@ -178,24 +171,22 @@ def _band(path, key, value, upper, unit):
         return
     for other in dict.fromkeys((unit, *units.extremes(unit))):
         ref = units.convert(value, unit, other)
-        there = '' if other == unit else f' ({_g(ref)} {other})'
+        there = '' if other == unit else f' ({ref:g} {other})'
         if not math.isfinite(ref):
-            _fail(path, f'{key}.value', f'{_g(value)} {unit} is inf in '
+            _fail(path, f'{key}.value', f'{value:g} {unit} is inf in '
                                         f'{other}: beyond any float')
         if abs(ref) < sys.float_info.min:
-            _fail(path, f'{key}.value', f'{_g(value)} {unit}{there} is '
+            _fail(path, f'{key}.value', f'{value:g} {unit}{there} is '
                                         f'below the smallest normal float: '
                                         f'no benchmark measures it')
-        if upper is not None and judgement.Band(ref, None, upper).infinite():
-            _fail(path, f'{key}.upper', f'{_g(upper)} above value '
-                                        f'{_g(value)} {unit}{there} puts '
+        # an upper limit at inf: limits() leaves it out as unbounded
+        if upper is not None and \
+                judgement.Band(ref, None, upper).limits()[1] is None:
+            _fail(path, f'{key}.upper', f'{upper:g} above value '
+                                        f'{value:g} {unit}{there} puts '
                                         f'the upper limit at inf: no '
                                         f'bound; give a smaller upper, or '
                                         f'null for none')
-
-
-def _g(number):
-    return f'{number:g}'
 
 
 class _UniqueKeyLoader(bounded.SAFE_LOADER):
@@ -280,9 +271,7 @@ def load(path, text=None):
 def _document(path, text=None):
     """The top-level mapping of one file, its keys and ``system`` checked."""
     data = parse(_read(path) if text is None else text, path)
-    if not isinstance(data, dict):
-        _fail(path, '<top>', 'must be a mapping')
-    _unknown(path, '<top>', data, _TOP_KEYS)
+    _mapping(path, '<top>', data, _TOP_KEYS)
     stem = os.path.splitext(os.path.basename(path))[0]
     if data.get('system') != stem:
         _fail(path, 'system', f'must be {stem!r} (the file name), '
@@ -363,9 +352,7 @@ def _refs(path, entries, rules, keys=None, origins=None):
 
 def _entry_key(path, key, entry):
     """(check, partition, where) of one entry: what names it."""
-    if not isinstance(entry, dict):
-        _fail(path, key, 'must be a mapping')
-    _unknown(path, key, entry, _ENTRY_KEYS)
+    _mapping(path, key, entry, _ENTRY_KEYS)
     check = _text(path, f'{key}.check', entry.get('check'))
     partition = _text(path, f'{key}.partition', entry.get('partition', '*'))
     where = _where(path, f'{key}.where', entry.get('where'))
@@ -395,7 +382,7 @@ class Origin:
 
 def load_over(below_path, path, text=None):
     """The references of ``path`` (or ``text``) layered over ``below_path``."""
-    below = _layer_on(None, below_path, _document(below_path), BUILT_IN)
+    below = _Layered.whole(below_path, _document(below_path), BUILT_IN)
     return _layer_on(below, path, _document(path, text), SITE).references()
 
 
@@ -412,10 +399,8 @@ class ReferenceSet(dict):
 
     @classmethod
     def layered(cls, dirs):
-        """The references of each system from the folders ``dirs`` in order.
-
-        A later file changes an earlier one entry by entry, metric by metric
-        (docs/site.md); ``replace: true`` replaces it whole."""
+        """Each system's references, a later folder's file changing an
+        earlier one's entry by entry (docs/site.md), or replacing it."""
         layers, rates = {}, {}
         for depth, dirname in enumerate(dirs):
             layer = BUILT_IN if depth == 0 else SITE
@@ -610,8 +595,14 @@ def _overlay(below, path, data):
         ident = _entry_key(path, key, entry)
         at = next((i for i in reversed(range(len(known)))
                    if _same_key(known[i], ident)), None)
-        if at is None:
-            _whole_metrics(path, key, entry, below.path)
+        valueless = [n for n, spec in _metric_specs(entry).items()
+                     if isinstance(spec, dict) and 'value' not in spec
+                     and n != '*']
+        if at is None and valueless:
+            _fail(path, f'{key}.metrics.{valueless[0]}.value',
+                  f'is required: no entry of {below.path} has this check, '
+                  f'partition and where, so this entry is new and each '
+                  f'metric needs its value, unit, rule and source')
         if at is None or _calibrated_only(entry):
             # a new entry follows the earlier ones (a calibrated one always
             # does: the last applicable entry wins, as in one file)
@@ -626,15 +617,6 @@ def _overlay(below, path, data):
     expected = _inventory(path, data) if 'inventory' in data \
         else below.inventory
     return _Layered(path, entries, rules, origins, keys, expected)
-
-
-def _whole_metrics(path, key, entry, below_path):
-    for name, spec in _metric_specs(entry).items():
-        if name != '*' and isinstance(spec, dict) and 'value' not in spec:
-            _fail(path, f'{key}.metrics.{name}.value',
-                  f'is required: no entry of {below_path} has this check, '
-                  f'partition and where, so this entry is new and each '
-                  f'metric needs its value, unit, rule and source')
 
 
 def _calibrated_only(entry):
@@ -661,7 +643,7 @@ def _merge_entry(old, old_origins, new, path, j, key, below_path):
         if before is None or not isinstance(spec, dict) or 'value' in spec:
             metrics[name], changed = spec, ('*',)
         else:
-            _unknown(path, mkey, spec, _METRIC_KEYS)
+            _mapping(path, mkey, spec, _METRIC_KEYS)
             if 'unit' in spec and spec['unit'] != before.get('unit'):
                 _fail(path, f'{mkey}.unit', f'changes the unit of '
                       f'{below_path}\'s value: give the value in it too')
@@ -692,10 +674,8 @@ def _same(attr, wanted):
 
 
 def select(refs, check_names, partition, attrs, metric_units):
-    """ReFrame reference tuples for one test, keyed by metric.
-
-    A later entry overrides an earlier one; an explicitly absent metric
-    (value: null) is left out, logged unjudged."""
+    """ReFrame reference tuples for one test, keyed by metric: the last
+    entry's; an explicitly absent metric (value: null) left out."""
     return {name: ref.as_tuple(metric_units[name]) for name, ref in
             applying(refs, check_names, partition, attrs).items()
             if name in metric_units and ref.value is not None}
@@ -716,18 +696,12 @@ class TestShape:
     params: frozenset = frozenset()
 
 
-def _entries(refs):
-    """{entry index: first Reference of that entry}, in file order."""
-    out = {}
-    for ref in refs:
-        out.setdefault(ref.entry, ref)
-    return out
-
-
 def unmatched(refs, tests, path, known_checks=None):
     """(errors, notes) about entries of ``refs`` that match no loaded test."""
-    errors, notes = [], []
-    for i, ref in _entries(refs).items():
+    errors, notes, first = [], [], {}
+    for ref in refs:
+        first.setdefault(ref.entry, ref)
+    for i, ref in first.items():
         found = _no_match(ref, tests, known_checks)
         if found:
             fatal, why = found
@@ -796,11 +770,8 @@ def _no_match(ref, tests, known_checks):
 
 
 def unreported(refs, check_names, partition, attrs, reported):
-    """(entry index, metric, what the test reports instead) of likely typos.
-
-    A missing metric counts when the test reports none of the entry's
-    figures, or one whose name is close to it: a sibling variant's metric
-    is no mistake."""
+    """(entry index, metric, what the test reports instead) of likely typos:
+    none of the entry's metrics reported, or one of a close name."""
     by_entry = {}
     for ref in refs:
         if ref.value is not None and applies(ref, check_names, partition,
@@ -823,3 +794,33 @@ def absent(refs, check_names, partition, attrs, metrics):
             for name, ref in applying(refs, check_names, partition,
                                       attrs).items()
             if name in metrics and ref.value is None}
+
+
+def _cell(text):
+    return re.sub(r'\s+', ' ', str(text)).strip().replace('|', '\\|')
+
+
+def markdown(by_system):
+    """Every reference of every system as one Markdown table."""
+    rows = []
+    for system, refs in sorted(by_system.items()):
+        for ref in refs:
+            value, bounds = 'absent', 'logged, not judged'
+            if ref.value is not None:
+                value = f'{ref.value:g} {ref.unit}'
+                bounds = judgement.Band(ref.value, ref.lower,
+                                        ref.upper).range_text()
+            where = ', '.join(f'{k}={v}' for k, v in ref.where.items())
+            metric = 'every metric' if ref.metric == '*' else ref.metric
+            rows.append('| ' + ' | '.join(_cell(c) for c in (
+                system, ref.check, ref.partition, where or 'any', metric,
+                value, bounds, ref.rule or '-', ref.source)) + ' |\n')
+    counts = ', '.join(
+        f'{system} {sum(r.value is not None for r in refs)} judged / '
+        f'{len(refs)}' for system, refs in sorted(by_system.items()))
+    return ('# All references\n\nGenerated by `hpcval references --markdown '
+            '> docs/reference-table.md` from references/*.yaml; a test fails '
+            'when it is stale.  Bounds are absolute, in the reference\'s '
+            f'unit.  Per system: {counts}.\n\n| system | check | partition '
+            '| where | metric | value | bounds | rule | source |\n'
+            '|---|---|---|---|---|---|---|---|---|\n' + ''.join(rows))

@@ -1,8 +1,6 @@
-"""Whether hpcval may load code from a place or start root daemons in it.
-
-Trusted: owned by root or the running user, not writable by group or
-others, and so every folder above it (a sticky one may be above, never
-itself trusted); a link only where owned so, its target checked too."""
+"""Whether hpcval may load code from a place or start root daemons in it:
+the trust rule of docs/security.md (owner root or the running user, not
+writable by group or others, every folder above too)."""
 import os
 import stat
 
@@ -14,50 +12,41 @@ class UntrustedPath(ValueError):
     """A place hpcval will not load from or write into, and why."""
 
 
-def _owners(uid):
-    return {0, os.geteuid() if uid is None else uid}
-
-
-def _why(path, st, uid, above=False):
-    """Why ``path`` (its lstat ``st``) is not trusted, or ''."""
-    if st.st_uid not in _owners(uid):
-        return (f'{path} is owned by uid {st.st_uid}, not by root or the '
-                f'running user (uid {os.geteuid() if uid is None else uid})')
+def _check(path, st, above=False):
+    """UntrustedPath unless ``path`` (its lstat ``st``) is trusted."""
+    if st.st_uid not in (0, os.geteuid()):
+        raise UntrustedPath(f'{path} is owned by uid {st.st_uid}, not by '
+                            f'root or the running user (uid {os.geteuid()})')
     if stat.S_ISLNK(st.st_mode):
-        return ''
-    if st.st_mode & 0o022:
-        if above and stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX:
-            return ''       # sticky: what is in it is checked on its own
-        return (f'{path} is writable by group or others (mode '
-                f'{stat.S_IMODE(st.st_mode):04o})')
-    return ''
+        return
+    # a sticky folder above: what is in it is checked on its own
+    if st.st_mode & 0o022 and not (above and stat.S_ISDIR(st.st_mode) and
+                                   st.st_mode & stat.S_ISVTX):
+        raise UntrustedPath(f'{path} is writable by group or others (mode '
+                            f'{stat.S_IMODE(st.st_mode):04o})')
 
 
-def check_path(path, uid=None, _depth=0, shared=False):
+def check_path(path, _depth=0, shared=False):
     """UntrustedPath unless ``path`` and every folder above it are trusted."""
     if _depth > 40:
         raise UntrustedPath(f'{path}: too many symbolic links')
-    path = os.path.abspath(path)
-    parts = path.split(os.sep)[1:]
+    steps = ['', *os.path.abspath(path).split(os.sep)[1:]]
     current = os.sep
-    steps = ['', *parts]
     for i, part in enumerate(steps):
-        current = os.path.join(current, part) if part else current
+        current = os.path.join(current, part)
         try:
             st = os.lstat(current)
         except OSError as err:
             raise UntrustedPath(f'{current}: {err.strerror}') from None
         above = shared or i < len(steps) - 1
-        why = _why(current, st, uid, above)
-        if why:
-            raise UntrustedPath(why)
+        _check(current, st, above)
         if stat.S_ISLNK(st.st_mode):
-            check_path(os.path.realpath(current), uid, _depth + 1, above)
+            check_path(os.path.realpath(current), _depth + 1, above)
 
 
-def check_tree(folder, uid=None):
+def check_tree(folder):
     """check_path(folder), and every file and folder under it trusted."""
-    check_path(folder, uid)
+    check_path(folder)
     seen = 0
     for top, dirs, files in os.walk(folder):
         for name in [*dirs, *files]:
@@ -67,17 +56,15 @@ def check_tree(folder, uid=None):
                                     f'entries')
             path = os.path.join(top, name)
             st = os.lstat(path)
-            why = _why(path, st, uid)
-            if why:
-                raise UntrustedPath(why)
+            _check(path, st)
             if stat.S_ISLNK(st.st_mode):
-                check_path(os.path.realpath(path), uid)
+                check_path(os.path.realpath(path))
 
 
-def own_folder(path, mode=0o700, uid=None):
+def own_folder(path, mode=0o700):
     """``path`` as a trusted folder of the running user, made if missing."""
     path = os.path.abspath(path)
-    check_path(os.path.dirname(path), uid, shared=True)
+    check_path(os.path.dirname(path), shared=True)
     try:
         os.mkdir(path, mode)
     except FileExistsError:
@@ -85,12 +72,10 @@ def own_folder(path, mode=0o700, uid=None):
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise UntrustedPath(f'{path} is a symbolic link or not a folder')
-    if st.st_uid != (os.geteuid() if uid is None else uid):
+    if st.st_uid != os.geteuid():
         raise UntrustedPath(f'{path} is owned by uid {st.st_uid}, not by the '
                             f'running user')
-    why = _why(path, st, uid)
-    if why:
-        raise UntrustedPath(why)
+    _check(path, st)
     return path
 
 

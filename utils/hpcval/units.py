@@ -63,11 +63,8 @@ def size_label(nbytes, suffixes=METRIC_SIZES, unit='B'):
 
 def better(unit):
     """'lower' for times, 'higher' for the rest, 'unknown' if not known."""
-    try:
-        fam = family(unit)
-    except ValueError:
-        return 'unknown'
-    return 'lower' if fam == 'time' else 'higher'
+    fam = _FAMILY_OF.get(unit)
+    return 'unknown' if fam is None else 'lower' if fam == 'time' else 'higher'
 
 
 #: The smallest figure of a family a benchmark can have measured, in the
@@ -80,16 +77,14 @@ _FLOORS = {'time': (1e-12, '1 ps'), 'bandwidth': (1.0, '1 B/s'),
 
 
 def outside_range(name, value, unit, zero_ok=False):
-    """Why ``name`` = ``value`` ``unit`` cannot have been measured, or None.
-
-    Finite always; a time or rate positive, above its family's floor (0
-    where ``zero_ok``); a ratio not negative."""
+    """Why ``name`` = ``value`` ``unit`` cannot have been measured, or None:
+    not finite, negative, or below its family's floor (0 is not, where
+    ``zero_ok``)."""
     shown = f'{name} = {value:g} {unit}'
     if not math.isfinite(value):
         return f'{shown} is not a finite number'
-    try:
-        fam = family(unit)
-    except ValueError:
+    fam = _FAMILY_OF.get(unit)
+    if fam is None:
         return None
     if math.copysign(1.0, value) < 0:   # -0.0 too: computed from a negative
         return f'{shown} is negative: a {fam} never is'
@@ -98,14 +93,10 @@ def outside_range(name, value, unit, zero_ok=False):
     if value == 0:
         return f'{shown}: a {fam} of 0 is no measurement'
     floor, words = _FLOORS[fam]
-    if convert(value, unit, _first(fam)) < floor:
+    if convert(value, unit, next(iter(_FAMILIES[fam]))) < floor:
         return (f'{shown} is below {words}, smaller than any '
                 f'benchmark measures')
     return None
-
-
-def _first(fam):
-    return next(iter(_FAMILIES[fam]))
 
 
 #: GT/s per lane of each PCIe generation

@@ -1,16 +1,14 @@
-"""``hpcval verdict``: is the system healthy, and if not, what is not.
-
-Per system and partition: figures judged, passed, failed, logged without
-a reference, skipped cases and why; one line per failure naming the
-component, metric, value and bound.  Exit statuses: docs/verdict.md;
-what the checks record beside their figures: hpcval.records."""
+"""``hpcval verdict``: is the system healthy, and if not, what is not
+(docs/verdict.md: what it counts and names, its exit statuses; what the
+checks record beside their figures: hpcval.records)."""
 import json
 import re
+import shlex
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 
-from hpcval import (drain, judgement, records, retries, screen,
-                    verdict_modes, verdict_refs)
+from hpcval import (drain, judgement, records, retries, screen, suites,
+                    verdict_refs)
 from hpcval.datasheets import gpu_indices as _gpu_indices
 from hpcval.health import report as health
 from hpcval.judgement import INPUT, Band, Failure, num as _num
@@ -23,7 +21,6 @@ EXIT_WIDER = 4
 STATUS = {EXIT_OK: 'PASSED', EXIT_FAILED: 'FAILED',
           EXIT_INCOMPLETE: 'INCOMPLETE', EXIT_INPUT: 'UNKNOWN',
           EXIT_WIDER: 'PASSED AT A WIDER BOUND'}
-DIAGNOSTIC = 'diagnostic'
 # provenance keys in the order they are shown
 PROVENANCE_KEYS = ('gpu', 'driver', 'cuda', 'rocm', 'nccl', 'rccl', 'mpi',
                    'kernel', 'cpu', 'spack')
@@ -130,13 +127,6 @@ def node_label(case):
                                             if n != 'None')
 
 
-def _unjudged_reason(case, metric):
-    reasons = case.extras.get('unjudged')
-    if isinstance(reasons, dict) and isinstance(reasons.get(metric), str):
-        return reasons[metric]
-    return 'no reference'
-
-
 def _skip_reason(case, fixtures):
     own = case.extras.get('skip_reason')
     if isinstance(own, str) and own:
@@ -144,14 +134,11 @@ def _skip_reason(case, fixtures):
     # a test is skipped when a fixture it needs was skipped or failed:
     # name the first such fixture, and its own reason
     seen, todo = set(), list(case.deps)
-    while todo:
-        name = todo.pop(0)
-        if name in seen:
+    for name in todo:       # breadth first: ``todo`` grows as it is read
+        fix = fixtures.get((case.session, name))
+        if name in seen or fix is None:
             continue
         seen.add(name)
-        fix = fixtures.get((case.session, name))
-        if fix is None:
-            continue
         if fix.result in ('skip', 'fail', 'abort'):
             why = fix.extras.get('skip_reason') or fix.reason or fix.result
             deeper = _skip_reason(fix, fixtures) if fix.result == 'skip' \
@@ -218,14 +205,6 @@ class _Groups(dict):
             gpus = expected.get('gpus', 0)
             self.expects_gpus[g.name] = gpus if isinstance(gpus, int) else 0
 
-    def unprobed(self):
-        """Fill each group's ``no_health`` where GPUs are expected."""
-        for g in self.values():
-            if self.expects_gpus.get(g.name):
-                g.no_health = [n or 'node not recorded' for n, seen in
-                               self.health_seen.get(g.name, {}).items()
-                               if not seen]
-
 
 def judge(loaded, select=None, strict=False, allow_unjudged=False,
           peer_factor=screen.PEER_FACTOR, accept_out=(),
@@ -237,7 +216,7 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     ``accept_unscreened`` accepts a screen figure that cannot name a node.
     An input that cannot be read or trusted never passes.
     """
-    select = select or (lambda case: True)
+    chosen = select or (lambda case: True)
     # a re-measure (hpcval.retries) or a re-screen (hpcval.screen) judges
     # in place of the run before it
     earlier, first_runs = retries.runs(loaded.cases)
@@ -246,7 +225,6 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     replaced = earlier | screen.superseded(
         [c for c in loaded.cases if id(c) not in earlier]
         if earlier else loaded.cases)
-    chosen = select
 
     def select(case):
         return id(case) not in replaced and chosen(case)
@@ -276,7 +254,11 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
                     rebanded, refs, first and (first, figures(first)))
     for case, node, comp, text in healths.between_nodes():
         groups.of(case).changes.append(_changed(node, comp, text))
-    groups.unprobed()
+    for g in groups.values():       # where the inventory expects GPUs
+        if groups.expects_gpus.get(g.name):
+            g.no_health = [n or 'node not recorded' for n, seen in
+                           groups.health_seen.get(g.name, {}).items()
+                           if not seen]
     _unmeasured(groups, judged)
     _failed_fixtures(groups, loaded.fixtures, select, seen)
     _untrusted(groups, loaded)
@@ -285,21 +267,22 @@ def judge(loaded, select=None, strict=False, allow_unjudged=False,
     ordered = [groups[k] for k in sorted(groups)]
     incomplete = _incomplete(ordered, allow_unjudged)
     commands = getattr(loaded, 'commands', None) or {}
-    # an acceptance or screen narrowed is not that suite
-    incomplete += verdict_modes.not_the_suite(groups.sessions, commands,
-                                               loaded.cases)
+    incomplete += _not_the_suite(groups.sessions, commands, loaded.cases)
     wider = [] if accept_unscreened else [
         f'{g.name}: {r.line()}' for g in ordered for r in g.reach
         if not r.screened]
-    problems = [str(p) for p in loaded.problems]
-    distributed = any('%.nid=' in c.test for c in loaded.cases)
-    status = _status(ordered, incomplete + wider, problems, strict)
-    if status == EXIT_INCOMPLETE and not incomplete:
-        status = EXIT_WIDER
+    problems, why = [str(p) for p in loaded.problems], incomplete + wider
+    if any(g.failures for g in ordered) or (strict and why):
+        status = EXIT_FAILED
+    elif problems:
+        status = EXIT_INPUT
+    else:       # a screen passed only at the wider bound it states: 4
+        status = EXIT_INCOMPLETE if incomplete else \
+            EXIT_WIDER if wider else EXIT_OK
     usage = next((screen.usage_line(g.same_failure, commands)
                   for g in ordered if g.same_failure), '')
-    return Verdict(EXIT_INPUT if usage else status, ordered,
-                   incomplete + wider, problems, distributed,
+    return Verdict(EXIT_INPUT if usage else status, ordered, why, problems,
+                   any('%.nid=' in c.test for c in loaded.cases),
                    {'peer_factor': peer_factor, 'accept_out': accept_out,
                     'accept_unscreened': accept_unscreened,
                     'commands': commands}, usage)
@@ -316,14 +299,6 @@ def _by_case(loaded):
     for s in loaded.samples:
         samples.setdefault(id(s.case), []).append(s)
     return samples
-
-
-def _status(groups, incomplete, problems, strict):
-    if any(g.failures for g in groups) or (strict and incomplete):
-        return EXIT_FAILED
-    if problems:
-        return EXIT_INPUT
-    return EXIT_INCOMPLETE if incomplete else EXIT_OK
 
 
 def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
@@ -369,7 +344,6 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
 
     failed_figure = refs_failed = False
     outcome, passed = judgement.outcome, judgement.PASS
-    label = node_label(case) if rebanded else ''
     before = {s.metric: s for s in first[1]} if first else {}
     for s in samples:
         cross, why = rebanded.get(id(s), (None, None))
@@ -388,7 +362,10 @@ def _judge_case(groups, case, samples, peer, fixtures, healths, rebanded,
                                    source)
         if not failed and was is not None and \
                 outcome(was) == judgement.FAIL:
-            g.intermittent.append(_intermittent(first[0], was, s, healths))
+            f = _figure_failure(first[0], was, healths)
+            g.intermittent.append(replace(
+                f, first=f.shown, value=s.value,
+                shown=Band.of_sample(s).value_text(s.value)))
         failed_figure |= failed
         # ReFrame passed the case by another bound than the references'
         refs_failed |= failed and id(s) in rebanded
@@ -434,14 +411,6 @@ def _remeasured(case, first):
     return f'{now} on re-measure; first run: {then}'
 
 
-def _intermittent(case, was, s, healths):
-    """The INTERMITTENT line of a figure that passed its re-measure."""
-    f = _figure_failure(case, was, healths)
-    band = Band.of_sample(s)
-    return replace(f, first=f.shown, value=s.value,
-                   shown=band.value_text(s.value, band.digits(s.value)))
-
-
 def _health_named(healths, case, samples):
     """Whether ``case`` failed only for what its health record names."""
     return case.phase in ('sanity', 'performance') and \
@@ -450,17 +419,13 @@ def _health_named(healths, case, samples):
         id(case) in healths.failed
 
 
-def _probed_gpus(case):
-    """{N} of the GPUs the case's health probe listed before the job."""
-    rec = case.extras.get('health')
-    return {g.index for g in rec.before.gpus} if rec is not None else set()
-
-
 def _unmeasured(groups, cases):
     """A failure per probed GPU that a per-GPU check did not measure."""
     missing = {}        # (group key, node): {gpu: [check]}
     for case in cases:
-        probed = _probed_gpus(case)
+        rec = case.extras.get('health')     # the GPUs listed before the job
+        probed = {g.index for g in rec.before.gpus} if rec is not None \
+            else set()
         measured = _measured_gpus(case)
         if measured is None or not probed or \
                 case.result in ('skip', 'fail_deps'):
@@ -492,19 +457,15 @@ def _measured_gpus(case):
 
 
 # the most of a check's failure shown beside a GPU it did not measure; a
-# clause ends at ': ' only past CLAUSE characters ('vm.gpu0: no table')
-FEW_WORDS, CLAUSE = 80, 24
-_CLAUSE_END = re.compile(r'; | \| |: ')
+# clause ends at ': ' only past 24 characters ('vm.gpu0: no table')
+FEW_WORDS = 80
+_CLAUSE_END = re.compile(r'; | \| |(?<=.{24}): ', re.S)
 
 
 def _few_words(case):
     """The phase and the first clause of why ``case`` failed."""
-    text = case.reason or case.result
-    text = text.removeprefix('sanity error: ')
-    for end in _CLAUSE_END.finditer(text):
-        if end.group() != ': ' or end.start() >= CLAUSE:
-            text = text[:end.start()]
-            break
+    text = (case.reason or case.result).removeprefix('sanity error: ')
+    text = _CLAUSE_END.split(text, 1)[0]
     text = f'{case.phase}: {text}' if case.phase else text
     if len(text) <= FEW_WORDS:
         return text
@@ -522,8 +483,10 @@ def _judge_figure(g, case, s, by_peers, healths, why=None, was=None,
     """Count figure ``s`` against its band and peers; True if it failed."""
     by_band = judgement.outcome(s)
     if by_band is None and by_peers is None:
-        why = why or _unjudged_reason(case, s.metric)
-        if why.startswith(DIAGNOSTIC):
+        own = case.extras.get('unjudged')
+        own = own.get(s.metric) if isinstance(own, dict) else None
+        why = why or (own if isinstance(own, str) else 'no reference')
+        if why.startswith('diagnostic'):
             g.diagnostic += 1
         else:
             g.logged += 1
@@ -549,23 +512,19 @@ def _figure_failure(case, s, healths, was=None, source=''):
     """The Failure of figure ``s`` (``was``: its first run)."""
     band = Band.of_sample(s)
     digits = band.digits(s.value)
-    first = band.value_text(was.value, band.digits(was.value)) \
-        if was is not None else ''
     component = case.extras.get('components', {}).get(s.metric, '')
+    causes = (band.implausible(s.value),
+              healths.cause(case, component, (s.metric, s.value, s.unit)),
+              _busy(case))
     # a datasheet's bound names its peak and fraction, not '(ref ..)'
-    bound = band.bound_text(digits, source)
-    return Failure(case.system, case.partition, node_label(case),
-                   component, case.test, s.metric,
-                   s.value, s.unit, bound,
-                   session=case.session,
+    return Failure(case.system, case.partition, node_label(case), component,
+                   case.test, s.metric, s.value, s.unit,
+                   band.bound_text(digits, source), session=case.session,
                    shown=band.value_text(s.value, digits),
                    deviation=band.deviation_text(s.value),
-                   cause='; '.join(c for c in (
-                       band.implausible(s.value),
-                       healths.cause(case, component,
-                                     (s.metric, s.value, s.unit)),
-                       _busy(case)) if c),
-                   first=first, clear=_clear(case))
+                   cause='; '.join(c for c in causes if c),
+                   first=band.value_text(was.value) if was else '',
+                   clear=_clear(case))
 
 
 def _clear(case):
@@ -671,6 +630,59 @@ def _incomplete(groups, allow_unjudged):
                                        not g.coverage.known):
             why.append(f'{g.name}: node screen: {g.coverage.line()}')
     return why
+
+
+#: in place of the suite's files where a session recorded none: check
+#: paths naming files, not the folder, then leave it out (fail closed)
+UNRECORDED = 'the suite\'s other files (the run recorded none)'
+
+
+def _narrowing(cmdline, names):
+    try:
+        argv = shlex.split(cmdline)
+    except ValueError as err:
+        return '?', [f'it cannot be split: {err}']
+    # the first word is the program that ran (reframe, or its path)
+    return suites.narrowing(argv[1:] if argv and not argv[0].startswith('-')
+                            else argv, names)
+
+
+def _suites(cases):
+    """{session: the suite's check file names its cases recorded}."""
+    out = {}
+    for case in cases:
+        names = case.extras.get('suite')
+        if isinstance(names, list) and all(isinstance(n, str) and
+                                           '/' not in n for n in names):
+            out.setdefault(case.session, set()).update(names)
+    return out
+
+
+def _not_the_suite(sessions_of, commands, cases):
+    """Why each group of ``sessions_of`` ({group: {uuid}}) whose command
+    (``commands``: {uuid: cmdline}) ran ``--mode acceptance`` or ``screen``
+    narrowed is not that suite, read with ReFrame's own parser
+    (docs/security.md, "modes"); ``cases`` record the suite's files."""
+    recorded = _suites(cases)
+    out = []
+    for group in sorted(sessions_of):
+        for uuid in sorted(sessions_of[group]):
+            cmdline = commands.get(uuid) or ''
+            if not isinstance(cmdline, str) or '--mode' not in cmdline and \
+                    not any(m in cmdline for m in suites.FIXED_MODES):
+                continue
+            found = _narrowing(cmdline,
+                               sorted(recorded.get(uuid) or [UNRECORDED]))
+            if found and found[0] == '?':
+                out.append(f'{group}: session {uuid}: its command line '
+                           f'cannot be read ({found[1][0]}): not validated '
+                           f'as an acceptance or screen')
+            elif found:
+                mode, what = found
+                out.append(f'{group}: session {uuid} ran --mode {mode} '
+                           f'narrowed ({"; ".join(what)}): not the {mode} '
+                           f'suite')
+    return out
 
 
 def as_dict(verdict):
@@ -801,8 +813,11 @@ def render_text(verdict, most=20, per_node=False):
             rate = f'; built for {g.false_alarms}' if g.false_alarms \
                 else '' if g.references == 'none' else \
                 '; no false-alarm rate stated'
+            kinds = ', '.join(dict.fromkeys(c.peak for c in g.datasheet))
+            sheet = f', datasheet ({len(g.datasheet)} figures: {kinds})' \
+                if g.datasheet else ''
             lines.append(f'  bounds: the references ({g.references}{rate})'
-                         f'{_datasheet_part(g.datasheet)}; '
+                         f'{sheet}; '
                          f'{len(g.crosschecks)} differ from the report\'s')
         for shown in ([f'  FAIL {f.line()}' for f in g.failures],
                       [f'  INTERMITTENT {f.line()}' for f in g.intermittent],
@@ -843,14 +858,6 @@ def render_text(verdict, most=20, per_node=False):
                                              for p in verdict.problems]
     # every line is built as one line: what a name adds is escaped here
     return '\n'.join(escape(line) for line in lines) + '\n'
-
-
-def _datasheet_part(judged):
-    """', datasheet (N figures: kinds)' where a datasheet judged, else ''."""
-    if not judged:
-        return ''
-    kinds = dict.fromkeys(c.peak for c in judged)
-    return f', datasheet ({len(judged)} figures: {", ".join(kinds)})'
 
 
 def _gpu_lines(gpus):

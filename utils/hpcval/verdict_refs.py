@@ -1,12 +1,6 @@
 """The bounds every reader of a report judges by: the references', not
-the report's (docs/verdict.md).
-
-The report's bound is a cross-check, one ``Cross`` where it differs:
-- they agree: the figure is judged as recorded;
-- a reference differs or the report has none: the reference judges;
-- no reference: nothing judges (a bound in no reference file is not
-  trusted), except a sibling figure (``peers.trusted_band``) and, in the
-  verdict, a GPU figure its model's datasheet bounds."""
+the report's, whose bound is a cross-check, one ``Cross`` where it differs
+(docs/verdict.md has the rule and its exceptions)."""
 import functools
 import math
 from dataclasses import dataclass
@@ -74,15 +68,29 @@ class Bounds:
             applying = self.refs.matching(
                 case.system, lineage(case), case.partition,
                 {**dict(case.params), **dict(case.fields), **dict(case.attrs)})
-            judge = self._entries[key] = _CaseJudge(self, applying,
-                                                    case.system)
+            judge = self._entries[key] = _CaseJudge(
+                applying, self.refs.files.get(
+                    case.system, f'no reference file for {case.system}'))
         return judge
 
-    def apply(self, case, s, decision):
-        """(the sample to judge, its Cross, why unjudged) of ``decision``."""
+
+class _CaseJudge:
+    """Bounds.of_case's judge of the test cases of one test."""
+    __slots__ = ('refs', 'path', 'decided')
+
+    def __init__(self, refs, path):
+        self.refs, self.path = refs, path
+        self.decided = {}       # (metric, unit, report band): decision
+
+    def __call__(self, s, case):
+        key = (s.metric, s.unit, s.reference, s.lower, s.upper)
+        decision = self.decided.get(key)
+        if decision is None:
+            decision = self.decided[key] = _decide(
+                self.path, self.refs.get(s.metric.partition('@')[0]), s)
         band, bound, source, why, report = decision
-        if band is None and not report:     # neither judges: as recorded
-            return s
+        if band is REPORT or (band is None and not report):
+            return s        # as recorded: the same bound, or none judges
         value, lower, upper = band or (None, None, None)
         judged = msgspec.structs.replace(
             s, reference=value, lower=lower, upper=upper, result=None)
@@ -90,55 +98,38 @@ class Bounds:
                              source, NONE if band is None else REFERENCES), \
             why if band is None else None
 
-    def decide(self, system, ref, s):
-        """(band, REPORT or None; its text, source, why unjudged, report's)."""
-        recorded = Band.of_sample(s)
-        report = recorded.bound_text() if recorded else ''
-        path = self.refs.files.get(system, f'no reference file for {system}')
-        if ref is None and peers.is_sibling_figure(s.metric):
-            band = peers.trusted_band(s.reference, s.lower, s.upper)
-            if band == (s.reference, s.lower, s.upper):
-                return REPORT, '', '', None, report
-            return (band, Band.of(*band, s.unit).bound_text(),
-                    'the sibling rule (hpcval.peers)', None, report)
-        if ref is None or ref.value is None:
-            if ref is None:
-                return None, 'none (no entry for it)', path, \
-                    f'no reference in {path}', report
-            return None, 'none (explicitly absent)', path, \
-                f'diagnostic: explicitly absent in {path}', report
-        origin = ref.origin
-        source = f'{origin.path} entries[{origin.entry}]' if origin \
-            else f'{path} entries[{ref.entry}]'
-        try:
-            value = ref.as_tuple(s.unit)[0]
-        except ValueError as err:
-            return None, f'none ({err})', source, \
-                f'its reference in {source} is in another unit: {err}', \
-                report
-        # a reference has a bound on some side (references._metric)
-        band = Band.of(value, ref.lower, ref.upper, s.unit)
-        if recorded is not None and _same(s.reference, value) and \
-                s.lower == ref.lower and s.upper == ref.upper:
-            return REPORT, '', '', None, report
-        return ((value, ref.lower, ref.upper), band.bound_text(), source,
-                None, report)
 
-def _datasheet(sheets, case, gpus, s, report):
-    """(the sample judged by its GPU model's datasheet, its Cross), or None."""
-    peak = sheets.expected(lineage(case), case, s.metric, gpus)
-    if peak is None:
-        return None
+def _decide(path, ref, s):
+    """(band, REPORT or None; its text, source, why unjudged, report's)."""
+    recorded = Band.of_sample(s)
+    report = recorded.bound_text() if recorded else ''
+    if ref is None and peers.is_sibling_figure(s.metric):
+        band = peers.trusted_band(s.reference, s.lower, s.upper)
+        if band == (s.reference, s.lower, s.upper):
+            return REPORT, '', '', None, report
+        return (band, Band.of(*band, s.unit).bound_text(),
+                'the sibling rule (hpcval.peers)', None, report)
+    if ref is None:
+        return None, 'none (no entry for it)', path, \
+            f'no reference in {path}', report
+    if ref.value is None:
+        return None, 'none (explicitly absent)', path, \
+            f'diagnostic: explicitly absent in {path}', report
+    origin = ref.origin
+    source = f'{origin.path} entries[{origin.entry}]' if origin \
+        else f'{path} entries[{ref.entry}]'
     try:
-        band = peak.band(s.unit)
-    except ValueError:      # a figure in another unit family
-        return None
-    judged = msgspec.structs.replace(
-        s, reference=band[0], lower=band[1], upper=band[2], result=None)
-    return judged, Cross(case.test, s.metric, report or 'none',
-                         Band.of(*band, s.unit).bound_text(),
-                         peak.text(), DATASHEET,
-                         peak=f'{peak.model} {peak.what}')
+        value = ref.as_tuple(s.unit)[0]
+    except ValueError as err:
+        return None, f'none ({err})', source, \
+            f'its reference in {source} is in another unit: {err}', report
+    # a reference has a bound on some side (references._metric)
+    band = Band.of(value, ref.lower, ref.upper, s.unit)
+    if recorded is not None and _same(s.reference, value) and \
+            s.lower == ref.lower and s.upper == ref.upper:
+        return REPORT, '', '', None, report
+    return ((value, ref.lower, ref.upper), band.bound_text(), source,
+            None, report)
 
 
 def with_datasheets(loaded, sheets=None):
@@ -165,40 +156,25 @@ def with_datasheets(loaded, sheets=None):
             of_case = of_case or bounds.of_case(case)
             if of_case.refs.get(s.metric.partition('@')[0]) is not None:
                 continue
-            cross = (loaded.rebanded.get(id(s)) or (None,))[0]
-            got = _datasheet(sheets, case, gpus, s, cross.report_bound
-                             if cross and cross.report_bound != 'none'
-                             else '')
-            if got is not None:
-                loaded.rebanded.pop(id(s), None)
-                samples[i] = got[0]
-                loaded.rebanded[id(got[0])] = (got[1], None)
-                changed = True
+            peak = sheets.expected(lineage(case), case, s.metric, gpus)
+            try:
+                band = peak.band(s.unit) if peak else None
+            except ValueError:      # a figure in another unit family
+                band = None
+            if band is None:
+                continue
+            cross = (loaded.rebanded.pop(id(s), None) or (None,))[0]
+            samples[i] = msgspec.structs.replace(
+                s, reference=band[0], lower=band[1], upper=band[2],
+                result=None)
+            loaded.rebanded[id(samples[i])] = (Cross(
+                case.test, s.metric, cross.report_bound if cross else 'none',
+                Band.of(*band, s.unit).bound_text(), peak.text(), DATASHEET,
+                peak=f'{peak.model} {peak.what}'), None)
+            changed = True
     if changed:
         loaded.samples = [s for c in loaded.cases
                           for s in by_case.get(id(c), ())]
-
-
-class _CaseJudge:
-    """Bounds.judged for the test cases of one test."""
-    __slots__ = ('bounds', 'refs', 'system', 'decided')
-
-    def __init__(self, bounds, refs, system):
-        self.bounds, self.refs, self.system = bounds, refs, system
-        self.decided = {}       # (metric, unit, report band): decision
-
-    def __call__(self, s, case):
-        key = (s.metric, s.unit, s.reference, s.lower, s.upper)
-        decision = self.decided.get(key)
-        if decision is None:
-            metric = s.metric
-            decision = self.decided[key] = self.bounds.decide(
-                self.system, self.refs.get(
-                    metric.partition('@')[0] if '@' in metric else metric),
-                s)
-        if decision[0] is REPORT:
-            return s
-        return self.bounds.apply(case, s, decision)
 
 
 def peer_factors(refs):
@@ -219,4 +195,3 @@ def peer_factors(refs):
         return of(case.system, lineage(case), case.partition, case.params,
                   case.fields, case.attrs, metric)
     return factor
-

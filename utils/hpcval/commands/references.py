@@ -4,7 +4,6 @@ import sys
 
 from hpcval import exits, paths, reference_service, references, site
 from hpcval.commands import print_table, printable
-from hpcval import reference_table
 
 
 def add_arguments(parser):
@@ -34,7 +33,7 @@ def run(args):
         return 1
 
     if args.markdown:
-        print(reference_table.markdown(by_system), end='')
+        print(references.markdown(by_system), end='')
         return 0
 
     selected = {} if args.schema_only else {
