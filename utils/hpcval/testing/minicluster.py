@@ -286,13 +286,9 @@ class CpuQuota:
 
 
 class MiniCluster:
-    """The cluster whose files live under ``root``; ``nodes``: how many
-    slurmd ``start`` runs (default: as many as last started there, else
-    two).  ``dedicated``: each node's jobs get the host's CPUs first (False
-    for a cluster whose tests measure nothing); ``gpu_partition``: a
-    partition GPU_PARTITION of the last node, of another shape with GPUs as
-    GRES; ``preempting``: a partition URGENT whose jobs preempt (cancel)
-    the default partition's."""
+    """The cluster whose files live under ``root``, of ``nodes`` slurmd
+    (default: as many as last started there, else two); the other options:
+    docs/systems/minicluster.md and docs/screening.md."""
 
     def __init__(self, root, nodes=None, dedicated=True,
                  gpu_partition=False, preempting=False):
@@ -387,8 +383,7 @@ class MiniCluster:
 
     def slow_node_by(self, node, fraction):
         """``node`` ``fraction`` slower on CPU (0.1: 10 %): its slurmd and
-        its job steps get (1 - fraction) of its declared CPUs, enforced
-        every 10 ms (a run of a second meets the quota a hundred times)."""
+        job steps get (1 - fraction) of its CPUs, enforced every 10 ms."""
         if not 0 < fraction < 1:
             raise MiniClusterError(f'slow_node_by {fraction!r}: expected a '
                                    f'fraction between 0 and 1')
@@ -399,10 +394,8 @@ class MiniCluster:
         self.quota.limit(node, 100 * CPUS_PER_NODE * (1 - fraction), [pid])
 
     def compete(self, node, kind, size):
-        """While a task of ``node`` runs, a competitor runs beside it until
-        its step ends: ``kind`` 'memory', a stream of ``size`` MiB buffers,
-        or 'cpu', ``size`` busy processes (measure with
-        ``--exec-policy=serial``: the nodes share this host's cores)."""
+        """Beside each task of ``node`` until its step ends, a competitor:
+        'memory' (``size`` MiB buffers) or 'cpu' (``size`` busy loops)."""
         self._check_node(node)
         if kind not in COMPETITORS or not isinstance(size, int) or \
                 not 1 <= size <= 4096:
@@ -513,11 +506,10 @@ class MiniCluster:
         if gpu_node:
             lines.append('GresTypes=gpu')
         for node, port in zip(self.nodes, node_ports):
-            sockets, memory = ((GPU_NODE_SOCKETS, GPU_NODE_MEMORY_MB)
-                               if node == gpu_node else
-                               (SOCKETS, REAL_MEMORY_MB))
-            gres = (f'Gres=gpu:{GPU_TYPE}:{GPUS_PER_GPU_NODE} '
-                    if node == gpu_node else '')
+            sockets, memory, gres = (
+                (GPU_NODE_SOCKETS, GPU_NODE_MEMORY_MB,
+                 f'Gres=gpu:{GPU_TYPE}:{GPUS_PER_GPU_NODE} ')
+                if node == gpu_node else (SOCKETS, REAL_MEMORY_MB, ''))
             lines.append(f'NodeName={node} NodeHostname={host} '
                          f'NodeAddr=127.0.0.1 Port={port} '
                          f'Sockets={sockets} '
