@@ -194,10 +194,11 @@ class CpuQuota:
     """CPU weights and quotas of a cgroup per node (v2, or v1's ``cpu``)
     under a folder named after the cluster."""
 
-    PERIOD_US = 100000
     #: a node's share of the host's CPUs against anything outside the
     #: cluster: 100 times the default (v2 weight 100, v1 shares 1024)
     WEIGHT = {2: ('cpu.weight', '10000'), 1: ('cpu.shares', '102400')}
+    #: no quota: what lift() writes (v2's default period of 100 ms)
+    NO_QUOTA = {2: ('cpu.max', 'max 100000'), 1: ('cpu.cfs_quota_us', '-1')}
 
     def __init__(self, cluster_root):
         tag = 'hpcval-mc-' + re.sub(r'[^A-Za-z0-9]', '_',
@@ -266,13 +267,9 @@ class CpuQuota:
 
     def lift(self, node):
         """No quota for ``node`` any more (its processes stay grouped)."""
-        group = self.base / node if self.base else None
-        if group is None or not group.exists():
-            return
-        if self.version == 2:
-            (group / 'cpu.max').write_text(f'max {self.PERIOD_US}')
-        else:
-            (group / 'cpu.cfs_quota_us').write_text('-1')
+        if self.base and (self.base / node).exists():
+            name, value = self.NO_QUOTA[self.version]
+            (self.base / node / name).write_text(value)
 
     def remove(self):
         """Remove the cluster's groups (once their processes have ended)."""
