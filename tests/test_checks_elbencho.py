@@ -110,6 +110,16 @@ def test_unsafe_values_fail_before_a_script(tmp_path, setting, message):
     assert not _scripts(tmp_path, f'{CPU}_*/rfm_job.sh')
 
 
+def test_an_image_providing_elbencho_builds_nothing_and_passes(tmp_path):
+    _, report = reframe('-r', '--system', 'local', '-n',
+                        f'{CPU}%layout=shared_file%pattern=seq_1m',
+                        '-S', 'image=localhost/hpcval-bench:bookworm',
+                        tmp_path=tmp_path, checks=('checks/elbencho.py',))
+    # the check itself needs the image on this host; its build never does
+    [build] = by_name(report, 'ElbenchoBuild')
+    assert build['result'] == 'pass', build['fail_reason']
+
+
 def test_prepared_checkout_at_another_tag(tmp_path):
     """A checkout in which `make externals` ran is copied (a clone would
     drop external/), and refused when it is not at the pinned tag."""

@@ -115,6 +115,32 @@ def test_osu_cuda_build_carries_the_cuda13_shim(dry_runs, tmp_path):
                     '-x', 'c', '/dev/null', '-o', '/dev/null'], check=True)
 
 
+@pytest.fixture(scope='module')
+def from_image(tmp_path_factory):
+    """{test name: job script} of a --dry-run with -S image= (an image
+    provides OSU; nothing runs)."""
+    tmp = tmp_path_factory.mktemp('osu-image')
+    proc, report = reframe('--dry-run', '--system', 'local', '-n',
+                           'OsuCpuCheck%benchmark=osu_latency'
+                           '%placement=same_socket',
+                           '-S', 'image=localhost/hpcval-bench:bookworm',
+                           tmp_path=tmp, checks=('checks/osu.py',))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return {name: _job_lines(tc) for name in ('OsuSource', 'OsuCpuCheck')
+            for tc in by_name(report, name)}
+
+
+def test_an_image_providing_osu_fetches_no_tarball(from_image):
+    assert 'the image provides it: nothing to fetch' in from_image['OsuSource']
+    assert 'curl' not in from_image['OsuSource']
+
+
+def test_an_image_runs_its_own_osu(from_image):
+    run = from_image['OsuCpuCheck'].splitlines()[-1]
+    assert '"$0" "$@"\' osu_latency -m 0:4194304' in run, run
+    assert '/build/osu_latency' not in run
+
+
 @pytest.mark.skipif(not MIRROR, reason='set HPCVAL_OSU_MIRROR to a copy of '
                                        'the OSU 7.4 source')
 def test_live_on_local(tmp_path):

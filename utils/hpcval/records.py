@@ -107,7 +107,6 @@ class Snapshot(_Record):
     pcie_replays: dict[Text, Count] = {}
     error: str = ''
     apps_error: str = ''
-    unparsed: str = ''
 
 
 #: One GPU's ~1 Hz samples during the benchmark (hpcval.health.probe.

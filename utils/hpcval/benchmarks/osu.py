@@ -80,8 +80,9 @@ class OsuSource(UpstreamSource):
 
     @run_before('run')
     def choose_origin(self):
-        # mirrors and prebuilt_dir as every source; upstream is a tarball
-        if replay.active(self) or self.prebuilt_dir or self.src_mirror:
+        # mirrors, prebuilt_dir, stack, image as every source; upstream is
+        # a tarball
+        if replay.active(self) or self._given() or self.src_mirror:
             return super().choose_origin()
 
         url = _TARBALL.format(checked_token(self.version, 'version')
@@ -159,17 +160,14 @@ class OsuBuild(UpstreamBuild):
     def executable_path(self, name):
         # an installed OSU keeps them in libexec/osu-micro-benchmarks/mpi/
         # {pt2pt/standard,collective/blocking}: accept that as prebuilt_dir
-        if self.stack:
-            return name
-        base = self.bin_dir
-        if self.source.prebuilt_dir:
+        if self.source.prebuilt_dir and not (self.stack or self.in_image()):
             for sub in ('', 'pt2pt/standard', 'pt2pt', 'collective/blocking',
                         'collective'):
-                path = os.path.join(base, sub, name)
+                path = os.path.join(self.bin_dir, sub, name)
                 if os.access(path, os.X_OK):
                     return path
 
-        return os.path.join(base, name)
+        return super().executable_path(name)
 
 
 def _cpus(mask):

@@ -5,6 +5,7 @@ not screened, every node of the job; submissions that cannot double; a
 node failed, a job preempted or requeued (docs/screening.md, "Blame only
 what is broken" and "A screen stopped, preempted, or wrong as a whole").
 """
+import contextlib
 import functools
 import math
 import os
@@ -32,8 +33,6 @@ from hpcval.benchmarks.lean_logging import LeanLogging
 _USABLE = {'idle', 'mixed', 'allocated', 'completing', 'planned'}
 _JOBID = re.compile(r'[0-9]+')
 _NODE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
-#: Slurm counts time limits in whole minutes
-_MINUTE = 60
 #: how long a failed submission waits for the controller to answer
 #: before its queue is read (a stalled slurmctld: docs/screening.md)
 RECONCILE_S = 120
@@ -87,6 +86,16 @@ def slurm_cause(text):
                  if pattern.search(text or '')), [])
 
 
+def _slurm(cmd, timeout=30):
+    """What a Slurm command printed, or None when it did not answer."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
 def _partition_option(options):
     words = [word for option in options for word in shlex.split(option)]
     for i, word in enumerate(words):
@@ -101,21 +110,14 @@ def _partition_option(options):
 
 @functools.lru_cache(maxsize=None)
 def slurm_partition_nodes(options):
-    """The nodes of the Slurm partition named in ``options`` (a job's
-    ``--partition``; else the default partition), or {} when sinfo cannot
-    tell."""
+    """The nodes of the partition ``options`` name (else the default one),
+    or {} when sinfo cannot tell."""
     partition = _partition_option(options)
     cmd = ['sinfo', '-h', '-N', '-o', '%N|%T|%E|%P']
     if partition:
         cmd += ['-p', partition]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True,
-                             timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
-
     nodes, unavailable = [], {}
-    for line in out.splitlines():
+    for line in (_slurm(cmd, 60) or '').splitlines():
         parts = line.split('|')
         if len(parts) != 4:
             continue
@@ -137,17 +139,12 @@ def slurm_partition_nodes(options):
 
 
 def slurm_job_nodes(jobid):
-    """Every node of job ``jobid`` by Slurm's accounting, of its allocation
-    and every step (the allocation's alone may name only the batch host),
-    or [] when sacct cannot tell."""
+    """Every node of job ``jobid``'s allocation and steps (the allocation's
+    alone may name only the batch host), or [] when sacct cannot tell."""
     if not _JOBID.fullmatch(str(jobid or '')):
         return []
-    try:
-        out = subprocess.run(['sacct', '-n', '-P', '-D', '-j', str(jobid),
-                              '-o', 'JobID,NodeList'], capture_output=True,
-                             text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
+    out = _slurm(['sacct', '-n', '-P', '-D', '-j', str(jobid), '-o',
+                  'JobID,NodeList']) or ''
     nodes = []
     for line in out.splitlines():
         step, _, spec = line.strip().partition('|')
@@ -167,15 +164,11 @@ def slurm_job_nodes(jobid):
 def queued_with_comment(comment):
     """Job ids in Slurm's queue whose comment is ``comment``, or None when
     squeue did not answer."""
-    try:
-        proc = subprocess.run(['squeue', '-h', '-o', '%i|%k'],
-                              capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0:
+    out = _slurm(['squeue', '-h', '-o', '%i|%k'], 20)
+    if out is None:
         return None
     return [job for job, _, note in (line.partition('|') for line in
-                                     proc.stdout.splitlines())
+                                     out.splitlines())
             if note.strip() == comment and _JOBID.fullmatch(job.strip())]
 
 
@@ -231,18 +224,13 @@ def submission_failure(err_text, outcome, jobs, wait_s=RECONCILE_S):
 
 
 def node_states(nodes, failed=False):
-    """{node: 'state: reason'} of ``nodes`` by sinfo now (``failed``: only
-    those down, failing or not responding), or {} when sinfo cannot
-    tell."""
+    """{node: 'state: reason'} of ``nodes`` (``failed``: only those down,
+    failing or not responding), or {} when sinfo cannot tell."""
     nodes = [n for n in nodes if _NODE.fullmatch(n)]
     if not nodes:
         return {}
-    try:
-        out = subprocess.run(['sinfo', '-h', '-N', '-n', ','.join(nodes),
-                              '-o', '%N|%T|%E'], capture_output=True,
-                             text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
+    out = _slurm(['sinfo', '-h', '-N', '-n', ','.join(nodes), '-o',
+                  '%N|%T|%E']) or ''
     found = {}
     for line in out.splitlines():
         node, _, rest = line.partition('|')
@@ -257,16 +245,16 @@ def node_states(nodes, failed=False):
 def time_limit_for(expected_s):
     """A screen job's time limit: three times the benchmark's expected
     duration and half a minute to start, in whole minutes, at least one."""
-    return max(_MINUTE,
-               math.ceil((3 * expected_s + 30) / _MINUTE) * _MINUTE)
+    minute = fates.SLURM_MIN_TIME_LIMIT
+    return max(minute, math.ceil((3 * expected_s + 30) / minute) * minute)
 
 
 _SUBCLASSES = {}
 
 
 def _extend(obj, flag, make):
-    """Give ``obj`` the subclass ``make(its class)``, made once a class with
-    the class's name and ``flag`` set, unless its class has ``flag``."""
+    """Give ``obj`` the subclass ``make(its class)`` (made once) with
+    ``flag`` set, unless its class has ``flag``."""
     base = type(obj)
     if getattr(base, flag, False):
         return
@@ -280,9 +268,8 @@ def _extend(obj, flag, make):
 
 
 def cache_job_nodelist(job):
-    """Make ``job`` ask Slurm for its node list once it ended: ReFrame runs
-    ``scontrol show hostname`` on every read (19 a job in a screen:
-    tests/bench_screen.py cost)."""
+    """Make ``job`` ask Slurm for its node list once it ended (ReFrame asks
+    on every read: 19 times a job in a screen, tests/bench_screen.py)."""
     found = getattr(type(job), 'nodelist', None)
     if not isinstance(found, property):
         return
@@ -331,10 +318,9 @@ def _record_fate(job, fate):
 
 
 def end_preempted(job, record=None):
-    """Make the scheduler of ``job`` take a preempted job that is never
-    requeued, or a requeued one (cancelled), as ended (ReFrame would poll
-    it, and wait for it on Ctrl-C, forever); ``record([cause, detail])``
-    keeps a fate ReFrame raises: a job blocked, sacct out of reach."""
+    """Make ``job``'s scheduler take it as ended once preempted unrequeued
+    or requeued (cancelled), which ReFrame would poll forever;
+    ``record([cause, detail])`` keeps a job blocked or sacct unreachable."""
     sched = job.scheduler
     job.__dict__['_hpcval_record'] = record
     # every record of a job: a requeued one's first shows it (sacct -D)
@@ -365,16 +351,14 @@ def end_preempted(job, record=None):
 
 
 def _write_marker(path):
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        os.close(fd)
-    except OSError:
-        pass        # the stage folder gone: its job script is gone too
+    # the stage folder gone (OSError): its job script is gone too
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW,
+                         0o600))
 
 
 class ScreenRecord(LeanLogging):
-    """Mixin of hpcval's benchmark bases: the records above, only in a
-    ``--distribute`` run on a Slurm partition."""
+    """The records above, kept in a ``--distribute`` run on Slurm."""
 
     #: The partition's nodes at run time, in a node screen: {'partition':
     #: P, 'nodes': 'n[1-64]', 'unavailable': {node: 'drained: reason'}}.

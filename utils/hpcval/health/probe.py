@@ -304,13 +304,11 @@ def _aer(text):
 
 
 def _aer_growth(before, after):
-    grown = {}
-    for dev, counts in after.items():
-        for kind, n in counts.items():
-            d = n - before.get(dev, {}).get(kind, 0)
-            if d > 0:
-                grown.setdefault(dev, {})[kind] = d
-    return grown
+    # Counter's subtraction keeps the counts that grew
+    grown = {dev: collections.Counter(counts) -
+             collections.Counter(before.get(dev, {}))
+             for dev, counts in after.items()}
+    return {dev: dict(kinds) for dev, kinds in grown.items() if kinds}
 
 
 def _seconds(rows):
@@ -341,15 +339,14 @@ def summarize(samples):
                 if t is not None:
                     span[why] = (span.get(why, (t,))[0], t)
 
-        def peak(key, rows=rows):
-            vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))
+        def values(key, rows=rows):
+            return [r[key] for r in rows if isinstance(r.get(key), (int, float))
                     and not isinstance(r.get(key), bool)]
-            return max(vals) if vals else None
 
-        utils = [r['util_pct'] for r in rows
-                 if isinstance(r.get('util_pct'), (int, float))]
-        widths = [r['pcie_width'] for r in rows
-                  if isinstance(r.get('pcie_width'), int)]
+        def peak(key, rows=rows):
+            return max(values(key, rows), default=None)
+
+        utils = values('util_pct')
         busy = [r for r in rows if isinstance(r.get('util_pct'), (int, float))
                 and r['util_pct'] >= BUSY_PCT]
         out[idx] = {
@@ -361,7 +358,7 @@ def summarize(samples):
             'util_mean': round(sum(utils) / len(utils), 1) if utils else None,
             'memory_used_max': peak('memory_used_mib'),
             'pcie_gen_max': peak('pcie_gen'),
-            'pcie_width_min': min(widths) if widths else None,
+            'pcie_width_min': min(values('pcie_width'), default=None),
             'busy_n': len(busy), 'busy_mhz': peak('sm_mhz', busy),
             'max_mhz': peak('sm_max_mhz'),
         }

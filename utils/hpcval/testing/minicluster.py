@@ -1,31 +1,10 @@
-"""A Slurm cluster of N nodes on this host, for the test suite and by hand.
+"""A Slurm cluster of N nodes on this host, for the test suite and by hand:
+``python -m hpcval.testing.minicluster start|status|restart-node|
+restart-controller|stop --dir DIR`` (docs/systems/minicluster.md; its
+faults for tests: docs/screening.md, "Faults of a set size").
 
-    python -m hpcval.testing.minicluster start  [--dir DIR] [--nodes N]
-                                           # prints: export SLURM_CONF=...
-    python -m hpcval.testing.minicluster status --dir DIR
-    python -m hpcval.testing.minicluster restart-node --dir DIR NODE
-    python -m hpcval.testing.minicluster restart-controller --dir DIR
-    python -m hpcval.testing.minicluster stop   --dir DIR
-
-Debian's ``slurm-wlm``, ``slurmdbd``, MariaDB and ``munge``, run as root:
-one ``munged``, one ``slurmctld`` and one ``slurmd`` per node, each on a
-port picked free at start.  Configuration, state, logs and the munge key
-(0400) live under DIR, never written through a symbolic link; the
-system's own daemons and files are left alone.
-
-DIR (default: a new folder of a random name in $TMPDIR or /tmp) is made
-0700, or used only when it is the running user's, writable by nobody else
-and under folders of root or the user (hpcval.trust): its task prolog runs
-as root in every job.  ``stop`` ends exactly the daemons ``start``
-recorded (each PID checked to be still ours), then any job process left
-from them; ``start`` after a crash does the same first, and a failed or
-interrupted ``start`` stops what it started.
-
-Faults for tests (docs/screening.md, "Faults of a set size"):
-``inject_fault`` (TaskProlog lines of one node), ``slow_node_by`` (a CPU
-quota), ``compete`` (a competitor beside each task); every slurmd gets the
-host's CPUs before anything outside the cluster (``CpuQuota.dedicate``).
-"""
+Debian's Slurm, slurmdbd, MariaDB and munge, run as root, with every file
+under DIR (its task prolog runs as root in every job: hpcval.trust)."""
 import argparse
 import contextlib
 import json
@@ -151,8 +130,7 @@ def _live_pids():
 
 
 def processes_naming(path):
-    """Live processes whose command line contains ``path``: the daemons of
-    the cluster under that folder."""
+    """Live processes whose command line contains ``path``."""
     needle = str(path).encode()
     return [pid for pid in _live_pids()
             if needle in (_proc_field(pid, 'cmdline') or b'')
@@ -160,10 +138,8 @@ def processes_naming(path):
 
 
 def job_processes(conf):
-    """Job steps of the cluster configured by ``conf``: the slurmstepd
-    processes that inherited its SLURM_CONF from our slurmd, and every
-    process they started.  A shell that merely exported SLURM_CONF is not
-    one of them."""
+    """The slurmstepd processes that inherited SLURM_CONF=``conf`` from our
+    slurmd, and every process they started (never a shell exporting it)."""
     pids = _live_pids()
     steps = {pid for pid in pids
              if (_proc_field(pid, 'comm') or b'').strip() == b'slurmstepd'
@@ -188,8 +164,7 @@ def _read_json(path):
 
 
 def _reap(pid):
-    """Collect the exit status of a daemon this process started, so that
-    it leaves no zombie behind while we live on (pytest)."""
+    """Collect a daemon's exit status: no zombie while we live on."""
     with contextlib.suppress(ChildProcessError):   # not ours: init reaps it
         os.waitpid(pid, os.WNOHANG)
 
@@ -216,14 +191,14 @@ def _terminate(pids, timeout):
 
 
 class CpuQuota:
-    """CPU weights and quotas for one cluster's nodes: a cgroup per node
-    under a folder named after the cluster, in cgroup v2 or v1's ``cpu``
-    hierarchy, whichever this host mounts."""
+    """CPU weights and quotas of a cgroup per node (v2, or v1's ``cpu``)
+    under a folder named after the cluster."""
 
-    PERIOD_US = 100000
     #: a node's share of the host's CPUs against anything outside the
     #: cluster: 100 times the default (v2 weight 100, v1 shares 1024)
     WEIGHT = {2: ('cpu.weight', '10000'), 1: ('cpu.shares', '102400')}
+    #: no quota: what lift() writes (v2's default period of 100 ms)
+    NO_QUOTA = {2: ('cpu.max', 'max 100000'), 1: ('cpu.cfs_quota_us', '-1')}
 
     def __init__(self, cluster_root):
         tag = 'hpcval-mc-' + re.sub(r'[^A-Za-z0-9]', '_',
@@ -238,9 +213,8 @@ class CpuQuota:
             self.version, self.base = None, None
 
     def dedicate(self, node, pids):
-        """Give ``pids`` (and every process they start) the host's CPUs
-        before anything outside the cluster, as a real node has its own;
-        False where no cgroup cpu controller can be written."""
+        """Give ``pids`` and their children the host's CPUs before anything
+        outside the cluster; False where no cgroup can be written."""
         if self.base is None:
             return False
         name, value = self.WEIGHT[self.version]
@@ -254,8 +228,7 @@ class CpuQuota:
         return True
 
     def _set(self, node, settings, pids):
-        """Write ``settings`` ((file, value), in order) in ``node``'s group,
-        then move ``pids`` into it."""
+        """Write ``settings`` in ``node``'s group, then move ``pids`` in."""
         group = self.base / node
         if self.version == 2:
             self._enable_v2_cpu()
@@ -294,13 +267,9 @@ class CpuQuota:
 
     def lift(self, node):
         """No quota for ``node`` any more (its processes stay grouped)."""
-        group = self.base / node if self.base else None
-        if group is None or not group.exists():
-            return
-        if self.version == 2:
-            (group / 'cpu.max').write_text(f'max {self.PERIOD_US}')
-        else:
-            (group / 'cpu.cfs_quota_us').write_text('-1')
+        if self.base and (self.base / node).exists():
+            name, value = self.NO_QUOTA[self.version]
+            (self.base / node / name).write_text(value)
 
     def remove(self):
         """Remove the cluster's groups (once their processes have ended)."""
@@ -314,13 +283,9 @@ class CpuQuota:
 
 
 class MiniCluster:
-    """The cluster whose files live under ``root``; ``nodes``: how many
-    slurmd ``start`` runs (default: as many as last started there, else
-    two).  ``dedicated``: each node's jobs get the host's CPUs first (False
-    for a cluster whose tests measure nothing); ``gpu_partition``: a
-    partition GPU_PARTITION of the last node, of another shape with GPUs as
-    GRES; ``preempting``: a partition URGENT whose jobs preempt (cancel)
-    the default partition's."""
+    """The cluster whose files live under ``root``, of ``nodes`` slurmd
+    (default: as many as last started there, else two); the other options:
+    docs/systems/minicluster.md and docs/screening.md."""
 
     def __init__(self, root, nodes=None, dedicated=True,
                  gpu_partition=False, preempting=False):
@@ -347,9 +312,8 @@ class MiniCluster:
         self.dedicated = {}
 
     def _secure_root(self, create=False):
-        """MiniClusterError unless the cluster's folder is the running
-        user's, a real folder, and writable by nobody else (made 0700 when
-        ``create`` and missing)."""
+        """MiniClusterError unless the folder is the user's alone (made 0700
+        when ``create`` and missing)."""
         try:
             if create:
                 trust.own_folder(self.root, 0o700)
@@ -366,8 +330,7 @@ class MiniCluster:
                                    f'folder, or leave --dir out)') from None
 
     def _folder(self, sub):
-        """The folder ``sub`` under the cluster's, made 0700 where missing,
-        refused where it is a link or someone else's."""
+        """The folder ``sub`` under the cluster's, made 0700 where missing."""
         path = self.root
         for part in pathlib.PurePath(sub).parts:
             path = path / part
@@ -385,10 +348,6 @@ class MiniCluster:
     def env(self):
         """Environment variables for Slurm commands and ReFrame."""
         return {'SLURM_CONF': str(self.conf)}
-
-    def shell_exports(self):
-        return '\n'.join(f'export {name}={shlex.quote(value)}'
-                         for name, value in self.env().items())
 
     def run(self, *cmd, check=True, timeout=30):
         """A Slurm command against this cluster; its CompletedProcess."""
@@ -421,8 +380,7 @@ class MiniCluster:
 
     def slow_node_by(self, node, fraction):
         """``node`` ``fraction`` slower on CPU (0.1: 10 %): its slurmd and
-        its job steps get (1 - fraction) of its declared CPUs, enforced
-        every 10 ms (a run of a second meets the quota a hundred times)."""
+        job steps get (1 - fraction) of its CPUs, enforced every 10 ms."""
         if not 0 < fraction < 1:
             raise MiniClusterError(f'slow_node_by {fraction!r}: expected a '
                                    f'fraction between 0 and 1')
@@ -433,10 +391,8 @@ class MiniCluster:
         self.quota.limit(node, 100 * CPUS_PER_NODE * (1 - fraction), [pid])
 
     def compete(self, node, kind, size):
-        """While a task of ``node`` runs, a competitor runs beside it until
-        its step ends: ``kind`` 'memory', a stream of ``size`` MiB buffers,
-        or 'cpu', ``size`` busy processes (measure with
-        ``--exec-policy=serial``: the nodes share this host's cores)."""
+        """Beside each task of ``node`` until its step ends, a competitor:
+        'memory' (``size`` MiB buffers) or 'cpu' (``size`` busy loops)."""
         self._check_node(node)
         if kind not in COMPETITORS or not isinstance(size, int) or \
                 not 1 <= size <= 4096:
@@ -547,11 +503,10 @@ class MiniCluster:
         if gpu_node:
             lines.append('GresTypes=gpu')
         for node, port in zip(self.nodes, node_ports):
-            sockets, memory = ((GPU_NODE_SOCKETS, GPU_NODE_MEMORY_MB)
-                               if node == gpu_node else
-                               (SOCKETS, REAL_MEMORY_MB))
-            gres = (f'Gres=gpu:{GPU_TYPE}:{GPUS_PER_GPU_NODE} '
-                    if node == gpu_node else '')
+            sockets, memory, gres = (
+                (GPU_NODE_SOCKETS, GPU_NODE_MEMORY_MB,
+                 f'Gres=gpu:{GPU_TYPE}:{GPUS_PER_GPU_NODE} ')
+                if node == gpu_node else (SOCKETS, REAL_MEMORY_MB, ''))
             lines.append(f'NodeName={node} NodeHostname={host} '
                          f'NodeAddr=127.0.0.1 Port={port} '
                          f'Sockets={sockets} '
@@ -641,7 +596,7 @@ class MiniCluster:
 
     def _install_db(self):
         """A fresh MariaDB data folder: job ids restart at 1 with the
-        controller's state, so an old accounting record must not remain."""
+        controller's state, so no old accounting record may remain."""
         shutil.rmtree(self.root / 'db', ignore_errors=True)
         data = self._folder('db/data')
         # temporary tables in the cluster's folder: in the shared /tmp a
@@ -700,8 +655,7 @@ class MiniCluster:
         return _runs_with(pid, self.conf)
 
     def running(self):
-        """{daemon: pid} of the recorded daemons still running (one
-        started again by hand in its place is adopted: ``_adopt``)."""
+        """{daemon: pid} of the recorded (or adopted) daemons running."""
         return {name: pid for name, pid in self._adopt().items()
                 if self._is_ours(pid)}
 
@@ -711,9 +665,8 @@ class MiniCluster:
                       if not _alive(pid))
 
     def _adopt(self):
-        """The recorded PIDs, a slurmctld or slurmd that died and was
-        started again by hand (with this cluster's configuration) replaced
-        by the new one's."""
+        """The recorded PIDs, a dead slurmctld or slurmd replaced by one
+        started again by hand with this cluster's configuration."""
         pids = _read_json(self._pid_file)
         gone = [name for name, pid in pids.items()
                 if name == 'slurmctld' or name.startswith('slurmd-')
@@ -755,15 +708,13 @@ class MiniCluster:
         return proc.pid
 
     def _children(self):
-        """Processes this one started for the cluster, recorded or not (an
-        interrupt between a start and its record)."""
+        """Processes this one started for the cluster, recorded or not."""
         ours = {*processes_naming(self.root),
                 *(pid for pid in _live_pids() if _runs_with(pid, self.conf))}
         return [pid for pid in ours if _parent(pid) == os.getpid()]
 
     def _end_the_rest(self, pids, timeout):
-        """End ``pids`` and every job process of the cluster, forget the
-        daemons, remove the cgroups; returns the PIDs ended."""
+        """End ``pids`` and the job processes, remove the cgroups."""
         pids = [*pids, *job_processes(self.conf)]
         _terminate(pids, timeout)
         self._pid_file.unlink(missing_ok=True)
@@ -804,8 +755,7 @@ class MiniCluster:
             return {}
 
     def _port_taken(self, before):
-        """Whether a daemon of the failed start logged its port taken since
-        ``before`` (another cluster starting here may bind it first)."""
+        """Whether a daemon logged its port taken since ``before``."""
         for name, size in self._log_sizes().items():
             try:
                 with open(self.root / 'log' / name, 'rb') as fp:
@@ -822,23 +772,20 @@ class MiniCluster:
         self._end_the_rest(list(self.running().values()), 10)
         try:
             self._write_files()
+            ready = {
+                'munged': (self.munge_socket.exists, 10, 'munged socket'),
+                'mariadbd': (self.db_socket.exists, 60, 'MariaDB socket'),
+                'slurmdbd': (self._dbd_answers, 60, 'slurmdbd answering'),
+                'slurmctld': (self._controller_answers, 30,
+                              'slurmctld answering')}
             for name, cmd in self._daemon_cmds():
                 pid = self._spawn(name, cmd)
                 if name == 'munged':
                     # until exec, the child's command line is still ours
                     self._wait_for(lambda: self._is_ours(pid), 10,
                                    f'{name} to start')
-                    self._wait_for(self.munge_socket.exists, 10,
-                                   'munged socket')
-                elif name == 'mariadbd':
-                    self._wait_for(self.db_socket.exists, 60,
-                                   'MariaDB socket')
-                elif name == 'slurmdbd':
-                    self._wait_for(self._dbd_answers, 60,
-                                   'slurmdbd answering')
-                elif name == 'slurmctld':
-                    self._wait_for(self._controller_answers, 30,
-                                   'slurmctld answering')
+                if name in ready:
+                    self._wait_for(*ready[name])
 
             self._wait_for(self._all_idle, timeout, 'every node idle')
         except BaseException:
@@ -859,8 +806,7 @@ class MiniCluster:
                 signal.signal(sig, handler)
 
     def restart_node(self, node, timeout=60):
-        """End ``node``'s slurmd (if it runs) and start it again, with a
-        clean spool; returns once the node is back in service."""
+        """Start ``node``'s slurmd again on a clean spool, until in service."""
         self._check_node(node)
         self._secure_root()
         name = f'slurmd-{node}'
@@ -878,8 +824,7 @@ class MiniCluster:
             self.run('scontrol', 'update', f'nodename={node}', 'state=resume')
 
     def restart_controller(self, timeout=60):
-        """Start slurmctld again on its saved state, as an administrator
-        does; returns once it answers and no node is down for it."""
+        """Start slurmctld again on its saved state, until nodes register."""
         self._secure_root()
         pid = self.running().get('slurmctld')
         if pid is not None:
@@ -925,8 +870,7 @@ class MiniCluster:
                                f'{what}; see {self.root / "log"}')
 
     def stop(self, timeout=10):
-        """Cancel jobs, end the daemons (compute nodes first, munged last)
-        and any job process left; returns the PIDs ended."""
+        """Cancel jobs, end the daemons (munged last) and job processes."""
         ended = []
         running = self.running()
         if 'slurmctld' in running:
@@ -946,8 +890,7 @@ class MiniCluster:
         return ended + self._end_the_rest([], timeout)
 
     def status(self):
-        """(text, healthy): every daemon with its PID or DEAD, every
-        node's state."""
+        """(text, healthy): each daemon's PID or DEAD, each node's state."""
         running, dead = self.running(), self.dead()
         lines = [f'{name}: pid {pid}' for name, pid in running.items()]
         lines += [f'{name}: DEAD (exited; see {self.root / "log"})'
@@ -996,7 +939,8 @@ def main(argv=None):
             print(f'minicluster: started in {cluster.root}; stop it with: '
                   f'python -m hpcval.testing.minicluster stop --dir '
                   f'{shlex.quote(str(cluster.root))}', file=sys.stderr)
-            print(cluster.shell_exports())
+            print('\n'.join(f'export {name}={shlex.quote(value)}'
+                            for name, value in cluster.env().items()))
         elif args.action == 'stop':
             ended = cluster.stop()
             print(f'stopped {len(ended)} processes', file=sys.stderr)
