@@ -603,11 +603,13 @@ def _overlay(below, path, data):
                   f'is required: no entry of {below.path} has this check, '
                   f'partition and where, so this entry is new and each '
                   f'metric needs its value, unit, rule and source')
-        if at is None or _calibrated_only(entry):
+        own = _own_origins(entry, SITE, path, j)
+        if at is None or own and all(o.layer == CALIBRATED
+                                     for o in own.values()):
             # a new entry follows the earlier ones (a calibrated one always
             # does: the last applicable entry wins, as in one file)
             entries.append(entry)
-            origins.append(_own_origins(entry, SITE, path, j))
+            origins.append(own)
             keys.append(key)
             known.append(ident)
             continue
@@ -617,13 +619,6 @@ def _overlay(below, path, data):
     expected = _inventory(path, data) if 'inventory' in data \
         else below.inventory
     return _Layered(path, entries, rules, origins, keys, expected)
-
-
-def _calibrated_only(entry):
-    specs = _metric_specs(entry)
-    return 'absent' not in entry and bool(specs) and all(
-        isinstance(s, dict) and s.get('rule') == _CALIBRATED_RULE
-        for s in specs.values())
 
 
 def _merge_entry(old, old_origins, new, path, j, key, below_path):
