@@ -652,10 +652,8 @@ def _suites(cases):
 
 
 def _not_the_suite(sessions_of, commands, cases):
-    """Why each group of ``sessions_of`` ({group: {uuid}}) whose command
-    (``commands``: {uuid: cmdline}) ran ``--mode acceptance`` or ``screen``
-    narrowed is not that suite, read with ReFrame's own parser
-    (docs/security.md, "modes"); ``cases`` record the suite's files."""
+    """Why each session of ``sessions_of`` ({group: {uuid}}) that ran a fixed
+    --mode narrowed is not that suite (docs/security.md, "modes")."""
     recorded = _suites(cases)
     out = []
     for group in sorted(sessions_of):
