@@ -20,33 +20,25 @@ from hpcval.publish import (calibrate, changes, history, report, results,
                             sample_size)
 
 
-def _finite(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f'{text!r} is not a finite number')
-    return value
+def _number(fits=None, expected=''):
+    """An argparse type: a finite number, and one ``fits`` accepts."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f'{text!r} is not a finite '
+                                             f'number')
+        if fits and not fits(value):
+            raise argparse.ArgumentTypeError(f'{text!r}: expected {expected}')
+        return value
+    return parse
 
 
-def _deadline(text):
-    value = _finite(text)
-    if not 0 < value <= 600:
-        raise argparse.ArgumentTypeError(f'{text!r}: expected seconds '
-                                         f'above 0, at most 600')
-    return value
-
-
-def _peer_factor(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 1.0 or value == float('inf'):
-        raise argparse.ArgumentTypeError(f'{text!r}: expected a number '
-                                         f'above 1 (2: half as fast)')
-    return value
+_finite = _number()
+_deadline = _number(lambda v: 0 < v <= 600, 'seconds above 0, at most 600')
+_peer_factor = _number(lambda v: v > 1, 'a number above 1 (2: half as fast)')
 
 
 def _node_list(text):

@@ -361,8 +361,7 @@ def _entry_key(path, key, entry):
 
 def load_dir(dirname):
     """The ReferenceSet of every ``*.yaml`` under ``dirname``, unlayered."""
-    return ReferenceSet.of_files(
-        [os.path.join(dirname, f) for f in _yaml_names(dirname)])
+    return ReferenceSet.of_files(_yaml_files(dirname))
 
 
 BUILT_IN, SITE, CALIBRATED = 'built-in', 'site', 'calibrated'
@@ -404,14 +403,14 @@ class ReferenceSet(dict):
         layers, rates = {}, {}
         for depth, dirname in enumerate(dirs):
             layer = BUILT_IN if depth == 0 else SITE
-            for name in _yaml_names(dirname):
-                path = os.path.join(dirname, name)
+            for path in _yaml_files(dirname):
+                system = os.path.basename(path)[:-5]
                 data = _document(path)
-                layers[name[:-5]] = _layer_on(layers.get(name[:-5]), path,
-                                              data, layer)
+                layers[system] = _layer_on(layers.get(system), path, data,
+                                           layer)
                 rate = _false_alarms(path, data)
                 if rate is not None or data.get('replace'):
-                    rates[name[:-5]] = rate
+                    rates[system] = rate
         return cls({s: lay.references() for s, lay in layers.items()},
                    {s: lay.inventory for s, lay in layers.items()},
                    {s: lay.path for s, lay in layers.items()},
@@ -440,8 +439,7 @@ class ReferenceSet(dict):
             files = []
             for path in given:
                 if _kind(path) == 'folder':
-                    files += [os.path.join(path, n)
-                              for n in _yaml_names(path)]
+                    files += _yaml_files(path)
                 else:
                     files.append(path)
             for path in files:
@@ -517,13 +515,13 @@ def _layer_on(below, path, data, layer):
     return _Layered.whole(path, data, layer)
 
 
-def _yaml_names(dirname):
+def _yaml_files(dirname):
     try:
         names = sorted(os.listdir(dirname))
     except OSError as err:
         raise ReferenceFileError(f'{dirname}: cannot list the reference '
                                  f'folder: {err.strerror}') from None
-    return [f for f in names if f.endswith('.yaml')]
+    return [os.path.join(dirname, f) for f in names if f.endswith('.yaml')]
 
 
 @dataclass
@@ -603,11 +601,13 @@ def _overlay(below, path, data):
                   f'is required: no entry of {below.path} has this check, '
                   f'partition and where, so this entry is new and each '
                   f'metric needs its value, unit, rule and source')
-        if at is None or _calibrated_only(entry):
+        own = _own_origins(entry, SITE, path, j)
+        if at is None or own and all(o.layer == CALIBRATED
+                                     for o in own.values()):
             # a new entry follows the earlier ones (a calibrated one always
             # does: the last applicable entry wins, as in one file)
             entries.append(entry)
-            origins.append(_own_origins(entry, SITE, path, j))
+            origins.append(own)
             keys.append(key)
             known.append(ident)
             continue
@@ -617,13 +617,6 @@ def _overlay(below, path, data):
     expected = _inventory(path, data) if 'inventory' in data \
         else below.inventory
     return _Layered(path, entries, rules, origins, keys, expected)
-
-
-def _calibrated_only(entry):
-    specs = _metric_specs(entry)
-    return 'absent' not in entry and bool(specs) and all(
-        isinstance(s, dict) and s.get('rule') == _CALIBRATED_RULE
-        for s in specs.values())
 
 
 def _merge_entry(old, old_origins, new, path, j, key, below_path):

@@ -268,10 +268,8 @@ def coverage(cases):
 
 
 def _judged_groups(cases, samples_of, factor):
-    """(key, [(node, case, sample)], {(node, id(case)): value}, the peer
-    rule's judgements) of each figure of the distributed ``cases`` that
-    the rule compares; key: (system, partition, environ, test, metric,
-    unit)."""
+    """(key, [(node, case, sample)], {(node, id(case)): value}, judgements)
+    of each figure the peer rule compares; key ends (test, metric, unit)."""
     groups = {}
     for case in cases:
         node = node_of(case)
@@ -296,10 +294,8 @@ def _judged_groups(cases, samples_of, factor):
 
 
 def peer_comparison(cases, samples_of, factor=PEER_FACTOR):
-    """{(id(case), metric): PeerResult} for the distributed ``cases``
-    (``samples_of(case)``: its samples); ``factor``: how many times worse
-    than the peers' median fails (PEER_FACTOR), or a function of (a case,
-    the metric) giving it per figure."""
+    """{(id(case), metric): PeerResult} of the distributed ``cases``;
+    ``factor``: PEER_FACTOR, or a function of (case, metric) giving it."""
     out = {}
     for key, entries, _, judged in _judged_groups(cases, samples_of, factor):
         unit = key[-1]

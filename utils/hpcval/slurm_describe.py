@@ -338,9 +338,9 @@ def vendor(gpu_type):
     return ''
 
 
-def cluster_name(config_text):
-    """ClusterName of ``scontrol show config``, or ''."""
-    found = re.search(r'^ClusterName\s*=\s*(\S+)\s*$', config_text, re.M)
+def cluster_name(config_text, key='ClusterName'):
+    """``key`` (ClusterName) of ``scontrol show config``, or ''."""
+    found = re.search(rf'^{key}\s*=\s*(\S+)\s*$', config_text, re.M)
     return found.group(1) if found else ''
 
 
@@ -406,8 +406,7 @@ def _bounded(proc, cmd):
 
 def mpi_default(config_text):
     """MpiDefault of ``scontrol show config``, lower case, or ''."""
-    found = re.search(r'^MpiDefault\s*=\s*(\S+)\s*$', config_text, re.M)
-    return _printable(found.group(1).lower())[:30] if found else ''
+    return _printable(cluster_name(config_text, 'MpiDefault').lower())[:30]
 
 
 def mpi_types(list_text):

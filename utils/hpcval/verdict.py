@@ -209,13 +209,8 @@ class _Groups(dict):
 def judge(loaded, select=None, strict=False, allow_unjudged=False,
           peer_factor=screen.PEER_FACTOR, accept_out=(),
           accept_unscreened=False):
-    """The Verdict of ``loaded`` (hpcval.publish.results.Loaded).
-
-    ``select(case)`` keeps a case; ``strict`` fails what is not validated;
-    ``allow_unjudged`` accepts figures without a reference;
-    ``accept_unscreened`` accepts a screen figure that cannot name a node.
-    An input that cannot be read or trusted never passes.
-    """
+    """The Verdict of ``loaded`` (hpcval.publish.results.Loaded), of the
+    cases ``select`` keeps; the options are hpcval verdict's."""
     chosen = select or (lambda case: True)
     # a re-measure (hpcval.retries) or a re-screen (hpcval.screen) judges
     # in place of the run before it
@@ -390,10 +385,8 @@ def _health(groups, g, case, label, healths):
     for node, comp, text in healths.failures(case, label):
         g.failures.append(Failure(case.system, case.partition, node, comp,
                                   '', '', reason=text, session=case.session))
-    for node, comp, text in healths.changes(case, label):
-        g.changes.append(_changed(node, comp, text))
-    for node, comp, text in healths.notes(case, label):
-        g.infos.append(_changed(node, comp, text))
+    for found, out in ((healths.changes, g.changes), (healths.notes, g.infos)):
+        out += [_changed(*x) for x in found(case, label)]
 
 
 def _reason(case):
@@ -659,10 +652,8 @@ def _suites(cases):
 
 
 def _not_the_suite(sessions_of, commands, cases):
-    """Why each group of ``sessions_of`` ({group: {uuid}}) whose command
-    (``commands``: {uuid: cmdline}) ran ``--mode acceptance`` or ``screen``
-    narrowed is not that suite, read with ReFrame's own parser
-    (docs/security.md, "modes"); ``cases`` record the suite's files."""
+    """Why each session of ``sessions_of`` ({group: {uuid}}) that ran a fixed
+    --mode narrowed is not that suite (docs/security.md, "modes")."""
     recorded = _suites(cases)
     out = []
     for group in sorted(sessions_of):
