@@ -1,13 +1,5 @@
-"""``hpcval calibrate``: a system's reference file from its own good runs.
-
-Each figure of the selected runs becomes a reference: the mean over the
-runs, a bound from their spread (stats.Rule, sibling_band; docs/calibrate.md,
-"The statistics") and a source saying where, when and with what.  The
-entries go into a section after MARKER at the file's end, overriding the
-ones above (the last applicable entry wins); the rest of the text is kept.
-Nothing is written unless asked, never over a file that changed since it
-was read, and never a text that references.load refuses.
-"""
+"""``hpcval calibrate``: a system's reference file from its own good runs
+(docs/calibrate.md: the statistics, and how the file changes)."""
 import collections
 import contextlib
 import dataclasses
@@ -29,10 +21,7 @@ from hpcval.health.inventory import INVENTORY_MARKER
 from hpcval.publish.comparison import better
 from hpcval.publish.stats import Rule, prediction_factor
 
-# The outlier test (docs/calibrate.md, "Runs that sit apart"): a run
-# outside the two-sided prediction interval of the others at a =
-# OUTLIER_RATE / n (Bonferroni over the n runs); a spread below
-# OUTLIER_MIN_SPREAD of the mean is taken as that much.
+# the outlier test: docs/calibrate.md, "Runs that sit apart"
 OUTLIER_RATE = 1e-3
 OUTLIER_MIN_SPREAD = 0.005
 
@@ -46,10 +35,7 @@ _LARGEST = 1e150
 BUDGET = 1 / 200
 RULE = 'calibrated'
 SIBLING_RULE = 'calibrated_siblings'
-# A sibling band is never looser than the run's own rule (1/1.6 of the
-# siblings' median), never tighter than 10 % below them, and below the
-# lowest healthy ratio by a margin: first-pass p2p ratios have a heavy low
-# tail (a healthy 0.671 is among the 4 x H100 baselines)
+# the sibling band's limits and margin: docs/calibrate.md, "Sibling bands"
 SIBLING_LOOSEST, SIBLING_TIGHTEST, SIBLING_MARGIN = 1 / 1.6, 0.90, 0.95
 SIBLING_RULE_TEXT = (
     'Measured on this node by `hpcval calibrate`: a GPU\'s or link\'s '
