@@ -1,8 +1,5 @@
-"""Where hpcval's data folders are: the built-in ones and a site's.
-
-A site folder ($HPCVAL_SITE, docs/site.md) is code hpcval runs, often as
-root: used only where trusted (hpcval.trust), its files layered over
-the built-in ones or replacing them, each replacement announced."""
+"""Where hpcval's data folders are: the built-in ones and a site's, used
+only where trusted (docs/site.md)."""
 import ast
 import functools
 import os

@@ -1,10 +1,8 @@
-"""What a result was measured with, asked on the nodes that ran the job.
+"""What a result was measured with: ``command()`` and ``node_probe()`` write
+``key=value`` lines to FILE on the job's nodes, ``read()`` makes the record.
 
-The job script runs ``command()`` (and ``node_probe()``, every node)
-before the benchmark, writing ``key=value`` lines into ``FILE``, never
-failing the job; ``read()`` turns them into the ``hpcval_provenance``
-record.  The MPI is the library the executable loads (``ldd``), named by
-its version tool, else the launcher's, else the first ``mpiexec``."""
+The MPI is the library the executable loads (``ldd``), named by its
+version tool, else the launcher's, else the first ``mpiexec``."""
 import base64
 import binascii
 import re

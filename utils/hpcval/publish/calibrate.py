@@ -1,13 +1,5 @@
-"""``hpcval calibrate``: a system's reference file from its own good runs.
-
-Each figure of the selected runs becomes a reference: the mean over the
-runs, a bound from their spread (stats.Rule, sibling_band; docs/calibrate.md,
-"The statistics") and a source saying where, when and with what.  The
-entries go into a section after MARKER at the file's end, overriding the
-ones above (the last applicable entry wins); the rest of the text is kept.
-Nothing is written unless asked, never over a file that changed since it
-was read, and never a text that references.load refuses.
-"""
+"""``hpcval calibrate``: a system's reference file from its own good runs
+(docs/calibrate.md: the statistics, and how the file changes)."""
 import collections
 import contextlib
 import dataclasses
@@ -29,10 +21,7 @@ from hpcval.health.inventory import INVENTORY_MARKER
 from hpcval.publish.comparison import better
 from hpcval.publish.stats import Rule, prediction_factor
 
-# The outlier test (docs/calibrate.md, "Runs that sit apart"): a run
-# outside the two-sided prediction interval of the others at a =
-# OUTLIER_RATE / n (Bonferroni over the n runs); a spread below
-# OUTLIER_MIN_SPREAD of the mean is taken as that much.
+# the outlier test: docs/calibrate.md, "Runs that sit apart"
 OUTLIER_RATE = 1e-3
 OUTLIER_MIN_SPREAD = 0.005
 
@@ -46,10 +35,7 @@ _LARGEST = 1e150
 BUDGET = 1 / 200
 RULE = 'calibrated'
 SIBLING_RULE = 'calibrated_siblings'
-# A sibling band is never looser than the run's own rule (1/1.6 of the
-# siblings' median), never tighter than 10 % below them, and below the
-# lowest healthy ratio by a margin: first-pass p2p ratios have a heavy low
-# tail (a healthy 0.671 is among the 4 x H100 baselines)
+# the sibling band's limits and margin: docs/calibrate.md, "Sibling bands"
 SIBLING_LOOSEST, SIBLING_TIGHTEST, SIBLING_MARGIN = 1 / 1.6, 0.90, 0.95
 SIBLING_RULE_TEXT = (
     'Measured on this node by `hpcval calibrate`: a GPU\'s or link\'s '
@@ -76,8 +62,8 @@ class CalibrationError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Calibration:
-    """The new file's text and its diff; ``notes`` says what was left out,
-    refused or kept and why; ``path`` is the reference file."""
+    """The reference file's new text, its diff, and ``notes``: what was
+    left out, refused or kept and why."""
     text: str
     diff: str
     notes: list
@@ -195,8 +181,7 @@ def _provenance(runs, mean, std, unit, how):
 
 
 def outliers(values, rate=OUTLIER_RATE):
-    """Indices of the ``values`` that sit apart from the rest (the rule
-    above); none among fewer than 3."""
+    """Indices of the ``values`` that sit apart (none of fewer than 3)."""
     n = len(values)
     if n < 3 or not all(map(math.isfinite, values)):
         return []
@@ -443,9 +428,7 @@ def _family(label, runs, rule, notes, figures):
 
 
 def sibling_band(ratios, runs, false_alarm):
-    """(bound, how) for a family's healthy ``ratios`` of ``runs`` runs
-    (SIBLING_RULE_TEXT; the runs count as samples: members of one run move
-    together)."""
+    """(bound, how) of a sibling family's healthy ``ratios`` of ``runs``."""
     logs = [math.log(r) for r in ratios]
     f = prediction_factor(runs, false_alarm)
     normal = math.exp(statistics.fmean(logs) - f * statistics.stdev(logs))
@@ -463,16 +446,14 @@ def sibling_band(ratios, runs, false_alarm):
 
 
 def per_figure(budget, judged):
-    """The false-alarm rate per figure that keeps ``judged`` independent
-    figures within ``budget`` together (figures moving together: less)."""
+    """The rate per figure that keeps ``judged`` figures within ``budget``."""
     # expm1/log1p: 1 - (1 - b)^(1/m) without cancellation for small b
     return -math.expm1(math.log1p(-budget) / max(judged, 1))
 
 
 def judged_per_run(samples, calibrated):
-    """m: the figures one run of ``samples`` judges (docs/calibrate.md,
-    "The statistics"); ``calibrated``: {(check, partition, params, metric)}
-    calibrate bounds or tries to."""
+    """m, the figures one run of ``samples`` judges; ``calibrated``: the
+    (check, partition, params, metric) calibrate bounds or tries to."""
     judged = collections.Counter()      # {(case, test): figures judged}
     for s in samples:
         key = (s.case.check, s.case.partition, s.case.params)
@@ -486,9 +467,8 @@ def judged_per_run(samples, calibrated):
 
 
 def _split(text, path):
-    """(the lines before the calibrated section, that section's entries,
-    the site's comments in it: {index of the entry they stand in or before:
-    [comment lines]}, len(entries) for those after the last)."""
+    """(lines before the calibrated section, its entries, {index of the
+    entry: the site's comment lines in or before it; len(entries): after})."""
     lines = text.splitlines(keepends=True)
     at = next((i for i, line in enumerate(lines)
                if line.strip().startswith(MARKER)), None)
@@ -542,8 +522,7 @@ def _merge(previous, new):
 
 
 def _top_level(lines, key, path=None):
-    """The line of the top-level ``key``: None where there is none, or,
-    given the file's ``path``, an error."""
+    """The line of the top-level ``key``; if none, None or (``path``) error."""
     at = next((i for i, line in enumerate(lines)
                if re.match(rf'{key}:', line)), None)
     if at is None and path:
@@ -584,8 +563,7 @@ def _set_rule(lines, rule_text, path, name=RULE):
 
 
 def _set_false_alarms(lines, rule):
-    """Sets the top-level ``false_alarms`` (the rate the bounds were built
-    for: hpcval.references.FalseAlarms) of ``lines`` from ``rule``."""
+    """Sets the top-level ``false_alarms`` of ``lines`` from ``rule``."""
     old = _top_level(lines, 'false_alarms')
     if old is not None:
         del lines[old:_block_end(lines, old)]
@@ -596,8 +574,7 @@ def _set_false_alarms(lines, rule):
 
 
 def _inventory(samples):
-    """The inventory entries the health records of the selected runs show
-    (hpcval.health.inventory.from_records), one per partition."""
+    """Per partition, the inventory entry the runs' health records show."""
     by_part = collections.defaultdict(dict)
     for s in samples:
         rec = s.case.extras.get('health')
@@ -692,9 +669,8 @@ def _new_file(system, rule_text):
 
 
 def _append(lines, entries, path, comments, trailing):
-    """The text of ``lines`` with the calibrated section of ``entries``
-    appended, each entry after the site's comments of it (``comments``:
-    {_key(entry): [lines]}), ``trailing`` comments last."""
+    """``lines`` and the calibrated section of ``entries``, each after its
+    ``comments`` ({_key(entry): [lines]}), ``trailing`` comments last."""
     e = _top_level(lines, 'entries', path)
     if any(re.match(r'[A-Za-z_]', line) for line in lines[e + 1:]):
         raise CalibrationError(f'{path}: entries must be the last top-level '
@@ -829,9 +805,8 @@ def calibrate(samples, system, by_system_refs, floor=None, k=None, *,
               allow_replays=False, include_absent=False,
               accept_performance_failures=False, ref_dir=None, write=False,
               base_dir=None, keep_outliers=False):
-    """Calibration of ``system`` from ``samples`` over ``by_system_refs``
-    (as the caller read them) with ``hpcval calibrate``'s options, into
-    ``ref_dir``, layered over ``base_dir`` where given."""
+    """The Calibration of ``system`` from ``samples`` with ``hpcval
+    calibrate``'s options; ``by_system_refs``: as the caller read them."""
     check_system(system, by_system_refs)
     _check_options(floor, k, min_samples, budget, false_alarm)
     if ref_dir is None:

@@ -185,8 +185,7 @@ def samples(url, system, since, until, old_refs=(), token=None,
 
 
 class _Skipped:
-    """Samples and series left out: counted, the first one named (a flood
-    of them takes no memory)."""
+    """Samples and series left out: counted, the first one named."""
     count, first = 0, None
 
     def add(self, why):

@@ -124,7 +124,8 @@ def _figures(items, esc):
             for caption, uri in items]
 
 
-def _by_benchmark(images):
+def by_benchmark(images):
+    """{benchmark: [(caption, uri)]} of the figures, by their names."""
     out = {}
     for caption, uri in images:
         m = _FIGURE.match(caption)
@@ -139,7 +140,7 @@ def render(tables, inputs=(), problems=(), images=(), title=None,
     esc = html.escape
     main = tables[0]
     title = title or main.title
-    figures = _by_benchmark(images)
+    figures = by_benchmark(images)
     runs = [c for c in main.cases if c.result != 'skip']
     # a replay's time is when it was replayed, not a date of its figures
     latest = max((c.time for c in main.cases if not c.replay and c.time

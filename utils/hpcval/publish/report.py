@@ -232,10 +232,7 @@ def render(tables, fmt, inputs=(), problems=(), images=(), title=None,
     if fmt == 'tex':
         return latex.document(tables, title, images)
     if fmt == 'md':
-        by_bench = {}
-        for name, path in images:
-            bench = name.split('-')[1] if name.count('-') else ''
-            by_bench.setdefault(bench, []).append((name, path))
+        by_bench = page.by_benchmark(images)
         return '\n'.join([formats.to_markdown(t, by_bench if i == 0 else None)
                           for i, t in enumerate(tables)] +
                          formats.markdown_end(tables))

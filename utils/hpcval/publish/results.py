@@ -393,10 +393,7 @@ def _session(info):
 
 class _Collector:
     def __init__(self, on_error, attrs=()):
-        if on_error not in ('skip', 'reject'):
-            raise ValueError(f'on_error must be skip or reject, not '
-                             f'{on_error!r}')
-        self.on_error = on_error
+        self.on_error = on_error    # skip or reject (the option's choices)
         self.attrs = attrs
         self.loaded = Loaded()
         self.seen = {}      # case key: (case, samples) of its first copy

@@ -8,17 +8,14 @@ import statistics
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from hpcval import units
-
-from hpcval import plotdata
+from hpcval import plotdata, units
 from hpcval.publish import comparison, numbers
 from hpcval.parsers import ParseError
 from hpcval.parsers.babelstream import CLASSIC_KERNELS, parse_babelstream
 from hpcval.parsers.common import read_text
-from hpcval.publish.comparison import columns
-from hpcval.publish.plots.common import (REFERENCE_COLOUR, REPLAY_HATCH, Plotted,
-                                 describe, new_figure, passed, save, slug,
-                                 unique_cases)
+from hpcval.publish.plots.common import (
+    REFERENCE_COLOUR, REPLAY_HATCH, Plotted, describe, new_figure, passed,
+    save, slug, unique_cases)
 
 BENCHMARK = 'babelstream'
 KERNELS = tuple(k.lower() for k in CLASSIC_KERNELS)
@@ -164,7 +161,7 @@ def _gpu_results(case):
 
 def _per_gpu(samples, outdir, plotted, force):
     cases = unique_cases(samples)
-    label = columns(cases)      # of every case: the table's column names
+    label = comparison.columns(cases)   # of every case: the column names
     refs = {}                   # the node's references: each GPU must hold
     for s in sorted(samples, key=lambda s: s.case.time):
         # only a system's own references (a report shown under another

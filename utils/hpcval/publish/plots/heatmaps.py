@@ -7,8 +7,7 @@ from matplotlib import colormaps
 
 from hpcval.parsers.transferbench import parse_a2a, parse_p2p
 from hpcval import plotdata
-from hpcval.publish import sources
-from hpcval.publish.comparison import columns
+from hpcval.publish import comparison, sources
 from hpcval.publish.plots.common import (Plotted, new_figure,
                                          parsed_output, passed, save, slug,
                                          unique_cases)
@@ -40,7 +39,7 @@ def _from_metrics(samples):
 
 def _latest(cases):
     """{(column, check, preset): (latest passed case, runs)} and messages."""
-    label = columns(cases)
+    label = comparison.columns(cases)
     chosen, skipped = {}, []
     for case in passed((c for c in cases if c.benchmark == BENCHMARK and
                         dict(c.params).get('preset') in PRESETS), skipped):
