@@ -72,12 +72,6 @@ def _message(record):
     return _STAMP.sub('', record, count=1)
 
 
-def _severity(word):
-    if 'Non-Fatal' in word:
-        return 'Non-Fatal'
-    return 'Fatal' if 'Fatal' in word else 'Corrected'
-
-
 def _sxid_word(m):
     """(``Fatal`` / ``Non-fatal`` or '', link or None) of an SXid match."""
     word = _SXID_WORD.match(m.group(4))
@@ -129,7 +123,10 @@ def event(record):
     if aer:
         src = _AER_SOURCE.search(msg)
         bus = src.group(1) if src else m.group(2)
-        return _event('aer', bus, _severity(aer.group(1)), line)
+        word = aer.group(1)
+        severity = 'Non-Fatal' if 'Non-Fatal' in word else \
+            'Fatal' if 'Fatal' in word else 'Corrected'
+        return _event('aer', bus, severity, line)
     if m and m.group(1) == 'amdgpu' and _AMD_ERR.search(msg):
         return _event('amdgpu', m.group(2), '', line)
     if _DRM_AMD.match(msg):

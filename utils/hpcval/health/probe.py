@@ -225,10 +225,13 @@ def _snapshot(stagedir, phase, tool):
         if not failed:
             snap['error'] = f'unreadable output: {clean(err)}'
         return snap
+    # amd-smi process --json: no real output to read it from yet
+    read_apps = {'nvidia-smi': nvidia.apps, habana.TOOL: habana.apps}.get(
+        tool, lambda text: [])
     apps_text = text if tool == habana.TOOL else \
         _read(stagedir, f'{phase}_apps.txt') or ''
     try:
-        snap['apps'] = parse_apps(tool, apps_text)
+        snap['apps'] = read_apps(apps_text)
     except ValueError as err:
         snap['apps_error'] = f'unreadable process list: {clean(err)}'
     if tool == 'nvidia-smi':
@@ -274,16 +277,6 @@ def parse_gpus(tool, text, lenient=False):
     if tool == habana.TOOL:
         return habana.gpus(text, lenient)
     raise nvidia.ToolError(f'hpcval reads no {tool} output')
-
-
-def parse_apps(tool, text):
-    """Processes on the GPUs: {uuid | index, pid, name, memory_mib}."""
-    if tool == 'nvidia-smi':
-        return nvidia.apps(text)
-    if tool == habana.TOOL:
-        return habana.apps(text)
-    # amd-smi process --json: no real output to read it from yet
-    return []
 
 
 #: The counters of sysfs ``aer_dev_*`` (Linux's aer.c)

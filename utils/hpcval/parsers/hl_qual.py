@@ -49,17 +49,13 @@ class HlQualReport:
         return min(bw for _, bw in self.figures[key])
 
 
-def _memory_key(m):
-    src, dst = (m[k].replace('DRAM', 'HBM') for k in ('src', 'dst'))
-    arrow = _ARROWS[m['arrow']]
-    return next((key for key, spec in MEMORY_SUBTESTS.items()
-                 if spec == (src, arrow, dst) or
-                 (arrow == '<=>' and spec == (dst, arrow, src))), None)
-
-
 def _subtest(line):
     if m := _MEMORY_LINE.search(line):
-        return _memory_key(m)
+        src, dst = (m[k].replace('DRAM', 'HBM') for k in ('src', 'dst'))
+        arrow = _ARROWS[m['arrow']]
+        return next((key for key, spec in MEMORY_SUBTESTS.items()
+                     if spec == (src, arrow, dst) or
+                     (arrow == '<=>' and spec == (dst, arrow, src))), None)
     if m := _PCI_LINE.search(line):
         return f'pci_{m["kind"].lower()}'
     return None

@@ -4,6 +4,7 @@ Versions and options add, drop and move columns (``root``, ``redop``,
 ``#wrong`` or ``error``, ``i_*``, rccl's algorithm columns): columns are
 found by the header's labels, never by position.  Times in us,
 bandwidths GB/s (10^9 B/s); a failed run prints ``Test ... failure``."""
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -381,14 +382,11 @@ def check_tool(result, tool, arch='', identified=True):
 
 def _spans(numbers):
     """'0-2, 4-7' for [0, 1, 2, 4, 5, 6, 7]."""
-    spans, numbers = [], sorted(numbers)
-    for n in numbers:
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-
-    return ', '.join(f'{a}' if a == b else f'{a}-{b}' for a, b in spans)
+    # consecutive numbers share their difference from their position
+    runs = itertools.groupby(enumerate(sorted(numbers)), lambda p: p[1] - p[0])
+    spans = [[n for _, n in run] for _, run in runs]
+    return ', '.join(f'{s[0]}' if len(s) == 1 else f'{s[0]}-{s[-1]}'
+                     for s in spans)
 
 
 def check_devices(result, expected):
