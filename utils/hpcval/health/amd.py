@@ -1,7 +1,5 @@
-"""amd-smi and rocm-smi JSON into GPU records (keys of hpcval.health.nvidia).
-
-Key names: ROCm/amdsmi ``amdsmi_cli/amdsmi_commands.py``.  rocm-smi exits
-0 without a driver: text without JSON is the tool's failure."""
+"""amd-smi and rocm-smi JSON into GPU records (keys: ROCm/amdsmi
+``amdsmi_cli/amdsmi_commands.py``); no JSON fails (rocm-smi exits 0 then)."""
 import json
 import re
 

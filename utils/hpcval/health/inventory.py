@@ -170,8 +170,7 @@ def _common(values):
 
 
 def from_records(records, partition, source):
-    """The inventory entry of ``partition`` its baseline runs' records show
-    (None: no tool or counts differ); the baseline: versions all agree on."""
+    """``partition``'s inventory entry from its baseline runs' records."""
     snaps = [r.before for r in records]
     tools = {r.tool for r in records}
     if len(tools) != 1 or not snaps:

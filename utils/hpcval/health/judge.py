@@ -246,8 +246,7 @@ def _all_gpus(record):
 
 
 def _kernel_findings(record, fatal):
-    """One (component, text) per GPU and kernel event kind and code, each
-    read again from its line (what the record says beside it is ignored)."""
+    """(component, text) per GPU and event kind/code, read from its line."""
     gpus = _all_gpus(record)
     groups = {}
     for recorded in record.kernel_events:

@@ -1,9 +1,5 @@
-"""Kernel log lines about GPUs and their PCIe links, by their producer.
-
-Only a kernel driver's own lines count (NVRM, amdgpu, habanalabs, PCIe
-AER): a line of anything else never matches, since the kernel names a
-crashing process by its name, which any user chooses.  Devices are full
-PCI addresses.  hpcval.health.catalogue says which event fails a node."""
+"""Kernel log records of GPU and PCIe faults, read by their driver's own
+prefix only (docs/health.md); hpcval.health.catalogue says which fail."""
 import itertools
 import re
 

@@ -1,8 +1,5 @@
-"""nvidia-smi ``--query-gpu`` / ``--query-compute-apps`` CSV into GPU records.
-
-Fields checked on driver 580.159.04; the probe asks again without each
-field a driver rejects, so every field it knows is read.  Columns are
-read by their header."""
+"""nvidia-smi ``--query-gpu`` / ``--query-compute-apps`` CSV into GPU records,
+columns read by their header (fields checked on driver 580.159.04)."""
 import csv
 import io
 import re
@@ -136,8 +133,7 @@ def _rows(text, lenient=False):
 
 
 def gpus(text, lenient=False):
-    """[GPU record] of ``--query-gpu`` CSV; ToolError when it is no table.
-    ``lenient`` skips rows cut short (a sampler's last line)."""
+    """[GPU record] of ``--query-gpu`` CSV; ``lenient`` skips cut rows."""
     out = []
     for header, row in _rows(text, lenient):
         gpu, counters, states = {}, {}, {}
@@ -178,11 +174,8 @@ def _valid(v, typ):
 
 
 def apps(text):
-    """[{uuid, pid, name, memory_mib}] of ``--query-compute-apps`` CSV.
-
-    A process name is its owner's choice (commas, quotes, newlines): the other
-    columns are read from both ends of a row; a line not starting with a GPU
-    UUID continues the name above."""
+    """[{uuid, pid, name, memory_mib}] of ``--query-compute-apps`` CSV; the
+    name (its owner's choice) lies between columns read from both ends."""
     header, rows = None, []
     for line in _lines(text):
         if _WARNING.match(line.strip()) or not line.strip():

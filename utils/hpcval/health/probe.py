@@ -359,8 +359,7 @@ def summarize(samples):
 
 
 def read(stagedir):
-    """The Health record of the probe's files in ``stagedir`` (None: no
-    probe); what cannot be read is an ``unreadable`` finding."""
+    """The Health record of the probe's files in ``stagedir``, or unreadable."""
     try:
         return kernel_log.check(records.decode('health', _record(stagedir)))
     except Exception as err:    # noqa: BLE001 -- files of a job, any shape

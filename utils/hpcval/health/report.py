@@ -1,7 +1,5 @@
-"""The health part of ``hpcval verdict``: records judged against inventories.
-
-One ``Judge`` per verdict names a node's failure once, however many of its
-test cases recorded it."""
+"""The health part of ``hpcval verdict``: one ``Judge`` per verdict names a
+node's failure once, however many of its test cases recorded it."""
 import collections
 import types
 

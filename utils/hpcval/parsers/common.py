@@ -8,8 +8,7 @@ class ParseError(ValueError):
 
 
 def number(token, what):
-    """``token`` as a finite float, or ParseError naming ``what`` (a NaN
-    would pass every comparison)."""
+    """``token`` as a finite float (a NaN passes every comparison)."""
     try:
         value = float(token)
     except (TypeError, ValueError):

@@ -1,8 +1,6 @@
-"""Whether the devices an output names are the partition's.
-
-An output naming another vendor's devices, or products of another
-architecture, is another node's or tool's, however good its figures.
-Products match as whole words (``H20`` never matches ``H200``)."""
+"""Whether the devices an output names are the partition's (another vendor's
+or architecture's are another node's or tool's); products match as whole
+words (``H20`` never matches ``H200``)."""
 import collections
 import re
 

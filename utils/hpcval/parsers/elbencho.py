@@ -93,8 +93,7 @@ def _values(op, label, right):
 
 
 def parse_elbencho(text, require_end=True):
-    """[Phase] of an elbencho run in printed order; ``require_end=False``
-    accepts a last phase without ``---``."""
+    """[Phase] of a run; ``require_end=False``: the last ``---`` optional."""
     if TIME_LIMIT in text:
         raise ParseError(f'"{TIME_LIMIT}": the phase was cut short, its '
                          f'figures cover only part of the data (raise '

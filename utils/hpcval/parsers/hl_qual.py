@@ -1,9 +1,6 @@
-"""hl_qual report log of the ``-mb`` and ``-p`` plugins.  UNVERIFIED FORMAT.
-
-No textual report sample is public: the parser relies on what the
-manual's text names (sub-test names, GB/s on the same line, PASS / FAIL).
-Every sub-test asked for must appear with a figure, with a PASS and no
-FAIL, so an unknown format fails the check, never passes it."""
+"""hl_qual report log of the ``-mb`` and ``-p`` plugins.  UNVERIFIED FORMAT
+(docs/benchmarks/hl_qual.md): every sub-test asked must show a figure and a
+PASS with no FAIL, so an unknown format fails the check, never passes it."""
 import re
 from dataclasses import dataclass
 from typing import Dict, Tuple

@@ -1,7 +1,4 @@
-"""``python -m mpi4py.bench pingpong``: one-way times, MB/s (10^6 B/s).
-
-A launcher without the MPI's process manager starts each rank as a job
-of its own: each prints the header and pings itself."""
+"""``python -m mpi4py.bench pingpong``: one-way times, MB/s (10^6 B/s)."""
 import re
 from dataclasses import dataclass
 

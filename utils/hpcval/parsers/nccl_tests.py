@@ -1,9 +1,6 @@
-"""nccl-tests and rccl-tests (``all_reduce_perf``, ``all_gather_perf``...).
-
-Versions and options add, drop and move columns (``root``, ``redop``,
-``#wrong`` or ``error``, ``i_*``, rccl's algorithm columns): columns are
-found by the header's labels, never by position.  Times in us,
-bandwidths GB/s (10^9 B/s); a failed run prints ``Test ... failure``."""
+"""nccl-tests and rccl-tests (``all_reduce_perf``, ``all_gather_perf``...):
+columns found by the header's labels, never by position (versions and
+options add, drop and move them).  Times in us, bandwidths GB/s (10^9 B/s)."""
 import itertools
 import re
 from dataclasses import dataclass
@@ -360,8 +357,7 @@ def found_tool(result):
 
 
 def check_tool(result, tool, arch='', identified=True):
-    """ParseError unless the output is ``tool``'s on GPUs of ``arch``;
-    ``identified=False`` (a quoted excerpt) accepts one naming neither."""
+    """ParseError unless the output is ``tool``'s on GPUs of ``arch``."""
     found, why = found_tool(result)
     if found and found != tool:
         listed = devices.summary(r.name for r in result.ranks)
