@@ -206,9 +206,8 @@ def gpus(text, tool='amd-smi', lenient=False):
     """[GPU record] of ``tool``'s JSON; ``lenient``: of every document."""
     docs = documents(text)
     if tool == 'rocm-smi':
-        if lenient:
-            return [g for d in docs for g in _rocm_smi(d, True)]
-        return _rocm_smi(docs[0], False)
+        return [g for d in (docs if lenient else docs[:1])
+                for g in _rocm_smi(d, lenient)]
     if lenient:
         return [g for d in docs for g in _amd_smi([d], True)]
     return _amd_smi(docs, False)

@@ -6,8 +6,6 @@ from typing import Dict, Optional, Tuple
 
 from hpcval.parsers.common import ParseError, number
 
-HEADER = ('OPERATION', 'RESULT TYPE', 'FIRST DONE', 'LAST DONE')
-
 # labels elbencho prints, longest first so that 'IOPS read' wins over 'IOPS'
 _LABELS = sorted([
     'Elapsed time', 'Elapsed ms', 'IOPS', 'IOPS write', 'IOPS read',
