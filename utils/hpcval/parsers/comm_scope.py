@@ -31,20 +31,6 @@ def _time_us(entry, name):
     return number(entry.get('real_time'), f'{name} real_time') * _TO_US[unit]
 
 
-def _load(text):
-    try:
-        doc = json.loads(text)
-    except ValueError as err:
-        raise ParseError(f'the --benchmark_out file is not valid JSON '
-                         f'(truncated by a crash?): {err}') from None
-
-    if not isinstance(doc, dict) or not isinstance(doc.get('benchmarks'),
-                                                   list):
-        raise ParseError('the --benchmark_out file has no "benchmarks" list')
-
-    return doc['benchmarks']
-
-
 def _run(name, iterations, aggregates):
     if 'mean' in aggregates:
         mean, std = aggregates['mean'], aggregates.get('stddev')
@@ -68,7 +54,17 @@ def _run(name, iterations, aggregates):
 
 def parse_comm_scope(text):
     """{run_name: Run} of a Comm|Scope JSON file; ParseError on a failure."""
-    entries = _load(text)
+    try:
+        doc = json.loads(text)
+    except ValueError as err:
+        raise ParseError(f'the --benchmark_out file is not valid JSON '
+                         f'(truncated by a crash?): {err}') from None
+
+    if not isinstance(doc, dict) or not isinstance(doc.get('benchmarks'),
+                                                   list):
+        raise ParseError('the --benchmark_out file has no "benchmarks" list')
+
+    entries = doc['benchmarks']
     if not entries:
         raise ParseError('the --benchmark_out file lists no benchmarks: the '
                          'filter matched none (no GPU visible, or names '
