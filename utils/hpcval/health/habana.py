@@ -1,6 +1,5 @@
-"""The ``hl-smi`` summary table (Intel Gaudi) into GPU records.
-
-Each AIP is two rows::
+"""The ``hl-smi`` summary table (Intel Gaudi) into GPU records, two rows
+per AIP::
 
     |   0  HL-225              N/A  | 0000:4d:00.0     N/A |                   0  |
     | N/A   31C   N/A    95W / 600W |    768MiB / 98304MiB |     0%           N/A |

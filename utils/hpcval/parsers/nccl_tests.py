@@ -169,12 +169,8 @@ def _find_header(lines):
 def _columns(lines, at):
     """Map column labels to token indices; blocks in the printed order."""
     labels = lines[at].split()[1:]
-    prefix = {}
-    for i, label in enumerate(labels):
-        if label in _TIME_LABELS:
-            break
-
-        prefix[label] = i
+    head = itertools.takewhile(lambda label: label not in _TIME_LABELS, labels)
+    prefix = {label: i for i, label in enumerate(head)}
 
     starts = [i for i, label in enumerate(labels) if label in _TIME_LABELS]
     for i in starts:
