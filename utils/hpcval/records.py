@@ -215,8 +215,7 @@ def outside(load):
 
 
 def clears(load):
-    """Whether a slow node of this load is cleared and re-screened, not
-    drained: busy only by outside processes, all the job user's."""
+    """Whether a slow node is re-screened, not drained: busy by its user's."""
     found = load is not None and load.busy and outside(load)
     return bool(found) and load.uid is not None and \
         all(p.uid == load.uid for p in found)

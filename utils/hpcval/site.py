@@ -61,13 +61,12 @@ def init(folder, from_system=None):
     except OSError as err:
         raise SiteInitError(f'{folder}: {err.strerror}') from None
 
-    written = []
     for kind in paths.KINDS:
         os.mkdir(os.path.join(folder, kind), 0o755)
     readme = os.path.join(folder, 'README.md')
     trust.write_new(readme, README.format(
         path=folder, docs=os.path.join(paths.repo_root(), 'docs')).encode())
-    written.append(readme)
+    written = [readme]
     if source:
         target = os.path.join(folder, 'systems', os.path.basename(source))
         with open(source, 'rb') as fp:
