@@ -1,7 +1,5 @@
-"""The records a check leaves in its report beside its figures, declared once.
-
-A record of another shape decodes to None, never half trusted; a health
-record of another shape is ``Unreadable``: never a healthy node."""
+"""The records a check leaves in its report beside its figures, declared once:
+one of another shape decodes to None, a health record to ``Unreadable``."""
 import re
 import reprlib
 from typing import Annotated, Literal

@@ -1,9 +1,6 @@
-"""``hpcval site init DIR [--from SYSTEM]``: a site folder to start from.
-
-Its three folders and a README, ``--from`` a copy of a built-in system's
-module (never its reference file: a site's holds only what it changes);
-made by the running user, writable by it alone, nothing overwritten
-(docs/site.md, docs/security.md)."""
+"""``hpcval site init DIR [--from SYSTEM]``: a site folder to start from, its
+README and a copy of a built-in system's module, made by the running user,
+writable by it alone, nothing overwritten (docs/site.md, docs/security.md)."""
 import os
 import re
 

@@ -1,9 +1,5 @@
-"""The validation suites, as ReFrame modes (``reframe --mode <mode>``).
-
-``quick``, ``screen``, ``acceptance``, ``burnin``: what each runs is in
-docs/after-maintenance.md.  Every mode measures a failed case once more
-(``--max-retries=1``, hpcval.retries); ``screen`` and ``acceptance``
-accept only options known harmless (``narrowing``)."""
+"""The validation suites as ReFrame modes (docs/after-maintenance.md); the
+fixed ones accept only options known harmless (``narrowing``)."""
 import functools
 import os
 
