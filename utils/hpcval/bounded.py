@@ -72,7 +72,6 @@ def _check(root):
         stack.append((node, True))
         stack.extend((k, False) for k in _children(node)
                      if id(k) not in size)
-    return size[id(root)]
 
 
 def _line(node):

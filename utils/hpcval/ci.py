@@ -1,8 +1,5 @@
-"""``hpcval run ... --ci-generate=FILE``: a GitLab pipeline that runs on
-any host where hpcval is installed (docs/ci.md).
-
-ReFrame's pipeline, each job rewritten to run ``hpcval run`` with this
-run's options, a last stage gating it on ``hpcval verdict``."""
+"""``hpcval run ... --ci-generate=FILE``: ReFrame's GitLab pipeline, each job
+run as ``hpcval run``, gated on ``hpcval verdict`` (docs/ci.md)."""
 import argparse
 import os
 import re

@@ -1,6 +1,5 @@
-"""Datasheet bounds: a GPU figure no reference file judges, judged by its
-model's published peak (``references/hardware/datasheets.yaml``).
-Reference files always win (hpcval.verdict_refs)."""
+"""Datasheet bounds: a GPU figure no reference file judges (they always win),
+judged by its model's published peak (references/hardware/datasheets.yaml)."""
 import functools
 import os
 import re

@@ -1,10 +1,5 @@
 """The verdict's Slurm lines (drain, resume, re-screen), decided in
-``lines`` alone: only for one node by Slurm's host name grammar, no
-keyword, on a Slurm partition of the cluster here (``ClusterName``), that
-every job charged to it ran on by Slurm's own node list; any other node a
-``not drained: ...`` comment (docs/verdict.md, "Next steps").  A node
-slowed by its own user's processes is cleared and re-screened, not drained.
-"""
+``lines`` alone (docs/verdict.md, "Next steps": which nodes they name)."""
 import functools
 import re
 import shlex
@@ -30,9 +25,8 @@ def drainable_name(name):
 
 
 def note_case(ran_there, label, job_nodes):
-    """Keep in ``ran_there`` ({node: bool}, hpcval.verdict.Group) whether
-    every case charged to the nodes of ``label`` ran on them by Slurm's
-    node lists ``job_nodes`` of its job."""
+    """Keep in ``ran_there`` whether every case charged to ``label``'s nodes
+    ran on them by its job's Slurm node list ``job_nodes``."""
     for node in label.split('+') if label else ():
         ran_there[node] = ran_there.get(node, True) and node in job_nodes
 
@@ -54,11 +48,8 @@ def local_cluster():
 
 
 def lines(verdict, alone, reason, cluster=None):
-    """{'drain': [line], 'resume': [line], 'admitted': {node: failure},
-    'notes': [comment]} for ``alone`` ({node: its first failure}, of
-    failures of one node each): ``admitted``, the nodes whose re-screen
-    may be printed; ``reason(failure)``: the drain reason; ``cluster``:
-    (name, why not) of the Slurm here, local_cluster() by default."""
+    """{'drain', 'resume', 'admitted' (may be re-screened), 'notes'} for
+    ``alone`` ({node: its first failure}); ``cluster``: local_cluster()'s."""
     groups = {(g.system, g.partition): g for g in verdict.groups}
     drain, drained, notes, elsewhere = [], [], [], {}
     admitted, foreign, here = {}, {}, None
@@ -127,9 +118,8 @@ def _not_a_node(g, node):
 
 
 def scheduler_of(case):
-    """The scheduler ``case`` ran under, as its report says: ReFrame's
-    ``scheduler`` of the test case where the reader kept it, else
-    ``slurm`` where sinfo recorded the partition's nodes, else ''."""
+    """``case``'s recorded scheduler, else ``slurm`` where sinfo recorded
+    the partition's nodes, else ''."""
     sched = dict(getattr(case, 'attrs', ()) or ()).get('scheduler')
     if isinstance(sched, str) and sched:
         return sched

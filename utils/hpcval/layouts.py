@@ -144,10 +144,8 @@ def apply(test, layout, gpus=1):
 
 # GPUs of a partition, as its configuration declares them
 def gpu_arch(partition):
-    for dev in partition.devices:
-        if dev.type == 'gpu' and dev.arch:
-            return dev.arch
-    return ''
+    return next((dev.arch for dev in partition.devices
+                 if dev.type == 'gpu' and dev.arch), '')
 
 
 def gpu_count(partition):

@@ -80,13 +80,12 @@ def check(data, kind):
     """The ``kind`` part of plot data ``data``, checked, or None."""
     if not isinstance(data, dict) or kind not in data:
         return None
-    return {CURVES: _curves, MATRICES: _matrices, PER_GPU: _per_gpu}[kind](
-        data[kind])
+    shape, checked = {CURVES: (dict, _curves), MATRICES: (list, _matrices),
+                      PER_GPU: (list, _per_gpu)}[kind]
+    return checked(data[kind]) if isinstance(data[kind], shape) else None
 
 
 def _curves(data):
-    if not isinstance(data, dict):
-        return None
     out = {}
     for place in (IN_PLACE, OUT_OF_PLACE):
         points = data.get(place)
@@ -101,8 +100,6 @@ def _curves(data):
 
 
 def _matrices(data):
-    if not isinstance(data, list):
-        return None
     panels = []
     for panel in data:
         if not isinstance(panel, dict):
@@ -120,8 +117,6 @@ def _matrices(data):
 
 
 def _per_gpu(data):
-    if not isinstance(data, list):
-        return None
     found = {}
     for gpu in data:
         if not (isinstance(gpu, dict) and isinstance(gpu.get('host'), str)

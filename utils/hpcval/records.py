@@ -1,7 +1,5 @@
-"""The records a check leaves in its report beside its figures, declared once.
-
-A record of another shape decodes to None, never half trusted; a health
-record of another shape is ``Unreadable``: never a healthy node."""
+"""The records a check leaves in its report beside its figures, declared once:
+one of another shape decodes to None, a health record to ``Unreadable``."""
 import re
 import reprlib
 from typing import Annotated, Literal
@@ -215,8 +213,7 @@ def outside(load):
 
 
 def clears(load):
-    """Whether a slow node of this load is cleared and re-screened, not
-    drained: busy only by outside processes, all the job user's."""
+    """Whether a slow node is re-screened, not drained: busy by its user's."""
     found = load is not None and load.busy and outside(load)
     return bool(found) and load.uid is not None and \
         all(p.uid == load.uid for p in found)

@@ -1,8 +1,5 @@
-"""Replays: what hpcval says about a recorded output on a given system.
-
-The real check on the real system definition, only the execution
-replaced by a copy of the recording (docs/replay.md: its files and
-rules).  A recording is data, never run; a replay is never a measurement."""
+"""Replays: the real check on the real system, its execution replaced by a
+copy of a recording, data never run (docs/replay.md); never a measurement."""
 import fnmatch
 import os
 import re

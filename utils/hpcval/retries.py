@@ -20,9 +20,8 @@ def _key(case):
 
 
 def runs(cases):
-    """(earlier, first) of ``cases``: ids of the runs a later run replaces,
-    and {id(the run judged): the first run}.  A run after a passed one
-    (``--reruns``) is a measurement of its own."""
+    """(ids of the runs a later run replaces, {id(the run judged): the
+    first run}) of ``cases``; a run after a passed one stands alone."""
     if not any(map(_run, cases)):
         return set(), {}        # no run but the first: nothing to pair
     by_test = {}

@@ -1,7 +1,5 @@
-"""The system a ``reframe`` invocation is for, known while its
-configuration loads, so that only that system's detection runs.
-
-``--system`` (or $RFM_SYSTEM), else the first ``hostnames`` match."""
+"""The system a ``reframe`` invocation is for while its configuration loads
+(only its detection runs): ``--system``/$RFM_SYSTEM, else ``hostnames``."""
 import os
 import re
 import socket

@@ -1,9 +1,6 @@
-"""``hpcval site init DIR [--from SYSTEM]``: a site folder to start from.
-
-Its three folders and a README, ``--from`` a copy of a built-in system's
-module (never its reference file: a site's holds only what it changes);
-made by the running user, writable by it alone, nothing overwritten
-(docs/site.md, docs/security.md)."""
+"""``hpcval site init DIR [--from SYSTEM]``: a site folder to start from, its
+README and a copy of a built-in system's module, made by the running user,
+writable by it alone, nothing overwritten (docs/site.md, docs/security.md)."""
 import os
 import re
 
@@ -61,13 +58,12 @@ def init(folder, from_system=None):
     except OSError as err:
         raise SiteInitError(f'{folder}: {err.strerror}') from None
 
-    written = []
     for kind in paths.KINDS:
         os.mkdir(os.path.join(folder, kind), 0o755)
     readme = os.path.join(folder, 'README.md')
     trust.write_new(readme, README.format(
         path=folder, docs=os.path.join(paths.repo_root(), 'docs')).encode())
-    written.append(readme)
+    written = [readme]
     if source:
         target = os.path.join(folder, 'systems', os.path.basename(source))
         with open(source, 'rb') as fp:

@@ -1,7 +1,5 @@
-"""Helpers for system modules, built-in and a site's (docs/site.md).
-
-Public: its functions keep their names and arguments within a major
-version (CHANGELOG.md)."""
+"""Helpers for system modules, built-in and a site's (docs/site.md); public:
+names and arguments kept within a major version (CHANGELOG.md)."""
 import re
 
 from reframe.utility.cpuinfo import cpuinfo

@@ -3,9 +3,7 @@
 import shlex
 from dataclasses import dataclass
 
-from hpcval.inputs import MODULE_NAME as _MODULE
-from hpcval.inputs import SPACK_SPEC as _SPEC
-from hpcval.inputs import InputError
+from hpcval.inputs import MODULE_NAME, SPACK_SPEC, InputError
 
 # where the lines a failed check prints start
 PREFIX = 'hpcval stack:'
@@ -82,11 +80,11 @@ def of(test):
     """The stack ``test``'s -S variables name (validated), or None."""
     modules = tuple(test.stack_modules)
     for name in modules:
-        if not _MODULE.fullmatch(name):
+        if not MODULE_NAME.fullmatch(name):
             raise InputError(f'-S stack_modules: {name!r} is not a module '
                              f'name (letters, digits, _ . + @ % / -)')
     spec = test.spack_spec.strip()
-    if spec and not _SPEC.fullmatch(spec):
+    if spec and not SPACK_SPEC.fullmatch(spec):
         raise InputError(f'-S spack_spec={spec!r}: only letters, digits, '
                          f'spaces and _ . , : = + @ % / ^ ~ - in a spec')
     return Stack(modules, spec) if modules or spec else None

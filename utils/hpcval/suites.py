@@ -1,9 +1,5 @@
-"""The validation suites, as ReFrame modes (``reframe --mode <mode>``).
-
-``quick``, ``screen``, ``acceptance``, ``burnin``: what each runs is in
-docs/after-maintenance.md.  Every mode measures a failed case once more
-(``--max-retries=1``, hpcval.retries); ``screen`` and ``acceptance``
-accept only options known harmless (``narrowing``)."""
+"""The validation suites as ReFrame modes (docs/after-maintenance.md); the
+fixed ones accept only options known harmless (``narrowing``)."""
 import functools
 import os
 
@@ -102,14 +98,8 @@ def _from_environment(environ):
     return out
 
 
-def _mode_options(mode):
-    return next((parse(m['options']) for m in MODES if m['name'] == mode),
-                {})
-
-
 def narrowing(argv, suite_files, environ=None):
-    """(mode, [what makes the run not that suite]) of a fixed mode's ``argv``.
-
+    """(mode, [what makes the run not that suite]) of a fixed mode's ``argv``;
     None for no fixed mode; ('?', [why]) where ReFrame's parser refuses it."""
     try:
         given = parse(argv)
@@ -122,7 +112,7 @@ def narrowing(argv, suite_files, environ=None):
     mode = given['mode']
     env = {f: v for f, v in _from_environment(environ or {}).items()
            if f not in given}
-    own = _mode_options(mode)
+    own = next((parse(m['options']) for m in MODES if m['name'] == mode), {})
     plain = parse([])
     what = []
     for field, value in {**env, **given}.items():

@@ -77,9 +77,8 @@ _FLOORS = {'time': (1e-12, '1 ps'), 'bandwidth': (1.0, '1 B/s'),
 
 
 def outside_range(name, value, unit, zero_ok=False):
-    """Why ``name`` = ``value`` ``unit`` cannot have been measured, or None:
-    not finite, negative, or below its family's floor (0 is not, where
-    ``zero_ok``)."""
+    """Why ``name`` = ``value`` ``unit`` cannot be a measurement, or None:
+    not finite, negative, or under its family's floor (0 passes zero_ok)."""
     shown = f'{name} = {value:g} {unit}'
     if not math.isfinite(value):
         return f'{shown} is not a finite number'

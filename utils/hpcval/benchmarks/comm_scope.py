@@ -172,11 +172,10 @@ class CommScope(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     def _filter(self):
         """One regex: this NUMA node, any GPU, the two copy sizes."""
         sizes = f'({self.latency_log2}|{self.bandwidth_log2})'
-        patterns = []
-        for key in NAMES:
-            name = self._name(key, gpu='@G', src='@G', dst='@G', n='@N')
-            patterns.append(re.escape(name).replace('@G', '[0-9]+')
-                            .replace('@N', sizes))
+        patterns = [re.escape(self._name(key, gpu='@G', src='@G', dst='@G',
+                                         n='@N'))
+                    .replace('@G', '[0-9]+').replace('@N', sizes)
+                    for key in NAMES]
         return f'^({"|".join(patterns)})$'
 
     @run_before('run')

@@ -117,9 +117,8 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
         self.duration = self.burnin
         self.tags = self.tags | {'burnin'}
         self.diagnostics = {**self.diagnostics, **self.BURNIN_RATE}
-        if self.time_limit is not None and \
-                self.time_limit < self.burnin + BURNIN_SETUP_S:
-            self.time_limit = self.burnin + BURNIN_SETUP_S
+        if self.time_limit is not None:
+            self.time_limit = max(self.time_limit, self.burnin + BURNIN_SETUP_S)
 
     def replay_inputs(self):
         # a burn-in reads the health probe's samples besides the output

@@ -29,9 +29,8 @@ PCI_GENS = ('gen3', 'gen4')            # the two modifiers the manual names
 #: "the PCI test has a 10% allowable degradation"
 DEGRADATION = 0.10
 
-HOST_TO_DEVICE, DEVICE_TO_HOST, BIDIRECTIONAL = ('host_to_device',
-                                                 'device_to_host',
-                                                 'bidirectional')
+_DIRECTIONS = ('host_to_device', 'device_to_host', 'bidirectional')
+HOST_TO_DEVICE, DEVICE_TO_HOST, BIDIRECTIONAL = _DIRECTIONS
 
 #: GB/s on PCIe Gen3 x16, before the allowed degradation.
 GEN3_X16 = {
@@ -85,16 +84,10 @@ _SUBSET_TESTS = {
     'pciOnly': ('host_to_hbm', 'hbm_to_host', 'hbm_host_bidir'),
     'sramOnly': ('host_to_sram', 'sram_to_host', 'sram_host_bidir'),
 }
-# PCI sub-tests of the memory plugin -> direction of the manual's criteria
-_MEMORY_PCI_DIRECTION = {
-    'host_to_hbm': HOST_TO_DEVICE, 'host_to_sram': HOST_TO_DEVICE,
-    'hbm_to_host': DEVICE_TO_HOST, 'sram_to_host': DEVICE_TO_HOST,
-    'hbm_host_bidir': BIDIRECTIONAL,
-    'sram_host_bidir': BIDIRECTIONAL,
-}
-_PCI_DIRECTION = {'pci_download': HOST_TO_DEVICE,
-                  'pci_upload': DEVICE_TO_HOST,
-                  'pci_bidirectional': BIDIRECTIONAL}
+# PCI sub-tests of either plugin -> direction of the manual's criteria
+_MEMORY_PCI_DIRECTION = {key: way for s in ('pciOnly', 'sramOnly')
+                         for key, way in zip(_SUBSET_TESTS[s], _DIRECTIONS)}
+_PCI_DIRECTION = dict(zip(PCI_SUBTESTS, _DIRECTIONS))
 
 
 class SwitchError(InputError):

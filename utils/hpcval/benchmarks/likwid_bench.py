@@ -69,17 +69,15 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
                                'of its own'}
     zero_readings = {r'\w+_std': 'runs that printed the same figure'}
 
-    #: kernel: (working set, iterations, the result line it reports):
-    #: copy/stream beyond the caches, peakflops inside L1 for about 0.2 s
+    #: kernel: (working set, iterations, the result line it reports, the
+    #: seconds one node's run takes for a screen's time limit): copy/stream
+    #: beyond the caches, peakflops inside L1 for about 0.2 s
     #: (docs/benchmarks/likwid_bench.md)
     KERNEL_DEFAULTS = {
-        'copy': ('2GB', 0, 'MByte/s'),
-        'stream': ('2GB', 0, 'MByte/s'),
-        'peakflops': ('32kB', 400000, 'MFlops/s'),
+        'copy': ('2GB', 0, 'MByte/s', 15),
+        'stream': ('2GB', 0, 'MByte/s', 15),
+        'peakflops': ('32kB', 400000, 'MFlops/s', 5),
     }
-
-    #: seconds one node's run takes, for a screen's time limit
-    SCREEN_SECONDS = {'copy': 15, 'stream': 15, 'peakflops': 5}
 
     executable = 'likwid-bench'
     num_tasks = 1
@@ -97,11 +95,11 @@ class LikwidBench(ParsedBenchmark, rfm.RunOnlyRegressionTest):
     @run_after('init')
     def set_screen_duration(self):
         if self.screen_expected_s is None:
-            self.screen_expected_s = self.SCREEN_SECONDS[self.kernel]
+            self.screen_expected_s = self.KERNEL_DEFAULTS[self.kernel][3]
 
     @run_before('run')
     def set_command(self):
-        default_set, default_iters, _ = self.KERNEL_DEFAULTS[self.kernel]
+        default_set, default_iters, *_ = self.KERNEL_DEFAULTS[self.kernel]
         working_set = self.working_set or default_set
         iterations = (default_iters if self.iterations is None
                       else self.iterations)
