@@ -462,7 +462,9 @@ _FAKE_SMI = r'''#!/bin/bash
 case "$1" in
 nvlink) case "$2" in -s) cat {nv}/nvlink_s.txt ;;
         -e) cat {nv}/nvlink_e.txt ;; esac; exit 0 ;;
--q) cat {nv}/smi_q.txt; exit 0 ;;
+-q) [ -n "$NO_Q" ] && {{ echo "Unable to determine the device handle for" \
+    "GPU 0000:00:07.0: Unknown Error"; exit 15; }}
+    cat {nv}/smi_q.txt; exit 0 ;;
 --query-compute-apps=*) cat {nv}/compute_apps.txt; exit 0 ;;
 --query-gpu=*)
     [ -n "$HANG" ] && exec sleep 300
@@ -480,7 +482,7 @@ exit 0
 '''
 
 
-def _run_probe(tmp_path, refused=(), hang=False, limit=None):
+def _run_probe(tmp_path, refused=(), hang=False, limit=None, no_q=False):
     bindir = tmp_path / 'bin'
     bindir.mkdir()
     (tmp_path / 'refused').write_text(''.join(f'{f}\n' for f in refused))
@@ -498,6 +500,8 @@ def _run_probe(tmp_path, refused=(), hang=False, limit=None):
     env.pop('HPCVAL_PROBE_TIMEOUT', None)
     if hang:
         env['HANG'] = '1'
+    if no_q:
+        env['NO_Q'] = '1'
     if limit:
         env['HPCVAL_PROBE_TIMEOUT'] = str(limit)
     before, trap = probe.commands(False)
@@ -516,6 +520,18 @@ def test_the_probe_reads_the_h200_nodes_gpus_and_nvlinks(tmp_path):
                                       '00000000:00:08.0': 0,
                                       '00000000:00:09.0': 0}
     assert judge.failures(_h(rec), H200X4) == []
+
+
+def test_unread_pcie_replays_fail_the_node(tmp_path):
+    """`nvidia-smi -q -d PCIE` failing while the GPU query works: the
+    replays are not judged, so the node is not passed."""
+    rec, _, _ = _run_probe(tmp_path, no_q=True)
+    assert len(rec.after.gpus) == 4 and rec.after.pcie_replays == {}
+    why = ('nvidia-smi -q -d PCIE failed (exit 15): Unable to determine the '
+           'device handle for GPU 0000:00:07.0: Unknown Error')
+    assert judge.failures(_h(rec), H200X4) == [
+        ('', f'PCIe replays not read {phase} the benchmark: {why}')
+        for phase in ('before', 'after')]
 
 
 def test_a_driver_refusing_fields_loses_only_those(tmp_path):

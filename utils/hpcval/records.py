@@ -103,6 +103,7 @@ class Snapshot(_Record):
     nvlink: NvLink = NvLink()
     #: {bus id: PCIe replays since reset} (``nvidia-smi -q -d PCIE``)
     pcie_replays: dict[Text, Count] = {}
+    pcie_error: str = ''
     error: str = ''
     apps_error: str = ''
 

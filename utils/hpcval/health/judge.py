@@ -366,9 +366,15 @@ MAX_PCIE_REPLAYS = 80
 
 
 def _replay_growth(record):
-    """(component, text, fails) of each GPU whose PCIe replays grew."""
+    """(component, text, fails) of each GPU whose PCIe replays grew, and
+    of a phase whose counters the probe could not read."""
+    unread = [('', f'PCIe replays not read {phase} the benchmark: '
+                   f'{clean(snap.pcie_error)}', True)
+              for phase, snap in (('before', record.before),
+                                  ('after', record.after))
+              if snap.pcie_error and not _tool_failed(record, snap)]
     old = record.before.pcie_replays
-    return [(_component_of_bus(_all_gpus(record), bus),
+    return unread + [(_component_of_bus(_all_gpus(record), bus),
              f'{n - old[bus]} PCIe replay(s) during the benchmark (more '
              f'than {MAX_PCIE_REPLAYS} fail: DCGM\'s max_pcie_replays)',
              n - old[bus] > MAX_PCIE_REPLAYS)

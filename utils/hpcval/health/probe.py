@@ -68,6 +68,7 @@ nvlink() {      # PHASE: each GPU's NVLinks and their error counters
     echo $? > "${h}$1_nvlink_e.txt.rc"
     # PCIe replays: no --query-gpu field carries them
     run nvidia-smi -q -d PCIE > "${h}$1_pcie.txt" 2>&1
+    echo $? > "${h}$1_pcie.txt.rc"
 }
 gpus() {        # FILE PHASE: every GPU's inventory and health
     case $tool in
@@ -236,9 +237,22 @@ def _snapshot(stagedir, phase, tool):
         snap['apps_error'] = f'unreadable process list: {clean(err)}'
     if tool == 'nvidia-smi':
         snap['nvlink'] = _nvlink(stagedir, phase)
-        snap['pcie_replays'] = nvidia.pcie_replays(
-            _read(stagedir, f'{phase}_pcie.txt') or '')
+        snap.update(_pcie_replays(stagedir, phase, bool(snap['gpus'])))
     return snap
+
+
+def _pcie_replays(stagedir, phase, gpus):
+    """{'pcie_replays': ...} of the phase's ``-q -d PCIE``, or why not."""
+    name = f'{phase}_pcie.txt'
+    text, rc = _read(stagedir, name), _rc(stagedir, name)
+    if text is None:        # a probe older than the replay counters
+        return {}
+    replays = nvidia.pcie_replays(text) if rc in (0, None) else {}
+    if replays or not gpus:
+        return {'pcie_replays': replays}
+    return {'pcie_error': 'nvidia-smi -q -d PCIE ' + (
+        f'failed (exit {rc}): {first_line(text)}' if rc not in (0, None)
+        else 'printed no "Replays Since Reset" line')}
 
 
 def _nvlink(stagedir, phase):
