@@ -8,6 +8,7 @@ under DIR (its task prolog runs as root in every job: hpcval.trust)."""
 import argparse
 import contextlib
 import json
+import math
 import os
 import pathlib
 import re
@@ -240,11 +241,14 @@ class CpuQuota:
 
     def limit(self, node, percent, pids, period=QUOTA_PERIOD_US):
         """Hold ``pids`` (and every process they start) to ``percent`` % of
-        one CPU (above 100: of several), enforced every ``period`` us."""
+        one CPU (above 100: of several), enforced every ``period`` us or,
+        for a quota below the kernel's 1 ms, every 1 ms / percent."""
         if self.base is None:
             raise MiniClusterError('no cgroup cpu controller mounted at '
                                    '/sys/fs/cgroup: cannot slow a node')
-        quota = max(1000, int(period * percent / 100))
+        # the kernel's smallest quota is 1 ms: below 10 %, a longer period
+        period = max(period, math.ceil(1000 * 100 / percent))
+        quota = int(period * percent / 100)
         # v1 refuses a quota below the period's: quota off first
         settings = [('cpu.max', f'{quota} {period}')] if self.version == 2 \
             else [('cpu.cfs_quota_us', '-1'), ('cpu.cfs_period_us',
