@@ -141,7 +141,8 @@ EVENTS = {
                        f'{_DCGM} (NVLINK)'),
     'pcie_replays': (FAIL, 'PCIe replays grew past DCGM\'s limit',
                      '`nvidia-smi -q -d PCIE`: Replays Since Reset grew by '
-                     'more than 80 during the run (1 to 80: information)',
+                     'more than 80 during the run (1 to 80: information); '
+                     'the call failed or printed no counter: fail',
                      'NVIDIA/DCGM nvvs/plugin_src/pcie/Pcie.cpp '
                      '(max_pcie_replays 80; targeted stress 160)'),
     'pcie_link': (FAIL, 'PCIe link narrower / slower than expected',

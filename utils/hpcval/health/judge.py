@@ -366,8 +366,7 @@ MAX_PCIE_REPLAYS = 80
 
 
 def _replay_growth(record):
-    """(component, text, fails) of each GPU whose PCIe replays grew, and
-    of a phase whose counters the probe could not read."""
+    """(component, text, fails) of PCIe replays grown, or not read."""
     unread = [('', f'PCIe replays not read {phase} the benchmark: '
                    f'{clean(snap.pcie_error)}', True)
               for phase, snap in (('before', record.before),

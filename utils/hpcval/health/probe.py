@@ -245,10 +245,8 @@ def _pcie_replays(stagedir, phase, gpus):
     """{'pcie_replays': ...} of the phase's ``-q -d PCIE``, or why not."""
     name = f'{phase}_pcie.txt'
     text, rc = _read(stagedir, name), _rc(stagedir, name)
-    if text is None:        # a probe older than the replay counters
-        return {}
-    replays = nvidia.pcie_replays(text) if rc in (0, None) else {}
-    if replays or not gpus:
+    replays = nvidia.pcie_replays(text or '') if rc in (0, None) else {}
+    if replays or not gpus or text is None:     # None: an older probe
         return {'pcie_replays': replays}
     return {'pcie_error': 'nvidia-smi -q -d PCIE ' + (
         f'failed (exit {rc}): {first_line(text)}' if rc not in (0, None)

@@ -355,13 +355,18 @@ class MiniCluster:
 
     def run(self, *cmd, check=True, timeout=30):
         """A Slurm command against this cluster; its CompletedProcess."""
-        proc = subprocess.run(cmd, capture_output=True, text=True,
-                              env=dict(os.environ, **self.env()),
-                              timeout=timeout)
+        # a query killed by SIGPIPE: the controller, busy on a loaded host,
+        # closed its connection; asked again, as a person would
+        for _ in range(3 if cmd[0] in ('sinfo', 'squeue') else 1):
+            proc = subprocess.run(cmd, capture_output=True, text=True,
+                                  env=dict(os.environ, **self.env()),
+                                  timeout=timeout)
+            if proc.returncode != -signal.SIGPIPE:
+                break
+            time.sleep(1)
         if check and proc.returncode != 0:
             raise MiniClusterError(f'{shlex.join(cmd)} failed '
                                    f'({proc.returncode}): {proc.stderr}')
-
         return proc
 
     def node_states(self):
@@ -653,10 +658,9 @@ class MiniCluster:
         cmdline = _proc_field(pid, 'cmdline')
         if not _alive(pid) or cmdline is None:
             return False
-        if str(self.root).encode() in cmdline:
-            return True
         # slurmdbd takes no file argument: it has our SLURM_CONF
-        return _runs_with(pid, self.conf)
+        return str(self.root).encode() in cmdline or \
+            _runs_with(pid, self.conf)
 
     def running(self):
         """{daemon: pid} of the recorded (or adopted) daemons running."""
@@ -730,18 +734,14 @@ class MiniCluster:
         why = missing_prerequisites()
         if why:
             raise MiniClusterError(why)
-
         running = self.running()
         if running and not self.dead():
             raise MiniClusterError(f'a minicluster already runs from '
                                    f'{self.root}; stop it first')
-
         if len(str(self.munge_socket)) > _MAX_SOCKET_PATH:
             raise MiniClusterError(f'{self.root}: path too long for the munge '
                                    f'socket; choose a shorter --dir')
-
-        if timeout is None:
-            timeout = 60 + len(self.nodes)
+        timeout = 60 + len(self.nodes) if timeout is None else timeout
         for attempt in range(_START_ATTEMPTS):
             before = self._log_sizes()
             try:
