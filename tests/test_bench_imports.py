@@ -92,17 +92,19 @@ def test_no_reader_reads_check_files():
 
 
 def test_no_module_splits_failure_text():
-    """What failed is a record, never recovered by cutting up a failure
-    message (ReFrame's fail_reason, a case's reason)."""
+    """What failed is a record, never recovered by cutting up or
+    searching a failure message (ReFrame's fail_reason, a case's reason)."""
     ast = bench_imports.ast
     found = sorted(
         (name, node.lineno) for name, tree in _sources()
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
         and node.func.attr in ('split', 'rsplit', 'partition',
-                               'rpartition')
+                               'rpartition', 'search', 'match',
+                               'fullmatch', 'findall', 'finditer')
         and node.args       # a separator: words rejoined say nothing
         and any('reason' in (getattr(n, 'id', None) or
                              getattr(n, 'attr', None) or '')
-                for n in ast.walk(node.func.value)))
+                for part in (node.func.value, *node.args)
+                for n in ast.walk(part)))
     assert found == []

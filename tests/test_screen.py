@@ -657,7 +657,7 @@ def test_a_stopped_or_preempted_case_is_not_tested_and_is_rescreened():
         cov = v.groups[0].coverage
         assert cov.tested == ['n1', 'n2'] and cov.rerun == ['n3', 'n4']
         assert cov.untested['n3'] == (
-            'not tested: the screen was stopped (KeyboardInterrupt)'
+            'not tested: the screen was stopped'
             if why == STOPPED else 'not tested: preempted')
         steps = screen.next_steps(v)
         assert steps['drain'] == [] and steps['resume'] == []
@@ -739,5 +739,4 @@ def test_what_a_failed_or_partial_screen_prints_is_acted_on():
                           extras=wide) for i in range(5, 65)]
     cov = judge_cases(cases).groups[0].coverage
     assert cov.line() == ('4 of 64 nodes tested; not tested: n[5-64] (not '
-                          'tested: the screen was stopped '
-                          '(KeyboardInterrupt))')
+                          'tested: the screen was stopped)')

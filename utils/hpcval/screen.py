@@ -59,9 +59,7 @@ def not_tested(case):
     screen was stopped, or the job's recorded fate is one of NOT_TESTED."""
     if case.result == 'abort':
         # ReFrame stopped before the case ended: Ctrl-C, SIGTERM, --maxfail
-        cause = re.search(r'aborted due to (\w+)', case.reason or '')
-        return 'not tested: the screen was stopped' + (
-            f' ({cause.group(1)})' if cause else '')
+        return 'not tested: the screen was stopped'
     cause, detail = job_fate(case)
     if case.result != 'fail' or cause not in NOT_TESTED:
         return ''
