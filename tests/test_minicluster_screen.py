@@ -144,11 +144,13 @@ def test_a_screen_names_exactly_the_two_bad_nodes(many, tmp_path):
 
 def test_a_node_slowed_by_an_outside_process_is_named_with_it(faults,
                                                              tmp_path):
-    """n2's job starts beside four busy processes (its task prolog's: the
-    screen's own user, outside the screen), about a third of its CPUs
+    """n2's job starts beside 16 busy processes (its task prolog's: the
+    screen's own user, outside the screen), about a ninth of its CPUs
     left: n2 is named slow (at x2) with them as the cause, and the policy
     (docs/screening.md) clears and re-screens it, not drains it."""
-    faults.compete('n2', 'cpu', 4)
+    # four (a third) measured 0.645x n1 beside a second suite, whose bursts
+    # fell on n1's job and not on n2's: not below x2 (2026-12-07)
+    faults.compete('n2', 'cpu', 16)
     screen(faults, tmp_path)
     status, result, proc = verdict(tmp_path / 'report.json', '--peer-factor',
                                    '2', '--accept-unscreened',
