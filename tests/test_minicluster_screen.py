@@ -158,12 +158,14 @@ def test_a_node_slowed_by_an_outside_process_is_named_with_it(faults,
     assert status == 1 and list(result['failures_by_node']) == ['n2'], \
         proc.stdout
     [line] = result['failures_by_node']['n2']
-    assert f'{LOAD_BLAMED}: ' in line and \
-        'outside the screen: n2.compete (pids ' in line, line
+    # the busiest three are named: beside a second suite its processes
+    # may crowd the 16 loops out of them
+    assert f'{LOAD_BLAMED}: ' in line and 'outside the screen: ' in line \
+        and ('n2.compete (pids ' in line or line.count('(pid') >= 3), line
     steps = result['next_steps']
     assert steps['drain'] == [] and any(
         n.startswith('n2: slowed by processes outside the screen, of the '
-                     'screen\'s own user: end n2.compete (pids ')
+                     'screen\'s own user: end ')
         for n in steps['notes']), steps
     assert "-J exclude=n1 " in steps['rescreen'][0], steps
 
