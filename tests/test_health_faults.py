@@ -464,6 +464,9 @@ nvlink) case "$2" in -s) cat {nv}/nvlink_s.txt ;;
         -e) cat {nv}/nvlink_e.txt ;; esac; exit 0 ;;
 -q) [ -n "$NO_Q" ] && {{ echo "Unable to determine the device handle for" \
     "GPU 0000:00:07.0: Unknown Error"; exit 15; }}
+    # cut short before the last GPU's block: a truncated output
+    [ -n "$CUT_Q" ] && {{ sed '/^GPU 00000000:00:09.0/,$d' {nv}/smi_q.txt
+        exit 0; }}
     cat {nv}/smi_q.txt; exit 0 ;;
 --query-compute-apps=*) cat {nv}/compute_apps.txt; exit 0 ;;
 --query-gpu=*)
@@ -482,7 +485,8 @@ exit 0
 '''
 
 
-def _run_probe(tmp_path, refused=(), hang=False, limit=None, no_q=False):
+def _run_probe(tmp_path, refused=(), hang=False, limit=None, no_q=False,
+               cut_q=False):
     bindir = tmp_path / 'bin'
     bindir.mkdir()
     (tmp_path / 'refused').write_text(''.join(f'{f}\n' for f in refused))
@@ -502,6 +506,8 @@ def _run_probe(tmp_path, refused=(), hang=False, limit=None, no_q=False):
         env['HANG'] = '1'
     if no_q:
         env['NO_Q'] = '1'
+    if cut_q:
+        env['CUT_Q'] = '1'
     if limit:
         env['HPCVAL_PROBE_TIMEOUT'] = str(limit)
     before, trap = probe.commands(False)
@@ -529,6 +535,18 @@ def test_unread_pcie_replays_fail_the_node(tmp_path):
     assert len(rec.after.gpus) == 4 and rec.after.pcie_replays == {}
     why = ('nvidia-smi -q -d PCIE failed (exit 15): Unable to determine the '
            'device handle for GPU 0000:00:07.0: Unknown Error')
+    assert judge.failures(_h(rec), H200X4) == [
+        ('', f'PCIe replays not read {phase} the benchmark: {why}')
+        for phase in ('before', 'after')]
+
+
+def test_a_gpu_missing_from_the_pcie_output_fails_named(tmp_path):
+    """`-q -d PCIE` cut before GPU 3's block: the other three GPUs' replays
+    are kept, and GPU 3, whose counter nobody read, fails the node."""
+    rec, _, _ = _run_probe(tmp_path, cut_q=True)
+    assert len(rec.after.pcie_replays) == 3
+    why = ('nvidia-smi -q -d PCIE printed no "Replays Since Reset" line of '
+           'GPU 3 (00000000:00:09.0)')
     assert judge.failures(_h(rec), H200X4) == [
         ('', f'PCIe replays not read {phase} the benchmark: {why}')
         for phase in ('before', 'after')]

@@ -237,20 +237,24 @@ def _snapshot(stagedir, phase, tool):
         snap['apps_error'] = f'unreadable process list: {clean(err)}'
     if tool == 'nvidia-smi':
         snap['nvlink'] = _nvlink(stagedir, phase)
-        snap.update(_pcie_replays(stagedir, phase, bool(snap['gpus'])))
+        snap.update(_pcie_replays(stagedir, phase, snap['gpus']))
     return snap
 
 
 def _pcie_replays(stagedir, phase, gpus):
-    """{'pcie_replays': ...} of the phase's ``-q -d PCIE``, or why not."""
+    """{'pcie_replays': ...} of ``-q -d PCIE``, or why a GPU has none."""
     name = f'{phase}_pcie.txt'
     text, rc = _read(stagedir, name), _rc(stagedir, name)
-    replays = nvidia.pcie_replays(text or '') if rc in (0, None) else {}
-    if replays or not gpus or text is None:     # None: an older probe
-        return {'pcie_replays': replays}
-    return {'pcie_error': 'nvidia-smi -q -d PCIE ' + (
-        f'failed (exit {rc}): {first_line(text)}' if rc not in (0, None)
-        else 'printed no "Replays Since Reset" line')}
+    if text is None or rc not in (0, None):     # None: an older probe
+        return {} if text is None else {'pcie_error': (
+            f'nvidia-smi -q -d PCIE failed (exit {rc}): {first_line(text)}')}
+    replays = nvidia.pcie_replays(text)
+    missing = [f'GPU {g.get("index")} ({g["bus_id"]})' for g in gpus
+               if g.get('bus_id') and not any(kernel_log.same_device(
+                   str(g['bus_id']), bus) for bus in replays)]
+    return {'pcie_replays': replays, 'pcie_error': (
+        'nvidia-smi -q -d PCIE printed no "Replays Since Reset" line of '
+        + ', '.join(missing)) if missing else ''}
 
 
 def _nvlink(stagedir, phase):
