@@ -152,10 +152,13 @@ def test_the_cluster_here_is_read_from_scontrol(tmp_path, monkeypatch):
     real = LOCAL_CLUSTER.__wrapped__        # not the fixture's, not cached
     assert real() == ('minicluster', '')
     tool.write_text('#!/bin/sh\necho "error: no config" >&2; exit 1\n')
-    assert real() == ('', 'scontrol show config (exit 1) names no '
-                          'ClusterName')
+    assert real() == ('', 'scontrol show config failed (1): error: no '
+                          'config')
+    tool.write_text('#!/bin/sh\necho "ClusterName = "\n')
+    assert real() == ('', 'scontrol show config names no ClusterName')
     tool.unlink()
-    assert real() == ('', 'scontrol show config: FileNotFoundError')
+    assert real() == ('', "scontrol: not on PATH (not a host with Slurm's "
+                          "commands)")
 
 
 def _busy(*processes, uid=0):

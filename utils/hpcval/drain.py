@@ -3,9 +3,9 @@
 import functools
 import re
 import shlex
-import subprocess
 
-from hpcval.slurm_describe import cluster_name
+from hpcval import slurm_describe
+from hpcval.slurm_describe import SlurmOutputError, cluster_name
 
 SLURM = ('slurm', 'squeue')
 #: A host name as Slurm's node names are written, one name, no hostlist.
@@ -14,8 +14,6 @@ HOSTNAME = re.compile(r'[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?')
 KEYWORDS = ('ALL', 'DEFAULT')
 #: What the verdict writes of a figure of a busy node (verdict._busy).
 LOAD = 'the node was busy at job start'
-#: Seconds ``scontrol show config`` may take to name the cluster here.
-TIMEOUT = 10
 
 
 def drainable_name(name):
@@ -35,16 +33,11 @@ def note_case(ran_there, label, job_nodes):
 def local_cluster():
     """(the ClusterName of the Slurm here, '') or ('', why none)."""
     try:
-        proc = subprocess.run(('scontrol', 'show', 'config'),
-                              capture_output=True, text=True,
-                              timeout=TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return '', f'scontrol show config: {type(err).__name__}'
-    found = cluster_name(proc.stdout) if proc.returncode == 0 else ''
-    if not found:
-        return '', f'scontrol show config (exit {proc.returncode}) names ' \
-                   f'no ClusterName'
-    return found, ''
+        found = cluster_name(slurm_describe.run('config')[0])
+    except SlurmOutputError as err:
+        return '', str(err)
+    return (found, '') if found else ('', 'scontrol show config names no '
+                                          'ClusterName')
 
 
 def lines(verdict, alone, reason, cluster=None):

@@ -351,8 +351,8 @@ def run(command, env=None, stderr=False):
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env)
     except FileNotFoundError:
-        raise SlurmOutputError(f'{cmd[0]}: not on PATH (--from-slurm runs '
-                               f'on a host with Slurm\'s commands)') from None
+        raise SlurmOutputError(f'{cmd[0]}: not on PATH (not a host with '
+                               f'Slurm\'s commands)') from None
     with proc:
         try:
             out, err = _bounded(proc, cmd)
