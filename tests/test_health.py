@@ -447,7 +447,7 @@ case "$*" in
 *--query-compute-apps*) cat '{smi}/apps_loaded.csv' ;;
 *-lms*) while :; do cat '{smi}/samples_loaded.csv'; sleep 0.2; done ;;
 *--query-gpu*) cat '{smi}/query_idle.csv' ;;
--q*) cat '{smi}/q.txt' ;;
+-q) cat '{smi}/q.txt' ;;
 *) exit 2 ;;
 esac
 """

@@ -462,7 +462,9 @@ _FAKE_SMI = r'''#!/bin/bash
 case "$1" in
 nvlink) case "$2" in -s) cat {nv}/nvlink_s.txt ;;
         -e) cat {nv}/nvlink_e.txt ;; esac; exit 0 ;;
--q) [ -n "$NO_Q" ] && {{ echo "Unable to determine the device handle for" \
+-q) # as the real tool: no -d PCIE (driver 580, lent H100, 2026-12-07)
+    [ $# = 1 ] || {{ echo "Failed to parse --display/-d flags"; exit 2; }}
+    [ -n "$NO_Q" ] && {{ echo "Unable to determine the device handle for" \
     "GPU 0000:00:07.0: Unknown Error"; exit 15; }}
     # cut short before the last GPU's block: a truncated output
     [ -n "$CUT_Q" ] && {{ sed '/^GPU 00000000:00:09.0/,$d' {nv}/smi_q.txt
@@ -529,11 +531,11 @@ def test_the_probe_reads_the_h200_nodes_gpus_and_nvlinks(tmp_path):
 
 
 def test_unread_pcie_replays_fail_the_node(tmp_path):
-    """`nvidia-smi -q -d PCIE` failing while the GPU query works: the
+    """`nvidia-smi -q` failing while the GPU query works: the
     replays are not judged, so the node is not passed."""
     rec, _, _ = _run_probe(tmp_path, no_q=True)
     assert len(rec.after.gpus) == 4 and rec.after.pcie_replays == {}
-    why = ('nvidia-smi -q -d PCIE failed (exit 15): Unable to determine the '
+    why = ('nvidia-smi -q failed (exit 15): Unable to determine the '
            'device handle for GPU 0000:00:07.0: Unknown Error')
     assert judge.failures(_h(rec), H200X4) == [
         ('', f'PCIe replays not read {phase} the benchmark: {why}')
@@ -541,11 +543,11 @@ def test_unread_pcie_replays_fail_the_node(tmp_path):
 
 
 def test_a_gpu_missing_from_the_pcie_output_fails_named(tmp_path):
-    """`-q -d PCIE` cut before GPU 3's block: the other three GPUs' replays
+    """`nvidia-smi -q` cut before GPU 3's block: the other three GPUs' replays
     are kept, and GPU 3, whose counter nobody read, fails the node."""
     rec, _, _ = _run_probe(tmp_path, cut_q=True)
     assert len(rec.after.pcie_replays) == 3
-    why = ('nvidia-smi -q -d PCIE printed no "Replays Since Reset" line of '
+    why = ('nvidia-smi -q printed no "Replays Since Reset" line of '
            'GPU 3 (00000000:00:09.0)')
     assert judge.failures(_h(rec), H200X4) == [
         ('', f'PCIe replays not read {phase} the benchmark: {why}')

@@ -23,7 +23,7 @@ REPLAY = """#!/bin/sh
 case "$*" in
 *--query-compute-apps*) cat '{smi}/apps_idle.csv' ;;
 *--query-gpu*) cat '{smi}/query_idle.csv' ;;
--q*) cat '{smi}/q.txt' ;;
+-q) cat '{smi}/q.txt' ;;
 *) exit 2 ;;
 esac
 """

@@ -101,7 +101,7 @@ class Snapshot(_Record):
     #: (bus id, text) of nvidia-smi's warnings (the infoROM's)
     warnings: tuple[tuple[str, str], ...] = ()
     nvlink: NvLink = NvLink()
-    #: {bus id: PCIe replays since reset} (``nvidia-smi -q -d PCIE``)
+    #: {bus id: PCIe replays since reset} (``nvidia-smi -q``)
     pcie_replays: dict[Text, Count] = {}
     pcie_error: str = ''
     error: str = ''

@@ -140,7 +140,7 @@ EVENTS = {
                        '(the link resent a flit; CRC errors count the cause)',
                        f'{_DCGM} (NVLINK)'),
     'pcie_replays': (FAIL, 'PCIe replays grew past DCGM\'s limit',
-                     '`nvidia-smi -q -d PCIE`: Replays Since Reset grew by '
+                     '`nvidia-smi -q`: Replays Since Reset grew by '
                      'more than 80 during the run (1 to 80: information); '
                      'the call failed or printed no counter: fail',
                      'NVIDIA/DCGM nvvs/plugin_src/pcie/Pcie.cpp '

@@ -254,7 +254,7 @@ _Q_GPU = re.compile(rf'^GPU ({_BUS})$')
 
 
 def pcie_replays(text):
-    """{bus id: replays since reset} of ``nvidia-smi -q -d PCIE``."""
+    """{bus id: replays since reset} of ``nvidia-smi -q``."""
     out, bus = {}, None
     for line in _lines(text):
         m = _Q_GPU.match(line.strip())

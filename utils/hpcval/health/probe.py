@@ -67,7 +67,7 @@ nvlink() {      # PHASE: each GPU's NVLinks and their error counters
     run nvidia-smi nvlink -e > "${h}$1_nvlink_e.txt" 2>&1
     echo $? > "${h}$1_nvlink_e.txt.rc"
     # PCIe replays: no --query-gpu field carries them
-    run nvidia-smi -q -d PCIE > "${h}$1_pcie.txt" 2>&1
+    run nvidia-smi -q > "${h}$1_pcie.txt" 2>&1
     echo $? > "${h}$1_pcie.txt.rc"
 }
 gpus() {        # FILE PHASE: every GPU's inventory and health
@@ -242,18 +242,18 @@ def _snapshot(stagedir, phase, tool):
 
 
 def _pcie_replays(stagedir, phase, gpus):
-    """{'pcie_replays': ...} of ``-q -d PCIE``, or why a GPU has none."""
+    """{'pcie_replays': ...} of ``nvidia-smi -q``, or why a GPU has none."""
     name = f'{phase}_pcie.txt'
     text, rc = _read(stagedir, name), _rc(stagedir, name)
     if text is None or rc not in (0, None):     # None: an older probe
         return {} if text is None else {'pcie_error': (
-            f'nvidia-smi -q -d PCIE failed (exit {rc}): {first_line(text)}')}
+            f'nvidia-smi -q failed (exit {rc}): {first_line(text)}')}
     replays = nvidia.pcie_replays(text)
     missing = [f'GPU {g.get("index")} ({g["bus_id"]})' for g in gpus
                if g.get('bus_id') and not any(kernel_log.same_device(
                    str(g['bus_id']), bus) for bus in replays)]
     return {'pcie_replays': replays, 'pcie_error': (
-        'nvidia-smi -q -d PCIE printed no "Replays Since Reset" line of '
+        'nvidia-smi -q printed no "Replays Since Reset" line of '
         + ', '.join(missing)) if missing else ''}
 
 
