@@ -237,3 +237,23 @@ def test_the_check_matches_gpu_burn_by_hand_within_2_percent():
               if tc['name'].startswith('GpuBurnCudaCheck')]
     assert perf(case)['gflops@gpu0'][0] == float(check)
     assert abs(float(check) / float(hand) - 1) < 0.02
+
+
+def test_a_process_on_one_gpu_is_named_beside_a_throttled_one(tmp_path):
+    """Sanity fails for GPU 3's process; ReFrame then runs the performance
+    stage dry, whose health hook must not mark the case failed for its
+    health alone: the verdict names GPU 3's process beside GPU 2's
+    throttle (a lent H100's competitor run showed only its health)."""
+    samples = throttled(busy_samples(4), 2, tmp_path)
+    proc, report = replay('kestrel', {'GpuBurnCudaCheck%precision=float': {
+        'stdout': more_gpus(real('h100_float_20s'), 4),
+        **burnin_health(samples, apps=True, gpu=2, tmp_path=tmp_path)}},
+        ['checks/gpu_burn.py'], ['GpuBurnCudaCheck.burnin=60'], tmp_path)
+    [tc] = [tc for tc in by_name(report, 'GpuBurnCudaCheck')
+            if tc['display_name'].endswith('=float')]
+    assert (tc['fail_phase'], tc['hpcval_sanity_is_health']) == \
+        ('sanity', False)
+    out = _verdict(tmp_path / 'report.json').stdout
+    assert 'GPU 3: GpuBurnCudaCheck %precision=float: sanity: sanity ' \
+        'error: burn-in not judged: GPU 3: another process' in out, out
+    assert 'GPU 2: HW thermal slowdown' in out, out
