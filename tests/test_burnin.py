@@ -227,6 +227,35 @@ def test_a_real_h200_burnin_passes_and_a_sagging_one_fails(tmp_path):
     assert 'gflops_last_vs_first@gpu0 = 0.85' in proc.stdout, proc.stdout
 
 
+H100_RUNS = ROOT / 'tests' / 'fixtures' / 'captured' / 'burnin' / 'h100'
+
+
+def test_real_h100_burnins_pass_healthy_and_name_the_throttled_gpu():
+    """Three healthy 60 s burn-ins of a lent H100 pass; the one with
+    GPU 0 reported thermally throttled fails naming it; the earlier
+    probe's ``nvidia-smi -q -d PCIE``, which this driver refuses, failed
+    closed, naming the call."""
+    healthy = sorted((H100_RUNS / 'run2').glob('burnin_healthy*.json'))
+    assert len(healthy) == 3
+    for path in healthy:
+        proc = _verdict(path)
+        assert proc.returncode == 0, proc.stdout
+    proc = _verdict(H100_RUNS / 'run1' / 'gpu0_thermal.json')
+    assert proc.returncode == 1
+    assert 'FAIL node vm GPU 0: HW thermal slowdown active before and ' \
+        'after the benchmark, 100% of the run' in proc.stdout, proc.stdout
+    proc = _verdict(H100_RUNS / 'run1' / 'burnin_healthy1.json')
+    assert 'FAIL node vm: PCIe replays not read before the benchmark: ' \
+        'nvidia-smi -q -d PCIE failed (exit 2): Failed to parse ' \
+        '--display/-d flags' in proc.stdout, proc.stdout
+    # the full -q the probe reads now, as the job wrote it
+    stage = H100_RUNS / 'run2' / 'stage' / 'burnin_healthy1'
+    record = health_probe.read(stage)
+    assert [(s.pcie_replays, s.pcie_error) for s in
+            (record.before, record.after)] == \
+        [({'00000000:00:06.0': 0}, '')] * 2
+
+
 def test_the_check_matches_gpu_burn_by_hand_within_2_percent():
     """compare.txt: burnin.sh's table of the check's figure (its report)
     beside gpu-burn run by hand for as long on the same H200."""

@@ -48,9 +48,9 @@ def test_the_real_records_decode(tmp_path):
 
 # -- hpcval_health ------------------------------------------------------------
 
-#: every captured report with health records: 1 x H100, 4 x H100, 2 x H200
-#: (tests/fixtures/captured/*/README.md say where each ran)
-CAPTURED = sorted(p for d in ('h100_health', 'h100x4', 'h200x2')
+#: every captured report with health records: 1 x H100, 4 x H100, 2 x H200,
+#: the burn-ins (tests/fixtures/captured/*/README.md say where each ran)
+CAPTURED = sorted(p for d in ('h100_health', 'h100x4', 'h200x2', 'burnin')
                   for p in (FIX / 'captured' / d).rglob('*.json')
                   if 'hpcval_health' in p.read_text())
 
