@@ -157,41 +157,48 @@ def test_a_throttled_and_a_hot_gpu_are_named(burnins):
                'gflops_last_vs_first@gpu1 = 0.80' in line for line in lines)
 
 
-def test_one_gpu_judged_by_its_own_first_minute(tmp_path):
-    """``--mode burnin`` on local, one H100 (a stand-in nvidia-smi for
-    the node's GPU detection; the run's files replayed): no sibling to
-    compare with, the last minute against the first still judged, and a
-    healthy burn-in's verdict is 0; with the fake tool's thermal throttle
-    it is 1, naming the GPU."""
+def _verdict(path):
+    return subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict', str(path)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _one_gpu_burnin(tmp_path, name, files):
+    """``--mode burnin`` on local, one H100 (a stand-in nvidia-smi for the
+    node's GPU detection), the job's files replayed: (its last test case,
+    hpcval verdict's process)."""
     import os
     bins = tmp_path / 'bin'
-    bins.mkdir()
+    bins.mkdir(exist_ok=True)
     smi = bins / 'nvidia-smi'
     smi.write_text('#!/bin/sh\necho "NVIDIA H100 80GB HBM3, 9.0"\n')
     smi.chmod(0o755)
+    rec = write_recordings(tmp_path / name,
+                           {'GpuBurnCudaCheck%precision=float': files})
+    proc, report = reframe(
+        '-r', '--system', 'local', '--mode', 'burnin',
+        '-S', 'GpuBurnCudaCheck.burnin=60', '-S', f'replay_dir={rec}',
+        tmp_path=tmp_path / name, checks=('checks/gpu_burn.py',),
+        env={'RFM_CONFIG_FILES': str(REPLAY_CONFIG),
+             'PATH': f"{bins}:{VENV_BIN}:{os.environ['PATH']}"})
+    assert report, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # a run failing its health is re-measured once: the last case
+    return by_name(report, 'GpuBurnCudaCheck')[-1], \
+        _verdict(tmp_path / name / 'report.json')
+
+
+def test_one_gpu_judged_by_its_own_first_minute(tmp_path):
+    """No sibling to compare with, the last minute against the first
+    still judged, and a healthy burn-in's verdict is 0; with the fake
+    tool's thermal throttle it is 1, naming the GPU."""
     codes = {}
     for name, samples in (('healthy', busy_samples(1)), ('thermal',
                           throttled(busy_samples(1), 0, tmp_path))):
-        rec = write_recordings(tmp_path / name, {
-            'GpuBurnCudaCheck%precision=float': {
-                'stdout': real('h100_float_20s'),
-                **burnin_health(samples, stage=H100_STAGE)}})
-        proc, report = reframe(
-            '-r', '--system', 'local', '--mode', 'burnin',
-            '-S', 'GpuBurnCudaCheck.burnin=60', '-S', f'replay_dir={rec}',
-            tmp_path=tmp_path / name, checks=('checks/gpu_burn.py',),
-            env={'RFM_CONFIG_FILES': str(REPLAY_CONFIG),
-                 'PATH': f"{bins}:{VENV_BIN}:{os.environ['PATH']}"})
-        assert report, proc.stdout[-3000:] + proc.stderr[-3000:]
-        # the throttled run fails its health and is re-measured once
-        tc = by_name(report, 'GpuBurnCudaCheck')[-1]
+        tc, verdict = _one_gpu_burnin(tmp_path, name, {
+            'stdout': real('h100_float_20s'),
+            **burnin_health(samples, stage=H100_STAGE)})
         values = perf(tc)
         assert not any('_vs_siblings@' in name for name in values)
         assert values['gflops_last_vs_first@gpu0'][-1] == 'pass'
-        verdict = subprocess.run(
-            [sys.executable, '-m', 'hpcval.cli', 'verdict',
-             str(tmp_path / name / 'report.json')], capture_output=True,
-            text=True, cwd=ROOT, timeout=120)
         codes[name] = verdict.returncode, verdict.stdout
     assert codes['healthy'][0] == 0, codes['healthy'][1]
     assert codes['thermal'][0] == 1
@@ -201,11 +208,6 @@ def test_one_gpu_judged_by_its_own_first_minute(tmp_path):
 
 
 H200_RUN = ROOT / 'tests' / 'fixtures' / 'captured' / 'burnin' / 'h200'
-
-
-def _verdict(path):
-    return subprocess.run([str(VENV_BIN / 'hpcval'), 'verdict', str(path)],
-                          capture_output=True, text=True, timeout=120)
 
 
 def test_a_real_h200_burnin_passes_and_a_sagging_one_fails(tmp_path):
@@ -286,3 +288,29 @@ def test_a_process_on_one_gpu_is_named_beside_a_throttled_one(tmp_path):
     assert 'GPU 3: GpuBurnCudaCheck %precision=float: sanity: sanity ' \
         'error: burn-in not judged: GPU 3: another process' in out, out
     assert 'GPU 2: HW thermal slowdown' in out, out
+
+
+def test_the_real_competitor_run_fails_naming_gpu_0_and_the_process(
+        tmp_path):
+    """The lent H100's competitor burn-in (run1: gpu-burn at 22,960 of
+    51,351 GFLOP/s beside a PyTorch SGEMM loop), its job's real output and
+    probe files replayed through today's code, with the PCIe reads of
+    run2's card (the full ``-q``; run1's probe asked ``-q -d PCIE``)."""
+    job = H100_RUNS / 'run1' / 'stage' / 'gpu0_competitor'
+    files = {p.name: p.read_text() for p in job.glob('hpcval_health_*')
+             if not p.name.endswith(('probe.sh', 'sampler.pid'))}
+    for phase in ('before', 'after'):
+        name = f'hpcval_health_{phase}_pcie.txt'
+        files[name] = (H100_RUNS / 'run2' / 'stage' / 'burnin_healthy1' /
+                       name).read_text()
+        files[f'{name}.rc'] = '0\n'
+    tc, verdict = _one_gpu_burnin(tmp_path, 'competitor', {
+        'stdout': (job / 'rfm_job.out').read_text(), **files})
+    assert (tc['fail_phase'], tc['hpcval_sanity_is_health']) == \
+        ('sanity', False)
+    assert verdict.returncode == 1
+    assert 'FAIL node vm GPU 0: GpuBurnCudaCheck %precision=float: sanity: ' \
+        'sanity error: burn-in not judged: GPU 0: another process, ' \
+        '/opt/torch/.venv/bin/python3 (pid 902), on it before the burn-in' \
+        in verdict.stdout, verdict.stdout
+    assert 'PCIe' not in verdict.stdout, verdict.stdout
