@@ -720,3 +720,22 @@ def test_provenance_never_takes_an_error_as_the_gpu(tmp_path, body, lines):
     text = (tmp_path / provenance.FILE).read_text()
     assert [l for l in text.splitlines()
             if l.startswith(('gpu=', 'driver='))] == lines
+
+
+def test_a_vgpu_guests_na_replay_counter_is_not_judged(tmp_path):
+    """A vGPU guest's real ``nvidia-smi -q`` prints ``Replays Since Reset :
+    N/A`` (tests/fixtures/health/nvidia/SOURCE.md): the GPU has no such
+    counter, which is neither a failed read nor a missing line."""
+    text = _nv('vgpu_rtxa6000_q_cudaerror4vgpu.txt')
+    assert nvidia.pcie_replays(text) == {'00000000:00:10.0': None}
+    (tmp_path / 'hpcval_health_before_pcie.txt').write_text(text)
+    (tmp_path / 'hpcval_health_before_pcie.txt.rc').write_text('0\n')
+    gpus = [{'index': 0, 'bus_id': '00000000:00:10.0'}]
+    assert probe._pcie_replays(str(tmp_path), 'before', gpus) == \
+        {'pcie_replays': {}, 'pcie_error': ''}
+    # a counter that is no count is a GPU not read
+    (tmp_path / 'hpcval_health_before_pcie.txt').write_text(text.replace(
+        'Replays Since Reset               : N/A',
+        'Replays Since Reset               : -1'))
+    assert probe._pcie_replays(str(tmp_path), 'before', gpus)[
+        'pcie_error'].endswith('line of GPU 0 (00000000:00:10.0)')

@@ -254,13 +254,14 @@ _Q_GPU = re.compile(rf'^GPU ({_BUS})$')
 
 
 def pcie_replays(text):
-    """{bus id: replays since reset} of ``nvidia-smi -q``."""
+    """{bus id: replays since reset, or None: N/A (a vGPU guest's)}."""
     out, bus = {}, None
     for line in _lines(text):
         m = _Q_GPU.match(line.strip())
         bus = m.group(1) if m else bus
         key, _, val = line.partition(':')
+        val = value(val)
         if bus and key.strip() == 'Replays Since Reset' and \
-                val.strip().isdigit():
-            out[bus] = int(val)
+                (val is None or type(val) is int and val >= 0):
+            out[bus] = val
     return out

@@ -248,10 +248,12 @@ def _pcie_replays(stagedir, phase, gpus):
     if text is None or rc not in (0, None):     # None: an older probe
         return {} if text is None else {'pcie_error': (
             f'nvidia-smi -q failed (exit {rc}): {first_line(text)}')}
-    replays = nvidia.pcie_replays(text)
+    read = nvidia.pcie_replays(text)
     missing = [f'GPU {g.get("index")} ({g["bus_id"]})' for g in gpus
                if g.get('bus_id') and not any(kernel_log.same_device(
-                   str(g['bus_id']), bus) for bus in replays)]
+                   str(g['bus_id']), bus) for bus in read)]
+    # N/A: the GPU has no such counter, as a vGPU guest's (not judged)
+    replays = {bus: n for bus, n in read.items() if n is not None}
     return {'pcie_replays': replays, 'pcie_error': (
         'nvidia-smi -q printed no "Replays Since Reset" line of '
         + ', '.join(missing)) if missing else ''}
