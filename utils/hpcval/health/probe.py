@@ -242,7 +242,7 @@ def _snapshot(stagedir, phase, tool):
 
 
 def _pcie_replays(stagedir, phase, gpus):
-    """{'pcie_replays': ...} of ``nvidia-smi -q``, or why a GPU has none."""
+    """{'pcie_replays': ...} of ``nvidia-smi -q`` but N/A, or why not."""
     name = f'{phase}_pcie.txt'
     text, rc = _read(stagedir, name), _rc(stagedir, name)
     if text is None or rc not in (0, None):     # None: an older probe
@@ -252,7 +252,6 @@ def _pcie_replays(stagedir, phase, gpus):
     missing = [f'GPU {g.get("index")} ({g["bus_id"]})' for g in gpus
                if g.get('bus_id') and not any(kernel_log.same_device(
                    str(g['bus_id']), bus) for bus in read)]
-    # N/A: the GPU has no such counter, as a vGPU guest's (not judged)
     replays = {bus: n for bus, n in read.items() if n is not None}
     return {'pcie_replays': replays, 'pcie_error': (
         'nvidia-smi -q printed no "Replays Since Reset" line of '

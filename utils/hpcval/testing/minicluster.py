@@ -246,6 +246,7 @@ class CpuQuota:
         if self.base is None:
             raise MiniClusterError('no cgroup cpu controller mounted at '
                                    '/sys/fs/cgroup: cannot slow a node')
+        # the kernel's smallest quota is 1 ms: below 10 %, a longer period
         period = max(period, math.ceil(1000 * 100 / percent))
         quota = int(period * percent / 100)
         # v1 refuses a quota below the period's: quota off first
