@@ -117,11 +117,14 @@ SETS = [
                            'gpu_last_loaded.json'): 'GPU 3',
                        str(CAP / 'h100x4' / 'reports' /
                            'gpu1_nvlink_inactive.json'): 'GPU 1'}),
-    CaptureSet('h100x1 burn-in', '1 x H100 80GB HBM3, --mode burnin 60 s',
-               healthy=_glob(CAP / 'burnin' / 'h100' / 'run2',
-                             'burnin_healthy*.json'),
-               faults={str(CAP / 'burnin' / 'h100' / 'run1' /
-                           'gpu0_thermal.json'): 'GPU 0'}),
+    CaptureSet('h100x1 burn-in', '1 x H100 80GB HBM3, --mode burnin '
+               '60 s (one of 450 s)',
+               healthy=_glob(CAP / 'burnin' / 'h100',
+                             'run[245]/burnin_healthy*.json'),
+               faults={str(CAP / 'burnin' / 'h100' / run / f'{name}.json'):
+                       'GPU 0' for run, name in (
+                           ('run1', 'gpu0_thermal'), ('run3', 'gpu0_thermal'),
+                           ('run3', 'gpu0_competitor'))}),
     CaptureSet('h200x1 gpu-burn', '1 x H200, the check and a burn-in',
                healthy=_glob(CAP / 'burnin' / 'h200', '*.json')),
     CaptureSet('mi300x (guide)', '8 x MI300X (replayed guide outputs)',
