@@ -124,7 +124,8 @@ SETS = [
                faults={str(CAP / 'burnin' / 'h100' / run / f'{name}.json'):
                        'GPU 0' for run, name in (
                            ('run1', 'gpu0_thermal'), ('run3', 'gpu0_thermal'),
-                           ('run3', 'gpu0_competitor'))}),
+                           ('run3', 'gpu0_competitor'),
+                           ('run6', 'gpu0_power'))}),
     CaptureSet('h200x1 gpu-burn', '1 x H200, the check and a burn-in',
                healthy=_glob(CAP / 'burnin' / 'h200', '*.json')),
     CaptureSet('mi300x (guide)', '8 x MI300X (replayed guide outputs)',

@@ -234,19 +234,22 @@ H100_RUNS = ROOT / 'tests' / 'fixtures' / 'captured' / 'burnin' / 'h100'
 
 def test_real_h100_burnins_pass_healthy_and_name_the_faulty_gpu():
     """Eight healthy burn-ins of lent H100s pass (run2, run4: 60 s; run5:
-    450 s); GPU 0 reported thermally throttled, or busy with another
-    process, fails naming it (run3); the earlier probe's ``nvidia-smi -q
-    -d PCIE``, which this driver refuses, failed closed, naming the call."""
+    450 s); GPU 0 reported thermally throttled or power-braked, or busy
+    with another process, fails naming it (run1, run3, run6); the earlier
+    probe's ``nvidia-smi -q -d PCIE``, which this driver refuses, failed
+    closed, naming the call."""
     healthy = sorted(H100_RUNS.glob('run[245]/burnin_healthy*.json'))
     assert len(healthy) == 8
     for path in healthy:
         proc = _verdict(path)
         assert proc.returncode == 0, proc.stdout
-    for run in ('run1', 'run3'):
-        proc = _verdict(H100_RUNS / run / 'gpu0_thermal.json')
+    for run, name, said in (('run1', 'thermal', 'HW thermal slowdown'),
+                            ('run3', 'thermal', 'HW thermal slowdown'),
+                            ('run6', 'power', 'HW power brake')):
+        proc = _verdict(H100_RUNS / run / f'gpu0_{name}.json')
         assert proc.returncode == 1
-        assert 'FAIL node vm GPU 0: HW thermal slowdown active before and ' \
-            'after the benchmark, 100% of the run' in proc.stdout, proc.stdout
+        assert f'FAIL node vm GPU 0: {said} active before and after the ' \
+            'benchmark, 100% of the run' in proc.stdout, proc.stdout
     proc = _verdict(H100_RUNS / 'run3' / 'gpu0_competitor.json')
     assert proc.returncode == 1
     assert 'FAIL node vm GPU 0: GpuBurnCudaCheck %precision=float: sanity: ' \
