@@ -125,7 +125,7 @@ SETS = [
                        'GPU 0' for run, name in (
                            ('run1', 'gpu0_thermal'), ('run3', 'gpu0_thermal'),
                            ('run3', 'gpu0_competitor'),
-                           ('run6', 'gpu0_power'))}),
+                           ('run6', 'gpu0_power'), ('run7', 'gpu0_late'))}),
     CaptureSet('h200x1 gpu-burn', '1 x H200, the check and a burn-in',
                healthy=_glob(CAP / 'burnin' / 'h200', '*.json')),
     CaptureSet('mi300x (guide)', '8 x MI300X (replayed guide outputs)',
