@@ -120,7 +120,7 @@ SETS = [
     CaptureSet('h100x1 burn-in', '1 x H100 80GB HBM3, --mode burnin '
                '60 s (one of 450 s)',
                healthy=_glob(CAP / 'burnin' / 'h100',
-                             'run[245]/burnin_healthy*.json'),
+                             'run[2458]/burnin_healthy*.json'),
                faults={str(CAP / 'burnin' / 'h100' / run / f'{name}.json'):
                        'GPU 0' for run, name in (
                            ('run1', 'gpu0_thermal'), ('run3', 'gpu0_thermal'),
