@@ -316,11 +316,15 @@ def test_the_real_competitor_run_fails_naming_gpu_0_and_the_process(
     files = {p.name: p.read_text() for p in job.glob('hpcval_health_*')
              if not p.name.endswith(('probe.sh', 'sampler.pid'))}
     tc, verdict = _one_gpu_burnin(tmp_path, 'competitor', {
-        'stdout': (job / 'rfm_job.out').read_text(), **files})
+        'stdout': (job / 'rfm_job.out').read_text(),
+        'stderr': (job / 'rfm_job.err').read_text(), **files})
     assert (tc['fail_phase'], tc['hpcval_sanity_is_health']) == \
         ('sanity', False)
     assert verdict.returncode == 1
+    # gpu-burn's "cuInit returned 0 (no error)" is no reason of a failure
     assert 'FAIL node vm GPU 0: GpuBurnCudaCheck %precision=float: sanity: ' \
         'sanity error: burn-in not judged: GPU 0: another process, ' \
-        '/opt/torch/.venv/bin/python3 (pid 625), on it before the burn-in' \
-        in verdict.stdout, verdict.stdout
+        '/opt/torch/.venv/bin/python3 (pid 625), on it before the burn-in; ' \
+        'GPU 0: another process, /opt/torch/.venv/bin/python3 (pid 625), ' \
+        'on it after the burn-in on first run and on re-measure\n' in \
+        verdict.stdout, verdict.stdout

@@ -183,6 +183,13 @@ class TestStderrReason:
             'srun: error: n1: task 0: Exited with exit code 1'
         assert stderr_reason('\n\n') == ''
 
+    def test_cudas_success_line_is_no_reason(self):
+        # a burn-in job's stderr on a lent H100: gpu-burn's one line
+        text = (CAPTURED / 'burnin' / 'h100' / 'run3' / 'stage' /
+                'gpu0_competitor' / 'rfm_job.err').read_text()
+        assert text == 'cuInit returned 0 (no error)\n'
+        assert stderr_reason(text) == ''
+
 
 class TestBabelStreamImplementationAndIterations:
     OMP = (CAPTURED / 'vm' / 'babelstream_v5.0_omp_n20_s33554432.txt'

@@ -37,14 +37,14 @@ def crash_report(text):
     return f'; {m.group(0).strip()}' if m else ''
 
 
-# what launchers and batch systems add around a failed program: their own
-# banners, hints and exit reports (kept only when nothing else is said)
+# around a failed program: launchers' banners, hints and exit reports (kept
+# only when nothing else is said), and success lines (CUDA's "(no error)")
 _LAUNCHER = re.compile(r'^(?:srun|slurmstepd|mpirun|mpiexec|prterun|'
                        r'\[mpiexec@|jsrun|aprun)\b|^\[\S+:\d+\]')
 _NOISE = re.compile(r'^[=*#-]|^-+$|^Please check|^For more information|'
                     r'^\s*(?:at |from )|^Primary job|^Process name|'
-                    r'^Exit code:|^(?:YOUR APPLICATION|CLEANING UP|YOU CAN '
-                    r'IGNORE)', re.IGNORECASE)
+                    r'^Exit code:|\(no error\)$|^(?:YOUR APPLICATION|'
+                    r'CLEANING UP|YOU CAN IGNORE)', re.IGNORECASE)
 _ERRORISH = re.compile(r'error|invalid|requires|fail|abort|not found|'
                        r'cannot|unable|denied|killed|segmentation|signal|'
                        r'refus|unknown|unrecognized|usage|no such|missing|'
