@@ -106,6 +106,24 @@ def test_a_public_faulty_output_fails_naming_the_gpus(tmp_path):
     assert f'; gpu-burn called {gpus} FAULTY' in tc['fail_reason']
 
 
+def test_cuda_that_did_not_start_is_named(tmp_path):
+    """wilicc/gpu-burn issue 127's 8 x A100 (tests/fixtures/public/
+    gpu_burn/SOURCE.md): CUDA error 802 before any GPU ran; the reason
+    names CUDA's own line, not only the GPU test's that followed it."""
+    public = ROOT / 'tests' / 'fixtures' / 'public' / 'gpu_burn'
+    proc, report = replay('perlmutter', {'GpuBurnCudaCheck%precision=float': {
+        'stdout': (public / 'issue127_8xa100_no_cuda.out').read_text(),
+        'stderr': (public / 'issue127_8xa100_no_cuda.err').read_text(),
+        'exit_code': '19\n'}}, ['checks/gpu_burn.py'], [], tmp_path)
+    assert report, proc.stdout[-3000:] + proc.stderr[-3000:]
+    [tc] = [tc for tc in by_name(report, 'GpuBurnCudaCheck')
+            if tc['display_name'].endswith('=float')]
+    assert tc['result'] == 'fail'
+    assert 'gpu-burn printed no progress line: no GPU reported a result; ' \
+        "Couldn't init CUDA: Error (gpu_burn-drv.cpp:304): system not yet " \
+        'initialized (exit code 19)' in tc['fail_reason']
+
+
 def test_a_commit_pin_is_fetched_alone(tmp_path):
     """gpu-burn tags no releases: its version is a commit, which clone
     --branch cannot take; the fetch of that commit and the probe work on a

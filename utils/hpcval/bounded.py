@@ -38,9 +38,7 @@ def load(text, loader=SAFE_LOADER):
 def _children(node):
     if isinstance(node, yaml.MappingNode):
         return [n for pair in node.value for n in pair]
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    return []
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
 
 
 def _check(root):

@@ -142,9 +142,7 @@ def _median_without(ordered, i):
 
     def at(j):          # j-th of the list without element i
         return ordered[j + 1] if j >= i else ordered[j]
-    if n % 2:
-        return at(n // 2)
-    return (at(n // 2 - 1) + at(n // 2)) / 2
+    return at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
 
 
 #: the unit of a member's figure over its peers' median

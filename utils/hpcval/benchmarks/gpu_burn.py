@@ -147,7 +147,8 @@ class GpuBurn(SiblingFigures, ParsedBenchmark, rfm.RunOnlyRegressionTest):
                                 str(self.duration)]
 
     def parse(self):
-        result = parse_gpu_burn(read_text(self.stdout.evaluate()))
+        err = self._stage_text(self.stderr.evaluate(), 65536)
+        result = parse_gpu_burn(read_text(self.stdout.evaluate()), err)
         wanted = PRECISIONS[self.precision][1]
         if result.modes and result.modes != {wanted}:
             ran = ', '.join(sorted(result.modes))

@@ -17,9 +17,7 @@ def directions(metric):
     """1 or 2 (directions added) for a host <-> device figure, else None."""
     if _ONE_WAY.match(metric or ''):
         return 1
-    if _TWO_WAY.match(metric or ''):
-        return 2
-    return None
+    return 2 if _TWO_WAY.match(metric or '') else None
 
 
 def ceiling(gen, width):

@@ -14,6 +14,7 @@ _ERRORS = re.compile(r'(-?\d+)(?: +(\((?:WARNING|DIED)!\)))?')
 _TESTED = re.compile(r'^Tested (\d+) GPUs:$', re.M)
 _VERDICT = re.compile(r'^[\t ]+GPU (\d+): (OK|FAULTY)$', re.M)
 _SUMMARY = 'Summary at:'
+_NO_CUDA = re.compile(r"^Couldn't init CUDA: .+$", re.M)    # on stderr
 _MODE = re.compile(r'using \d+ MB of it\), using '
                    r'(\w+(?:, using Tensor Cores)?)$', re.M)
 
@@ -69,17 +70,20 @@ def _progress_lines(text):
     return out
 
 
-def parse_gpu_burn(text):
-    """``GpuBurnResult`` of a complete run; ParseError naming FAULTY GPUs."""
+def parse_gpu_burn(text, stderr=''):
+    """``GpuBurnResult`` of a complete run; ParseError naming FAULTY GPUs
+    and why CUDA did not start, where gpu-burn's ``stderr`` says."""
     try:
         return _parse(text)
     except ParseError as err:
+        said = [str(err), *_NO_CUDA.findall(stderr)[:1]]
         faulty = [f'GPU {m.group(1)}' for m in _VERDICT.finditer(text)
                   if m.group(2) == 'FAULTY']
-        if not faulty:
+        if faulty:
+            said.append(f'gpu-burn called {", ".join(faulty)} FAULTY')
+        if len(said) == 1:
             raise
-        raise ParseError(f'{err}; gpu-burn called {", ".join(faulty)} '
-                         f'FAULTY') from None
+        raise ParseError('; '.join(said)) from None
 
 
 def _parse(text):
