@@ -311,7 +311,7 @@ def test_the_real_competitor_run_fails_naming_gpu_0_and_the_process(
         tmp_path):
     """The lent H100's competitor burn-in (run3: gpu-burn at 22,978
     GFLOP/s beside a PyTorch SGEMM loop, 51,353 alone), its job's real
-    output and probe files replayed through today's code."""
+    output, stderr and probe files replayed through today's code."""
     job = H100_RUNS / 'run3' / 'stage' / 'gpu0_competitor'
     files = {p.name: p.read_text() for p in job.glob('hpcval_health_*')
              if not p.name.endswith(('probe.sh', 'sampler.pid'))}
