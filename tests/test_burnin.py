@@ -307,17 +307,22 @@ def test_a_process_on_one_gpu_is_named_beside_a_throttled_one(tmp_path):
     assert 'GPU 2: HW thermal slowdown' in out, out
 
 
+def _real_job(run, name):
+    """A lent H100's burn-in job as recorded: its output, stderr and
+    health probe files, to replay through today's code."""
+    job = H100_RUNS / run / 'stage' / name
+    return {'stdout': (job / 'rfm_job.out').read_text(),
+            'stderr': (job / 'rfm_job.err').read_text(),
+            **{p.name: p.read_text() for p in job.glob('hpcval_health_*')
+               if not p.name.endswith(('probe.sh', 'sampler.pid'))}}
+
+
 def test_the_real_competitor_run_fails_naming_gpu_0_and_the_process(
         tmp_path):
     """The lent H100's competitor burn-in (run3: gpu-burn at 22,978
-    GFLOP/s beside a PyTorch SGEMM loop, 51,353 alone), its job's real
-    output, stderr and probe files replayed through today's code."""
-    job = H100_RUNS / 'run3' / 'stage' / 'gpu0_competitor'
-    files = {p.name: p.read_text() for p in job.glob('hpcval_health_*')
-             if not p.name.endswith(('probe.sh', 'sampler.pid'))}
-    tc, verdict = _one_gpu_burnin(tmp_path, 'competitor', {
-        'stdout': (job / 'rfm_job.out').read_text(),
-        'stderr': (job / 'rfm_job.err').read_text(), **files})
+    GFLOP/s beside a PyTorch SGEMM loop, 51,353 alone) replayed."""
+    tc, verdict = _one_gpu_burnin(tmp_path, 'competitor',
+                                  _real_job('run3', 'gpu0_competitor'))
     assert (tc['fail_phase'], tc['hpcval_sanity_is_health']) == \
         ('sanity', False)
     assert verdict.returncode == 1
@@ -328,3 +333,16 @@ def test_the_real_competitor_run_fails_naming_gpu_0_and_the_process(
         'GPU 0: another process, /opt/torch/.venv/bin/python3 (pid 625), ' \
         'on it after the burn-in on first run and on re-measure\n' in \
         verdict.stdout, verdict.stdout
+
+
+def test_the_real_mid_run_throttle_is_named_with_when_and_how_long(
+        tmp_path):
+    """run7: the wrapper reported GPU 0 thermally throttled from 34 s of
+    its samples on; the real job's files replayed through today's probe
+    reader and judge name the share and the span of the run."""
+    tc, verdict = _one_gpu_burnin(tmp_path, 'late',
+                                  _real_job('run7', 'gpu0_late'))
+    assert verdict.returncode == 1
+    assert 'FAIL node vm GPU 0: HW thermal slowdown active after the ' \
+        'benchmark, 54% of the run (seen 34.1 s to 73.1 s after its first ' \
+        'sample)' in verdict.stdout, verdict.stdout
